@@ -1,0 +1,1 @@
+"""Measures on arrays: pure functions, no files, no spec, no printing."""

@@ -1,0 +1,194 @@
+"""Command line: thin commands that load, call one library function, and map errors to exit codes.
+
+Exit codes: 0 done (no finding at the --fail-on level), 1 done with such a finding, 2 bad input, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from auditor import __version__
+from auditor.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Audit learning-to-rank models and write the evidence regulators ask for.")
+policies_app = typer.Typer(no_args_is_help=True, help="List and show policy packs.")
+app.add_typer(policies_app, name="policies")
+
+T = TypeVar("T")
+
+
+class FailOn(StrEnum):
+    fail = "fail"
+    error = "error"
+    warn = "warn"
+    never = "never"
+
+
+def _guard(action: Callable[[], T], *, debug: bool = False) -> T:
+    """Bad input: one line on stderr, exit 2. Anything unexpected: one line and exit 3 (traceback with --debug)."""
+    try:
+        return action()
+    except InputError as exc:
+        typer.echo(f"error: {exc.one_line()}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted: nothing was written", err=True)
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        if debug:
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        typer.echo(f"internal error: {type(exc).__name__}: {first} (run again with --debug for the traceback)",
+                   err=True)
+        raise typer.Exit(3) from None
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[Any]:
+    if quiet:
+        from auditor.evidence.base import Progress
+
+        yield Progress()
+        return
+    from auditor.progress import RichProgress
+
+    with RichProgress() as bar:
+        yield bar
+
+
+SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False)]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.", hidden=True)]
+
+
+@app.command()
+def report(
+    spec: SpecArg,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the run folder "
+                                             "(default: the spec's output.dir).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the spec's seed.", min=0)] = None,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.")] =
+    FailOn.fail,
+    quiet: Quiet = False,
+    debug: Debug = False,
+) -> None:
+    """Run the audit a spec describes; write evidence.json and report.html into a new run folder."""
+    from auditor.engine import run_audit
+    from auditor.policy import exit_code
+
+    def action() -> Any:
+        with _progress(quiet) as progress:
+            return run_audit(spec, out=out, seed=seed, progress=progress)
+
+    run = _guard(action, debug=debug)
+    counts: dict[str, int] = {}
+    for finding in run.findings:
+        counts[finding.status] = counts.get(finding.status, 0) + 1
+    if not quiet:
+        shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no rules applied"
+        typer.echo(f"opinion: {run.opinion} ({shown})", err=True)
+    html = run.run_dir / "report.html"
+    typer.echo(str(html if html.exists() else run.run_dir / "evidence.json"))
+    raise typer.Exit(exit_code(run.findings, fail_on.value))
+
+
+@app.command()
+def validate(spec: SpecArg, debug: Debug = False) -> None:
+    """Check a spec, its policies, model and data, without running any evidence."""
+    from auditor.engine import prepare
+
+    prepared = _guard(lambda: prepare(spec), debug=debug)
+    data = prepared.data
+    typer.echo(f"ok: {spec} — {len(prepared.spec.evidence)} evidence item(s), "
+               f"{sum(len(p.pack.rules) for p in prepared.packs)} rule(s); model {prepared.model.kind} with "
+               f"{prepared.model.n_features or data.n_features} features; {data.n_docs} documents in "
+               f"{data.n_queries} queries")
+
+
+@app.command()
+def schema(out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None) -> None:
+    """Print the JSON Schema of the audit spec (for editor completion)."""
+    from auditor.spec import json_schema
+
+    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        _guard(lambda: _write_new(out, text))
+        typer.echo(str(out))
+
+
+@policies_app.command("list")
+def policies_list() -> None:
+    """The built-in policy packs."""
+    from auditor.policy import builtin_pack_names, load_pack
+
+    for name in builtin_pack_names():
+        pack = _guard(lambda name=name: load_pack(name, base_dir=Path.cwd())).pack
+        typer.echo(f"{pack.pack:<20} {len(pack.rules):>3} rules  {pack.title}")
+
+
+@policies_app.command("show")
+def policies_show(name: Annotated[str, typer.Argument(help="Built-in pack name or path to a pack file.")]) -> None:
+    """The rules of one pack: id, severity, metric, thresholds, citation."""
+    from auditor.policy import load_pack
+
+    loaded = _guard(lambda: load_pack(name, base_dir=Path.cwd()))
+    pack = loaded.pack
+    typer.echo(f"{pack.title} (pack {pack.pack}, version {pack.version})")
+    if pack.description:
+        typer.echo(pack.description.strip())
+    for rule in pack.rules:
+        conditions = "; ".join(c for c in (f"fail if {rule.fail_if.text()}" if rule.fail_if else "",
+                                           f"warn if {rule.warn_if.text()}" if rule.warn_if else "") if c)
+        typer.echo(f"\n{rule.id} [{rule.severity}] {rule.title}\n  metric: {rule.metric} ({conditions})\n"
+                   f"  citation: {rule.citation}")
+
+
+@app.command()
+def init(
+    model: Annotated[Path, typer.Option(help="Model file (LightGBM .txt/.json, scikit-learn .skops).")],
+    dataset: Annotated[Path, typer.Option(help="Dataset file (SVMlight/LETOR, CSV, Parquet).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the spec.")] = Path("audit.yaml"),
+    policy: Annotated[list[str] | None, typer.Option(help="Policy pack to apply (repeatable).")] = None,
+    title: Annotated[str, typer.Option(help="Report title.")] = "Audit of the ranking model",
+    organisation: Annotated[str, typer.Option(help="Organisation name.")] = "Example Org",
+) -> None:
+    """Write a commented starter spec for a model and a dataset (never overwrites a file)."""
+    from auditor.starter import starter_spec
+
+    text = _guard(lambda: starter_spec(model=model, dataset=dataset, spec_path=out, policies=policy or ["starter"],
+                                       title=title, organisation=organisation))
+    _guard(lambda: _write_new(out, text))
+    typer.echo(str(out))
+
+
+def _write_new(path: Path, text: str) -> None:
+    if path.exists():
+        raise InputError("the file exists already", file=path, fix="choose another --out or move the file away")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", file=path, fix="choose another --out") from None
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"auditor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                               help="Show the version and exit.")] = False) -> None:
+    """Audit learning-to-rank models and write the evidence regulators ask for."""

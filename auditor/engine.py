@@ -1,0 +1,248 @@
+"""The audit pipeline, and nothing else: spec → inputs → evidence → findings → run folder.
+
+All bad input is found in `prepare` before any evidence runs, so a failed audit never leaves a half-written
+report; the run folder is written under a temporary name and renamed into place at the end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from auditor import __version__
+from auditor.data import RankingData, load_ranking_data, read_feature_names
+from auditor.errors import InputError
+from auditor.evidence import REGISTRY
+from auditor.evidence.base import AuditContext, EvidenceResult, Progress
+from auditor.models import load_model
+from auditor.models.base import CountingRanker, Ranker
+from auditor.policy import Finding, LoadedPack, check_waivers, evaluate, load_packs, opinion
+from auditor.spec import AuditSpec, load_spec
+
+EVIDENCE_SCHEMA = "auditor.evidence/v1"
+_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "lightgbm", "shap", "pydantic", "jinja2", "matplotlib")
+
+
+@dataclass
+class PreparedAudit:
+    """A validated spec with its model, data and policy packs loaded: everything checked, nothing computed."""
+
+    spec: AuditSpec
+    raw: dict[str, Any]
+    spec_path: Path
+    model: Ranker
+    data: RankingData
+    packs: list[LoadedPack]
+
+
+@dataclass
+class AuditRun:
+    run_dir: Path
+    findings: list[Finding]
+    opinion: str
+    results: dict[str, EvidenceResult] = field(default_factory=dict)
+
+
+def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> PreparedAudit:
+    """Load and check everything the audit needs; raises InputError on the first problem."""
+    progress = progress or Progress()
+    spec_path = Path(spec_path)
+    spec, raw = load_spec(spec_path)
+    base = spec_path.parent.resolve()
+    packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
+    check_waivers(spec.waivers, packs, spec_file=spec_path)
+    model = load_model(spec.model, base_dir=base, spec_file=spec_path)
+    data = _load_data(spec, model)
+    return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs)
+
+
+def _load_data(spec: AuditSpec, model: Ranker) -> RankingData:
+    ds = spec.dataset
+    names = read_feature_names(ds.feature_names) if ds.feature_names else None
+    return load_ranking_data(
+        ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
+        model_feature_names=model.feature_names, query_column=ds.query_column, label_column=ds.label_column,
+        doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
+        zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label)
+
+
+def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
+              progress: Progress | None = None, today: dt.date | None = None) -> AuditRun:
+    """Run the audit a spec describes and write its run folder. Returns where it went and the verdicts."""
+    progress = progress or Progress()
+    started = _utc_now()
+    prepared = prepare(spec_path, progress=progress)
+    spec = prepared.spec
+    seed = spec.seed if seed is None else seed
+    today = today or started.date()
+    ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=seed, progress=progress)
+
+    results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data)}
+    seconds: dict[str, float] = {}
+    for name, options in progress.track(spec.evidence_items(), description="Evidence",
+                                        total=len(spec.evidence)):
+        results[name], seconds[name] = _run_plugin(name, options, ctx)
+
+    requested = {"dataset", *(name for name, _ in spec.evidence_items())}
+    findings = evaluate(prepared.packs, results, requested=requested, waivers=list(spec.waivers), today=today)
+    verdict = opinion(findings)
+    document = evidence_document(prepared, results, findings, verdict, seed=seed,
+                                 run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
+                                      "evaluated_on": today.isoformat(), "seconds": seconds,
+                                      "host": platform.node()})
+    out_dir = out if out is not None else spec.output.dir
+    run_dir = write_run(out_dir, spec, document, results, prepared, started)
+    return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results)
+
+
+def _run_plugin(name: str, options: Any, ctx: AuditContext) -> tuple[EvidenceResult, float]:
+    """Run one plugin; an unexpected failure becomes an ERROR result so the other evidence still runs."""
+    plugin = REGISTRY[name]
+    rows_before = ctx.model.rows_evaluated
+    start = time.perf_counter()
+    try:
+        result = plugin.run(ctx, options)
+    except InputError:
+        raise
+    except Exception as exc:
+        result = EvidenceResult(name=name, status="error", error=f"{type(exc).__name__}: {exc}")
+    result.n_model_rows = ctx.model.rows_evaluated - rows_before
+    return result, round(time.perf_counter() - start, 3)
+
+
+def dataset_result(data: RankingData) -> EvidenceResult:
+    """Data facts as an always-present evidence item, so rules can address `dataset.*`."""
+    return EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
+                          summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} features.")
+
+
+def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult], findings: list[Finding],
+                      verdict: str, *, seed: int, run: dict[str, Any]) -> dict[str, Any]:
+    """evidence.json: everything the report says, as data. Only `run` changes between identical runs."""
+    spec = prepared.spec
+    return {
+        "schema": EVIDENCE_SCHEMA,
+        "tool": {"name": "auditor", "version": __version__, "python": platform.python_version(),
+                 "libraries": {lib: _version(lib) for lib in _LIBRARIES}},
+        "audit": spec.audit.model_dump(),
+        "spec": {"file": prepared.spec_path.name, "sha256": _sha256(prepared.spec_path),
+                 "content": _plain(prepared.raw)},
+        "seed": seed,
+        "inputs": inputs_manifest(prepared),
+        "evidence": {name: result.to_json() for name, result in results.items()},
+        "policies": [{"pack": p.pack.pack, "title": p.pack.title, "version": p.pack.version, "sha256": p.sha256,
+                      "source": p.path.name} for p in prepared.packs],
+        "waivers": [_plain(w.model_dump()) for w in spec.waivers],
+        "findings": [f.to_json() for f in findings],
+        "opinion": verdict,
+        "run": run,
+    }
+
+
+def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
+    spec = prepared.spec
+    model = {"describe": prepared.model.describe()}
+    if spec.model.path is not None:
+        model.update(file=spec.model.path.name, sha256=_sha256(spec.model.path))
+    ds = spec.dataset
+    dataset: dict[str, Any] = {"file": ds.path.name, "sha256": _sha256(ds.path), "format": ds.format or "inferred",
+                               "n_docs": prepared.data.n_docs, "n_queries": prepared.data.n_queries,
+                               "n_features": prepared.data.n_features,
+                               "feature_names": prepared.data.feature_names}
+    for key in ("feature_names", "query_file"):
+        extra = getattr(ds, key)
+        if extra is not None:
+            dataset[f"{key}_file"] = {"file": extra.name, "sha256": _sha256(extra)}
+    return {"model": model, "dataset": dataset}
+
+
+def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results: dict[str, EvidenceResult],
+              prepared: PreparedAudit, started: dt.datetime) -> Path:
+    """Write into a hidden temporary folder, then rename it into place: a run folder is complete or absent."""
+    from auditor.report.render import render_html
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder ({exc.strerror})", file=out_dir,
+                         fix="choose another `--out` folder") from None
+    if not out_dir.is_dir():
+        raise InputError("the output path exists and is not a folder", file=out_dir, fix="choose another `--out`")
+    tmp = Path(tempfile.mkdtemp(prefix=".run-", dir=out_dir))
+    try:
+        (tmp / "evidence.json").write_text(dump_json(document), encoding="utf-8")
+        if "html" in spec.output.formats:
+            html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"))
+            (tmp / "report.html").write_text(html, encoding="utf-8")
+        final = _free_name(out_dir, f"{_slug(spec.audit.title)}-{started.strftime('%Y%m%dT%H%M%SZ')}")
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def dump_json(document: dict[str, Any]) -> str:
+    """Stable JSON: sorted keys, no NaN (null instead), UTF-8."""
+    return json.dumps(_plain(document), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _free_name(out_dir: Path, stem: str) -> Path:
+    candidate, n = out_dir / stem, 1
+    while candidate.exists():
+        n += 1
+        candidate = out_dir / f"{stem}-{n}"
+    return candidate
+
+
+def _slug(title: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return slug[:40].rstrip("-") or "audit"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)

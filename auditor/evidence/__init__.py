@@ -1,0 +1,16 @@
+"""Evidence plugins: one module a kind, listed here. A new kind is one module plus one line below."""
+
+from __future__ import annotations
+
+from auditor.evidence import global_importance, ranking_quality
+from auditor.evidence.base import EvidencePlugin
+
+REGISTRY: dict[str, EvidencePlugin] = {
+    plugin.name: plugin
+    for plugin in (
+        EvidencePlugin("ranking_quality", ranking_quality.RankingQualityOptions, ranking_quality.run,
+                       "Ranking quality", "nDCG@k and MAP per query against relevance labels."),
+        EvidencePlugin("global_importance", global_importance.GlobalImportanceOptions, global_importance.run,
+                       "Main ranking parameters", "TreeSHAP importance per feature: global, per query, within query."),
+    )
+}

@@ -1,0 +1,122 @@
+"""Plain result types every evidence plugin returns, and the context it runs in.
+
+Results are plain data (numbers, strings, lists): no display objects inside, so evidence.json, policies and
+templates can all read the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from auditor.data import RankingData
+from auditor.models.base import CountingRanker
+
+T = TypeVar("T")
+Status = Literal["ok", "error", "skipped"]
+
+
+class EvidenceOptions(BaseModel):
+    """Base of every evidence item's options: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table for the report and evidence.json. `rows` hold plain values in `columns` order."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An SVG figure for the report (kept out of evidence.json)."""
+
+    title: str
+    svg: str
+    caption: str = ""
+
+
+@dataclass
+class EvidenceResult:
+    """What one evidence item measured. `metrics` are flat dotted names that policy rules address."""
+
+    name: str
+    status: Status = "ok"
+    summary: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    how_to_read: str = ""
+    error: str = ""
+    n_model_rows: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "summary": self.summary,
+            "error": self.error,
+            "metrics": {k: _plain(v) for k, v in sorted(self.metrics.items())},
+            "tables": [t.to_json() for t in self.tables],
+            "records": self.records,
+            "notes": self.notes,
+            "n_model_rows": self.n_model_rows,
+        }
+
+
+def _plain(value: float) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+class Progress:
+    """Progress reporting seam: the engine passes a rich-backed one; tests and --quiet pass this silent one."""
+
+    def track(self, items: Iterable[T], *, description: str, total: int | None = None) -> Iterator[T]:
+        yield from items
+
+
+@dataclass
+class AuditContext:
+    """Everything an evidence plugin may use: the data, the (row-counting) model, a seed, progress."""
+
+    data: RankingData
+    model: CountingRanker
+    seed: int
+    progress: Progress = field(default_factory=Progress)
+    _scores: np.ndarray | None = None
+
+    def rng(self, stream: str) -> np.random.Generator:
+        """A generator of its own for each named stream, so adding a plugin never shifts another's numbers."""
+        key = [self.seed, *stream.encode()]
+        return np.random.default_rng(key)
+
+    def scores(self) -> np.ndarray:
+        """The model's scores for every document, computed once and shared by all plugins."""
+        if self._scores is None:
+            self._scores = self.model.predict(self.data.X)
+        return self._scores
+
+
+@dataclass(frozen=True)
+class EvidencePlugin:
+    """One evidence kind: its name (the spec key), its options model and the function that runs it."""
+
+    name: str
+    options: type[EvidenceOptions]
+    run: Callable[[AuditContext, Any], EvidenceResult]
+    title: str
+    description: str

@@ -1,0 +1,130 @@
+"""Evidence `global_importance`: which features drive the model's scores, and which drive its rankings.
+
+Exact TreeSHAP contributions φ (LightGBM's `pred_contrib`; shap's TreeExplainer for scikit-learn trees) give
+three views of a feature's importance:
+- global: mean |φ| over all documents (the classic SHAP summary);
+- per query: mean |φ| over the documents of each query, then averaged over queries, so every query weighs the same;
+- within query: mean |φ − mean of φ in the query| per query, averaged. Only this part moves documents against
+  each other: a contribution that is the same for every document of a query shifts all scores and changes no
+  ranking (the caveat of paper 000 on SHAP plots computed over the whole set).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from pydantic import Field
+from scipy.stats import spearmanr
+
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.report.plots import bar_chart
+
+
+class GlobalImportanceOptions(EvidenceOptions):
+    top: int = Field(15, ge=1, description="How many features the table and the chart show.")
+    share_for_main: float = Field(0.8, gt=0, le=1, description="Main parameters = fewest features reaching "
+                                                               "this share of the total importance.")
+
+
+HOW_TO_READ = (
+    "Each feature's importance is how much it moves the model's score, averaged per query. The 'within query' "
+    "column keeps only what changes the order of documents inside a query — the part that matters for a ranking. "
+    "Shares add up to 100% per column. The main ranking parameters are the fewest features that together reach "
+    "the stated share of the within-query importance."
+)
+
+
+def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
+    data = ctx.data
+    result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
+    contrib = _contributions(ctx)
+    if contrib is None:
+        result.status = "skipped"
+        result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP; model-agnostic importance comes with "
+                        "the local-explanation evidence")
+        return result
+    phi, bias = contrib[:, :-1], contrib[:, -1]
+    additivity = float(np.max(np.abs(phi.sum(axis=1) + bias - ctx.scores())))
+    views = importance_views(phi, data.query_ptr)
+    names = data.feature_names
+    shares = {view: _shares(values) for view, values in views.items()}
+
+    metrics = result.metrics
+    metrics["global_importance.additivity.max_abs_error"] = additivity
+    within = shares["within_query"]
+    order = np.argsort(-within, kind="stable")
+    main_count = int(np.searchsorted(np.cumsum(within[order]), options.share_for_main - 1e-12) + 1)
+    metrics["global_importance.main_parameters"] = float(min(main_count, len(names)))
+    metrics["global_importance.top1_share"] = float(within[order[0]])
+    metrics["global_importance.top3_share"] = float(within[order[:3]].sum())
+    metrics["global_importance.unused_features"] = float(np.sum(views["global"] == 0))
+    rho = spearmanr(views["global"], views["within_query"]).statistic if len(names) > 1 else 1.0
+    metrics["global_importance.rank_agreement_global_vs_within"] = float(np.nan_to_num(rho, nan=1.0))
+
+    result.tables.append(Table(
+        title="Feature importance (mean |SHAP value|)",
+        columns=["rank", "feature", "within query", "share", "per query", "share", "global", "share"],
+        rows=[[r + 1, names[f], _r(views["within_query"][f]), _r(within[f]), _r(views["per_query"][f]),
+               _r(shares["per_query"][f]), _r(views["global"][f]), _r(shares["global"][f])]
+              for r, f in enumerate(order[: options.top])],
+        note=f"Sorted by the within-query view; {len(names) - min(options.top, len(names))} more features in "
+             "evidence.json. Additivity (Σφ + bias = score) holds to "
+             f"{additivity:.1e}.",
+    ))
+    result.records = [
+        {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": _r(views[view][f]) for view in views},
+         **{f"{view}.share": _r(shares[view][f]) for view in views}}
+        for r, f in enumerate(order)
+    ]
+    top = order[: options.top]
+    result.figures.append(Figure(
+        title="Main ranking parameters",
+        svg=bar_chart([names[f] for f in top], [float(within[f]) for f in top], xlabel="share of within-query "
+                                                                                       "importance"),
+        caption="Share of each feature in what moves documents against each other inside a query."))
+    main = ", ".join(names[f] for f in order[:main_count][:5])
+    result.summary = (f"{main_count} feature(s) carry {options.share_for_main:.0%} of the within-query importance; "
+                      f"the main ones: {main}{'…' if main_count > 5 else ''}.")
+    return result
+
+
+def _contributions(ctx: AuditContext, chunk: int = 20_000) -> np.ndarray | None:
+    """TreeSHAP for every document, in chunks so long runs show progress; None for non-tree models."""
+    X = ctx.data.X
+    starts = range(0, X.shape[0], chunk)
+    parts = []
+    for start in ctx.progress.track(starts, description="TreeSHAP contributions", total=len(starts)):
+        part = ctx.model.contributions(X[start:start + chunk])
+        if part is None:
+            return None
+        parts.append(part)
+    return np.vstack(parts)
+
+
+def importance_views(phi: np.ndarray, query_ptr: np.ndarray) -> dict[str, np.ndarray]:
+    """Mean |φ| per feature three ways (see the module docstring). Single-document queries have no within-query
+    effect and are left out of that view."""
+    global_view = np.abs(phi).mean(axis=0)
+    per_query = []
+    within = []
+    for a, b in itertools.pairwise(query_ptr):
+        block = phi[a:b]
+        per_query.append(np.abs(block).mean(axis=0))
+        if b - a > 1:
+            within.append(np.abs(block - block.mean(axis=0)).mean(axis=0))
+    zeros = np.zeros(phi.shape[1])
+    return {
+        "within_query": np.mean(within, axis=0) if within else zeros,
+        "per_query": np.mean(per_query, axis=0),
+        "global": global_view,
+    }
+
+
+def _shares(values: np.ndarray) -> np.ndarray:
+    total = values.sum()
+    return values / total if total > 0 else np.zeros_like(values)
+
+
+def _r(value: float) -> float:
+    return round(float(value), 6)

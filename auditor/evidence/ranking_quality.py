@@ -1,0 +1,118 @@
+"""Evidence `ranking_quality`: how well the model ranks, per query, against the relevance labels."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from auditor.checks.ranking import bootstrap_interval, per_query_ap, per_query_ndcg
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.report.plots import histogram
+
+
+class RankingQualityOptions(EvidenceOptions):
+    cutoffs: list[int] = Field([1, 3, 5, 10], min_length=1, description="nDCG cut-offs k.")
+    gain: Literal["exponential", "linear"] = Field("exponential", description="Gain of a grade r: 2^r−1 or r.")
+    all_zero_queries: Literal["one", "zero", "skip"] = Field(
+        "one", description="nDCG of a query whose labels are all 0: 1 (LightGBM), 0, or left out of the mean.")
+    relevant_from: int = Field(1, ge=1, description="MAP: grades at or above this count as relevant.")
+    low_threshold: float = Field(0.5, ge=0, le=1, description="Report the share of queries below this nDCG.")
+
+    @field_validator("cutoffs")
+    @classmethod
+    def _positive_unique(cls, value: list[int]) -> list[int]:
+        if any(k < 1 for k in value):
+            raise ValueError("cut-offs must be positive integers")
+        return sorted(set(value))
+
+
+HOW_TO_READ = (
+    "nDCG@k compares the model's top k documents of a query with the best possible order of the same documents "
+    "(1 = the labelled best order, 0 = no relevant document in the top k). Each query counts once; the table gives "
+    "the mean over queries with a 95% bootstrap interval, the spread, and the weakest queries. MAP is the mean, "
+    "over queries, of the precision at each relevant document."
+)
+
+
+def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
+    data = ctx.data
+    result = EvidenceResult(name="ranking_quality", how_to_read=HOW_TO_READ)
+    if data.y is None:
+        result.status = "error"
+        result.error = "the dataset has no relevance labels, so ranking quality cannot be measured"
+        return result
+    scores = ctx.scores()
+    ndcg = per_query_ndcg(scores, data.y, data.query_ptr, options.cutoffs, gain=options.gain,
+                          all_zero=options.all_zero_queries)
+    ap = per_query_ap(scores, data.y, data.query_ptr, relevant_from=options.relevant_from)
+    rng = ctx.rng("ranking_quality")
+    rows = []
+    for j, k in enumerate(options.cutoffs):
+        rows.append(_summarise(result.metrics, f"ranking_quality.ndcg@{k}", ndcg[:, j], rng, options.low_threshold))
+    rows.append(_summarise(result.metrics, "ranking_quality.map", ap, rng, options.low_threshold))
+    sizes = data.query_sizes()
+    all_zero = np.array([not np.any(data.y[data.query_slice(i)] >= 1) for i in range(data.n_queries)])
+    result.metrics["ranking_quality.queries"] = float(data.n_queries)
+    result.metrics["ranking_quality.all_zero_label_queries"] = float(all_zero.sum())
+    result.metrics["ranking_quality.single_doc_queries"] = float(np.sum(sizes == 1))
+    result.tables.append(Table(
+        title="Ranking quality over queries",
+        columns=["metric", "mean", "95% interval", "std", "min", "median", "max", f"share < {options.low_threshold:g}",
+                 "queries"],
+        rows=rows,
+        note=(f"Gain {options.gain}; queries whose labels are all 0 ({int(all_zero.sum())}) count as "
+              f"{ {'one': '1', 'zero': '0', 'skip': 'left out'}[options.all_zero_queries] } for nDCG and are left out "
+              f"of MAP; ties in scores keep file order."),
+    ))
+    headline = max(options.cutoffs)
+    col = options.cutoffs.index(headline)
+    worst = np.argsort(np.nan_to_num(ndcg[:, col], nan=np.inf), kind="stable")[:10]
+    result.tables.append(Table(
+        title=f"Ten weakest queries by nDCG@{headline}",
+        columns=["query", "documents", "relevant documents", f"nDCG@{headline}"],
+        rows=[[data.query_ids[i], int(sizes[i]), int(np.sum(data.y[data.query_slice(i)] >= 1)),
+               _round(ndcg[i, col])] for i in worst],
+    ))
+    result.records = [
+        {"query": data.query_ids[i], "docs": int(sizes[i]),
+         **{f"ndcg@{k}": _round(ndcg[i, j]) for j, k in enumerate(options.cutoffs)}, "ap": _round(ap[i])}
+        for i in range(data.n_queries)
+    ]
+    result.figures.append(Figure(
+        title=f"Distribution of nDCG@{headline} over queries",
+        svg=histogram(ndcg[:, col], bins=np.linspace(0, 1, 21), xlabel=f"nDCG@{headline}"),
+        caption="Each bar counts queries; a long left tail means some users get poor rankings."))
+    mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]
+    result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {data.n_queries} queries; "
+                      f"{result.metrics[f'ranking_quality.ndcg@{headline}.share_low']:.0%} of queries score below "
+                      f"{options.low_threshold:g}.")
+    return result
+
+
+def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np.random.Generator,
+               low: float) -> list:
+    finite = values[np.isfinite(values)]
+    low_ci, high_ci = bootstrap_interval(finite, rng)
+    stats = {
+        "mean": finite.mean() if len(finite) else np.nan,
+        "std": finite.std(ddof=1) if len(finite) > 1 else np.nan,
+        "ci95_low": low_ci, "ci95_high": high_ci,
+        "min": finite.min() if len(finite) else np.nan,
+        "p10": np.quantile(finite, 0.1) if len(finite) else np.nan,
+        "median": np.median(finite) if len(finite) else np.nan,
+        "max": finite.max() if len(finite) else np.nan,
+        "share_low": float(np.mean(finite < low)) if len(finite) else np.nan,
+        "queries": float(len(finite)),
+    }
+    for key, value in stats.items():
+        metrics[f"{name}.{key}"] = float(value)
+    label = name.removeprefix("ranking_quality.")
+    return [label, _round(stats["mean"]), f"{_round(low_ci)} – {_round(high_ci)}", _round(stats["std"]),
+            _round(stats["min"]), _round(stats["median"]), _round(stats["max"]), _round(stats["share_low"]),
+            int(stats["queries"])]
+
+
+def _round(value: float, digits: int = 4) -> float | None:
+    return round(float(value), digits) if np.isfinite(value) else None

@@ -1,0 +1,61 @@
+"""The `Ranker` protocol every model loader returns, and a wrapper that counts model rows evaluated."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """A scoring function over documents. Scores are only comparable inside one query."""
+
+    kind: str
+    n_features: int | None
+    feature_names: list[str] | None
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores, one per row of X (float64)."""
+        ...
+
+    def contributions(self, X: np.ndarray) -> np.ndarray | None:
+        """Exact TreeSHAP values (n_rows × (n_features + 1), last column the bias), or None if not a tree model."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Identity facts for the report: kind, trees, objective, ..."""
+        ...
+
+
+class CountingRanker:
+    """Wraps a Ranker and counts the rows it scores: the model call is the cost of an audit, so we report it."""
+
+    def __init__(self, ranker: Ranker) -> None:
+        self.inner = ranker
+        self.rows_evaluated = 0
+
+    @property
+    def kind(self) -> str:
+        return self.inner.kind
+
+    @property
+    def n_features(self) -> int | None:
+        return self.inner.n_features
+
+    @property
+    def feature_names(self) -> list[str] | None:
+        return self.inner.feature_names
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        self.rows_evaluated += int(X.shape[0])
+        return np.asarray(self.inner.predict(X), dtype=np.float64).reshape(-1)
+
+    def contributions(self, X: np.ndarray) -> np.ndarray | None:
+        out = self.inner.contributions(X)
+        if out is not None:
+            self.rows_evaluated += int(X.shape[0])
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()

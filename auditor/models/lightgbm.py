@@ -1,0 +1,152 @@
+"""LightGBM boosters from LightGBM's text model format or its JSON dump (`Booster.dump_model()`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+
+from auditor.errors import InputError
+
+_MISSING_CODES = {"None": 0, "Zero": 1, "NaN": 2}
+
+
+class LightGBMRanker:
+    """A LightGBM Booster as a Ranker. Predictions are raw scores (what a ranker sorts by)."""
+
+    kind = "lightgbm"
+
+    def __init__(self, booster: lgb.Booster) -> None:
+        self.booster = booster
+        self.n_features = int(booster.num_feature())
+        self.feature_names = list(booster.feature_name())
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.booster.predict(X, raw_score=True), dtype=np.float64)
+
+    def contributions(self, X: np.ndarray) -> np.ndarray:
+        """LightGBM's own TreeSHAP (`pred_contrib`): exact, and what shap's TreeExplainer calls underneath."""
+        return np.asarray(self.booster.predict(X, pred_contrib=True), dtype=np.float64)
+
+    def describe(self) -> dict[str, Any]:
+        params = self.booster.params or {}
+        dump_objective = _objective_from_model(self.booster)
+        return {
+            "kind": self.kind,
+            "library": f"lightgbm {lgb.__version__}",
+            "n_features": self.n_features,
+            "n_trees": int(self.booster.num_trees()),
+            "objective": params.get("objective", dump_objective),
+        }
+
+
+def _objective_from_model(booster: lgb.Booster) -> str:
+    for line in booster.model_to_string(num_iteration=0).splitlines()[:20]:
+        if line.startswith("objective="):
+            return line.split("=", 1)[1]
+    return "unknown"
+
+
+def load_lightgbm(path: Path) -> LightGBMRanker:
+    text = path.read_bytes()
+    if text.lstrip()[:1] == b"{":
+        try:
+            dump = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", file=path, where=f"{exc.lineno}:{exc.colno}",
+                             fix="use the output of LightGBM's `Booster.dump_model()` or its text model file") from None
+        model_str = json_dump_to_model_string(dump, path)
+    else:
+        model_str = text.decode("utf-8", errors="replace")
+        if not model_str.startswith("tree"):
+            raise InputError("not a LightGBM model file (it does not start with `tree`)", file=path,
+                             fix="save the model with `Booster.save_model()`, or set `model.kind` to the right kind")
+    try:
+        booster = lgb.Booster(model_str=model_str)
+    except lgb.basic.LightGBMError as exc:
+        raise InputError(f"LightGBM cannot load this model ({str(exc).splitlines()[0]})", file=path,
+                         fix="save the model with `Booster.save_model()`") from None
+    return LightGBMRanker(booster)
+
+
+def json_dump_to_model_string(dump: dict[str, Any], path: Path) -> str:
+    """Rebuild LightGBM's text format from `dump_model()` JSON so that LightGBM itself does the predicting.
+
+    Numerical splits only: a categorical split cannot be rebuilt exactly from the dump and is refused.
+    """
+    try:
+        trees = [_tree_to_text(i, info["tree_structure"], info["num_leaves"], path)
+                 for i, info in enumerate(dump["tree_info"])]
+        names = dump["feature_names"]
+        header = [
+            "tree", f"version={dump.get('version', 'v4')}", f"num_class={dump.get('num_class', 1)}",
+            f"num_tree_per_iteration={dump.get('num_tree_per_iteration', 1)}",
+            f"label_index={dump.get('label_index', 0)}", f"max_feature_idx={dump['max_feature_idx']}",
+            f"objective={dump.get('objective', 'regression')}",
+            "feature_names=" + " ".join(names),
+            "feature_infos=" + " ".join(_feature_info(dump, name) for name in names), "",
+        ]
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"not a LightGBM JSON dump (missing {exc})", file=path,
+                         fix="use the output of `Booster.dump_model()`") from None
+    return "\n".join(header) + "\n" + "\n".join(trees) + "\nend of trees\n"
+
+
+def _feature_info(dump: dict[str, Any], name: str) -> str:
+    info = dump.get("feature_infos", {}).get(name)
+    if not info or "min_value" not in info:
+        return "none"
+    return f"[{info['min_value']!r}:{info['max_value']!r}]"
+
+
+def _tree_to_text(index: int, root: dict[str, Any], num_leaves: int, path: Path) -> str:
+    if num_leaves == 1:
+        return (f"Tree={index}\nnum_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\n"
+                f"left_child=\nright_child=\nleaf_value={root['leaf_value']!r}\nleaf_weight=\nleaf_count=\n"
+                "internal_value=\ninternal_weight=\ninternal_count=\nis_linear=0\nshrinkage=1\n\n")
+    internal: dict[int, dict[str, Any]] = {}
+    leaves: dict[int, dict[str, Any]] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if "leaf_index" in node:
+            leaves[node["leaf_index"]] = node
+            continue
+        if node.get("decision_type") != "<=":
+            raise InputError(f"tree {index} has a categorical split, which a JSON dump cannot reproduce exactly",
+                             file=path, fix="give the model in LightGBM's text format (`Booster.save_model()`)")
+        internal[node["split_index"]] = node
+        stack.extend((node["left_child"], node["right_child"]))
+
+    def child(node: dict[str, Any]) -> int:
+        return ~node["leaf_index"] if "leaf_index" in node else node["split_index"]
+
+    nodes = [internal[i] for i in range(len(internal))]
+    leaf = [leaves[i] for i in range(len(leaves))]
+
+    def decision(node: dict[str, Any]) -> int:
+        return (2 if node.get("default_left") else 0) | (_MISSING_CODES[node.get("missing_type", "None")] << 2)
+
+    def row(key: str, values: list[Any]) -> str:
+        return f"{key}=" + " ".join(repr(v) if isinstance(v, float) else str(v) for v in values)
+
+    lines = [
+        f"Tree={index}", f"num_leaves={num_leaves}", "num_cat=0",
+        row("split_feature", [n["split_feature"] for n in nodes]),
+        row("split_gain", [float(n.get("split_gain", 0.0)) for n in nodes]),
+        row("threshold", [float(n["threshold"]) for n in nodes]),
+        row("decision_type", [decision(n) for n in nodes]),
+        row("left_child", [child(n["left_child"]) for n in nodes]),
+        row("right_child", [child(n["right_child"]) for n in nodes]),
+        row("leaf_value", [float(n["leaf_value"]) for n in leaf]),
+        row("leaf_weight", [float(n.get("leaf_weight", 0.0)) for n in leaf]),
+        row("leaf_count", [int(n.get("leaf_count", 0)) for n in leaf]),
+        row("internal_value", [float(n.get("internal_value", 0.0)) for n in nodes]),
+        row("internal_weight", [float(n.get("internal_weight", 0.0)) for n in nodes]),
+        row("internal_count", [int(n.get("internal_count", 0)) for n in nodes]),
+        "is_linear=0", "shrinkage=1", "", "",
+    ]
+    return "\n".join(lines)

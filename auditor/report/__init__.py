@@ -1,0 +1,1 @@
+"""Rendering: plots (SVG) and the HTML report."""

@@ -1,0 +1,371 @@
+"""The audit spec: strict Pydantic models, safe YAML loading, and errors that name file, line, key and fix."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
+
+from auditor.errors import InputError
+from auditor.evidence import REGISTRY
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors (with a nearest-key suggestion); values are frozen once validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", "any"]) -> Path:
+    base = (info.context or {}).get("base_dir")
+    path = value.expanduser()
+    if base is not None and not path.is_absolute():
+        path = Path(base) / path
+    if want == "any":
+        return path
+    if not path.exists():
+        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {path}")
+    if want == "file" and path.is_dir():
+        raise ValueError(f"{path} is a folder, but a file is expected here")
+    return path
+
+
+def _file(value: Path, info: ValidationInfo) -> Path:
+    return _resolve(value, info, want="file")
+
+
+def _any_path(value: Path, info: ValidationInfo) -> Path:
+    return _resolve(value, info, want="any")
+
+
+InputFile = Annotated[Path, AfterValidator(_file)]
+OutputPath = Annotated[Path, AfterValidator(_any_path)]
+
+
+class AuditMeta(StrictModel):
+    """Who audits what, and why: printed on the report's cover."""
+
+    title: str = Field(min_length=1, description="Title of the audit report.")
+    organisation: str = Field(min_length=1, description="Organisation whose ranking system is audited.")
+    owner: str | None = Field(None, description="Person or team responsible for the model.")
+    period: str | None = Field(None, description="Period under review, e.g. 2026-Q4.")
+    purpose: str | None = Field(None, description="Why the audit is done, e.g. the regulation it answers.")
+
+
+class ModelSpec(StrictModel):
+    """The ranker under audit."""
+
+    path: InputFile | None = Field(None, description="Model file (LightGBM .txt/.json, scikit-learn .skops).")
+    kind: Literal["lightgbm", "sklearn", "callable"] | None = Field(
+        None, description="Model kind; inferred from the file name when left out.")
+    entry: str | None = Field(None, description="`module:function` for kind `callable` (needs `trust: true`).")
+    trust: bool = Field(False, description="Allow pickles and Python callables, which run code when loaded.")
+
+    @model_validator(mode="after")
+    def _kind_and_source(self) -> ModelSpec:
+        if self.kind == "callable" or (self.kind is None and self.entry):
+            if not self.entry:
+                raise ValueError("kind `callable` needs `entry: module:function`")
+            object.__setattr__(self, "kind", "callable")
+            return self
+        if self.path is None:
+            raise ValueError("give the model file in `path`")
+        if self.kind is None:
+            suffix = self.path.suffix.lower()
+            kinds = {".txt": "lightgbm", ".json": "lightgbm", ".model": "lightgbm", ".lgb": "lightgbm",
+                     ".skops": "sklearn", ".pkl": "sklearn", ".pickle": "sklearn", ".joblib": "sklearn"}
+            if suffix not in kinds:
+                raise ValueError(f"cannot tell the model kind from '{self.path.name}'; set `kind`")
+            object.__setattr__(self, "kind", kinds[suffix])
+        return self
+
+
+class DatasetSpec(StrictModel):
+    """The query-document data the audit runs on."""
+
+    path: InputFile = Field(description="SVMlight/LETOR (.txt, .gz), CSV or Parquet file.")
+    format: Literal["svmlight", "csv", "parquet"] | None = Field(None, description="Inferred from the name.")
+    feature_names: InputFile | None = Field(None, description="File with one feature name a line.")
+    query_column: str = Field("qid", description="CSV/Parquet: the query id column.")
+    label_column: str | None = Field("label", description="CSV/Parquet: the relevance label column.")
+    doc_id_column: str | None = Field(None, description="CSV/Parquet: the document id column.")
+    feature_columns: list[str] | None = Field(None, description="CSV/Parquet: feature columns (default: numeric).")
+    query_file: InputFile | None = Field(None, description="SVMlight without qid: file of group sizes.")
+    zero_based: bool | Literal["auto"] = Field("auto", description="SVMlight: are feature indices 0-based?")
+    nan_policy: Literal["reject", "missing"] = Field(
+        "reject", description="Missing/infinite feature values: reject the data, or pass them as missing.")
+    max_label: int = Field(31, ge=1, description="Highest allowed relevance grade.")
+
+
+class Waiver(StrictModel):
+    """An accepted exception: turns a rule's FAIL into WAIVED until it expires."""
+
+    rule: str = Field(min_length=1, description="Rule id, e.g. BASE-1.")
+    justification: str = Field(min_length=1)
+    approver: str = Field(min_length=1)
+    expires: dt.date = Field(description="Last day the waiver applies (YYYY-MM-DD).")
+
+
+class OutputSpec(StrictModel):
+    """Where run folders go and what is rendered. evidence.json is always written."""
+
+    dir: OutputPath = Field(Path("reports"), description="Folder for run folders (relative to the spec).")
+    formats: list[Literal["html"]] = Field(["html"], description="Renderings besides evidence.json.")
+
+
+def _evidence_union() -> Any:
+    """One tagged union member per registered evidence kind: `- name: {options}`."""
+    members = []
+    for name, plugin in REGISTRY.items():
+        item = create_model(f"{plugin.options.__name__}Item", __config__=ConfigDict(extra="forbid", frozen=True),
+                            **{name: (plugin.options, ...)})
+        members.append(Annotated[item, Tag(name)])
+
+    def tag(value: Any) -> str | None:
+        if isinstance(value, BaseModel):
+            return next(iter(type(value).model_fields))
+        if isinstance(value, dict) and len(value) == 1:
+            return str(next(iter(value)))
+        return None
+
+    return Annotated[Union[tuple(members)], Discriminator(  # noqa: UP007 - a runtime tuple of members
+        tag, custom_error_type="unknown_evidence", custom_error_message="unknown evidence kind")]
+
+
+EvidenceItem = _evidence_union()
+
+
+class AuditSpec(StrictModel):
+    """A declarative audit: the model, the data, the evidence wanted and the policies that judge it."""
+
+    audit: AuditMeta
+    model: ModelSpec
+    dataset: DatasetSpec
+    evidence: list[EvidenceItem] = Field(min_length=1, description="Evidence items, each `- name: {options}`.")
+    policies: list[str] = Field([], description="Built-in pack names or paths to policy YAML files.")
+    waivers: list[Waiver] = Field([], description="Accepted exceptions to rules.")
+    seed: int = Field(0, ge=0, description="Seed for every random draw; same spec + seed ⇒ same evidence.")
+    output: OutputSpec = OutputSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_evidence_forms(cls, data: Any) -> Any:
+        """Accept `- ranking_quality` and `- ranking_quality:` (no options) as `- ranking_quality: {}`."""
+        if isinstance(data, dict) and isinstance(data.get("evidence"), list):
+            items = []
+            for item in data["evidence"]:
+                if isinstance(item, str):
+                    item = {item: {}}
+                elif isinstance(item, dict) and len(item) == 1 and next(iter(item.values())) is None:
+                    item = {next(iter(item)): {}}
+                items.append(item)
+            data = {**data, "evidence": items}
+        return data
+
+    def evidence_items(self) -> list[tuple[str, Any]]:
+        """(name, options) pairs in spec order."""
+        out = []
+        for item in self.evidence:
+            name = next(iter(type(item).model_fields))
+            out.append((name, getattr(item, name)))
+        return out
+
+
+# --- loading ----------------------------------------------------------------------------------------------------
+
+def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
+    """Read and validate a spec file. Returns the spec and the raw mapping (kept in evidence.json as written)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", file=path, fix="give the path of an audit spec (YAML)")
+    if path.is_dir():
+        raise InputError("this is a folder, not a spec file", file=path, fix="give the path of the YAML file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError("the spec is not UTF-8 text", file=path, fix="save it as UTF-8 YAML") from None
+    raw, marks = parse_yaml(text, path)
+    if not isinstance(raw, dict):
+        raise InputError("the spec must be a mapping of keys (audit, model, dataset, evidence, ...)", file=path,
+                         where="1:1", fix="start from `auditor init`")
+    spec = validate_yaml(AuditSpec, raw, marks, path, context={"base_dir": path.parent.resolve()})
+    return spec, raw
+
+
+def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]], path: Path, *,
+                  context: dict[str, Any] | None = None) -> M:
+    """Validate parsed YAML against a model; the first error becomes one line with its position and a fix."""
+    try:
+        return model.model_validate(raw, context=context)
+    except ValidationError as exc:
+        raise _spec_error(exc, path, marks, model) from None
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Any, dict[tuple, tuple[int, int]]]:
+    """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{mark.line + 1}:{mark.column + 1}" if mark else None
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        if "python/" in problem or "could not determine a constructor" in problem:
+            tag = problem.split("'")[1] if "'" in problem else "a Python tag"
+            raise InputError(f"YAML tag {tag} is not allowed (specs are plain data)", file=path, where=where,
+                             fix="remove the tag") from None
+        raise InputError(f"invalid YAML: {problem}", file=path, where=where,
+                         fix="check indentation, colons and quotes on that line") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {str(exc).splitlines()[0]}", file=path, fix="check the YAML syntax") from None
+    marks: dict[tuple, tuple[int, int]] = {}
+    if node is not None:
+        _collect_marks(node, (), marks, path)
+    return data, marks
+
+
+def _collect_marks(node: yaml.Node, loc: tuple, marks: dict[tuple, tuple[int, int]], path: Path) -> None:
+    marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                raise InputError(f"key '{key}' appears twice", file=path,
+                                 where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
+                                 fix="keep one of them")
+            seen.add(key)
+            marks[(*loc, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            _collect_marks(value_node, (*loc, key), marks, path)
+            marks[(*loc, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_marks(item, (*loc, index), marks, path)
+
+
+def _spec_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, int]],
+                root: type[BaseModel]) -> InputError:
+    """Turn pydantic's first error (first in file order) into one line with position and a fix."""
+    errors = [dict(e, loc=_yaml_loc(e["loc"])) for e in exc.errors()]
+    errors.sort(key=lambda e: _position(e["loc"], marks))
+    error = errors[0]
+    loc = error["loc"]
+    line, column = _position(loc, marks)
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    where = f"{line}:{column}" if line else None
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(root, loc[:-1])
+        near = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
+        fix = f"did you mean '{near[0]}'?" if near else f"allowed keys: {', '.join(allowed)}"
+        return InputError(f"unknown key '{loc[-1]}' in {'.'.join(map(str, loc[:-1])) or 'the spec'}", file=path,
+                          where=where, fix=fix)
+    if kind == "missing":
+        return InputError(f"missing required key '{dotted}'", file=path, where=where,
+                          fix=f"add `{loc[-1]}:` under {'.'.join(map(str, loc[:-1])) or 'the top level'}")
+    if kind == "unknown_evidence":
+        given = error["input"]
+        names = list(REGISTRY)
+        if isinstance(given, dict) and len(given) == 1:
+            name = str(next(iter(given)))
+            near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+            fix = f"did you mean '{near[0]}'?" if near else f"known kinds: {', '.join(names)}"
+            return InputError(f"unknown evidence kind '{name}' in {dotted}", file=path, where=where, fix=fix)
+        return InputError(f"{dotted} must be one `name: {{options}}` entry", file=path, where=where,
+                          fix=f"write e.g. `- ranking_quality: {{}}`; kinds: {', '.join(names)}")
+    message = error["msg"].removeprefix("Value error, ")
+    shown = repr(error["input"])[:60] if "input" in error and not isinstance(error["input"], dict) else ""
+    return InputError(f"{dotted}: {message}" + (f" (got {shown})" if shown and "got" not in message else ""),
+                      file=path, where=where, fix=_fix_for(kind, loc))
+
+
+def _fix_for(kind: str, loc: tuple) -> str:
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"give `{loc[-1] if loc else 'it'}` a value of the expected type (see `auditor schema`)"
+    if kind == "literal_error":
+        return "use one of the allowed values"
+    return "see `auditor schema` for what is allowed here"
+
+
+def _yaml_loc(loc: tuple) -> tuple:
+    """Drop the union tag pydantic repeats for evidence items: ('evidence', 0, 'x', 'x', ...) -> (..., 'x', ...)."""
+    out: list[Any] = []
+    for part in loc:
+        if out and isinstance(out[-1], str) and part == out[-1] and out[-1] in REGISTRY and len(out) >= 2 \
+                and isinstance(out[-2], int):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _position(loc: tuple, marks: dict[tuple, tuple[int, int]]) -> tuple[int, int]:
+    """The nearest marked position: the key itself, or the closest enclosing one."""
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in marks:
+            return marks[loc[:cut]]
+    return (0, 0)
+
+
+def _allowed_keys(root: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys a mapping at `loc` may hold, walking the model's type annotations."""
+    annotation: Any = root
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if isinstance(part, int):
+            args = typing.get_args(annotation)
+            annotation = args[0] if args else Any
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
+            annotation = annotation.model_fields[part].annotation
+        elif part in REGISTRY:  # inside an evidence item
+            annotation = REGISTRY[part].options
+        else:
+            return []
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(args) != 1:
+                return annotation
+            annotation = args[0]
+        else:
+            return annotation
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the spec, for editors (YAML language servers) to complete and check specs."""
+    schema = AuditSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "auditor audit spec"
+    return schema
