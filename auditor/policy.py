@@ -166,7 +166,7 @@ def check_waivers(waivers: list[Waiver], packs: list[LoadedPack], *, spec_file: 
     ids = [rule.id for loaded in packs for rule in loaded.pack.rules]
     for index, waiver in enumerate(waivers):
         if waiver.rule not in ids:
-            near = difflib.get_close_matches(waiver.rule, ids, n=1)
+            near = difflib.get_close_matches(waiver.rule, ids, n=1, cutoff=0.5)
             raise InputError(f"waiver for unknown rule '{waiver.rule}'", file=spec_file, where=f"waivers.{index}",
                              fix=(f"did you mean '{near[0]}'?" if near else "name a rule of the applied packs"))
 

@@ -43,9 +43,10 @@ def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", 
     if want == "any":
         return path
     if not path.exists():
-        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {path}")
+        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {path}; "
+                         "check the path (relative paths start from the spec's folder)")
     if want == "file" and path.is_dir():
-        raise ValueError(f"{path} is a folder, but a file is expected here")
+        raise ValueError(f"{path} is a folder, but a file is expected here; give the path of the file inside it")
     return path
 
 
@@ -220,6 +221,9 @@ def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]],
         raise _spec_error(exc, path, marks, model) from None
 
 
+KEY_MARK = "\0key"
+
+
 def parse_yaml(text: str, path: Path) -> tuple[Any, dict[tuple, tuple[int, int]]]:
     """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
     try:
@@ -248,6 +252,7 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, dict[tuple, tuple[int, int]]
 
 
 def _collect_marks(node: yaml.Node, loc: tuple, marks: dict[tuple, tuple[int, int]], path: Path) -> None:
+    """Positions of every value under its loc, and of every key under (*loc, KEY_MARK)."""
     marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
@@ -258,9 +263,8 @@ def _collect_marks(node: yaml.Node, loc: tuple, marks: dict[tuple, tuple[int, in
                                  where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
                                  fix="keep one of them")
             seen.add(key)
-            marks[(*loc, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            marks[(*loc, key, KEY_MARK)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             _collect_marks(value_node, (*loc, key), marks, path)
-            marks[(*loc, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _collect_marks(item, (*loc, index), marks, path)
@@ -270,10 +274,11 @@ def _spec_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, 
                 root: type[BaseModel]) -> InputError:
     """Turn pydantic's first error (first in file order) into one line with position and a fix."""
     errors = [dict(e, loc=_yaml_loc(e["loc"])) for e in exc.errors()]
-    errors.sort(key=lambda e: _position(e["loc"], marks))
+    # An unknown key usually causes the "missing" error of the key it misspells: report it first.
+    errors.sort(key=lambda e: (e["type"] != "extra_forbidden", _position(e["loc"], marks, key=True)))
     error = errors[0]
     loc = error["loc"]
-    line, column = _position(loc, marks)
+    line, column = _position(loc, marks, key=error["type"] in ("extra_forbidden", "missing"))
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     where = f"{line}:{column}" if line else None
     kind = error["type"]
@@ -296,9 +301,11 @@ def _spec_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, 
             return InputError(f"unknown evidence kind '{name}' in {dotted}", file=path, where=where, fix=fix)
         return InputError(f"{dotted} must be one `name: {{options}}` entry", file=path, where=where,
                           fix=f"write e.g. `- ranking_quality: {{}}`; kinds: {', '.join(names)}")
-    message = error["msg"].removeprefix("Value error, ")
+    if kind == "value_error":  # our own validators: the message already says what and how
+        message, _, fix = error["msg"].removeprefix("Value error, ").partition("; ")
+        return InputError(f"{dotted}: {message}", file=path, where=where, fix=fix or _fix_for(kind, loc))
     shown = repr(error["input"])[:60] if "input" in error and not isinstance(error["input"], dict) else ""
-    return InputError(f"{dotted}: {message}" + (f" (got {shown})" if shown and "got" not in message else ""),
+    return InputError(f"{dotted}: {error['msg']}" + (f" (got {shown})" if shown else ""),
                       file=path, where=where, fix=_fix_for(kind, loc))
 
 
@@ -321,8 +328,10 @@ def _yaml_loc(loc: tuple) -> tuple:
     return tuple(out)
 
 
-def _position(loc: tuple, marks: dict[tuple, tuple[int, int]]) -> tuple[int, int]:
-    """The nearest marked position: the key itself, or the closest enclosing one."""
+def _position(loc: tuple, marks: dict[tuple, tuple[int, int]], *, key: bool = False) -> tuple[int, int]:
+    """Where `loc` is written: its key (for unknown keys) or its value, else the closest enclosing place."""
+    if key and (*loc, KEY_MARK) in marks:
+        return marks[(*loc, KEY_MARK)]
     for cut in range(len(loc), -1, -1):
         if loc[:cut] in marks:
             return marks[loc[:cut]]

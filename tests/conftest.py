@@ -1,0 +1,67 @@
+"""Shared fixtures: small real LightGBM models on data the tests make themselves, and spec writing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOKSTORE = ROOT / "examples" / "bookstore"
+
+
+def shared_data_dir() -> Path:
+    """`$AUDITOR_DATA`, else `../shared/data` beside the repository."""
+    env = os.environ.get("AUDITOR_DATA")
+    return Path(env) if env else ROOT.parent / "shared" / "data"
+
+
+def make_queries(rng: np.random.Generator, n_queries: int, n_features: int, *, min_docs: int = 3,
+                 max_docs: int = 25) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random ranking data whose labels depend on the first features (so a model learns something)."""
+    sizes = rng.integers(min_docs, max_docs + 1, size=n_queries)
+    X = rng.random((int(sizes.sum()), n_features))
+    signal = 2.0 * X[:, 0] + X[:, 1] - 0.5 * X[:, 2] + 0.3 * rng.standard_normal(len(X))
+    y = np.clip(np.floor((signal - signal.min()) / (np.ptp(signal) / 4.999)), 0, 4)
+    return X, y, sizes
+
+
+@pytest.fixture(scope="session")
+def lambdamart() -> tuple[lgb.Booster, np.ndarray, np.ndarray, np.ndarray]:
+    """A small real LambdaMART and the data it was trained on."""
+    rng = np.random.default_rng(11)
+    X, y, sizes = make_queries(rng, 60, 6)
+    params = {"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 10, "learning_rate": 0.2,
+              "verbosity": -1, "seed": 1, "deterministic": True, "force_row_wise": True, "num_threads": 1}
+    booster = lgb.train(params, lgb.Dataset(X, y, group=sizes), num_boost_round=20)
+    return booster, X, y, sizes
+
+
+@pytest.fixture
+def bookstore(tmp_path: Path) -> Path:
+    """A copy of the bundled example in a temporary folder, so tests may edit it freely."""
+    folder = tmp_path / "bookstore"
+    folder.mkdir()
+    for name in ("model.txt", "test.csv", "audit.yaml"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    return folder
+
+
+def write_spec(folder: Path, **overrides: Any) -> Path:
+    """Write the bookstore spec with top-level keys replaced (None deletes a key)."""
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec["output"] = {"dir": "reports"}
+    for key, value in overrides.items():
+        if value is None:
+            spec.pop(key, None)
+        else:
+            spec[key] = value
+    path = folder / "audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path

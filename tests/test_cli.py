@@ -1,0 +1,160 @@
+"""End to end through the CLI on the bundled bookstore example: outputs, determinism, escaping, exit codes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from tests.conftest import write_spec
+from tests.test_ranking_metrics import lightgbm_ndcg
+
+runner = CliRunner()
+
+
+def report(spec: Path, *args: str) -> tuple[int, Path | None]:
+    result = runner.invoke(app, ["report", str(spec), "--quiet", *args])
+    assert "Traceback" not in result.output, result.output
+    path = Path(result.stdout.strip()) if result.exit_code in (0, 1) else None
+    return result.exit_code, path
+
+
+def evidence(report_path: Path) -> dict:
+    return json.loads((report_path.parent / "evidence.json").read_text())
+
+
+def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
+    import lightgbm as lgb
+
+    code, path = report(bookstore / "audit.yaml", "--out", str(bookstore / "out"))
+    assert code == 0 and path.name == "report.html" and path.is_file()
+    doc = evidence(path)
+    frame = pd.read_csv(bookstore / "test.csv")
+    booster = lgb.Booster(model_file=str(bookstore / "model.txt"))
+    scores = booster.predict(frame[booster.feature_name()].to_numpy(float), raw_score=True)
+    sizes = frame.groupby("qid", sort=False).size().to_numpy()
+    expected = lightgbm_ndcg(scores, frame["label"].to_numpy(float), sizes, 10)
+    assert doc["evidence"]["ranking_quality"]["metrics"]["ranking_quality.ndcg@10.mean"] == pytest.approx(expected,
+                                                                                                         abs=1e-9)
+    assert doc["inputs"]["dataset"]["sha256"] and doc["inputs"]["model"]["sha256"]
+    assert {f["status"] for f in doc["findings"]} <= {"PASS", "WARN"}
+    assert doc["evidence"]["global_importance"]["n_model_rows"] == len(frame)  # contributions only: scores cached
+
+
+def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
+    out = bookstore / "out"
+    _, first = report(bookstore / "audit.yaml", "--out", str(out))
+    _, second = report(bookstore / "audit.yaml", "--out", str(out))
+    assert first.parent != second.parent  # a new run folder each time, nothing overwritten
+    a, b = evidence(first), evidence(second)
+    assert a.pop("run") and b.pop("run")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    _, third = report(bookstore / "audit.yaml", "--out", str(out), "--seed", "99")
+    c = evidence(third)
+    assert c["seed"] == 99
+    key = "ranking_quality.ndcg@10.ci95_low"
+    assert c["evidence"]["ranking_quality"]["metrics"][key] != a["evidence"]["ranking_quality"]["metrics"][key]
+
+
+def test_untrusted_names_are_escaped(bookstore: Path) -> None:
+    evil = "<script>alert(1)</script>"
+    frame = pd.read_csv(bookstore / "test.csv")
+    frame = frame.rename(columns={"price": evil})
+    frame["doc_id"] = frame["doc_id"].astype(str) + "<img src=x onerror=alert(2)>"
+    frame.to_csv(bookstore / "test.csv", index=False)
+    code, path = report(bookstore / "audit.yaml", "--out", str(bookstore / "out"))
+    assert code == 0
+    html = path.read_text()
+    assert evil not in html and "onerror=alert(2)>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    names = evidence(path)["inputs"]["dataset"]["feature_names"]
+    assert evil in names  # kept verbatim as data; escaped only where rendered
+
+
+def test_fail_on_levels_and_waivers(bookstore: Path) -> None:
+    (bookstore / "strict.yaml").write_text(
+        "pack: strict\ntitle: Strict\nversion: '1'\nrules:\n"
+        "  - {id: S-1, title: Very high nDCG, evidence: ranking_quality, metric: ranking_quality.ndcg@10.mean,\n"
+        "     fail_if: '< 0.99', severity: major, citation: test, rationale: test}\n"
+        "  - {id: S-2, title: Warn always, evidence: dataset, metric: dataset.n_docs,\n"
+        "     warn_if: '> 0', severity: info, citation: test, rationale: test}\n")
+    spec = write_spec(bookstore, policies=["./strict.yaml"])
+    code, path = report(spec)
+    assert code == 1 and evidence(path)["opinion"] == "negative"
+    assert report(spec, "--fail-on", "never")[0] == 0
+    waiver = {"rule": "S-1", "justification": "accepted", "approver": "J. Doe", "expires": "2999-12-31"}
+    spec = write_spec(bookstore, policies=["./strict.yaml"], waivers=[waiver])
+    code, path = report(spec)
+    doc = evidence(path)
+    assert code == 0 and doc["opinion"] == "positive with comments"
+    assert [f["status"] for f in doc["findings"]] == ["WAIVED", "WARN"]
+    assert report(spec, "--fail-on", "warn")[0] == 1
+    assert "accepted" in path.read_text()  # waivers are listed in the report
+
+
+def test_failed_evidence_is_an_error_finding_not_a_crash(bookstore: Path) -> None:
+    frame = pd.read_csv(bookstore / "test.csv").drop(columns="label")
+    frame.to_csv(bookstore / "test.csv", index=False)
+    code, path = report(bookstore / "audit.yaml", "--out", str(bookstore / "out"), "--fail-on", "error")
+    doc = evidence(path)
+    assert code == 1
+    assert doc["evidence"]["ranking_quality"]["status"] == "error"
+    assert doc["evidence"]["global_importance"]["status"] == "ok"
+    assert {f["rule"]: f["status"] for f in doc["findings"]}["BASE-1"] == "ERROR"
+
+
+def test_nothing_half_written_when_rendering_fails(bookstore: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import auditor.report.render as render
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(render, "render_html", broken)
+    out = bookstore / "out"
+    result = runner.invoke(app, ["report", str(bookstore / "audit.yaml"), "--quiet", "--out", str(out)])
+    assert result.exit_code == 3 and "internal error" in result.output and "Traceback" not in result.output
+    assert list(out.iterdir()) == []
+
+
+def test_init_validate_report_round_trip(bookstore: Path) -> None:
+    spec = bookstore / "new" / "audit.yaml"
+    result = runner.invoke(app, ["init", "--model", str(bookstore / "model.txt"), "--dataset",
+                                 str(bookstore / "test.csv"), "--out", str(spec), "--title", 'Q4 "review"'])
+    assert result.exit_code == 0, result.output
+    text = spec.read_text()
+    assert "# " in text and "../model.txt" in text
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 0 and "1627 documents in 80 queries" in result.output
+    assert report(spec)[0] == 0
+    again = runner.invoke(app, ["init", "--model", str(bookstore / "model.txt"), "--dataset",
+                                str(bookstore / "test.csv"), "--out", str(spec)])
+    assert again.exit_code == 2 and "exists already" in again.output
+
+
+def test_schema_and_policies_commands(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["title"] == "auditor audit spec"
+    listed = runner.invoke(app, ["policies", "list"])
+    assert listed.exit_code == 0 and "starter" in listed.output
+    shown = runner.invoke(app, ["policies", "show", "starter"])
+    assert shown.exit_code == 0 and "BASE-1" in shown.output and "citation" in shown.output
+    assert runner.invoke(app, ["policies", "show", "nope"]).exit_code == 2
+
+
+def test_global_importance_within_query_ignores_query_constant_effects() -> None:
+    from auditor.evidence.global_importance import importance_views
+
+    rng = np.random.default_rng(0)
+    phi = rng.standard_normal((30, 3))
+    ptr = np.array([0, 10, 20, 30])
+    for a, b in itertools.pairwise(ptr):
+        phi[a:b, 2] = rng.standard_normal()  # feature 2 shifts whole queries only
+    views = importance_views(phi, ptr)
+    assert views["within_query"][2] == pytest.approx(0.0, abs=1e-12)
+    assert views["global"][2] > 0

@@ -1,0 +1,75 @@
+"""nDCG and AP: oracle-checked against LightGBM's own metric, plus hand-computed cases for each convention."""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from auditor.checks.ranking import average_precision, bootstrap_interval, ndcg_at, per_query_ndcg
+
+
+def lightgbm_ndcg(scores: np.ndarray, labels: np.ndarray, sizes: np.ndarray, k: int) -> float:
+    """LightGBM's ndcg@k for fixed scores: a zero-round booster evaluated with init_score = scores."""
+    data = lgb.Dataset(np.zeros((len(scores), 1)), labels, group=sizes, init_score=scores)
+    record: dict = {}
+    lgb.train({"objective": "lambdarank", "metric": "ndcg", "eval_at": [k], "verbosity": -1, "num_leaves": 2},
+              lgb.Dataset(np.zeros((len(scores), 1)), labels, group=sizes), num_boost_round=1,
+              valid_sets=[data], valid_names=["v"], callbacks=[lgb.record_evaluation(record)],
+              init_model=None)
+    return record["v"][f"ndcg@{k}"][0]
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_ndcg_matches_lightgbm_on_random_queries(k: int) -> None:
+    rng = np.random.default_rng(k)
+    sizes = rng.integers(1, 30, size=300)
+    labels = rng.integers(0, 5, size=sizes.sum()).astype(float)
+    labels[: sizes[0]] = 0  # at least one all-zero query
+    # LightGBM's booster adds its own (constant) first-tree output to init_score; a constant changes no order
+    scores = rng.standard_normal(sizes.sum())
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    ours = per_query_ndcg(scores, labels, ptr, [k], all_zero="one")[:, 0].mean()
+    assert ours == pytest.approx(lightgbm_ndcg(scores, labels, sizes, k), abs=1e-6)
+
+
+def test_ndcg_hand_computed() -> None:
+    labels = np.array([0.0, 2.0, 1.0])
+    scores = np.array([3.0, 2.0, 1.0])  # order: 0, 2, 1
+    dcg = 0 / np.log2(2) + 3 / np.log2(3) + 1 / np.log2(4)
+    ideal = 3 / np.log2(2) + 1 / np.log2(3)
+    assert ndcg_at(scores, labels, [3])[0] == pytest.approx(dcg / ideal)
+    linear = ndcg_at(scores, labels, [3], gain="linear")[0]
+    assert linear == pytest.approx((2 / np.log2(3) + 1 / np.log2(4)) / (2 + 1 / np.log2(3)))
+
+
+def test_ties_keep_file_order() -> None:
+    labels = np.array([0.0, 1.0])
+    assert ndcg_at(np.array([1.0, 1.0]), labels, [1])[0] == 0.0  # the first document stays first
+    assert ndcg_at(np.array([1.0, 1.0]), labels[::-1].copy(), [1])[0] == 1.0
+
+
+@pytest.mark.parametrize(("convention", "expected"), [("one", 1.0), ("zero", 0.0)])
+def test_all_zero_query_conventions(convention: str, expected: float) -> None:
+    assert ndcg_at(np.array([0.3, 0.1]), np.zeros(2), [1, 5], all_zero=convention).tolist() == [expected] * 2
+
+
+def test_all_zero_skip_is_nan() -> None:
+    assert np.isnan(ndcg_at(np.array([0.3, 0.1]), np.zeros(2), [5], all_zero="skip")[0])
+
+
+def test_average_precision() -> None:
+    # ranked labels: 1, 0, 1 -> precisions at the hits 1/1 and 2/3
+    assert average_precision(np.array([3.0, 2.0, 1.0]), np.array([1.0, 0.0, 2.0])) == pytest.approx((1 + 2 / 3) / 2)
+    assert np.isnan(average_precision(np.array([1.0, 2.0]), np.zeros(2)))
+    # relevant_from=2 counts only grade-2 documents
+    assert average_precision(np.array([3.0, 2.0, 1.0]), np.array([1.0, 0.0, 2.0]), relevant_from=2) == \
+        pytest.approx(1 / 3)
+
+
+def test_bootstrap_interval_covers_mean_and_is_seeded() -> None:
+    values = np.random.default_rng(0).random(200)
+    low, high = bootstrap_interval(values, np.random.default_rng(1))
+    assert low < values.mean() < high
+    assert (low, high) == bootstrap_interval(values, np.random.default_rng(1))
+    assert all(np.isnan(bootstrap_interval(np.array([0.5]), np.random.default_rng(1))))
