@@ -7,17 +7,46 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
+from typer.exceptions import Abort, TyperException
 
 from auditor import __version__
 from auditor.errors import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (bad option values, unknown options) as one `error:` line and exit 2, like all bad input."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                **extra)
+        except TyperException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `auditor`: show the help
+                exc.show()
+                code = 2
+            else:
+                ctx = getattr(exc, "ctx", None)
+                where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+                typer.echo(f"error: {exc.format_message()}{where}".replace("\n", " "), err=True)
+                code = 2
+        except Abort:
+            typer.echo("aborted: nothing was written", err=True)
+            code = 1
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Audit learning-to-rank models and write the evidence regulators ask for.")
 policies_app = typer.Typer(no_args_is_help=True, help="List and show policy packs.")
 app.add_typer(policies_app, name="policies")

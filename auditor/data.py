@@ -123,10 +123,11 @@ def load_ranking_data(
         raise InputError(f"the data has {X.shape[1]} features but the model expects {n_features}", file=path,
                          fix="use the dataset the model was trained for, or the model that matches this data")
     notes: list[str] = []
-    X = _apply_nan_policy(X, path, nan_policy, notes)
-    if y is not None:
-        _check_labels(y, path, max_label)
     names = _feature_names(feature_names, names, model_feature_names, X.shape[1], path)
+    place = _row_place(fmt)
+    X = _apply_nan_policy(X, path, nan_policy, notes, names, place)
+    if y is not None:
+        _check_labels(y, path, max_label, place)
     X, y, qids, doc_ids, ptr, query_ids = _group_by_query(X, y, qids, doc_ids, notes)
     return RankingData(X=X, y=y, query_ptr=ptr, query_ids=query_ids, doc_ids=doc_ids, feature_names=names,
                        source=str(path), notes=notes)
@@ -266,6 +267,9 @@ def _read_frame(path: Path, fmt: DataFormat) -> pd.DataFrame:
 def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_column: str | None,
                  doc_id_column: str | None, feature_columns: list[str] | None,
                  model_feature_names: list[str] | None):
+    if len(frame) == 0:
+        raise InputError("the dataset has no documents (only a header)", file=path,
+                         fix="point `dataset.path` at a non-empty file")
     columns = [str(c) for c in frame.columns]
     frame.columns = columns
 
@@ -301,7 +305,8 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
             bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
             row = int(np.argmax(bad.to_numpy()))
             raise InputError(f"feature column '{column}' holds a non-number ('{str(frame[column].iloc[row])[:30]}')",
-                             file=path, where=f"row {row + 2}", fix="feature values must be numbers")
+                             file=path, where=str(row + 2) if path.suffix != ".parquet" else f"row {row + 1}",
+                             fix="feature values must be numbers")
     if not feature_columns:
         raise InputError("no feature columns found", file=path, fix="list them in `dataset.feature_columns`")
     X = frame[feature_columns].to_numpy(dtype=np.float64, copy=True)
@@ -311,7 +316,8 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         if labels.isna().any():
             row = int(np.argmax(labels.isna().to_numpy()))
             raise InputError(f"label '{frame[label_column].iloc[row]}' is not a number", file=path,
-                             where=f"row {row + 2}", fix="labels must be non-negative integer grades")
+                             where=str(row + 2) if path.suffix != ".parquet" else f"row {row + 1}",
+                             fix="labels must be non-negative integer grades")
         y = labels.to_numpy(dtype=np.float64)
     qids = frame[query_column].astype(str).to_numpy()
     doc_ids = frame[doc_id_column].astype(str).tolist() if doc_id_column else None
@@ -320,14 +326,25 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
 
 # --- checks -------------------------------------------------------------------------------------------------
 
-def _apply_nan_policy(X: np.ndarray, path: Path, policy: NanPolicy, notes: list[str]) -> np.ndarray:
+def _row_place(fmt: DataFormat):
+    """How to name data row r in an error: the file line for text formats (CSV has a header line; SVMlight has
+    one document a line), else `row N` (Parquet)."""
+    if fmt == "csv":
+        return lambda row: str(row + 2)
+    if fmt == "svmlight":
+        return lambda row: str(row + 1)
+    return lambda row: f"row {row + 1}"
+
+
+def _apply_nan_policy(X: np.ndarray, path: Path, policy: NanPolicy, notes: list[str], names: list[str],
+                      place) -> np.ndarray:
     bad = ~np.isfinite(X)
     if not bad.any():
         return X
     row, col = (int(v) for v in np.argwhere(bad)[0])
     if policy == "reject":
-        raise InputError(f"{int(bad.sum())} missing or infinite feature values (first: row {row + 1}, "
-                         f"feature {col + 1})", file=path,
+        raise InputError(f"{int(bad.sum())} missing or infinite feature values (first: feature '{names[col]}')",
+                         file=path, where=place(row),
                          fix="clean the data, or set `dataset.nan_policy: missing` to pass them on as missing")
     X = X.copy()
     X[bad] = np.nan
@@ -335,11 +352,11 @@ def _apply_nan_policy(X: np.ndarray, path: Path, policy: NanPolicy, notes: list[
     return X
 
 
-def _check_labels(y: np.ndarray, path: Path, max_label: int) -> None:
+def _check_labels(y: np.ndarray, path: Path, max_label: int, place) -> None:
     bad = ~np.isfinite(y) | (y < 0) | (y != np.round(y)) | (y > max_label)
     if bad.any():
         row = int(np.argmax(bad))
-        raise InputError(f"label {y[row]:g} in row {row + 1} is out of range", file=path,
+        raise InputError(f"label {y[row]:g} is out of range", file=path, where=place(row),
                          fix=f"labels must be integer grades from 0 to {max_label} (raise `dataset.max_label` "
                              "if higher grades are intended)")
 

@@ -32,14 +32,22 @@ class SklearnTreeRanker:
         self._explainer = None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(self.estimator.predict(X), dtype=np.float64)
+        return np.asarray(self.estimator.predict(self._named(X)), dtype=np.float64)
+
+    def _named(self, X: np.ndarray):
+        """Models fitted on a DataFrame warn on bare arrays; give them the column names they know."""
+        if self.feature_names is None:
+            return X
+        import pandas as pd
+
+        return pd.DataFrame(X, columns=self.feature_names, copy=False)
 
     def contributions(self, X: np.ndarray) -> np.ndarray:
         import shap
 
         if self._explainer is None:
             self._explainer = shap.TreeExplainer(self.estimator)
-        phi = np.asarray(self._explainer.shap_values(X, check_additivity=False), dtype=np.float64)
+        phi = np.asarray(self._explainer.shap_values(self._named(X), check_additivity=False), dtype=np.float64)
         bias = np.full((X.shape[0], 1), float(np.ravel(self._explainer.expected_value)[0]))
         return np.hstack([phi, bias])
 

@@ -1,0 +1,476 @@
+"""Bad-input corpus: every case runs the real CLI and must end with exit code 2 and ONE line on stderr.
+
+The product rule: bad input gets exit code 2 and one line on stderr, starting `error: `, that names the file, the
+place (line:col, row or key where it applies) and a fix; never a traceback; nothing written to the output folder
+(no run folder, no leftover `.run-*` temporary folder).
+
+Each case builds its files in `tmp_path` from the bookstore example (model.txt, test.csv) and a spec written by
+`write_spec` with overrides. Data rows are named by their file line (`FILE:LINE:`), compiler-style.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from auditor.cli import app
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
+FEATURES = ["genre_match", "price", "price_in_range", "n_reviews", "avg_review", "is_ebook", "publishing_year",
+            "target_age", "sales_rank_log", "author_popularity", "sponsored"]
+DROP = object()  # an override value that removes the key
+
+BASE_SPEC: dict[str, Any] = {
+    "audit": {"title": "Bad input test", "organisation": "Test Org"},
+    "model": {"path": "model.txt"},
+    "dataset": {"path": "test.csv", "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"},
+    "evidence": [{"ranking_quality": {"cutoffs": [1, 3, 10]}}],
+    "policies": ["starter"],
+    "seed": 7,
+    "output": {"dir": "reports"},
+}
+
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+
+def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if value is DROP:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def spec_text(**overrides: Any) -> str:
+    """The baseline spec as block YAML, with top-level keys (or nested keys, via dicts) overridden or DROPped."""
+    return yaml.safe_dump(_merge(BASE_SPEC, overrides), sort_keys=False, default_flow_style=False)
+
+
+def write_spec(tmp: Path, text: str | None = None, name: str = "audit.yaml", **overrides: Any) -> Path:
+    """Write a spec next to the baseline files: the given text, or the baseline with overrides."""
+    path = tmp / name
+    path.write_text(spec_text(**overrides) if text is None else text, encoding="utf-8")
+    return path
+
+
+def pos(text: str, needle: str, nth: int = 1, shift: int = 0) -> str:
+    """1-based `line:col` of the nth occurrence of `needle` in `text` (plus `shift` columns)."""
+    index = -1
+    for _ in range(nth):
+        index = text.index(needle, index + 1)
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1 + shift
+    return f"{line}:{column}"
+
+
+def read_rows(tmp: Path) -> tuple[list[str], list[list[str]]]:
+    with (tmp / "test.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def edit_csv(tmp: Path, name: str, data_index: int, column: str, value: str) -> Path:
+    """A copy of test.csv with one cell changed; `data_index` 0 is the first row after the header (file line 2)."""
+    header, rows = read_rows(tmp)
+    rows[data_index][header.index(column)] = value
+    path = tmp / name
+    write_csv(path, header, rows)
+    return path
+
+
+def svmlight_lines(tmp: Path, n_rows: int = 30, extra_features: int = 0) -> list[str]:
+    """Bookstore rows as SVMlight/LETOR lines (1-based indices), optionally with more feature indices."""
+    header, rows = read_rows(tmp)
+    lines = []
+    for row in rows[:n_rows]:
+        values = [row[header.index(f)] for f in FEATURES] + ["0.5"] * extra_features
+        pairs = " ".join(f"{i}:{v}" for i, v in enumerate(values, start=1))
+        lines.append(f"{row[header.index('label')]} qid:{row[header.index('qid')]} {pairs}")
+    return lines
+
+
+def snapshot(tmp: Path) -> set[str]:
+    return {str(p.relative_to(tmp)) for p in tmp.rglob("*") if "__pycache__" not in p.parts}
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    """tmp_path holding the good baseline: model.txt, test.csv and an empty output folder `out`."""
+    tmp = tmp_path.resolve()
+    for name in ("model.txt", "test.csv"):
+        shutil.copy(EXAMPLE / name, tmp / name)
+    (tmp / "out").mkdir()
+    return tmp
+
+
+@pytest.fixture(scope="session")
+def tree_pickle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A joblib pickle of a DecisionTreeRegressor fitted on the bookstore features."""
+    import joblib
+    import pandas as pd
+    from sklearn.tree import DecisionTreeRegressor
+
+    frame = pd.read_csv(EXAMPLE / "test.csv")
+    model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(frame[FEATURES], frame["label"])
+    path = tmp_path_factory.mktemp("pickle") / "model.pkl"
+    joblib.dump(model, path)
+    return path
+
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> Any:
+    return runner.invoke(app, list(args))
+
+
+# --- the cases --------------------------------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    spec: Path
+    file: Path | None  # the file the message must name (None: a command-line usage error names no file)
+    where: str | tuple[str, ...] | None  # the place after the file name (`line:col`, `row N`, a key); a tuple: any
+    needles: tuple[str, ...]  # substrings of the message: the problem and the fix
+    row: int | None = None  # a data row: the message must start `FILE:ROW:` (its file line)
+    args: tuple[str, ...] = ()
+    absent: tuple[Path, ...] = field(default=())  # files that must not exist afterwards (code must not run)
+
+
+def c_yaml_bad_indentation(tmp: Path) -> Case:
+    text = spec_text().replace("\n  organisation: Test Org", "\n    organisation: Test Org")
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "organisation:", shift=len("organisation")),
+                ("invalid YAML", "mapping values are not allowed", "indentation"))
+
+
+def c_unknown_top_key(tmp: Path) -> Case:
+    text = spec_text().replace("\ndataset:", "\ndatset:")
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "datset:"), ("unknown key 'datset'", "did you mean 'dataset'?"))
+
+
+def c_unknown_evidence_option(tmp: Path) -> Case:
+    text = spec_text(evidence=[{"ranking_quality": {"cutof": [1, 3]}}])
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "cutof:"), ("unknown key 'cutof'", "did you mean 'cutoffs'?"))
+
+
+def c_unknown_evidence_kind(tmp: Path) -> Case:
+    text = spec_text(evidence=[{"ranking_qualty": {"cutoffs": [1, 3]}}])
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, (pos(text, "ranking_qualty:"), pos(text, "- ranking_qualty:")),
+                ("unknown evidence kind 'ranking_qualty'", "did you mean 'ranking_quality'?"))
+
+
+def c_wrong_type(tmp: Path) -> Case:
+    text = spec_text(evidence=[{"ranking_quality": {"cutoffs": "ten"}}])
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, (pos(text, "cutoffs:"), pos(text, "cutoffs: ten", shift=len("cutoffs: "))),
+                ("cutoffs", "'ten'", "expected type"))
+
+
+def c_missing_required(tmp: Path) -> Case:
+    text = spec_text(audit={"title": DROP})
+    spec = write_spec(tmp, text)
+    # the `audit:` key, or the start of its block (where `title:` goes)
+    return Case(spec, spec, (pos(text, "audit:"), pos(text, "organisation:")),
+                ("missing required key 'audit.title'", "add `title:` under audit"))
+
+
+def c_missing_model_file(tmp: Path) -> Case:
+    text = spec_text(model={"path": "missing-model.txt"})
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, (pos(text, "path: missing-model.txt"), pos(text, "missing-model.txt")),
+                ("model.path", "no such file", "missing-model.txt", "check the path"))
+
+
+def c_folder_for_file(tmp: Path) -> Case:
+    (tmp / "datadir").mkdir()
+    text = spec_text(dataset={"path": "datadir"})
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, (pos(text, "path: datadir"), pos(text, "datadir")),
+                ("dataset.path", "is a folder", "file is expected"))
+
+
+def c_csv_feature_dropped(tmp: Path) -> Case:
+    header, rows = read_rows(tmp)
+    drop = header.index("sponsored")
+    data = tmp / "fewer.csv"
+    write_csv(data, [h for i, h in enumerate(header) if i != drop], [[v for i, v in enumerate(r) if i != drop]
+                                                                     for r in rows])
+    spec = write_spec(tmp, dataset={"path": "fewer.csv", "feature_columns": FEATURES[:-1]})
+    return Case(spec, data, None, ("10 features", "model expects 11", "use the dataset the model was trained for"))
+
+
+def c_svmlight_more_features(tmp: Path) -> Case:
+    data = tmp / "wide.txt"
+    data.write_text("\n".join(svmlight_lines(tmp, extra_features=1)) + "\n", encoding="utf-8")
+    spec = write_spec(tmp, dataset={"path": "wide.txt", "doc_id_column": DROP})
+    return Case(spec, data, None, ("beyond the model's 11 features", "use the dataset the model was trained for"))
+
+
+def c_csv_header_only(tmp: Path) -> Case:
+    header, _ = read_rows(tmp)
+    data = tmp / "empty.csv"
+    write_csv(data, header, [])
+    spec = write_spec(tmp, dataset={"path": "empty.csv"})
+    return Case(spec, data, None, ("no documents", "non-empty file"))
+
+
+def c_txt_empty(tmp: Path) -> Case:
+    data = tmp / "empty.txt"
+    data.write_text("", encoding="utf-8")
+    spec = write_spec(tmp, dataset={"path": "empty.txt", "doc_id_column": DROP})
+    return Case(spec, data, None, ("no documents", "non-empty file"))
+
+
+def c_nan_rejected(tmp: Path) -> Case:
+    data = edit_csv(tmp, "nan.csv", 3, "price", "")  # file line 5
+    spec = write_spec(tmp, dataset={"path": "nan.csv"})
+    return Case(spec, data, None, ("missing or infinite feature values", "nan_policy: missing"), row=5)
+
+
+def c_label_40(tmp: Path) -> Case:
+    data = edit_csv(tmp, "label40.csv", 5, "label", "40")  # file line 7
+    spec = write_spec(tmp, dataset={"path": "label40.csv"})
+    return Case(spec, data, None, ("label 40", "out of range", "max_label"), row=7)
+
+
+def c_label_negative(tmp: Path) -> Case:
+    lines = svmlight_lines(tmp)
+    lines[2] = "-1" + lines[2][lines[2].index(" "):]  # line 3
+    data = tmp / "negative.txt"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = write_spec(tmp, dataset={"path": "negative.txt", "doc_id_column": DROP})
+    return Case(spec, data, None, ("label -1", "out of range", "integer grades from 0"), row=3)
+
+
+def c_label_fraction(tmp: Path) -> Case:
+    data = edit_csv(tmp, "fraction.csv", 0, "label", "1.5")  # file line 2
+    spec = write_spec(tmp, dataset={"path": "fraction.csv"})
+    return Case(spec, data, None, ("label 1.5", "out of range", "integer grades"), row=2)
+
+
+def c_pickle_untrusted(tmp: Path, tree_pickle: Path) -> Case:
+    model = tmp / "model.pkl"
+    shutil.copy(tree_pickle, model)
+    spec = write_spec(tmp, model={"path": "model.pkl"})
+    return Case(spec, model, None, ("pickle", "arbitrary code", "model.trust: true"))
+
+
+def c_yaml_python_tag(tmp: Path) -> Case:
+    marker = tmp / "MARKER"
+    text = spec_text().replace("title: Bad input test",
+                               f"title: !!python/object/apply:os.system [\"echo hi > {marker}\"]")
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "!!python"), ("python/object/apply:os.system", "not allowed", "remove the tag"),
+                absent=(marker,))
+
+
+def c_yaml_duplicate_key(tmp: Path) -> Case:
+    text = spec_text().replace("\nseed: 7\n", "\nseed: 7\nseed: 8\n")
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "seed:", nth=2), ("key 'seed' appears twice", "keep one of them"))
+
+
+def c_unknown_pack(tmp: Path) -> Case:
+    spec = write_spec(tmp, policies=["startr"])
+    return Case(spec, spec, "policies", ("no built-in policy pack 'startr'", "did you mean 'starter'?"))
+
+
+def c_waiver_unknown_rule(tmp: Path) -> Case:
+    spec = write_spec(tmp, waivers=[{"rule": "BASE-3x", "justification": "known gap", "approver": "Risk",
+                                     "expires": "2099-12-31"}])
+    return Case(spec, spec, "waivers.0", ("waiver for unknown rule 'BASE-3x'", "did you mean 'BASE-3'?"))
+
+
+def c_pack_bad_condition(tmp: Path) -> Case:
+    pack_text = ("pack: custom\ntitle: Custom pack\nversion: \"1\"\nrules:\n  - id: C-1\n    title: Good enough\n"
+                 "    evidence: ranking_quality\n    metric: ranking_quality.ndcg@10.mean\n"
+                 "    fail_if: \"less than 3\"\n    severity: major\n    citation: Internal\n    rationale: Because\n")
+    pack = tmp / "custom-pack.yaml"
+    pack.write_text(pack_text, encoding="utf-8")
+    spec = write_spec(tmp, policies=["./custom-pack.yaml"])
+    return Case(spec, pack, (pos(pack_text, "fail_if:"), pos(pack_text, '"less than 3"')),
+                ("rules.0.fail_if", "'less than 3' is not a condition", "'< 0.5'"))
+
+
+def c_csv_non_numeric(tmp: Path) -> Case:
+    data = edit_csv(tmp, "text.csv", 5, "price", "cheap")  # file line 7
+    spec = write_spec(tmp, dataset={"path": "text.csv"})
+    return Case(spec, data, None, ("feature column 'price'", "'cheap'", "must be numbers"), row=7)
+
+
+def c_svmlight_bad_line(tmp: Path) -> Case:
+    lines = svmlight_lines(tmp)
+    lines[3] = re.sub(r" 2:\S+", " 2:abc", lines[3])  # line 4
+    data = tmp / "broken.txt"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = write_spec(tmp, dataset={"path": "broken.txt", "doc_id_column": DROP})
+    return Case(spec, data, "4", ("not valid SVMlight", "'abc' is not a number", "index:value"))
+
+
+def c_callable_untrusted(tmp: Path) -> Case:
+    marker = tmp / "IMPORTED"
+    (tmp / "mymodel.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).touch()\n\n"
+                                    "def score(X):\n    return X[:, 0]\n", encoding="utf-8")
+    spec = write_spec(tmp, model={"path": DROP, "kind": "callable", "entry": "mymodel:score"})
+    return Case(spec, spec, "model.entry", ("mymodel:score", "Python code", "model.trust: true"), absent=(marker,))
+
+
+def c_unknown_data_suffix(tmp: Path) -> Case:
+    data = tmp / "data.xyz"
+    shutil.copy(tmp / "test.csv", data)
+    spec = write_spec(tmp, dataset={"path": "data.xyz"})
+    return Case(spec, data, None, ("cannot tell the data format", "data.xyz", "format: csv"))
+
+
+def c_seed_negative(tmp: Path) -> Case:
+    spec = write_spec(tmp)
+    return Case(spec, None, None, ("--seed", "greater than or equal to 0", "--help"), args=("--seed", "-1"))
+
+
+CASES = [
+    pytest.param(c_yaml_bad_indentation, id="yaml-bad-indentation"),
+    pytest.param(c_unknown_top_key, id="unknown-top-key-datset"),
+    pytest.param(c_unknown_evidence_option, id="unknown-evidence-option-cutof"),
+    pytest.param(c_unknown_evidence_kind, id="unknown-evidence-kind"),
+    pytest.param(c_wrong_type, id="wrong-type-cutoffs-ten"),
+    pytest.param(c_missing_required, id="missing-audit-title"),
+    pytest.param(c_missing_model_file, id="missing-model-file"),
+    pytest.param(c_folder_for_file, id="folder-for-file"),
+    pytest.param(c_csv_feature_dropped, id="csv-feature-dropped"),
+    pytest.param(c_svmlight_more_features, id="svmlight-more-features"),
+    pytest.param(c_csv_header_only, id="csv-header-only"),
+    pytest.param(c_txt_empty, id="txt-empty"),
+    pytest.param(c_nan_rejected, id="nan-rejected"),
+    pytest.param(c_label_40, id="label-40"),
+    pytest.param(c_label_negative, id="label-negative"),
+    pytest.param(c_label_fraction, id="label-fraction"),
+    pytest.param(c_pickle_untrusted, id="pickle-untrusted"),
+    pytest.param(c_yaml_python_tag, id="yaml-python-tag"),
+    pytest.param(c_yaml_duplicate_key, id="yaml-duplicate-key"),
+    pytest.param(c_unknown_pack, id="unknown-policy-pack"),
+    pytest.param(c_waiver_unknown_rule, id="waiver-unknown-rule"),
+    pytest.param(c_pack_bad_condition, id="pack-bad-condition"),
+    pytest.param(c_csv_non_numeric, id="csv-non-numeric"),
+    pytest.param(c_svmlight_bad_line, id="svmlight-bad-line"),
+    pytest.param(c_callable_untrusted, id="callable-untrusted"),
+    pytest.param(c_unknown_data_suffix, id="unknown-data-suffix"),
+    pytest.param(c_seed_negative, id="seed-negative"),
+]
+
+
+def build(make: Callable[..., Case], tmp: Path, tree_pickle: Path) -> Case:
+    return make(tmp, tree_pickle) if make is c_pickle_untrusted else make(tmp)
+
+
+def assert_one_error_line(result: Any, case: Case) -> str:
+    """Exit 2, no traceback, nothing on stdout, one `error: FILE[:WHERE]: ...` line on stderr. Returns the line."""
+    shown = f"exit {result.exit_code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
+    assert result.exit_code == 2, shown
+    assert isinstance(result.exception, SystemExit), shown  # not an uncaught exception
+    assert "Traceback" not in result.stdout + result.stderr, shown
+    assert result.stdout == "", shown
+    lines = result.stderr.strip("\n").splitlines()
+    assert len(lines) == 1, shown
+    line = lines[0]
+    wheres = (case.where,) if case.where is None or isinstance(case.where, str) else case.where
+    if case.row is not None:  # data rows are named compiler-style, by their file line
+        wheres = (str(case.row),)
+    if case.file is None:
+        prefixes = ["error: "]
+    else:
+        prefixes = [f"error: {case.file}" + (f":{where}" if where else "") + ": " for where in wheres]
+    assert any(line.startswith(p) for p in prefixes), f"expected the line to start with one of {prefixes}\n{shown}"
+    for needle in case.needles:
+        assert needle in line, f"{needle!r} missing\n{shown}"
+    return line
+
+
+@pytest.mark.parametrize("make", CASES)
+def test_report_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path) -> None:
+    case = build(make, base, tree_pickle)
+    before = snapshot(base)
+    result = invoke("report", str(case.spec), "--out", str(base / "out"), "--quiet", *case.args)
+    assert_one_error_line(result, case)
+    assert list((base / "out").iterdir()) == [], "the output folder must stay empty"
+    assert snapshot(base) == before, "nothing may be written next to the inputs either"
+    for path in case.absent:
+        assert not path.exists(), f"{path.name} exists: code from the input ran"
+
+
+# --- controls: the same inputs made acceptable must run ----------------------------------------------------------
+
+def s_baseline(tmp: Path, tree_pickle: Path) -> Path:
+    return write_spec(tmp)
+
+
+def s_nan_missing(tmp: Path, tree_pickle: Path) -> Path:
+    edit_csv(tmp, "nan.csv", 3, "price", "")
+    return write_spec(tmp, dataset={"path": "nan.csv", "nan_policy": "missing"})
+
+
+def s_pickle_trusted(tmp: Path, tree_pickle: Path) -> Path:
+    shutil.copy(tree_pickle, tmp / "model.pkl")
+    return write_spec(tmp, model={"path": "model.pkl", "trust": True})
+
+
+@pytest.mark.parametrize("make", [pytest.param(s_baseline, id="baseline"),
+                                  pytest.param(s_nan_missing, id="nan-policy-missing"),
+                                  pytest.param(s_pickle_trusted, id="pickle-trusted")])
+def test_report_accepts_fixed_input(make: Callable[[Path, Path], Path], base: Path, tree_pickle: Path) -> None:
+    spec = make(base, tree_pickle)
+    result = invoke("report", str(spec), "--out", str(base / "out"), "--quiet")
+    shown = f"exit {result.exit_code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
+    assert result.exit_code in (0, 1), shown
+    assert "Traceback" not in result.stdout + result.stderr, shown
+    entries = list((base / "out").iterdir())
+    assert len(entries) == 1 and not entries[0].name.startswith(".run-"), entries
+    assert (entries[0] / "evidence.json").is_file()
+    assert result.stdout.strip() == str(entries[0] / "report.html")
+
+
+# --- validate ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [pytest.param(c_unknown_evidence_option, id="unknown-evidence-option-cutof"),
+                                  pytest.param(c_pickle_untrusted, id="pickle-untrusted"),
+                                  pytest.param(c_svmlight_bad_line, id="svmlight-bad-line")])
+def test_validate_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path) -> None:
+    case = build(make, base, tree_pickle)
+    before = snapshot(base)
+    assert_one_error_line(invoke("validate", str(case.spec)), case)
+    assert snapshot(base) == before
+
+
+def test_validate_accepts_baseline(base: Path) -> None:
+    spec = write_spec(base)
+    before = snapshot(base)
+    result = invoke("validate", str(spec))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith(f"ok: {spec}"), result.stdout
+    assert "1627 documents in 80 queries" in result.stdout
+    assert result.stderr == ""
+    assert snapshot(base) == before
