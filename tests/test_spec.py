@@ -103,3 +103,10 @@ def test_schema_is_json_and_lists_evidence() -> None:
     text = json.dumps(schema)
     assert "ranking_quality" in text and "global_importance" in text
     assert schema["additionalProperties"] is False
+
+
+def test_published_schema_is_current() -> None:
+    """docs/audit.schema.json is what editors load; regenerate with `auditor schema --out docs/audit.schema.json`."""
+    published = Path(__file__).resolve().parents[1] / "docs" / "audit.schema.json"
+    assert json.loads(published.read_text()) == json.loads(json.dumps(json_schema())), (
+        "docs/audit.schema.json is stale: rm it and run `auditor schema --out docs/audit.schema.json`")

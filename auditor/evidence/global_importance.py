@@ -68,9 +68,9 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
         rows=[[r + 1, names[f], _r(views["within_query"][f]), _r(within[f]), _r(views["per_query"][f]),
                _r(shares["per_query"][f]), _r(views["global"][f]), _r(shares["global"][f])]
               for r, f in enumerate(order[: options.top])],
-        note=f"Sorted by the within-query view; {len(names) - min(options.top, len(names))} more features in "
-             "evidence.json. Additivity (Σφ + bias = score) holds to "
-             f"{additivity:.1e}.",
+        note=("Sorted by the within-query view"
+              + (f"; {len(names) - options.top} more features in evidence.json" if len(names) > options.top else "")
+              + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}."),
     ))
     result.records = [
         {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": _r(views[view][f]) for view in views},
