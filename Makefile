@@ -20,11 +20,11 @@ demo: $(STAMP)
 	$(BIN)/auditor report examples/bookstore/audit.yaml --out reports
 
 test: $(STAMP)
-	$(BIN)/ruff check auditor tests examples benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check auditor tests examples benchmarks
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache
