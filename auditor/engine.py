@@ -30,7 +30,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Progress
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import Finding, LoadedPack, check_waivers, evaluate, load_packs, opinion
-from auditor.spec import AuditSpec, load_spec
+from auditor.spec import AuditSpec, DatasetSpec, load_spec
 
 EVIDENCE_SCHEMA = "auditor.evidence/v1"
 _LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "lightgbm", "shap", "pydantic", "jinja2", "matplotlib")
@@ -46,6 +46,7 @@ class PreparedAudit:
     model: Ranker
     data: RankingData
     packs: list[LoadedPack]
+    background: RankingData | None = None
 
 
 @dataclass
@@ -65,12 +66,13 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
     packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
     check_waivers(spec.waivers, packs, spec_file=spec_path)
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
-    data = _load_data(spec, model)
-    return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs)
+    data = _load_data(spec.dataset, model)
+    background = _load_data(spec.background, model) if spec.background is not None else None
+    return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
+                         background=background)
 
 
-def _load_data(spec: AuditSpec, model: Ranker) -> RankingData:
-    ds = spec.dataset
+def _load_data(ds: DatasetSpec, model: Ranker) -> RankingData:
     names = read_feature_names(ds.feature_names) if ds.feature_names else None
     return load_ranking_data(
         ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
@@ -88,7 +90,9 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     spec = prepared.spec
     seed = spec.seed if seed is None else seed
     today = today or started.date()
-    ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=seed, progress=progress)
+    ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=seed, progress=progress,
+                       background=prepared.background, masking=spec.masking.strategy,
+                       masking_samples=spec.masking.samples)
 
     results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data)}
     seconds: dict[str, float] = {}
@@ -166,7 +170,11 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
         extra = getattr(ds, key)
         if extra is not None:
             dataset[f"{key}_file"] = {"file": extra.name, "sha256": _sha256(extra)}
-    return {"model": model, "dataset": dataset}
+    out = {"model": model, "dataset": dataset}
+    if spec.background is not None and prepared.background is not None:
+        out["background"] = {"file": spec.background.path.name, "sha256": _sha256(spec.background.path),
+                             "n_docs": prepared.background.n_docs, "n_queries": prepared.background.n_queries}
+    return out
 
 
 def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results: dict[str, EvidenceResult],

@@ -117,6 +117,15 @@ class DatasetSpec(StrictModel):
     max_label: int = Field(31, ge=1, description="Highest allowed relevance grade.")
 
 
+class MaskingSpec(StrictModel):
+    """How a feature is removed when an explanation is tested (see auditor/masking.py)."""
+
+    strategy: Literal["mean", "median", "zero", "background"] = Field(
+        "mean", description="Replace masked features by the background mean (default), median, zero, or by "
+                            "background rows (the masked score is the mean over `samples` rows).")
+    samples: int = Field(20, ge=1, le=1000, description="Background rows for strategy `background`.")
+
+
 class Waiver(StrictModel):
     """An accepted exception: turns a rule's FAIL into WAIVED until it expires."""
 
@@ -161,6 +170,9 @@ class AuditSpec(StrictModel):
     audit: AuditMeta
     model: ModelSpec
     dataset: DatasetSpec
+    background: DatasetSpec | None = Field(
+        None, description="Reference data for masking and samplers (e.g. the training set); default: the dataset.")
+    masking: MaskingSpec = MaskingSpec()
     evidence: list[EvidenceItem] = Field(min_length=1, description="Evidence items, each `- name: {options}`.")
     policies: list[str] = Field([], description="Built-in pack names or paths to policy YAML files.")
     waivers: list[Waiver] = Field([], description="Accepted exceptions to rules.")

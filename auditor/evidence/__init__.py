@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.evidence import global_importance, ranking_quality
+from auditor.evidence import global_importance, local_explanations, ranking_quality
 from auditor.evidence.base import EvidencePlugin
 
 REGISTRY: dict[str, EvidencePlugin] = {
@@ -12,5 +12,7 @@ REGISTRY: dict[str, EvidencePlugin] = {
                        "Ranking quality", "nDCG@k and MAP per query against relevance labels."),
         EvidencePlugin("global_importance", global_importance.GlobalImportanceOptions, global_importance.run,
                        "Main ranking parameters", "TreeSHAP importance per feature: global, per query, within query."),
+        EvidencePlugin("local_explanations", local_explanations.LocalExplanationsOptions, local_explanations.run,
+                       "Local explanation quality", "Explainers compared by validity and completeness (paper 000)."),
     )
 }

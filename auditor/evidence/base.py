@@ -34,7 +34,7 @@ class Table:
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
-
+    volatile: bool = False  # wall-clock figures: shown in the report, kept out of evidence.json
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
 
@@ -70,7 +70,7 @@ class EvidenceResult:
             "summary": self.summary,
             "error": self.error,
             "metrics": {k: _plain(v) for k, v in sorted(self.metrics.items())},
-            "tables": [t.to_json() for t in self.tables],
+            "tables": [t.to_json() for t in self.tables if not t.volatile],
             "records": self.records,
             "notes": self.notes,
             "n_model_rows": self.n_model_rows,
@@ -97,12 +97,29 @@ class AuditContext:
     model: CountingRanker
     seed: int
     progress: Progress = field(default_factory=Progress)
+    background: RankingData | None = None
+    masking: str = "mean"
+    masking_samples: int = 20
     _scores: np.ndarray | None = None
+    _masker: Any = None
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator of its own for each named stream, so adding a plugin never shifts another's numbers."""
         key = [self.seed, *stream.encode()]
         return np.random.default_rng(key)
+
+    def reference(self) -> RankingData:
+        """The background data (training set) when the spec names one, else the audited data."""
+        return self.background if self.background is not None else self.data
+
+    def masker(self) -> Any:
+        """The one Masker every evidence item uses, built once from the background data."""
+        if self._masker is None:
+            from auditor.masking import Masker
+
+            self._masker = Masker.from_background(self.reference().X, self.masking,  # type: ignore[arg-type]
+                                                  samples=self.masking_samples, rng=self.rng("masking"))
+        return self._masker
 
     def scores(self) -> np.ndarray:
         """The model's scores for every document, computed once and shared by all plugins."""

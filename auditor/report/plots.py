@@ -65,3 +65,20 @@ def histogram(values: np.ndarray, *, bins: int | Sequence[float], xlabel: str, y
 
 def _short(label: str, limit: int = 40) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def line_chart(x: Sequence[float], series: dict[str, Sequence[float]], *, xlabel: str, ylabel: str,
+               title: str = "") -> str:
+    """One line per series (legend outside the axes so long names never cover data)."""
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 3.2))
+        markers = "os^vD<>ph*"
+        for i, (name, values) in enumerate(series.items()):
+            ax.plot(x, values, marker=markers[i % len(markers)], linewidth=1.2, markersize=4, label=_short(name))
+        ax.set_xticks(list(x))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+        return to_svg(fig)

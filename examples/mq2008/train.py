@@ -2,8 +2,10 @@
 
 The data is research data that stays out of this repository: it is read from `$AUDITOR_DATA` or from
 `../shared/data` beside the checkout. The model (`model.txt`) is written here and is not committed either.
-LightGBM's own nDCG on the test split is saved in `lightgbm_metrics.json` so the audit's figure can be compared
-with it (the foundation acceptance: within ±0.002).
+The number of rounds is chosen by early stopping on Fold1 vali (ndcg@10, patience 50); the model is then trained
+again for exactly that many rounds (training is deterministic, so the trees are the same) with the test split as
+LightGBM's validation set, and LightGBM's own nDCG on test is saved in `lightgbm_metrics.json` so the audit's
+figure can be compared with it (the foundation acceptance: within ±0.002).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ PARAMS = {
     "learning_rate": 0.05, "min_data_in_leaf": 50, "feature_fraction": 0.9, "seed": 7, "deterministic": True,
     "force_row_wise": True, "num_threads": 2, "verbosity": -1,
 }
-ROUNDS = 150
+MAX_ROUNDS = 1000
+PATIENCE = 50
 
 
 def data_dir() -> Path:
@@ -42,13 +45,20 @@ def read_split(path: Path, n_features: int = 46) -> lgb.Dataset:
 
 def train(folder: Path, out: Path) -> dict[str, float]:
     train_set = read_split(folder / "train.txt.gz")
+    vali_set = read_split(folder / "vali.txt")
+    vali_set.reference = train_set
+    stopper = lgb.train({**PARAMS, "metric": "ndcg", "eval_at": [10]}, train_set, num_boost_round=MAX_ROUNDS,
+                        valid_sets=[vali_set], valid_names=["vali"],
+                        callbacks=[lgb.early_stopping(PATIENCE, verbose=False)])
+    rounds = stopper.best_iteration
     test_set = read_split(folder / "test.txt")
     test_set.reference = train_set
     record: dict[str, dict[str, list[float]]] = {}
-    booster = lgb.train(PARAMS, train_set, num_boost_round=ROUNDS, valid_sets=[test_set], valid_names=["test"],
+    booster = lgb.train(PARAMS, train_set, num_boost_round=rounds, valid_sets=[test_set], valid_names=["test"],
                         callbacks=[lgb.record_evaluation(record)])
     booster.save_model(str(out / "model.txt"))
     metrics = {name: values[-1] for name, values in record["test"].items()}
+    metrics["rounds"] = rounds
     (out / "lightgbm_metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return metrics
 

@@ -1,0 +1,320 @@
+"""Evidence `local_explanations`: every local explainer of the papers on each audited query, with the validity
+and completeness of the explanation sets they produce (paper 000, Table 2 layout), the effect of k, and how close
+each comes to the best possible set (exhaustive optimum) when that is affordable."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from auditor.checks.ranking import bootstrap_interval
+from auditor.checks.validity import has_order, measure_sets
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.explain.base import QueryView, set_from_attributions
+from auditor.report.plots import line_chart
+
+Method = Literal["random", "shap1", "shap5", "treeshap1", "treeshap5", "lirme1", "lirme5", "exs1", "exs5",
+                 "greedy", "greedy_cover", "greedy_cover_eps", "validity_search"]
+METHOD_ORDER: list[str] = list(Method.__args__)  # the paper's Table 2 order, then the rest, then ours
+LABELS = {"random": "RANDOM", "shap1": "SHAP-1 (KernelSHAP)", "shap5": "SHAP-5 (KernelSHAP)",
+          "treeshap1": "TreeSHAP-1", "treeshap5": "TreeSHAP-5", "lirme1": "LIRME-1", "lirme5": "LIRME-5",
+          "exs1": "EXS-1", "exs5": "EXS-5", "greedy": "GREEDY", "greedy_cover": "GREEDY-COVER",
+          "greedy_cover_eps": "GREEDY-COVER-ε", "validity_search": "Validity search (ours)",
+          "optimum": "Exhaustive optimum"}
+ATTRIBUTION_BASES = {"shap": "kernelshap", "treeshap": "treeshap", "lirme": "lirme", "exs": "exs"}
+
+
+class KernelShapOptions(EvidenceOptions):
+    nsamples: int = Field(200, ge=10, description="Coalitions per document (paper: 200).")
+    background: Literal["masking", "sample"] = Field(
+        "masking", description="`masking`: the masking replacement (one mean row by default); `sample`: rows "
+                               "drawn from the background data.")
+    background_size: int = Field(100, ge=1, description="Rows for background `sample`.")
+
+
+class LimeOptions(EvidenceOptions):
+    samples: int = Field(2000, ge=50, description="Perturbed samples per document (papers: 2000).")
+    penalty: Literal["ridge", "lasso"] = Field("ridge", description="LIRME surrogate penalty.")
+    exs_label: Literal["score", "topk", "rank"] = Field("score", description="EXS label mode.")
+    exs_top_k: int = Field(5, ge=1, description="k of the EXS top-k and rank label modes.")
+    exs_loss: Literal["auto", "epsilon_insensitive", "squared_epsilon_insensitive"] = Field(
+        "auto", description="EXS SVR loss. auto: the paper's epsilon-insensitive loss for label `score`; squared "
+                            "for `topk`/`rank`, where the L1 fit to mostly-zero labels is a constant (no explanation).")
+
+
+class GreedyOptions(EvidenceOptions):
+    pairs: int = Field(50, ge=1, description="Concordant pairs sampled per query (paper: 50 on MQ2008).")
+    seeds: int = Field(3, ge=1, description="First features to restart from (paper: 3).")
+
+
+class SearchOptions(EvidenceOptions):
+    beam: int = Field(5, ge=1, description="Sets kept per size in the beam search.")
+    max_rows: int = Field(500_000, ge=1000, description="Model rows per query and k, at most.")
+
+
+class LocalExplanationsOptions(EvidenceOptions):
+    methods: list[Method] = Field(METHOD_ORDER, min_length=1, description="Explainers to run and compare.")
+    k: int = Field(5, ge=1, description="Explanation size for the main comparison (paper: 5).")
+    k_curve: list[int] = Field([3, 5, 7, 10], description="Sizes for the effect-of-k curve ([] to skip).")
+    queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
+    optimum_max_subsets: int = Field(
+        20_000, ge=0, description="Compute the exhaustive optimum when C(features, k) is at most this (0: never).")
+    kernelshap: KernelShapOptions = KernelShapOptions()
+    lime: LimeOptions = LimeOptions()
+    greedy: GreedyOptions = GreedyOptions()
+    search: SearchOptions = SearchOptions()
+
+    @field_validator("methods", "k_curve")
+    @classmethod
+    def _unique(cls, value: list[Any]) -> list[Any]:
+        return list(dict.fromkeys(value))
+
+
+HOW_TO_READ = (
+    "An explanation set is the handful of features an explainer says the ranking rests on. Validity asks: if the "
+    "model saw only these features (the others replaced by their average), would it still rank the query's "
+    "documents the same way? It is Kendall's tau between the two orders: 1 = the same order, 0 = unrelated. "
+    "Completeness asks the reverse: with these features removed, how much of the order is lost (higher = more "
+    "lost, so the set really carries the ranking). Each figure is computed per query, then averaged. The "
+    "exhaustive optimum is the best validity any set of the same size can reach, where it was affordable."
+)
+
+
+@dataclass
+class _Tally:
+    """Per method and k: validity/completeness per query, chosen sets, rows and seconds."""
+
+    validity: list[float] = field(default_factory=list)
+    completeness: list[float] = field(default_factory=list)
+    sets: list[tuple[int, ...]] = field(default_factory=list)
+    rows: int = 0
+    seconds: float = 0.0
+
+
+def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
+    data = ctx.data
+    result = EvidenceResult(name="local_explanations", how_to_read=HOW_TO_READ)
+    methods = [m for m in options.methods if not (m.startswith("treeshap") and not _is_tree(ctx))]
+    skipped = [m for m in options.methods if m not in methods]
+    if skipped:
+        result.notes.append(f"Not run on a '{ctx.model.kind}' model (needs trees): {', '.join(skipped)}.")
+    sizes = sorted({options.k, *options.k_curve})
+    masker = ctx.masker()
+    background = ctx.reference().X
+    scores = ctx.scores()
+    chosen = _query_sample(ctx, options)
+    explainers = _explainers(options)
+    tallies: dict[tuple[str, int], _Tally] = {}
+    records: list[dict[str, Any]] = []
+    excluded = 0
+    for qi in ctx.progress.track(chosen, description="Local explanations", total=len(chosen)):
+        part = data.query_slice(qi)
+        query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
+        if not has_order(query.scores):
+            excluded += 1
+            continue
+        attributions = _attributions(ctx, query, methods, explainers, masker, qi, tallies, sizes)
+        for k in sizes:
+            sets, names = [], []
+            for method in methods:
+                tally = tallies.setdefault((method, k), _Tally())
+                if method[:-1] in ATTRIBUTION_BASES:
+                    base, docs = ATTRIBUTION_BASES[method[:-1]], int(method[-1])
+                    sets.append(set_from_attributions(attributions[base], k, docs=docs))
+                else:
+                    rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
+                    rng = ctx.rng(f"local/{method}/{k}/{qi}")
+                    sets.append(explainers[method].select(ctx.model, query, k, masker, rng))
+                    tally.rows += ctx.model.rows_evaluated - rows_before
+                    tally.seconds += time.perf_counter() - start
+                names.append(method)
+            optimum = _optimum(ctx, query, k, masker, options, qi, tallies)
+            if optimum is not None:
+                sets.append(optimum)
+                names.append("optimum")
+            validity, completeness = measure_sets(ctx.model, query.X, query.scores, masker, sets)
+            for method, chosen_set, v, c in zip(names, sets, validity, completeness, strict=True):
+                tally = tallies.setdefault((method, k), _Tally())
+                tally.validity.append(float(v))
+                tally.completeness.append(float(c))
+                tally.sets.append(chosen_set)
+                if k == options.k:
+                    records.append({"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
+                                    "selected": [data.feature_names[f] for f in chosen_set],
+                                    "validity": round(float(v), 6), "completeness": round(float(c), 6)})
+    degenerate = tallies.pop(("exs:degenerate", 0), None)
+    if degenerate is not None:
+        result.notes.append(f"EXS found no explanation (a constant surrogate) for {degenerate.rows} document(s); "
+                            "their attributions are zero. A squared loss (`lime.exs_loss`) avoids this.")
+        result.metrics["local.exs.degenerate_docs"] = float(degenerate.rows)
+    _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
+    result.records = records
+    return result
+
+
+def _is_tree(ctx: AuditContext) -> bool:
+    return ctx.model.kind in ("lightgbm", "sklearn")
+
+
+def _query_sample(ctx: AuditContext, options: LocalExplanationsOptions) -> list[int]:
+    n = ctx.data.n_queries
+    if options.queries is None or options.queries >= n:
+        return list(range(n))
+    return sorted(int(i) for i in ctx.rng("local/queries").choice(n, size=options.queries, replace=False))
+
+
+def _explainers(options: LocalExplanationsOptions) -> dict[str, Any]:
+    from auditor.explain.exs import Exs
+    from auditor.explain.greedy import Greedy
+    from auditor.explain.kernelshap import KernelShap
+    from auditor.explain.lirme import Lirme
+    from auditor.explain.search import Exhaustive, RandomSet, ValiditySearch
+    from auditor.explain.treeshap import TreeShap
+
+    lime = options.lime
+    return {
+        "kernelshap": KernelShap(nsamples=options.kernelshap.nsamples, background=options.kernelshap.background,
+                                 background_size=options.kernelshap.background_size),
+        "treeshap": TreeShap(),
+        "lirme": Lirme(n_samples=lime.samples, penalty=lime.penalty),
+        "exs": Exs(n_samples=lime.samples, label=lime.exs_label, top_k=lime.exs_top_k, loss=_exs_loss(lime)),
+        "random": RandomSet(),
+        **{v: Greedy(v, n_pairs=options.greedy.pairs, seeds=options.greedy.seeds)  # type: ignore[arg-type]
+           for v in ("greedy", "greedy_cover", "greedy_cover_eps")},
+        "validity_search": ValiditySearch(beam=options.search.beam, max_rows=options.search.max_rows),
+        "optimum": Exhaustive(max_subsets=options.optimum_max_subsets),
+    }
+
+
+def _exs_loss(lime: LimeOptions) -> str:
+    if lime.exs_loss != "auto":
+        return lime.exs_loss
+    return "epsilon_insensitive" if lime.exs_label == "score" else "squared_epsilon_insensitive"
+
+
+def _attributions(ctx: AuditContext, query: QueryView, methods: list[str], explainers: dict[str, Any], masker: Any,
+                  qi: int, tallies: dict[tuple[str, int], _Tally], sizes: list[int]) -> dict[str, np.ndarray]:
+    """Attribute the top documents once per base explainer; "-1" and "-5" variants share the work (and cost)."""
+    out: dict[str, np.ndarray] = {}
+    for prefix, base in ATTRIBUTION_BASES.items():
+        variants = [m for m in methods if m[:-1] == prefix]
+        if not variants:
+            continue
+        docs = query.top_docs(max(int(m[-1]) for m in variants))
+        rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
+        out[base] = explainers[base].attribute(ctx.model, query, docs, masker, ctx.rng(f"local/{base}/{qi}"))
+        degenerate = getattr(explainers[base], "last_degenerate", 0)
+        if degenerate:
+            tallies.setdefault((f"{base}:degenerate", 0), _Tally()).rows += int(degenerate)
+        rows, seconds = ctx.model.rows_evaluated - rows_before, time.perf_counter() - start
+        for method in variants:
+            tally = tallies.setdefault((method, sizes[0]), _Tally())
+            tally.rows += rows
+            tally.seconds += seconds
+    return out
+
+
+def _optimum(ctx: AuditContext, query: QueryView, k: int, masker: Any, options: LocalExplanationsOptions, qi: int,
+             tallies: dict[tuple[str, int], _Tally]) -> tuple[int, ...] | None:
+    from auditor.explain.search import Exhaustive
+
+    search = Exhaustive(max_subsets=options.optimum_max_subsets)
+    if options.optimum_max_subsets == 0 or not search.affordable(query.n_features, k):
+        return None
+    tally = tallies.setdefault(("optimum", k), _Tally())
+    rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
+    chosen = search.select(ctx.model, query, k, masker, ctx.rng(f"local/optimum/{k}/{qi}"))
+    tally.rows += ctx.model.rows_evaluated - rows_before
+    tally.seconds += time.perf_counter() - start
+    return chosen
+
+
+def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str],
+            sizes: list[int], tallies: dict[tuple[str, int], _Tally], excluded: int, n_chosen: int) -> None:
+    k = options.k
+    names = ctx.data.feature_names
+    rows_k = [m for m in [*methods, "optimum"] if (m, k) in tallies and tallies[(m, k)].validity]
+    metrics = result.metrics
+    metrics["local.queries"] = float(n_chosen - excluded)
+    metrics["local.excluded_queries"] = float(excluded)
+    metrics["local.k"] = float(k)
+    rng = ctx.rng("local/intervals")
+    optimum_mean = np.mean(tallies[("optimum", k)].validity) if ("optimum", k) in tallies and \
+        tallies[("optimum", k)].validity else None
+    table_rows = []
+    for method in rows_k:
+        tally = tallies[(method, k)]
+        v, c = np.array(tally.validity), np.array(tally.completeness)
+        v_low, v_high = bootstrap_interval(v, rng)
+        c_low, c_high = bootstrap_interval(c, rng)
+        stats = {"validity.mean": v.mean(), "validity.median": np.median(v), "validity.ci95_low": v_low,
+                 "validity.ci95_high": v_high, "completeness.mean": c.mean(), "completeness.median": np.median(c),
+                 "completeness.ci95_low": c_low, "completeness.ci95_high": c_high,
+                 "set_size.mean": np.mean([len(s) for s in tally.sets])}
+        for key, value in stats.items():
+            metrics[f"local.{method}.{key}"] = float(value)
+        share = float(v.mean() / optimum_mean) if optimum_mean else None
+        if share is not None:
+            metrics[f"local.{method}.share_of_optimum"] = share
+        table_rows.append([LABELS[method], _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
+                           _r(c.mean()), f"{_r(c_low)} – {_r(c_high)}", _r(share) if share is not None else None])
+    result.tables.append(Table(
+        title=f"Validity and completeness of explanation sets, k = {k} (layout of paper 000, Table 2)",
+        columns=["method", "validity", "95% interval", "median", "completeness", "95% interval", "share of optimum"],
+        rows=table_rows,
+        note=(f"{n_chosen - excluded} queries; {excluded} left out (fewer than two documents or all scores tied). "
+              f"Masking: {ctx.masking} of the background data; Kendall tau-b; a masked ranking that ties every "
+              "document counts as tau = 0. Per-document explainers use the top document (-1) or the sum of "
+              "|attributions| over the top 5 (-5)."),
+    ))
+    for method in [*methods, "optimum"]:
+        rows = sum(tallies[(method, s)].rows for s in sizes if (method, s) in tallies)
+        metrics[f"local.{method}.rows"] = float(rows)
+    result.tables.append(Table(
+        title="Cost per method (all sizes of k)",
+        columns=["method", "model rows", "rows per query", "seconds"],
+        rows=[[LABELS[m], int(metrics[f"local.{m}.rows"]), _r(metrics[f"local.{m}.rows"] / max(n_chosen, 1), 1),
+               _r(sum(tallies[(m, s)].seconds for s in sizes if (m, s) in tallies), 3)]
+              for m in [*methods, "optimum"] if metrics.get(f"local.{m}.rows")],
+        note="-1 and -5 variants share one attribution run, so both show its cost. Seconds are wall time.",
+        volatile=True,
+    ))
+    if len(sizes) > 1:
+        curve = {m: [float(np.mean(tallies[(m, s)].validity)) if (m, s) in tallies and tallies[(m, s)].validity
+                     else float("nan") for s in sizes] for m in [*methods, "optimum"]
+                 if any((m, s) in tallies and tallies[(m, s)].validity for s in sizes)}
+        for m, values in curve.items():
+            for s, value in zip(sizes, values, strict=True):
+                if np.isfinite(value):
+                    metrics[f"local.{m}.validity.mean@k{s}"] = value
+        result.tables.append(Table(
+            title="Effect of k on mean validity",
+            columns=["method", *[f"k = {s}" for s in sizes]],
+            rows=[[LABELS[m], *[_r(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
+            note="The exhaustive optimum appears only for the sizes where it was affordable."))
+        result.figures.append(Figure(
+            title="Mean validity by explanation size",
+            svg=line_chart(sizes, {LABELS[m]: v for m, v in curve.items()}, xlabel="k (features in the set)",
+                           ylabel="mean validity"),
+            caption="Higher is better; a method that stays low needs many features to reproduce the ranking."))
+    contenders = [m for m in rows_k if m != "optimum"]
+    best = max(contenders, key=lambda m: metrics[f"local.{m}.validity.mean"]) if contenders else None
+    if best is not None:
+        counts = Counter(f for s in tallies[(best, k)].sets for f in s)
+        result.tables.append(Table(
+            title=f"Features most often in the {LABELS[best]} explanation sets (k = {k})",
+            columns=["feature", "queries", "share of queries"],
+            rows=[[names[f], n, _r(n / len(tallies[(best, k)].sets))] for f, n in
+                  sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]]))
+        result.summary = (f"At k = {k}, {LABELS[best]} gives the most valid explanations (mean validity "
+                          f"{metrics[f'local.{best}.validity.mean']:.3f})"
+                          + (f"; the best possible is {optimum_mean:.3f}." if optimum_mean else "."))
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -1,0 +1,286 @@
+"""KernelSHAP for one document's score (SHAP-1 / SHAP-5 of paper 000), batched into one model call.
+
+Why our own and not `shap.KernelExplainer`: shap scores the perturbed rows of one document at a time, and it
+cannot use the masker the rest of the audit uses. Here every perturbed row of every requested document is built
+into one matrix and scored by a single `model.predict` (so `CountingRanker` counts exactly what was spent), while
+the estimator itself is shap's, step for step, so the numbers agree with shap's statistically:
+
+- value of a coalition S for document x: v(S) = mean over background rows b of f(x_S, b_rest); φ0 = v(∅) is the mean
+  score of the background, v(all) = f(x);
+- features whose value equals every background row's cannot change any v(S): they get φ = 0 and are left out of
+  M, as shap does (shap tests `np.allclose`; we test exact equality, which is exactly the null-player case);
+- if 2^M − 2 ≤ nsamples every coalition is enumerated with the Shapley kernel weight, which gives the exact
+  Shapley values; otherwise coalitions are sampled the way `KernelExplainer.explain` does it (whole subset sizes
+  enumerated while the budget allows, smallest and largest first, then the kernel distribution over the remaining
+  sizes with complements paired, repeats adding weight, and the sampled weights rescaled to what is left);
+- weighted least squares with the efficiency constraint Σφ = f(x) − φ0 imposed by eliminating the last feature,
+  as `KernelExplainer.solve` does, with no l1 regularisation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from math import comb
+from typing import Literal
+
+import numpy as np
+
+from auditor.explain.base import QueryView
+from auditor.masking import Masker
+from auditor.models.base import CountingRanker
+
+BackgroundKind = Literal["masking", "sample"]
+
+
+@dataclass(frozen=True)
+class CoalitionDesign:
+    """Coalitions over M features (K × M, True = feature taken from the document) and their regression weights.
+
+    The first `n_fixed` rows are the fully enumerated subset sizes (deterministic); the rest were sampled.
+    """
+
+    masks: np.ndarray
+    weights: np.ndarray
+    n_fixed: int
+
+
+@dataclass(frozen=True)
+class KernelShapResult:
+    """φ (docs × F), the base value φ0 = mean background score, and f(x) for each document."""
+
+    values: np.ndarray
+    base_value: float
+    scores: np.ndarray
+
+
+class KernelShap:
+    """Batched KernelSHAP: `attribute` returns (len(docs) × F) Shapley value estimates of each document's score."""
+
+    name = "kernelshap"
+
+    def __init__(self, nsamples: int = 200, background: BackgroundKind = "masking", background_size: int = 100,
+                 *, max_rows: int = 2_000_000) -> None:
+        if nsamples < 1:
+            raise ValueError(f"nsamples must be at least 1, got {nsamples}")
+        if background not in ("masking", "sample"):
+            raise ValueError(f"background must be 'masking' or 'sample', got {background!r}")
+        if background_size < 1:
+            raise ValueError(f"background_size must be at least 1, got {background_size}")
+        self.nsamples = int(nsamples)
+        self.background = background
+        self.background_size = int(background_size)
+        self.max_rows = int(max_rows)
+
+    def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
+                  rng: np.random.Generator) -> np.ndarray:
+        return self.explain(model, query, docs, masker, rng).values
+
+    def background_rows(self, query: QueryView, masker: Masker, rng: np.random.Generator) -> np.ndarray:
+        """The rows that stand in for absent features: the masker's fill, or a sample of the query's background."""
+        if self.background == "masking":
+            return np.asarray(masker.fill, dtype=np.float64)
+        pool = np.asarray(query.background, dtype=np.float64)
+        take = rng.choice(pool.shape[0], size=min(self.background_size, pool.shape[0]), replace=False)
+        return pool[take]
+
+    def explain(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
+                rng: np.random.Generator) -> KernelShapResult:
+        docs = np.asarray(docs, dtype=np.intp).reshape(-1)
+        X = np.asarray(query.X, dtype=np.float64)[docs]
+        n_docs, n_features = X.shape
+        bg = self.background_rows(query, masker, rng)
+        n_bg = bg.shape[0]
+
+        # One design per document: only the features where the document differs from some background row play.
+        varying = [np.flatnonzero(_differs(x, bg)) for x in X]
+        designs = [coalition_design(len(v), self.nsamples, rng) for v in varying]
+
+        # Every coalition of every document as a full-width keep-mask, documents one after another.
+        keep_blocks, owner_blocks = [], []
+        for d, (v, design) in enumerate(zip(varying, designs, strict=True)):
+            keep = np.zeros((design.masks.shape[0], n_features), dtype=bool)
+            keep[:, v] = design.masks
+            keep_blocks.append(keep)
+            owner_blocks.append(np.full(keep.shape[0], d, dtype=np.intp))
+        keep = np.concatenate(keep_blocks) if keep_blocks else np.zeros((0, n_features), dtype=bool)
+        owner = np.concatenate(owner_blocks) if owner_blocks else np.zeros(0, dtype=np.intp)
+
+        head, coalition_scores = self._score(model, X, bg, keep, owner)
+        base_value = float(head[:n_bg].mean())
+        fx = head[n_bg:]
+        ey = coalition_scores.reshape(-1, n_bg).mean(axis=1)
+
+        phi = np.zeros((n_docs, n_features))
+        start = 0
+        for d, (v, design) in enumerate(zip(varying, designs, strict=True)):
+            k = design.masks.shape[0]
+            diff = float(fx[d] - base_value)
+            if len(v) == 1:
+                phi[d, v] = diff
+            elif len(v) > 1:
+                phi[d, v] = solve_constrained(design.masks, design.weights, ey[start:start + k] - base_value, diff)
+            start += k
+        return KernelShapResult(values=phi, base_value=base_value, scores=fx)
+
+    def _score(self, model: CountingRanker, X: np.ndarray, bg: np.ndarray, keep: np.ndarray, owner: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of [background; documents] and of every coalition × background row, in as few calls as fit.
+
+        Layout of the coalition scores: coalition-major, then background row. With fewer than `max_rows` rows in all
+        this is exactly one `model.predict`.
+        """
+        n_bg, n_features = bg.shape
+        n_head = n_bg + X.shape[0]  # the first call also scores the background (φ0) and the documents (f(x))
+        per_batch = max(1, (self.max_rows - n_head) // n_bg)
+        head = None
+        out = np.empty(keep.shape[0] * n_bg)
+        start = 0
+        while head is None or start < keep.shape[0]:
+            stop = min(start + per_batch, keep.shape[0])
+            lead = n_head if head is None else 0
+            rows = np.empty((lead + (stop - start) * n_bg, n_features))
+            if head is None:
+                rows[:n_bg], rows[n_bg:n_head] = bg, X
+            body = rows[lead:].reshape(stop - start, n_bg, n_features)
+            body[:] = bg[None, :, :]
+            np.copyto(body, X[owner[start:stop], None, :], where=keep[start:stop, None, :])
+            scores = model.predict(rows)
+            if head is None:
+                head = scores[:n_head]
+            out[start * n_bg:stop * n_bg] = scores[lead:]
+            start = stop
+            per_batch = max(1, self.max_rows // n_bg)
+        return head, out
+
+
+def _differs(x: np.ndarray, bg: np.ndarray) -> np.ndarray:
+    """Per feature: does some background row hold a different value than x (NaN equals NaN)?"""
+    same = (bg == x[None, :]) | (np.isnan(bg) & np.isnan(x)[None, :])
+    return ~same.all(axis=0)
+
+
+def coalition_design(m: int, nsamples: int, rng: np.random.Generator) -> CoalitionDesign:
+    """The coalitions and weights KernelSHAP regresses on for M = m features, as `shap.KernelExplainer.explain`.
+
+    Exact regime (2^m − 2 ≤ nsamples): all non-trivial coalitions with the Shapley kernel weight
+    (m−1) / (C(m,|z|)·|z|·(m−|z|)), whose weighted least squares solution is the exact Shapley values.
+    """
+    if m < 2:
+        return CoalitionDesign(np.zeros((0, m), dtype=bool), np.zeros(0), 0)
+    if m <= 30 and nsamples >= 2 ** m - 2:
+        codes = np.arange(1, 2 ** m - 1, dtype=np.int64)
+        masks = ((codes[:, None] >> np.arange(m, dtype=np.int64)) & 1).astype(bool)
+        size = masks.sum(axis=1)
+        weights = (m - 1) / (np.array([comb(m, int(s)) for s in range(m + 1)], dtype=np.float64)[size]
+                             * size * (m - size))
+        return CoalitionDesign(masks, weights, masks.shape[0])
+
+    nsamples = min(nsamples, 2 ** 30)  # shap's cap when the space cannot be enumerated
+    n_sizes = (m - 1 + 1) // 2  # ceil((m-1)/2): sizes 1..n_sizes, the larger ones come as complements
+    n_paired = (m - 1) // 2  # sizes whose complement has another size (the middle size of an even m has not)
+    sizes = np.arange(1, n_sizes + 1, dtype=np.float64)
+    weight_vector = (m - 1.0) / (sizes * (m - sizes))
+    weight_vector[:n_paired] *= 2
+    weight_vector /= weight_vector.sum()
+
+    masks_out: list[np.ndarray] = []
+    weights_out: list[np.ndarray] = []
+    n_full = 0
+    left = float(nsamples)
+    remaining = weight_vector.copy()
+    for size in range(1, n_sizes + 1):
+        paired = size <= n_paired
+        n_subsets = comb(m, size) * (2 if paired else 1)
+        if left * remaining[size - 1] / n_subsets < 1.0 - 1e-8:
+            break
+        n_full += 1
+        left -= n_subsets
+        if remaining[size - 1] < 1.0:
+            remaining /= 1 - remaining[size - 1]
+        w = weight_vector[size - 1] / comb(m, size) / (2.0 if paired else 1.0)
+        combos = np.array(list(itertools.combinations(range(m), size)), dtype=np.intp)
+        block = np.zeros((combos.shape[0], m), dtype=bool)
+        np.put_along_axis(block, combos, True, axis=1)
+        if paired:  # shap's order: each subset followed by its complement
+            block = np.stack([block, ~block], axis=1).reshape(-1, m)
+        masks_out.append(block)
+        weights_out.append(np.full(block.shape[0], w))
+    n_fixed = int(sum(b.shape[0] for b in masks_out))
+
+    samples_left = nsamples - n_fixed
+    if n_full != n_sizes and samples_left > 0:
+        probs = weight_vector.copy()
+        probs[:n_paired] /= 2  # a paired draw adds two samples
+        probs = probs[n_full:] / probs[n_full:].sum()
+        n_draws = 4 * samples_left
+        draw_sizes = rng.choice(len(probs), size=n_draws, p=probs) + n_full + 1
+        order = np.argsort(rng.random((n_draws, m)), axis=1)  # a uniform random subset of each drawn size
+        draw_masks = np.zeros((n_draws, m), dtype=bool)
+        np.put_along_axis(draw_masks, order, np.arange(m)[None, :] < draw_sizes[:, None], axis=1)
+        masks, weights = take_samples(draw_masks, draw_sizes <= n_paired, samples_left)
+        weights *= weight_vector[n_full:].sum() / weights.sum()
+        masks_out.append(masks)
+        weights_out.append(weights)
+
+    masks = np.concatenate(masks_out) if masks_out else np.zeros((0, m), dtype=bool)
+    weights = np.concatenate(weights_out) if weights_out else np.zeros(0)
+    return CoalitionDesign(masks, weights, n_fixed)
+
+
+def take_samples(draw_masks: np.ndarray, paired: np.ndarray, samples_left: int) -> tuple[np.ndarray, np.ndarray]:
+    """Turn random draws into samples exactly as shap's sampling loop does, without the loop.
+
+    In draw order: a new coalition is added with weight 1 (then its complement, if its size is paired and the
+    budget is not yet spent); a repeated one adds 1 to the weight of its first copy and of that copy's complement.
+    Stops when `samples_left` samples exist or the draws run out. (A drawn coalition never equals an earlier
+    complement: drawn sizes are at most ceil((M−1)/2), complements of paired sizes are larger.)
+    """
+    n_draws, m = draw_masks.shape
+    if n_draws == 0 or samples_left <= 0:  # (otherwise the first draw is always new and taken)
+        return np.zeros((0, m), dtype=bool), np.zeros(0)
+    packed = np.packbits(draw_masks, axis=1)
+    packed = np.pad(packed, ((0, 0), (0, -packed.shape[1] % 8)))
+    keys = np.ascontiguousarray(packed).view(np.uint64)  # one 64-bit word per 64 features: cheap to sort
+    if keys.shape[1] == 1:
+        _, first, inverse = np.unique(keys[:, 0], return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    first_of = first[inverse.reshape(-1)]
+    is_new = first_of == np.arange(n_draws)
+    cost = is_new * (1 + paired.astype(np.int64))
+    before = np.cumsum(cost) - cost
+    processed = before < samples_left
+
+    new = np.flatnonzero(processed & is_new)
+    with_complement = paired[new] & (before[new] + 1 < samples_left)
+    counts = np.bincount(first_of[processed], minlength=n_draws)[new].astype(np.float64)
+
+    n_rows = len(new) + int(with_complement.sum())
+    masks = np.zeros((n_rows, m), dtype=bool)
+    weights = np.zeros(n_rows)
+    row = np.arange(len(new)) + np.concatenate([[0], np.cumsum(with_complement)[:-1]])
+    masks[row] = draw_masks[new]
+    weights[row] = counts
+    comp_rows = row[with_complement] + 1
+    masks[comp_rows] = ~draw_masks[new[with_complement]]
+    weights[comp_rows] = counts[with_complement]
+    return masks, weights
+
+
+def solve_constrained(masks: np.ndarray, weights: np.ndarray, ey_adj: np.ndarray, diff: float) -> np.ndarray:
+    """Weighted least squares of v(S) − φ0 on the coalition masks with Σφ = diff, as `KernelExplainer.solve`.
+
+    The constraint is imposed by eliminating the last feature: φ_M = diff − Σ_{j<M} φ_j.
+    """
+    z = masks.astype(np.float64)
+    last = z[:, -1]
+    y = ey_adj - last * diff
+    design = z[:, :-1] - last[:, None]
+    weighted = weights[:, None] * design
+    try:
+        w = np.linalg.solve(design.T @ weighted, weighted.T @ y)
+    except np.linalg.LinAlgError:
+        root = np.sqrt(weights)
+        w = np.linalg.lstsq(root[:, None] * design, root * y, rcond=None)[0]
+    return np.append(w, diff - w.sum())

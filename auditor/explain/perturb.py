@@ -1,0 +1,149 @@
+"""The LIME-tabular perturbation sampler and kernel shared by LIRME and EXS (paper 001, RESEARCH.md).
+
+Why a sampler of our own: LIRME and EXS only differ in the surrogate they fit; the samples and their weights must
+be the same for a fair comparison. The reference LIME implementation reseeds the random state per column, which
+correlates every column of the samples; here ONE `numpy.random.Generator` draws all columns at once, so the
+columns are independent draws and a run is reproducible from one seed.
+
+Per feature, the background (e.g. the training set) is cut at its quartiles (duplicate edges collapsed, so binary
+and discrete features get 2-3 bins instead of 4). A sample draws, for every feature independently, a bin with the
+background's frequency, then a value from a normal with the bin's background mean and std, truncated to the bin's
+background [min, max] (std 0: the bin mean). Missing values (NaN) in the background are ignored; the sampler never
+produces NaN. A bin value `v` belongs to bin j when edge[j-1] < v <= edge[j] (LIME's `searchsorted`, side left).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from auditor.models.base import CountingRanker
+
+MAX_BINS = 4
+
+
+class QuartileSampler:
+    """Quartile-bin sampler built once from background data (n × F). Per-bin statistics are kept as (F × 4)
+    arrays padded with empty bins (frequency 0, never drawn), so sampling is vectorised over features."""
+
+    def __init__(self, background: np.ndarray) -> None:
+        data = np.asarray(background, dtype=np.float64)
+        if data.ndim != 2 or data.shape[0] == 0:
+            raise ValueError(f"background must be a non-empty 2-D array, got shape {data.shape}")
+        n_features = data.shape[1]
+        self.n_features = n_features
+        self.mean = np.zeros(n_features)
+        self.std = np.ones(n_features)  # 1 where the background std is 0 (or undefined): no rescaling
+        self.edges: list[np.ndarray] = []
+        counts = np.zeros((n_features, MAX_BINS), dtype=np.int64)
+        self.bin_mean = np.zeros((n_features, MAX_BINS))
+        self.bin_std = np.zeros((n_features, MAX_BINS))
+        self.bin_min = np.zeros((n_features, MAX_BINS))
+        self.bin_max = np.zeros((n_features, MAX_BINS))
+        for f in range(n_features):
+            column = data[:, f]
+            column = column[np.isfinite(column)]
+            if column.size == 0:  # nothing known about the feature: a constant 0 (the standardised "mean")
+                self.edges.append(np.zeros(0))
+                counts[f, 0] = 1
+                continue
+            self.mean[f] = column.mean()
+            std = column.std()
+            self.std[f] = std if std > 0 else 1.0
+            edges = np.unique(np.percentile(column, [25, 50, 75]))
+            self.edges.append(edges)
+            bins = np.searchsorted(edges, column, side="left")
+            for b in range(edges.size + 1):
+                values = column[bins == b]
+                if values.size == 0:
+                    continue
+                counts[f, b] = values.size
+                self.bin_mean[f, b] = values.mean()
+                self.bin_std[f, b] = values.std()
+                self.bin_min[f, b] = values.min()
+                self.bin_max[f, b] = values.max()
+        self.bin_counts = counts
+        # Cumulative frequencies from integer counts, so the last non-empty bin ends at exactly 1.0.
+        totals = counts.sum(axis=1, keepdims=True)
+        self.bin_freq = counts / totals
+        self._cumulative = np.cumsum(counts, axis=1) / totals
+
+    def bin_of(self, X: np.ndarray) -> np.ndarray:
+        """The bin index of every value of X (rows × F), by the background's quartile edges."""
+        X = np.asarray(X, dtype=np.float64)
+        out = np.zeros(X.shape, dtype=np.int64)
+        for f, edges in enumerate(self.edges):
+            out[:, f] = np.searchsorted(edges, X[:, f], side="left")
+        return out
+
+    def sample(self, x: np.ndarray, n_samples: int, rng: np.random.Generator) -> np.ndarray:
+        """(n_samples × F): row 0 is `x` itself, the others are independent draws per feature (see module doc)."""
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if x.shape[0] != self.n_features:
+            raise ValueError(f"document has {x.shape[0]} features, the background {self.n_features}")
+        if n_samples < 1:
+            raise ValueError("n_samples must be at least 1")
+        n_draw = n_samples - 1
+        features = np.arange(self.n_features)
+        u_bin = rng.random((n_draw, self.n_features))
+        u_value = rng.random((n_draw, self.n_features))
+        # Bin j is chosen when cumulative[j-1] <= u < cumulative[j]; empty bins have zero width and are skipped.
+        bins = (u_bin[:, :, None] >= self._cumulative[None, :, : MAX_BINS - 1]).sum(axis=2)
+        mean = self.bin_mean[features, bins]
+        std = self.bin_std[features, bins]
+        low = self.bin_min[features, bins]
+        high = self.bin_max[features, bins]
+        # Truncated normal by inverse CDF. The bin mean lies inside [min, max], so a <= 0 <= b and the CDF values
+        # stay away from the far tails where ndtri would lose precision.
+        spread = std > 0
+        safe = np.where(spread, std, 1.0)
+        cdf_low = ndtr((low - mean) / safe)
+        cdf_high = ndtr((high - mean) / safe)
+        values = mean + safe * ndtri(cdf_low + u_value * (cdf_high - cdf_low))
+        values = np.where(spread, np.clip(values, low, high), mean)
+        return np.vstack([x[None, :], values])
+
+    def standardise(self, X: np.ndarray) -> np.ndarray:
+        """(X − μ)/σ with background mean/std (σ = 0 → 1); missing values become 0, i.e. the background mean."""
+        Z = (np.asarray(X, dtype=np.float64) - self.mean) / self.std
+        return np.nan_to_num(Z, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def kernel_weights(samples: np.ndarray, x: np.ndarray, mean: np.ndarray, std: np.ndarray,
+                   width: float | None = None) -> np.ndarray:
+    """LIME's exponential kernel exp(−d²/w²), d = Euclidean distance to `x` after standardising with the
+    background mean/std (std 0 → 1; missing values count as the mean), w = 0.75·√F by default. The paper's
+    Eq. 1 writes exp(−d²/h); RESEARCH.md fixes h = w² with LIME's default width."""
+    samples = np.asarray(samples, dtype=np.float64)
+    n_features = samples.shape[1]
+    if width is None:
+        width = 0.75 * np.sqrt(n_features)
+    std = np.where(np.asarray(std, dtype=np.float64) > 0, std, 1.0)
+    z_samples = np.nan_to_num((samples - mean) / std, nan=0.0)
+    z_x = np.nan_to_num((np.asarray(x, dtype=np.float64).reshape(1, -1) - mean) / std, nan=0.0)
+    d2 = np.sum((z_samples - z_x) ** 2, axis=1)
+    return np.exp(-d2 / width**2)
+
+
+class SamplerCache:
+    """Keeps the sampler of the last background seen: queries of one audit share one background array, and the
+    quartiles of a large training set are worth computing once."""
+
+    def __init__(self) -> None:
+        self._background: np.ndarray | None = None
+        self._sampler: QuartileSampler | None = None
+
+    def get(self, background: np.ndarray) -> QuartileSampler:
+        if self._sampler is None or self._background is not background:
+            self._sampler = QuartileSampler(background)
+            self._background = background
+        return self._sampler
+
+
+def perturb_and_score(model: CountingRanker, sampler: QuartileSampler, X: np.ndarray, docs: np.ndarray,
+                      n_samples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Samples around each of `docs` (rows of X) and their scores from ONE model call, so the cost is exactly
+    len(docs)·n_samples rows and one batch. Returns samples (docs × n_samples × F) and scores (docs × n_samples)."""
+    samples = np.stack([sampler.sample(X[d], n_samples, rng) for d in docs])
+    scores = model.predict(samples.reshape(-1, samples.shape[2]))
+    return samples, scores.reshape(len(docs), n_samples)

@@ -1,0 +1,285 @@
+"""LIRME, EXS and their LIME-tabular sampler (RESEARCH.md, "LIRME and EXS"): the sampler's distribution and
+independence, the kernel, recovery of known models, the per-std convention, and the cost (one model call)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from auditor.explain.base import QueryView
+from auditor.explain.exs import Exs, exs_labels
+from auditor.explain.lirme import Lirme, contributions, weighted_ridge
+from auditor.explain.perturb import QuartileSampler, kernel_weights
+from auditor.masking import Masker
+from auditor.models.base import CountingRanker
+from auditor.models.callable import CallableRanker
+from auditor.models.lightgbm import LightGBMRanker
+
+F = 6
+UNIFORM, NORMAL, BINARY, SIGNED, DISCRETE, CONSTANT = range(F)
+
+
+def make_background(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Mixed feature types: continuous, binary (70 % zeros), discrete 0..3 and a constant column."""
+    X = np.empty((n, F))
+    X[:, UNIFORM] = rng.random(n)
+    X[:, NORMAL] = rng.normal(5.0, 2.0, n)
+    X[:, BINARY] = (rng.random(n) < 0.3).astype(float)
+    X[:, SIGNED] = rng.uniform(-1.0, 1.0, n)
+    X[:, DISCRETE] = rng.integers(0, 4, n)
+    X[:, CONSTANT] = 7.0
+    return X
+
+
+@pytest.fixture(scope="module")
+def background() -> np.ndarray:
+    return make_background(np.random.default_rng(0), 3000)
+
+
+@pytest.fixture(scope="module")
+def sampler(background: np.ndarray) -> QuartileSampler:
+    return QuartileSampler(background)
+
+
+class CallCounter(CountingRanker):
+    """Counts `predict` calls as well as rows."""
+
+    def __init__(self, function: Callable[[np.ndarray], np.ndarray]) -> None:
+        super().__init__(CallableRanker(function, "tests:function", F))
+        self.calls = 0
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return super().predict(X)
+
+
+def query_of(model: CountingRanker, background: np.ndarray, n_docs: int = 12, seed: int = 5) -> QueryView:
+    X = make_background(np.random.default_rng(seed), n_docs)
+    return QueryView(X=X, scores=model.predict(X), query_id="q", background=background)
+
+
+def only_0_and_3(X: np.ndarray) -> np.ndarray:
+    return 4.0 * X[:, UNIFORM] + X[:, SIGNED] + 0.5 * X[:, SIGNED] ** 2
+
+
+def two_largest(attributions: np.ndarray) -> set[int]:
+    return {int(f) for f in np.argsort(-np.abs(attributions))[:2]}
+
+
+# --- sampler ---------------------------------------------------------------------------------------------------
+
+def test_row_zero_is_the_document_and_samples_stay_in_range(sampler: QuartileSampler, background: np.ndarray):
+    x = np.array([2.0, -40.0, 1.0, 0.3, 9.0, 7.0])  # outside the background on purpose
+    samples = sampler.sample(x, 5000, np.random.default_rng(1))
+    assert samples.shape == (5000, F)
+    np.testing.assert_array_equal(samples[0], x)
+    assert np.all(samples[1:] >= background.min(axis=0)) and np.all(samples[1:] <= background.max(axis=0))
+    assert not np.isnan(samples).any()
+
+
+def test_bin_frequencies_match_the_background(sampler: QuartileSampler, background: np.ndarray):
+    samples = sampler.sample(background[0], 20_001, np.random.default_rng(2))[1:]
+    for f in range(F):
+        n_bins = sampler.edges[f].size + 1
+        expected = np.bincount(sampler.bin_of(background)[:, f], minlength=n_bins) / background.shape[0]
+        observed = np.bincount(sampler.bin_of(samples)[:, f], minlength=n_bins) / samples.shape[0]
+        np.testing.assert_allclose(observed, expected, atol=0.015, err_msg=f"feature {f}")
+
+
+def test_discrete_features_keep_their_values(sampler: QuartileSampler, background: np.ndarray):
+    samples = sampler.sample(background[3], 20_000, np.random.default_rng(3))[1:]
+    assert set(np.unique(samples[:, BINARY])) == {0.0, 1.0}
+    assert set(np.unique(samples[:, CONSTANT])) == {7.0}
+    # 0..3 in equal shares: edges 1, 2, 3, so the bins are {0, 1}, {2}, {3}. One-value bins (std 0) give exactly
+    # their value; the bin {0, 1} gives continuous values in [0, 1], as LIME-tabular does.
+    discrete = samples[:, DISCRETE]
+    np.testing.assert_array_equal(sampler.edges[DISCRETE], [1.0, 2.0, 3.0])
+    assert set(np.unique(discrete[discrete > 1])) == {2.0, 3.0}
+    assert discrete.min() >= 0.0 and 0.2 < np.mean(discrete <= 1) < 0.8
+    assert sampler.bin_counts[BINARY, 2:].sum() == 0  # duplicate edges collapsed: two non-empty bins
+
+
+def test_sampler_is_deterministic_per_seed(sampler: QuartileSampler, background: np.ndarray):
+    one = sampler.sample(background[0], 300, np.random.default_rng(7))
+    again = sampler.sample(background[0], 300, np.random.default_rng(7))
+    other = sampler.sample(background[0], 300, np.random.default_rng(8))
+    np.testing.assert_array_equal(one, again)
+    assert not np.array_equal(one[1:], other[1:])
+
+
+def test_columns_are_independent(sampler: QuartileSampler, background: np.ndarray):
+    """RESEARCH.md: a reference implementation reseeds per column and so correlates every column."""
+    samples = sampler.sample(background[0], 20_001, np.random.default_rng(4))[1:]
+    varying = [f for f in range(F) if f != CONSTANT]
+    corr = np.corrcoef(samples[:, varying], rowvar=False)
+    off_diagonal = corr[~np.eye(len(varying), dtype=bool)]
+    assert np.abs(off_diagonal).max() < 0.05
+
+
+# --- kernel ----------------------------------------------------------------------------------------------------
+
+def test_kernel_is_one_at_the_document_and_falls_with_distance(sampler: QuartileSampler):
+    x = np.array([0.5, 5.0, 0.0, 0.0, 1.0, 7.0])
+    steps = np.arange(6)[:, None] * np.array([0.2, 0.5, 0.0, 0.1, 0.0, 0.0])
+    weights = kernel_weights(x + steps, x, sampler.mean, sampler.std)
+    assert weights[0] == 1.0
+    assert np.all(np.diff(weights) < 0)
+    # exp(−d²/w²) with w = 0.75·√F on standardised distances; the constant column (std 0) is not rescaled.
+    d2 = np.sum((steps[1] / sampler.std) ** 2)
+    assert weights[1] == pytest.approx(np.exp(-d2 / (0.75**2 * F)))
+    assert sampler.std[CONSTANT] == 1.0
+
+
+# --- recovery of known models ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("explainer", [Lirme(), Lirme(penalty="lasso", alpha=0.01)], ids=["ridge", "lasso"])
+def test_lirme_finds_the_two_features_the_model_uses(explainer: Lirme, background: np.ndarray):
+    model = CallCounter(only_0_and_3)
+    query = query_of(model, background)
+    docs = query.top_docs(3)
+    attributions = explainer.attribute(model, query, docs, Masker.from_background(background),
+                                       np.random.default_rng(0))
+    assert attributions.shape == (3, F)
+    for row in attributions:
+        assert two_largest(row) == {UNIFORM, SIGNED}
+
+
+@pytest.mark.parametrize("label", ["score", "topk", "rank"])
+def test_exs_finds_the_two_features_the_model_uses(label: str, background: np.ndarray):
+    # The doc at the top-k boundary (k = half the query): about half of its samples enter the top-k, so even the
+    # L1 (median) SVR on 0/1 labels has a non-constant solution.
+    model = CallCounter(only_0_and_3)
+    query = query_of(model, background)
+    explainer = Exs(label=label, top_k=6)  # type: ignore[arg-type]
+    doc = query.top_docs(6)[-1:]
+    attributions = explainer.attribute(model, query, doc, Masker.from_background(background),
+                                       np.random.default_rng(0))
+    assert explainer.last_degenerate == 0
+    assert two_largest(attributions[0]) == {UNIFORM, SIGNED}
+    assert attributions[0, UNIFORM] > 0  # a higher label means better placed, as the score
+
+
+@pytest.mark.parametrize("label", ["topk", "rank"])
+def test_exs_squared_loss_explains_the_top_document(label: str, background: np.ndarray):
+    model = CallCounter(only_0_and_3)
+    query = query_of(model, background)
+    explainer = Exs(label=label, top_k=3, loss="squared_epsilon_insensitive")  # type: ignore[arg-type]
+    attributions = explainer.attribute(model, query, query.top_docs(2), Masker.from_background(background),
+                                       np.random.default_rng(0))
+    for row in attributions:
+        assert two_largest(row) == {UNIFORM, SIGNED}
+
+
+def test_exs_l1_on_rare_positive_labels_is_reported_as_degenerate(background: np.ndarray):
+    """Few samples of the last doc beat the top doc: the weighted-median fit is the constant 0 → zeros, counted."""
+    model = CallCounter(only_0_and_3)
+    query = query_of(model, background)
+    explainer = Exs(n_samples=1000, label="topk", top_k=1)
+    last = query.top_docs(query.n_docs)[-1:]
+    attributions = explainer.attribute(model, query, last, Masker.from_background(background),
+                                       np.random.default_rng(0))
+    assert explainer.last_degenerate == 1
+    np.testing.assert_array_equal(attributions, 0.0)
+
+
+def test_lirme_coefficients_are_per_standard_deviation(background: np.ndarray):
+    model = CallCounter(lambda X: 2.0 * X[:, UNIFORM] - X[:, NORMAL])
+    query = query_of(model, background)
+    explainer = Lirme()
+    docs = query.top_docs(2)
+    attributions = explainer.attribute(model, query, docs, Masker.from_background(background),
+                                       np.random.default_rng(0))
+    sigma = background.std(axis=0)
+    for row, d in zip(attributions, docs, strict=True):
+        assert row[UNIFORM] == pytest.approx(2.0 * sigma[UNIFORM], rel=0.05)
+        assert row[NORMAL] == pytest.approx(-sigma[NORMAL], rel=0.05)
+        assert np.abs(np.delete(row, [UNIFORM, NORMAL])).max() < 0.05 * sigma[NORMAL]
+        # For a linear model the contributions add up to s(x) − s(μ).
+        mu = background.mean(axis=0)
+        share = contributions(row, query.X[d], mu, background.std(axis=0))
+        expected = 2.0 * (query.X[d, UNIFORM] - mu[UNIFORM]) - (query.X[d, NORMAL] - mu[NORMAL])
+        assert share.sum() == pytest.approx(expected, rel=0.05, abs=0.05)
+
+
+def test_weighted_ridge_matches_scikit_learn():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((500, 8))
+    y = Z @ rng.standard_normal(8) + rng.standard_normal(500)
+    w = rng.random(500)
+    expected = Ridge(alpha=1.0).fit(Z, y, sample_weight=w).coef_
+    np.testing.assert_allclose(weighted_ridge(Z, y, w, 1.0), expected, atol=1e-10)
+
+
+# --- labels ----------------------------------------------------------------------------------------------------
+
+def test_exs_labels():
+    query = np.array([-3.0, -1.0, -2.0, 0.5])  # negative scores, as LambdaMART's often are
+    samples = np.array([0.5, -1.0, -2.5, 2.0])
+    score = exs_labels(samples, query, 0, "score", 2)
+    assert score[0] == pytest.approx(1.0)  # as good as the top document
+    assert np.all(np.diff(score[[2, 1, 0, 3]]) > 0)  # monotone in the sample's score
+    # The paper's y′ = (s_max − s′)/s_max on the shifted scores is 1 − label.
+    shifted_top = 0.5 - (-3.0) + 1e-6 + 1e-3 * 5.0
+    paper = (shifted_top - (samples - (-3.0) + 1e-6 + 1e-3 * 5.0)) / shifted_top
+    np.testing.assert_allclose(1.0 - score, paper)
+    # topk: threshold = score of the 2nd ranked document (−1.0).
+    np.testing.assert_array_equal(exs_labels(samples, query, 0, "topk", 2), [1, 1, 0, 1])
+    # rank among the OTHER documents of doc 0 (−1, −2, 0.5): r = how many score strictly higher.
+    np.testing.assert_allclose(exs_labels(samples, query, 0, "rank", 2), [1.0, 0.5, 0.0, 1.0])
+    # A query shorter than k: the threshold is its last document.
+    np.testing.assert_array_equal(exs_labels(np.array([-4.0, -3.0]), query, 0, "topk", 10), [0, 1])
+
+
+def test_constant_model_gives_zero_attributions(background: np.ndarray):
+    model = CallCounter(lambda X: np.ones(X.shape[0]))
+    query = query_of(model, background)
+    masker = Masker.from_background(background)
+    for explainer in (Lirme(n_samples=200), Exs(n_samples=200, label="topk"), Exs(n_samples=200)):
+        out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0))
+        np.testing.assert_array_equal(out, 0.0)
+
+
+# --- cost and determinism --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("explainer", [Lirme(n_samples=300), Exs(n_samples=300, label="rank")], ids=["lirme", "exs"])
+def test_one_model_call_per_attribute_call(explainer: Lirme | Exs, background: np.ndarray):
+    model = CallCounter(only_0_and_3)
+    query = query_of(model, background)
+    model.rows_evaluated, model.calls = 0, 0
+    explainer.attribute(model, query, query.top_docs(4), Masker.from_background(background),
+                        np.random.default_rng(0))
+    assert model.calls == 1
+    assert model.rows_evaluated == 4 * 300
+    empty = explainer.attribute(model, query, np.array([], dtype=int), Masker.from_background(background),
+                                np.random.default_rng(0))
+    assert empty.shape == (0, F) and model.calls == 1
+
+
+@pytest.mark.parametrize("make", [lambda: Lirme(n_samples=300), lambda: Exs(n_samples=300)], ids=["lirme", "exs"])
+def test_deterministic_for_a_seed(make: Callable[[], Lirme | Exs], background: np.ndarray):
+    model = CallCounter(only_0_and_3)
+    query = query_of(model, background)
+    masker = Masker.from_background(background)
+    docs = query.top_docs(3)
+    one = make().attribute(model, query, docs, masker, np.random.default_rng(3))
+    again = make().attribute(model, query, docs, masker, np.random.default_rng(3))
+    other = make().attribute(model, query, docs, masker, np.random.default_rng(4))
+    np.testing.assert_array_equal(one, again)
+    assert not np.array_equal(one, other)
+
+
+def test_real_lambdamart(lambdamart):
+    """On a real LightGBM ranker whose labels depend mostly on feature 0, both methods rank feature 0 first."""
+    booster, X, _, sizes = lambdamart
+    model = CountingRanker(LightGBMRanker(booster))
+    Xq = X[: sizes[0]]
+    query = QueryView(X=Xq, scores=model.predict(Xq), query_id="q0", background=X)
+    masker = Masker.from_background(X)
+    for explainer in (Lirme(n_samples=1000), Exs(n_samples=1000)):
+        out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0))
+        assert out.shape == (2, X.shape[1]) and np.isfinite(out).all()
+        assert int(np.argmax(np.abs(out[0]))) == 0
