@@ -7,7 +7,6 @@ in `RankingData`, whose documents of a query are contiguous and keep the file's 
 from __future__ import annotations
 
 import gzip
-import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ _SUFFIX_FORMATS: dict[str, DataFormat] = {
     ".txt": "svmlight", ".svm": "svmlight", ".svmlight": "svmlight", ".letor": "svmlight", ".libsvm": "svmlight",
     ".train": "svmlight", ".test": "svmlight", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet",
 }
-_DOCID = re.compile(rb"docid\s*=\s*(\S+)")
+_DOCID_IN_COMMENT = re.compile(rb"#[^\n]*?docid\s*=\s*(\S+)")
 
 
 @dataclass(frozen=True)
@@ -150,75 +149,88 @@ def read_feature_names(path: Path) -> list[str]:
 
 def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"],
                    query_file: Path | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None]:
-    from sklearn.datasets import load_svmlight_file
+    from auditor.svmlight import SvmlightError, parse
 
     raw = _read_bytes(path)
     if not raw.strip():
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     try:
-        X, y, qid = load_svmlight_file(io.BytesIO(raw), n_features=n_features, query_id=True,
-                                       zero_based=zero_based, dtype=np.float64)
-    except ValueError as exc:
-        line, why = _first_bad_svmlight_line(raw)
-        if n_features is not None and "n_features" in str(exc):
-            raise InputError(f"the data has feature indices beyond the model's {n_features} features", file=path,
-                             fix="use the dataset the model was trained for") from None
-        raise InputError(f"not valid SVMlight/LETOR ({why or exc})", file=path,
-                         where=str(line) if line else None,
+        parsed = parse(raw)
+    except SvmlightError as exc:
+        line = raw.split(b"\n", exc.line)[exc.line - 1] if exc.line > 0 else b""
+        raise InputError(f"not valid SVMlight/LETOR ({_why_bad(line) or 'malformed line'})", file=path,
+                         where=str(exc.line),
                          fix="each line must be `label qid:N index:value ... [# comment]`") from None
-    X = X.toarray()
-    has_qid = b"qid:" in raw[:65536] or bool(np.any(qid))
-    if query_file is not None or not has_qid:
+    if parsed.labels.size == 0:
+        raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
+    X = _dense(parsed, path, n_features=n_features, zero_based=zero_based)
+    if query_file is not None or not parsed.has_qid:
         side = query_file or _side_query_file(path)
         if side is None:
             raise InputError("the file has no `qid:` fields and no query side file", file=path,
                              fix="add `qid:` to each line, or set `dataset.query_file` to a file of group sizes")
         qid = _qids_from_group_sizes(side, X.shape[0])
-    doc_ids = _svmlight_doc_ids(raw) if b"#" in raw else None
-    if doc_ids is not None and len(doc_ids) != X.shape[0]:
-        doc_ids = None
-    return X, y, qid.astype(str), doc_ids
+    else:
+        qid = parsed.qids
+    doc_ids = _svmlight_doc_ids(raw, X.shape[0]) if b"#" in raw else None
+    return X, parsed.labels, qid.astype(str), doc_ids
 
 
-def _svmlight_doc_ids(raw: bytes) -> list[str] | None:
-    """LETOR's `#docid = GX...` comments. None when any data line lacks one (then ids are made up)."""
-    ids: list[str] = []
-    for line in raw.splitlines():
-        body, hash_, comment = line.partition(b"#")
-        if not body.strip():
+def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"]) -> np.ndarray:
+    """CSR pairs → dense rows. `auto`: one-based unless some index is 0 (the convention of SVMlight tools)."""
+    from auditor.svmlight import fill_dense
+
+    indices = parsed.indices
+    low, high = (int(indices.min()), int(indices.max())) if indices.size else (1, 0)
+    if zero_based == "auto":
+        zero_based = low == 0
+    shift = 0 if zero_based else 1
+    if low - shift < 0:
+        raise InputError("feature index 0 in a file read as one-based", file=path,
+                         fix="set `dataset.zero_based: true` if indices start at 0")
+    width = high - shift + 1
+    if n_features is not None:
+        if width > n_features:
+            raise InputError(f"the data has feature indices beyond the model's {n_features} features", file=path,
+                             fix="use the dataset the model was trained for")
+        width = n_features
+    X = np.zeros((parsed.labels.shape[0], width))
+    fill_dense(parsed.indptr, indices, parsed.values, shift, X)
+    return X
+
+
+def _svmlight_doc_ids(raw: bytes, n_docs: int) -> list[str] | None:
+    """LETOR's `#docid = GX...` comments, one regex pass; None unless every document has exactly one."""
+    ids = _DOCID_IN_COMMENT.findall(raw)
+    if len(ids) != n_docs:
+        return None
+    return [i.decode("utf-8", "replace") for i in ids]
+
+
+def _why_bad(line: bytes) -> str:
+    """Say what is wrong with one malformed SVMlight line (only runs after the parser found it)."""
+    body = line.split(b"#", 1)[0].split()
+    if not body:
+        return ""
+    try:
+        float(body[0])
+    except ValueError:
+        return f"label '{body[0].decode(errors='replace')[:30]}' is not a number"
+    for token in body[1:]:
+        key, colon, value = token.partition(b":")
+        if not colon:
+            return f"'{token.decode(errors='replace')[:30]}' is not `index:value`"
+        if key == b"qid":
+            if not value.isdigit():
+                return f"qid '{value.decode(errors='replace')[:30]}' is not an integer"
             continue
-        match = _DOCID.search(comment) if hash_ else None
-        if match is None:
-            return None
-        ids.append(match.group(1).decode("utf-8", "replace"))
-    return ids
-
-
-def _first_bad_svmlight_line(raw: bytes) -> tuple[int | None, str]:
-    """Find the first line sklearn would reject, to name it in the error (only runs after a failure)."""
-    for number, line in enumerate(raw.splitlines(), start=1):
-        body = line.split(b"#", 1)[0].split()
-        if not body:
-            continue
+        if not key.isdigit():
+            return f"feature index '{key.decode(errors='replace')[:30]}' is not an integer"
         try:
-            float(body[0])
+            float(value)
         except ValueError:
-            return number, f"label '{body[0].decode(errors='replace')[:30]}' is not a number"
-        for token in body[1:]:
-            key, colon, value = token.partition(b":")
-            if not colon:
-                return number, f"'{token.decode(errors='replace')[:30]}' is not `index:value`"
-            if key == b"qid":
-                if not value.isdigit():
-                    return number, f"qid '{value.decode(errors='replace')[:30]}' is not an integer"
-                continue
-            if not key.isdigit():
-                return number, f"feature index '{key.decode(errors='replace')[:30]}' is not an integer"
-            try:
-                float(value)
-            except ValueError:
-                return number, f"value '{value.decode(errors='replace')[:30]}' is not a number"
-    return None, ""
+            return f"value '{value.decode(errors='replace')[:30]}' is not a number"
+    return ""
 
 
 def _side_query_file(path: Path) -> Path | None:
