@@ -78,6 +78,8 @@ def _num(value: Any, digits: int = 4) -> str:
         return str(value)
     if isinstance(value, int) or (float(value).is_integer() and abs(value) < 1e12):
         return f"{int(value):,}"
-    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if value != 0 and abs(value) < 1e-3:
         return f"{value:.2e}"
     return f"{value:.{digits}g}"
