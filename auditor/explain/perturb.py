@@ -67,6 +67,8 @@ class QuartileSampler:
         totals = counts.sum(axis=1, keepdims=True)
         self.bin_freq = counts / totals
         self._cumulative = np.cumsum(counts, axis=1) / totals
+        self._cdf_low: np.ndarray | None = None
+        self._cdf_high: np.ndarray | None = None
 
     def bin_of(self, X: np.ndarray) -> np.ndarray:
         """The bin index of every value of X (rows × F), by the background's quartile edges."""
@@ -94,12 +96,16 @@ class QuartileSampler:
         low = self.bin_min[features, bins]
         high = self.bin_max[features, bins]
         # Truncated normal by inverse CDF. The bin mean lies inside [min, max], so a <= 0 <= b and the CDF values
-        # stay away from the far tails where ndtri would lose precision.
+        # stay away from the far tails where ndtri would lose precision. The CDF bounds depend on the bin only.
+        if self._cdf_low is None:
+            spread_bins = self.bin_std > 0
+            safe_bins = np.where(spread_bins, self.bin_std, 1.0)
+            self._cdf_low = ndtr((self.bin_min - self.bin_mean) / safe_bins)
+            self._cdf_high = ndtr((self.bin_max - self.bin_mean) / safe_bins)
         spread = std > 0
-        safe = np.where(spread, std, 1.0)
-        cdf_low = ndtr((low - mean) / safe)
-        cdf_high = ndtr((high - mean) / safe)
-        values = mean + safe * ndtri(cdf_low + u_value * (cdf_high - cdf_low))
+        cdf_low = self._cdf_low[features, bins]
+        cdf_high = self._cdf_high[features, bins]
+        values = mean + np.where(spread, std, 1.0) * ndtri(cdf_low + u_value * (cdf_high - cdf_low))
         values = np.where(spread, np.clip(values, low, high), mean)
         return np.vstack([x[None, :], values])
 
