@@ -283,3 +283,26 @@ def test_real_lambdamart(lambdamart):
         out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0))
         assert out.shape == (2, X.shape[1]) and np.isfinite(out).all()
         assert int(np.argmax(np.abs(out[0]))) == 0
+
+
+def test_shared_samples_score_fewer_rows_and_match_for_one_document(lambdamart) -> None:
+    """Common random numbers across a query's documents: len(docs) + n − 1 rows; a single document is unchanged."""
+    from auditor.explain.base import QueryView
+    from auditor.explain.lirme import Lirme
+    from auditor.masking import Masker
+    from auditor.models.base import CountingRanker
+    from auditor.models.lightgbm import LightGBMRanker
+
+    booster, X, _, sizes = lambdamart
+    model = CountingRanker(LightGBMRanker(booster))
+    query = QueryView(X=X[: sizes[0]], scores=model.predict(X[: sizes[0]]), query_id="q", background=X)
+    masker = Masker.from_background(X)
+    docs = query.top_docs(3)
+    before = model.rows_evaluated
+    shared = Lirme(n_samples=300, shared_samples=True).attribute(model, query, docs, masker, np.random.default_rng(4))
+    assert model.rows_evaluated - before == len(docs) + 300 - 1
+    assert shared.shape == (3, X.shape[1]) and np.abs(shared).sum() > 0
+    one_shared = Lirme(n_samples=300, shared_samples=True).attribute(model, query, docs[:1], masker,
+                                                                     np.random.default_rng(4))
+    one_plain = Lirme(n_samples=300).attribute(model, query, docs[:1], masker, np.random.default_rng(4))
+    np.testing.assert_array_equal(one_shared, one_plain)

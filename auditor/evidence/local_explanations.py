@@ -39,6 +39,9 @@ class KernelShapOptions(EvidenceOptions):
 
 class LimeOptions(EvidenceOptions):
     samples: int = Field(2000, ge=50, description="Perturbed samples per document (papers: 2000).")
+    shared_samples: bool = Field(
+        True, description="The top documents of a query share one set of draws (each still gets `samples` "
+                          "samples from the same distribution): 5x fewer model rows. false: draws per document.")
     penalty: Literal["ridge", "lasso"] = Field("ridge", description="LIRME surrogate penalty.")
     exs_label: Literal["score", "topk", "rank"] = Field("score", description="EXS label mode.")
     exs_top_k: int = Field(5, ge=1, description="k of the EXS top-k and rank label modes.")
@@ -181,8 +184,9 @@ def _explainers(options: LocalExplanationsOptions) -> dict[str, Any]:
         "kernelshap": KernelShap(nsamples=options.kernelshap.nsamples, background=options.kernelshap.background,
                                  background_size=options.kernelshap.background_size),
         "treeshap": TreeShap(),
-        "lirme": Lirme(n_samples=lime.samples, penalty=lime.penalty),
-        "exs": Exs(n_samples=lime.samples, label=lime.exs_label, top_k=lime.exs_top_k, loss=_exs_loss(lime)),
+        "lirme": Lirme(n_samples=lime.samples, penalty=lime.penalty, shared_samples=lime.shared_samples),
+        "exs": Exs(n_samples=lime.samples, label=lime.exs_label, top_k=lime.exs_top_k, loss=_exs_loss(lime),
+                   shared_samples=lime.shared_samples),
         "random": RandomSet(),
         **{v: Greedy(v, n_pairs=options.greedy.pairs, seeds=options.greedy.seeds)  # type: ignore[arg-type]
            for v in ("greedy", "greedy_cover", "greedy_cover_eps")},

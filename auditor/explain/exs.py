@@ -81,7 +81,7 @@ class Exs:
     name = "exs"
 
     def __init__(self, n_samples: int = 2000, label: Label = "score", top_k: int = 5, C: float = 1.0,
-                 loss: Loss = "epsilon_insensitive", max_iter: int = 20_000) -> None:
+                 loss: Loss = "epsilon_insensitive", max_iter: int = 20_000, *, shared_samples: bool = False) -> None:
         if n_samples < 2:
             raise ValueError("n_samples must be at least 2")
         if label not in ("score", "topk", "rank"):
@@ -91,6 +91,7 @@ class Exs:
         if loss not in ("epsilon_insensitive", "squared_epsilon_insensitive"):
             raise ValueError(f"loss must be 'epsilon_insensitive' or 'squared_epsilon_insensitive', not {loss!r}")
         self.n_samples = n_samples
+        self.shared_samples = shared_samples
         self.label: Label = label
         self.top_k = top_k
         self.C = C
@@ -107,7 +108,8 @@ class Exs:
         if docs.size == 0:
             return out
         sampler = self._samplers.get(query.background)
-        samples, scores = perturb_and_score(model, sampler, query.X, docs, self.n_samples, rng)
+        samples, scores = perturb_and_score(model, sampler, query.X, docs, self.n_samples, rng,
+                                            shared=self.shared_samples)
         both = np.concatenate([scores.reshape(-1), query.scores])
         shift_min, shift_range = float(both.min()), float(np.ptp(both))
         self.last_degenerate = 0

@@ -49,12 +49,14 @@ class Lirme:
 
     name = "lirme"
 
-    def __init__(self, n_samples: int = 2000, alpha: float = 1.0, penalty: Penalty = "ridge") -> None:
+    def __init__(self, n_samples: int = 2000, alpha: float = 1.0, penalty: Penalty = "ridge", *,
+                 shared_samples: bool = False) -> None:
         if n_samples < 2:
             raise ValueError("n_samples must be at least 2")
         if penalty not in ("ridge", "lasso"):
             raise ValueError(f"penalty must be 'ridge' or 'lasso', not {penalty!r}")
         self.n_samples = n_samples
+        self.shared_samples = shared_samples
         self.alpha = alpha
         self.penalty: Penalty = penalty
         self._samplers = SamplerCache()
@@ -67,7 +69,8 @@ class Lirme:
         if docs.size == 0:
             return out
         sampler = self._samplers.get(query.background)
-        samples, scores = perturb_and_score(model, sampler, query.X, docs, self.n_samples, rng)
+        samples, scores = perturb_and_score(model, sampler, query.X, docs, self.n_samples, rng,
+                                            shared=self.shared_samples)
         # The fits are tiny (n_samples × F); threaded BLAS only adds overhead there, and on a busy machine
         # OpenBLAS threads made one 2000 × 46 Gram matrix 100× slower (60 ms instead of 0.5 ms).
         with threadpool_limits(limits=1, user_api="blas"):

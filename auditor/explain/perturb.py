@@ -147,9 +147,22 @@ class SamplerCache:
 
 
 def perturb_and_score(model: CountingRanker, sampler: QuartileSampler, X: np.ndarray, docs: np.ndarray,
-                      n_samples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Samples around each of `docs` (rows of X) and their scores from ONE model call, so the cost is exactly
-    len(docs)·n_samples rows and one batch. Returns samples (docs × n_samples × F) and scores (docs × n_samples)."""
-    samples = np.stack([sampler.sample(X[d], n_samples, rng) for d in docs])
-    scores = model.predict(samples.reshape(-1, samples.shape[2]))
-    return samples, scores.reshape(len(docs), n_samples)
+                      n_samples: int, rng: np.random.Generator, *, shared: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Samples around each of `docs` (rows of X) and their scores from ONE model call. Returns samples
+    (docs × n_samples × F) and scores (docs × n_samples); row 0 of each document's block is the document.
+
+    The sampler's draws do not depend on the document (only row 0 and the kernel weights do), so with
+    `shared=True` the documents of one call share the same n_samples − 1 draws (common random numbers): each
+    document still gets n_samples samples from the same distribution, and the model scores
+    len(docs) + n_samples − 1 rows instead of len(docs)·n_samples.
+    """
+    if not shared or len(docs) <= 1:
+        samples = np.stack([sampler.sample(X[d], n_samples, rng) for d in docs])
+        scores = model.predict(samples.reshape(-1, samples.shape[2]))
+        return samples, scores.reshape(len(docs), n_samples)
+    common = sampler.sample(X[docs[0]], n_samples, rng)[1:]
+    scored = model.predict(np.vstack([X[docs], common]))
+    samples = np.stack([np.vstack([X[d][None, :], common]) for d in docs])
+    scores = np.stack([np.concatenate([[scored[i]], scored[len(docs):]]) for i in range(len(docs))])
+    return samples, scores
