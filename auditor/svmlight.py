@@ -105,6 +105,18 @@ def _number(buf: np.ndarray, i: int, end: int, pow10: np.ndarray) -> tuple[float
 
 
 @njit(cache=True)
+def _integer(buf: np.ndarray, j: int, end: int) -> tuple[int, int, int]:
+    """Digits at buf[j:end] as an integer: (value, next index, number of digits)."""
+    value = 0
+    digits = 0
+    while j < end and 48 <= buf[j] <= 57:
+        value = value * 10 + (buf[j] - 48)
+        digits += 1
+        j += 1
+    return value, j, digits
+
+
+@njit(cache=True)
 def _count(buf: np.ndarray) -> tuple[int, int]:
     """Upper bounds: data lines (lines with something before any '#') and ':' characters in line bodies."""
     lines = 0
@@ -181,25 +193,14 @@ def _parse(buf: np.ndarray, n_lines: int, n_pairs: int, pow10: np.ndarray):
             if j >= body_end:
                 break
             if body_end - j > 4 and buf[j] == 113 and buf[j + 1] == 105 and buf[j + 2] == 100 and buf[j + 3] == 58:
-                j += 4  # qid:
-                q = 0
-                digits = 0
-                while j < body_end and 48 <= buf[j] <= 57:
-                    q = q * 10 + (buf[j] - 48)
-                    digits += 1
-                    j += 1
+                q, j, digits = _integer(buf, j + 4, body_end)  # after "qid:"
                 if digits == 0 or (j < body_end and not _is_space(buf[j])):
                     return (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, row,
                             line_no, BAD_QID)
                 qids[row] = q
                 has_qid = True
                 continue
-            index = 0
-            digits = 0
-            while j < body_end and 48 <= buf[j] <= 57:
-                index = index * 10 + (buf[j] - 48)
-                digits += 1
-                j += 1
+            index, j, digits = _integer(buf, j, body_end)
             if digits == 0 or j >= body_end or buf[j] != 58:
                 code = BAD_INDEX if digits == 0 and j < body_end and buf[j] != 58 else BAD_PAIR
                 return (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, row,

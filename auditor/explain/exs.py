@@ -41,7 +41,7 @@ import numpy as np
 from sklearn.svm import LinearSVR
 
 from auditor.explain.base import QueryView
-from auditor.explain.perturb import SamplerCache, kernel_weights, perturb_and_score
+from auditor.explain.perturb import SamplerCache, kernel_weights, sample_query
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
@@ -103,13 +103,11 @@ class Exs:
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> np.ndarray:
         """(len(docs) × F) SVR coefficients per std. `masker` is unused: EXS perturbs with background samples."""
-        docs = np.asarray(docs, dtype=np.int64).reshape(-1)
+        drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
+        if drawn is None:
+            return np.zeros((0, query.n_features))
+        docs, sampler, samples, scores = drawn
         out = np.zeros((docs.size, query.n_features))
-        if docs.size == 0:
-            return out
-        sampler = self._samplers.get(query.background)
-        samples, scores = perturb_and_score(model, sampler, query.X, docs, self.n_samples, rng,
-                                            shared=self.shared_samples)
         both = np.concatenate([scores.reshape(-1), query.scores])
         shift_min, shift_range = float(both.min()), float(np.ptp(both))
         self.last_degenerate = 0

@@ -29,7 +29,7 @@ from sklearn.linear_model import Lasso
 from threadpoolctl import threadpool_limits
 
 from auditor.explain.base import QueryView
-from auditor.explain.perturb import SamplerCache, kernel_weights, perturb_and_score
+from auditor.explain.perturb import SamplerCache, kernel_weights, sample_query
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
@@ -64,13 +64,11 @@ class Lirme:
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> np.ndarray:
         """(len(docs) × F) coefficients per std. `masker` is unused: LIRME perturbs with background samples."""
-        docs = np.asarray(docs, dtype=np.int64).reshape(-1)
+        drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
+        if drawn is None:
+            return np.zeros((0, query.n_features))
+        docs, sampler, samples, scores = drawn
         out = np.zeros((docs.size, query.n_features))
-        if docs.size == 0:
-            return out
-        sampler = self._samplers.get(query.background)
-        samples, scores = perturb_and_score(model, sampler, query.X, docs, self.n_samples, rng,
-                                            shared=self.shared_samples)
         # The fits are tiny (n_samples × F); threaded BLAS only adds overhead there, and on a busy machine
         # OpenBLAS threads made one 2000 × 46 Gram matrix 100× slower (60 ms instead of 0.5 ms).
         with threadpool_limits(limits=1, user_api="blas"):

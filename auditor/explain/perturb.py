@@ -166,3 +166,15 @@ def perturb_and_score(model: CountingRanker, sampler: QuartileSampler, X: np.nda
     samples = np.stack([np.vstack([X[d][None, :], common]) for d in docs])
     scores = np.stack([np.concatenate([[scored[i]], scored[len(docs):]]) for i in range(len(docs))])
     return samples, scores
+
+
+def sample_query(model: CountingRanker, samplers: SamplerCache, query, docs: np.ndarray, n_samples: int,
+                 rng: np.random.Generator, *, shared: bool):
+    """What LIRME and EXS share: the documents as an index array, the query's sampler, and the scored samples.
+    None when there is no document to explain."""
+    docs = np.asarray(docs, dtype=np.int64).reshape(-1)
+    if docs.size == 0:
+        return None
+    sampler = samplers.get(query.background)
+    samples, scores = perturb_and_score(model, sampler, query.X, docs, n_samples, rng, shared=shared)
+    return docs, sampler, samples, scores
