@@ -163,6 +163,8 @@ def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Lit
                          fix="each line must be `label qid:N index:value ... [# comment]`") from None
     if parsed.labels.size == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
+    doc_ids = _svmlight_doc_ids(raw, parsed.labels.size) if b"#" in raw else None
+    del raw  # the file's bytes are the largest object here: free them before the dense matrix exists
     X = _dense(parsed, path, n_features=n_features, zero_based=zero_based)
     if query_file is not None or not parsed.has_qid:
         side = query_file or _side_query_file(path)
@@ -172,7 +174,6 @@ def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Lit
         qid = _qids_from_group_sizes(side, X.shape[0])
     else:
         qid = parsed.qids
-    doc_ids = _svmlight_doc_ids(raw, X.shape[0]) if b"#" in raw else None
     return X, parsed.labels, qid.astype(str), doc_ids
 
 

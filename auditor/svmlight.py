@@ -117,32 +117,6 @@ def _integer(buf: np.ndarray, j: int, end: int) -> tuple[int, int, int]:
 
 
 @njit(cache=True)
-def _count(buf: np.ndarray) -> tuple[int, int]:
-    """Upper bounds: data lines (lines with something before any '#') and ':' characters in line bodies."""
-    lines = 0
-    colons = 0
-    n = buf.shape[0]
-    i = 0
-    while i < n:
-        content = False
-        in_comment = False
-        while i < n and buf[i] != 10:
-            c = buf[i]
-            if c == 35:
-                in_comment = True
-            elif not in_comment:
-                if c == 58:
-                    colons += 1
-                if not _is_space(c):
-                    content = True
-            i += 1
-        if content:
-            lines += 1
-        i += 1
-    return lines, colons
-
-
-@njit(cache=True)
 def _parse(buf: np.ndarray, n_lines: int, n_pairs: int, pow10: np.ndarray):
     labels = np.empty(n_lines)
     qids = np.full(n_lines, -1, dtype=np.int64)
@@ -241,7 +215,8 @@ class SvmlightError(ValueError):
 def parse(raw: bytes) -> Parsed:
     """Parse SVMlight/LETOR bytes. Raises SvmlightError(line, code) on the first malformed line."""
     buf = np.frombuffer(raw, dtype=np.uint8)
-    n_lines, n_pairs = _count(buf)
+    # Upper bounds for the arrays (every line a document, every ':' a pair): C-speed counts, no extra pass.
+    n_lines, n_pairs = raw.count(b"\n") + 1, raw.count(b":")
     (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, rows, line_no,
      code) = _parse(buf, n_lines, n_pairs, _POW10)
     if code != OK:
