@@ -124,9 +124,57 @@ def report(
     if not quiet:
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no rules applied"
         typer.echo(f"opinion: {run.opinion} ({shown})", err=True)
-    html = run.run_dir / "report.html"
-    typer.echo(str(html if html.exists() else run.run_dir / "evidence.json"))
+    shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
+                       if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
+    typer.echo(str(shown_file))
     raise typer.Exit(exit_code(run.findings, fail_on.value))
+
+
+@app.command()
+def keygen(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the key files (must not hold them yet).")],
+    passphrase_env: Annotated[str, typer.Option("--passphrase-env", help="Environment variable holding the "
+                                                "passphrase; prompted for when it is not set.")] = "AUDITOR_KEY_PASS",
+    name: Annotated[str, typer.Option(help="Common name of the signer in the certificate.")] =
+    "auditor report signer",
+    organisation: Annotated[str | None, typer.Option(help="Organisation in the certificate.")] = None,
+) -> None:
+    """Make a signing identity: RSA-3072 key + self-signed certificate (PKCS#12) and an Ed25519 bundle key."""
+    import os
+
+    from auditor.signing import keygen as make_keys
+
+    passphrase = os.environ.get(passphrase_env)
+    if passphrase is None:
+        passphrase = typer.prompt(f"Passphrase ({passphrase_env} is not set)", hide_input=True,
+                                  confirmation_prompt=True, err=True)
+    paths = _guard(lambda: make_keys(out, passphrase, name=name, organisation=organisation))
+    typer.echo(f"signing key (PKCS#12): {paths['p12']}\ncertificate (give to verifiers, --trust): {paths['cert']}\n"
+               f"bundle key (Ed25519, private): {paths['bundle']}\nbundle public key (--pubkey): "
+               f"{paths['bundle_pub']}")
+
+
+@app.command()
+def verify(
+    run_dir: Annotated[Path, typer.Argument(help="A signed run folder (holds bundle.dsse.json).",
+                                            show_default=False)],
+    trust: Annotated[Path | None, typer.Option(help="Certificate (PEM/DER) trusted to sign report.pdf.")] = None,
+    pubkey: Annotated[Path | None, typer.Option(help="Ed25519 public key (PEM) trusted to sign the bundle.")] = None,
+    debug: Debug = False,
+) -> None:
+    """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature.
+
+    Exit 0 when everything holds, 1 when anything does not, 2 on bad input."""
+    from auditor.signing import verify_run
+
+    verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey), debug=debug)
+    for verdict in verdicts:
+        typer.echo(verdict.line())
+    failed = [v for v in verdicts if not v.ok]
+    if failed:
+        typer.echo(f"verdict: NOT VERIFIED ({len(failed)} problem{'s' if len(failed) > 1 else ''})")
+        raise typer.Exit(1)
+    typer.echo("verdict: VERIFIED")
 
 
 @app.command()

@@ -30,6 +30,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Progress
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import Finding, LoadedPack, check_waivers, evaluate, load_packs, opinion
+from auditor.signing import SigningMaterial
 from auditor.spec import AuditSpec, DatasetSpec, load_spec
 
 EVIDENCE_SCHEMA = "auditor.evidence/v1"
@@ -47,6 +48,7 @@ class PreparedAudit:
     data: RankingData
     packs: list[LoadedPack]
     background: RankingData | None = None
+    signing: SigningMaterial | None = None
 
 
 @dataclass
@@ -68,8 +70,13 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
     data = _load_data(spec.dataset, model)
     background = _load_data(spec.background, model) if spec.background is not None else None
+    signing = None
+    if spec.signing is not None:  # keys and passphrase are checked before any evidence runs
+        from auditor.signing import load_material
+
+        signing = load_material(spec.signing, spec_file=spec_path)
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
-                         background=background)
+                         background=background, signing=signing)
 
 
 def _load_data(ds: DatasetSpec, model: Ranker) -> RankingData:
@@ -190,17 +197,63 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
     if not out_dir.is_dir():
         raise InputError("the output path exists and is not a folder", file=out_dir, fix="choose another `--out`")
     tmp = Path(tempfile.mkdtemp(prefix=".run-", dir=out_dir))
+    formats = set(spec.output.formats)
     try:
         (tmp / "evidence.json").write_text(dump_json(document), encoding="utf-8")
-        if "html" in spec.output.formats:
-            html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"))
-            (tmp / "report.html").write_text(html, encoding="utf-8")
+        if formats & {"html", "pdf"}:
+            signer = prepared.signing.details if prepared.signing is not None else None
+            html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"),
+                               signer=signer, timings=spec.output.timings)
+            if "html" in formats:
+                (tmp / "report.html").write_text(html, encoding="utf-8")
+            if "pdf" in formats:
+                from auditor.report.pdf import fixed_date, render_pdf
+
+                attached = dump_json(reproducible_document(document)).encode("utf-8")
+                pdf = render_pdf(html, attachment=attached, date=fixed_date(document["run"].get("evaluated_on")),
+                                 title=spec.audit.title)
+                (tmp / "report.pdf").write_bytes(pdf)
+        if prepared.signing is not None:  # inside the temporary folder: a signed run is complete or absent
+            from auditor.signing import sign_run
+
+            sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document))
         final = _free_name(out_dir, f"{_slug(spec.audit.title)}-{started.strftime('%Y%m%dT%H%M%SZ')}")
         os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def reproducible_document(document: dict[str, Any]) -> dict[str, Any]:
+    """evidence.json as attached to report.pdf: the `run` block keeps only what the same spec + seed reproduce
+    (`evaluated_on`); wall-clock times, durations and host stay in the run folder's evidence.json."""
+    run = {"evaluated_on": document["run"].get("evaluated_on"),
+           "note": "timings and host are in the run folder's evidence.json"}
+    return {**document, "run": run}
+
+
+def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
+    """(role, path) of every input file the audit read: listed, with sha256, in the signed bundle."""
+    spec = prepared.spec
+    out: list[tuple[str, Path]] = [("spec", prepared.spec_path)]
+    out += [(f"policy pack {p.pack.pack}", p.path) for p in prepared.packs]
+    if spec.model.path is not None:
+        out.append(("model", spec.model.path))
+    out.append(("dataset", spec.dataset.path))
+    for key in ("feature_names", "query_file"):
+        if getattr(spec.dataset, key) is not None:
+            out.append((f"dataset {key}", getattr(spec.dataset, key)))
+    if spec.background is not None:
+        out.append(("background", spec.background.path))
+    return out
+
+
+def bundle_predicate(document: dict[str, Any]) -> dict[str, Any]:
+    """What the signed statement says about the run, besides the file hashes."""
+    return {"tool": {"name": "auditor", "version": __version__}, "audit": document["audit"],
+            "opinion": document["opinion"], "seed": document["seed"],
+            "evaluated_on": document["run"].get("evaluated_on"), "evidence_schema": EVIDENCE_SCHEMA}
 
 
 def dump_json(document: dict[str, Any]) -> str:

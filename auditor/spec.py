@@ -139,7 +139,23 @@ class OutputSpec(StrictModel):
     """Where run folders go and what is rendered. evidence.json is always written."""
 
     dir: OutputPath = Field(Path("reports"), description="Folder for run folders (relative to the spec).")
-    formats: list[Literal["html"]] = Field(["html"], description="Renderings besides evidence.json.")
+    formats: list[Literal["html", "pdf"]] = Field(
+        ["html"], description="Renderings besides evidence.json: `html` (report.html) and `pdf` (report.pdf, "
+                              "PDF/A-3b with evidence.json attached).")
+    timings: bool = Field(False, description="Show wall-clock cost tables in report.html/pdf. They differ between "
+                                             "identical runs, so the reports are byte-reproducible only when false.")
+
+
+class SigningSpec(StrictModel):
+    """Sign the run: a PAdES signature in report.pdf and a DSSE bundle over every file (see docs/signing.md)."""
+
+    key: InputFile = Field(description="PKCS#12 file (.p12) with the RSA signing key and its X.509 certificate "
+                                       "(`auditor keygen` makes one).")
+    passphrase_env: str = Field("AUDITOR_KEY_PASS", min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                description="Name of the environment variable that holds the passphrase of "
+                                            "`key` and `bundle_key` (never the passphrase itself).")
+    bundle_key: InputFile = Field(description="Ed25519 private key (PEM, encrypted with the same passphrase) that "
+                                              "signs bundle.dsse.json.")
 
 
 def _evidence_union() -> Any:
@@ -178,6 +194,7 @@ class AuditSpec(StrictModel):
     waivers: list[Waiver] = Field([], description="Accepted exceptions to rules.")
     seed: int = Field(0, ge=0, description="Seed for every random draw; same spec + seed ⇒ same evidence.")
     output: OutputSpec = OutputSpec()
+    signing: SigningSpec | None = Field(None, description="Sign the run (PDF signature and DSSE bundle).")
 
     @model_validator(mode="before")
     @classmethod

@@ -48,6 +48,10 @@ LIGHT_LOCAL = {"local_explanations": {"methods": ["random", "treeshap1", "greedy
                                       "k": 3, "k_curve": [], "queries": 8}}
 
 
+LIGHT_PATHS = {"decision_path_accuracy": {"explainers": ["treeshap", "lirme"], "top_k": 3, "docs_per_query": 2,
+                                          "queries": 6}}
+
+
 @pytest.fixture
 def bookstore(tmp_path: Path) -> Path:
     """A copy of the bundled example in a temporary folder (tests may edit it), with lighter local explanations."""
@@ -56,7 +60,8 @@ def bookstore(tmp_path: Path) -> Path:
     for name in ("model.txt", "test.csv", "train.csv"):
         shutil.copy(BOOKSTORE / name, folder / name)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec["evidence"] = [item if "local_explanations" not in item else LIGHT_LOCAL for item in spec["evidence"]]
+    spec["evidence"] = [LIGHT_LOCAL if "local_explanations" in item else LIGHT_PATHS if "decision_path_accuracy" in item
+                        else item for item in spec["evidence"]]
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder
 

@@ -158,3 +158,20 @@ def test_global_importance_within_query_ignores_query_constant_effects() -> None
     views = importance_views(phi, ptr)
     assert views["within_query"][2] == pytest.approx(0.0, abs=1e-12)
     assert views["global"][2] > 0
+
+
+def test_python_callable_model_end_to_end(bookstore: Path) -> None:
+    """A trusted `module:function` model: runs, tree-only evidence is SKIPPED with a reason, the report renders."""
+    (bookstore / "shop_ranker.py").write_text("def score(X):\n    return 2.0 * X[:, 0] + X[:, 4]\n")
+    spec = write_spec(bookstore, model={"kind": "callable", "entry": "shop_ranker:score", "trust": True},
+                      evidence=[{"ranking_quality": {}}, {"global_importance": {}},
+                                {"local_explanations": {"methods": ["random", "greedy_cover_eps"], "k": 2,
+                                                        "k_curve": [], "queries": 4}}],
+                      output={"dir": "reports", "formats": ["html"]})
+    code, path = report(spec)
+    assert code in (0, 1) and path.name == "report.html"
+    doc = evidence(path)
+    assert doc["evidence"]["global_importance"]["status"] == "skipped"
+    assert doc["evidence"]["local_explanations"]["status"] == "ok"
+    assert {f["rule"]: f["status"] for f in doc["findings"]}["BASE-3"] == "SKIPPED"
+    assert "callable" in path.read_text()

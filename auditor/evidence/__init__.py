@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.evidence import global_importance, local_explanations, ranking_quality
+from auditor.evidence import decision_path_accuracy, global_importance, local_explanations, ranking_quality
 from auditor.evidence.base import EvidencePlugin
 
 REGISTRY: dict[str, EvidencePlugin] = {
@@ -14,5 +14,7 @@ REGISTRY: dict[str, EvidencePlugin] = {
                        "Main ranking parameters", "TreeSHAP importance per feature: global, per query, within query."),
         EvidencePlugin("local_explanations", local_explanations.LocalExplanationsOptions, local_explanations.run,
                        "Local explanation quality", "Explainers compared by validity and completeness (paper 000)."),
+        EvidencePlugin("decision_path_accuracy", decision_path_accuracy.DecisionPathOptions, decision_path_accuracy.run,
+                       "Decision-path accuracy", "Explainers against decision-path ground truth (paper 001)."),
     )
 }

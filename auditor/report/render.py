@@ -36,7 +36,11 @@ def environment(extra_dir: Path | None = None) -> jinja2.Environment:
     return env
 
 
-def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str) -> str:
+def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
+                signer: dict[str, str] | None = None, timings: bool = False) -> str:
+    """The report as one self-contained HTML page. Deterministic: no wall-clock time is rendered, only the
+    evaluation day, and tables marked `volatile` (wall-clock costs) only when `timings` is true (spec
+    `output.timings`); `signer` (subject and certificate fingerprint) is printed on the cover of signed runs."""
     findings = sorted(document["findings"], key=lambda f: (STATUS_ORDER.index(f["status"]),
                                                            SEVERITY_ORDER.index(f["severity"]), f["rule"]))
     counts = {status: sum(1 for f in findings if f["status"] == status) for status in STATUS_ORDER}
@@ -46,7 +50,8 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     ]
     return environment().get_template("report.html.j2").render(
         doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
-        spec_text=spec_text, limitations=_limitations(document, results),
+        spec_text=spec_text, limitations=_limitations(document, results), signer=signer,
+        timings=timings,
     )
 
 

@@ -1,0 +1,380 @@
+"""Evidence `decision_path_accuracy`: how close each attribution explainer comes to the ground truth a tree model
+carries in its decision paths (paper 001: value change along the path and split frequency), per document, laid
+out like the paper's Table 3, with accuracy by path depth and the top-K AUC curve.
+
+Only tree models (LightGBM boosters, scikit-learn trees) have decision paths; any other model is SKIPPED.
+Definitions: `auditor/checks/decision_path.py` and docs/metrics.md (`decision_path.*`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from auditor.checks.decision_path import METRICS, NodeValues, auc_curve, ground_truth, similarity, spearman
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.evidence.local_explanations import ATTRIBUTION_BASES, KernelShapOptions, LimeOptions
+from auditor.explain.base import QueryView
+from auditor.report.plots import line_chart
+
+Explainer = Literal["treeshap", "kernelshap", "lirme", "exs"]
+EXPLAINERS: list[str] = list(Explainer.__args__)
+assert set(EXPLAINERS) == set(ATTRIBUTION_BASES.values())  # the same attribution explainers local_explanations runs
+GroundTruthKind = Literal["value_change", "frequency"]
+SurrogateForm = Literal["auto", "coefficients", "contributions"]
+SURROGATES = ("lirme", "exs")  # linear surrogates: coefficients per std, or coef·(x−μ)/σ contributions
+LABELS = {"treeshap": "TreeSHAP", "kernelshap": "KernelSHAP", "lirme": "LIRME", "exs": "EXS"}
+GT_LABELS = {"value_change": "GT value change", "frequency": "GT frequency"}
+CURVE_MAX_K = 10
+
+
+class DecisionPathOptions(EvidenceOptions):
+    explainers: list[Explainer] = Field(EXPLAINERS, min_length=1, description="Attribution explainers to compare.")
+    ground_truth: list[GroundTruthKind] = Field(["value_change", "frequency"], min_length=1,
+                                                description="Ground truths from the decision paths (paper 001).")
+    node_values: NodeValues = Field(
+        "count_weighted", description="Split-node values for the value-change ground truth: `count_weighted` means "
+                                      "of the leaves below (bias = TreeSHAP's expected value) or the library's "
+                                      "`internal` values.")
+    top_k: int = Field(5, ge=1, description="K of the top-K AUC (paper: 5).")
+    docs_per_query: int = Field(5, ge=1, description="Explain the top-ranked documents of each query.")
+    queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
+    surrogate_form: SurrogateForm = Field(
+        "auto", description="LIRME/EXS explanation compared with the ground truth. auto: contributions "
+                            "coef·(x−μ)/σ for value change, |coefficients| for frequency.")
+    depth_bins: int = Field(4, ge=1, description="Quantile bins of path depth (when depths take more than 8 values).")
+    kernelshap: KernelShapOptions = KernelShapOptions()
+    lime: LimeOptions = LimeOptions()
+
+    @field_validator("explainers", "ground_truth")
+    @classmethod
+    def _unique(cls, value: list[Any]) -> list[Any]:
+        return list(dict.fromkeys(value))
+
+
+HOW_TO_READ = (
+    "A tree model's score is made by the splits on each document's path through its trees, so the path is a ground "
+    "truth for which features mattered to that document. Two readings of it: value change (how much each split "
+    "feature moved the score along the path; they add up to the score) and frequency (how often a feature is split "
+    "on along the path). Each explainer's attributions for the top documents of each query are compared with both: "
+    "Spearman correlation of the feature rankings (1 = same order, 0 = unrelated), Euclidean similarity of the "
+    "normalised vectors (1 = same, 0.5 = unrelated in direction, 1/3 = opposite) and top-K AUC (1 = the explainer's "
+    "most important features are exactly the path's top K; 0.5 = chance). Cells are mean ± standard deviation over "
+    "documents. A low figure means the explanation points at features the model did not use for that document."
+)
+
+
+def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
+    result = EvidenceResult(name="decision_path_accuracy", how_to_read=HOW_TO_READ)
+    ensemble, reason = tree_ensemble(ctx.model)
+    if ensemble is None:
+        result.status = "skipped"
+        result.error = reason
+        return result
+    data = ctx.data
+    start = time.perf_counter()
+    truth = ground_truth(ensemble, data.X, values=options.node_values)
+    gt_seconds = time.perf_counter() - start
+    scores = ctx.scores()
+    additivity = float(np.max(np.abs(truth.bias + truth.value_change.sum(axis=1) - scores))) if len(scores) else 0.0
+    metrics = result.metrics
+    metrics["decision_path.additivity.max_abs_error"] = additivity
+    metrics["decision_path.bias"] = truth.bias
+    if additivity > 1e-6 * max(1.0, float(np.max(np.abs(scores)))):
+        result.notes.append(f"The tree arrays do not reproduce the model's scores (max error {additivity:.3g}): the "
+                            "ground truth may not describe this model.")
+
+    from auditor.explain.perturb import SamplerCache
+
+    background = ctx.reference().X
+    sampler = SamplerCache().get(background) if any(e in SURROGATES for e in options.explainers) else None
+    masker = ctx.masker()
+    explainers = _explainers(options)
+    ks = list(range(1, min(CURVE_MAX_K, data.n_features - 1) + 1))
+    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    forms: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    curves: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
+    owner, depth, records = [], [], []
+    rows_used: dict[str, int] = defaultdict(int)
+    seconds: dict[str, float] = defaultdict(float)
+    degenerate = 0
+    chosen = _query_sample(ctx, options)
+    for position, qi in enumerate(ctx.progress.track(chosen, description="Decision-path accuracy",
+                                                     total=len(chosen))):
+        part = data.query_slice(qi)
+        query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
+        docs = query.top_docs(options.docs_per_query)
+        attributions = {}
+        for name in options.explainers:
+            rows_before, begin = ctx.model.rows_evaluated, time.perf_counter()
+            attributions[name] = np.asarray(explainers[name].attribute(
+                ctx.model, query, docs, masker, ctx.rng(f"decision_path/{name}/{qi}")), dtype=np.float64)
+            degenerate += int(getattr(explainers[name], "last_degenerate", 0) or 0)
+            rows_used[name] += ctx.model.rows_evaluated - rows_before
+            seconds[name] += time.perf_counter() - begin
+        for j, d in enumerate(docs):
+            row = part.start + int(d)
+            owner.append(position)
+            depth.append(float(truth.depth[row]))
+            record: dict[str, Any] = {"query": query.query_id, "doc": data.doc_ids[row], "rank": j + 1,
+                                      "depth": round(float(truth.depth[row]), 6)}
+            for name in options.explainers:
+                raw = attributions[name][j]
+                per: dict[str, float | None] = {}
+                for kind in options.ground_truth:
+                    g = truth.value_change[row] if kind == "value_change" else truth.frequency[row]
+                    if name in SURROGATES:
+                        candidates = {form: explanation(raw, query.X[d], sampler, kind, form)
+                                      for form in ("coefficients", "contributions")}
+                        for form, e in candidates.items():
+                            for metric, value in similarity(e, g, top_k=options.top_k).items():
+                                forms[(name, form, kind, metric)].append(value)
+                    e = explanation(raw, query.X[d], sampler, kind, _form(name, kind, options.surrogate_form))
+                    for metric, value in similarity(e, g, top_k=options.top_k).items():
+                        values[(name, kind, metric)].append(value)
+                        per[f"{kind}.{metric}"] = _r(value, 6)
+                    curves[(name, kind)].append(auc_curve(e, g, ks))
+                record[name] = per
+            records.append(record)
+    result.records = records
+    n_docs = len(owner)
+    metrics["decision_path.docs"] = float(n_docs)
+    metrics["decision_path.queries"] = float(len(chosen))
+    metrics["decision_path.top_k"] = float(options.top_k)
+    if n_docs == 0:
+        result.summary = "No documents to explain."
+        return result
+    depth_arr = np.array(depth)
+    metrics["decision_path.depth.mean"] = float(depth_arr.mean())
+    metrics["decision_path.depth.min"] = float(depth_arr.min())
+    metrics["decision_path.depth.max"] = float(depth_arr.max())
+    if "exs" in options.explainers:
+        metrics["decision_path.exs.degenerate_docs"] = float(degenerate)
+        if degenerate:
+            result.notes.append(f"EXS found no explanation (a constant surrogate) for {degenerate} document(s): "
+                                "their attributions are zero, so Spearman is undefined for them.")
+    owner_arr = np.array(owner)
+    rng = ctx.rng("decision_path/intervals")
+    for (name, kind, metric), series in values.items():
+        arr = np.array(series, dtype=np.float64)
+        finite = arr[np.isfinite(arr)]
+        low, high = query_bootstrap(arr, owner_arr, len(chosen), rng)
+        prefix = f"decision_path.{name}.{kind}.{metric}"
+        metrics[f"{prefix}.mean"] = float(finite.mean()) if finite.size else float("nan")
+        metrics[f"{prefix}.std"] = float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
+        metrics[f"{prefix}.ci95_low"], metrics[f"{prefix}.ci95_high"] = low, high
+        metrics[f"{prefix}.undefined"] = float(arr.size - finite.size)
+        metrics[f"{prefix}.depth_spearman"] = spearman(depth_arr[np.isfinite(arr)], finite) \
+            if finite.size > 2 else float("nan")
+    curve_means: dict[tuple[str, str], np.ndarray] = {}
+    for key, rows in curves.items():
+        stacked = np.vstack(rows)
+        with np.errstate(all="ignore"):
+            curve_means[key] = np.array([np.nanmean(c) if np.isfinite(c).any() else np.nan for c in stacked.T])
+        for k, value in zip(ks, curve_means[key], strict=True):
+            metrics[f"decision_path.{key[0]}.{key[1]}.auc.mean@k{k}"] = float(value)
+    for name in options.explainers:
+        metrics[f"decision_path.{name}.rows"] = float(rows_used[name])
+    for (name, form, kind, metric), series in forms.items():
+        arr = np.array(series, dtype=np.float64)
+        finite = arr[np.isfinite(arr)]
+        metrics[f"decision_path.{name}.{form}.{kind}.{metric}.mean"] = float(finite.mean()) if finite.size \
+            else float("nan")
+    seconds["ground truth"] = gt_seconds
+    _tables(result, options, ks, curve_means, depth_arr, values, forms, rows_used, seconds, n_docs, len(chosen))
+    return result
+
+
+def tree_ensemble(model: Any) -> tuple[Any, str]:
+    """The model's trees in array form, or (None, why not)."""
+    from auditor.trees import TreeEnsemble, UnsupportedModel
+
+    kind = getattr(model, "kind", "?")
+    inner = getattr(model, "inner", model)
+    try:
+        if kind == "lightgbm" and getattr(inner, "booster", None) is not None:
+            return TreeEnsemble.from_lightgbm(inner.booster.dump_model()), ""
+        if kind == "sklearn" and getattr(inner, "estimator", None) is not None:
+            return TreeEnsemble.from_sklearn(inner.estimator), ""
+    except UnsupportedModel as exc:
+        return None, f"this tree model has a part the decision-path ground truth does not cover: {exc}"
+    return None, (f"a '{kind}' model has no decision paths to take a ground truth from; decision-path accuracy needs "
+                  "a tree model (LightGBM or scikit-learn trees)")
+
+
+def explanation(raw: np.ndarray, x: np.ndarray, sampler: Any, kind: str, form: str) -> np.ndarray:
+    """The vector compared with ground truth `kind`: contributions keep their sign for value change; frequency has
+    no sign, so it is compared with |attribution|."""
+    e = raw
+    if form == "contributions":
+        from auditor.explain.lirme import contributions
+
+        e = contributions(raw, x, sampler.mean, sampler.std)
+    return np.abs(e) if kind == "frequency" else e
+
+
+def _form(name: str, kind: str, option: str) -> str:
+    if name not in SURROGATES:
+        return "attributions"
+    if option != "auto":
+        return option
+    return "contributions" if kind == "value_change" else "coefficients"
+
+
+def _explainers(options: DecisionPathOptions) -> dict[str, Any]:
+    """The attribution explainers, configured exactly as `local_explanations` configures them."""
+    from auditor.evidence.local_explanations import LocalExplanationsOptions, _explainers
+
+    local = LocalExplanationsOptions(kernelshap=options.kernelshap, lime=options.lime)
+    every = _explainers(local)
+    return {name: every[name] for name in options.explainers}
+
+
+def _query_sample(ctx: AuditContext, options: DecisionPathOptions) -> list[int]:
+    n = ctx.data.n_queries
+    if options.queries is None or options.queries >= n:
+        return list(range(n))
+    return sorted(int(i) for i in ctx.rng("decision_path/queries").choice(n, size=options.queries, replace=False))
+
+
+def query_bootstrap(values: np.ndarray, owner: np.ndarray, n_queries: int, rng: np.random.Generator, *,
+                    n_resamples: int = 2000) -> tuple[float, float]:
+    """95% percentile interval of the mean over documents, resampling whole queries (the sampling unit)."""
+    finite = np.isfinite(values)
+    if finite.sum() < 2 or n_queries < 2:
+        return float("nan"), float("nan")
+    sums = np.bincount(owner[finite], weights=values[finite], minlength=n_queries)
+    counts = np.bincount(owner[finite], minlength=n_queries).astype(np.float64)
+    take = rng.integers(0, n_queries, size=(n_resamples, n_queries))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums[take].sum(axis=1) / counts[take].sum(axis=1)
+    low, high = np.nanquantile(means, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def _metric_labels(top_k: int) -> dict[str, str]:
+    return {"auc": f"AUC (top-{top_k})", "spearman": "Spearman", "spearman_abs": "Spearman |·|",
+            "euclidean": "Euclidean"}
+
+
+ROW_ORDER = ("auc", "spearman", "spearman_abs", "euclidean")  # the paper's Table 3 order, |·| added
+assert set(ROW_ORDER) == set(METRICS)
+
+
+def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
+            curve_means: dict[tuple[str, str], np.ndarray], depth: np.ndarray,
+            values: dict[tuple[str, str, str], list[float]], forms: dict[tuple[str, str, str, str], list[float]],
+            rows_used: dict[str, int], seconds: dict[str, float], n_docs: int, n_queries: int) -> None:
+    metrics = result.metrics
+    names = options.explainers
+    labels = _metric_labels(options.top_k)
+
+    def cell(name: str, kind: str, metric: str) -> str | None:
+        mean = metrics.get(f"decision_path.{name}.{kind}.{metric}.mean")
+        std = metrics.get(f"decision_path.{name}.{kind}.{metric}.std")
+        if mean is None or not np.isfinite(mean):
+            return None
+        return f"{mean:.3f} ± {std:.2f}" if std is not None and np.isfinite(std) else f"{mean:.3f}"
+
+    result.tables.append(Table(
+        title="Explanation accuracy against decision-path ground truth (layout of paper 001, Table 3)",
+        columns=["ground truth", "similarity", *[LABELS[n] for n in names]],
+        rows=[[GT_LABELS[kind], labels[metric], *[cell(n, kind, metric) for n in names]]
+              for kind in options.ground_truth for metric in ROW_ORDER],
+        note=(f"Mean ± standard deviation over {n_docs} documents (the top {options.docs_per_query} of each of "
+              f"{n_queries} queries). Node values: {options.node_values.replace('_', '-')}. LIRME/EXS: "
+              + ("contributions coef·(x−μ)/σ against value change, |coefficients| against frequency"
+                 if options.surrogate_form == "auto" else f"{options.surrogate_form} for both")
+              + "; every explainer is compared by |attribution| with frequency (which has no sign). Undefined "
+                "values (a constant vector) are left out: see `.undefined` in the metrics."),
+    ))
+    surrogates = [n for n in names if n in SURROGATES]
+    if surrogates:
+        rows = []
+        for name in surrogates:
+            for form in ("coefficients", "contributions"):
+                for kind in options.ground_truth:
+                    used = _form(name, kind, options.surrogate_form) == form
+                    rows.append([LABELS[name], form, GT_LABELS[kind], "yes" if used else "",
+                                 *[_r(metrics.get(f"decision_path.{name}.{form}.{kind}.{m}.mean")) for m in ROW_ORDER]])
+        result.tables.append(Table(
+            title="Surrogate explainers: coefficient form against contribution form",
+            columns=["explainer", "form", "ground truth", "used above", *[labels[m] for m in ROW_ORDER]],
+            rows=rows,
+            note="Coefficients are per background standard deviation; contributions are coef·(x−μ)/σ, the "
+                 "surrogate's additive share of the document (μ, σ: background mean and std)."))
+    _, bin_of, bin_labels = _depth_bins(depth, options.depth_bins)
+    for kind in options.ground_truth:
+        rows = []
+        for b, label in enumerate(bin_labels):
+            inside = bin_of == b
+            for metric in ("auc", "spearman", "euclidean"):
+                row: list[Any] = [label, int(inside.sum()), labels[metric]]
+                for name in names:
+                    arr = np.array(values[(name, kind, metric)], dtype=np.float64)[inside]
+                    arr = arr[np.isfinite(arr)]
+                    row.append(_r(arr.mean()) if arr.size else None)
+                rows.append(row)
+        for metric in ("auc", "spearman", "euclidean"):
+            rows.append(["all: Spearman ρ with depth", n_docs, labels[metric],
+                         *[_r(metrics.get(f"decision_path.{n}.{kind}.{metric}.depth_spearman")) for n in names]])
+        result.tables.append(Table(
+            title=f"Accuracy by decision-path depth, {GT_LABELS[kind]}",
+            columns=["path depth", "docs", "similarity", *[LABELS[n] for n in names]],
+            rows=rows,
+            note="Depth: split nodes on the document's path, averaged over the trees. Mean per bin; the last rows "
+                 "give the Spearman correlation between depth and accuracy over all documents (paper 001, 5.5)."))
+    if ks:
+        series = {f"{LABELS[n]} · {GT_LABELS[kind]}": [float(v) for v in curve_means[(n, kind)]]
+                  for kind in options.ground_truth for n in names}
+        result.tables.append(Table(
+            title="Top-K AUC by K (mean over documents)",
+            columns=["explainer", "ground truth", *[f"K = {k}" for k in ks]],
+            rows=[[LABELS[n], GT_LABELS[kind], *[_r(v) for v in curve_means[(n, kind)]]]
+                  for kind in options.ground_truth for n in names]))
+        result.figures.append(Figure(
+            title="Top-K AUC against decision-path ground truth",
+            svg=line_chart(ks, series, xlabel="K (ground-truth features counted as important)",
+                           ylabel="mean top-K AUC"),
+            caption="0.5 = chance. Paper 001 (Figures 3-4) reports that AUC falls as K grows."))
+    result.tables.append(Table(
+        title="Cost per explainer",
+        columns=["explainer", "model rows", "rows per document", "seconds"],
+        rows=[*[[LABELS[n], int(rows_used[n]), _r(rows_used[n] / max(n_docs, 1), 1), _r(seconds[n], 3)] for n in names],
+              ["Ground truth (all documents)", 0, 0.0, _r(seconds["ground truth"], 4)]],
+        note="Ground truth reads the trees and costs no model rows. Seconds are wall time.", volatile=True))
+    parts = []
+    for kind in options.ground_truth:
+        best = max(names, key=lambda n, k=kind: _nan_low(metrics.get(f"decision_path.{n}.{k}.spearman.mean")))
+        parts.append(f"against {GT_LABELS[kind].replace('GT ', '')} {LABELS[best]} agrees best (Spearman "
+                     f"{_fmt(metrics.get(f'decision_path.{best}.{kind}.spearman.mean'))}, AUC "
+                     f"{_fmt(metrics.get(f'decision_path.{best}.{kind}.auc.mean'))})")
+    result.summary = f"On {n_docs} documents of {n_queries} queries, " + "; ".join(parts) + "."
+
+
+def _depth_bins(depth: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """One bin per value when depths take at most 8 values (a single tree), else quantile bins."""
+    distinct = np.unique(np.round(depth, 9))
+    if distinct.size <= 8:
+        bin_of = np.searchsorted(distinct, np.round(depth, 9))
+        return distinct, bin_of, [f"{v:g}" for v in distinct]
+    edges = np.unique(np.quantile(depth, np.linspace(0, 1, n_bins + 1)))
+    bin_of = np.clip(np.searchsorted(edges, depth, side="right") - 1, 0, len(edges) - 2)
+    labels = [f"{edges[i]:.2f} – {edges[i + 1]:.2f}" for i in range(len(edges) - 1)]
+    return edges, bin_of, labels
+
+
+def _nan_low(value: float | None) -> float:
+    return -np.inf if value is None or not np.isfinite(value) else float(value)
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None or not np.isfinite(value) else f"{value:.3f}"
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -1,0 +1,106 @@
+"""report.pdf from the same HTML as report.html: WeasyPrint, PDF/A-3b, evidence.json attached, shipped fonts.
+
+Deterministic: same HTML + same attachment + same date ⇒ same bytes. The date comes from one fixed source
+(`SOURCE_DATE_EPOCH` when set, else the audit's evaluation day at 00:00 UTC), never from the clock; the file
+identifier is a hash of the content. Nothing is fetched from the network or from outside the templates folder:
+`TemplateFetcher` serves files under `report_templates/` (print.css, fonts) and `data:` URLs, and refuses the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from auditor.report.render import templates_dir
+
+PDF_VARIANT = "pdf/a-3b"
+PRINT_CSS = "print.css"
+
+
+class RefusedURL(ValueError):
+    """A resource outside the templates folder was asked for (WeasyPrint logs it and leaves it out)."""
+
+
+def _fetcher_base() -> type:
+    from weasyprint import URLFetcher
+
+    return URLFetcher
+
+
+def template_fetcher(root: Path | None = None) -> Any:
+    """A WeasyPrint URL fetcher that serves only files under `root` (default: the templates folder)."""
+    base = _fetcher_base()
+    folder = (root or templates_dir()).resolve()
+
+    class TemplateFetcher(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__(allowed_protocols={"file", "data"}, allow_redirects=False, timeout=1)
+            self.root = folder
+
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            parts = urlsplit(url)
+            scheme = parts.scheme.lower()
+            if scheme == "data":
+                return super().fetch(url, headers)
+            if scheme != "file" or parts.netloc not in ("", "localhost"):
+                raise RefusedURL(f"refused (only files under the templates folder are served): {url}")
+            path = Path(unquote(parts.path)).resolve()
+            if not path.is_relative_to(self.root) or not path.is_file():
+                raise RefusedURL(f"refused (outside the templates folder or missing): {url}")
+            from weasyprint.urls import URLFetcherResponse
+
+            return URLFetcherResponse(path.as_uri(), path.read_bytes(), status=200)
+
+    return TemplateFetcher()
+
+
+def fixed_date(evaluated_on: str | None) -> dt.datetime:
+    """The one date written into the PDF: SOURCE_DATE_EPOCH if set, else the evaluation day at 00:00 UTC."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.strip().isdigit():
+        return dt.datetime.fromtimestamp(int(epoch), dt.UTC)
+    if evaluated_on:
+        day = dt.date.fromisoformat(evaluated_on[:10])
+        return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+    return dt.datetime(1980, 1, 1, tzinfo=dt.UTC)
+
+
+def render_pdf(html: str, *, attachment: bytes, date: dt.datetime, attachment_name: str = "evidence.json",
+               title: str | None = None) -> bytes:
+    """The PDF/A-3b bytes of `html`, with `attachment` embedded as `evidence.json` (AFRelationship Data)."""
+    import logging
+
+    from weasyprint import CSS, HTML, Attachment
+
+    folder = templates_dir()
+    fetcher = template_fetcher(folder)
+    base_url = folder.resolve().as_uri() + "/"
+    stylesheet = CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base_url)
+    naive = date.astimezone(dt.UTC).replace(tzinfo=None)  # WeasyPrint writes attachment dates as UTC ("Z")
+    evidence = Attachment(string=attachment, name=attachment_name, base_url=base_url, url_fetcher=fetcher,
+                          description="Evidence document: every figure of this report, as data",
+                          created=naive, modified=naive, relationship="Data")
+    logger = logging.getLogger("weasyprint")
+    level = logger.level
+    logger.setLevel(max(level, logging.ERROR))  # refused URLs and CSS it does not know are not the user's problem
+    # fontTools stamps the font subsets with "now" unless SOURCE_DATE_EPOCH is set: pin it to the fixed date.
+    saved = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(date.timestamp()))
+    try:
+        document = HTML(string=html, base_url=base_url, url_fetcher=fetcher).render(stylesheets=[stylesheet])
+        stamp = date.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        document.metadata.created = stamp
+        document.metadata.modified = stamp
+        if title:
+            document.metadata.title = title
+        document.metadata.generator = "auditor"
+        return document.write_pdf(pdf_variant=PDF_VARIANT, attachments=[evidence])
+    finally:
+        logger.setLevel(level)
+        if saved is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = saved

@@ -1,0 +1,113 @@
+"""report.pdf: PDF/A-3b with evidence.json attached, shipped fonts embedded, restricted URL fetcher, determinism."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from auditor.engine import run_audit
+from auditor.report.pdf import RefusedURL, render_pdf, template_fetcher
+from auditor.report.render import templates_dir
+from tests.conftest import write_spec
+
+DAY = dt.date(2026, 1, 15)
+
+
+def _reader(data: bytes):
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
+    return PdfFileReader(BytesIO(data), strict=False)
+
+
+def _embedded_files(data: bytes) -> dict[str, tuple[str, bytes]]:
+    """name -> (AFRelationship, content) of the document-level attachments."""
+    root = _reader(data).root
+    names = root["/Names"]["/EmbeddedFiles"]["/Names"]
+    out = {}
+    for i in range(0, len(names), 2):
+        spec = names[i + 1].get_object()
+        out[str(names[i])] = (str(spec.get("/AFRelationship")), spec["/EF"]["/F"].get_object().data)
+    return out
+
+
+def _fonts(data: bytes) -> dict[str, bool]:
+    """base font name -> whether its font program is embedded, over every page."""
+    out = {}
+    for page in _reader(data).root["/Pages"]["/Kids"]:
+        resources = page.get_object()["/Resources"].get_object()
+        fonts = resources["/Font"].get_object() if "/Font" in resources else {}
+        for font in fonts.values():
+            font = font.get_object()
+            descendant = font["/DescendantFonts"][0].get_object() if "/DescendantFonts" in font else font
+            descriptor = descendant["/FontDescriptor"].get_object()
+            out[str(font["/BaseFont"])] = any(k in descriptor for k in ("/FontFile", "/FontFile2", "/FontFile3"))
+    return out
+
+
+def test_pdf_is_pdfa3b_with_evidence_attached_and_deterministic(bookstore: Path) -> None:
+    spec = write_spec(bookstore, output={"dir": "reports", "formats": ["html", "pdf"]})
+    first = run_audit(spec, today=DAY).run_dir
+    second = run_audit(spec, today=DAY).run_dir
+    assert first != second
+    for name in ("report.html", "report.pdf"):  # same inputs + seed => same bytes (only evidence.json's run varies)
+        assert hashlib.sha256((first / name).read_bytes()).digest() == \
+            hashlib.sha256((second / name).read_bytes()).digest(), name
+    pdf = (first / "report.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF-1.7\n")  # not 2.0: PDF/A-3 is based on PDF 1.7
+    root = _reader(pdf).root
+    xmp = root["/Metadata"].get_object().data.decode("utf-8")
+    assert 'pdfaid:part="3"' in xmp and 'pdfaid:conformance="B"' in xmp
+    assert "2026-01-15T00:00:00" in xmp  # dates from the evaluation day, not the clock
+    assert len({ref.idnum for ref in root["/AF"]}) == 1 and "/OutputIntents" in root  # WeasyPrint lists it twice
+    files = _embedded_files(pdf)
+    relationship, content = files["evidence.json"]
+    assert relationship == "/Data"
+    attached = json.loads(content)
+    stored = json.loads((first / "evidence.json").read_text())
+    assert attached["run"]["evaluated_on"] == "2026-01-15" and "started_at" not in attached["run"]
+    assert {k: v for k, v in attached.items() if k != "run"} == {k: v for k, v in stored.items() if k != "run"}
+    fonts = _fonts(pdf)
+    assert fonts and all(fonts.values()), fonts
+    assert any("DejaVu-Sans" in name for name in fonts)
+    html = (first / "report.html").read_text()
+    assert stored["run"]["started_at"] not in html  # no wall-clock time in the rendered body
+
+
+def test_fetcher_serves_templates_only(tmp_path: Path) -> None:
+    fetcher = template_fetcher()
+    css = (templates_dir() / "print.css").resolve()
+    response = fetcher.fetch(css.as_uri())
+    assert b"@font-face" in response.read()
+    response.close()
+    assert fetcher.fetch((templates_dir() / "fonts" / "DejaVuSans.ttf").resolve().as_uri()).read(4) == \
+        b"\x00\x01\x00\x00"
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    refused = ["https://example.com/tracker.png", "http://127.0.0.1/x.css", "ftp://example.com/f",
+               outside.as_uri(), "file:///etc/passwd", (templates_dir() / ".." / "pyproject.toml").as_uri(),
+               (templates_dir() / "fonts" / "missing.ttf").as_uri(), "file://evil.example/share/x.css"]
+    for url in refused:
+        with pytest.raises(RefusedURL):
+            fetcher.fetch(url)
+
+
+def test_external_resources_are_not_fetched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("network access during PDF rendering")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not an image")
+    html = (f'<html><head><link rel="stylesheet" href="https://example.com/x.css"></head><body><h1>T</h1>'
+            f'<img src="https://example.com/a.png"><img src="{secret.as_uri()}"><p>text</p></body></html>')
+    date = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    pdf = render_pdf(html, attachment=b"{}\n", date=date)
+    assert pdf.startswith(b"%PDF-1.7") and b"not an image" not in pdf
+    assert render_pdf(html, attachment=b"{}\n", date=date) == pdf

@@ -1,0 +1,169 @@
+"""Signing: keygen, a signed run (PAdES PDF + DSSE bundle), `auditor verify`, and tampering of each kind."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from tests.conftest import BOOKSTORE, LIGHT_LOCAL
+
+runner = CliRunner()
+PASS = "correct horse battery staple"
+
+
+def _keygen(folder: Path) -> Path:
+    result = runner.invoke(app, ["keygen", "--out", str(folder), "--passphrase-env", "TEST_KEY_PASS"],
+                           env={"TEST_KEY_PASS": PASS})
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One signed bookstore run (light spec) and its keys; tests copy the run folder before tampering."""
+    root = tmp_path_factory.mktemp("signed")
+    folder = root / "bookstore"
+    folder.mkdir()
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    keys = _keygen(root / "keys")
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec["evidence"] = [item if "local_explanations" not in item else LIGHT_LOCAL for item in spec["evidence"]]
+    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+    spec["signing"] = {"key": "../keys/signer.p12", "passphrase_env": "TEST_KEY_PASS",
+                       "bundle_key": "../keys/bundle-ed25519.pem"}
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = runner.invoke(app, ["report", str(folder / "audit.yaml"), "--quiet"], env={"TEST_KEY_PASS": PASS})
+    assert result.exit_code == 0, result.output
+    run = Path(result.stdout.strip()).parent
+    return {"run": run, "keys": keys, "spec": folder / "audit.yaml"}
+
+
+def _copy(signed: dict[str, Path], name: str) -> Path:
+    """A copy of the signed run next to it (same relative paths to the inputs)."""
+    target = signed["run"].parent / name
+    shutil.copytree(signed["run"], target)
+    return target
+
+
+def verify(signed: dict[str, Path], run: Path, *, trust: Path | None = None) -> tuple[int, str]:
+    keys = signed["keys"]
+    result = runner.invoke(app, ["verify", str(run), "--trust", str(trust or keys / "signer-cert.pem"),
+                                 "--pubkey", str(keys / "bundle-ed25519.pub.pem")])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+def test_keygen_writes_private_files_and_never_overwrites(signed: dict[str, Path]) -> None:
+    keys = signed["keys"]
+    assert (keys / "signer.p12").stat().st_mode & 0o077 == 0
+    assert (keys / "bundle-ed25519.pem").read_bytes().startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
+    again = runner.invoke(app, ["keygen", "--out", str(keys), "--passphrase-env", "TEST_KEY_PASS"],
+                          env={"TEST_KEY_PASS": PASS})
+    assert again.exit_code == 2 and "exists already" in again.output
+
+
+def test_signed_run_verifies(signed: dict[str, Path]) -> None:
+    run = signed["run"]
+    assert {p.name for p in run.iterdir()} == {"evidence.json", "report.html", "report.pdf", "bundle.dsse.json"}
+    assert (run / "report.pdf").read_bytes().startswith(b"%PDF-1.7")  # RSA keeps PDF 1.7 (PDF/A-3)
+    statement = json.loads(base64.b64decode(json.loads((run / "bundle.dsse.json").read_text())["payload"]))
+    names = {s["name"]: s["annotations"] for s in statement["subject"]}
+    assert {"evidence.json", "report.html", "report.pdf"} <= set(names)
+    roles = {a.get("role") for a in names.values()}
+    assert {"spec", "model", "dataset", "background", "policy pack starter"} <= roles
+    code, output = verify(signed, run)
+    assert code == 0, output
+    assert "OK   report.pdf (signature): intact, trusted" in output and output.rstrip().endswith("verdict: VERIFIED")
+    assert "signed by" in (run / "report.html").read_text().lower()
+
+
+def test_edited_html_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "html-edited")
+    data = bytearray((run / "report.html").read_bytes())
+    data[500] ^= 0x01
+    (run / "report.html").write_bytes(bytes(data))
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.html: sha256 differs" in output
+
+
+def test_bytes_appended_to_pdf_fail(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "pdf-appended")
+    with (run / "report.pdf").open("ab") as handle:
+        handle.write(b"\n% appended after %%EOF\n")
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.pdf: sha256 differs" in output
+    assert "FAIL report.pdf (signature): does not cover the entire file" in output
+
+
+def test_extra_file_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "extra-file")
+    (run / "notes.txt").write_text("added later")
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL notes.txt: present but not listed in the bundle" in output
+
+
+def test_edited_bundle_subject_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "bundle-edited")
+    envelope = json.loads((run / "bundle.dsse.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    (run / "report.html").write_text("<p>forged</p>")
+    import hashlib
+
+    for subject in statement["subject"]:
+        if subject["name"] == "report.html":
+            subject["digest"]["sha256"] = hashlib.sha256(b"<p>forged</p>").hexdigest()
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (run / "bundle.dsse.json").write_text(json.dumps(envelope))
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL bundle.dsse.json: signature does not verify" in output
+
+
+def test_dotdot_and_absolute_artifact_paths_are_refused(signed: dict[str, Path]) -> None:
+    """Even in a validly signed bundle (here re-signed with the right key), `..` and absolute paths are refused."""
+    from cryptography.hazmat.primitives import serialization
+
+    from auditor.signing import PAYLOAD_TYPE, keyid, pae
+
+    run = _copy(signed, "dotdot")
+    envelope = json.loads((run / "bundle.dsse.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["subject"] += [{"name": "../outside.txt", "digest": {"sha256": "0" * 64}},
+                             {"name": "/etc/passwd", "digest": {"sha256": "0" * 64}}]
+    payload = json.dumps(statement).encode()
+    key = serialization.load_pem_private_key((signed["keys"] / "bundle-ed25519.pem").read_bytes(),
+                                             password=PASS.encode())
+    envelope = {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
+                "signatures": [{"keyid": keyid(key.public_key()),
+                                "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, payload))).decode()}]}
+    (run / "bundle.dsse.json").write_text(json.dumps(envelope))
+    code, output = verify(signed, run)
+    assert code == 1 and "OK   bundle.dsse.json" in output
+    assert "FAIL ../outside.txt: `..` in an artifact path: refused" in output
+    assert "FAIL /etc/passwd: absolute path in the bundle: refused" in output
+
+
+def test_untrusted_certificate_fails(signed: dict[str, Path], tmp_path: Path) -> None:
+    other = _keygen(tmp_path / "other")
+    code, output = verify(signed, signed["run"], trust=other / "signer-cert.pem")
+    assert code == 1 and "FAIL report.pdf (signature): signer not trusted" in output
+    no_keys = runner.invoke(app, ["verify", str(signed["run"])])
+    assert no_keys.exit_code == 1 and "no --pubkey given" in no_keys.output and "no --trust" in no_keys.output
+
+
+def test_missing_or_wrong_passphrase_is_bad_input(signed: dict[str, Path]) -> None:
+    spec = signed["spec"]
+    missing = runner.invoke(app, ["report", str(spec), "--quiet"], env={"TEST_KEY_PASS": None})
+    assert missing.exit_code == 2
+    lines = missing.output.strip().splitlines()
+    assert len(lines) == 1 and "TEST_KEY_PASS is not set" in lines[0] and lines[0].startswith("error:")
+    wrong = runner.invoke(app, ["report", str(spec), "--quiet"], env={"TEST_KEY_PASS": "wrong"})
+    assert wrong.exit_code == 2 and "wrong passphrase" in wrong.output and len(wrong.output.strip().splitlines()) == 1
+    assert runner.invoke(app, ["verify", str(spec.parent / "nope")]).exit_code == 2
