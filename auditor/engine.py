@@ -67,6 +67,10 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
     base = spec_path.parent.resolve()
     packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
     check_waivers(spec.waivers, packs, spec_file=spec_path)
+    if spec.output.templates is not None:
+        from auditor.report.render import check_templates
+
+        check_templates(spec.output.templates)
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
     data = _load_data(spec.dataset, model)
     background = _load_data(spec.background, model) if spec.background is not None else None
@@ -203,7 +207,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
         if formats & {"html", "pdf"}:
             signer = prepared.signing.details if prepared.signing is not None else None
             html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"),
-                               signer=signer, timings=spec.output.timings)
+                               signer=signer, timings=spec.output.timings, templates=spec.output.templates)
             if "html" in formats:
                 (tmp / "report.html").write_text(html, encoding="utf-8")
             if "pdf" in formats:

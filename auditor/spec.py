@@ -58,7 +58,15 @@ def _any_path(value: Path, info: ValidationInfo) -> Path:
     return _resolve(value, info, want="any")
 
 
+def _folder(value: Path, info: ValidationInfo) -> Path:
+    path = _resolve(value, info, want="dir")
+    if not path.is_dir():
+        raise ValueError(f"{path} is a file, but a folder is expected here; give the folder that holds it")
+    return path
+
+
 InputFile = Annotated[Path, AfterValidator(_file)]
+InputFolder = Annotated[Path, AfterValidator(_folder)]
 OutputPath = Annotated[Path, AfterValidator(_any_path)]
 
 
@@ -144,6 +152,9 @@ class OutputSpec(StrictModel):
                               "PDF/A-3b with evidence.json attached).")
     timings: bool = Field(False, description="Show wall-clock cost tables in report.html/pdf. They differ between "
                                              "identical runs, so the reports are byte-reproducible only when false.")
+    templates: InputFolder | None = Field(
+        None, description="An organisation's template folder: a template there (e.g. sections/cover.html.j2) "
+                          "replaces the default of the same name; `custom.css` is added after the default CSS.")
 
 
 class SigningSpec(StrictModel):

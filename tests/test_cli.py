@@ -175,3 +175,20 @@ def test_python_callable_model_end_to_end(bookstore: Path) -> None:
     assert doc["evidence"]["local_explanations"]["status"] == "ok"
     assert {f["rule"]: f["status"] for f in doc["findings"]}["BASE-3"] == "SKIPPED"
     assert "callable" in path.read_text()
+
+
+def test_organisation_templates_override_blocks_and_fall_back(bookstore: Path) -> None:
+    brand = bookstore / "brand"
+    (brand / "sections").mkdir(parents=True)
+    (brand / "sections" / "cover.html.j2").write_text(
+        '<header class="cover"><h1>ACME audit: {{ doc.audit.title }}</h1></header>\n')
+    (brand / "custom.css").write_text("h2 { color: #aa0000; }\n")
+    spec = write_spec(bookstore, output={"dir": "reports", "formats": ["html"], "templates": "brand"},
+                      evidence=[{"ranking_quality": {}}])
+    code, path = report(spec)
+    html = path.read_text()
+    assert code == 0 and "ACME audit: Quarterly review" in html and "#aa0000" in html
+    assert "Executive summary" in html and "Limitations" in html  # the other blocks are the defaults
+    (brand / "sections" / "cover.html.j2").write_text("{% if %}\n")
+    result = runner.invoke(app, ["report", str(spec), "--quiet"])
+    assert result.exit_code == 2 and "cover.html.j2:1: template error" in result.output

@@ -37,7 +37,7 @@ def environment(extra_dir: Path | None = None) -> jinja2.Environment:
 
 
 def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
-                signer: dict[str, str] | None = None, timings: bool = False) -> str:
+                signer: dict[str, str] | None = None, timings: bool = False, templates: Path | None = None) -> str:
     """The report as one self-contained HTML page. Deterministic: no wall-clock time is rendered, only the
     evaluation day, and tables marked `volatile` (wall-clock costs) only when `timings` is true (spec
     `output.timings`); `signer` (subject and certificate fingerprint) is printed on the cover of signed runs."""
@@ -48,7 +48,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
         {"name": name, "title": REGISTRY[name].title, "result": result}
         for name, result in results.items() if name in REGISTRY
     ]
-    return environment().get_template("report.html.j2").render(
+    return environment(templates).get_template("report.html.j2").render(
         doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
         spec_text=spec_text, limitations=_limitations(document, results), signer=signer,
         timings=timings,
@@ -88,3 +88,17 @@ def _num(value: Any, digits: int = 4) -> str:
     if value != 0 and abs(value) < 1e-3:
         return f"{value:.2e}"
     return f"{value:.{digits}g}"
+
+
+def check_templates(folder: Path) -> None:
+    """Compile every template of an organisation's folder, so a broken one is bad input before any work."""
+    from auditor.errors import InputError
+
+    env = environment(folder)
+    for path in sorted(folder.rglob("*.j2")):
+        name = path.relative_to(folder).as_posix()
+        try:
+            env.get_template(name)
+        except jinja2.TemplateSyntaxError as exc:
+            raise InputError(f"template error: {exc.message}", file=path, where=str(exc.lineno),
+                             fix="fix the template, or remove it to use the default") from None
