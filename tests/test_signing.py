@@ -167,3 +167,62 @@ def test_missing_or_wrong_passphrase_is_bad_input(signed: dict[str, Path]) -> No
     wrong = runner.invoke(app, ["report", str(spec), "--quiet"], env={"TEST_KEY_PASS": "wrong"})
     assert wrong.exit_code == 2 and "wrong passphrase" in wrong.output and len(wrong.output.strip().splitlines()) == 1
     assert runner.invoke(app, ["verify", str(spec.parent / "nope")]).exit_code == 2
+
+
+def test_one_byte_flipped_inside_the_pdf_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "pdf-flipped")
+    data = bytearray((run / "report.pdf").read_bytes())
+    data[len(data) // 3] ^= 0x01  # inside the signed byte range, away from the signature contents
+    (run / "report.pdf").write_bytes(bytes(data))
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.pdf: sha256 differs" in output
+    assert "FAIL report.pdf (signature)" in output
+
+
+def test_edited_evidence_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "evidence-edited")
+    evidence = json.loads((run / "evidence.json").read_text())
+    evidence["opinion"] = "positive"  # a plausible forgery: same shape, different verdict
+    evidence["audit"]["title"] += " (amended)"
+    (run / "evidence.json").write_text(json.dumps(evidence, indent=2, sort_keys=True) + "\n")
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL evidence.json: sha256 differs" in output
+
+
+def test_removed_file_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "file-removed")
+    (run / "report.html").unlink()
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.html: listed in the bundle but missing from the run folder" in output
+
+
+def test_envelope_signed_by_another_key_fails(signed: dict[str, Path]) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from auditor.signing import pae
+
+    run = _copy(signed, "other-key")
+    envelope = json.loads((run / "bundle.dsse.json").read_text())
+    forger = Ed25519PrivateKey.generate()
+    message = pae(envelope["payloadType"], base64.b64decode(envelope["payload"]))
+    envelope["signatures"] = [{"keyid": envelope["signatures"][0]["keyid"],
+                               "sig": base64.b64encode(forger.sign(message)).decode("ascii")}]
+    (run / "bundle.dsse.json").write_text(json.dumps(envelope))
+    code, output = verify(signed, run)
+    assert code == 1 and "signature does not verify with the given public key" in output
+
+
+def test_incremental_update_to_the_pdf_fails(signed: dict[str, Path]) -> None:
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+
+    run = _copy(signed, "incremental")
+    with (run / "report.pdf").open("rb") as handle:
+        writer = IncrementalPdfFileWriter(handle)
+        writer.document_meta.title = "Amended after signing"
+        writer.update_root()
+        with (run / "amended.pdf").open("wb") as out:
+            writer.write(out)
+    (run / "amended.pdf").replace(run / "report.pdf")
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.pdf: sha256 differs" in output
+    assert "FAIL report.pdf (signature)" in output
