@@ -16,8 +16,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The demo signs its report with a throw-away identity made on first use (examples/bookstore/keys, not committed).
+DEMO_KEYS := examples/bookstore/keys
+export AUDITOR_KEY_PASS ?= bookstore-demo-only
+
 demo: $(STAMP)
-	$(BIN)/auditor report examples/bookstore/audit.yaml --out reports
+	@test -f $(DEMO_KEYS)/signer.p12 || $(BIN)/auditor keygen --out $(DEMO_KEYS) \
+		--name "Bookstore demo signer (not for real audits)" --organisation "Example Books GmbH" > /dev/null
+	@run=$$($(BIN)/auditor report examples/bookstore/audit.yaml --out reports); code=$$?; \
+	 test -n "$$run" || exit $$code; \
+	 $(BIN)/auditor verify "$$(dirname "$$run")" --trust $(DEMO_KEYS)/signer-cert.pem \
+		--pubkey $(DEMO_KEYS)/bundle-ed25519.pub.pem && echo "report: $$run" && exit $$code
 
 test: $(STAMP)
 	$(BIN)/ruff check .
