@@ -76,6 +76,31 @@ def test_pdf_is_pdfa3b_with_evidence_attached_and_deterministic(bookstore: Path)
     assert any("DejaVu-Sans" in name for name in fonts)
     html = (first / "report.html").read_text()
     assert stored["run"]["started_at"] not in html  # no wall-clock time in the rendered body
+    check_pages_visually(first / "report.pdf", title=stored["audit"]["title"])
+
+
+def check_pages_visually(pdf: Path, *, title: str) -> None:
+    """Render every page with poppler (pdftoppm) and read the text back (pdftotext): no blank page, the content
+    is there as text (not only as shapes), and the page count in the footer matches."""
+    import shutil
+    import subprocess
+
+    from PIL import Image, ImageStat
+
+    if not (shutil.which("pdftoppm") and shutil.which("pdftotext")):
+        pytest.skip("poppler-utils (pdftoppm, pdftotext) not installed; .ci/run installs them")
+    out = pdf.parent / "pages"
+    out.mkdir()
+    subprocess.run(["pdftoppm", "-r", "30", "-png", str(pdf), str(out / "page")], check=True)
+    pages = sorted(out.glob("page-*.png"))
+    assert len(pages) >= 5
+    for page in pages:
+        grey = Image.open(page).convert("L")
+        assert ImageStat.Stat(grey).extrema[0][0] < 128, f"{page.name} is blank"  # some dark ink on every page
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True,
+                          text=True).stdout
+    for needle in (title, "Executive summary", "Ranking quality", "Limitations", f"Page 1 of {len(pages)}"):
+        assert needle in text, needle
 
 
 def test_fetcher_serves_templates_only(tmp_path: Path) -> None:
