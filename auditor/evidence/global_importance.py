@@ -25,6 +25,9 @@ class GlobalImportanceOptions(EvidenceOptions):
     top: int = Field(15, ge=1, description="How many features the table and the chart show.")
     share_for_main: float = Field(0.8, gt=0, le=1, description="Main parameters = fewest features reaching "
                                                                "this share of the total importance.")
+    decision_query: str | None = Field(None, description="Query id for the decision plot (default: the first query "
+                                                         "with at least two documents).")
+    plot_docs: int = Field(2000, ge=100, description="Documents sampled (seeded) for the summary and dependence plots.")
 
 
 HOW_TO_READ = (
@@ -83,10 +86,60 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
         svg=bar_chart([names[f] for f in top], [float(within[f]) for f in top], xlabel="share of within-query "
                                                                                        "importance"),
         caption="Share of each feature in what moves documents against each other inside a query."))
+    result.figures.extend(_figures(ctx, phi, order, options))
     main = ", ".join(names[f] for f in order[:main_count][:5])
     result.summary = (f"{main_count} feature(s) carry {options.share_for_main:.0%} of the within-query importance; "
                       f"the main ones: {main}{'…' if main_count > 5 else ''}.")
     return result
+
+
+def _figures(ctx: AuditContext, phi: np.ndarray, order: np.ndarray, options: GlobalImportanceOptions) -> list[Figure]:
+    """Summary (beeswarm) and dependence plots of within-query-centred SHAP values, and a decision plot of one
+    query — per query, because scores are only comparable inside a query (the caveat of paper 000)."""
+    from auditor.report.plots import beeswarm, decision_plot, scatter
+
+    data, names = ctx.data, ctx.data.feature_names
+    centred = phi.copy()
+    for a, b in itertools.pairwise(data.query_ptr):
+        centred[a:b] -= phi[a:b].mean(axis=0)
+    rows = np.arange(data.n_docs)
+    if data.n_docs > options.plot_docs:
+        rows = np.sort(ctx.rng("global_importance/plots").choice(data.n_docs, options.plot_docs, replace=False))
+    top = order[: min(10, len(order))]
+    figures = [Figure(
+        title="How each main parameter moves documents within their query (SHAP summary)",
+        svg=beeswarm(centred[np.ix_(rows, top)], data.X[np.ix_(rows, top)], [names[f] for f in top],
+                     xlabel="SHAP value minus the query's mean (score units)"),
+        caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "
+                "the feature's value, low (blue) to high (red)."),
+        Figure(title=f"Dependence on {names[top[0]]}",
+               svg=scatter(data.X[rows, top[0]], centred[rows, top[0]], xlabel=names[top[0]],
+                           ylabel="SHAP value minus the query's mean"),
+               caption="How the top parameter's value translates into a push up or down within the query.")]
+    query = _decision_query(data, options.decision_query)
+    if query is not None:
+        part = data.query_slice(query)
+        scores = ctx.scores()[part]
+        docs = np.argsort(-scores, kind="stable")[:10]
+        local = centred[part][docs]
+        features = np.argsort(-np.abs(local).mean(axis=0), kind="stable")[:10][::-1]
+        steps = np.column_stack([local[:, features], local.sum(axis=1) - local[:, features].sum(axis=1)])
+        labels = [f"#{r + 1} {data.doc_ids[part.start + d]}" for r, d in enumerate(docs)]
+        figures.append(Figure(
+            title=f"Why query {data.query_ids[query]} is ranked as it is (decision plot)",
+            svg=decision_plot(steps, float(scores.mean()), [*[names[f] for f in features], "other features"],
+                              labels, xlabel="score (the query's mean at the bottom)"),
+            caption="Each line is one of the top documents, climbing from the query's mean score by each feature's "
+                    "push; lines end at the documents' scores, so their order at the top is the ranking."))
+    return figures
+
+
+def _decision_query(data, wanted: str | None) -> int | None:
+    if wanted is not None:
+        return data.query_ids.index(wanted) if wanted in data.query_ids else None
+    sizes = data.query_sizes()
+    candidates = np.flatnonzero(sizes >= 2)
+    return int(candidates[0]) if candidates.size else None
 
 
 def _contributions(ctx: AuditContext, chunk: int = 20_000) -> np.ndarray | None:

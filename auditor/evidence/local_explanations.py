@@ -306,6 +306,14 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             svg=line_chart(sizes, {LABELS[m]: v for m, v in curve.items()}, xlabel="k (features in the set)",
                            ylabel="mean validity"),
             caption="Higher is better; a method that stays low needs many features to reproduce the ranking."))
+    if rows_k:
+        from auditor.report.plots import box_plot
+
+        result.figures.append(Figure(
+            title=f"Validity per query, k = {k}",
+            svg=box_plot({LABELS[m]: tallies[(m, k)].validity for m in rows_k}, ylabel="validity (Kendall tau-b)"),
+            caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
+                    "means some queries' explanations do not reproduce their ranking."))
     contenders = [m for m in rows_k if m != "optimum"]
     best = max(contenders, key=lambda m: metrics[f"local.{m}.validity.mean"]) if contenders else None
     if best is not None:
