@@ -7,7 +7,6 @@ report; the run folder is written under a temporary name and renamed into place 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import AuditContext, EvidenceResult, Progress
+from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import Finding, LoadedPack, check_waivers, evaluate, load_packs, opinion
@@ -153,7 +153,7 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "tool": {"name": "auditor", "version": __version__, "python": platform.python_version(),
                  "libraries": {lib: _version(lib) for lib in _LIBRARIES}},
         "audit": spec.audit.model_dump(),
-        "spec": {"file": prepared.spec_path.name, "sha256": _sha256(prepared.spec_path),
+        "spec": {"file": prepared.spec_path.name, "sha256": sha256_file(prepared.spec_path),
                  "content": _plain(prepared.raw)},
         "seed": seed,
         "inputs": inputs_manifest(prepared),
@@ -171,19 +171,19 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     spec = prepared.spec
     model = {"describe": prepared.model.describe()}
     if spec.model.path is not None:
-        model.update(file=spec.model.path.name, sha256=_sha256(spec.model.path))
+        model.update(file=spec.model.path.name, sha256=sha256_file(spec.model.path))
     ds = spec.dataset
-    dataset: dict[str, Any] = {"file": ds.path.name, "sha256": _sha256(ds.path), "format": ds.format or "inferred",
+    dataset: dict[str, Any] = {"file": ds.path.name, "sha256": sha256_file(ds.path), "format": ds.format or "inferred",
                                "n_docs": prepared.data.n_docs, "n_queries": prepared.data.n_queries,
                                "n_features": prepared.data.n_features,
                                "feature_names": prepared.data.feature_names}
     for key in ("feature_names", "query_file"):
         extra = getattr(ds, key)
         if extra is not None:
-            dataset[f"{key}_file"] = {"file": extra.name, "sha256": _sha256(extra)}
+            dataset[f"{key}_file"] = {"file": extra.name, "sha256": sha256_file(extra)}
     out = {"model": model, "dataset": dataset}
     if spec.background is not None and prepared.background is not None:
-        out["background"] = {"file": spec.background.path.name, "sha256": _sha256(spec.background.path),
+        out["background"] = {"file": spec.background.path.name, "sha256": sha256_file(spec.background.path),
                              "n_docs": prepared.background.n_docs, "n_queries": prepared.background.n_queries}
     return out
 
@@ -292,14 +292,6 @@ def _free_name(out_dir: Path, stem: str) -> Path:
 def _slug(title: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
     return slug[:40].rstrip("-") or "audit"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _version(distribution: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.hashing import sha256_file
 
 BUNDLE_NAME = "bundle.dsse.json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -190,14 +191,6 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     """DSSE v1 pre-authentication encoding."""
     kind = payload_type.encode("utf-8")
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_bundle(run_dir: Path, material: SigningMaterial, inputs: list[tuple[str, Path]],
