@@ -215,19 +215,30 @@ def policies_list() -> None:
 
 @policies_app.command("show")
 def policies_show(name: Annotated[str, typer.Argument(help="Built-in pack name or path to a pack file.")]) -> None:
-    """The rules of one pack: id, severity, metric, thresholds, citation."""
-    from auditor.policy import load_pack
+    """The rules of one pack (with those it extends) as a table: id, severity, evidence, metric, requirement,
+    citation."""
+    from rich.console import Console
+    from rich.table import Table
 
-    loaded = _guard(lambda: load_pack(name, base_dir=Path.cwd()))
-    pack = loaded.pack
-    typer.echo(f"{pack.title} (pack {pack.pack}, version {pack.version})")
+    from auditor.policy import load_packs
+
+    packs = _guard(lambda: load_packs([name], base_dir=Path.cwd()))
+    pack = packs[-1].pack
+    console = Console(width=max(Console().width, 160), highlight=False, soft_wrap=False)
+    console.print(f"{pack.title} (pack {pack.pack}, version {pack.version})", markup=False)
     if pack.description:
-        typer.echo(pack.description.strip())
-    for rule in pack.rules:
-        conditions = "; ".join(c for c in (f"fail if {rule.fail_if.text()}" if rule.fail_if else "",
-                                           f"warn if {rule.warn_if.text()}" if rule.warn_if else "") if c)
-        typer.echo(f"\n{rule.id} [{rule.severity}] {rule.title}\n  metric: {rule.metric} ({conditions})\n"
-                   f"  citation: {rule.citation}")
+        console.print(pack.description.strip(), markup=False)
+    if len(packs) > 1:
+        console.print("extends: " + ", ".join(p.pack.pack for p in packs[:-1]), markup=False)
+    console.print("evidence needed: " + ", ".join(packs[-1].evidence()), markup=False)
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("id", "pack", "severity", "evidence", "metric", "requirement", "citation"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("id", "metric"))
+    for loaded in packs:
+        for rule in loaded.pack.rules:
+            table.add_row(rule.id, loaded.pack.pack, rule.severity, rule.evidence, rule.metric or "—",
+                          rule.requirement(), rule.citation)
+    console.print(table)
 
 
 @app.command()

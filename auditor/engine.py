@@ -105,13 +105,14 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
                        background=prepared.background, masking=spec.masking.strategy,
                        masking_samples=spec.masking.samples)
 
-    results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data)}
+    results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data),
+                                          "governance": governance_result(spec)}
     seconds: dict[str, float] = {}
     for name, options in progress.track(spec.evidence_items(), description="Evidence",
                                         total=len(spec.evidence)):
         results[name], seconds[name] = _run_plugin(name, options, ctx)
 
-    requested = {"dataset", *(name for name, _ in spec.evidence_items())}
+    requested = {"dataset", "governance", *(name for name, _ in spec.evidence_items())}
     findings = evaluate(prepared.packs, results, requested=requested, waivers=list(spec.waivers), today=today)
     verdict = opinion(findings)
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
@@ -142,6 +143,24 @@ def dataset_result(data: RankingData) -> EvidenceResult:
     """Data facts as an always-present evidence item, so rules can address `dataset.*`."""
     return EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
                           summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} features.")
+
+
+def governance_result(spec: AuditSpec) -> EvidenceResult:
+    """Facts about the audit record itself (signed, retention, stated purpose...), so rules can address
+    `governance.*` (documentation and record-keeping duties)."""
+    meta = spec.audit
+    metrics = {
+        "governance.signed": float(spec.signing is not None),
+        "governance.retention_years": float(meta.retention_years or 0),
+        "governance.purpose_stated": float(bool(meta.purpose and meta.purpose.strip())),
+        "governance.owner_stated": float(bool(meta.owner and meta.owner.strip())),
+        "governance.period_stated": float(bool(meta.period and meta.period.strip())),
+        "governance.limitations_recorded": float(len(meta.limitations)),
+        "governance.baseline_present": float(spec.baseline is not None),
+    }
+    return EvidenceResult(name="governance", metrics=metrics,
+                          summary="Dated run" + (", signed" if spec.signing is not None else ", not signed") +
+                                  (f", kept {meta.retention_years} years" if meta.retention_years else "") + ".")
 
 
 def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult], findings: list[Finding],

@@ -27,38 +27,68 @@ Opinion = Literal["positive", "positive with comments", "negative", "no policy a
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
         "!=": operator.ne}
-_CONDITION = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)\s*$")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_CONDITION = re.compile(rf"^\s*(<=|>=|==|!=|<|>)\s*({_NUMBER})\s*$")
+_BETWEEN = re.compile(rf"^\s*(between|outside)\s+({_NUMBER})\s+and\s+({_NUMBER})\s*$", re.IGNORECASE)
 
 
 class Condition(StrictModel):
-    """`< 0.5` and friends: the metric value compared with a number."""
+    """`< 0.5` and friends: the metric value compared with a number; `between 0.2 and 0.8` (bounds included)
+    and `outside 0.2 and 0.8` (its negation) compare it with a closed interval."""
 
-    op: Literal["<", "<=", ">", ">=", "==", "!="]
+    op: Literal["<", "<=", ">", ">=", "==", "!=", "between", "outside"]
     value: float
+    high: float | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _from_text(cls, data: Any) -> Any:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            data = str(data)
         if isinstance(data, str):
             match = _CONDITION.match(data)
-            if not match:
-                raise ValueError(f"'{data}' is not a condition; write e.g. '< 0.5' (operators: "
-                                 f"{' '.join(_OPS)})")
-            return {"op": match.group(1), "value": float(match.group(2))}
+            if match:
+                return {"op": match.group(1), "value": float(match.group(2))}
+            between = _BETWEEN.match(data)
+            if between:
+                return {"op": between.group(1).lower(), "value": float(between.group(2)),
+                        "high": float(between.group(3))}
+            raise ValueError(f"'{data}' is not a condition; write e.g. '< 0.5' or 'between 0.2 and 0.8' "
+                             f"(operators: {' '.join(_OPS)} between outside)")
         return data
 
+    @model_validator(mode="after")
+    def _bounds(self) -> Condition:
+        if self.op in ("between", "outside"):
+            if self.high is None or self.high < self.value:
+                raise ValueError(f"'{self.text()}' needs a lower bound first; write e.g. 'between 0.2 and 0.8'")
+        elif self.high is not None:
+            raise ValueError(f"'{self.op}' takes one number; use 'between A and B' for an interval")
+        return self
+
     def holds(self, value: float) -> bool:
+        if self.op in ("between", "outside"):
+            inside = self.value <= value <= float(self.high)  # type: ignore[arg-type]
+            return inside if self.op == "between" else not inside
         return bool(_OPS[self.op](value, self.value))
 
     def text(self) -> str:
+        if self.op in ("between", "outside"):
+            return f"{self.op} {self.value:g} and {self.high:g}"
         return f"{self.op} {self.value:g}"
 
 
 class Rule(StrictModel):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     title: str
-    evidence: str = Field(description="Evidence kind that produces the metric (`dataset` for data facts).")
-    metric: str
+    evidence: str = Field(description="Evidence kind that produces the metric (`dataset` and `governance` are "
+                                      "always present).")
+    metric: str | None = Field(None, description="The metric judged; leave out for a rule that only requires "
+                                                 "the evidence (`required: true`).")
+    per_query: Condition | None = Field(None, description="Condition each query must meet; `fail_if`/`warn_if` "
+                                                          "then judge the share of queries that meet it.")
+    required: bool = Field(False, description="The evidence must be present: absent or not applicable is FAIL, "
+                                              "not SKIPPED.")
     fail_if: Condition | None = None
     warn_if: Condition | None = None
     severity: Severity
@@ -68,9 +98,28 @@ class Rule(StrictModel):
 
     @model_validator(mode="after")
     def _has_condition(self) -> Rule:
+        if self.metric is None:
+            if not self.required:
+                raise ValueError("a rule needs a `metric` (or `required: true` to only require the evidence)")
+            if self.fail_if or self.warn_if or self.per_query:
+                raise ValueError("conditions need a `metric` to judge; add `metric:` or drop the conditions")
+            return self
         if self.fail_if is None and self.warn_if is None:
             raise ValueError("a rule needs `fail_if`, `warn_if` or both")
         return self
+
+    def requirement(self) -> str:
+        """The rule's requirement as a sentence fragment (shown in findings and `auditor policies show`)."""
+        if self.metric is None:
+            return f"evidence '{self.evidence}' present"
+        parts = [f"FAIL if {self.fail_if.text()}" if self.fail_if else "",
+                 f"WARN if {self.warn_if.text()}" if self.warn_if else ""]
+        text = "; ".join(part for part in parts if part)
+        if self.per_query is not None:
+            text = f"share of queries with value {self.per_query.text()}: {text}"
+        if self.required:
+            text += "; FAIL if the evidence is absent"
+        return text
 
 
 class PolicyPack(StrictModel):
@@ -78,7 +127,23 @@ class PolicyPack(StrictModel):
     title: str
     version: str
     description: str = ""
-    rules: list[Rule] = Field(min_length=1)
+    extends: list[str] = Field([], description="Packs (built-in names or paths relative to this file) whose "
+                                               "rules this pack includes; a rule with the same id here replaces "
+                                               "the inherited one.")
+    requires: list[str] = Field([], description="Evidence kinds the pack needs (`auditor init --policy` requests "
+                                                "them); the kinds its rules name are added automatically.")
+    rules: list[Rule] = Field([])
+
+    @field_validator("extends", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _has_rules(self) -> PolicyPack:
+        if not self.rules and not self.extends:
+            raise ValueError("a pack needs `rules` (or `extends` another pack)")
+        return self
 
     @field_validator("rules")
     @classmethod
@@ -96,6 +161,28 @@ class LoadedPack:
     pack: PolicyPack
     path: Path
     sha256: str
+    parents: tuple[LoadedPack, ...] = ()  # the packs it `extends`, loaded (each with its own parents)
+
+    def ancestors(self) -> list[LoadedPack]:
+        """Every pack this one extends, directly or not, parents before children, each once."""
+        out: list[LoadedPack] = []
+        for parent in self.parents:
+            for item in [*parent.ancestors(), parent]:
+                if all(o.path != item.path for o in out):
+                    out.append(item)
+        return out
+
+    def evidence(self) -> list[str]:
+        """Evidence kinds this pack (with what it extends) needs: `requires` plus every kind a rule names."""
+        kinds: list[str] = []
+        for loaded in [*self.ancestors(), self]:
+            for name in [*loaded.pack.requires, *(rule.evidence for rule in loaded.pack.rules)]:
+                if name not in kinds and name not in ALWAYS_PRESENT:
+                    kinds.append(name)
+        return kinds
+
+
+ALWAYS_PRESENT = ("dataset", "governance")
 
 
 @dataclass(frozen=True)
@@ -114,6 +201,7 @@ class Finding:
     rationale: str
     message: str
     waiver: dict[str, str] | None = None
+    evidence: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,26 +219,69 @@ def builtin_pack_names() -> list[str]:
     return sorted(p.stem for p in bundled_policies_dir().glob("*.yaml"))
 
 
-def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None) -> LoadedPack:
-    """A pack by built-in name (`starter`) or by path (relative to the spec's folder)."""
+def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None, where: str = "policies",
+              _chain: tuple[Path, ...] = ()) -> LoadedPack:
+    """A pack by built-in name (`starter`) or by path (relative to `base_dir`, the folder of the file naming it),
+    with the packs it `extends` loaded too (a cycle is bad input)."""
     looks_like_path = "/" in ref or ref.endswith((".yaml", ".yml"))
     path = (base_dir / ref) if looks_like_path else bundled_policies_dir() / f"{ref}.yaml"
     if not path.is_file():
         if looks_like_path:
-            raise InputError(f"no policy file '{ref}'", file=spec_file, where="policies",
-                             fix="check the path (relative to the spec's folder)")
+            raise InputError(f"no policy file '{ref}'", file=spec_file, where=where,
+                             fix=f"check the path (relative to {'the spec' if where == 'policies' else 'this file'}"
+                                 "'s folder)")
         names = builtin_pack_names()
         near = difflib.get_close_matches(ref, names, n=1)
-        raise InputError(f"no built-in policy pack '{ref}'", file=spec_file, where="policies",
+        raise InputError(f"no built-in policy pack '{ref}'", file=spec_file, where=where,
                          fix=(f"did you mean '{near[0]}'?" if near else f"built-in packs: {', '.join(names)}"))
+    resolved = path.resolve()
+    if resolved in _chain:
+        cycle = " -> ".join(p.stem for p in (*_chain, resolved))
+        raise InputError(f"packs extend each other in a cycle ({cycle})", file=spec_file, where=where,
+                         fix="remove one of the `extends` entries")
     text = path.read_bytes()
     raw, marks = parse_yaml(text.decode("utf-8", errors="replace"), path)
     pack = validate_yaml(PolicyPack, raw, marks, path)
-    return LoadedPack(pack=pack, path=path, sha256=hashlib.sha256(text).hexdigest())
+    parents = []
+    for index, parent in enumerate(pack.extends):
+        line, column = marks.get(("extends", index)) or marks.get(("extends",)) or (0, 0)
+        parents.append(load_pack(parent, base_dir=path.parent, spec_file=path, where=f"{line}:{column}",
+                                 _chain=(*_chain, resolved)))
+    return LoadedPack(pack=pack, path=path, sha256=hashlib.sha256(text).hexdigest(), parents=tuple(parents))
 
 
 def load_packs(refs: list[str], *, base_dir: Path, spec_file: Path | None = None) -> list[LoadedPack]:
-    packs = [load_pack(ref, base_dir=base_dir, spec_file=spec_file) for ref in refs]
+    """The packs a spec names, with the packs they extend placed before them (each once). A rule id defined in
+    a pack and in one it extends is an override: the extending pack's rule replaces the inherited one. The same
+    id in two unrelated packs, or a pack listed twice, is bad input."""
+    ordered: list[LoadedPack] = []
+    applied: set[Path] = set()
+    direct: set[Path] = set()
+    for ref in refs:
+        loaded = load_pack(ref, base_dir=base_dir, spec_file=spec_file)
+        for ancestor in loaded.ancestors():
+            if ancestor.path.resolve() not in applied:
+                applied.add(ancestor.path.resolve())
+                ordered.append(ancestor)
+        key = loaded.path.resolve()
+        if key in applied and key not in direct:
+            continue  # already applied as the parent of a pack listed before it
+        applied.add(key)
+        direct.add(key)
+        ordered.append(loaded)
+    overridden: dict[Path, set[str]] = {}
+    for loaded in ordered:
+        own = {rule.id for rule in loaded.pack.rules}
+        for ancestor in loaded.ancestors():
+            overridden.setdefault(ancestor.path.resolve(), set()).update(own)
+    packs = []
+    for loaded in ordered:
+        drop = overridden.get(loaded.path.resolve(), set())
+        if drop:
+            kept = [rule for rule in loaded.pack.rules if rule.id not in drop]
+            loaded = LoadedPack(pack=loaded.pack.model_copy(update={"rules": kept}), path=loaded.path,
+                                sha256=loaded.sha256, parents=loaded.parents)
+        packs.append(loaded)
     owner: dict[str, str] = {}
     for loaded in packs:
         for rule in loaded.pack.rules:
@@ -183,41 +314,63 @@ def evaluate(packs: list[LoadedPack], evidence: dict[str, Any], *, requested: se
 
 def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str], waivers: list[Waiver],
            today: dt.date) -> Finding:
-    requirement = "; ".join(part for part in (
-        f"FAIL if {rule.fail_if.text()}" if rule.fail_if else "",
-        f"WARN if {rule.warn_if.text()}" if rule.warn_if else "") if part)
+    requirement = rule.requirement()
+    metric = rule.metric or f"{rule.evidence} (present)"
 
     def finding(status: Status, value: float | None, message: str, waiver: dict[str, str] | None = None) -> Finding:
         return Finding(rule=rule.id, title=rule.title, pack=pack, status=status, severity=rule.severity,
-                       metric=rule.metric, value=value, requirement=requirement, citation=rule.citation,
-                       rationale=rule.rationale, message=message, waiver=waiver)
+                       metric=metric, value=value, requirement=requirement, citation=rule.citation,
+                       rationale=rule.rationale, message=message, waiver=waiver, evidence=rule.evidence)
+
+    def failing(value: float | None, shown: str) -> Finding:
+        waiver = _active_waiver(rule.id, waivers, today)
+        if waiver is not None:
+            return finding("WAIVED", value, f"{shown}, waived by {waiver.approver} until {waiver.expires.isoformat()}",
+                           {"justification": waiver.justification, "approver": waiver.approver,
+                            "expires": waiver.expires.isoformat()})
+        expired = _expired_waiver(rule.id, waivers, today)
+        note = f"; a waiver expired on {expired.expires.isoformat()}" if expired else ""
+        return finding("FAIL", value, f"{shown}{note}")
 
     if rule.evidence not in requested:
+        if rule.required:
+            return failing(None, f"evidence '{rule.evidence}' is required by this rule but was not requested in the "
+                                 f"spec; add `- {rule.evidence}: {{}}` under `evidence`")
         return finding("SKIPPED", None, f"evidence '{rule.evidence}' was not requested in the spec")
     result = evidence.get(rule.evidence)
     if result is None or result.status == "error":
         why = result.error if result is not None else "it did not run"
         return finding("ERROR", None, f"evidence '{rule.evidence}' failed: {why}")
     if result.status == "skipped":
+        if rule.required:
+            return failing(None, f"evidence '{rule.evidence}' is required by this rule but does not apply: "
+                                 f"{result.error}")
         return finding("SKIPPED", None, f"evidence '{rule.evidence}' does not apply: {result.error}")
-    if rule.metric not in result.metrics:
-        near = difflib.get_close_matches(rule.metric, list(result.metrics), n=1, cutoff=0.6)
-        hint = f" (did you mean '{near[0]}'?)" if near else ""
-        return finding("ERROR", None, f"metric '{rule.metric}' is not produced by '{rule.evidence}'{hint}")
-    value = float(result.metrics[rule.metric])
-    if not math.isfinite(value):
-        return finding("ERROR", None, f"{rule.metric} could not be computed (no finite value)")
-    shown = f"{rule.metric} = {value:.4g}"
+    if rule.metric is None:
+        return finding("PASS", None, f"evidence '{rule.evidence}' is present")
+    if rule.per_query is not None:
+        per_query = getattr(result, "per_query", {}) or {}
+        if rule.metric not in per_query:
+            near = difflib.get_close_matches(rule.metric, list(per_query), n=1, cutoff=0.6)
+            hint = f" (did you mean '{near[0]}'?)" if near else \
+                (f" (per-query values: {', '.join(sorted(per_query))})" if per_query else "")
+            return finding("ERROR", None, f"'{rule.evidence}' gives no per-query values of '{rule.metric}'{hint}")
+        values = [float(v) for v in per_query[rule.metric].values() if v is not None and math.isfinite(float(v))]
+        if not values:
+            return finding("ERROR", None, f"no query has a finite value of {rule.metric}")
+        value = sum(rule.per_query.holds(v) for v in values) / len(values)
+        shown = f"{value:.1%} of {len(values)} queries have {rule.metric} {rule.per_query.text()}"
+    else:
+        if rule.metric not in result.metrics:
+            near = difflib.get_close_matches(rule.metric, list(result.metrics), n=1, cutoff=0.6)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            return finding("ERROR", None, f"metric '{rule.metric}' is not produced by '{rule.evidence}'{hint}")
+        value = float(result.metrics[rule.metric])
+        if not math.isfinite(value):
+            return finding("ERROR", None, f"{rule.metric} could not be computed (no finite value)")
+        shown = f"{rule.metric} = {value:.4g}"
     if rule.fail_if and rule.fail_if.holds(value):
-        waiver = _active_waiver(rule.id, waivers, today)
-        if waiver is not None:
-            return finding("WAIVED", value, f"{shown} fails ({rule.fail_if.text()}), waived by {waiver.approver} "
-                                            f"until {waiver.expires.isoformat()}",
-                           {"justification": waiver.justification, "approver": waiver.approver,
-                            "expires": waiver.expires.isoformat()})
-        expired = _expired_waiver(rule.id, waivers, today)
-        note = f"; a waiver expired on {expired.expires.isoformat()}" if expired else ""
-        return finding("FAIL", value, f"{shown}, which is {rule.fail_if.text()}{note}")
+        return failing(value, f"{shown}, which is {rule.fail_if.text()}")
     if rule.warn_if and rule.warn_if.holds(value):
         return finding("WARN", value, f"{shown}, which is {rule.warn_if.text()}")
     return finding("PASS", value, f"{shown} meets the requirement ({requirement})")

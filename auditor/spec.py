@@ -78,6 +78,10 @@ class AuditMeta(StrictModel):
     owner: str | None = Field(None, description="Person or team responsible for the model.")
     period: str | None = Field(None, description="Period under review, e.g. 2026-Q4.")
     purpose: str | None = Field(None, description="Why the audit is done, e.g. the regulation it answers.")
+    retention_years: int | None = Field(None, ge=0, le=100, description="How long the organisation keeps this "
+                                        "run folder (years); policy rules check it (e.g. DSA Art. 34(3): 3).")
+    limitations: list[str] = Field([], description="Known limitations the model owner records; printed in the "
+                                                   "report's limitations section.")
 
 
 class ModelSpec(StrictModel):
@@ -206,6 +210,9 @@ class AuditSpec(StrictModel):
     seed: int = Field(0, ge=0, description="Seed for every random draw; same spec + seed ⇒ same evidence.")
     output: OutputSpec = OutputSpec()
     signing: SigningSpec | None = Field(None, description="Sign the run (PDF signature and DSSE bundle).")
+    baseline: InputFolder | None = Field(None, description="Run folder of the previous review (holds "
+                                                           "evidence.json): the report gets a 'since last review' "
+                                                           "section comparing this run with it.")
 
     @model_validator(mode="before")
     @classmethod

@@ -61,11 +61,12 @@ class EvidenceResult:
     records: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     how_to_read: str = ""
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> {query id: value}
     error: str = ""
     n_model_rows: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "status": self.status,
             "summary": self.summary,
             "error": self.error,
@@ -75,6 +76,10 @@ class EvidenceResult:
             "notes": self.notes,
             "n_model_rows": self.n_model_rows,
         }
+        if self.per_query:  # values per query that per-query rules judge (`per_query:` in a policy rule)
+            out["per_query"] = {name: {q: _plain(v) for q, v in values.items()}
+                                for name, values in sorted(self.per_query.items())}
+        return out
 
 
 def _plain(value: float) -> float | None:

@@ -157,6 +157,8 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
         result.metrics["local.exs.degenerate_docs"] = float(degenerate.rows)
     _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
     result.records = records
+    for record in records:  # per-query values at the evidence's k, for per-query policy rules
+        result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
     return result
 
 

@@ -80,6 +80,9 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
          **{f"ndcg@{k}": _round(ndcg[i, j]) for j, k in enumerate(options.cutoffs)}, "ap": _round(ap[i])}
         for i in range(data.n_queries)
     ]
+    for j, k in enumerate(options.cutoffs):  # per-query values for per-query policy rules
+        result.per_query[f"ranking_quality.ndcg@{k}"] = {data.query_ids[i]: _round(ndcg[i, j])
+                                                         for i in range(data.n_queries)}
     result.figures.append(Figure(
         title=f"Distribution of nDCG@{headline} over queries",
         svg=histogram(ndcg[:, col], bins=np.linspace(0, 1, 21), xlabel=f"nDCG@{headline}"),

@@ -70,6 +70,7 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
     if dataset.get("dataset.single_doc_queries", 0) > 0:
         out.append(f"{int(dataset['dataset.single_doc_queries'])} queries have a single document: they cannot "
                    "be ranked and are left out of within-query measures.")
+    out += [f"Recorded by the model owner: {item}" for item in document["audit"].get("limitations") or []]
     for name, result in results.items():
         if result.status != "ok":
             out.append(f"Evidence '{name}' did not produce results ({result.status}): {result.error}")

@@ -1,0 +1,166 @@
+"""Rule language (conditions, per-query pass rates, required evidence, pack inheritance) and the built-in packs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from auditor.errors import InputError
+from auditor.evidence.base import EvidenceResult
+from auditor.policy import Condition, LoadedPack, PolicyPack, evaluate, load_pack, load_packs
+from auditor.spec import Waiver
+
+TODAY = dt.date(2026, 11, 22)
+runner = CliRunner()
+BASE = {"title": "t", "evidence": "ranking_quality", "citation": "c", "rationale": "r", "severity": "major"}
+
+
+def packs(*rules: dict) -> list[LoadedPack]:
+    model = PolicyPack(pack="p", title="P", version="1", rules=[{**BASE, **r} for r in rules])
+    return [LoadedPack(pack=model, path=Path("p.yaml"), sha256="0")]
+
+
+def judge(rules: list[LoadedPack], evidence: dict, *, requested: set[str] | None = None,
+          waivers: tuple[Waiver, ...] = ()) -> list:
+    return evaluate(rules, evidence, requested=set(evidence) if requested is None else requested,
+                    waivers=list(waivers), today=TODAY)
+
+
+def quality(per_query: dict[str, dict[str, float]] | None = None, **metrics: float) -> dict[str, EvidenceResult]:
+    return {"ranking_quality": EvidenceResult(name="ranking_quality", metrics=dict(metrics),
+                                              per_query=per_query or {})}
+
+
+@pytest.mark.parametrize(("text", "value", "holds"), [
+    ("< 0.5", 0.4, True), ("< 0.5", 0.5, False), ("<= 0.5", 0.5, True), ("<= 0.5", 0.51, False),
+    ("> 2", 2.5, True), ("> 2", 2, False), (">= 2", 2, True), (">= 2", 1.99, False),
+    ("== 3", 3.0, True), ("== 3", 3.1, False), ("!= 3", 3.1, True),
+    ("between 0.2 and 0.8", 0.2, True), ("between 0.2 and 0.8", 0.8, True), ("between 0.2 and 0.8", 0.81, False),
+    ("BETWEEN -1 and 1e-3", 0.0, True), ("outside 0.2 and 0.8", 0.9, True), ("outside 0.2 and 0.8", 0.5, False),
+])
+def test_every_condition_type(text: str, value: float, holds: bool) -> None:
+    assert Condition.model_validate(text).holds(value) is holds
+
+
+@pytest.mark.parametrize("bad", ["between 0.8 and 0.2", "between 1", "~ 3", "< 1 and 2", "between a and b"])
+def test_bad_conditions_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        Condition.model_validate(bad)
+
+
+def test_between_rule_statuses() -> None:
+    rules = packs({"id": "R1", "metric": "m", "fail_if": "outside 0.1 and 0.9", "warn_if": "between 0.1 and 0.2"})
+    assert [judge(rules, quality(m=v))[0].status for v in (0.05, 0.15, 0.5, 0.95)] == ["FAIL", "WARN", "PASS", "FAIL"]
+    assert judge(rules, quality(m=0.5))[0].requirement == "FAIL if outside 0.1 and 0.9; WARN if between 0.1 and 0.2"
+
+
+def test_per_query_pass_rate_rule() -> None:
+    rules = packs({"id": "R1", "metric": "ranking_quality.ndcg@10", "per_query": ">= 0.5", "fail_if": "< 0.8",
+                   "warn_if": "< 0.9"})
+    values = {f"q{i}": v for i, v in enumerate([0.9, 0.6, 0.5, 0.49, 0.7, 0.8, 0.95, 0.55, 0.65, float("nan")])}
+    found = judge(rules, quality({"ranking_quality.ndcg@10": values}))[0]
+    # 8 of the 9 finite queries reach 0.5 (the NaN query is left out)
+    assert found.status == "WARN" and found.value == pytest.approx(8 / 9)
+    assert "88.9% of 9 queries" in found.message and "share of queries with value >= 0.5" in found.requirement
+    values["q1"] = 0.1
+    assert judge(rules, quality({"ranking_quality.ndcg@10": values}))[0].status == "FAIL"
+    missing = judge(rules, quality({"ranking_quality.ndcg@5": values}))[0]
+    assert missing.status == "ERROR" and "did you mean 'ranking_quality.ndcg@5'" in missing.message
+
+
+def test_required_evidence_fails_when_absent_and_plain_rule_is_skipped() -> None:
+    rules = packs({"id": "R1", "evidence": "surrogate", "required": True},
+                  {"id": "R2", "evidence": "surrogate", "metric": "surrogate.fidelity.kendall.mean",
+                   "fail_if": "< 0.7"},
+                  {"id": "R3", "evidence": "surrogate", "metric": "surrogate.fidelity.kendall.mean",
+                   "fail_if": "< 0.7", "required": True})
+    absent = judge(rules, quality(m=1.0))
+    assert [f.status for f in absent] == ["FAIL", "SKIPPED", "FAIL"]
+    assert "required by this rule but was not requested" in absent[0].message and "- surrogate: {}" in absent[0].message
+    present = {"surrogate": EvidenceResult(name="surrogate", metrics={"surrogate.fidelity.kendall.mean": 0.8})}
+    assert [f.status for f in judge(rules, present)] == ["PASS", "PASS", "PASS"]
+    low = {"surrogate": EvidenceResult(name="surrogate", metrics={"surrogate.fidelity.kendall.mean": 0.5})}
+    assert [f.status for f in judge(rules, low)] == ["PASS", "FAIL", "FAIL"]
+    skipped = {"surrogate": EvidenceResult(name="surrogate", status="skipped", error="not a tree model")}
+    assert [f.status for f in judge(rules, skipped)] == ["FAIL", "SKIPPED", "FAIL"]
+    failed = {"surrogate": EvidenceResult(name="surrogate", status="error", error="boom")}
+    assert [f.status for f in judge(rules, failed)] == ["ERROR", "ERROR", "ERROR"]
+    waiver = Waiver(rule="R1", justification="surrogate next quarter", approver="A", expires=TODAY)
+    assert judge(rules, quality(m=1.0), waivers=(waiver,))[0].status == "WAIVED"
+    expired = Waiver(rule="R1", justification="j", approver="A", expires=TODAY - dt.timedelta(days=1))
+    late = judge(rules, quality(m=1.0), waivers=(expired,))[0]
+    assert late.status == "FAIL" and "expired on 2026-11-21" in late.message
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ({"id": "R1"}, "needs a `metric`"),
+    ({"id": "R1", "required": True, "fail_if": "< 1"}, "conditions need a `metric`"),
+    ({"id": "R1", "metric": "m"}, "needs `fail_if`, `warn_if` or both"),
+])
+def test_rule_shape_errors(rule: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        packs(rule)
+
+
+def _write(folder: Path, name: str, body: dict) -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def _rule(rule_id: str, **extra: object) -> dict:
+    return {"id": rule_id, "title": "t", "evidence": "dataset", "metric": "dataset.n_docs", "fail_if": "< 1",
+            "severity": "minor", "citation": "c", "rationale": "r", **extra}
+
+
+def test_pack_inheritance_overrides_and_dedupes(tmp_path: Path) -> None:
+    _write(tmp_path, "parent.yaml", {"pack": "parent", "title": "P", "version": "1",
+                                     "rules": [_rule("P-1"), _rule("P-2")]})
+    _write(tmp_path, "child.yaml", {"pack": "child", "title": "C", "version": "1", "extends": "./parent.yaml",
+                                    "rules": [_rule("P-2", fail_if="< 1e9"), _rule("C-1")]})
+    loaded = load_packs(["./child.yaml"], base_dir=tmp_path)
+    assert [p.pack.pack for p in loaded] == ["parent", "child"]
+    assert [r.id for r in loaded[0].pack.rules] == ["P-1"]  # P-2 is overridden by the child
+    assert [r.id for r in loaded[1].pack.rules] == ["P-2", "C-1"]
+    # listing the parent as well applies it once, before or after the child
+    for refs in (["./parent.yaml", "./child.yaml"], ["./child.yaml", "./parent.yaml"]):
+        assert sorted(r.id for p in load_packs(refs, base_dir=tmp_path) for r in p.pack.rules) == ["C-1", "P-1", "P-2"]
+    findings = evaluate(loaded, {"dataset": EvidenceResult(name="dataset", metrics={"dataset.n_docs": 10.0})},
+                        requested={"dataset"}, waivers=[], today=TODAY)
+    assert {f.rule: (f.pack, f.status) for f in findings} == {"P-1": ("parent", "PASS"), "P-2": ("child", "FAIL"),
+                                                              "C-1": ("child", "PASS")}
+    # a pack may extend a built-in one by name
+    _write(tmp_path, "mine.yaml", {"pack": "mine", "title": "M", "version": "1", "extends": ["starter"]})
+    assert [p.pack.pack for p in load_packs(["./mine.yaml"], base_dir=tmp_path)] == ["starter", "mine"]
+
+
+def test_pack_inheritance_errors(tmp_path: Path) -> None:
+    _write(tmp_path, "a.yaml", {"pack": "a", "title": "A", "version": "1", "extends": "./b.yaml",
+                                "rules": [_rule("A-1")]})
+    _write(tmp_path, "b.yaml", {"pack": "b", "title": "B", "version": "1", "extends": "./a.yaml",
+                                "rules": [_rule("B-1")]})
+    with pytest.raises(InputError, match="cycle"):
+        load_packs(["./a.yaml"], base_dir=tmp_path)
+    path = _write(tmp_path, "c.yaml", {"pack": "c", "title": "C", "version": "1", "extends": ["startr"]})
+    with pytest.raises(InputError) as info:
+        load_pack("./c.yaml", base_dir=tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:5:3: no built-in policy pack") and "did you mean 'starter'" in message
+    _write(tmp_path, "d.yaml", {"pack": "d", "title": "D", "version": "1"})
+    with pytest.raises(InputError, match="needs `rules`"):
+        load_pack("./d.yaml", base_dir=tmp_path)
+
+
+def test_policies_show_prints_a_table() -> None:
+    shown = runner.invoke(app, ["policies", "show", "starter"])
+    assert shown.exit_code == 0
+    header = next(line for line in shown.output.splitlines() if "severity" in line and "┃" in line)
+    assert all(word in header for word in ("id", "severity", "evidence", "metric", "citation"))
+    row = next(line for line in shown.output.splitlines() if "BASE-1" in line)
+    assert "ranking_quality.ndcg@10.mean" in row and "FAIL if < 0.4" in row
+    assert runner.invoke(app, ["policies", "show", "nope"]).exit_code == 2
