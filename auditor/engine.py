@@ -74,6 +74,13 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
     data = _load_data(spec.dataset, model)
     background = _load_data(spec.background, model) if spec.background is not None else None
+    for index, (name, options) in enumerate(spec.evidence_items()):  # options that name features of the data
+        if REGISTRY[name].check is not None:
+            try:
+                REGISTRY[name].check(options, data)
+            except InputError as exc:
+                raise InputError(exc.problem, file=spec_path, where=f"evidence.{index}.{name}.{exc.where}",
+                                 fix=exc.fix) from None
     signing = None
     if spec.signing is not None:  # keys and passphrase are checked before any evidence runs
         from auditor.signing import load_material

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from auditor.evidence import decision_path_accuracy, global_importance, local_explanations, ranking_quality
+from auditor.evidence import (
+    decision_path_accuracy,
+    disclosure_consistency,
+    global_importance,
+    local_explanations,
+    parameter_influence,
+    ranking_quality,
+)
 from auditor.evidence.base import EvidencePlugin
 
 REGISTRY: dict[str, EvidencePlugin] = {
@@ -16,5 +23,12 @@ REGISTRY: dict[str, EvidencePlugin] = {
                        "Local explanation quality", "Explainers compared by validity and completeness (paper 000)."),
         EvidencePlugin("decision_path_accuracy", decision_path_accuracy.DecisionPathOptions, decision_path_accuracy.run,
                        "Decision-path accuracy", "Explainers against decision-path ground truth (paper 001)."),
+        EvidencePlugin("disclosure_consistency", disclosure_consistency.DisclosureConsistencyOptions,
+                       disclosure_consistency.run, "Declared vs actual main parameters",
+                       "The declared main parameters and their order against the measured ones (P2B Art. 5).",
+                       disclosure_consistency.check),
+        EvidencePlugin("parameter_influence", parameter_influence.ParameterInfluenceOptions, parameter_influence.run,
+                       "Influence of sensitive parameters", "Rank shifts when paid or other sensitive parameters "
+                       "are masked or swept.", parameter_influence.check),
     )
 }

@@ -142,3 +142,4 @@ class EvidencePlugin:
     run: Callable[[AuditContext, Any], EvidenceResult]
     title: str
     description: str
+    check: Callable[[Any, RankingData], None] | None = None  # bad options for this data: InputError(where=option)

@@ -31,6 +31,12 @@ Outputs (in the script's folder unless ``--out`` is given): ``train.csv``
 two runs with the same seed write byte-identical files.
 
 Regenerate with ``.venv/bin/python examples/bookstore/generate.py``.
+
+Planted variants (for the transparency and governance tests; the defaults write the files above unchanged):
+``--sponsored-boost B`` sets the direct effect of sponsorship on the hidden relevance (default 0.2; e.g. 1.5 is
+a paid boost the ranker learns), ``--null-feature`` adds a ``gift_wrap`` flag (about 10% of rows, drawn from
+its own stream) that plays no part in relevance, and ``--shift S`` moves the catalogue (prices × (1 + S), the
+e-book share + S/2), so a model retrained on it is "the next quarter's model on shifted data".
 """
 
 from __future__ import annotations
@@ -131,12 +137,24 @@ def isbn13(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.array(ids, dtype=object)
 
 
-def make_catalogue(rng: np.random.Generator, n: int = N_CATALOGUE) -> Catalogue:
+@dataclass(frozen=True)
+class Variant:
+    """Planted changes (all off by default, so the default files stay byte-identical)."""
+
+    sponsored_boost: float = 0.2
+    null_feature: bool = False
+    shift: float = 0.0
+
+    def features(self) -> list[str]:
+        return [*FEATURES, "gift_wrap"] if self.null_feature else list(FEATURES)
+
+
+def make_catalogue(rng: np.random.Generator, n: int = N_CATALOGUE, shift: float = 0.0) -> Catalogue:
     """Build the shop's catalogue; candidates are sampled from it, so books recur across queries."""
     genre = rng.integers(0, len(GENRES), size=n)
-    is_ebook = (rng.random(n) < 0.3).astype(float)
+    is_ebook = (rng.random(n) < 0.3 + shift / 2).astype(float)
     # Prices cluster around 10-20 EUR with a long tail; shops price at x.99.
-    raw_price = np.exp(rng.normal(np.log(14.0), 0.5, size=n)) * np.where(is_ebook == 1, 0.6, 1.0)
+    raw_price = np.exp(rng.normal(np.log(14.0), 0.5, size=n)) * np.where(is_ebook == 1, 0.6, 1.0) * (1 + shift)
     price = np.clip(np.round(raw_price), 5, 60) - 0.01
     # Most books are recent; a few are classics going back to 1950.
     age = np.floor(rng.exponential(10.0, size=n))
@@ -174,7 +192,8 @@ def make_catalogue(rng: np.random.Generator, n: int = N_CATALOGUE) -> Catalogue:
     )
 
 
-def hidden_relevance(df: pd.DataFrame, rng: np.random.Generator, query_effect: np.ndarray) -> np.ndarray:
+def hidden_relevance(df: pd.DataFrame, rng: np.random.Generator, query_effect: np.ndarray,
+                     sponsored_boost: float = 0.2) -> np.ndarray:
     """Latent "how much the shopper wanted this book" score; the ranker never sees it directly."""
     reviews = (df["avg_review"] - 3.5) * np.log10(1 + df["n_reviews"])
     recency = np.exp(-(CURRENT_YEAR - df["publishing_year"]) / 12.0)
@@ -185,14 +204,15 @@ def hidden_relevance(df: pd.DataFrame, rng: np.random.Generator, query_effect: n
         + 0.35 * (df["sales_rank_log"] - 2.5)
         + 0.6 * recency
         + 0.4 * df["author_popularity"]
-        + 0.2 * df["sponsored"]  # small: paid placement barely changes what shoppers want
+        + sponsored_boost * df["sponsored"]  # 0.2 by default: paid placement barely changes what shoppers want
         + query_effect
         + rng.normal(0, 0.8, size=len(df))
     )
     return score.to_numpy()
 
 
-def make_queries(rng: np.random.Generator, cat: Catalogue, qids: range, single_doc_qid: int) -> pd.DataFrame:
+def make_queries(rng: np.random.Generator, cat: Catalogue, qids: range, single_doc_qid: int,
+                 variant: Variant = Variant()) -> pd.DataFrame:
     """Simulate search sessions: pick filters, retrieve candidates, then grade them."""
     n_queries = len(qids)
     sizes = rng.integers(MIN_DOCS, MAX_DOCS + 1, size=n_queries)
@@ -240,7 +260,7 @@ def make_queries(rng: np.random.Generator, cat: Catalogue, qids: range, single_d
 
     query_effect = rng.normal(0, 0.35, size=n_queries)
     row_query = df["qid"].to_numpy() - qids.start
-    latent = hidden_relevance(df, rng, query_effect[row_query])
+    latent = hidden_relevance(df, rng, query_effect[row_query], variant.sponsored_boost)
     label = np.digitize(latent, GRADE_CUTS)
     # Window shoppers look but never engage: every candidate is graded 0.
     label[window_shopper[row_query]] = 0
@@ -248,7 +268,9 @@ def make_queries(rng: np.random.Generator, cat: Catalogue, qids: range, single_d
 
     for col, dec in DECIMALS.items():
         df[col] = df[col].astype(float).round(dec)
-    return df[COLUMNS]
+    if variant.null_feature:  # its own stream: the other columns do not change
+        df["gift_wrap"] = (np.random.default_rng([qids.start, 77]).random(len(df)) < 0.1).astype(float)
+    return df[["qid", "doc_id", "label", *variant.features()]]
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -261,7 +283,8 @@ def group_sizes(df: pd.DataFrame) -> np.ndarray:
     return df.groupby("qid", sort=False).size().to_numpy()
 
 
-def train_ranker(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> tuple[lgb.Booster, list[float]]:
+def train_ranker(train: pd.DataFrame, test: pd.DataFrame, seed: int, features: list[str] = FEATURES
+                 ) -> tuple[lgb.Booster, list[float]]:
     """Fit the LambdaMART ranker and record LightGBM's own test nDCG@10 per iteration."""
     params = {
         "objective": "lambdarank",
@@ -277,10 +300,10 @@ def train_ranker(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> tuple[lg
         "verbosity": -1,
     }
     dtrain = lgb.Dataset(
-        train[FEATURES], label=train["label"], group=group_sizes(train), feature_name=FEATURES
+        train[features], label=train["label"], group=group_sizes(train), feature_name=features
     )
     dtest = lgb.Dataset(
-        test[FEATURES], label=test["label"], group=group_sizes(test), feature_name=FEATURES, reference=dtrain
+        test[features], label=test["label"], group=group_sizes(test), feature_name=features, reference=dtrain
     )
     record: dict = {}
     booster = lgb.train(
@@ -327,31 +350,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--out", type=Path, default=HERE, help="output folder (default: this script's folder)"
     )
+    parser.add_argument("--sponsored-boost", type=float, default=0.2,
+                        help="direct effect of sponsorship on the hidden relevance (default 0.2)")
+    parser.add_argument("--null-feature", action="store_true", help="add a gift_wrap flag with no effect")
+    parser.add_argument("--shift", type=float, default=0.0, help="catalogue shift: prices x (1 + S), e-books + S/2")
     args = parser.parse_args(argv)
+    variant = Variant(sponsored_boost=args.sponsored_boost, null_feature=args.null_feature, shift=args.shift)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
 
     rng = np.random.default_rng(args.seed)
-    cat = make_catalogue(rng)
+    cat = make_catalogue(rng, shift=variant.shift)
     n_all = N_TRAIN_QUERIES + N_TEST_QUERIES
     train_qids = range(1, N_TRAIN_QUERIES + 1)
     test_qids = range(N_TRAIN_QUERIES + 1, n_all + 1)
     single_train = int(rng.integers(train_qids.start, train_qids.stop))
     single_test = int(rng.integers(test_qids.start, test_qids.stop))
-    train = make_queries(rng, cat, train_qids, single_train)
-    test = make_queries(rng, cat, test_qids, single_test)
+    train = make_queries(rng, cat, train_qids, single_train, variant)
+    test = make_queries(rng, cat, test_qids, single_test, variant)
 
     write_csv(train, out / "train.csv")
     write_csv(test, out / "test.csv")
     # Train on what was written, so the model matches the CSVs exactly.
     train = pd.read_csv(out / "train.csv")
     test = pd.read_csv(out / "test.csv")
-    booster, ndcg = train_ranker(train, test, args.seed)
+    booster, ndcg = train_ranker(train, test, args.seed, variant.features())
     booster.save_model(str(out / "model.txt"))
 
     describe("train", train)
     describe("test", test)
-    print(f"columns: {', '.join(COLUMNS)}")
+    print(f"columns: {', '.join(['qid', 'doc_id', 'label', *variant.features()])}")
     print(
         f"LightGBM test ndcg@10: {ndcg[-1]:.4f} after {len(ndcg)} trees "
         f"(first tree {ndcg[0]:.4f}; retrieval order {ndcg_at_10_file_order(test):.4f})"

@@ -1,0 +1,207 @@
+"""Evidence `disclosure_consistency`: do the main parameters the business declares (in its terms and conditions,
+most important first) match the model's actual main parameters?
+
+The measured order comes from exact TreeSHAP (as `global_importance`): the within-query view (what changes the
+order of documents inside a query) is the headline, the per-query view a second source, and an interpretable
+surrogate's importance a third when the `auditor.surrogate` package offers one. Reported: rank correlation of
+the declared order with each measured order, influential parameters that are not declared, declared parameters
+that are not main ones, and how stable the measured order is across bootstrap samples of queries.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+from scipy.stats import kendalltau
+
+from auditor.checks.ranking import bootstrap_interval
+from auditor.data import RankingData
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.evidence.global_importance import _contributions, importance_views
+from auditor.evidence.parameter_influence import check_feature_names
+
+
+class DisclosureConsistencyOptions(EvidenceOptions):
+    declared: list[str] = Field([], description="The parameters the business discloses, most important first "
+                                                "(feature names).")
+    share_for_main: float = Field(0.8, gt=0, le=1, description="Main parameters = fewest features reaching this "
+                                                               "share of the within-query importance.")
+    min_share: float = Field(0.05, ge=0, le=1, description="A main parameter below this share of the importance "
+                                                           "is not counted as influential when undeclared.")
+    resamples: int = Field(200, ge=20, le=10_000, description="Bootstrap samples of queries for the stability of "
+                                                              "the measured order.")
+
+
+HOW_TO_READ = (
+    "The declared list is what the business tells users about how results are ordered. The measured order is how "
+    "much each feature moves documents within their query (TreeSHAP). Kendall's tau compares the two orders over "
+    "the declared parameters (1: same order, 0: unrelated, −1: reversed). An undeclared influential parameter is a "
+    "main parameter, with at least the stated share of the importance, that the declaration leaves out. Stability "
+    "re-measures the order on bootstrap samples of queries: a low value means the order itself is uncertain."
+)
+
+
+def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:
+    """Every declared parameter is a feature of the data, listed once (bad input before any evidence runs)."""
+    check_feature_names(options.declared, data.feature_names, key="declared")
+
+
+def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceResult:
+    data = ctx.data
+    result = EvidenceResult(name="disclosure_consistency", how_to_read=HOW_TO_READ)
+    if not options.declared:
+        result.status = "skipped"
+        result.error = "no declared parameters; list the disclosed main parameters under `declared`"
+        return result
+    check(options, data)
+    names = list(data.feature_names)
+    contrib = _contributions(ctx)
+    if contrib is None:
+        result.status = "skipped"
+        result.error = f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with"
+        return result
+    phi = contrib[:, :-1]
+    declared = [names.index(f) for f in options.declared]
+    views = importance_views(phi, data.query_ptr)
+    sources = {"within_query": views["within_query"], "per_query": views["per_query"]}
+    surrogate = _surrogate_importance(ctx)
+    if surrogate is not None:
+        sources["surrogate"] = surrogate
+    else:
+        result.notes.append("No surrogate importance: the `auditor.surrogate` package is not available here.")
+
+    metrics = result.metrics
+    within = _shares(views["within_query"])
+    order = np.argsort(-within, kind="stable")
+    main = _main_set(within, options.share_for_main)
+    influential = [f for f in main if within[f] >= options.min_share]
+    undeclared = [f for f in influential if f not in declared]
+    not_main = [f for f in declared if f not in main]
+    metrics["disclosure.undeclared_main"] = float(len(undeclared))
+    metrics["disclosure.undeclared_share"] = float(sum(within[f] for f in range(len(names)) if f not in declared))
+    metrics["disclosure.declared_not_main"] = float(len(not_main))
+    metrics["disclosure.main_parameters"] = float(len(main))
+    for source, values in sources.items():
+        metrics[f"disclosure.rank_correlation.{source}"] = _tau_declared(values, declared)
+    metrics["disclosure.rank_correlation"] = metrics["disclosure.rank_correlation.within_query"]
+
+    per_query_tau, per_query_within = _per_query(phi, data.query_ptr, declared)
+    finite = per_query_tau[np.isfinite(per_query_tau)]
+    rng = ctx.rng("disclosure_consistency")
+    low, high = bootstrap_interval(finite, rng)
+    metrics["disclosure.per_query.rank_correlation.mean"] = float(finite.mean()) if finite.size else np.nan
+    metrics["disclosure.per_query.rank_correlation.ci95_low"] = low
+    metrics["disclosure.per_query.rank_correlation.ci95_high"] = high
+    multi = [q for q in range(data.n_queries) if data.query_ptr[q + 1] - data.query_ptr[q] > 1]
+    result.per_query["disclosure.per_query.rank_correlation"] = {
+        data.query_ids[q]: round(float(t), 6) for q, t in zip(multi, per_query_tau, strict=True) if np.isfinite(t)}
+
+    stability = _stability(per_query_within, within, main, undeclared, declared, options, rng)
+    metrics.update(stability)
+
+    declared_rank = {f: i + 1 for i, f in enumerate(declared)}
+    shown = list(dict.fromkeys([*order[: max(len(main), len(declared))].tolist(), *declared]))
+    result.tables.append(Table(
+        title="Declared and measured main parameters",
+        columns=["parameter", "declared rank", "measured rank", "share of within-query importance", "main parameter",
+                 "finding"],
+        rows=[[names[f], declared_rank.get(f, "—"), int(np.flatnonzero(order == f)[0]) + 1, _r(within[f]),
+               "yes" if f in main else "no",
+               "UNDECLARED influential parameter" if f in undeclared else
+               ("declared, not a main parameter" if f in not_main else "")] for f in shown],
+        note=(f"Main parameters: the fewest features reaching {options.share_for_main:.0%} of the within-query "
+              f"importance; undeclared ones count when their share is at least {options.min_share:.0%}.")))
+    result.tables.append(Table(
+        title="Agreement of the declared order with each measured order (Kendall's tau over declared parameters)",
+        columns=["measured by", "tau"],
+        rows=[[source.replace("_", " "), _r(metrics[f"disclosure.rank_correlation.{source}"])] for source in sources]
+        + [["per query (mean over queries)", _r(metrics["disclosure.per_query.rank_correlation.mean"])]],
+        note=(f"Stability over {options.resamples} bootstrap samples of queries: tau with the full order "
+              f"{metrics['disclosure.stability.kendall.mean']:.3f} on average; the main set is the same in "
+              f"{metrics['disclosure.stability.main_set_agreement']:.0%} of samples.")))
+    flagged = ", ".join(names[f] for f in undeclared)
+    result.summary = (f"Declared order vs measured: tau = {metrics['disclosure.rank_correlation']:.2f}; "
+                      + (f"undeclared influential parameter(s): {flagged}." if undeclared else
+                         "every influential parameter is declared."))
+    return result
+
+
+def _main_set(shares: np.ndarray, share_for_main: float) -> list[int]:
+    order = np.argsort(-shares, kind="stable")
+    count = int(np.searchsorted(np.cumsum(shares[order]), share_for_main - 1e-12) + 1)
+    return [int(f) for f in order[:min(count, len(order))]]
+
+
+def _tau_declared(importance: np.ndarray, declared: list[int]) -> float:
+    """Kendall's tau-b between declared positions (1 = most important) and measured importance of the declared
+    parameters (higher = more important); NaN with fewer than two declared or constant importance."""
+    if len(declared) < 2:
+        return float("nan")
+    values = importance[declared]
+    if np.all(values == values[0]):
+        return float("nan")
+    return float(kendalltau(-np.arange(len(declared)), values).statistic)
+
+
+def _per_query(phi: np.ndarray, query_ptr: np.ndarray, declared: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per query with ≥ 2 documents: tau of the declared order with that query's within-query importance, and
+    the (Q × F) within-query importance itself (for the bootstrap)."""
+    taus, rows = [], []
+    for a, b in itertools.pairwise(query_ptr):
+        if b - a < 2:
+            continue
+        block = phi[a:b]
+        within = np.abs(block - block.mean(axis=0)).mean(axis=0)
+        rows.append(within)
+        taus.append(_tau_declared(within, declared))
+    return np.asarray(taus, dtype=np.float64), np.asarray(rows).reshape(-1, phi.shape[1])
+
+
+def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int], undeclared: list[int],
+               declared: list[int], options: DisclosureConsistencyOptions, rng: np.random.Generator
+               ) -> dict[str, float]:
+    """The measured order re-computed on bootstrap samples of queries: Kendall's tau with the full-data order,
+    share of samples with the same main set, and share in which some influential parameter is undeclared."""
+    n = per_query_within.shape[0]
+    if n < 2:
+        return {"disclosure.stability.kendall.mean": np.nan, "disclosure.stability.kendall.p05": np.nan,
+                "disclosure.stability.main_set_agreement": np.nan, "disclosure.stability.undeclared_share": np.nan}
+    taus, same, flagged = [], 0, 0
+    for _ in range(options.resamples):
+        sample = per_query_within[rng.integers(0, n, size=n)].mean(axis=0)
+        shares = _shares(sample)
+        taus.append(kendalltau(within, shares).statistic)
+        sample_main = _main_set(shares, options.share_for_main)
+        same += set(sample_main) == set(main)
+        flagged += any(f not in declared and shares[f] >= options.min_share for f in sample_main)
+    taus_array = np.nan_to_num(np.asarray(taus, dtype=np.float64), nan=1.0)
+    return {"disclosure.stability.kendall.mean": float(taus_array.mean()),
+            "disclosure.stability.kendall.p05": float(np.quantile(taus_array, 0.05)),
+            "disclosure.stability.main_set_agreement": same / options.resamples,
+            "disclosure.stability.undeclared_share": flagged / options.resamples}
+
+
+def _surrogate_importance(ctx: AuditContext) -> np.ndarray | None:
+    """Per-feature importance of an interpretable surrogate, when `auditor.surrogate` offers
+    `feature_importance(ctx) -> array` (built separately); None otherwise."""
+    try:
+        from auditor import surrogate  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    function: Any = getattr(surrogate, "feature_importance", None)
+    if function is None:
+        return None
+    values = np.asarray(function(ctx), dtype=np.float64)
+    return values if values.shape == (ctx.data.n_features,) else None
+
+
+def _shares(values: np.ndarray) -> np.ndarray:
+    total = values.sum()
+    return values / total if total > 0 else np.zeros_like(values)
+
+
+def _r(value: float) -> float:
+    return round(float(value), 6)

@@ -1,0 +1,148 @@
+"""Ranking-transparency evidence: declared vs measured main parameters, and the influence of sensitive parameters.
+
+The planted scenarios come from the bookstore generator: `--sponsored-boost 1.5` makes paid placement worth a
+clear boost the ranker learns, `--null-feature` adds a `gift_wrap` flag that plays no part in relevance; the
+bundled example declares six parameters in its spec and leaves out `sales_rank_log`, which the model uses.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from auditor.checks.influence import rank_among_others, top_k_changed
+from auditor.cli import app
+from auditor.engine import prepare
+from auditor.errors import InputError
+from auditor.evidence import disclosure_consistency, parameter_influence
+from auditor.evidence.base import AuditContext
+from auditor.models.base import CountingRanker
+from tests.conftest import BOOKSTORE
+
+DECLARED = ["genre_match", "price_in_range", "avg_review", "n_reviews", "publishing_year", "author_popularity"]
+
+
+def _spec(folder: Path, evidence: list) -> Path:
+    spec = {"audit": {"title": "t", "organisation": "o"}, "model": {"path": "model.txt"},
+            "dataset": {"path": "test.csv", "doc_id_column": "doc_id"},
+            "background": {"path": "train.csv", "doc_id_column": "doc_id"}, "evidence": evidence,
+            "output": {"dir": "reports", "formats": []}}
+    path = folder / "audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def _context(folder: Path) -> AuditContext:
+    prepared = prepare(_spec(folder, ["ranking_quality"]))
+    return AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=3,
+                        background=prepared.background)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bookstore regenerated with a strong sponsored boost and a null `gift_wrap` flag (about 4 s)."""
+    out = tmp_path_factory.mktemp("planted")
+    subprocess.run([sys.executable, str(BOOKSTORE / "generate.py"), "--out", str(out), "--sponsored-boost", "1.5",
+                    "--null-feature"], check=True, capture_output=True)
+    return out
+
+
+def test_rank_among_others_matches_a_sort() -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        n = int(rng.integers(2, 12))
+        scores = rng.integers(0, 4, size=n).astype(float)  # many ties
+        own = rank_among_others(scores, scores)
+        assert np.array_equal(np.argsort(own), np.argsort(-scores, kind="stable"))
+        d, x = int(rng.integers(0, n)), float(rng.integers(0, 4)) + rng.choice([0.0, 0.5])
+        moved = scores.copy()
+        moved[d] = x
+        candidates = scores.copy()
+        candidates[d] = x
+        expected = int(np.flatnonzero(np.argsort(-moved, kind="stable") == d)[0])
+        assert rank_among_others(scores, candidates)[d] == expected
+    assert top_k_changed(np.array([3.0, 2, 1]), np.array([3.0, 1, 2]), 1) is False
+    assert top_k_changed(np.array([3.0, 2, 1]), np.array([3.0, 1, 2]), 2) is True
+
+
+def test_parameter_influence_detects_the_planted_boost_and_no_null_effect(planted: Path) -> None:
+    ctx = _context(planted)
+    options = parameter_influence.ParameterInfluenceOptions(sensitive=["sponsored", "gift_wrap"], resamples=500)
+    ctx.scores()
+    before = ctx.model.rows_evaluated
+    result = parameter_influence.run(ctx, options)
+    m = result.metrics
+    # a boost of 1.5 relevance units (grades are ~0.8-1.1 units apart) is worth several positions
+    assert m["influence.sponsored.sweep_gain.ci95_low"] > 3
+    assert m["influence.sponsored.rank_shift.mean"] > 3 and m["influence.sponsored.topk_changed_share"] > 0.5
+    # the null flag: no directional effect (the interval holds 0) and under a tenth of a position on average
+    assert m["influence.gift_wrap.sweep_gain.ci95_low"] < 0 < m["influence.gift_wrap.sweep_gain.ci95_high"]
+    assert abs(m["influence.gift_wrap.sweep_gain.mean"]) < 0.1
+    assert m["influence.max.sweep_gain.max_abs"] == pytest.approx(m["influence.sponsored.sweep_gain.mean"])
+    rows = {row[0]: row for row in result.tables[0].rows}
+    assert rows["sponsored"][-1] == "yes" and rows["gift_wrap"][-1] == "no"
+    assert "detected for sponsored." in result.summary
+    # model rows: each flag masked (mean masking: one fill row) and at both its values, for every document
+    n = ctx.data.n_docs
+    assert ctx.model.rows_evaluated - before == 2 * n + 2 * 2 * n
+    assert set(result.per_query["influence.sponsored.rank_shift"]) <= set(ctx.data.query_ids)
+
+
+def test_parameter_influence_on_the_example_and_its_input_checks(bookstore: Path) -> None:
+    ctx = _context(bookstore)
+    result = parameter_influence.run(ctx, parameter_influence.ParameterInfluenceOptions(
+        sensitive=["sponsored", "is_ebook"], resamples=300, queries=40))
+    m = result.metrics
+    assert m["influence.queries"] == 40
+    assert m["influence.sponsored.sweep_gain.ci95_low"] > 0  # the example's small direct effect (0.2) shows
+    assert m["influence.is_ebook.sweep_gain.ci95_low"] < 0 < m["influence.is_ebook.sweep_gain.ci95_high"]
+    again = parameter_influence.run(_context(bookstore), parameter_influence.ParameterInfluenceOptions(
+        sensitive=["sponsored", "is_ebook"], resamples=300, queries=40))
+    assert again.metrics == m  # seeded
+    skipped = parameter_influence.run(ctx, parameter_influence.ParameterInfluenceOptions())
+    assert skipped.status == "skipped" and "sensitive" in skipped.error
+    with pytest.raises(InputError, match="did you mean 'sponsored'"):
+        parameter_influence.run(ctx, parameter_influence.ParameterInfluenceOptions(sensitive=["sponsor"]))
+
+
+def test_disclosure_flags_the_undeclared_parameter(bookstore: Path) -> None:
+    ctx = _context(bookstore)
+    options = disclosure_consistency.DisclosureConsistencyOptions
+    result = disclosure_consistency.run(ctx, options(declared=DECLARED, resamples=50))
+    m = result.metrics
+    assert m["disclosure.undeclared_main"] == 1
+    flagged = [row[0] for row in result.tables[0].rows if row[-1].startswith("UNDECLARED")]
+    assert flagged == ["sales_rank_log"] and "sales_rank_log" in result.summary
+    assert m["disclosure.undeclared_share"] > 0.1 and m["disclosure.rank_correlation"] > 0.5
+    assert m["disclosure.stability.undeclared_share"] > 0.9  # the flag holds on resampled queries
+    complete = disclosure_consistency.run(ctx, options(declared=[*DECLARED[:3], "sales_rank_log", *DECLARED[3:]],
+                                                       resamples=50)).metrics
+    assert complete["disclosure.undeclared_main"] == 0
+    assert complete["disclosure.rank_correlation"] > m["disclosure.rank_correlation"]
+    reversed_order = disclosure_consistency.run(ctx, options(declared=DECLARED[::-1], resamples=50)).metrics
+    assert reversed_order["disclosure.rank_correlation"] < -0.5
+    assert reversed_order["disclosure.per_query.rank_correlation.ci95_high"] < 0
+    assert disclosure_consistency.run(ctx, options()).status == "skipped"
+    with pytest.raises(InputError, match="did you mean 'avg_review'"):
+        disclosure_consistency.run(ctx, options(declared=["avg_reviews"]))
+
+
+def test_disclosure_flags_a_planted_paid_boost(planted: Path) -> None:
+    result = disclosure_consistency.run(_context(planted), disclosure_consistency.DisclosureConsistencyOptions(
+        declared=[*DECLARED[:3], "sales_rank_log", *DECLARED[3:]], resamples=50))
+    assert [row[0] for row in result.tables[0].rows if row[-1].startswith("UNDECLARED")] == ["sponsored"]
+
+
+def test_bad_sensitive_parameter_is_bad_input_through_the_cli(bookstore: Path) -> None:
+    spec = _spec(bookstore, [{"parameter_influence": {"sensitive": ["sponsord"]}}])
+    result = CliRunner().invoke(app, ["report", str(spec), "--quiet"])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {spec}:evidence.0.parameter_influence.sensitive.0: 'sponsord' is not")
+    assert "did you mean 'sponsored'" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (bookstore / "reports").exists() or not any((bookstore / "reports").iterdir())
