@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from auditor.data import infer_format
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
-from auditor.policy import load_pack
+from auditor.policy import LoadedPack, load_pack
 
 
 def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[str], title: str,
@@ -17,12 +18,11 @@ def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[
         if not path.is_file():
             raise InputError(f"no {what} file here", file=path, fix=f"give the path of the {what} file")
     fmt = infer_format(dataset)
-    for name in policies:
-        load_pack(name, base_dir=Path.cwd())
+    packs = [load_pack(name, base_dir=Path.cwd()) for name in policies]
     base = spec_path.resolve().parent
     model_rel = Path(os.path.relpath(model.resolve(), base)).as_posix()
     data_rel = Path(os.path.relpath(dataset.resolve(), base)).as_posix()
-    evidence = "\n".join(f"  - {name}: {{}}    # {plugin.description}" for name, plugin in REGISTRY.items())
+    evidence = _evidence_lines(packs, _feature_names(model))
     csv_hint = ("\n  # CSV/Parquet columns (defaults shown):\n  # query_column: qid\n  # label_column: label\n"
                 "  # doc_id_column: doc_id\n") if fmt != "svmlight" else \
         "\n  # feature_names: features.txt   # one name a line (optional)\n"
@@ -56,6 +56,42 @@ seed: 0                 # same spec + seed => same evidence.json
 output:
   dir: reports
 """
+
+
+def _evidence_lines(packs: list[LoadedPack], features: list[str]) -> str:
+    """Every evidence kind the packs need, in registry order, with the options it cannot do without; the other
+    kinds commented out; kinds a pack names that this installation lacks, as a comment."""
+    needed = [name for loaded in packs for name in loaded.evidence()]
+    lines = []
+    for name, plugin in REGISTRY.items():
+        options = "{}"
+        if name == "disclosure_consistency":
+            options = "{declared: []}   # TO FILL: the parameters your terms disclose, most important first"
+        elif name == "parameter_influence":
+            guessed = [f for f in features if _SENSITIVE.search(f)]
+            options = (f"{{sensitive: [{', '.join(guessed)}]}}   # paid or otherwise sensitive parameters"
+                       + ("" if guessed else " (TO FILL)"))
+        line = f"  - {name}: {options}" + ("" if "#" in options else f"    # {plugin.description}")
+        lines.append(line if name in needed else f"  # {line.strip()}    (not needed by the policies)")
+    for name in dict.fromkeys(needed):
+        if name not in REGISTRY:
+            lines.append(f"  # {name}: needed by the policies, not available in this installation")
+    return "\n".join(lines)
+
+
+_SENSITIVE = re.compile(r"sponsor|paid|promot|commission|advert|boost", re.IGNORECASE)
+
+
+def _feature_names(model: Path) -> list[str]:
+    """The model's feature names when it stores them (for guessing sensitive parameters); [] otherwise."""
+    try:
+        from auditor.models import load_model
+        from auditor.spec import ModelSpec
+
+        ranker = load_model(ModelSpec(path=model.resolve()), base_dir=model.resolve().parent)
+        return list(ranker.feature_names or [])
+    except Exception:  # a guess only: init must still write the spec
+        return []
 
 
 def _quote(text: str) -> str:

@@ -164,3 +164,63 @@ def test_policies_show_prints_a_table() -> None:
     row = next(line for line in shown.output.splitlines() if "BASE-1" in line)
     assert "ranking_quality.ndcg@10.mean" in row and "FAIL if < 0.4" in row
     assert runner.invoke(app, ["policies", "show", "nope"]).exit_code == 2
+
+
+PACKS = ["eu-p2b-art5", "eu-dsa-art27-34", "eu-ai-act-annex-iv", "model-governance"]
+
+
+@pytest.mark.parametrize("name", PACKS)
+def test_builtin_packs_validate_with_citations_and_reasons(name: str, tmp_path: Path) -> None:
+    packs_loaded = load_packs([name], base_dir=tmp_path)
+    rules = [rule for loaded in packs_loaded for rule in loaded.pack.rules]
+    assert len(rules) >= 8
+    for rule in rules:
+        assert "Art." in rule.citation or "Annex" in rule.citation or "SR 11-7" in rule.citation
+        assert rule.rationale.strip() and rule.threshold_reason.strip(), rule.id
+    assert packs_loaded[-1].evidence()
+
+
+def test_all_packs_on_the_bookstore_example(bookstore: Path) -> None:
+    """Every pack runs on the example; surrogate rules SKIP (plain) or FAIL (required) when it is not requested,
+    and each finding in the report links to its evidence."""
+    from tests.conftest import LIGHT_LOCAL, write_spec
+
+    spec = write_spec(bookstore, policies=PACKS, evidence=[
+        {"ranking_quality": {"cutoffs": [10]}}, {"global_importance": {}}, LIGHT_LOCAL,
+        {"disclosure_consistency": {"declared": ["genre_match", "price_in_range", "avg_review", "n_reviews",
+                                                "publishing_year", "author_popularity"], "resamples": 50}},
+        {"parameter_influence": {"sensitive": ["sponsored"], "resamples": 200}}],
+        output={"dir": "reports", "formats": ["html"]},
+        audit={"title": "Packs", "organisation": "O", "owner": "Team", "purpose": "P2B Art. 5", "retention_years": 5})
+    result = runner.invoke(app, ["report", str(spec), "--quiet", "--fail-on", "never"])
+    assert result.exit_code == 0, result.output
+    html_path = Path(result.stdout.strip())
+    doc = yaml.safe_load((html_path.parent / "evidence.json").read_text())
+    status = {f["rule"]: f["status"] for f in doc["findings"]}
+    assert "BASE-1" in status  # model-governance extends starter
+    assert status["P2B-10"] == "SKIPPED" and status["MG-6"] == "SKIPPED"
+    assert status["MG-5"] == "FAIL"  # required surrogate evidence absent
+    assert status["P2B-4"] == "FAIL" and status["DSA-3"] == "FAIL"  # sales_rank_log is not declared
+    assert status["P2B-8"] == "PASS" and status["DSA-9"] == "PASS" and status["AIA-12"] == "FAIL"  # 5 < 10 years
+    assert status["AIA-9"] == "FAIL" and status["AIA-1"] == "PASS"  # unsigned; purpose stated
+    assert all(s != "ERROR" for s in status.values()), {r: s for r, s in status.items() if s == "ERROR"}
+    html = html_path.read_text()
+    assert 'href="#ev-disclosure_consistency"' in html and 'id="ev-disclosure_consistency"' in html
+    assert 'href="#ev-parameter_influence"' in html and 'href="#scope"' in html
+
+
+@pytest.mark.parametrize("name", PACKS)
+def test_init_requests_each_packs_evidence(name: str, bookstore: Path) -> None:
+    out = bookstore / f"{name}.yaml"
+    result = runner.invoke(app, ["init", "--model", str(bookstore / "model.txt"), "--dataset",
+                                 str(bookstore / "test.csv"), "--out", str(out), "--policy", name])
+    assert result.exit_code == 0, result.output
+    spec = yaml.safe_load(out.read_text())
+    requested = [next(iter(item)) if isinstance(item, dict) else item for item in spec["evidence"]]
+    from auditor.evidence import REGISTRY
+
+    needed = [kind for kind in load_packs([name], base_dir=bookstore)[-1].evidence() if kind in REGISTRY]
+    assert set(needed) <= set(requested) and set(requested) <= set(needed)
+    if "parameter_influence" in needed:
+        assert {"parameter_influence": {"sensitive": ["sponsored"]}} in spec["evidence"]
+    assert runner.invoke(app, ["validate", str(out)]).exit_code == 0
