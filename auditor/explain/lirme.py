@@ -26,10 +26,9 @@ from typing import Literal
 
 import numpy as np
 from sklearn.linear_model import Lasso
-from threadpoolctl import threadpool_limits
 
 from auditor.explain.base import QueryView
-from auditor.explain.perturb import SamplerCache, kernel_weights, sample_query
+from auditor.explain.perturb import SamplerCache, sample_query, single_threaded_blas
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
@@ -67,14 +66,12 @@ class Lirme:
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
         if drawn is None:
             return np.zeros((0, query.n_features))
-        docs, sampler, samples, scores = drawn
-        out = np.zeros((docs.size, query.n_features))
+        out = np.zeros((drawn.docs.size, query.n_features))
         # The fits are tiny (n_samples × F); threaded BLAS only adds overhead there, and on a busy machine
         # OpenBLAS threads made one 2000 × 46 Gram matrix 100× slower (60 ms instead of 0.5 ms).
-        with threadpool_limits(limits=1, user_api="blas"):
-            for i, d in enumerate(docs):
-                weights = kernel_weights(samples[i], query.X[d], sampler.mean, sampler.std)
-                out[i] = self._fit(sampler.standardise(samples[i]), scores[i], weights)
+        with single_threaded_blas():
+            for i in range(drawn.docs.size):
+                out[i] = self._fit(drawn.Z[i], drawn.scores[i], drawn.weights[i])
         return out
 
     def _fit(self, Z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
