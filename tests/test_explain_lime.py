@@ -306,3 +306,102 @@ def test_shared_samples_score_fewer_rows_and_match_for_one_document(lambdamart) 
                                                                      np.random.default_rng(4))
     one_plain = Lirme(n_samples=300).attribute(model, query, docs[:1], masker, np.random.default_rng(4))
     np.testing.assert_array_equal(one_shared, one_plain)
+
+
+# --- exactness of the fast paths -------------------------------------------------------------------------------
+
+def _vectorised_sample(sampler: QuartileSampler, x: np.ndarray, n_samples: int, rng: np.random.Generator):
+    """The numpy version of `QuartileSampler.sample` that the compiled one replaced, kept as the reference."""
+    from scipy.special import ndtr, ndtri
+
+    n_draw, features = n_samples - 1, np.arange(sampler.n_features)
+    u_bin = rng.random((n_draw, sampler.n_features))
+    u_value = rng.random((n_draw, sampler.n_features))
+    bins = (u_bin[:, :, None] >= sampler._cumulative[None, :, :3]).sum(axis=2)
+    mean, std = sampler.bin_mean[features, bins], sampler.bin_std[features, bins]
+    low, high = sampler.bin_min[features, bins], sampler.bin_max[features, bins]
+    safe = np.where(sampler.bin_std > 0, sampler.bin_std, 1.0)
+    cdf_low = ndtr((sampler.bin_min - sampler.bin_mean) / safe)[features, bins]
+    cdf_high = ndtr((sampler.bin_max - sampler.bin_mean) / safe)[features, bins]
+    spread = std > 0
+    values = mean + np.where(spread, std, 1.0) * ndtri(cdf_low + u_value * (cdf_high - cdf_low))
+    values = np.where(spread, np.clip(values, low, high), mean)
+    return np.vstack([x[None, :], values])
+
+
+def test_compiled_sampler_is_bit_identical_to_the_vectorised_one(sampler: QuartileSampler, background: np.ndarray):
+    for seed in range(5):
+        x = background[seed * 100]
+        np.testing.assert_array_equal(sampler.sample(x, 3000, np.random.default_rng(seed)),
+                                      _vectorised_sample(sampler, x, 3000, np.random.default_rng(seed)))
+
+
+def test_standardised_kernel_equals_kernel_weights(sampler: QuartileSampler, background: np.ndarray):
+    from auditor.explain.perturb import standardised_kernel
+
+    samples = np.stack([sampler.sample(background[d], 500, np.random.default_rng(d)) for d in range(3)])
+    expected = np.stack([kernel_weights(s, s[0], sampler.mean, sampler.std) for s in samples])
+    np.testing.assert_array_equal(standardised_kernel(sampler.standardise(samples)), expected)
+
+
+def _svr_problem(seed: int, n: int = 1500, F: int = 10):
+    """An EXS-like fit: standardised samples, kernel weights, labels in [0, 1] from a nonlinear score."""
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, F))
+    Z[0] = 0.3 * rng.standard_normal(F)
+    w = np.exp(-np.sum((Z - Z[0]) ** 2, axis=1) / (0.75**2 * F))
+    score = Z @ rng.standard_normal(F) + 0.5 * np.tanh(Z[:, 0] * Z[:, 1]) + 0.1 * rng.standard_normal(n)
+    y = (score - score.min()) / np.ptp(score)
+    return Z, y, w
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_l1_svr_is_the_liblinear_optimum(seed: int):
+    """The exact solver's coefficients equal liblinear's run to a tight tolerance (tol 1e-10: within 1e-7 of the
+    largest coefficient), are within liblinear's default-tolerance error (tol 1e-4: < 2 % of the largest) of what
+    the default gives, and no point liblinear or a small perturbation reaches has a lower objective."""
+    from sklearn.svm import LinearSVR
+
+    from auditor.explain.exs import liblinear_svr
+    from auditor.explain.svr import l1_svr, l2_svr
+
+    Z, y, w = _svr_problem(seed)
+    coef, ok = l1_svr(Z, y, w, l2_svr(Z, y, w))
+    assert ok
+    tight = LinearSVR(epsilon=0.0, C=1.0, dual=True, random_state=0, max_iter=3_000_000, tol=1e-10)
+    tight.fit(Z, y, sample_weight=w)
+    scale = np.abs(tight.coef_).max()
+    np.testing.assert_allclose(coef[:-1], tight.coef_, atol=1e-7 * scale)
+    assert coef[-1] == pytest.approx(tight.intercept_[0], abs=1e-7)
+    default = liblinear_svr(Z, y, w, 1.0, "epsilon_insensitive", 20_000)
+    np.testing.assert_allclose(coef[:-1], default, atol=0.02 * scale)
+
+    def objective(v):
+        return 0.5 * v @ v + np.sum(w * np.abs(y - Z @ v[:-1] - v[-1]))
+
+    liblinear = np.append(tight.coef_, tight.intercept_)
+    assert objective(coef) <= objective(liblinear) + 1e-12
+    steps = np.random.default_rng(seed).standard_normal((20, coef.size)) * 1e-4
+    assert all(objective(coef) <= objective(coef + step) for step in steps)  # and no nearby point does better
+
+
+def test_exact_l2_svr_is_the_liblinear_optimum():
+    from sklearn.svm import LinearSVR
+
+    from auditor.explain.svr import l2_svr
+
+    Z, y, w = _svr_problem(9)
+    tight = LinearSVR(epsilon=0.0, C=1.0, loss="squared_epsilon_insensitive", dual=False, random_state=0,
+                      max_iter=100_000, tol=1e-12).fit(Z, y, sample_weight=w)
+    coef = l2_svr(Z, y, w)
+    np.testing.assert_allclose(coef[:-1], tight.coef_, atol=1e-7 * np.abs(tight.coef_).max())
+    assert coef[-1] == pytest.approx(tight.intercept_[0], abs=1e-7)
+
+
+def test_exs_uses_the_exact_solver_on_a_real_model(lambdamart):
+    booster, X, _, sizes = lambdamart
+    model = CountingRanker(LightGBMRanker(booster))
+    query = QueryView(X=X[: sizes[0]], scores=model.predict(X[: sizes[0]]), query_id="q", background=X)
+    explainer = Exs(n_samples=1000)
+    explainer.attribute(model, query, query.top_docs(3), Masker.from_background(X), np.random.default_rng(0))
+    assert explainer.last_fallback == 0

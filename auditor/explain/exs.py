@@ -5,10 +5,12 @@ Why this shape: EXS explains a label RELATIVE to the query's documents (its scor
 whether / where it would enter the top-k) rather than the raw score. It uses the same LIME-tabular sampler and
 kernel as LIRME (`perturb.py`; RESEARCH.md replaces the paper's "set random features to their mean" sampler with
 it, so the two methods differ only in the surrogate and the label), scores all samples of all requested
-documents in ONE model call, and fits scikit-learn's `LinearSVR` (liblinear; epsilon 0, fixed random_state) per
-document on the standardised samples, weighted by the kernel. libsvm's `SVR(kernel="linear")` solves the same
-problem (liblinear also penalises the intercept, a negligible difference: coefficient correlation 0.99999 on a
-2000 × 46 test) but took ~10× longer (2.7 s against 0.3 s a fit), too slow for 5 documents × hundreds of queries.
+documents in ONE model call, and fits per document, on the standardised samples weighted by the kernel, the linear
+SVR of scikit-learn's `LinearSVR(epsilon=0, C)` (intercept penalised, as liblinear does). The fit is solved
+EXACTLY by `svr.py` (~10× faster than liblinear, which took ~50 ms a fit and stops at tol 1e-4, up to ~1 % of the
+largest coefficient away from the optimum); liblinear remains the fallback when the exact L1 finish cannot be
+certified (`last_fallback`). libsvm's `SVR(kernel="linear")` solves nearly the same problem (unpenalised
+intercept: coefficient correlation 0.99999 on a 2000 × 46 test) but took ~2.7 s a fit.
 
 Labels for a sample d′ of document d (`label=`):
 - "score": 1 − (s_top − s(d′))/s_top, s_top the best score among the query's documents. LambdaMART scores are
@@ -41,7 +43,8 @@ import numpy as np
 from sklearn.svm import LinearSVR
 
 from auditor.explain.base import QueryView
-from auditor.explain.perturb import SamplerCache, kernel_weights, sample_query
+from auditor.explain.perturb import SamplerCache, sample_query, single_threaded_blas
+from auditor.explain.svr import l1_svr, l2_svr
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
@@ -98,6 +101,7 @@ class Exs:
         self.loss: Loss = loss
         self.max_iter = max_iter
         self.last_degenerate = 0  # documents of the last `attribute` call whose surrogate was constant (zeros)
+        self.last_fallback = 0  # documents of the last call the exact L1 solver left to liblinear
         self._samplers = SamplerCache()
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
@@ -106,26 +110,42 @@ class Exs:
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
         if drawn is None:
             return np.zeros((0, query.n_features))
-        docs, sampler, samples, scores = drawn
-        out = np.zeros((docs.size, query.n_features))
-        both = np.concatenate([scores.reshape(-1), query.scores])
+        out = np.zeros((drawn.docs.size, query.n_features))
+        both = np.concatenate([drawn.scores.reshape(-1), query.scores])
         shift_min, shift_range = float(both.min()), float(np.ptp(both))
         self.last_degenerate = 0
-        for i, d in enumerate(docs):
-            y = exs_labels(scores[i], query.scores, int(d), self.label, self.top_k, shift_min, shift_range)
-            coef = np.zeros(query.n_features)
-            if np.ptp(y) > 0:
-                weights = kernel_weights(samples[i], query.X[d], sampler.mean, sampler.std)
-                coef = self._fit(sampler.standardise(samples[i]), y, weights)
-            if np.abs(coef).max() < NULL_FIT:
-                self.last_degenerate += 1
+        self.last_fallback = 0
+        with single_threaded_blas():
+            for i, d in enumerate(drawn.docs):
+                y = exs_labels(drawn.scores[i], query.scores, int(d), self.label, self.top_k, shift_min,
+                               shift_range)
                 coef = np.zeros(query.n_features)
-            out[i] = coef
+                if np.ptp(y) > 0:
+                    coef = self._fit(drawn.Z[i], y, drawn.weights[i])
+                if np.abs(coef).max() < NULL_FIT:
+                    self.last_degenerate += 1
+                    coef = np.zeros(query.n_features)
+                out[i] = coef
         return out
 
     def _fit(self, Z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        # The L1 loss is only solvable in the dual; the L2 loss is faster in the primal (n_samples >> F).
-        surrogate = LinearSVR(epsilon=0.0, C=self.C, loss=self.loss, dual=self.loss == "epsilon_insensitive",
-                              random_state=0, max_iter=self.max_iter)
-        surrogate.fit(Z, y, sample_weight=weights)
-        return np.asarray(surrogate.coef_, dtype=np.float64).reshape(-1)
+        """The SVR's exact minimiser (`svr.py`); liblinear only when the L1 solver's exact finish fails."""
+        c = self.C * weights
+        start = l2_svr(Z, y, c)
+        if self.loss == "squared_epsilon_insensitive":
+            return start[:-1]
+        coef, ok = l1_svr(Z, y, c, start)
+        if ok:
+            return coef[:-1]
+        self.last_fallback += 1
+        return liblinear_svr(Z, y, weights, self.C, self.loss, self.max_iter)
+
+
+def liblinear_svr(Z: np.ndarray, y: np.ndarray, weights: np.ndarray, C: float, loss: Loss,
+                  max_iter: int) -> np.ndarray:
+    """scikit-learn's LinearSVR (liblinear, tol 1e-4): the reference the exact solvers are tested against."""
+    # The L1 loss is only solvable in the dual; the L2 loss is faster in the primal (n_samples >> F).
+    surrogate = LinearSVR(epsilon=0.0, C=C, loss=loss, dual=loss == "epsilon_insensitive", random_state=0,
+                          max_iter=max_iter)
+    surrogate.fit(Z, y, sample_weight=weights)
+    return np.asarray(surrogate.coef_, dtype=np.float64).reshape(-1)
