@@ -203,6 +203,26 @@ def schema(out: Annotated[Path | None, typer.Option("--out", "-o", help="Write t
         typer.echo(str(out))
 
 
+@app.command()
+def diff(
+    run_a: Annotated[Path, typer.Argument(help="The earlier run folder.", show_default=False)],
+    run_b: Annotated[Path, typer.Argument(help="The later run folder.", show_default=False)],
+    html: Annotated[Path | None, typer.Option("--html", help="Also write the comparison as HTML here.")] = None,
+    debug: Debug = False,
+) -> None:
+    """Compare two audits: findings that changed status, metrics outside their interval, main parameters that
+    entered or left, feature drift (PSI)."""
+    from auditor.diff import compare, load_run, render_html, text_table
+
+    def action() -> dict[str, Any]:
+        result = compare(load_run(run_a), load_run(run_b), old_name=run_a.name, new_name=run_b.name, file=run_b)
+        if html is not None:
+            _write_new(html, render_html(result))
+        return result
+
+    typer.echo(text_table(_guard(action, debug=debug)), nl=False)
+
+
 @policies_app.command("list")
 def policies_list() -> None:
     """The built-in policy packs."""

@@ -49,6 +49,7 @@ class PreparedAudit:
     packs: list[LoadedPack]
     background: RankingData | None = None
     signing: SigningMaterial | None = None
+    baseline: dict[str, Any] | None = None
 
 
 @dataclass
@@ -86,8 +87,16 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
         from auditor.signing import load_material
 
         signing = load_material(spec.signing, spec_file=spec_path)
+    baseline = None
+    if spec.baseline is not None:  # a previous run: readable, and of this evidence schema
+        from auditor.diff import load_run
+
+        baseline = load_run(spec.baseline, where="baseline", spec_file=spec_path)
+        if baseline.get("schema") != EVIDENCE_SCHEMA:
+            raise InputError(f"the baseline run has evidence schema {baseline.get('schema')}, not {EVIDENCE_SCHEMA}",
+                             file=spec_path, where="baseline", fix="name a run written by this auditor version")
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
-                         background=background, signing=signing)
+                         background=background, signing=signing, baseline=baseline)
 
 
 def _load_data(ds: DatasetSpec, model: Ranker) -> RankingData:
@@ -126,6 +135,11 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
                                  run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
                                       "evaluated_on": today.isoformat(), "seconds": seconds,
                                       "host": platform.node()})
+    if prepared.baseline is not None:  # the "since last review" section
+        from auditor.diff import compare
+
+        document["since_last_review"] = compare(prepared.baseline, document, old_name=spec.baseline.name,
+                                                new_name="this run", file=prepared.spec_path)
     out_dir = out if out is not None else spec.output.dir
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results)
@@ -148,7 +162,10 @@ def _run_plugin(name: str, options: Any, ctx: AuditContext) -> tuple[EvidenceRes
 
 def dataset_result(data: RankingData) -> EvidenceResult:
     """Data facts as an always-present evidence item, so rules can address `dataset.*`."""
+    from auditor.diff import feature_distributions
+
     return EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
+                          records=feature_distributions(data.X, data.feature_names),
                           summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} features.")
 
 

@@ -1,0 +1,176 @@
+"""Period-over-period comparison of two run folders (`auditor diff`, and a spec's `baseline:`).
+
+Reads only the runs' evidence.json: findings whose status changed, metrics whose new value lies outside the old
+run's 95% interval, main parameters that entered or left, and the population stability index (PSI) of every
+feature from the compact distributions stored under the dataset facts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from auditor.errors import InputError
+
+QUANTILES = 51  # stored per feature: the 0, 2, ..., 100th percentiles
+CATEGORICAL_MAX = 20  # features with at most this many distinct values store exact counts
+PSI_BINS = 10
+PSI_FLOOR = 1e-4
+
+
+def feature_distributions(X: np.ndarray, names: list[str]) -> list[dict[str, Any]]:
+    """Compact per-feature distributions for evidence.json: exact value counts for features with few distinct
+    values, else 51 quantiles (every 2nd percentile); the count of missing values either way."""
+    out = []
+    for f, name in enumerate(names):
+        column = X[:, f]
+        finite = column[np.isfinite(column)]
+        entry: dict[str, Any] = {"feature": name, "n": int(finite.size), "missing": int(column.size - finite.size)}
+        values, counts = np.unique(finite, return_counts=True)
+        if len(values) <= CATEGORICAL_MAX:
+            entry.update(values=[float(v) for v in values], counts=[int(c) for c in counts])
+        else:
+            entry["quantiles"] = [float(q) for q in np.quantile(finite, np.linspace(0, 1, QUANTILES))]
+        out.append(entry)
+    return out
+
+
+def _cdf(entry: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """Share of values ≤ x: exact for counted features, linear in the quantile function otherwise."""
+    if "values" in entry:
+        values, counts = np.asarray(entry["values"]), np.asarray(entry["counts"], dtype=float)
+        total = counts.sum()
+        return np.array([counts[values <= v].sum() / total if total else 0.0 for v in x])
+    q = np.asarray(entry["quantiles"])
+    p = np.linspace(0, 1, len(q))
+    return np.interp(x, q, p, left=0.0, right=1.0)
+
+
+def psi(old: dict[str, Any], new: dict[str, Any]) -> float:
+    """Population stability index Σ (p_new − p_old)·ln(p_new / p_old) over bins set by the old run: its distinct
+    values (cut at midpoints) when counted, else its deciles; shares floored at 1e-4."""
+    if "values" in old:
+        values = np.asarray(old["values"])
+        edges = (values[:-1] + values[1:]) / 2
+    else:
+        q = np.asarray(old["quantiles"])
+        edges = np.unique(np.interp(np.linspace(0, 1, PSI_BINS + 1)[1:-1], np.linspace(0, 1, len(q)), q))
+
+    def shares(entry: dict[str, Any]) -> np.ndarray:
+        cdf = np.concatenate([[0.0], _cdf(entry, edges), [1.0]])
+        return np.maximum(np.diff(cdf), PSI_FLOOR)
+    a, b = shares(old), shares(new)
+    return float(np.sum((b - a) * np.log(b / a)))
+
+
+def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = None) -> dict[str, Any]:
+    """evidence.json of a run folder (or the file itself); bad input names the path and how to fix it."""
+    file = path / "evidence.json" if path.is_dir() else path
+    if not file.is_file():
+        raise InputError("no evidence.json here", file=spec_file or path, where=where,
+                         fix=f"give a run folder written by `auditor report` ({path})")
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"evidence.json is not valid JSON ({exc})", file=file, fix="give an untouched run folder"
+                         ) from None
+    if not isinstance(doc, dict) or "schema" not in doc:
+        raise InputError("not an auditor evidence.json (no `schema`)", file=file, fix="give a run folder")
+    return doc
+
+
+def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", new_name: str = "B",
+            file: Path | None = None) -> dict[str, Any]:
+    """What changed from run `old` to run `new`, as plain data (rendered as a table and in HTML)."""
+    if old.get("schema") != new.get("schema"):
+        raise InputError(f"the runs have different evidence schemas ({old.get('schema')} vs {new.get('schema')})",
+                         file=file, fix="compare runs written by the same auditor version family")
+    before = {f["rule"]: f for f in old.get("findings", [])}
+    after = {f["rule"]: f for f in new.get("findings", [])}
+    findings = [{"rule": rule, "title": (after.get(rule) or before.get(rule))["title"],
+                 "before": before[rule]["status"] if rule in before else "—",
+                 "after": after[rule]["status"] if rule in after else "—"}
+                for rule in sorted(set(before) | set(after))
+                if (before.get(rule) or {}).get("status") != (after.get(rule) or {}).get("status")]
+    metrics = []
+    for name, result in sorted(old.get("evidence", {}).items()):
+        m_old = result.get("metrics", {})
+        m_new = new.get("evidence", {}).get(name, {}).get("metrics", {})
+        for key, value in sorted(m_old.items()):
+            if not key.endswith(".mean") or value is None:
+                continue
+            stem = key[: -len(".mean")]
+            low, high, now = m_old.get(f"{stem}.ci95_low"), m_old.get(f"{stem}.ci95_high"), m_new.get(key)
+            if low is None or high is None or now is None:
+                continue
+            if not low <= now <= high:
+                metrics.append({"metric": key, "before": value, "interval": [low, high], "after": now,
+                                "change": now - value})
+    main_before, main_after = _main_parameters(old), _main_parameters(new)
+    drift = []
+    dist_old = {d["feature"]: d for d in old.get("evidence", {}).get("dataset", {}).get("records", [])
+                if "feature" in d}
+    dist_new = {d["feature"]: d for d in new.get("evidence", {}).get("dataset", {}).get("records", [])
+                if "feature" in d}
+    for feature in dist_old:
+        if feature in dist_new:
+            value = psi(dist_old[feature], dist_new[feature])
+            drift.append({"feature": feature, "psi": value, "level": _psi_level(value)})
+    drift.sort(key=lambda d: -d["psi"])
+    notes = []
+    if not dist_old or not dist_new:
+        notes.append("Feature distributions are missing from one run (written before they were stored): no PSI.")
+    missing = sorted(set(dist_old) ^ set(dist_new))
+    if dist_old and dist_new and missing:
+        notes.append(f"Features in only one run (no PSI): {', '.join(missing)}.")
+    return {"old": old_name, "new": new_name,
+            "old_evaluated_on": old.get("run", {}).get("evaluated_on"),
+            "new_evaluated_on": new.get("run", {}).get("evaluated_on"),
+            "opinion": [old.get("opinion"), new.get("opinion")],
+            "findings": findings, "metrics": metrics,
+            "main_parameters": {"before": main_before, "after": main_after,
+                                "entered": [f for f in main_after if f not in main_before],
+                                "left": [f for f in main_before if f not in main_after]},
+            "drift": drift, "notes": notes}
+
+
+def _main_parameters(doc: dict[str, Any]) -> list[str]:
+    gi = doc.get("evidence", {}).get("global_importance", {})
+    count = gi.get("metrics", {}).get("global_importance.main_parameters")
+    if not count:
+        return []
+    ranked = sorted((r for r in gi.get("records", []) if "feature" in r), key=lambda r: r.get("rank", 0))
+    return [r["feature"] for r in ranked[: int(count)]]
+
+
+def _psi_level(value: float) -> str:
+    """The usual reading of PSI: < 0.1 stable, 0.1-0.25 moderate shift, > 0.25 major shift."""
+    return "major" if value > 0.25 else "moderate" if value > 0.1 else "stable"
+
+
+def text_table(diff: dict[str, Any]) -> str:
+    """The comparison as plain text for the terminal."""
+    lines = [f"{diff['old']} ({diff['old_evaluated_on']}) -> {diff['new']} ({diff['new_evaluated_on']}); opinion "
+             f"{diff['opinion'][0]} -> {diff['opinion'][1]}", "", "Findings that changed status:"]
+    lines += [f"  {f['rule']:<10} {f['before']:>8} -> {f['after']:<8} {f['title']}" for f in diff["findings"]] or \
+        ["  none"]
+    lines += ["", "Metrics outside the earlier 95% interval:"]
+    lines += [f"  {m['metric']:<45} {m['before']:>10.4g} [{m['interval'][0]:.4g}, {m['interval'][1]:.4g}] -> "
+              f"{m['after']:.4g}" for m in diff["metrics"]] or ["  none"]
+    mp = diff["main_parameters"]
+    lines += ["", f"Main parameters entered: {', '.join(mp['entered']) or 'none'}; left: "
+              f"{', '.join(mp['left']) or 'none'}", "", "Feature drift (PSI, largest first):"]
+    lines += [f"  {d['feature']:<30} {d['psi']:8.4f}  {d['level']}" for d in diff["drift"]] or ["  none"]
+    lines += [f"note: {n}" for n in diff["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+
+def render_html(diff: dict[str, Any]) -> str:
+    """The comparison as a self-contained HTML page (autoescaped, the report's stylesheet)."""
+    from auditor.report.render import environment
+
+    return environment().get_template("diff.html.j2").render(diff=diff)
