@@ -279,6 +279,35 @@ def init(
     typer.echo(str(out))
 
 
+@app.command("train-ilmart")
+def train_ilmart(
+    spec: SpecArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the LightGBM model file (never "
+                                      "overwritten).")],
+    interactions: Annotated[int, typer.Option(help="Most feature pairs the model may use.", min=0)] = 10,
+    max_features: Annotated[int | None, typer.Option("--max-features", help="Most distinct features for main "
+                                                     "effects.", min=1)] = None,
+    learning_rate: Annotated[float, typer.Option("--learning-rate", help="LightGBM learning rate.", min=1e-6,
+                                                 max=1.0)] = 0.1,
+    leaves: Annotated[int, typer.Option(help="Leaves per tree.", min=2)] = 15,
+    validation_share: Annotated[float, typer.Option("--validation-share", help="Share of training queries held "
+                                                    "out for early stopping.", min=0.01, max=0.9)] = 0.2,
+    debug: Debug = False,
+) -> None:
+    """Train an interpretable ILMART ranker (paper 002) on the spec's background data and labels; audit it with a
+    spec whose `model.path` is the written file."""
+    from auditor.surrogate.ilmart import IlmartConfig
+    from auditor.surrogate.train import train_from_spec
+
+    config = IlmartConfig(n_interactions=interactions, max_features=max_features, learning_rate=learning_rate,
+                          num_leaves=leaves)
+    fit, ndcg = _guard(lambda: train_from_spec(spec, out, config=config, validation_share=validation_share),
+                       debug=debug)
+    typer.echo(f"{out}: {len(fit.main_features)} main-effect features, {len(fit.pairs)} pairs, "
+               f"{fit.main_trees}+{fit.interaction_trees} trees"
+               + "".join(f"; {k} nDCG@10 on the dataset {v:.4f}" for k, v in ndcg.items()))
+
+
 def _write_new(path: Path, text: str) -> None:
     if path.exists():
         raise InputError("the file exists already", file=path, fix="choose another --out or move the file away")

@@ -9,6 +9,7 @@ from auditor.evidence import (
     local_explanations,
     parameter_influence,
     ranking_quality,
+    surrogate,
 )
 from auditor.evidence.base import EvidencePlugin
 
@@ -30,5 +31,7 @@ REGISTRY: dict[str, EvidencePlugin] = {
         EvidencePlugin("parameter_influence", parameter_influence.ParameterInfluenceOptions, parameter_influence.run,
                        "Influence of sensitive parameters", "Rank shifts when paid or other sensitive parameters "
                        "are masked or swept.", parameter_influence.check),
+        EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
+                       "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity."),
     )
 }

@@ -145,3 +145,82 @@ def box_plot(groups: dict[str, Sequence[float]], *, ylabel: str) -> str:
         ax.invert_yaxis()
         ax.set_xlabel(ylabel)
         return to_svg(fig)
+
+
+def _step_edges(cuts: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """Bin edges for drawing a table over (-inf, c₁], …, (c_m, +inf): the outer bins end at the data's range."""
+    finite = data[np.isfinite(data)]
+    low = min(float(finite.min()) if finite.size else cuts[0], float(cuts[0]))
+    high = max(float(finite.max()) if finite.size else cuts[-1], float(cuts[-1]))
+    pad = 0.05 * ((high - low) or 1.0)
+    return np.concatenate([[low - (pad if low == cuts[0] else 0.0)], cuts, [high + (pad if high == cuts[-1] else 0.0)]])
+
+
+def _skewed(data: np.ndarray) -> bool:
+    finite = data[np.isfinite(data)]
+    return bool(finite.size and finite.min() >= 0 and finite.max() > 20 * max(np.percentile(finite, 90), 1e-12))
+
+
+def step_curves(panels: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], *, ylabel: str,
+                columns: int = 2) -> str:
+    """Small multiples of piecewise-constant effects: each panel (name, cuts, values per bin, data values) is a step
+    curve over the data's range, with a histogram of the data drawn in grey along the bottom of the same axes.
+    Heavy-tailed non-negative features get a symlog axis so the bins near zero stay visible."""
+    n = len(panels)
+    rows = max(1, -(-n // columns))
+    with matplotlib.rc_context(_STYLE):
+        fig, axes = plt.subplots(rows, columns, figsize=(6.4, 1.9 * rows), squeeze=False)
+        for k, ax in enumerate(axes.flat):
+            if k >= n:
+                ax.set_visible(False)
+                continue
+            name, cuts, values, data = panels[k]
+            data = np.asarray(data, dtype=float)
+            finite = data[np.isfinite(data)]
+            edges = _step_edges(np.asarray(cuts, dtype=float), finite)
+            low, high = float(np.min(values)), float(np.max(values))
+            span = (high - low) or 1.0
+            if _skewed(finite):
+                ax.set_xscale("symlog", linthresh=max(float(np.percentile(finite, 50)), 1.0))
+                positive = finite[finite > 0]
+                hist_edges = np.unique(np.concatenate([[min(0.0, edges[0])], np.geomspace(
+                    positive.min() if positive.size else 1.0, edges[-1] + 1e-9, 25)]))
+            else:
+                hist_edges = np.linspace(edges[0], edges[-1], 26)
+            counts, _ = np.histogram(finite, bins=hist_edges)
+            floor = low - 0.45 * span  # the histogram lives below the curve, scaled to a third of the curve's span
+            ax.stairs(floor + counts / max(counts.max(), 1) * 0.35 * span, hist_edges, baseline=floor, fill=True,
+                      color="#d3dbe4")
+            ax.stairs(values, edges, color=_COLOR, linewidth=1.4, baseline=None)
+            ax.axhline(0, color="#999999", linewidth=0.6)
+            ax.set_ylim(floor, high + 0.05 * span)
+            ax.set_title(_short(name, 40), fontsize=9)
+            ax.tick_params(labelsize=7)
+            if k % columns == 0:
+                ax.set_ylabel(ylabel, fontsize=8)
+        fig.tight_layout(h_pad=0.6, w_pad=0.8)
+        return to_svg(fig)
+
+
+def heatmap(cuts_x: np.ndarray, cuts_y: np.ndarray, values: np.ndarray, *, xlabel: str, ylabel: str,
+            colorbar: str) -> str:
+    """A pair effect over its bins: equal-width cells (bins, not units, so heavy tails stay readable), axis ticks
+    at the cuts in the features' own units, a diverging colour scale centred on 0. `values` is (x bins × y bins)."""
+    def ticks(cuts: np.ndarray) -> tuple[list[float], list[str]]:
+        step = max(1, -(-len(cuts) // 8))
+        chosen = list(range(0, len(cuts), step))
+        return [i + 1.0 for i in chosen], [f"{0.0 if abs(cuts[i]) < 1e-30 else cuts[i]:.4g}" for i in chosen]
+
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(5.2, 3.8))
+        limit = float(np.max(np.abs(values))) or 1.0
+        mesh = ax.pcolormesh(np.arange(values.shape[0] + 1), np.arange(values.shape[1] + 1), values.T,
+                             cmap="RdBu_r", vmin=-limit, vmax=limit, shading="flat")
+        positions, labels = ticks(np.asarray(cuts_x))
+        ax.set_xticks(positions, labels, rotation=45, ha="right", fontsize=7)
+        positions, labels = ticks(np.asarray(cuts_y))
+        ax.set_yticks(positions, labels, fontsize=7)
+        ax.set_xlabel(_short(xlabel, 60) + " (bin edges)")
+        ax.set_ylabel(_short(ylabel, 60) + " (bin edges)")
+        fig.colorbar(mesh, ax=ax, label=colorbar)
+        return to_svg(fig)

@@ -1,0 +1,190 @@
+"""Evidence `surrogate`: an ILMART twin of the audited ranker (paper 002), its effects and how faithful it is.
+
+ILMART (auditor/surrogate/ilmart.py) is fitted to the audited model's scores on the reference (training) data,
+queries held out for early stopping, then decomposed exactly into main effects (one feature each) and a few pair
+effects (auditor/surrogate/decompose.py). Fidelity is measured on the audited data, per query
+(auditor/surrogate/fidelity.py). Effects are centred on the audited documents (their mean moves into the bias),
+so a curve above 0 pushes a document up; an effect's importance is its mean |value| over the audited documents.
+
+Target (the default was measured, docs/reproductions/ilmart.md): `regression` fits per-query standardised scores;
+`lambdarank` fits per-query rank grades.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.report.plots import bar_chart, heatmap, step_curves
+from auditor.surrogate.decompose import Decomposition, Effect, decompose, effect_name, effect_record
+from auditor.surrogate.fidelity import fidelity
+from auditor.surrogate.ilmart import IlmartConfig
+from auditor.surrogate.train import fit_surrogate
+from auditor.trees import TreeEnsemble
+
+
+class SurrogateOptions(EvidenceOptions):
+    target: Literal["regression", "lambdarank"] = Field(
+        "regression", description="What the surrogate fits: per-query standardised scores (regression) or "
+                                  "per-query rank grades (lambdarank).")
+    grade_levels: int = Field(10, ge=2, le=31, description="lambdarank target: number of rank grades per query.")
+    interactions: int = Field(10, ge=0, le=100, description="Most feature pairs the surrogate may use.")
+    max_features: int | None = Field(None, ge=1, description="Most distinct features for main effects "
+                                                             "(default: as many as early stopping keeps).")
+    selection: Literal["first", "gain"] = Field("first", description="Rank candidate pairs by first appearance in "
+                                                                     "the 3-leaf probe (paper) or by split gain.")
+    learning_rate: float = Field(0.1, gt=0, le=1, description="LightGBM learning rate for every phase.")
+    num_leaves: int = Field(15, ge=2, le=255, description="Leaves per tree (main effects and interactions).")
+    min_data_in_leaf: int = Field(20, ge=1, description="LightGBM min_data_in_leaf.")
+    max_rounds: int = Field(1000, ge=1, description="Most boosting rounds per phase (early stopping decides).")
+    patience: int = Field(30, ge=1, description="Early stopping: rounds without improvement on validation queries.")
+    validation_share: float = Field(0.2, gt=0, lt=1, description="Share of reference queries held out for early "
+                                                                 "stopping.")
+    top_effects: int = Field(6, ge=1, le=20, description="Main effects drawn as step curves.")
+    top_pairs: int = Field(2, ge=0, le=10, description="Pair effects drawn as heatmaps.")
+
+
+HOW_TO_READ = (
+    "The surrogate is a simple model trained to rank like the audited one: its score is a sum of one curve per "
+    "feature and a few two-feature tables, so every part can be drawn and read. First check fidelity: Kendall tau "
+    "is 1 when the surrogate orders every query's documents exactly as the audited model does, 0 when there is no "
+    "agreement; nDCG@10 against the audited ranking is 1 when it picks the same top 10 in the same order. Only when "
+    "fidelity is high do the curves describe the audited model. Each curve shows how the surrogate's score moves "
+    "with one feature's value (above 0 pushes a document up); the grey histogram under it shows where the "
+    "documents actually are, so flat stretches with no documents mean little. Heatmaps show how two features "
+    "work together beyond their separate curves (red pushes up, blue down). The bar chart ranks the effects by "
+    "how much they move the audited documents' scores on average."
+)
+
+
+def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
+    result = EvidenceResult(name="surrogate", how_to_read=HOW_TO_READ)
+    data, reference = ctx.data, ctx.reference()
+    names = data.feature_names
+    blackbox = ctx.scores()
+    blackbox_ref = blackbox if reference is data else ctx.model.predict(reference.X)
+    config = IlmartConfig(n_interactions=options.interactions, max_features=options.max_features,
+                          selection=options.selection, learning_rate=options.learning_rate,
+                          num_leaves=options.num_leaves, min_data_in_leaf=options.min_data_in_leaf,
+                          max_rounds=options.max_rounds, patience=options.patience, seed=ctx.seed, num_threads=1)
+    fitted = fit_surrogate(reference.X, blackbox_ref, reference.query_ptr, ctx.rng("surrogate"),
+                           target=options.target, levels=options.grade_levels,
+                           validation_share=options.validation_share, config=config)
+    fit = fitted.fit
+    surrogate = fit.booster.predict(data.X, raw_score=True)
+    parts = decompose(TreeEnsemble.from_lightgbm(fit.booster.dump_model()))
+    contrib = parts.contributions(data.X)
+    exactness = float(np.max(np.abs(parts.bias + contrib.sum(axis=1) - surrogate))) if data.n_docs else 0.0
+    centred = contrib - contrib.mean(axis=0)
+    importance = np.abs(centred).mean(axis=0)
+    order = np.argsort(-importance, kind="stable")
+
+    main_fid = fidelity(fit.main_booster.predict(data.X, raw_score=True), blackbox, data.query_ptr)
+    full_fid = fidelity(surrogate, blackbox, data.query_ptr)
+    m = result.metrics
+    for label, fid in (("", full_fid), ("main_effects.", main_fid)):
+        for measure in ("kendall", "ndcg@10"):
+            values = np.asarray(fid[measure])
+            kept = values[np.isfinite(values)]
+            m[f"surrogate.fidelity.{label}{measure}.mean"] = float(kept.mean()) if kept.size else float("nan")
+            if not label:
+                m[f"surrogate.fidelity.{measure}.min"] = float(kept.min()) if kept.size else float("nan")
+                m[f"surrogate.fidelity.{measure}.p10"] = float(np.percentile(kept, 10)) if kept.size else float("nan")
+        m[f"surrogate.fidelity.{label}explained_share"] = float(fid["explained"])
+    m["surrogate.fidelity.queries"] = float(np.isfinite(np.asarray(full_fid["kendall"])).sum())
+    if data.y is not None:
+        from auditor.checks.ranking import per_query_ndcg
+
+        m["surrogate.labels.ndcg@10.surrogate"] = float(per_query_ndcg(surrogate, data.y, data.query_ptr,
+                                                                       [10])[:, 0].mean())
+        m["surrogate.labels.ndcg@10.model"] = float(per_query_ndcg(blackbox, data.y, data.query_ptr,
+                                                                   [10])[:, 0].mean())
+    m["surrogate.n_main_effects"] = float(len(parts.main_effects))
+    m["surrogate.n_interactions"] = float(len(parts.pair_effects))
+    m["surrogate.n_trees"] = float(fit.booster.num_trees())
+    m["surrogate.decomposition.max_abs_error"] = exactness
+
+    result.tables.append(_fidelity_table(full_fid, main_fid, m, fit))
+    total = importance.sum() or 1.0
+    result.tables.append(Table(
+        title="Effects of the surrogate, by importance",
+        columns=["rank", "effect", "kind", "importance", "share", "bins", "trees' leaves"],
+        rows=[[r + 1, effect_name(parts.effects[e], names), "pair" if parts.effects[e].is_pair else "main",
+               _r(importance[e]), _r(importance[e] / total), _bins(parts.effects[e]), parts.effects[e].n_leaves]
+              for r, e in enumerate(order)],
+        note=f"Importance = mean |effect| over the {data.n_docs} audited documents, each effect centred on them. "
+             f"Bias + Σ effects = the surrogate's score to {exactness:.1e}."))
+    result.records = [effect_record(parts.effects[e], names, rank=r + 1, importance=_r(importance[e]),
+                                    offset=_r(contrib[:, e].mean()))
+                      for r, e in enumerate(order)]
+    result.figures.extend(_figures(ctx, parts, contrib, importance, order, options))
+    top = [effect_name(parts.effects[e], names) for e in order[:3]]
+    result.summary = (
+        f"An ILMART surrogate with {len(parts.main_effects)} main effects and {len(parts.pair_effects)} feature "
+        f"pairs ranks like the audited model with mean Kendall tau {m['surrogate.fidelity.kendall.mean']:.3f} "
+        f"(nDCG@10 against its ranking {m['surrogate.fidelity.ndcg@10.mean']:.3f}); its largest effects: "
+        f"{', '.join(top)}.")
+    if reference is data:
+        result.notes.append("No background data: the surrogate was trained on the audited data itself, so its "
+                            "fidelity is measured in-sample.")
+    return result
+
+
+def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
+    rows = []
+    for label, fid, trees in (("ILMART (main effects only)", main, fit.main_trees),
+                              ("ILMARTi (with pairs)", full, fit.main_trees + fit.interaction_trees)):
+        tau, ndcg = np.asarray(fid["kendall"]), np.asarray(fid["ndcg@10"])
+        rows.append([label, _r(np.nanmean(tau)), _r(np.nanpercentile(tau, 10)), _r(np.nanmean(ndcg)),
+                     _r(fid["explained"]), trees])
+    note = (f"{int(m['surrogate.fidelity.queries'])} queries with a ranking to compare. "
+            f"Pairs selected: {len(fit.pairs)}; main-effect features: {len(fit.main_features)}.")
+    if "surrogate.labels.ndcg@10.model" in m:
+        note += (f" nDCG@10 against the labels: audited model {m['surrogate.labels.ndcg@10.model']:.3f}, "
+                 f"surrogate {m['surrogate.labels.ndcg@10.surrogate']:.3f}.")
+    return Table(title="Fidelity to the audited model's ranking",
+                 columns=["surrogate", "Kendall tau (mean)", "Kendall tau (p10)", "nDCG@10 vs model ranking",
+                          "explained share", "trees"], rows=rows, note=note)
+
+
+def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
+             order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
+    data, names = ctx.data, ctx.data.feature_names
+    offsets = contrib.mean(axis=0)
+    figures = [Figure(
+        title="Surrogate effects by importance",
+        svg=bar_chart([effect_name(parts.effects[e], names) for e in order[:15]],
+                      [float(importance[e]) for e in order[:15]], xlabel="mean |effect| (score units)"),
+        caption="How much each feature (or pair) moves the surrogate's score of an audited document on average.")]
+    mains = [e for e in order if not parts.effects[e].is_pair][: options.top_effects]
+    if mains:
+        panels = [(names[parts.effects[e].features[0]], parts.effects[e].cuts[0],
+                   parts.effects[e].values[:-1] - offsets[e], data.X[:, parts.effects[e].features[0]])
+                  for e in mains]
+        figures.append(Figure(
+            title="Main effects: how each top feature moves the score",
+            svg=step_curves(panels, ylabel="effect"),
+            caption="Step curve: the surrogate's score change at each value of the feature (centred: 0 is the "
+                    "average document). Histogram: where the audited documents' values lie."))
+    pairs = [e for e in order if parts.effects[e].is_pair][: options.top_pairs]
+    for e in pairs:
+        effect = parts.effects[e]
+        figures.append(Figure(
+            title=f"Interaction: {effect_name(effect, names)}",
+            svg=heatmap(effect.cuts[0], effect.cuts[1], effect.values[:-1, :-1] - offsets[e],
+                        xlabel=names[effect.features[0]], ylabel=names[effect.features[1]], colorbar="effect"),
+            caption="The pair table's push per cell of both features' bins (red up, blue down; centred on the "
+                    "audited documents). As ILMART learns it, the table also holds part of each feature's own "
+                    "effect; ticks are the split values in the features' units."))
+    return figures
+
+
+def _bins(effect: Effect) -> str:
+    return " × ".join(str(len(c) + 1) for c in effect.cuts)
+
+
+def _r(value: float) -> float:
+    return round(float(value), 6)

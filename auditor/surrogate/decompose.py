@@ -1,0 +1,176 @@
+"""Exact decomposition of a tree ensemble whose root-to-leaf paths each use at most two features (ILMART).
+
+A tree's output is Σ_leaves value · 1[x reaches the leaf], and the indicator of a leaf depends only on the
+features of its path. So grouping leaves by their path's feature set — not trees by their features, since with
+overlapping pairs one tree can hold {i, j} in one branch and {i, l} in another — splits the score into
+
+    score(x) = bias + Σ_f m_f(x_f) + Σ_{i<j} p_ij(x_i, x_j)
+
+exactly. Each effect is piecewise constant between the split thresholds of its own paths: a main effect is a table
+over the bins (-inf, c₁], (c₁, c₂], …, (c_m, +inf) of its cuts, plus one entry for a missing value (NaN); a pair
+is a 2-D table over both features' bins. Table entries are evaluated with the ensemble's own traversal at one
+representative value per bin (the bin's upper cut; just above the last cut; NaN), so they follow LightGBM's
+decision rule, missing-value routing included. Single-leaf trees (and LightGBM's boost-from-average offset held in
+them) go to the bias.
+
+Splits whose missing type is `Zero` (LightGBM's `zero_as_missing`) send 0 to a default side whatever the
+threshold; a bin table cannot hold that, so such models are refused (ILMART training never sets it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from auditor.trees import _ZERO, LEAF, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One main effect (one feature) or pair effect (two features) as a table over bins.
+
+    `cuts[a]` are feature `features[a]`'s sorted thresholds; `values` has one axis per feature, of length
+    len(cuts[a]) + 2: the bins in order, then the missing-value (NaN) entry.
+    """
+
+    features: tuple[int, ...]
+    cuts: tuple[np.ndarray, ...]
+    values: np.ndarray
+    n_leaves: int
+
+    @property
+    def is_pair(self) -> bool:
+        return len(self.features) == 2
+
+    def bin_index(self, axis: int, x: np.ndarray) -> np.ndarray:
+        """The table index of each value on one axis (LightGBM reads |x| <= 1e-35 as 0; x <= cut goes left)."""
+        x = np.where(np.abs(x) <= _ZERO, 0.0, x)
+        cuts = self.cuts[axis]
+        index = np.searchsorted(cuts, x, side="left")
+        return np.where(np.isnan(x), len(cuts) + 1, index)
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        """The effect's value for every row of X (all features, model order)."""
+        index = tuple(self.bin_index(a, X[:, f]) for a, f in enumerate(self.features))
+        return self.values[index]
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    bias: float
+    effects: list[Effect]  # main effects first (by feature), then pairs (by feature pair)
+
+    def contributions(self, X: np.ndarray) -> np.ndarray:
+        """(rows × effects) table lookups; bias + row sums reproduce the model's raw score."""
+        X = np.asarray(X, dtype=np.float64)
+        if not self.effects:
+            return np.zeros((X.shape[0], 0))
+        return np.column_stack([effect(X) for effect in self.effects])
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.bias + self.contributions(X).sum(axis=1)
+
+    @property
+    def main_effects(self) -> list[Effect]:
+        return [e for e in self.effects if not e.is_pair]
+
+    @property
+    def pair_effects(self) -> list[Effect]:
+        return [e for e in self.effects if e.is_pair]
+
+
+def path_feature_sets(ensemble: TreeEnsemble) -> dict[int, tuple[int, ...]]:
+    """For every leaf (absolute node index), the sorted features of its root-to-leaf path."""
+    out: dict[int, tuple[int, ...]] = {}
+    for leaf in np.flatnonzero(ensemble.feature == LEAF):
+        features = set()
+        node = int(ensemble.parent[leaf])
+        while node >= 0:
+            features.add(int(ensemble.feature[node]))
+            node = int(ensemble.parent[node])
+        out[int(leaf)] = tuple(sorted(features))
+    return out
+
+
+def max_path_features(ensemble: TreeEnsemble) -> int:
+    sets = path_feature_sets(ensemble)
+    return max((len(s) for s in sets.values()), default=0)
+
+
+def decompose(ensemble: TreeEnsemble) -> Decomposition:
+    """Group leaves by their path's feature set and tabulate each group (module docstring)."""
+    if np.any((ensemble.feature != LEAF) & (ensemble.missing == MISSING_ZERO)):
+        raise UnsupportedModel("splits with zero-as-missing routing")
+    leaf_sets = path_feature_sets(ensemble)
+    too_wide = [s for s in leaf_sets.values() if len(s) > 2]
+    if too_wide:
+        raise UnsupportedModel(f"root-to-leaf paths with {len(too_wide[0])} features (at most 2 can be tabulated)")
+    tree_of = np.empty(ensemble.feature.shape[0], dtype=np.int64)
+    bounds = [*ensemble.roots.tolist(), ensemble.feature.shape[0]]
+    for t in range(ensemble.n_trees):
+        tree_of[bounds[t]:bounds[t + 1]] = t
+    weight = np.asarray(ensemble.weight)
+    bias = float(ensemble.bias)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for leaf, features in leaf_sets.items():
+        if not features:
+            bias += float(weight[tree_of[leaf]] * ensemble.value[leaf])
+        else:
+            groups.setdefault(features, []).append(leaf)
+    effects = [_tabulate(ensemble, features, np.array(leaves), weight[tree_of[leaves]])
+               for features, leaves in sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0]))]
+    return Decomposition(bias=bias, effects=effects)
+
+
+def _tabulate(ensemble: TreeEnsemble, features: tuple[int, ...], leaves: np.ndarray, weights: np.ndarray) -> Effect:
+    cuts = tuple(_cuts(ensemble, leaves, f) for f in features)
+    reps = [np.concatenate([c, [np.nextafter(c[-1], np.inf), np.nan]]) for c in cuts]
+    grids = np.meshgrid(*reps, indexing="ij")
+    rows = np.zeros((grids[0].size, ensemble.n_features))
+    for f, grid in zip(features, grids, strict=True):
+        rows[:, f] = grid.ravel()
+    trees = np.unique(np.searchsorted(ensemble.roots, leaves, side="right") - 1)
+    reached = _leaf_indices(ensemble, rows, trees)
+    member = np.zeros(ensemble.feature.shape[0])
+    member[leaves] = weights * ensemble.value[leaves]
+    values = member[reached].sum(axis=1).reshape(grids[0].shape)
+    return Effect(features=features, cuts=cuts, values=values, n_leaves=len(leaves))
+
+
+def _cuts(ensemble: TreeEnsemble, leaves: np.ndarray, feature: int) -> np.ndarray:
+    nodes = set()
+    for leaf in leaves:
+        node = int(ensemble.parent[leaf])
+        while node >= 0:
+            if ensemble.feature[node] == feature:
+                nodes.add(node)
+            node = int(ensemble.parent[node])
+    return np.unique(ensemble.threshold[sorted(nodes)])
+
+
+def _leaf_indices(ensemble: TreeEnsemble, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
+    """Leaves reached by each row in the given trees only (a sub-ensemble shares the node arrays)."""
+    sub = TreeEnsemble(feature=ensemble.feature, threshold=ensemble.threshold, left=ensemble.left,
+                       right=ensemble.right, parent=ensemble.parent, default_left=ensemble.default_left,
+                       missing=ensemble.missing, value=ensemble.value, count=ensemble.count,
+                       roots=ensemble.roots[trees].astype(np.int32), n_features=ensemble.n_features,
+                       float32_inputs=ensemble.float32_inputs)
+    return sub.leaf_indices(rows)
+
+
+def effect_name(effect: Effect, names: list[str]) -> str:
+    return " × ".join(names[f] for f in effect.features)
+
+
+def effect_record(effect: Effect, names: list[str], **extra: Any) -> dict[str, Any]:
+    """Plain data for evidence.json: cuts in feature units and the table (missing entry separate)."""
+    if effect.is_pair:
+        table = effect.values[:-1, :-1]
+        return {"effect": effect_name(effect, names), "features": [names[f] for f in effect.features],
+                "cuts": [[float(c) for c in cuts] for cuts in effect.cuts],
+                "values": [[round(float(v), 9) for v in row] for row in table], **extra}
+    return {"effect": effect_name(effect, names), "features": [names[effect.features[0]]],
+            "cuts": [float(c) for c in effect.cuts[0]], "values": [round(float(v), 9) for v in effect.values[:-1]],
+            "missing_value": round(float(effect.values[-1]), 9), **extra}

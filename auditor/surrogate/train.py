@@ -1,0 +1,116 @@
+"""The two uses of ILMART: a surrogate of a black-box ranker (targets from its scores) and a model trained on
+relevance labels (`auditor train-ilmart`), which a team can then audit and deploy as the interpretable ranker.
+
+Validation queries for early stopping are a seeded share of the training queries (whole queries, never rows).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from auditor.data import RankingData
+from auditor.surrogate.fidelity import rank_grades, standardised
+from auditor.surrogate.ilmart import IlmartConfig, IlmartFit, RankSet, fit_ilmart
+
+Target = Literal["regression", "lambdarank"]
+
+
+def split_queries(query_ptr: np.ndarray, rng: np.random.Generator, *, share: float = 0.2
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Query indices for training and for validation (at least one query each when there are two or more)."""
+    n = len(query_ptr) - 1
+    if n < 2:
+        raise ValueError("a surrogate needs at least two queries to hold some out for early stopping")
+    n_valid = min(max(1, round(share * n)), n - 1)
+    order = rng.permutation(n)
+    return np.sort(order[n_valid:]), np.sort(order[:n_valid])
+
+
+def take_queries(X: np.ndarray, y: np.ndarray, query_ptr: np.ndarray, queries: np.ndarray) -> RankSet:
+    """The rows of the given queries, queries kept contiguous and in the given order."""
+    rows = np.concatenate([np.arange(query_ptr[q], query_ptr[q + 1]) for q in queries])
+    return RankSet(X[rows], y[rows], np.diff(query_ptr)[queries])
+
+
+@dataclass
+class SurrogateFit:
+    fit: IlmartFit
+    target: Target
+    n_train_queries: int
+    n_valid_queries: int
+
+
+def fit_surrogate(X: np.ndarray, blackbox: np.ndarray, query_ptr: np.ndarray, rng: np.random.Generator, *,
+                  target: Target = "regression", levels: int = 10, validation_share: float = 0.2,
+                  config: IlmartConfig | None = None) -> SurrogateFit:
+    """ILMART fitted to a black box's scores on (X, query_ptr): per-query standardised scores with a regression
+    objective, or per-query rank grades with lambdarank (surrogate/fidelity.py)."""
+    config = config or IlmartConfig()
+    y = standardised(blackbox, query_ptr) if target == "regression" else rank_grades(blackbox, query_ptr,
+                                                                                     levels=levels)
+    config = replace(config, objective=target)
+    train_q, valid_q = split_queries(query_ptr, rng, share=validation_share)
+    fit = fit_ilmart(take_queries(X, y, query_ptr, train_q), take_queries(X, y, query_ptr, valid_q), config=config)
+    return SurrogateFit(fit=fit, target=target, n_train_queries=len(train_q), n_valid_queries=len(valid_q))
+
+
+def fit_on_labels(data: RankingData, rng: np.random.Generator, *, validation_share: float = 0.2,
+                  config: IlmartConfig | None = None) -> IlmartFit:
+    """ILMART trained on relevance labels (lambdarank), validation queries held out of `data`."""
+    if data.y is None:
+        raise ValueError("training ILMART on labels needs a dataset with relevance labels")
+    config = replace(config or IlmartConfig(), objective="lambdarank")
+    train_q, valid_q = split_queries(data.query_ptr, rng, share=validation_share)
+    return fit_ilmart(take_queries(data.X, data.y, data.query_ptr, train_q),
+                      take_queries(data.X, data.y, data.query_ptr, valid_q), config=config,
+                      feature_names=_lightgbm_names(data.feature_names))
+
+
+def _lightgbm_names(names: list[str]) -> list[str]:
+    """LightGBM refuses spaces and JSON special characters in feature names: replace them by '_'."""
+    return [re.sub(r'[\s,:"\[\]{}]', "_", name) for name in names]
+
+
+def train_from_spec(spec_path: Path, out: Path, *, config: IlmartConfig, validation_share: float = 0.2,
+                    seed: int | None = None) -> tuple[IlmartFit, dict[str, float]]:
+    """`auditor train-ilmart`: ILMART on the spec's `background` (training) data with its labels, saved as a
+    LightGBM model file at `out` (never overwritten); returns the fit and nDCG@10 on the spec's dataset."""
+    from auditor.checks.ranking import per_query_ndcg
+    from auditor.engine import _load_data
+    from auditor.errors import InputError
+    from auditor.models import load_model
+    from auditor.spec import load_spec
+
+    if out.exists():
+        raise InputError("the file exists already", file=out, fix="choose another --out or move the file away")
+    spec, _ = load_spec(spec_path)  # model and data only: no policies, templates or signing keys are needed
+    model = load_model(spec.model, base_dir=Path(spec_path).parent.resolve(), spec_file=spec_path)
+    if spec.background is None:
+        raise InputError("the spec has no `background` (training) data to train on", file=spec_path,
+                         fix="add `background: {path: train.csv}` with relevance labels")
+    train = _load_data(spec.background, model)
+    if train.y is None:
+        raise InputError("the background data has no relevance labels", file=spec_path,
+                         fix="set `background.label_column` to the label column")
+    rng = np.random.default_rng([spec.seed if seed is None else seed, *b"train-ilmart"])
+    config = replace(config, seed=spec.seed if seed is None else seed)
+    fit = fit_on_labels(train, rng, validation_share=validation_share, config=config)
+    text = fit.booster.model_to_string()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", file=out, fix="choose another --out") from None
+    test = _load_data(spec.dataset, model)
+    summary: dict[str, float] = {}
+    if test.y is not None:
+        for label, booster in (("ilmart", fit.main_booster), ("ilmarti", fit.booster)):
+            scores = booster.predict(test.X, raw_score=True)
+            summary[label] = float(per_query_ndcg(scores, test.y, test.query_ptr, [10])[:, 0].mean())
+    return fit, summary

@@ -1,0 +1,150 @@
+"""ILMART on stock LightGBM (auditor/surrogate): structure of the trees, exact decomposition, fidelity measures,
+the bookstore's planted effects, the `surrogate` evidence and `auditor train-ilmart`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from auditor.data import load_ranking_data
+from auditor.surrogate.decompose import decompose
+from auditor.surrogate.fidelity import fidelity, rank_grades, standardised
+from auditor.surrogate.ilmart import IlmartConfig, RankSet, fit_ilmart, tree_feature_sets
+from auditor.surrogate.train import fit_on_labels
+from auditor.trees import TreeEnsemble
+from tests.conftest import BOOKSTORE, make_queries
+
+FAST = {"num_threads": 1, "max_rounds": 300, "patience": 20}
+
+
+@pytest.fixture(scope="module")
+def synthetic_fit():
+    """A fit on data with a planted interaction (x1 · x2), overlapping candidate pairs, and NaN-free inputs."""
+    rng = np.random.default_rng(5)
+    X, _, sizes = make_queries(rng, 160, 6, min_docs=8, max_docs=20)
+    signal = 2.0 * X[:, 0] + 3.0 * X[:, 1] * X[:, 2] + 0.5 * X[:, 3] + 0.2 * rng.standard_normal(len(X))
+    y = np.digitize(signal, np.quantile(signal, [0.5, 0.75, 0.9, 0.97])).astype(float)
+    cut = int(sizes[:120].sum())
+    train, valid = RankSet(X[:cut], y[:cut], sizes[:120]), RankSet(X[cut:], y[cut:], sizes[120:])
+    fit = fit_ilmart(train, valid, config=IlmartConfig(n_interactions=3, num_leaves=7, **FAST))
+    return fit, X
+
+
+def test_main_effect_trees_use_one_feature_each(synthetic_fit):
+    fit, _ = synthetic_fit
+    for paths in tree_feature_sets(fit.booster)[: fit.main_trees]:
+        assert len(frozenset().union(*paths)) <= 1
+    assert set(fit.main_features) >= {0, 1, 2}
+
+
+def test_interaction_paths_stay_inside_one_selected_pair(synthetic_fit):
+    fit, _ = synthetic_fit
+    assert fit.interaction_trees > 0 and 1 <= len(fit.pairs) <= 3
+    assert all(i in fit.main_features and j in fit.main_features for i, j in fit.pairs)
+    allowed = [frozenset(p) for p in fit.pairs]
+    for paths in tree_feature_sets(fit.booster, start=fit.main_trees):
+        for path in paths:
+            assert any(path <= pair for pair in allowed), (path, fit.pairs)
+
+
+def test_planted_interaction_is_selected(synthetic_fit):
+    fit, _ = synthetic_fit
+    assert (1, 2) in fit.pairs
+
+
+def test_decomposition_reproduces_the_raw_score(synthetic_fit):
+    fit, X = synthetic_fit
+    parts = decompose(TreeEnsemble.from_lightgbm(fit.booster.dump_model()))
+    rng = np.random.default_rng(0)
+    probe = np.vstack([X, rng.uniform(-1, 2, size=(200, X.shape[1]))])
+    probe[rng.random(probe.shape) < 0.05] = np.nan  # missing values go through the tables' NaN entries
+    expected = fit.booster.predict(probe, raw_score=True)
+    assert np.max(np.abs(parts.predict(probe) - expected)) <= 1e-9
+    assert all(len(e.features) in (1, 2) for e in parts.effects) and parts.pair_effects
+
+
+def test_fidelity_measures():
+    ptr = np.array([0, 4, 7, 8])
+    blackbox = np.array([4.0, 3.0, 2.0, 1.0, 1.0, 1.0, 1.0, 5.0])
+    same = fidelity(2 * blackbox + 1, blackbox, ptr)
+    assert same["kendall"][0] == pytest.approx(1.0) and same["ndcg@10"][0] == pytest.approx(1.0)
+    assert np.isnan(same["kendall"][1]) and np.isnan(same["kendall"][2])  # no order to follow; one document
+    assert same["explained"] == pytest.approx(1.0)
+    reverse = fidelity(-blackbox, blackbox, ptr)
+    assert reverse["kendall"][0] == pytest.approx(-1.0) and reverse["ndcg@10"][0] < 1
+    grades = rank_grades(np.array([0.1, 0.9, 0.5, 0.5, 3.0]), np.array([0, 4, 5]), levels=4)
+    assert grades.tolist() == [0, 3, 2, 2, 3]
+    z = standardised(blackbox, ptr)
+    assert z[:4].mean() == pytest.approx(0) and z[:4].std() == pytest.approx(1) and np.all(z[4:] == 0)
+
+
+def test_bookstore_ilmart_recovers_planted_effects():
+    """generate.py: relevance rises with genre match, price in range, (avg_review − 3.5) · log(1 + n_reviews) (mean
+    rating 3.9, so more reviews help), sales and recency; is_ebook has no direct effect."""
+    train = load_ranking_data(BOOKSTORE / "train.csv", doc_id_column="doc_id")
+    fit = fit_on_labels(train, np.random.default_rng(3), config=IlmartConfig(num_leaves=15, **FAST))
+    parts = decompose(TreeEnsemble.from_lightgbm(fit.booster.dump_model()))
+    names = train.feature_names
+    frame = pd.DataFrame(train.X, columns=names)
+
+    def effect_of(feature: str, low: float, high: float) -> float:
+        """Total effect change (main + pairs with the feature), averaged over the data, from low to high."""
+        at = []
+        for value in (low, high):
+            X = frame.to_numpy().copy()
+            X[:, names.index(feature)] = value
+            at.append(parts.predict(X).mean())
+        return at[1] - at[0]
+
+    assert effect_of("genre_match", 0, 1) > 0.5
+    assert effect_of("price_in_range", 0, 1) > 0.5
+    assert effect_of("n_reviews", 2, 2000) > 0
+    assert effect_of("avg_review", 3.0, 4.8) > 0
+    assert effect_of("publishing_year", 1990, 2025) > 0
+    assert effect_of("sales_rank_log", 1.0, 3.5) > 0
+    planted = min(effect_of("genre_match", 0, 1), effect_of("price_in_range", 0, 1))
+    assert abs(effect_of("is_ebook", 0, 1)) < 0.1 * planted  # no planted effect: flat (or unused)
+
+
+def test_surrogate_evidence_on_the_bookstore(bookstore: Path):
+    from auditor.engine import prepare
+    from auditor.evidence.base import AuditContext
+    from auditor.evidence.surrogate import SurrogateOptions, run
+    from auditor.models.base import CountingRanker
+
+    prepared = prepare(bookstore / "audit.yaml")
+    ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=7,
+                       background=prepared.background)
+    result = run(ctx, SurrogateOptions(interactions=3, top_effects=2, top_pairs=1, num_leaves=7))
+    m = result.metrics
+    assert m["surrogate.fidelity.kendall.mean"] > 0.75 and m["surrogate.fidelity.ndcg@10.mean"] > 0.9
+    assert m["surrogate.decomposition.max_abs_error"] <= 1e-9
+    assert 1 <= m["surrogate.n_interactions"] <= 3 and m["surrogate.n_main_effects"] >= 4
+    assert m["surrogate.fidelity.kendall.mean"] >= m["surrogate.fidelity.main_effects.kendall.mean"] - 0.02
+    assert [f.title.split(":")[0] for f in result.figures] == ["Surrogate effects by importance", "Main effects",
+                                                               "Interaction"]
+    assert all(f.svg.startswith("<svg") for f in result.figures)
+    assert {r["effect"] for r in result.records} >= {"genre_match", "price_in_range"}
+    again = run(ctx, SurrogateOptions(interactions=3, top_effects=2, top_pairs=1, num_leaves=7))
+    assert again.metrics == m and [f.svg for f in again.figures] == [f.svg for f in result.figures]
+
+
+def test_train_ilmart_command(bookstore: Path):
+    from auditor.cli import app
+
+    runner = CliRunner()
+    out = bookstore / "ilmart.txt"
+    done = runner.invoke(app, ["train-ilmart", str(bookstore / "audit.yaml"), "--out", str(out),
+                               "--interactions", "2", "--leaves", "7"])
+    assert done.exit_code == 0, done.output
+    booster = lgb.Booster(model_file=str(out))
+    assert booster.feature_name()[:2] == ["genre_match", "price"]
+    parts = decompose(TreeEnsemble.from_lightgbm(booster.dump_model()))  # interpretable by construction
+    assert len(parts.pair_effects) <= 2
+    again = runner.invoke(app, ["train-ilmart", str(bookstore / "audit.yaml"), "--out", str(out)])
+    assert again.exit_code == 2 and again.output.count("\n") == 1 and "exists already" in again.output
