@@ -7,6 +7,7 @@ from auditor.evidence import (
     disclosure_consistency,
     global_importance,
     local_explanations,
+    pairwise,
     parameter_influence,
     ranking_quality,
     surrogate,
@@ -31,6 +32,8 @@ REGISTRY: dict[str, EvidencePlugin] = {
         EvidencePlugin("parameter_influence", parameter_influence.ParameterInfluenceOptions, parameter_influence.run,
                        "Influence of sensitive parameters", "Rank shifts when paid or other sensitive parameters "
                        "are masked or swept.", parameter_influence.check),
+        EvidencePlugin("pairwise", pairwise.PairwiseOptions, pairwise.run,
+                       "Pairwise explanations", "Why each top document is ranked above the next (paper 003)."),
         EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
                        "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity."),
     )

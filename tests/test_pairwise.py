@@ -1,0 +1,123 @@
+"""Pairwise explanations (paper 003): ASIPair against the TreeSHAP oracle, efficiency, RAIPair's recovery."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import shap
+
+from auditor.explain.pairwise import AsiPair, ConditionalFill, PairGame, RaiPair, exact_shapley, l1_recovery
+from auditor.models.base import CountingRanker
+from auditor.models.lightgbm import LightGBMRanker
+
+
+@pytest.fixture(scope="module")
+def ranker(lambdamart):
+    booster, X, _, _ = lambdamart
+    return booster, CountingRanker(LightGBMRanker(booster)), X
+
+
+def test_masking_fill_gives_the_difference_of_interventional_treeshap_values(ranker):
+    booster, model, X = ranker
+    background = X[::17][:25]
+    explainer = AsiPair(ConditionalFill(background, "masking"))
+    oracle = shap.TreeExplainer(booster, data=background, feature_perturbation="interventional")
+    for a, b in [(0, 1), (5, 40), (100, 7)]:
+        pair = explainer.explain(model, X[a], X[b], np.random.default_rng(0))
+        assert pair.exact
+        expected = oracle.shap_values(X[[a, b]])
+        np.testing.assert_allclose(pair.phi, expected[0] - expected[1], atol=1e-6)
+        assert pair.value == pytest.approx(float(model.predict(X[[a]])[0] - model.predict(X[[b]])[0]), abs=1e-12)
+        assert pair.base == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["adaptive", "masking"])
+@pytest.mark.parametrize("function", ["margin", "probability"])
+def test_asipair_is_efficient_exact_and_sampled(ranker, kind, function):
+    _, model, X = ranker
+    fill = ConditionalFill(X[:200], kind)  # type: ignore[arg-type]
+    for exact_max in (10, 0):  # all coalitions, then permutation sampling
+        pair = AsiPair(fill, function=function, exact_max_features=exact_max, permutations=16).explain(
+            model, X[3], X[11], np.random.default_rng(1))
+        assert pair.exact == (exact_max == 10)
+        assert pair.efficiency_error < 1e-9
+        assert abs(pair.phi.sum()) > 0  # the pair is not trivially tied
+
+
+def test_prefix_weights_equal_the_weights_of_each_coalition(ranker):
+    _, _, X = ranker
+    fill = ConditionalFill(X[:150], "adaptive")
+    order = np.array([4, 1, 5, 0, 3, 2])
+    prefix = fill.prefix_log_weights(X[9], order)
+    assert np.all(prefix[0] == 0)
+    for j in range(1, 7):
+        known = np.zeros(6, dtype=bool)
+        known[order[:j]] = True
+        np.testing.assert_allclose(prefix[j], fill._log_weights(X[9], known), rtol=1e-9, atol=1e-9)
+
+
+def test_adaptive_fill_uses_neighbours_and_the_eta_cutoff(ranker):
+    _, _, X = ranker
+    fill = ConditionalFill(X[:200], "adaptive", eta=0.5, max_neighbours=200)
+    known = np.array([True, False, False, False, False, False])
+    idx_a, w_a, idx_b, _w_b = fill.select(X[0], X[1], known)
+    assert len(idx_a) == len(idx_b) < 200
+    share = (w_a.sum() / np.exp(fill._log_weights(X[0], known) - fill._log_weights(X[0], known).max()).sum())
+    assert share > 0.5 ** 0.5 - 1e-9 or len(idx_a) == 1
+    # the chosen neighbours of A are the training documents closest to A on the known feature
+    distance = np.abs(X[:200, 0] - X[0, 0])
+    assert distance[idx_a].max() <= np.sort(distance)[len(idx_a) - 1] + 1e-12
+
+
+def test_raipair_error_shrinks_as_measurements_and_permutations_grow(ranker):
+    _, model, X = ranker
+    fill = ConditionalFill(X[:60], "adaptive", max_neighbours=20)
+    exact = AsiPair(fill).explain(model, X[3], X[11], np.random.default_rng(0)).phi
+
+    def error(m: int, h: int) -> float:
+        runs = [RaiPair(fill, measurements=m, permutations=h).explain(model, X[3], X[11],
+                                                                       np.random.default_rng(s)).phi
+                for s in range(3)]
+        return float(np.mean([np.linalg.norm(r - exact) for r in runs]) / np.linalg.norm(exact))
+
+    assert error(6, 32) < error(2, 32)
+    assert error(6, 32) < error(6, 2)
+    assert error(6, 32) < 0.35
+
+
+def test_raipair_efficiency_option_restores_the_sum(ranker):
+    _, model, X = ranker
+    fill = ConditionalFill(X[:150], "adaptive")
+    pair = RaiPair(fill, measurements=3, permutations=4, efficiency=True).explain(
+        model, X[3], X[11], np.random.default_rng(0))
+    assert pair.efficiency_error < 1e-9
+
+
+def test_l1_recovery_finds_a_sparse_vector_and_meets_the_noise_level():
+    rng = np.random.default_rng(3)
+    d, m = 40, 20
+    truth = np.zeros(d)
+    truth[[3, 17]] = [2.0, -1.5]
+    matrix = rng.choice([-1.0, 1.0], size=(m, d)) / np.sqrt(m)
+    target = matrix @ truth
+    recovered = l1_recovery(matrix, target, 1e-6)
+    np.testing.assert_allclose(recovered, truth, atol=1e-3)
+    noisy = target + rng.normal(scale=0.05, size=m)
+    eps = 0.3
+    v = l1_recovery(matrix, noisy, eps)
+    assert np.linalg.norm(noisy - matrix @ v) <= eps + 1e-9
+    assert np.count_nonzero(np.abs(v) > 1e-6) <= 6
+    assert np.all(l1_recovery(matrix, noisy, 10.0) == 0)  # ε above ‖b‖: nothing to explain
+
+
+def test_every_coalition_of_a_pair_is_scored_in_one_predict(ranker):
+    _, model, X = ranker
+    calls = []
+    original = model.inner.predict
+    model.inner.predict = lambda rows: (calls.append(len(rows)), original(rows))[1]  # type: ignore[method-assign]
+    try:
+        game = PairGame(model, X[0], X[1], ConditionalFill(X[:50], "adaptive"))
+        exact_shapley(game)
+    finally:
+        model.inner.predict = original  # type: ignore[method-assign]
+    assert len(calls) == 1 and calls[0] > 64
