@@ -87,9 +87,11 @@ class Lirme:
 def weighted_ridge(Z: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: float) -> np.ndarray:
     """Coefficients of min Σ w·(y − b − Zβ)² + alpha·‖β‖² (unpenalised intercept b), the objective of
     scikit-learn's `Ridge(alpha).fit(Z, y, sample_weight=w)`, solved in closed form: several times faster than
-    the estimator on 2000 × F and the same to rounding (tested)."""
+    the estimator on 2000 × F and the same to rounding (tested). The Gram matrix of the centred, √w-scaled rows is
+    a symmetric rank-k update (BLAS syrk, half the work of a general product)."""
     total = weights.sum()  # >= 1: the document itself (row 0) has weight 1
-    Zc = Z - (weights @ Z) / total
-    yc = y - (weights @ y) / total
-    Zw = Zc * weights[:, None]
-    return np.linalg.solve(Zw.T @ Zc + alpha * np.eye(Z.shape[1]), Zw.T @ yc)
+    root = np.sqrt(weights)
+    S = (Z - (weights @ Z) / total) * root[:, None]
+    gram = S.T @ S
+    gram[np.diag_indices_from(gram)] += alpha
+    return np.linalg.solve(gram, S.T @ (root * (y - (weights @ y) / total)))
