@@ -22,11 +22,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import auditor.evidence.local_explanations as local_explanations  # noqa: E402
 from auditor.checks.validity import has_order  # noqa: E402
 from auditor.evidence.local_explanations import ATTRIBUTION_BASES, LABELS, LocalExplanationsOptions  # noqa: E402
-from auditor.evidence.local_explanations import _explainers as make_explainers  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
+
+# `_explainers` is being renamed `explainers_for` in the working tree: run on both sides of that change.
+make_explainers = getattr(local_explanations, "explainers_for", None) or local_explanations._explainers
 
 
 def model_seconds(model, X: np.ndarray, rows: int) -> float:
@@ -47,10 +50,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=None, help="first N queries (default: all 156)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--skip-shap", action="store_true", help="do not run benchmarks/explainers_shap.py")
+    parser.add_argument("--only", nargs="+", default=None, metavar="KEY",
+                        help="only these explainers (e.g. lirme exs greedy)")
+    parser.add_argument("--per-document-draws", action="store_true",
+                        help="LIRME/EXS draw samples per document (lime.shared_samples: false)")
     args = parser.parse_args()
     ctx, _ = context(None, 7)
     data, model, masker = ctx.data, ctx.model, ctx.masker()
-    options = LocalExplanationsOptions(k=args.k)
+    options = LocalExplanationsOptions(k=args.k, lime={"shared_samples": not args.per_document_draws})
     explainers = make_explainers(options)
     scores = ctx.scores()
     queries = [i for i in range(data.n_queries) if has_order(scores[data.query_slice(i)])][: args.queries]
@@ -62,6 +69,8 @@ def main() -> None:
     bases = {m[:-1]: ATTRIBUTION_BASES[m[:-1]] for m in options.methods if m[:-1] in ATTRIBUTION_BASES}
     runs = [(LABELS[f"{prefix}5"].replace("-5", "") + " (top 5 docs)", base, True) for prefix, base in bases.items()]
     runs += [(LABELS[m], m, False) for m in options.methods if m[:-1] not in ATTRIBUTION_BASES]
+    if args.only:
+        runs = [run for run in runs if run[1] in args.only]
     for label, key, attribution in runs:
         explainer = explainers[key]
         before, start = model.rows_evaluated, time.perf_counter()
