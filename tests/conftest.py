@@ -52,6 +52,15 @@ LIGHT_PATHS = {"decision_path_accuracy": {"explainers": ["treeshap", "lirme"], "
                                           "queries": 6}}
 
 
+LIGHT_PAIRWISE = {"pairwise": {"queries": 4, "background_size": 200}}
+
+
+LIGHT_CONFIDENCE = {"confidence": {"methods": ["treeshap1", "greedy_cover_eps", "validity_search"], "k": 3,
+                                   "queries": 5}}
+LIGHT = {"local_explanations": LIGHT_LOCAL, "decision_path_accuracy": LIGHT_PATHS, "pairwise": LIGHT_PAIRWISE,
+         "confidence": LIGHT_CONFIDENCE}
+
+
 @pytest.fixture
 def bookstore(tmp_path: Path) -> Path:
     """A copy of the bundled example in a temporary folder (tests may edit it), with lighter local explanations."""
@@ -60,8 +69,7 @@ def bookstore(tmp_path: Path) -> Path:
     for name in ("model.txt", "test.csv", "train.csv"):
         shutil.copy(BOOKSTORE / name, folder / name)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec["evidence"] = [LIGHT_LOCAL if "local_explanations" in item else LIGHT_PATHS if "decision_path_accuracy" in item
-                        else item for item in spec["evidence"]]
+    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
     spec.pop("signing", None)  # the example signs with keys made by `make demo`; tests that sign make their own
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from auditor.evidence import (
+    confidence,
     decision_path_accuracy,
     disclosure_consistency,
     global_importance,
@@ -34,6 +35,8 @@ REGISTRY: dict[str, EvidencePlugin] = {
                        "are masked or swept.", parameter_influence.check),
         EvidencePlugin("pairwise", pairwise.PairwiseOptions, pairwise.run,
                        "Pairwise explanations", "Why each top document is ranked above the next (paper 003)."),
+        EvidencePlugin("confidence", confidence.ConfidenceOptions, confidence.run,
+                       "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons."),
         EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
                        "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity."),
     )

@@ -107,6 +107,7 @@ class AuditContext:
     masking_samples: int = 20
     _scores: np.ndarray | None = None
     _masker: Any = None
+    _memo: dict[Any, Any] = field(default_factory=dict)
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator of its own for each named stream, so adding a plugin never shifts another's numbers."""
@@ -125,6 +126,13 @@ class AuditContext:
             self._masker = Masker.from_background(self.reference().X, self.masking,  # type: ignore[arg-type]
                                                   samples=self.masking_samples, rng=self.rng("masking"))
         return self._masker
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """Work shared between evidence items (e.g. one explainer's output for one query): computed once per audit.
+        The key must name everything the result depends on, including the random stream it draws from."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[no-any-return]
 
     def scores(self) -> np.ndarray:
         """The model's scores for every document, computed once and shared by all plugins."""

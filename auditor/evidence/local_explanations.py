@@ -111,7 +111,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     background = ctx.reference().X
     scores = ctx.scores()
     chosen = _query_sample(ctx, options)
-    explainers = _explainers(options)
+    explainers = explainers_for(options)
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
     excluded = 0
@@ -121,7 +121,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
         if not has_order(query.scores):
             excluded += 1
             continue
-        attributions = _attributions(ctx, query, methods, explainers, masker, qi, tallies, sizes)
+        attributions = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes)
         for k in sizes:
             sets, names = [], []
             for method in methods:
@@ -131,8 +131,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
                     sets.append(set_from_attributions(attributions[base], k, docs=docs))
                 else:
                     rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-                    rng = ctx.rng(f"local/{method}/{k}/{qi}")
-                    sets.append(explainers[method].select(ctx.model, query, k, masker, rng))
+                    sets.append(explanation_set(ctx, options, explainers, method, query, qi, k, masker))
                     tally.rows += ctx.model.rows_evaluated - rows_before
                     tally.seconds += time.perf_counter() - start
                 names.append(method)
@@ -173,7 +172,7 @@ def _query_sample(ctx: AuditContext, options: LocalExplanationsOptions) -> list[
     return sorted(int(i) for i in ctx.rng("local/queries").choice(n, size=options.queries, replace=False))
 
 
-def _explainers(options: LocalExplanationsOptions) -> dict[str, Any]:
+def explainers_for(options: LocalExplanationsOptions) -> dict[str, Any]:
     from auditor.explain.exs import Exs
     from auditor.explain.greedy import Greedy
     from auditor.explain.kernelshap import KernelShap
@@ -197,14 +196,18 @@ def _explainers(options: LocalExplanationsOptions) -> dict[str, Any]:
     }
 
 
+_explainers = explainers_for  # the name decision_path_accuracy and benchmarks/explainers.py import
+
+
 def _exs_loss(lime: LimeOptions) -> str:
     if lime.exs_loss != "auto":
         return lime.exs_loss
     return "epsilon_insensitive" if lime.exs_label == "score" else "squared_epsilon_insensitive"
 
 
-def _attributions(ctx: AuditContext, query: QueryView, methods: list[str], explainers: dict[str, Any], masker: Any,
-                  qi: int, tallies: dict[tuple[str, int], _Tally], sizes: list[int]) -> dict[str, np.ndarray]:
+def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: QueryView, methods: list[str],
+                  explainers: dict[str, Any], masker: Any, qi: int, tallies: dict[tuple[str, int], _Tally],
+                  sizes: list[int]) -> dict[str, np.ndarray]:
     """Attribute the top documents once per base explainer; "-1" and "-5" variants share the work (and cost)."""
     out: dict[str, np.ndarray] = {}
     for prefix, base in ATTRIBUTION_BASES.items():
@@ -213,7 +216,7 @@ def _attributions(ctx: AuditContext, query: QueryView, methods: list[str], expla
             continue
         docs = query.top_docs(max(int(m[-1]) for m in variants))
         rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-        out[base] = explainers[base].attribute(ctx.model, query, docs, masker, ctx.rng(f"local/{base}/{qi}"))
+        out[base] = attributions(ctx, options, explainers, base, query, qi, docs, masker)
         degenerate = getattr(explainers[base], "last_degenerate", 0)
         if degenerate:
             tallies.setdefault((f"{base}:degenerate", 0), _Tally()).rows += int(degenerate)
@@ -223,6 +226,30 @@ def _attributions(ctx: AuditContext, query: QueryView, methods: list[str], expla
             tally.rows += rows
             tally.seconds += seconds
     return out
+
+
+def _config(options: LocalExplanationsOptions, name: str) -> str:
+    """The options an explainer's output depends on, as a memo key part."""
+    part = {"kernelshap": options.kernelshap, "lirme": options.lime, "exs": options.lime,
+            "greedy": options.greedy, "greedy_cover": options.greedy, "greedy_cover_eps": options.greedy,
+            "validity_search": options.search}.get(name)
+    return part.model_dump_json() if part is not None else ""
+
+
+def attributions(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
+                 query: QueryView, qi: int, docs: np.ndarray, masker: Any) -> np.ndarray:
+    """One attribution explainer on one query's top documents, computed once per audit (shared with `confidence`)."""
+    key = ("attributions", base, _config(options, base), ctx.masking, qi, tuple(int(d) for d in docs))
+    return ctx.memo(key, lambda: explainers[base].attribute(ctx.model, query, docs, masker,
+                                                            ctx.rng(f"local/{base}/{qi}")))
+
+
+def explanation_set(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], method: str,
+                    query: QueryView, qi: int, k: int, masker: Any) -> tuple[int, ...]:
+    """One set explainer's choice for one query and k, computed once per audit (shared with `confidence`)."""
+    key = ("set", method, _config(options, method), ctx.masking, qi, k)
+    return ctx.memo(key, lambda: explainers[method].select(ctx.model, query, k, masker,
+                                                           ctx.rng(f"local/{method}/{k}/{qi}")))
 
 
 def _optimum(ctx: AuditContext, query: QueryView, k: int, masker: Any, options: LocalExplanationsOptions, qi: int,

@@ -1,0 +1,303 @@
+"""Evidence `confidence`: which explanations a reviewer should not rely on, and why.
+
+Per (query, explainer), six criteria (auditor/checks/confidence.py): validity below a threshold; disagreement with
+the other explainers; decision-path accuracy below a threshold (tree models); instability across a second seeded
+run; a fragile ranking (the top documents' scores nearly tied); attributions that do not add up to the score.
+The explanations are the ones `local_explanations` shows (shared through the audit's memo when both run with the
+same options). The section ends with the check that the flags earn their keep: flagged explanations should have
+lower validity and decision-path accuracy than unflagged ones, measured with the criterion under test left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from auditor.checks.confidence import CRITERIA, flag_gap, score_margin, set_overlap, set_weights, verdict
+from auditor.checks.decision_path import ground_truth, top_k_auc
+from auditor.checks.validity import has_order, measure_sets
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.evidence.local_explanations import (
+    ATTRIBUTION_BASES,
+    LABELS,
+    GreedyOptions,
+    KernelShapOptions,
+    LimeOptions,
+    LocalExplanationsOptions,
+    SearchOptions,
+    attributions,
+    explainers_for,
+    explanation_set,
+)
+from auditor.explain.base import QueryView, set_from_attributions
+
+Method = Literal["shap1", "shap5", "treeshap1", "treeshap5", "lirme1", "lirme5", "exs1", "exs5", "greedy",
+                 "greedy_cover", "greedy_cover_eps", "validity_search"]
+Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
+DETERMINISTIC = {"treeshap1", "treeshap5", "validity_search"}  # a second run gives the same set
+HOW_TO_READ = (
+    "An explanation is flagged when a reviewer should not rely on it, with every reason that applies: it does not "
+    "reproduce the ranking (low validity), the other explainers point at different features (disagreement), it "
+    "misses the features the model's trees actually used for these documents (low decision-path accuracy), a "
+    "second run of the same method picks other features (instability), the ranking it explains is nearly a tie "
+    "(fragile), or its numbers do not add up to the model's score (additivity). A flagged explanation is not "
+    "necessarily wrong; it needs a second look before it is quoted. The last table checks that the flags mean "
+    "something: explanations flagged for other reasons should have visibly lower validity and decision-path "
+    "accuracy than unflagged ones."
+)
+
+
+class Thresholds(EvidenceOptions):
+    validity: float = Field(0.5, description="Flag when validity (Kendall tau) is below this.")
+    agreement: float = Field(0.4, description="Flag when the mean top-k overlap with the other explainers is below.")
+    path_accuracy: float = Field(0.6, description="Flag when the top-K AUC against the decision path is below.")
+    stability: float = Field(0.6, description="Flag when the overlap with a second seeded run is below.")
+    margin: float = Field(0.01, description="Flag when the smallest top-document score gap / score std is "
+                                                 "below (a near tie).")
+    additivity: float = Field(1e-3, description="Flag when |Σφ − (score − base)| / score range is above.")
+
+
+class ConfidenceOptions(EvidenceOptions):
+    methods: list[Method] = Field(["treeshap5", "lirme5", "exs5", "greedy_cover_eps", "validity_search"],
+                                  min_length=1, description="Explainers whose explanations are judged.")
+    k: int = Field(5, ge=1, description="Explanation size (as in local_explanations).")
+    queries: int | None = Field(None, ge=1, description="Judge a seeded sample of this many queries (default all).")
+    criteria: list[Criterion] = Field(list(Criterion.__args__), min_length=1, description="Criteria applied.")
+    thresholds: Thresholds = Thresholds()
+    margin_docs: int = Field(5, ge=2, description="Top documents whose score gaps make a ranking fragile.")
+    path_top_k: int = Field(5, ge=1, description="K of the decision-path top-K AUC.")
+    rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
+                                                               "of the first run's (1: a new seed only).")
+    max_listed: int = Field(40, ge=0, description="Flagged explanations listed in the report.")
+    kernelshap: KernelShapOptions = KernelShapOptions()
+    lime: LimeOptions = LimeOptions()
+    greedy: GreedyOptions = GreedyOptions()
+    search: SearchOptions = SearchOptions()
+
+    @field_validator("methods", "criteria")
+    @classmethod
+    def _unique(cls, value: list[Any]) -> list[Any]:
+        return list(dict.fromkeys(value))
+
+
+def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
+    from auditor.evidence.decision_path_accuracy import tree_ensemble
+    from auditor.explain.perturb import SamplerCache
+
+    result = EvidenceResult(name="confidence", how_to_read=HOW_TO_READ)
+    data, scores, masker = ctx.data, ctx.scores(), ctx.masker()
+    ensemble, _ = tree_ensemble(ctx.model)
+    methods = [m for m in options.methods if ensemble is not None or not m.startswith("treeshap")]
+    if len(methods) < len(options.methods):
+        result.notes.append("TreeSHAP needs a tree model: not judged.")
+    criteria = set(options.criteria)
+    if ensemble is None and "path_accuracy" in criteria:
+        criteria.discard("path_accuracy")
+        result.notes.append("Decision-path accuracy needs a tree model: that criterion is not applied.")
+    local = LocalExplanationsOptions(methods=methods, k=options.k, kernelshap=options.kernelshap, lime=options.lime,
+                                     greedy=options.greedy, search=options.search)
+    explainers = explainers_for(local)
+    rerun = explainers_for(_scaled(local, options.rerun_fraction))
+    background = ctx.reference().X
+    sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
+    base_value = _kernelshap_base(ctx, masker, options) if any(m.startswith("shap") for m in methods) else None
+    thresholds = {c: getattr(options.thresholds, c) for c in criteria}
+    docs_needed = max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [options.margin_docs])
+    units: list[dict[str, Any]] = []
+    excluded = 0
+    for qi in ctx.progress.track(_query_sample(ctx, options), description="Confidence flags"):
+        part = data.query_slice(qi)
+        query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
+        if not has_order(query.scores):
+            excluded += 1
+            continue
+        top = query.top_docs(docs_needed)
+        attribution_docs = query.top_docs(max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [1]))
+        attrs = {ATTRIBUTION_BASES[m[:-1]]: attributions(ctx, local, explainers, ATTRIBUTION_BASES[m[:-1]], query,
+                                                         qi, attribution_docs, masker)
+                 for m in methods if m[:-1] in ATTRIBUTION_BASES}
+        sets = {m: _set(ctx, local, explainers, attrs, m, query, qi, options.k, masker) for m in methods}
+        validity, _ = measure_sets(ctx.model, query.X, query.scores, masker, [sets[m] for m in methods])
+        truth = ground_truth(ensemble, query.X[top]) if ensemble is not None else None
+        margin = score_margin(query.scores, options.margin_docs)
+        for i, m in enumerate(methods):
+            measures: dict[str, float] = {"validity": float(validity[i]), "margin": margin}
+            peers = [set_overlap(sets[m], sets[o]) for o in methods if o != m]
+            measures["agreement"] = float(np.mean(peers)) if peers else float("nan")
+            if "stability" in criteria and m not in DETERMINISTIC:
+                again = _rerun(ctx, rerun, m, query, qi, options.k, masker, attribution_docs)
+                measures["stability"] = set_overlap(sets[m], again)
+            if truth is not None:
+                measures["path_accuracy"] = _path_accuracy(m, attrs, sets[m], truth, query, top, sampler,
+                                                           options.path_top_k)
+            if "additivity" in criteria:
+                measures["additivity"] = _additivity(ctx, m, attrs, query, attribution_docs, base_value)
+            judged = verdict(measures, thresholds)
+            units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
+                          "verdict": judged})
+    _report(result, ctx, options, methods, units, excluded, criteria)
+    return result
+
+
+def _scaled(local: LocalExplanationsOptions, fraction: float) -> LocalExplanationsOptions:
+    if fraction >= 1:
+        return local
+    lime = local.lime.model_copy(update={"samples": max(50, int(local.lime.samples * fraction))})
+    shap = local.kernelshap.model_copy(update={"nsamples": max(10, int(local.kernelshap.nsamples * fraction))})
+    greedy = local.greedy.model_copy(update={"pairs": max(1, int(local.greedy.pairs * fraction))})
+    return local.model_copy(update={"lime": lime, "kernelshap": shap, "greedy": greedy})
+
+
+def _set(ctx: AuditContext, local: LocalExplanationsOptions, explainers: dict[str, Any], attrs: dict[str, np.ndarray],
+         method: str, query: QueryView, qi: int, k: int, masker: Any) -> tuple[int, ...]:
+    if method[:-1] in ATTRIBUTION_BASES:
+        return set_from_attributions(attrs[ATTRIBUTION_BASES[method[:-1]]], k, docs=int(method[-1]))
+    return explanation_set(ctx, local, explainers, method, query, qi, k, masker)
+
+
+def _rerun(ctx: AuditContext, explainers: dict[str, Any], method: str, query: QueryView, qi: int, k: int, masker: Any,
+           docs: np.ndarray) -> tuple[int, ...]:
+    rng = ctx.rng(f"confidence/rerun/{method}/{qi}")
+    if method[:-1] in ATTRIBUTION_BASES:
+        base = ATTRIBUTION_BASES[method[:-1]]
+        values = explainers[base].attribute(ctx.model, query, docs, masker, rng)
+        return set_from_attributions(values, k, docs=int(method[-1]))
+    return explainers[method].select(ctx.model, query, k, masker, rng)
+
+
+def _path_accuracy(method: str, attrs: dict[str, np.ndarray], chosen: tuple[int, ...], truth: Any, query: QueryView,
+                   top: np.ndarray, sampler: Any, top_k: int) -> float:
+    """Top-K AUC against the value change along the decision paths of the documents the explanation covers: each
+    document for attributions (averaged), the summed |value change| of the top documents for sets."""
+    from auditor.evidence.decision_path_accuracy import explanation
+
+    if method[:-1] in ATTRIBUTION_BASES:
+        base = ATTRIBUTION_BASES[method[:-1]]
+        form = "contributions" if base in ("lirme", "exs") else "attributions"
+        docs = int(method[-1])
+        return float(np.mean([top_k_auc(explanation(attrs[base][j], query.X[top[j]], sampler, "value_change", form),
+                                        truth.value_change[j], top_k) for j in range(min(docs, len(top)))]))
+    summed = np.abs(truth.value_change[:len(top)]).sum(axis=0)
+    return top_k_auc(set_weights(chosen, query.n_features), summed, top_k)
+
+
+def _kernelshap_base(ctx: AuditContext, masker: Any, options: ConfidenceOptions) -> float | None:
+    """φ0 of KernelSHAP with the masking background (the mean score of the fill rows); None for sampled ones."""
+    if options.kernelshap.background != "masking":
+        return None
+    return float(np.mean(ctx.model.predict(masker.fill)))
+
+
+def _additivity(ctx: AuditContext, method: str, attrs: dict[str, np.ndarray], query: QueryView, docs: np.ndarray,
+                base_value: float | None) -> float:
+    """max |Σφ − (score − φ0)| over the explained documents / the query's score range; NaN for surrogates and sets."""
+    spread = float(np.ptp(query.scores)) or 1.0
+    used = docs[:int(method[-1])] if method[:-1] in ATTRIBUTION_BASES else docs[:0]
+    if method.startswith("treeshap"):
+        contributions = ctx.model.contributions(query.X[used])
+        if contributions is None:
+            return float("nan")
+        phi = attrs["treeshap"][:len(used)]
+        error = np.abs(phi.sum(axis=1) + contributions[:, -1] - query.scores[used])
+        return float(error.max() / spread)
+    if method.startswith("shap") and base_value is not None:
+        phi = attrs["kernelshap"][:len(used)]
+        return float(np.abs(phi.sum(axis=1) - (query.scores[used] - base_value)).max() / spread)
+    return float("nan")
+
+
+def _query_sample(ctx: AuditContext, options: ConfidenceOptions) -> list[int]:
+    n = ctx.data.n_queries
+    if options.queries is None or options.queries >= n:
+        return list(range(n))
+    # the stream local_explanations samples from: with the same `queries`, both judge the same queries
+    return sorted(int(i) for i in ctx.rng("local/queries").choice(n, size=options.queries, replace=False))
+
+
+def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],
+            units: list[dict[str, Any]], excluded: int, criteria: set[str]) -> None:
+    metrics = result.metrics
+    metrics["confidence.explanations"] = float(len(units))
+    metrics["confidence.excluded_queries"] = float(excluded)
+    if not units:
+        result.summary = "No query with an order to explain."
+        return
+    names = ctx.data.feature_names
+    flagged = np.array([u["verdict"].flagged for u in units])
+    metrics["confidence.flagged_fraction"] = float(flagged.mean())
+    per_method = []
+    for m in methods:
+        mine = np.array([u["verdict"].flagged for u in units if u["method"] == m])
+        metrics[f"confidence.{m}.flagged_fraction"] = float(mine.mean())
+        reasons = Counter(c for u in units if u["method"] == m for c in u["verdict"].criteria)
+        per_method.append([LABELS[m], len(mine), int(mine.sum()), _r(mine.mean()),
+                           ", ".join(f"{c} {n}" for c, n in reasons.most_common()) or "—"])
+    for criterion in CRITERIA:
+        if criterion in criteria:
+            metrics[f"confidence.reason.{criterion}.share"] = float(np.mean(
+                [criterion in u["verdict"].criteria for u in units]))
+    result.tables.append(Table(
+        title=f"Flagged explanations per explainer (k = {options.k})",
+        columns=["explainer", "explanations", "flagged", "share flagged", "reasons (count)"], rows=per_method,
+        note=f"{len({u['qi'] for u in units})} queries; {excluded} left out (fewer than two documents or all scores "
+             f"tied). Thresholds: " + ", ".join(f"{c} {getattr(options.thresholds, c):g}" for c in CRITERIA
+                                                if c in criteria) + "."))
+    listed = [u for u in units if u["verdict"].flagged][:options.max_listed]
+    result.tables.append(Table(
+        title="Explanations not to rely on, with the reasons",
+        columns=["query", "explainer", "explanation set", "validity", "reasons"],
+        rows=[[u["query"], LABELS[u["method"]], ", ".join(names[f] for f in u["set"]),
+               _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)] for u in listed],
+        note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order."))
+    result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
+                       "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons,
+                       "measures": {k: _r(v, 6) for k, v in u["measures"].items()}} for u in units]
+    _validation(result, ctx, units, criteria)
+    worst = max(methods, key=lambda m: metrics[f"confidence.{m}.flagged_fraction"])
+    result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({flagged.mean():.0%}); most "
+                      f"often {LABELS[worst]} ({metrics[f'confidence.{worst}.flagged_fraction']:.0%}).")
+
+
+def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:
+    """Flags earn their keep: unflagged minus flagged mean validity (flags from every criterion but validity) and
+    mean decision-path accuracy (every criterion but path accuracy), with query-clustered bootstrap intervals."""
+    rng = ctx.rng("confidence/validation")
+    cluster = np.array([u["qi"] for u in units])
+    rows = []
+    for measure, label in (("validity", "validity"), ("path_accuracy", "decision-path accuracy (top-K AUC)")):
+        values = np.array([u["measures"].get(measure, float("nan")) for u in units], dtype=np.float64)
+        if not np.isfinite(values).any():
+            continue
+        for scope in ("independent", "all"):
+            if scope == "independent":
+                flags = np.array([any(c != measure for c in u["verdict"].criteria) for u in units])
+                source = f"all criteria except {measure}"
+            else:
+                flags = np.array([u["verdict"].flagged for u in units])
+                source = "all criteria"
+            gap, low, high = flag_gap(values, flags, cluster, rng)
+            keep = np.isfinite(values)
+            mean_f = float(values[keep & flags].mean()) if (keep & flags).any() else float("nan")
+            mean_u = float(values[keep & ~flags].mean()) if (keep & ~flags).any() else float("nan")
+            if scope == "independent":
+                result.metrics[f"confidence.validation.{measure}_gap"] = gap
+                result.metrics[f"confidence.validation.{measure}_gap.ci95_low"] = low
+                result.metrics[f"confidence.validation.{measure}_gap.ci95_high"] = high
+            rows.append([label, source, int((keep & flags).sum()), int((keep & ~flags).sum()), _r(mean_f),
+                         _r(mean_u), _r(gap), f"{_r(low)} – {_r(high)}" if np.isfinite(low) else None])
+    if rows:
+        result.tables.append(Table(
+            title="Do the flags earn their keep?",
+            columns=["measure", "flags from", "flagged", "unflagged", "mean flagged", "mean unflagged",
+                     "gap (unflagged − flagged)", "95% interval"],
+            rows=rows,
+            note="A positive gap whose interval excludes 0 means flagged explanations really are worse. The "
+                 "'except' rows leave out the criterion that measures the same thing, so the gap is not true by "
+                 "construction. Intervals resample queries (2000 bootstrap resamples)."))
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -1,0 +1,115 @@
+"""Low-confidence flags: the criteria, the flag-gap statistic, and the evidence on the bookstore example."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from auditor.checks.confidence import flag_gap, score_margin, set_overlap, set_weights, verdict
+from auditor.data import load_ranking_data
+from auditor.engine import run_audit
+from auditor.evidence import confidence, local_explanations
+from auditor.evidence.base import AuditContext
+from auditor.models.base import CountingRanker
+from auditor.models.lightgbm import load_lightgbm
+from tests.conftest import BOOKSTORE, write_spec
+
+
+def test_overlap_margin_and_weights():
+    assert set_overlap((1, 2, 3), (3, 2, 1)) == 1.0
+    assert set_overlap((1, 2, 3), (4, 5, 6)) == 0.0
+    assert set_overlap((1, 2), (2, 9, 8)) == pytest.approx(1 / 3)
+    assert score_margin(np.array([3.0, 1.0, 2.0, 0.0]), 3) == pytest.approx(1.0 / np.std([3.0, 1.0, 2.0, 0.0]))
+    assert score_margin(np.array([2.0, 2.0, 1.0]), 2) == 0.0  # a tie at the top
+    assert score_margin(np.array([1.0, 1.0]), 2) == 0.0  # no spread at all
+    np.testing.assert_array_equal(set_weights((4, 0, 2), 5), [2, 0, 1, 0, 3])
+
+
+def test_verdict_names_every_reason_and_ignores_missing_measures():
+    thresholds = {"validity": 0.5, "agreement": 0.4, "additivity": 1e-3, "path_accuracy": 0.6}
+    judged = verdict({"validity": 0.2, "agreement": 0.9, "additivity": 0.1, "path_accuracy": float("nan")},
+                     thresholds)
+    assert judged.flagged and judged.criteria == ["validity", "additivity"]
+    assert "validity 0.20 < 0.5" in judged.reasons[0]
+    assert not verdict({"validity": 0.9, "additivity": 0.0}, thresholds).flagged
+    assert not verdict({"stability": 0.0}, thresholds).flagged  # criterion not applied: no threshold
+
+
+def test_flag_gap_is_positive_when_flagged_are_worse_and_undefined_without_both_groups():
+    rng = np.random.default_rng(0)
+    cluster = np.repeat(np.arange(40), 3)
+    flagged = rng.random(120) < 0.3
+    values = np.where(flagged, 0.4, 0.8) + rng.normal(scale=0.05, size=120)
+    gap, low, high = flag_gap(values, flagged, cluster, np.random.default_rng(1))
+    assert 0.35 < gap < 0.45 and low < gap < high and low > 0.3
+    same = flag_gap(rng.normal(size=120), flagged, cluster, np.random.default_rng(1))
+    assert same[1] < 0 < same[2]  # no real difference: the interval covers 0
+    assert all(np.isnan(flag_gap(values, np.ones(120, dtype=bool), cluster, rng)))
+
+
+@pytest.fixture(scope="module")
+def context() -> AuditContext:
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
+
+
+def test_confidence_judges_the_explanations_the_report_shows(context):
+    methods = ["treeshap5", "greedy_cover_eps", "validity_search"]
+    local = local_explanations.run(context, local_explanations.LocalExplanationsOptions(
+        methods=["random", *methods], k=4, k_curve=[], queries=6, optimum_max_subsets=0))
+    rows_before = context.model.rows_evaluated
+    result = confidence.run(context, confidence.ConfidenceOptions(methods=methods, k=4, queries=6,
+                                                                  criteria=["validity", "agreement", "margin"]))
+    # the same explanations (shared through the memo), so judging them evaluated only the validity of the sets
+    shown = {(r["query"], r["method"]): r["selected"] for r in local.records}
+    judged = {(r["query"], r["method"]): r["selected"] for r in result.records}
+    assert judged and all(shown[key] == sets for key, sets in judged.items())
+    validity = {(r["query"], r["method"]): r["validity"] for r in local.records}
+    assert all(r["measures"]["validity"] == pytest.approx(validity[(r["query"], r["method"])], abs=1e-6)
+               for r in result.records)
+    n_docs = sum(r["docs"] for r in local.records if r["method"] == "random")
+    assert context.model.rows_evaluated - rows_before <= 2 * len(methods) * n_docs  # validity + completeness
+    assert 0 <= result.metrics["confidence.flagged_fraction"] <= 1
+    for m in methods:
+        assert f"confidence.{m}.flagged_fraction" in result.metrics
+
+
+def test_a_strict_threshold_flags_with_its_reason_and_flags_validate(context):
+    result = confidence.run(context, confidence.ConfidenceOptions(
+        methods=["treeshap5", "greedy_cover_eps"], k=3, queries=8, criteria=["validity", "path_accuracy", "margin",
+                                                                            "additivity", "stability"],
+        thresholds={"validity": 0.95}))
+    flagged = [r for r in result.records if r["flagged"]]
+    low = [r for r in result.records if r["measures"]["validity"] < 0.95]
+    assert low and all(r["flagged"] for r in low)
+    assert any("does not reproduce the ranking" in reason for r in flagged for reason in r["reasons"])
+    assert all(r["measures"]["additivity"] < 1e-6 for r in result.records if r["method"] == "treeshap5")
+    assert "stability" not in result.records[0]["measures"]  # TreeSHAP is deterministic: no rerun
+    gap_rows = [t for t in result.tables if t.title == "Do the flags earn their keep?"]
+    assert gap_rows and gap_rows[0].rows
+    assert np.isfinite(result.metrics["confidence.validation.path_accuracy_gap"]) or \
+        all(r["flagged"] for r in result.records) or not any(r["flagged"] for r in result.records)
+
+
+def test_bookstore_report_shows_pairwise_and_flagged_explanations(bookstore: Path):
+    spec = write_spec(bookstore, evidence=[
+        {"pairwise": {"queries": 3, "background_size": 150}},
+        {"confidence": {"methods": ["treeshap1", "greedy_cover_eps"], "k": 3, "queries": 4,
+                        "thresholds": {"validity": 0.99}}}])
+    run = run_audit(spec)
+    document = json.loads((run.run_dir / "evidence.json").read_text())
+    pairs = document["evidence"]["pairwise"]["records"]
+    assert len(pairs) == 3 and all(p["rank_a"] == 1 and p["rank_b"] == 2 for p in pairs)
+    assert all(abs(sum(p["phi"].values()) - (p["value"] - p["base"])) < 1e-6 for p in pairs)
+    flags = document["evidence"]["confidence"]["records"]
+    assert any(r["flagged"] and r["reasons"] for r in flags)
+    html = (run.run_dir / "report.html").read_text()
+    assert "Why each document is ranked above the next" in html
+    assert "Explanations not to rely on" in html and "does not reproduce the ranking" in html
