@@ -10,6 +10,7 @@ Needs ../shared/data (or $AUDITOR_DATA). Trains examples/mq2008/model.txt first 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import sys
 import time
@@ -35,6 +36,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=None)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--records", type=Path, default=None, help="also write the per-explanation records (JSON)")
     args = parser.parse_args()
     ctx, facts = contexts(args.seed)["lambdamart"]
     options = ConfidenceOptions(queries=args.queries, methods=["treeshap5", "shap5", "lirme5", "exs5", "greedy",
@@ -64,6 +66,8 @@ def main() -> None:
     print(text)
     if args.out:
         args.out.write_text(text)
+    if args.records:
+        args.records.write_text(json.dumps(result.records))
 
 
 if __name__ == "__main__":

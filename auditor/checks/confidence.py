@@ -74,26 +74,42 @@ def verdict(measures: dict[str, float], thresholds: dict[str, float]) -> Verdict
 
 
 def flag_gap(values: np.ndarray, flagged: np.ndarray, cluster: np.ndarray, rng: np.random.Generator, *,
-             n_resamples: int = 2000) -> tuple[float, float, float]:
+             strata: np.ndarray | None = None, n_resamples: int = 2000) -> tuple[float, float, float]:
     """Mean of `values` over unflagged units minus the mean over flagged ones, with a 95% bootstrap interval that
-    resamples clusters (queries), since the explanations of one query are not independent. NaN values are left out;
-    (nan, nan, nan) when either group is empty."""
+    resamples clusters (queries), since the explanations of one query are not independent.
+
+    With `strata` (the explainer of each unit) the gap is taken within each stratum and averaged, weighted by the
+    stratum's units: flagged LIRME explanations are compared with unflagged LIRME explanations, so an explainer that
+    is both often flagged and good (or bad) on the measure cannot make the flags look better or worse than they are.
+    NaN values are left out; (nan, nan, nan) when no stratum has both flagged and unflagged units."""
     values, flagged = np.asarray(values, dtype=np.float64), np.asarray(flagged, dtype=bool)
+    strata = np.zeros(len(values), dtype=np.int64) if strata is None else np.asarray(strata)
     keep = np.isfinite(values)
-    values, flagged, cluster = values[keep], flagged[keep], np.asarray(cluster)[keep]
-    if not flagged.any() or flagged.all():
+    values, flagged, cluster, strata = values[keep], flagged[keep], np.asarray(cluster)[keep], strata[keep]
+    if len(values) == 0:
         return float("nan"), float("nan"), float("nan")
     ids, owner = np.unique(cluster, return_inverse=True)
-    sums = np.zeros((len(ids), 4))  # flagged sum, flagged count, unflagged sum, unflagged count
-    np.add.at(sums, (owner, 0), np.where(flagged, values, 0.0))
-    np.add.at(sums, (owner, 1), flagged.astype(float))
-    np.add.at(sums, (owner, 2), np.where(flagged, 0.0, values))
-    np.add.at(sums, (owner, 3), (~flagged).astype(float))
-    point = sums[:, 2].sum() / sums[:, 3].sum() - sums[:, 0].sum() / sums[:, 1].sum()
+    kinds, kind = np.unique(strata, return_inverse=True)
+    sums = np.zeros((len(ids), len(kinds), 4))  # flagged sum, flagged count, unflagged sum, unflagged count
+    np.add.at(sums, (owner, kind, 0), np.where(flagged, values, 0.0))
+    np.add.at(sums, (owner, kind, 1), flagged.astype(float))
+    np.add.at(sums, (owner, kind, 2), np.where(flagged, 0.0, values))
+    np.add.at(sums, (owner, kind, 3), (~flagged).astype(float))
+    point = _stratified_gap(sums.sum(axis=0)[None])[0]
+    if not np.isfinite(point):
+        return float("nan"), float("nan"), float("nan")
     counts = rng.multinomial(len(ids), np.full(len(ids), 1.0 / len(ids)), size=n_resamples).astype(float)
-    totals = counts @ sums
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gaps = totals[:, 2] / totals[:, 3] - totals[:, 0] / totals[:, 1]
+    gaps = _stratified_gap(np.einsum("bq,qsk->bsk", counts, sums))
     gaps = gaps[np.isfinite(gaps)]
     low, high = np.quantile(gaps, [0.025, 0.975]) if len(gaps) else (float("nan"), float("nan"))
     return float(point), float(low), float(high)
+
+
+def _stratified_gap(totals: np.ndarray) -> np.ndarray:
+    """(B × S × 4) totals → B gaps: per stratum unflagged mean − flagged mean, averaged with weights = units."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per = totals[..., 2] / totals[..., 3] - totals[..., 0] / totals[..., 1]
+    usable = (totals[..., 1] > 0) & (totals[..., 3] > 0)
+    weight = np.where(usable, totals[..., 1] + totals[..., 3], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.where(usable, per, 0.0) * weight).sum(axis=1) / weight.sum(axis=1)

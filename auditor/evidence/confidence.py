@@ -263,40 +263,44 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
 
 def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:
     """Flags earn their keep: unflagged minus flagged mean validity (flags from every criterion but validity) and
-    mean decision-path accuracy (every criterion but path accuracy), with query-clustered bootstrap intervals."""
+    mean decision-path accuracy (every criterion but path accuracy), compared within each explainer, with
+    query-clustered bootstrap intervals; the pooled comparison and the all-criteria one are shown beside it."""
     rng = ctx.rng("confidence/validation")
     cluster = np.array([u["qi"] for u in units])
+    method = np.array([u["method"] for u in units])
     rows = []
     for measure, label in (("validity", "validity"), ("path_accuracy", "decision-path accuracy (top-K AUC)")):
         values = np.array([u["measures"].get(measure, float("nan")) for u in units], dtype=np.float64)
         if not np.isfinite(values).any():
             continue
-        for scope in ("independent", "all"):
-            if scope == "independent":
-                flags = np.array([any(c != measure for c in u["verdict"].criteria) for u in units])
-                source = f"all criteria except {measure}"
-            else:
-                flags = np.array([u["verdict"].flagged for u in units])
-                source = "all criteria"
-            gap, low, high = flag_gap(values, flags, cluster, rng)
-            keep = np.isfinite(values)
-            mean_f = float(values[keep & flags].mean()) if (keep & flags).any() else float("nan")
-            mean_u = float(values[keep & ~flags].mean()) if (keep & ~flags).any() else float("nan")
-            if scope == "independent":
+        keep = np.isfinite(values)
+        independent = np.array([any(c != measure for c in u["verdict"].criteria) for u in units])
+        every = np.array([u["verdict"].flagged for u in units])
+        for flags, source, strata, comparison in (
+                (independent, f"all criteria except {measure}", method, "within explainer"),
+                (independent, f"all criteria except {measure}", None, "pooled"),
+                (every, "all criteria", method, "within explainer")):
+            gap, low, high = flag_gap(values, flags, cluster, rng, strata=strata)
+            if source.startswith("all criteria except") and comparison == "within explainer":
                 result.metrics[f"confidence.validation.{measure}_gap"] = gap
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_low"] = low
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_high"] = high
-            rows.append([label, source, int((keep & flags).sum()), int((keep & ~flags).sum()), _r(mean_f),
-                         _r(mean_u), _r(gap), f"{_r(low)} – {_r(high)}" if np.isfinite(low) else None])
+            mean_f = float(values[keep & flags].mean()) if (keep & flags).any() else float("nan")
+            mean_u = float(values[keep & ~flags].mean()) if (keep & ~flags).any() else float("nan")
+            rows.append([label, source, comparison, int((keep & flags).sum()), int((keep & ~flags).sum()),
+                         _r(mean_f), _r(mean_u), _r(gap), f"{_r(low)} – {_r(high)}" if np.isfinite(low) else None])
     if rows:
         result.tables.append(Table(
             title="Do the flags earn their keep?",
-            columns=["measure", "flags from", "flagged", "unflagged", "mean flagged", "mean unflagged",
-                     "gap (unflagged − flagged)", "95% interval"],
+            columns=["measure", "flags from", "comparison", "flagged", "unflagged", "mean flagged",
+                     "mean unflagged", "gap (unflagged − flagged)", "95% interval"],
             rows=rows,
-            note="A positive gap whose interval excludes 0 means flagged explanations really are worse. The "
-                 "'except' rows leave out the criterion that measures the same thing, so the gap is not true by "
-                 "construction. Intervals resample queries (2000 bootstrap resamples)."))
+            note="A positive gap whose interval excludes 0 means flagged explanations really are worse. Flags from "
+                 "'all criteria except' the measure's own criterion, so the gap is not true by construction. "
+                 "'within explainer' compares an explainer's flagged explanations with its own unflagged ones "
+                 "(weighted by explanations), the headline figure; 'pooled' mixes explainers, so an explainer that "
+                 "is often flagged yet strong on the measure pulls it down. Means are pooled. Intervals resample "
+                 "queries (2000 bootstrap resamples)."))
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
