@@ -174,7 +174,8 @@ def _select_pairs(config: IlmartConfig, dtrain: lgb.Dataset, main: lgb.Booster, 
     first appearance, stop at k; 'gain': run until 2k distinct pairs (or the round limit), keep the k of largest
     total split gain."""
     k = config.n_interactions
-    wanted = k if config.selection == "first" else 2 * k
+    possible = len(features) * (len(features) - 1) // 2  # stop once every pair has shown up
+    wanted = min(k if config.selection == "first" else 2 * k, possible)
     seen: dict[tuple[int, int], float] = {}
     start = main.current_iteration()
 
