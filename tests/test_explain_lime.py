@@ -4,6 +4,7 @@ independence, the kernel, recovery of known models, the per-std convention, and 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -308,6 +309,48 @@ def test_shared_samples_score_fewer_rows_and_match_for_one_document(lambdamart) 
     np.testing.assert_array_equal(one_shared, one_plain)
 
 
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "per-document"])
+@pytest.mark.parametrize("make", [lambda s: Lirme(n_samples=400, shared_samples=s),
+                                  lambda s: Exs(n_samples=400, shared_samples=s)], ids=["lirme", "exs"])
+def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool, monkeypatch) -> None:
+    """Many queries at once (each with its own generator): bit-identical to one `attribute` call per query, with
+    the rows of a block of queries scored in one model call; an empty document list gives an empty result."""
+    from auditor.explain import perturb
+
+    booster, X, _, sizes = lambdamart
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    model = CallCounter(lambda A: booster.predict(A, raw_score=True))
+    queries = [QueryView(X=X[a:b], scores=booster.predict(X[a:b], raw_score=True), query_id=str(i), background=X)
+               for i, (a, b) in enumerate(pairwise(starts[:6]))]
+    docs = [q.top_docs(3) for q in queries]
+    docs[2] = np.array([], dtype=int)
+    masker = Masker.from_background(X)
+    explainer = make(shared)
+    single, degenerate = [], 0
+    for i, (q, d) in enumerate(zip(queries, docs, strict=True)):
+        single.append(explainer.attribute(model, q, d, masker, np.random.default_rng([7, i])))
+        degenerate += getattr(explainer, "last_degenerate", 0)
+    rows, model.rows_evaluated, model.calls = model.rows_evaluated, 0, 0
+    monkeypatch.setattr(perturb, "BLOCK_ROWS", 10**9)
+    batched = make(shared)
+    many = batched.attribute_many(model, queries, docs, masker,
+                                  [np.random.default_rng([7, i]) for i in range(len(queries))])
+    assert getattr(batched, "last_degenerate", 0) == degenerate
+    assert model.calls == 1 and model.rows_evaluated == rows
+    assert [m.shape for m in many] == [s.shape for s in single] and many[2].shape == (0, X.shape[1])
+    for one, batch in zip(single, many, strict=True):
+        np.testing.assert_array_equal(batch, one)
+    # A small row budget splits the queries into several model calls; the results do not change.
+    model.calls = 0
+    monkeypatch.setattr(perturb, "BLOCK_ROWS", 900)
+    blocks = make(shared).attribute_many(model, queries, docs, masker,
+                                         [np.random.default_rng([7, i]) for i in range(len(queries))])
+    assert model.calls > 1
+    for one, batch in zip(single, blocks, strict=True):
+        np.testing.assert_array_equal(batch, one)
+
+
 # --- exactness of the fast paths -------------------------------------------------------------------------------
 
 def _vectorised_sample(sampler: QuartileSampler, x: np.ndarray, n_samples: int, rng: np.random.Generator):
@@ -405,3 +448,60 @@ def test_exs_uses_the_exact_solver_on_a_real_model(lambdamart):
     explainer = Exs(n_samples=1000)
     explainer.attribute(model, query, query.top_docs(3), Masker.from_background(X), np.random.default_rng(0))
     assert explainer.last_fallback == 0
+
+
+def _bookstore_context():
+    from auditor.data import load_ranking_data
+    from auditor.evidence.base import AuditContext
+    from auditor.models.lightgbm import load_lightgbm
+    from tests.conftest import BOOKSTORE
+
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
+
+
+def test_evidence_batches_queries_without_changing_anything(monkeypatch) -> None:
+    """local_explanations draws LIRME/EXS samples for blocks of queries and scores each block in one model call:
+    the memo entries (keys and values), records, metrics and rows are those of one call per query."""
+    from auditor.evidence import local_explanations as le
+
+    options = le.LocalExplanationsOptions(methods=["lirme1", "lirme5", "exs5"], k=3, k_curve=[], queries=7,
+                                          optimum_max_subsets=0, lime={"samples": 300})
+
+    def audit(batched: bool):
+        ctx = _bookstore_context()
+        calls = CallCounterOf(ctx.model)
+        ctx.model = calls
+        if not batched:
+            monkeypatch.setattr(le, "_prefetch_attributions", lambda *args, **kwargs: None)
+        result = le.run(ctx, options)
+        monkeypatch.undo()
+        return ctx, result, calls.calls
+
+    monkeypatch.setattr(le, "BATCH_QUERIES", 3)
+    batched_ctx, batched, batched_calls = audit(True)
+    plain_ctx, plain, plain_calls = audit(False)
+    assert batched_calls < plain_calls
+    keys = [k for k in plain_ctx._memo if k[0] == "attributions"]
+    assert keys and sorted(keys, key=str) == sorted((k for k in batched_ctx._memo if k[0] == "attributions"), key=str)
+    for key in keys:
+        np.testing.assert_array_equal(batched_ctx._memo[key], plain_ctx._memo[key])
+    assert batched.records == plain.records
+    assert batched.metrics == plain.metrics and batched.metrics["local.exs5.rows"] > 0
+
+
+class CallCounterOf(CountingRanker):
+    """Counts the `predict` calls of an existing CountingRanker's model (rows as well)."""
+
+    def __init__(self, counting: CountingRanker) -> None:
+        super().__init__(counting.inner)
+        self.rows_evaluated = counting.rows_evaluated
+        self.calls = 0
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return super().predict(X)

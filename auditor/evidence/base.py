@@ -134,6 +134,10 @@ class AuditContext:
             self._memo[key] = compute()
         return self._memo[key]  # type: ignore[no-any-return]
 
+    def memoized(self, key: Any) -> bool:
+        """Whether `memo` already holds `key` (to compute only the missing ones of a batch)."""
+        return key in self._memo
+
     def scores(self) -> np.ndarray:
         """The model's scores for every document, computed once and shared by all plugins."""
         if self._scores is None:

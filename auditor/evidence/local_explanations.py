@@ -27,6 +27,7 @@ LABELS = {"random": "RANDOM", "shap1": "SHAP-1 (KernelSHAP)", "shap5": "SHAP-5 (
           "greedy_cover_eps": "GREEDY-COVER-ε", "validity_search": "Validity search (ours)",
           "optimum": "Exhaustive optimum"}
 ATTRIBUTION_BASES = {"shap": "kernelshap", "treeshap": "treeshap", "lirme": "lirme", "exs": "exs"}
+BATCH_QUERIES = 64  # queries whose LIRME/EXS samples are drawn together and scored in few large model calls
 
 
 class KernelShapOptions(EvidenceOptions):
@@ -115,7 +116,10 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
     excluded = 0
-    for qi in ctx.progress.track(chosen, description="Local explanations", total=len(chosen)):
+    for position, qi in enumerate(ctx.progress.track(chosen, description="Local explanations", total=len(chosen))):
+        if position % BATCH_QUERIES == 0:
+            _prefetch_attributions(ctx, options, chosen[position:position + BATCH_QUERIES], methods, explainers,
+                                   masker, tallies, sizes)
         part = data.query_slice(qi)
         query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
         if not has_order(query.scores):
@@ -217,7 +221,9 @@ def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: Q
         docs = query.top_docs(max(int(m[-1]) for m in variants))
         rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
         out[base] = attributions(ctx, options, explainers, base, query, qi, docs, masker)
-        degenerate = getattr(explainers[base], "last_degenerate", 0)
+        # EXS gives zeros exactly for the documents whose surrogate was constant (counted per query, so the count
+        # does not depend on which call computed the attributions)
+        degenerate = int(np.sum(~out[base].any(axis=1))) if hasattr(explainers[base], "last_degenerate") else 0
         if degenerate:
             tallies.setdefault((f"{base}:degenerate", 0), _Tally()).rows += int(degenerate)
         rows, seconds = ctx.model.rows_evaluated - rows_before, time.perf_counter() - start
@@ -226,6 +232,31 @@ def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: Q
             tally.rows += rows
             tally.seconds += seconds
     return out
+
+
+def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions, block: list[int], methods: list[str],
+                           explainers: dict[str, Any], masker: Any, tallies: dict[tuple[str, int], _Tally],
+                           sizes: list[int]) -> None:
+    """Attribute the top documents of a block of queries at once where the explainer can (`attribute_many`: the
+    samples of many queries scored in one model call), into the memo `attributions` reads: same keys, same values
+    (each query still draws from its own stream). Rows and seconds go to the same tallies as `_attributions`."""
+    data, scores, background = ctx.data, ctx.scores(), ctx.reference().X
+    views = [(qi, QueryView(X=data.X[data.query_slice(qi)], scores=scores[data.query_slice(qi)],
+                            query_id=data.query_ids[qi], background=background)) for qi in block]
+    views = [(qi, view) for qi, view in views if has_order(view.scores)]
+    for prefix, base in ATTRIBUTION_BASES.items():
+        variants = [m for m in methods if m[:-1] == prefix]
+        if not variants or not hasattr(explainers[base], "attribute_many"):
+            continue
+        count = max(int(m[-1]) for m in variants)
+        rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
+        attributions_many(ctx, options, explainers, base, [(view, qi, view.top_docs(count)) for qi, view in views],
+                          masker)
+        rows, seconds = ctx.model.rows_evaluated - rows_before, time.perf_counter() - start
+        for method in variants:
+            tally = tallies.setdefault((method, sizes[0]), _Tally())
+            tally.rows += rows
+            tally.seconds += seconds
 
 
 def _config(options: LocalExplanationsOptions, name: str) -> str:
@@ -239,9 +270,27 @@ def _config(options: LocalExplanationsOptions, name: str) -> str:
 def attributions(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
                  query: QueryView, qi: int, docs: np.ndarray, masker: Any) -> np.ndarray:
     """One attribution explainer on one query's top documents, computed once per audit (shared with `confidence`)."""
-    key = ("attributions", base, _config(options, base), ctx.masking, qi, tuple(int(d) for d in docs))
-    return ctx.memo(key, lambda: explainers[base].attribute(ctx.model, query, docs, masker,
-                                                            ctx.rng(f"local/{base}/{qi}")))
+    return ctx.memo(_attribution_key(options, ctx, base, qi, docs),
+                    lambda: explainers[base].attribute(ctx.model, query, docs, masker, ctx.rng(f"local/{base}/{qi}")))
+
+
+def attributions_many(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
+                      items: list[tuple[QueryView, int, np.ndarray]], masker: Any) -> None:
+    """Fill the memo of `attributions` for many (query, qi, docs) at once with the explainer's `attribute_many`
+    (same streams, same values: only the model calls are batched); entries already there are not recomputed."""
+    todo = [(query, qi, docs) for query, qi, docs in items
+            if not ctx.memoized(_attribution_key(options, ctx, base, qi, docs))]
+    if not todo:
+        return
+    values = explainers[base].attribute_many(ctx.model, [q for q, _, _ in todo], [d for _, _, d in todo], masker,
+                                             [ctx.rng(f"local/{base}/{qi}") for _, qi, _ in todo])
+    for (_, qi, docs), value in zip(todo, values, strict=True):
+        ctx.memo(_attribution_key(options, ctx, base, qi, docs), lambda value=value: value)
+
+
+def _attribution_key(options: LocalExplanationsOptions, ctx: AuditContext, base: str, qi: int,
+                     docs: np.ndarray) -> tuple[Any, ...]:
+    return ("attributions", base, _config(options, base), ctx.masking, qi, tuple(int(d) for d in docs))
 
 
 def explanation_set(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], method: str,

@@ -37,13 +37,14 @@ Attributions are the SVR coefficients per background standard deviation, like LI
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from sklearn.svm import LinearSVR
 
 from auditor.explain.base import QueryView
-from auditor.explain.perturb import SamplerCache, sample_query, single_threaded_blas
+from auditor.explain.perturb import Perturbed, SamplerCache, sample_queries, sample_query, single_threaded_blas
 from auditor.explain.svr import l1_svr, l2_svr
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
@@ -108,13 +109,27 @@ class Exs:
                   rng: np.random.Generator) -> np.ndarray:
         """(len(docs) × F) SVR coefficients per std. `masker` is unused: EXS perturbs with background samples."""
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
+        self.last_degenerate = 0
+        self.last_fallback = 0
+        return self._fit_query(drawn, query)
+
+    def attribute_many(self, model: CountingRanker, queries: Sequence[QueryView], docs: Sequence[np.ndarray],
+                       masker: Masker, rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+        """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
+        `attribute` call per query, but the samples of a block of queries are scored in ONE model call.
+        `last_degenerate` / `last_fallback` then count over all these queries."""
+        stream = sample_queries(model, self._samplers, queries, docs, self.n_samples, rngs,
+                                shared=self.shared_samples)
+        self.last_degenerate = 0
+        self.last_fallback = 0
+        return [self._fit_query(drawn, query) for query, drawn in zip(queries, stream, strict=True)]
+
+    def _fit_query(self, drawn: Perturbed | None, query: QueryView) -> np.ndarray:
         if drawn is None:
             return np.zeros((0, query.n_features))
         out = np.zeros((drawn.docs.size, query.n_features))
         both = np.concatenate([drawn.scores.reshape(-1), query.scores])
         shift_min, shift_range = float(both.min()), float(np.ptp(both))
-        self.last_degenerate = 0
-        self.last_fallback = 0
         with single_threaded_blas():
             for i, d in enumerate(drawn.docs):
                 y = exs_labels(drawn.scores[i], query.scores, int(d), self.label, self.top_k, shift_min,
