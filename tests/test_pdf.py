@@ -96,7 +96,9 @@ def check_pages_visually(pdf: Path, *, title: str) -> None:
     assert len(pages) >= 5
     for page in pages:
         grey = Image.open(page).convert("L")
-        assert ImageStat.Stat(grey).extrema[0][0] < 128, f"{page.name} is blank"  # some dark ink on every page
+        # some ink besides the running header on every page (muted grey text renders near 130-170 at 30 dpi)
+        assert ImageStat.Stat(grey.crop((0, grey.height // 12, grey.width, grey.height * 11 // 12))).extrema[0][0] \
+            < 200, f"{page.name} is blank"
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True,
                           text=True).stdout
     for needle in (title, "Executive summary", "Ranking quality", "Limitations", f"Page 1 of {len(pages)}"):
