@@ -57,8 +57,10 @@ LIGHT_PAIRWISE = {"pairwise": {"queries": 4, "background_size": 200}}
 
 LIGHT_CONFIDENCE = {"confidence": {"methods": ["treeshap1", "greedy_cover_eps", "validity_search"], "k": 3,
                                    "queries": 5}}
+LIGHT_SURROGATE = {"surrogate": {"interactions": 2, "num_leaves": 7, "max_rounds": 80, "top_effects": 3,
+                                 "top_pairs": 1}}
 LIGHT = {"local_explanations": LIGHT_LOCAL, "decision_path_accuracy": LIGHT_PATHS, "pairwise": LIGHT_PAIRWISE,
-         "confidence": LIGHT_CONFIDENCE}
+         "confidence": LIGHT_CONFIDENCE, "surrogate": LIGHT_SURROGATE}
 
 
 @pytest.fixture
