@@ -15,7 +15,7 @@ from auditor.data import load_ranking_data
 from auditor.surrogate.decompose import decompose
 from auditor.surrogate.fidelity import fidelity, rank_grades, standardised
 from auditor.surrogate.ilmart import IlmartConfig, RankSet, fit_ilmart, tree_feature_sets
-from auditor.surrogate.train import fit_on_labels
+from auditor.surrogate.train import fit_on_labels, fit_surrogate, recombine
 from auditor.trees import TreeEnsemble
 from tests.conftest import BOOKSTORE, make_queries
 
@@ -83,6 +83,54 @@ def test_fidelity_measures():
     assert z[:4].mean() == pytest.approx(0) and z[:4].std() == pytest.approx(1) and np.all(z[4:] == 0)
 
 
+def test_kendall_stopping_keeps_the_best_validation_tau():
+    rng = np.random.default_rng(8)
+    X, _, sizes = make_queries(rng, 80, 4, min_docs=6, max_docs=12)
+    y = X[:, 0] + X[:, 1] * X[:, 2]
+    cut = int(sizes[:60].sum())
+    train, valid = RankSet(X[:cut], y[:cut], sizes[:60]), RankSet(X[cut:], y[cut:], sizes[60:])
+    config = IlmartConfig(objective="regression", n_interactions=2, num_leaves=7, stopping="kendall", **FAST)
+    fit = fit_ilmart(train, valid, config=config)
+    ptr = np.concatenate([[0], np.cumsum(sizes[60:])])
+    tau = np.nanmean(fidelity(fit.booster.predict(valid.X), valid.y, ptr)["kendall"])
+    best = max(fit.valid_score.values())
+    assert tau == pytest.approx(best) and 0.5 < tau <= 1  # the feval is fidelity's mean Kendall tau_b
+    with pytest.raises(ValueError):
+        IlmartConfig(stopping="ndcg")  # type: ignore[arg-type]
+
+
+def test_recombined_documents_mix_features_within_their_query():
+    X = np.array([[0.0, 10.0], [1.0, 11.0], [2.0, 12.0], [5.0, 50.0], [6.0, 60.0]])
+    ptr = np.array([0, 3, 5])
+    rows, new_ptr = recombine(X, ptr, np.array([1, 0]), np.random.default_rng(0), per_document=4)
+    assert new_ptr.tolist() == [0, 10, 25]
+    assert np.array_equal(rows[:2], X[3:5]) and np.array_equal(rows[10:13], X[:3])  # real rows first, per query
+    assert set(rows[2:10, 0]) <= {5.0, 6.0} and set(rows[2:10, 1]) <= {50.0, 60.0}
+    assert set(rows[13:25, 0]) <= {0.0, 1.0, 2.0} and set(rows[13:25, 1]) <= {10.0, 11.0, 12.0}
+    assert {(a, b) for a, b in rows[13:25]} - {(a, b) for a, b in X[:3]}  # some rows are new combinations
+    again, _ = recombine(X, ptr, np.array([1, 0]), np.random.default_rng(0), per_document=4)
+    assert np.array_equal(rows, again)
+
+
+def test_synthetic_documents_are_scored_by_the_black_box_and_kept_out_of_validation():
+    rng = np.random.default_rng(9)
+    X, _, sizes = make_queries(rng, 40, 4, min_docs=5, max_docs=10)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    calls = []
+
+    def score(rows):
+        calls.append(len(rows))
+        return rows[:, 0] - rows[:, 1]
+
+    fitted = fit_surrogate(X, score(X), ptr, np.random.default_rng(1), config=IlmartConfig(n_interactions=1, **FAST),
+                           score=score, synthetic_per_document=2)
+    # the last call scored the training queries' real documents and their 2 synthetic ones each
+    assert fitted.n_synthetic > 0 and calls[-1] == fitted.n_synthetic + fitted.n_synthetic // 2
+    assert fitted.n_synthetic < 2 * int(sizes.sum())  # the validation queries got none
+    with pytest.raises(ValueError, match="score"):
+        fit_surrogate(X, score(X), ptr, np.random.default_rng(1), synthetic_per_document=2)
+
+
 def test_bookstore_ilmart_recovers_planted_effects():
     """generate.py: relevance rises with genre match, price in range, (avg_review − 3.5) · log(1 + n_reviews) (mean
     rating 3.9, so more reviews help), sales and recency; is_ebook has no direct effect."""
@@ -120,7 +168,8 @@ def test_surrogate_evidence_on_the_bookstore(bookstore: Path):
     prepared = prepare(bookstore / "audit.yaml")
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=7,
                        background=prepared.background)
-    result = run(ctx, SurrogateOptions(interactions=3, top_effects=2, top_pairs=1, num_leaves=7))
+    light = {"interactions": 3, "top_effects": 2, "top_pairs": 1, "num_leaves": 7, "synthetic_per_document": 2}
+    result = run(ctx, SurrogateOptions(**light))
     m = result.metrics
     assert m["surrogate.fidelity.kendall.mean"] > 0.75 and m["surrogate.fidelity.ndcg@10.mean"] > 0.9
     assert m["surrogate.decomposition.max_abs_error"] <= 1e-9
@@ -130,7 +179,8 @@ def test_surrogate_evidence_on_the_bookstore(bookstore: Path):
                                                                "Interaction"]
     assert all(f.svg.startswith("<svg") for f in result.figures)
     assert {r["effect"] for r in result.records} >= {"genre_match", "price_in_range"}
-    again = run(ctx, SurrogateOptions(interactions=3, top_effects=2, top_pairs=1, num_leaves=7))
+    assert m["surrogate.training.synthetic_documents"] > 0
+    again = run(ctx, SurrogateOptions(**light))
     assert again.metrics == m and [f.svg for f in again.figures] == [f.svg for f in result.figures]
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 Objective = Literal["lambdarank", "regression"]
 Selection = Literal["first", "gain"]
+Stopping = Literal["metric", "kendall"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class IlmartConfig:
     patience: int = 30
     probe_rounds: int = 1000
     eval_at: int = 10
+    stopping: Stopping = "metric"  # "kendall": early stopping on mean Kendall tau_b against the validation targets
     seed: int = 0
     num_threads: int = 0  # 0: LightGBM's default (all cores)
 
@@ -57,6 +59,8 @@ class IlmartConfig:
             raise ValueError(f"n_interactions must be >= 0; got {self.n_interactions}")
         if self.max_features is not None and self.max_features < 1:
             raise ValueError(f"max_features must be >= 1 or None; got {self.max_features}")
+        if self.stopping not in ("metric", "kendall"):
+            raise ValueError(f"stopping must be 'metric' or 'kendall'; got {self.stopping!r}")
         if self.num_leaves < 2 or self.max_rounds < 1 or self.patience < 1:
             raise ValueError("num_leaves must be >= 2, max_rounds and patience >= 1")
 
@@ -66,7 +70,9 @@ class IlmartConfig:
             "min_data_in_leaf": self.min_data_in_leaf, "seed": self.seed, "deterministic": True,
             "force_row_wise": True, "verbosity": -1, "num_threads": self.num_threads,
         }
-        if self.objective == "lambdarank":
+        if self.stopping == "kendall":
+            base.update(metric="None")  # the Kendall feval (ValidKendall) is the only validation measure
+        elif self.objective == "lambdarank":
             base.update(metric="ndcg", eval_at=[self.eval_at])
         else:
             base.update(metric="l2")
@@ -155,17 +161,58 @@ def _boost(config: IlmartConfig, dtrain: lgb.Dataset, dvalid: lgb.Dataset, *, co
     and the best validation score. With `init_model`, a model no better than `main_best` is returned uncut so the
     caller can keep the init model."""
     params = config.params(interaction_constraints=constraints)
+    feval = ValidKendall(dvalid) if config.stopping == "kendall" else None
     booster = lgb.train(params, dtrain, num_boost_round=config.max_rounds, valid_sets=[dvalid], valid_names=["valid"],
-                        init_model=init_model, keep_training_booster=True,
+                        init_model=init_model, keep_training_booster=True, feval=feval,
                         callbacks=[lgb.early_stopping(config.patience, verbose=False)])
-    metric = "ndcg@" + str(config.eval_at) if config.objective == "lambdarank" else "l2"
+    if feval is not None:
+        metric = "kendall"
+    else:
+        metric = "ndcg@" + str(config.eval_at) if config.objective == "lambdarank" else "l2"
     best = float(booster.best_score["valid"][metric])
     if init_model is not None and main_best is not None:
-        better = best > main_best if config.objective == "lambdarank" else best < main_best
+        better = best < main_best if metric == "l2" else best > main_best
         if not better:
             return init_model, main_best
     rounds = booster.best_iteration or booster.current_iteration()
     return lgb.Booster(model_str=booster.model_to_string(num_iteration=rounds)), best
+
+
+class ValidKendall:
+    """LightGBM feval: mean Kendall tau_b, over the validation queries with an order, between the model's scores
+    and the validation targets (for a surrogate: the black box's standardised scores or its rank grades).
+    All within-query pairs are precomputed once, so one evaluation is a few vectorised operations."""
+
+    def __init__(self, dvalid: lgb.Dataset) -> None:
+        y = np.asarray(dvalid.get_label(), dtype=np.float64)
+        sizes = np.asarray(dvalid.get_group(), dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        left, right, query = [], [], []
+        for q, (start, n) in enumerate(zip(starts, sizes, strict=True)):
+            i, j = np.triu_indices(int(n), k=1)
+            left.append(start + i)
+            right.append(start + j)
+            query.append(np.full(len(i), q))
+        self.i = np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+        self.j = np.concatenate(right) if right else np.zeros(0, dtype=np.int64)
+        self.query = np.concatenate(query) if query else np.zeros(0, dtype=np.int64)
+        self.n_queries = len(sizes)
+        self.ref = np.sign(y[self.i] - y[self.j])
+        self.ref_untied = np.bincount(self.query, weights=np.abs(self.ref), minlength=self.n_queries)
+        self.kept = self.ref_untied > 0
+
+    def __call__(self, preds: np.ndarray, _data: lgb.Dataset) -> tuple[str, float, bool]:
+        return "kendall", self.mean_tau(np.asarray(preds, dtype=np.float64)), True
+
+    def mean_tau(self, scores: np.ndarray) -> float:
+        if not self.kept.any():
+            return 0.0
+        signs = np.sign(scores[self.i] - scores[self.j])
+        numerator = np.bincount(self.query, weights=signs * self.ref, minlength=self.n_queries)
+        untied = np.bincount(self.query, weights=np.abs(signs), minlength=self.n_queries)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = np.where(untied > 0, numerator / np.sqrt(self.ref_untied * untied), 0.0)
+        return float(np.clip(tau[self.kept], -1.0, 1.0).mean())
 
 
 def _select_pairs(config: IlmartConfig, dtrain: lgb.Dataset, main: lgb.Booster, features: list[int]

@@ -2,11 +2,20 @@
 relevance labels (`auditor train-ilmart`), which a team can then audit and deploy as the interpretable ranker.
 
 Validation queries for early stopping are a seeded share of the training queries (whole queries, never rows).
+
+A surrogate needs only the black box's scores, so its training queries can be given more documents than exist:
+`recombine` synthetic documents per real one, each a real document of the query whose features are, each with
+probability `mix`, taken from another random document of the same query (MUNGE-style recombination, Buciluǎ et
+al. 2006), scored by the black box. The validation queries stay real. On MQ2008 Fold1 (LambdaMART of
+examples/mq2008, 8 leaves, 10 pairs, learning rate 0.1) 6 synthetic documents per real one gave mean Kendall tau
+0.789/0.798 on vali and 0.809/0.809 on test (two recombination seeds), against 0.787 and 0.802 without; 3 per
+document gave 0.790/0.795 and 0.797/0.797, 10 gave 0.793/0.799 and 0.805/0.807 at 1.6x the time of 6.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -43,20 +52,52 @@ class SurrogateFit:
     target: Target
     n_train_queries: int
     n_valid_queries: int
+    n_synthetic: int = 0  # synthetic documents added to the training queries
+
+
+def recombine(X: np.ndarray, query_ptr: np.ndarray, queries: np.ndarray, rng: np.random.Generator, *,
+              per_document: int, mix: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """The given queries' real rows followed, query by query, by `per_document` synthetic rows per real one (module
+    docstring); returns the rows and the new query pointer (the queries in the given order)."""
+    if per_document < 0 or not 0.0 <= mix <= 1.0:
+        raise ValueError(f"per_document must be >= 0 and mix in [0, 1]; got {per_document}, {mix}")
+    blocks, sizes = [], []
+    for q in queries:
+        real = X[query_ptr[q]:query_ptr[q + 1]]
+        n = real.shape[0]
+        m = per_document * n
+        base, donor = real[rng.integers(0, n, m)], real[rng.integers(0, n, m)]
+        blocks.append(np.vstack([real, np.where(rng.random(base.shape) < mix, donor, base)]))
+        sizes.append(n + m)
+    return np.vstack(blocks), np.concatenate([[0], np.cumsum(sizes)])
 
 
 def fit_surrogate(X: np.ndarray, blackbox: np.ndarray, query_ptr: np.ndarray, rng: np.random.Generator, *,
                   target: Target = "regression", levels: int = 10, validation_share: float = 0.2,
-                  config: IlmartConfig | None = None) -> SurrogateFit:
+                  config: IlmartConfig | None = None, score: Callable[[np.ndarray], np.ndarray] | None = None,
+                  synthetic_per_document: int = 0, mix: float = 0.5) -> SurrogateFit:
     """ILMART fitted to a black box's scores on (X, query_ptr): per-query standardised scores with a regression
-    objective, or per-query rank grades with lambdarank (surrogate/fidelity.py)."""
-    config = config or IlmartConfig()
-    y = standardised(blackbox, query_ptr) if target == "regression" else rank_grades(blackbox, query_ptr,
-                                                                                     levels=levels)
-    config = replace(config, objective=target)
+    objective, or per-query rank grades with lambdarank (surrogate/fidelity.py). With `synthetic_per_document`
+    > 0 and `score` (the black box), the training queries also get recombined synthetic documents (module
+    docstring); validation queries stay real."""
+    config = replace(config or IlmartConfig(), objective=target)
+
+    def targets(scores: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+        return standardised(scores, ptr) if target == "regression" else rank_grades(scores, ptr, levels=levels)
+
+    y = targets(blackbox, query_ptr)
     train_q, valid_q = split_queries(query_ptr, rng, share=validation_share)
-    fit = fit_ilmart(take_queries(X, y, query_ptr, train_q), take_queries(X, y, query_ptr, valid_q), config=config)
-    return SurrogateFit(fit=fit, target=target, n_train_queries=len(train_q), n_valid_queries=len(valid_q))
+    if synthetic_per_document > 0:
+        if score is None:
+            raise ValueError("synthetic documents need `score`, the black box to score them")
+        X_train, ptr = recombine(X, query_ptr, train_q, rng, per_document=synthetic_per_document, mix=mix)
+        train = RankSet.from_ptr(X_train, targets(np.asarray(score(X_train), dtype=np.float64), ptr), ptr)
+    else:
+        train = take_queries(X, y, query_ptr, train_q)
+    fit = fit_ilmart(train, take_queries(X, y, query_ptr, valid_q), config=config)
+    n_real = int(np.diff(query_ptr)[train_q].sum())
+    return SurrogateFit(fit=fit, target=target, n_train_queries=len(train_q), n_valid_queries=len(valid_q),
+                        n_synthetic=len(train.y) - n_real)
 
 
 def fit_on_labels(data: RankingData, rng: np.random.Generator, *, validation_share: float = 0.2,
