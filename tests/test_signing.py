@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.conftest import BOOKSTORE, LIGHT_LOCAL
+from tests.conftest import BOOKSTORE, LIGHT
 
 runner = CliRunner()
 PASS = "correct horse battery staple"
@@ -35,7 +35,7 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         shutil.copy(BOOKSTORE / name, folder / name)
     keys = _keygen(root / "keys")
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec["evidence"] = [item if "local_explanations" not in item else LIGHT_LOCAL for item in spec["evidence"]]
+    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
     spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
     spec["signing"] = {"key": "../keys/signer.p12", "passphrase_env": "TEST_KEY_PASS",
                        "bundle_key": "../keys/bundle-ed25519.pem"}
