@@ -29,6 +29,7 @@ from reproduce_decision_paths import load_train_module  # noqa: E402
 # first, and one parameter treated as sensitive (link popularity stands in for a paid signal: MQ2008 has none).
 DECLARED = ["BM25 of whole document", "LMIR.DIR of whole document", "TF-IDF of whole document", "PageRank"]
 SENSITIVE = ["PageRank"]
+AUDITOR = str(Path(sys.executable).parent / "auditor")  # the console script installed beside this Python
 SAMPLED = {"local_explanations", "decision_path_accuracy", "pairwise", "confidence"}
 
 
@@ -39,7 +40,7 @@ def pack_names() -> list[str]:
 def spec_for(pack: str, folder: Path, work: Path, queries: int) -> Path:
     model = ROOT / "examples" / "mq2008" / "model.txt"
     path = work / f"{pack}.yaml"
-    subprocess.run([sys.executable, "-m", "auditor.cli", "init", "--model", str(model), "--dataset",
+    subprocess.run([AUDITOR, "init", "--model", str(model), "--dataset",
                     str(folder / "test.txt"), "--policy", pack, "--out", str(path)], check=True, capture_output=True)
     spec = yaml.safe_load(path.read_text())
     spec["dataset"]["feature_names"] = str(ROOT / "examples" / "mq2008" / "features.txt")
@@ -94,7 +95,7 @@ def main() -> None:
         for pack in pack_names():
             spec = spec_for(pack, folder, work, args.queries)
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "auditor.cli", "report", str(spec), "--quiet",
+            done = subprocess.run([AUDITOR, "report", str(spec), "--quiet",
                                    "--fail-on", "never"], capture_output=True, text=True)
             seconds = time.perf_counter() - start
             runs = sorted((work / "runs").glob("*"), key=lambda p: p.stat().st_mtime)

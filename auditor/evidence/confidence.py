@@ -108,7 +108,8 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     docs_needed = max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [options.margin_docs])
     units: list[dict[str, Any]] = []
     excluded = 0
-    for qi in ctx.progress.track(_query_sample(ctx, options), description="Confidence flags"):
+    chosen = _query_sample(ctx, options)
+    for qi in ctx.progress.track(chosen, description="Confidence flags", total=len(chosen)):
         part = data.query_slice(qi)
         query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
         if not has_order(query.scores):
