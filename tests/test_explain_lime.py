@@ -387,6 +387,31 @@ def test_standardised_kernel_equals_kernel_weights(sampler: QuartileSampler, bac
     np.testing.assert_array_equal(standardised_kernel(sampler.standardise(samples)), expected)
 
 
+
+@pytest.mark.parametrize("n_features", [5, 8, 13, 46, 127, 130])
+def test_compiled_kernel_and_standardising_are_bit_identical(n_features: int):
+    """The compiled squared distances sum in numpy's order (bit-identical, also past the 8-accumulator path's
+    edges); the shared-draw Z equals the standardised rows copied per document."""
+    from auditor.explain.perturb import split_scored
+
+    rng = np.random.default_rng(n_features)
+    Z = rng.standard_normal((3, 40, n_features)) * rng.uniform(0.1, 10.0, n_features)
+    expected = np.exp(-np.sum((Z - Z[..., :1, :]) ** 2, axis=-1) / (0.75 * np.sqrt(n_features)) ** 2)
+    from auditor.explain.perturb import standardised_kernel
+
+    np.testing.assert_array_equal(standardised_kernel(Z), expected)
+    background = rng.standard_normal((200, n_features))
+    background[:, 0] = 3.0  # a constant feature: std 1
+    sampler = QuartileSampler(background)
+    rows = rng.standard_normal((3 + 39, n_features))
+    rows[5, 1] = np.nan
+    Zs, scores = split_scored(sampler, rows, np.arange(42.0), 3, 40)
+    for d in range(3):
+        np.testing.assert_array_equal(Zs[d, 0], sampler.standardise(rows[d]))
+        np.testing.assert_array_equal(Zs[d, 1:], sampler.standardise(rows[3:]))
+        np.testing.assert_array_equal(scores[d], np.r_[d, np.arange(3.0, 42.0)])
+
+
 def _svr_problem(seed: int, n: int = 1500, F: int = 10):
     """An EXS-like fit: standardised samples, kernel weights, labels in [0, 1] from a nonlinear score."""
     rng = np.random.default_rng(seed)

@@ -44,7 +44,14 @@ import numpy as np
 from sklearn.svm import LinearSVR
 
 from auditor.explain.base import QueryView
-from auditor.explain.perturb import Perturbed, SamplerCache, sample_queries, sample_query, single_threaded_blas
+from auditor.explain.perturb import (
+    Perturbed,
+    SamplerCache,
+    parallel_map,
+    sample_blocks,
+    sample_query,
+    single_threaded_blas,
+)
 from auditor.explain.svr import l1_svr, l2_svr
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
@@ -109,51 +116,59 @@ class Exs:
                   rng: np.random.Generator) -> np.ndarray:
         """(len(docs) × F) SVR coefficients per std. `masker` is unused: EXS perturbs with background samples."""
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
-        self.last_degenerate = 0
-        self.last_fallback = 0
-        return self._fit_query(drawn, query)
+        with single_threaded_blas():  # tiny fits: BLAS threads only add overhead (see lirme.py)
+            out, self.last_degenerate, self.last_fallback = self._fit_query(drawn, query)
+        return out
 
     def attribute_many(self, model: CountingRanker, queries: Sequence[QueryView], docs: Sequence[np.ndarray],
                        masker: Masker, rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
         `attribute` call per query, but the samples of a block of queries are scored in ONE model call.
         `last_degenerate` / `last_fallback` then count over all these queries."""
-        stream = sample_queries(model, self._samplers, queries, docs, self.n_samples, rngs,
-                                shared=self.shared_samples)
+        out: list[np.ndarray] = []
         self.last_degenerate = 0
         self.last_fallback = 0
-        return [self._fit_query(drawn, query) for query, drawn in zip(queries, stream, strict=True)]
+        with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
+            for block in sample_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
+                                       shared=self.shared_samples):
+                for values, degenerate, fallback in parallel_map(
+                        lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query), block):
+                    out.append(values)
+                    self.last_degenerate += degenerate
+                    self.last_fallback += fallback
+        return out
 
-    def _fit_query(self, drawn: Perturbed | None, query: QueryView) -> np.ndarray:
+    def _fit_query(self, drawn: Perturbed | None, query: QueryView) -> tuple[np.ndarray, int, int]:
+        """The query's attributions, and how many of its documents were degenerate / left to liblinear."""
         if drawn is None:
-            return np.zeros((0, query.n_features))
+            return np.zeros((0, query.n_features)), 0, 0
         out = np.zeros((drawn.docs.size, query.n_features))
         both = np.concatenate([drawn.scores.reshape(-1), query.scores])
         shift_min, shift_range = float(both.min()), float(np.ptp(both))
-        with single_threaded_blas():
-            for i, d in enumerate(drawn.docs):
-                y = exs_labels(drawn.scores[i], query.scores, int(d), self.label, self.top_k, shift_min,
-                               shift_range)
+        degenerate = fallback = 0
+        for i, d in enumerate(drawn.docs):
+            y = exs_labels(drawn.scores[i], query.scores, int(d), self.label, self.top_k, shift_min, shift_range)
+            coef = np.zeros(query.n_features)
+            if np.ptp(y) > 0:
+                coef, fell_back = self._fit(drawn.Z[i], y, drawn.weights[i])
+                fallback += fell_back
+            if np.abs(coef).max() < NULL_FIT:
+                degenerate += 1
                 coef = np.zeros(query.n_features)
-                if np.ptp(y) > 0:
-                    coef = self._fit(drawn.Z[i], y, drawn.weights[i])
-                if np.abs(coef).max() < NULL_FIT:
-                    self.last_degenerate += 1
-                    coef = np.zeros(query.n_features)
-                out[i] = coef
-        return out
+            out[i] = coef
+        return out, degenerate, fallback
 
-    def _fit(self, Z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """The SVR's exact minimiser (`svr.py`); liblinear only when the L1 solver's exact finish fails."""
+    def _fit(self, Z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The SVR's exact minimiser (`svr.py`), and whether liblinear had to be used (the L1 solver's exact
+        finish failed)."""
         c = self.C * weights
         start = l2_svr(Z, y, c)
         if self.loss == "squared_epsilon_insensitive":
-            return start[:-1]
+            return start[:-1], False
         coef, ok = l1_svr(Z, y, c, start)
         if ok:
-            return coef[:-1]
-        self.last_fallback += 1
-        return liblinear_svr(Z, y, weights, self.C, self.loss, self.max_iter)
+            return coef[:-1], False
+        return liblinear_svr(Z, y, weights, self.C, self.loss, self.max_iter), True
 
 
 def liblinear_svr(Z: np.ndarray, y: np.ndarray, weights: np.ndarray, C: float, loss: Loss,

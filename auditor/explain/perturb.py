@@ -14,16 +14,22 @@ produces NaN. A bin value `v` belongs to bin j when edge[j-1] < v <= edge[j] (LI
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
 from numba import njit
 from scipy.special import ndtr, ndtri
 
 from auditor.models.base import CountingRanker
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @cache
@@ -40,7 +46,7 @@ def single_threaded_blas() -> AbstractContextManager:
 MAX_BINS = 4
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _choose_bins(u_bin, u_value, cumulative, bin_std, cdf_low, cdf_high):  # pragma: no cover
     """The bin of every draw (bin j when cumulative[j-1] <= u < cumulative[j]) and, in row-major order, the normal
     CDF value to invert for every draw whose bin has a spread."""
@@ -63,7 +69,7 @@ def _choose_bins(u_bin, u_value, cumulative, bin_std, cdf_low, cdf_high):  # pra
     return bins, probabilities[:count]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fill(x, bins, quantiles, bin_mean, bin_std, bin_min, bin_max):  # pragma: no cover
     """Row 0 = x; then per draw the bin mean (no spread) or mean + std·quantile clipped to the bin's range."""
     n_draw, n_features = bins.shape
@@ -217,8 +223,66 @@ def standardised_kernel(Z: np.ndarray, width: float | None = None) -> np.ndarray
     (… × n × F): exp(−‖z − z₀‖²/w²). The same floating-point operations as `kernel_weights` (tested equal)."""
     if width is None:
         width = 0.75 * np.sqrt(Z.shape[-1])
-    d2 = np.sum((Z - Z[..., :1, :]) ** 2, axis=-1)
+    if Z.ndim == 3 and Z.shape[-1] <= _PAIRWISE_BLOCK and Z.flags.c_contiguous:
+        d2 = np.empty(Z.shape[:2])
+        _squared_distances(Z, d2)
+    else:
+        d2 = np.sum((Z - Z[..., :1, :]) ** 2, axis=-1)
     return np.exp(-d2 / width**2)
+
+
+_PAIRWISE_BLOCK = 128  # numpy sums rows of at most this many values with 8 accumulators, no recursion
+
+
+@njit(cache=True, nogil=True)
+def _squared_distances(Z, out):  # pragma: no cover - compiled
+    """out[d, i] = Σ_f (Z[d, i, f] − Z[d, 0, f])², summed in numpy's order for a row of ≤ 128 values (8 partial
+    sums, combined pairwise, then the remainder), so the result equals `np.sum(..., axis=-1)` bit for bit (tested)
+    without the (docs × n × F) temporaries."""
+    n_docs, n, n_features = Z.shape
+    a = np.empty(n_features)
+    tail = n_features - n_features % 8
+    for d in range(n_docs):
+        for i in range(n):
+            for f in range(n_features):
+                t = Z[d, i, f] - Z[d, 0, f]
+                a[f] = t * t
+            if n_features < 8:
+                s = 0.0
+                for f in range(n_features):
+                    s += a[f]
+            else:
+                r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+                for f in range(8, tail, 8):
+                    r0 += a[f]
+                    r1 += a[f + 1]
+                    r2 += a[f + 2]
+                    r3 += a[f + 3]
+                    r4 += a[f + 4]
+                    r5 += a[f + 5]
+                    r6 += a[f + 6]
+                    r7 += a[f + 7]
+                s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+                for f in range(tail, n_features):
+                    s += a[f]
+            out[d, i] = s
+
+
+@njit(cache=True, nogil=True)
+def _standardise_shared(rows, n_docs, mean, std, Z):  # pragma: no cover - compiled
+    """Z[d, 0] = the standardised document d (rows[d]); Z[d, 1:] = the standardised shared draws (rows[n_docs:]),
+    for every d: `QuartileSampler.standardise`'s operations ((x − μ)/σ, then NaN and ±inf → 0) in one pass."""
+    n_features = rows.shape[1]
+    for i in range(rows.shape[0]):
+        for f in range(n_features):
+            v = (rows[i, f] - mean[f]) / std[f]
+            if not np.isfinite(v):
+                v = 0.0
+            if i < n_docs:
+                Z[i, 0, f] = v
+            else:
+                for d in range(n_docs):
+                    Z[d, i - n_docs + 1, f] = v
 
 
 def draw_rows(sampler: QuartileSampler, X: np.ndarray, docs: np.ndarray, n_samples: int, rng: np.random.Generator,
@@ -240,8 +304,7 @@ def split_scored(sampler: QuartileSampler, rows: np.ndarray, scored: np.ndarray,
         samples = rows.reshape(n_docs, n_samples, rows.shape[1])
         return sampler.standardise(samples), scored.reshape(n_docs, n_samples)
     Z = np.empty((n_docs, n_samples, rows.shape[1]))
-    Z[:, 1:] = sampler.standardise(rows[n_docs:])
-    Z[:, 0] = sampler.standardise(rows[:n_docs])
+    _standardise_shared(np.ascontiguousarray(rows, dtype=np.float64), n_docs, sampler.mean, sampler.std, Z)
     scores = np.empty((n_docs, n_samples))
     scores[:, 0] = scored[:n_docs]
     scores[:, 1:] = scored[n_docs:]
@@ -280,43 +343,84 @@ def sample_query(model: CountingRanker, samplers: SamplerCache, query, docs: np.
 BLOCK_ROWS = 150_000
 
 
-def sample_queries(model: CountingRanker, samplers: SamplerCache, queries: Sequence, docs: Sequence[np.ndarray],
-                   n_samples: int, rngs: Sequence[np.random.Generator], *, shared: bool,
-                   block_rows: int | None = None) -> Iterator[Perturbed | None]:
+@dataclass(frozen=True)
+class Drawn:
+    """One query's drawn rows and their scores, before standardising (see `sample_blocks`)."""
+
+    query: Any
+    docs: np.ndarray
+    sampler: QuartileSampler
+    rows: np.ndarray
+    scores: np.ndarray
+
+    def perturbed(self, n_samples: int) -> Perturbed | None:
+        """What `sample_query` returns for this query (None without documents)."""
+        if self.docs.size == 0:
+            return None
+        Z, scores = split_scored(self.sampler, self.rows, self.scores, self.docs.size, n_samples)
+        return Perturbed(docs=self.docs, sampler=self.sampler, Z=Z, weights=standardised_kernel(Z), scores=scores)
+
+
+def sample_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence, docs: Sequence[np.ndarray],
+                  n_samples: int, rngs: Sequence[np.random.Generator], *, shared: bool,
+                  block_rows: int | None = None) -> Iterator[list[Drawn]]:
     """`sample_query` for many queries, each drawing from its own generator exactly as `sample_query` would, but
-    the rows of a block of queries (up to about `block_rows`) scored in ONE model call: per-query calls of ~2,000
-    rows cost LightGBM 1.3-1.6× more per row than one large call. Yields one result per query, in order; only one
-    block of raw samples is alive at a time."""
+    the rows of a block of queries (about `block_rows`, default BLOCK_ROWS) scored in ONE model call: per-query
+    calls of ~2,000 rows cost LightGBM 1.3-1.6× more per row than one large call. Yields each block's queries in
+    order; `Drawn.perturbed` then builds a query's standardised samples and weights, so only one block of raw
+    samples (and one query's Z per worker) is alive at a time. The draws of a block run on `workers()` threads."""
     budget = max(1, BLOCK_ROWS if block_rows is None else block_rows)
-    pending: list[tuple[np.ndarray, QuartileSampler, np.ndarray]] = []
+    block: list[tuple[Any, np.ndarray, np.random.Generator]] = []
     count = 0
-
-    def flush() -> Iterator[Perturbed | None]:
-        scored = model.predict(np.concatenate([rows for _, _, rows in pending if rows.shape[0]]))
-        start = 0
-        for picked, sampler, rows in pending:
-            if picked.size == 0:
-                yield None
-                continue
-            part = scored[start:start + rows.shape[0]]
-            start += rows.shape[0]
-            Z, scores = split_scored(sampler, rows, part, picked.size, n_samples)
-            yield Perturbed(docs=picked, sampler=sampler, Z=Z, weights=standardised_kernel(Z), scores=scores)
-
     for query, chosen, rng in zip(queries, docs, rngs, strict=True):
         picked = np.asarray(chosen, dtype=np.int64).reshape(-1)
-        if picked.size == 0:
-            pending.append((picked, samplers.get(query.background), np.zeros((0, query.n_features))))
-            continue
-        sampler = samplers.get(query.background)
-        rows = draw_rows(sampler, query.X, picked, n_samples, rng, shared=shared)
-        pending.append((picked, sampler, rows))
-        count += rows.shape[0]
+        block.append((query, picked, rng))
+        if picked.size:
+            count += picked.size + n_samples - 1 if shared and picked.size > 1 else picked.size * n_samples
         if count >= budget:
-            yield from flush()
-            pending, count = [], 0
-    if pending:
-        if count:
-            yield from flush()
-        else:
-            yield from (None for _ in pending)
+            yield _score_block(model, samplers, block, n_samples, shared)
+            block, count = [], 0
+    if block:
+        yield _score_block(model, samplers, block, n_samples, shared)
+
+
+def _score_block(model: CountingRanker, samplers: SamplerCache, block: list, n_samples: int,
+                 shared: bool) -> list[Drawn]:
+    samplers_of = [samplers.get(query.background) for query, _, _ in block]  # the cache is not thread-safe
+
+    def draw(i: int) -> np.ndarray:
+        query, picked, rng = block[i]
+        if picked.size == 0:
+            return np.zeros((0, query.n_features))
+        return draw_rows(samplers_of[i], query.X, picked, n_samples, rng, shared=shared)
+
+    rows = parallel_map(draw, range(len(block)))
+    total = sum(r.shape[0] for r in rows)
+    scored = model.predict(np.concatenate(rows)) if total else np.zeros(0)
+    out, start = [], 0
+    for (query, picked, _), sampler, part in zip(block, samplers_of, rows, strict=True):
+        out.append(Drawn(query=query, docs=picked, sampler=sampler, rows=part,
+                         scores=scored[start:start + part.shape[0]]))
+        start += part.shape[0]
+    return out
+
+
+def workers() -> int:
+    """Threads for the per-query work of a batch (drawing, standardising, fitting): the CPUs this process may run
+    on, at most 8. LightGBM's predict uses every core as well."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        count = os.cpu_count() or 1
+    return max(1, min(8, count))
+
+
+def parallel_map(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """[function(item) for item in items] on `workers()` threads, results in order. The work must release the
+    GIL to gain (numpy, BLAS, nogil numba kernels) and must not share mutable state between items."""
+    items = list(items)
+    count = min(workers(), len(items))
+    if count <= 1:
+        return [function(item) for item in items]
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(function, items))

@@ -36,17 +36,26 @@ CHECK_TOL = 1e-9
 def l2_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Coefficients [β…, b] of the L2-loss linear SVR with epsilon 0 (see the module doc): (F + 1,)."""
     n, n_features = X.shape
-    Xt = np.empty((n, n_features + 1))
-    Xt[:, :n_features] = X
-    Xt[:, n_features] = 1.0
     root = np.sqrt(2.0 * c)
-    S = Xt * root[:, None]
+    S = np.empty((n, n_features + 1))
+    _scaled_with_ones(np.ascontiguousarray(X, dtype=np.float64), root, S)
     gram = S.T @ S  # symmetric rank-k update
     gram[np.diag_indices_from(gram)] += 1.0
     return np.linalg.solve(gram, S.T @ (root * y))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def _scaled_with_ones(X, root, out):  # pragma: no cover - compiled
+    """out = [X, 1]·root[:, None] (the rows of X̃ scaled), in one pass without temporaries (same bits)."""
+    n, n_features = X.shape
+    for i in range(n):
+        r = root[i]
+        for f in range(n_features):
+            out[i, f] = X[i, f] * r
+        out[i, n_features] = 1.0 * r
+
+
+@njit(cache=True, nogil=True)
 def _residuals(X, y, v, r):  # pragma: no cover - compiled
     n, n_features = X.shape
     for i in range(n):
@@ -56,7 +65,7 @@ def _residuals(X, y, v, r):  # pragma: no cover - compiled
         r[i] = y[i] - s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _direction(X, d, q):  # pragma: no cover - compiled
     """q = X̃·d: how fast each fitted value moves along the search direction d."""
     n, n_features = X.shape
@@ -67,7 +76,7 @@ def _direction(X, d, q):  # pragma: no cover - compiled
         q[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _slope(r, q, c, v, d, mu, t):  # pragma: no cover - compiled
     """Derivative in t of the smoothed objective at v + t·d (residuals r − t·q)."""
     total = np.dot(v, d) + t * np.dot(d, d)
@@ -83,7 +92,7 @@ def _slope(r, q, c, v, d, mu, t):  # pragma: no cover - compiled
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _line_search(r, q, c, v, d, mu):  # pragma: no cover - compiled
     """The minimiser in t ≥ 0 of the (convex, piecewise quadratic) smoothed objective along d: the root of its
     increasing derivative, bracketed by doubling from the Newton step t = 1, then bisection and false position."""
@@ -118,7 +127,7 @@ def _line_search(r, q, c, v, d, mu):  # pragma: no cover - compiled
     return 0.5 * (low + high)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _huber(r, c, v, mu):  # pragma: no cover - compiled
     total = 0.5 * np.dot(v, v)
     for i in range(r.size):
@@ -130,7 +139,7 @@ def _huber(r, c, v, mu):  # pragma: no cover - compiled
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cholesky_solve(A, b):  # pragma: no cover - compiled
     """Solve A x = b for symmetric A by Cholesky; ok = False when A is not numerically positive definite."""
     m = b.size
@@ -164,7 +173,7 @@ def _cholesky_solve(A, b):  # pragma: no cover - compiled
     return x, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
     """The exact L1 optimum for the pattern read off residuals r at smoothing mu, and whether it checks out."""
     n, n_features = X.shape
@@ -220,7 +229,7 @@ def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
     return v, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def l1_svr(X, y, c, start):  # pragma: no cover - compiled
     """Coefficients [β…, b] of the L1-loss linear SVR with epsilon 0 (module doc), from a starting point
     (e.g. the L2-loss solution), and whether the exact finish checked out (False: use another solver)."""
