@@ -27,8 +27,8 @@ from reproduce_decision_paths import load_train_module  # noqa: E402
 
 # What a search operator would declare for a LETOR-style web ranker (LETOR 4.0 feature names), most important
 # first, and one parameter treated as sensitive (link popularity stands in for a paid signal: MQ2008 has none).
-DECLARED = ["BM25 of whole document", "LMIR.DIR of whole document", "TF-IDF of whole document", "PageRank"]
-SENSITIVE = ["PageRank"]
+DECLARED = ["bm25_whole_document", "lmir_dir_whole_document", "tfidf_whole_document", "pagerank"]
+SENSITIVE = ["pagerank"]
 AUDITOR = str(Path(sys.executable).parent / "auditor")  # the console script installed beside this Python
 SAMPLED = {"local_explanations", "decision_path_accuracy", "pairwise", "confidence"}
 
