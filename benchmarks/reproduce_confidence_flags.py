@@ -2,7 +2,8 @@
 LightGBM LambdaMART of examples/mq2008: flagged vs unflagged explanations by validity and decision-path accuracy,
 with the criterion under test left out of the flags, and query-clustered bootstrap intervals.
 
-    .venv/bin/python benchmarks/reproduce_confidence_flags.py [--queries N] [--out docs/reproductions/confidence-flags.md]
+    .venv/bin/python benchmarks/reproduce_confidence_flags.py [--queries N] [--records FILE]
+        [--out docs/reproductions/confidence-flags.md]
 
 Needs ../shared/data (or $AUDITOR_DATA). Trains examples/mq2008/model.txt first if it is missing. Prints markdown.
 """
@@ -15,6 +16,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -25,7 +27,7 @@ from reproduce_decision_paths import contexts  # noqa: E402
 from auditor.evidence.confidence import ConfidenceOptions, run  # noqa: E402
 
 
-def table_markdown(table) -> str:  # noqa: ANN001
+def table_markdown(table: Any) -> str:
     lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in table.rows]
     return "\n".join(lines)

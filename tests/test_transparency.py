@@ -146,3 +146,17 @@ def test_bad_sensitive_parameter_is_bad_input_through_the_cli(bookstore: Path) -
     assert result.output.startswith(f"error: {spec}:evidence.0.parameter_influence.sensitive.0: 'sponsord' is not")
     assert "did you mean 'sponsored'" in result.output and len(result.output.strip().splitlines()) == 1
     assert not (bookstore / "reports").exists() or not any((bookstore / "reports").iterdir())
+
+
+def test_disclosure_uses_the_surrogate_importance_when_the_surrogate_ran_first(bookstore: Path) -> None:
+    from auditor.evidence import surrogate
+
+    ctx = _context(bookstore)
+    options = disclosure_consistency.DisclosureConsistencyOptions(declared=DECLARED, resamples=20)
+    before = disclosure_consistency.run(ctx, options)
+    assert any("list the `surrogate` evidence before" in note for note in before.notes)
+    surrogate.run(ctx, surrogate.SurrogateOptions(interactions=2, num_leaves=7, max_rounds=80))
+    after = disclosure_consistency.run(ctx, options)
+    assert not any("No surrogate importance" in note for note in after.notes)
+    assert "disclosure.surrogate.rank_correlation" in after.metrics or \
+        any("surrogate" in str(row[0]) for table in after.tables for row in table.rows)

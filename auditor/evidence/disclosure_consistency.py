@@ -3,7 +3,7 @@ most important first) match the model's actual main parameters?
 
 The measured order comes from exact TreeSHAP (as `global_importance`): the within-query view (what changes the
 order of documents inside a query) is the headline, the per-query view a second source, and an interpretable
-surrogate's importance a third when the `auditor.surrogate` package offers one. Reported: rank correlation of
+surrogate's importance a third when the `surrogate` evidence ran earlier in the audit. Reported: rank correlation of
 the declared order with each measured order, influential parameters that are not declared, declared parameters
 that are not main ones, and how stable the measured order is across bootstrap samples of queries.
 """
@@ -71,7 +71,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     if surrogate is not None:
         sources["surrogate"] = surrogate
     else:
-        result.notes.append("No surrogate importance: the `auditor.surrogate` package is not available here.")
+        result.notes.append("No surrogate importance: list the `surrogate` evidence before `disclosure_consistency` "
+                            "in the spec to compare the declaration with the surrogate's effects too.")
 
     metrics = result.metrics
     within = _shares(views["within_query"])
@@ -185,8 +186,8 @@ def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int]
 
 
 def _surrogate_importance(ctx: AuditContext) -> np.ndarray | None:
-    """Per-feature importance of an interpretable surrogate, when `auditor.surrogate` offers
-    `feature_importance(ctx) -> array` (built separately); None otherwise."""
+    """Per-feature importance of the ILMART surrogate when the `surrogate` evidence ran earlier in this audit;
+    None otherwise."""
     try:
         from auditor import surrogate  # type: ignore[attr-defined]
     except ImportError:

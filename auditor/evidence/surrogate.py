@@ -32,6 +32,7 @@ from pydantic import Field
 
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.report.plots import bar_chart, heatmap, step_curves
+from auditor.surrogate import IMPORTANCE_KEY
 from auditor.surrogate.decompose import Decomposition, Effect, decompose, effect_name, effect_record
 from auditor.surrogate.fidelity import fidelity
 from auditor.surrogate.ilmart import IlmartConfig
@@ -98,6 +99,10 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     centred = contrib - contrib.mean(axis=0)
     importance = np.abs(centred).mean(axis=0)
     order = np.argsort(-importance, kind="stable")
+    per_feature = np.zeros(data.n_features)
+    for e, effect in enumerate(parts.effects):
+        per_feature[list(effect.features)] += importance[e] / len(effect.features)
+    ctx.memo(IMPORTANCE_KEY, lambda: per_feature)  # read by disclosure_consistency when it runs after this
 
     main_fid = fidelity(fit.main_booster.predict(data.X, raw_score=True), blackbox, data.query_ptr)
     full_fid = fidelity(surrogate, blackbox, data.query_ptr)
