@@ -84,12 +84,13 @@ def test_fail_on_levels_and_waivers(bookstore: Path) -> None:
         "     fail_if: '< 0.99', severity: major, citation: test, rationale: test}\n"
         "  - {id: S-2, title: Warn always, evidence: dataset, metric: dataset.n_docs,\n"
         "     warn_if: '> 0', severity: info, citation: test, rationale: test}\n")
-    spec = write_spec(bookstore, policies=["./strict.yaml"])
+    only_quality = [{"ranking_quality": {}}]  # the rules need nothing else: keep the four runs cheap
+    spec = write_spec(bookstore, policies=["./strict.yaml"], evidence=only_quality)
     code, path = report(spec)
     assert code == 1 and evidence(path)["opinion"] == "negative"
     assert report(spec, "--fail-on", "never")[0] == 0
     waiver = {"rule": "S-1", "justification": "accepted", "approver": "J. Doe", "expires": "2999-12-31"}
-    spec = write_spec(bookstore, policies=["./strict.yaml"], waivers=[waiver])
+    spec = write_spec(bookstore, policies=["./strict.yaml"], waivers=[waiver], evidence=only_quality)
     code, path = report(spec)
     doc = evidence(path)
     assert code == 0 and doc["opinion"] == "positive with comments"
@@ -101,6 +102,7 @@ def test_fail_on_levels_and_waivers(bookstore: Path) -> None:
 def test_failed_evidence_is_an_error_finding_not_a_crash(bookstore: Path) -> None:
     frame = pd.read_csv(bookstore / "test.csv").drop(columns="label")
     frame.to_csv(bookstore / "test.csv", index=False)
+    write_spec(bookstore, evidence=[{"ranking_quality": {}}, {"global_importance": {}}])
     code, path = report(bookstore / "audit.yaml", "--out", str(bookstore / "out"), "--fail-on", "error")
     doc = evidence(path)
     assert code == 1
@@ -116,6 +118,7 @@ def test_nothing_half_written_when_rendering_fails(bookstore: Path, monkeypatch:
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(render, "render_html", broken)
+    write_spec(bookstore, evidence=[{"ranking_quality": {}}])
     out = bookstore / "out"
     result = runner.invoke(app, ["report", str(bookstore / "audit.yaml"), "--quiet", "--out", str(out)])
     assert result.exit_code == 3 and "internal error" in result.output and "Traceback" not in result.output
