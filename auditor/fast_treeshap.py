@@ -1,0 +1,300 @@
+"""Path-dependent TreeSHAP on a `TreeEnsemble`, compiled with numba: LightGBM's `pred_contrib`, faster.
+
+Why a new implementation: shap's TreeExplainer on a LightGBM booster just calls `predict(pred_contrib=True)`,
+Lundberg et al.'s Algorithm 2, which costs O(L·D²) per row and tree (L leaves, D path length). Global importance
+on large data pays that for every document.
+
+The idea (in the spirit of Fast TreeSHAP v2, Yang 2021): a leaf with value v whose root path tests the distinct
+features K (|K| = k), with zero fractions z_j (the product of the cover ratios of its splits on j) and, for a row,
+one fractions o_j ∈ {0, 1} (1 when the row follows the path at every split on j), adds to feature i
+
+    φ_i = v (o_i − z_i) Σ_{S ⊆ K∖i} |S|!(k−|S|−1)!/k! Π_{j∈S} o_j Π_{j∈K∖i∖S} z_j.
+
+Because o is 0/1, only the "hot" set O = {j : o_j = 1} matters. With G(M) = Σ_{S⊆M} w(|S|) Π_{j∈K∖S} z_j,
+a cold feature (i ∉ O) gets −v·G(O) and a hot one gets v·(1 − z_i)/z_i · G(O∖i). G is tabulated once per leaf
+for all 2^k masks (elementary symmetric polynomials, no cancellation: every term is positive), so a row costs one
+pass over a tree's nodes to find each leaf's hot mask plus O(k) table reads per leaf: O(L·k), not O(L·k²).
+Leaves with more than `max_table_bits` distinct path features (fewer when all tables would pass
+`max_table_bytes`) use the same formula computed directly for each row, O(k³); exactness does not depend on it.
+
+Rows follow LightGBM's decision rule exactly as `TreeEnsemble` models it (|x| <= 1e-35 is 0, NaN becomes 0 unless
+the split routes NaN, default_left for the missing value), and the bias column is the cover-weighted mean leaf
+value of every tree (LightGBM's `Tree::ExpectedValue`), times the tree weights, plus the ensemble bias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from auditor.trees import _ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+
+_MAX_BITS = 63  # hot masks are int64 bit sets of a path's distinct features
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """Per-node and per-leaf arrays the kernel reads (absolute node indices, as in `TreeEnsemble`)."""
+
+    node_bit: np.ndarray  # int32: bit of the node's split feature in its path's distinct features; -1 leaf
+    leaf_start: np.ndarray  # int64 per node: offset into leaf_feature / leaf_ratio; -1 for split nodes
+    leaf_k: np.ndarray  # int32 per node: number of distinct path features of a leaf
+    leaf_table: np.ndarray  # int64 per node: offset into `table`, -1 when the leaf is computed directly
+    leaf_feature: np.ndarray  # int32, the features of each leaf's bits
+    leaf_zero: np.ndarray  # float64, z_j of each leaf's bits
+    leaf_ratio: np.ndarray  # float64, (1 − z_j)/z_j of each leaf's bits (0 where z_j = 0)
+    table: np.ndarray  # float64, weight · value · G(M) of every tabulated leaf
+    ends: np.ndarray  # int32 per tree: one past its last node
+    expected: float  # the bias column
+
+
+class FastTreeShap:
+    """Exact path-dependent TreeSHAP of a `TreeEnsemble`; build once per model, then call `shap_values`.
+
+    `contributions(X)` returns (rows × (F + 1)) like LightGBM's `pred_contrib` (last column: expected value).
+    """
+
+    def __init__(self, ensemble: TreeEnsemble, max_table_bits: int = 14, max_table_bytes: int = 512 << 20) -> None:
+        self.ensemble = ensemble
+        self.tables = _build(ensemble, max_table_bits, max_table_bytes)
+
+    @property
+    def expected_value(self) -> float:
+        return self.tables.expected
+
+    def contributions(self, X: np.ndarray) -> np.ndarray:
+        X = self.ensemble.rows(X)
+        if X.ndim != 2 or X.shape[1] < self.ensemble.n_features:
+            raise ValueError(f"X must be 2-D with at least {self.ensemble.n_features} columns, got {X.shape}")
+        e, t = self.ensemble, self.tables
+        out = np.zeros((X.shape[0], e.n_features + 1))
+        chunk = max(1, min(256, -(-X.shape[0] // 64)))
+        _shap_rows(X, e.feature, e.threshold, e.left, e.right, e.default_left, e.missing, e.value, e.roots,
+                   e.weight, t.ends, t.node_bit, t.leaf_start, t.leaf_k, t.leaf_table, t.leaf_feature, t.leaf_zero,
+                   t.leaf_ratio, t.table, chunk, out)
+        out[:, e.n_features] = t.expected
+        return out
+
+    def shap_values(self, X: np.ndarray) -> np.ndarray:
+        """(rows × F): the contributions without the bias column, like `shap.TreeExplainer.shap_values`."""
+        return self.contributions(X)[:, :-1]
+
+
+def _build(e: TreeEnsemble, max_table_bits: int, max_table_bytes: int) -> _Tables:
+    """Each node's bit, each leaf's distinct features and zero fractions, and the G tables."""
+    n = e.feature.shape[0]
+    ends = np.append(e.roots[1:], n).astype(np.int32)
+    node_bit = np.full(n, -1, dtype=np.int32)
+    leaf_start = np.full(n, -1, dtype=np.int64)
+    leaf_k = np.zeros(n, dtype=np.int32)
+    leaf_table = np.full(n, -1, dtype=np.int64)
+    features: list[int] = []
+    zeros: list[float] = []
+    expected = float(e.bias)
+    paths: dict[int, tuple[list[int], list[float]]] = {}
+    tabulable: list[tuple[int, int]] = []
+    for t in range(e.n_trees):
+        root, end = int(e.roots[t]), int(ends[t])
+        if e.feature[root] < 0:  # a single leaf: always its value
+            expected += float(e.weight[t]) * float(e.value[root])
+        else:
+            expected += float(e.weight[t]) * _tree_expected(e, root, end)
+        paths.clear()
+        paths[root] = ([], [])
+        for node in range(root, end):
+            feats, zs = paths.pop(node)
+            f = int(e.feature[node])
+            if f < 0:
+                leaf_start[node] = len(features)
+                leaf_k[node] = len(feats)
+                features.extend(feats)
+                zeros.extend(zs)
+                if all(z > 0.0 for z in zs):  # (1 − z)/z needs z > 0; a leaf no training row reached goes direct
+                    tabulable.append((node, len(feats)))
+                continue
+            if f in feats:
+                bit = feats.index(f)
+            else:
+                bit = len(feats)
+                if bit >= _MAX_BITS:
+                    raise UnsupportedModel(f"a tree path with more than {_MAX_BITS} distinct features")
+                feats, zs = [*feats, f], [*zs, 1.0]
+            node_bit[node] = bit
+            parent_count = float(e.count[node])
+            for child in (int(e.left[node]), int(e.right[node])):
+                child_zs = list(zs)
+                child_zs[bit] = child_zs[bit] * (float(e.count[child]) / parent_count if parent_count > 0 else 0.0)
+                paths[child] = (list(feats), child_zs)
+    bits = max_table_bits  # fewer bits when the tables would pass the memory budget
+    while bits > 0 and sum(1 << k for _, k in tabulable if k <= bits) * 8 > max_table_bytes:
+        bits -= 1
+    table_size = 0
+    for node, k in tabulable:
+        if k <= bits:
+            leaf_table[node] = table_size
+            table_size += 1 << k
+    leaf_feature = np.array(features, dtype=np.int32)
+    leaf_zero = np.array(zeros, dtype=np.float64)
+    leaf_ratio = np.divide(1.0 - leaf_zero, leaf_zero, out=np.zeros_like(leaf_zero), where=leaf_zero > 0)
+    tree_of = np.repeat(np.arange(e.n_trees), np.diff(np.append(e.roots, n)))
+    scale = e.weight[tree_of] * e.value  # folded into each leaf's table: one multiply less per read
+    table = np.empty(table_size)
+    _fill_tables(leaf_start, leaf_k, leaf_table, leaf_zero, scale, table)
+    return _Tables(node_bit, leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, ends,
+                   expected)
+
+
+def _tree_expected(e: TreeEnsemble, root: int, end: int) -> float:
+    """LightGBM's Tree::ExpectedValue: Σ_leaves (leaf count / root count) · leaf value, in leaf order."""
+    total = float(e.count[root])
+    out = 0.0
+    for node in range(root, end):
+        if e.feature[node] < 0:
+            out += (float(e.count[node]) / total) * float(e.value[node])
+    return out
+
+
+@njit(cache=True)
+def _shapley_weights(k: int) -> np.ndarray:
+    """w(s) = s!(k−s−1)!/k! for s = 0..k−1, as a product of ratios (no factorial overflow)."""
+    w = np.empty(max(k, 1))
+    for s in range(k):
+        value = 1.0 / k
+        # s!(k-1-s)!/(k-1)! = 1 / C(k-1, s)
+        for j in range(1, s + 1):
+            value *= j / (k - s - 1 + j)
+        w[s] = value
+    return w
+
+
+@njit(cache=True)
+def _fill_tables(leaf_start, leaf_k, leaf_table, leaf_zero, scale, table):
+    """scale · G(M) for every tabulated leaf and mask M, with G(M) = Q(K∖M) · Σ_s w(s) e_{|M|−s}(z_M)."""
+    for node in range(leaf_k.shape[0]):
+        offset = leaf_table[node]
+        if offset < 0:
+            continue
+        k = leaf_k[node]
+        z = leaf_zero[leaf_start[node]: leaf_start[node] + k]
+        size = 1 << k
+        if k == 0:
+            table[offset] = 0.0
+            continue
+        w = _shapley_weights(k)
+        poly = np.zeros((size, k + 1))  # elementary symmetric polynomials of z over M
+        prod = np.ones(size)  # Π_{j∈M} z_j
+        poly[0, 0] = 1.0
+        popcount = np.zeros(size, dtype=np.int64)
+        j = -1
+        for m in range(1, size):
+            if m == 1 << (j + 1):
+                j += 1  # the highest set bit of m
+            base = m ^ (1 << j)
+            popcount[m] = popcount[base] + 1
+            prod[m] = prod[base] * z[j]
+            poly[m, 0] = 1.0
+            for d in range(1, popcount[m] + 1):
+                poly[m, d] = poly[base, d] + z[j] * poly[base, d - 1]
+        full = size - 1
+        for m in range(size):
+            c = popcount[m]
+            total = 0.0
+            for s in range(c + 1):
+                if s < k:
+                    total += w[s] * poly[m, c - s]
+            table[offset + m] = scale[node] * (prod[full ^ m] * total)
+
+
+@njit(cache=True, inline="always")
+def _goes_left(value: float, node: int, threshold, default_left, missing) -> bool:
+    """LightGBM's NumericalDecision after its C API input filter; the same rule as `auditor.trees._leaf`."""
+    if -_ZERO <= value <= _ZERO:
+        value = 0.0
+    kind = missing[node]
+    if np.isnan(value) and kind != MISSING_NAN:
+        value = 0.0
+    if (kind == MISSING_ZERO and -_ZERO <= value <= _ZERO) or (kind == MISSING_NAN and np.isnan(value)):
+        return default_left[node]
+    return value <= threshold[node]
+
+
+@njit(cache=True)
+def _direct(k: int, hot: int, z: np.ndarray, feats: np.ndarray, v: float, phi: np.ndarray) -> None:
+    """The leaf's contribution without a table, O(k³): for deep leaves only."""
+    w = _shapley_weights(k)
+    poly = np.empty(k + 1)
+    for i in range(k):
+        # G over K∖i with hot set O∖i, times (o_i − z_i) · v; out of K∖i the cold ones contribute their z.
+        poly[0] = 1.0
+        size = 0
+        cold = 1.0
+        for j in range(k):
+            if j == i:
+                continue
+            if (hot >> j) & 1:
+                size += 1
+                poly[size] = 0.0
+                for d in range(size, 0, -1):
+                    poly[d] += z[j] * poly[d - 1]
+            else:
+                cold *= z[j]
+        total = 0.0
+        for s in range(size + 1):
+            total += w[s] * poly[size - s]
+        o_i = 1.0 if (hot >> i) & 1 else 0.0
+        phi[feats[i]] += v * (o_i - z[i]) * cold * total
+
+
+@njit(cache=True, parallel=True)
+def _shap_rows(X, feature, threshold, left, right, default_left, missing, value, roots, weight, ends, node_bit,
+               leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, chunk, out):
+    n_rows = X.shape[0]
+    n_chunks = (n_rows + chunk - 1) // chunk
+    max_nodes = 1
+    for t in range(roots.shape[0]):
+        max_nodes = max(max_nodes, ends[t] - roots[t])
+    n_features = out.shape[1] - 1
+    for c in prange(n_chunks):
+        mask = np.empty(max_nodes, dtype=np.int64)
+        phi = np.empty(n_features)
+        for row in range(c * chunk, min(n_rows, (c + 1) * chunk)):
+            x = X[row]
+            phi[:] = 0.0
+            for t in range(roots.shape[0]):
+                root = roots[t]
+                if feature[root] < 0:
+                    continue
+                wt = weight[t]
+                mask[0] = -1
+                for node in range(root, ends[t]):
+                    here = mask[node - root]
+                    f = feature[node]
+                    if f >= 0:
+                        cold = ~(np.int64(1) << node_bit[node])
+                        if _goes_left(x[f], node, threshold, default_left, missing):
+                            mask[left[node] - root] = here
+                            mask[right[node] - root] = here & cold
+                        else:
+                            mask[left[node] - root] = here & cold
+                            mask[right[node] - root] = here
+                        continue
+                    k = leaf_k[node]
+                    if k == 0:
+                        continue
+                    start = leaf_start[node]
+                    hot = here & ((np.int64(1) << k) - 1)
+                    offset = leaf_table[node]
+                    if offset < 0:
+                        _direct(k, hot, leaf_zero[start: start + k], leaf_feature[start: start + k],
+                                wt * value[node], phi)
+                        continue
+                    cold_value = table[offset + hot]
+                    for b in range(k):
+                        if (hot >> b) & 1:
+                            phi[leaf_feature[start + b]] += leaf_ratio[start + b] * table[offset + (hot ^ (1 << b))]
+                        else:
+                            phi[leaf_feature[start + b]] -= cold_value
+            for f in range(n_features):
+                out[row, f] = phi[f]
