@@ -134,6 +134,15 @@ class AuditContext:
             self._memo[key] = compute()
         return self._memo[key]  # type: ignore[no-any-return]
 
+    def query_sample(self, queries: int | None, stream: str, eligible: list[int] | None = None) -> list[int]:
+        """The queries an evidence item audits: all `eligible` ones (default every query), or a seeded sample of
+        `queries` of them drawn from `stream`, in query order. Items that name the same stream sample the same
+        queries."""
+        pool = list(range(self.data.n_queries)) if eligible is None else eligible
+        if queries is None or queries >= len(pool):
+            return pool
+        return sorted(pool[int(i)] for i in self.rng(stream).choice(len(pool), size=queries, replace=False))
+
     def memoized(self, key: Any) -> bool:
         """Whether `memo` already holds `key` (to compute only the missing ones of a batch)."""
         return key in self._memo

@@ -104,11 +104,14 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     background = ctx.reference().X
     sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
     base_value = _kernelshap_base(ctx, masker, options) if any(m.startswith("shap") for m in methods) else None
+    tree_bias = _treeshap_bias(ctx) if "additivity" in criteria and any(m.startswith("treeshap") for m in methods) \
+        else None
     thresholds = {c: getattr(options.thresholds, c) for c in criteria}
     docs_needed = max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [options.margin_docs])
     units: list[dict[str, Any]] = []
     excluded = 0
-    chosen = _query_sample(ctx, options)
+    # the stream local_explanations samples from: with the same `queries`, both judge the same queries
+    chosen = ctx.query_sample(options.queries, "local/queries")
     for qi in ctx.progress.track(chosen, description="Confidence flags", total=len(chosen)):
         part = data.query_slice(qi)
         query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
@@ -135,7 +138,7 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
                 measures["path_accuracy"] = _path_accuracy(m, attrs, sets[m], truth, query, top, sampler,
                                                            options.path_top_k)
             if "additivity" in criteria:
-                measures["additivity"] = _additivity(ctx, m, attrs, query, attribution_docs, base_value)
+                measures["additivity"] = _additivity(m, attrs, query, attribution_docs, base_value, tree_bias)
             judged = verdict(measures, thresholds)
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
                           "verdict": judged})
@@ -192,30 +195,22 @@ def _kernelshap_base(ctx: AuditContext, masker: Any, options: ConfidenceOptions)
     return float(np.mean(ctx.model.predict(masker.fill)))
 
 
-def _additivity(ctx: AuditContext, method: str, attrs: dict[str, np.ndarray], query: QueryView, docs: np.ndarray,
-                base_value: float | None) -> float:
+def _treeshap_bias(ctx: AuditContext) -> float | None:
+    """TreeSHAP's φ0 (the model's expected value): the same for every document, so one row gives it."""
+    contributions = ctx.model.contributions(ctx.data.X[:1])
+    return None if contributions is None else float(np.asarray(contributions)[0, -1])
+
+
+def _additivity(method: str, attrs: dict[str, np.ndarray], query: QueryView, docs: np.ndarray,
+                base_value: float | None, tree_bias: float | None) -> float:
     """max |Σφ − (score − φ0)| over the explained documents / the query's score range; NaN for surrogates and sets."""
     spread = float(np.ptp(query.scores)) or 1.0
     used = docs[:int(method[-1])] if method[:-1] in ATTRIBUTION_BASES else docs[:0]
-    if method.startswith("treeshap"):
-        contributions = ctx.model.contributions(query.X[used])
-        if contributions is None:
-            return float("nan")
-        phi = attrs["treeshap"][:len(used)]
-        error = np.abs(phi.sum(axis=1) + contributions[:, -1] - query.scores[used])
-        return float(error.max() / spread)
-    if method.startswith("shap") and base_value is not None:
-        phi = attrs["kernelshap"][:len(used)]
-        return float(np.abs(phi.sum(axis=1) - (query.scores[used] - base_value)).max() / spread)
-    return float("nan")
-
-
-def _query_sample(ctx: AuditContext, options: ConfidenceOptions) -> list[int]:
-    n = ctx.data.n_queries
-    if options.queries is None or options.queries >= n:
-        return list(range(n))
-    # the stream local_explanations samples from: with the same `queries`, both judge the same queries
-    return sorted(int(i) for i in ctx.rng("local/queries").choice(n, size=options.queries, replace=False))
+    base = {"treeshap": tree_bias, "kernelshap": base_value}.get(ATTRIBUTION_BASES.get(method[:-1], ""))
+    if base is None:
+        return float("nan")
+    phi = attrs[ATTRIBUTION_BASES[method[:-1]]][:len(used)]
+    return float(np.abs(phi.sum(axis=1) - (query.scores[used] - base)).max() / spread)
 
 
 def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],

@@ -102,7 +102,7 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     rows_used: dict[str, int] = defaultdict(int)
     seconds: dict[str, float] = defaultdict(float)
     degenerate = 0
-    chosen = _query_sample(ctx, options)
+    chosen = ctx.query_sample(options.queries, "decision_path/queries")
     for position, qi in enumerate(ctx.progress.track(chosen, description="Decision-path accuracy",
                                                      total=len(chosen))):
         part = data.query_slice(qi)
@@ -232,13 +232,6 @@ def _explainers(options: DecisionPathOptions) -> dict[str, Any]:
     local = LocalExplanationsOptions(kernelshap=options.kernelshap, lime=options.lime)
     every = _explainers(local)
     return {name: every[name] for name in options.explainers}
-
-
-def _query_sample(ctx: AuditContext, options: DecisionPathOptions) -> list[int]:
-    n = ctx.data.n_queries
-    if options.queries is None or options.queries >= n:
-        return list(range(n))
-    return sorted(int(i) for i in ctx.rng("decision_path/queries").choice(n, size=options.queries, replace=False))
 
 
 def query_bootstrap(values: np.ndarray, owner: np.ndarray, n_queries: int, rng: np.random.Generator, *,

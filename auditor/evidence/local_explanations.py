@@ -111,7 +111,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     masker = ctx.masker()
     background = ctx.reference().X
     scores = ctx.scores()
-    chosen = _query_sample(ctx, options)
+    chosen = ctx.query_sample(options.queries, "local/queries")
     explainers = explainers_for(options)
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
@@ -167,13 +167,6 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
 
 def _is_tree(ctx: AuditContext) -> bool:
     return ctx.model.kind in ("lightgbm", "sklearn")
-
-
-def _query_sample(ctx: AuditContext, options: LocalExplanationsOptions) -> list[int]:
-    n = ctx.data.n_queries
-    if options.queries is None or options.queries >= n:
-        return list(range(n))
-    return sorted(int(i) for i in ctx.rng("local/queries").choice(n, size=options.queries, replace=False))
 
 
 def explainers_for(options: LocalExplanationsOptions) -> dict[str, Any]:

@@ -59,7 +59,9 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
     data, scores = ctx.data, ctx.scores()
     names = data.feature_names
     explainer = _explainer(ctx, options)
-    chosen = _query_sample(ctx, options)
+    sizes = data.query_sizes()
+    chosen = ctx.query_sample(options.queries, "pairwise/queries",
+                              eligible=[q for q in range(data.n_queries) if sizes[q] >= 2])
     records: list[dict[str, Any]] = []
     table_rows: list[list[Any]] = []
     phis, margins, efficiency, rows_before = [], [], [], ctx.model.rows_evaluated
@@ -141,16 +143,6 @@ def _explainer(ctx: AuditContext, options: PairwiseOptions) -> AsiPair | RaiPair
                        permutations=rai.permutations, noise=rai.noise)
     return AsiPair(fill, function=options.pair_function, exact_max_features=options.exact_max_features,
                    permutations=options.permutations)
-
-
-def _query_sample(ctx: AuditContext, options: PairwiseOptions) -> list[int]:
-    n = ctx.data.n_queries
-    sizes = ctx.data.query_sizes()
-    candidates = [q for q in range(n) if sizes[q] >= 2]
-    if options.queries is None or options.queries >= len(candidates):
-        return candidates
-    picked = ctx.rng("pairwise/queries").choice(len(candidates), size=options.queries, replace=False)
-    return sorted(candidates[int(i)] for i in picked)
 
 
 def _sides(phi: np.ndarray, names: list[str], count: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:

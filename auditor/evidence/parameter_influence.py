@@ -89,7 +89,7 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     names = list(data.feature_names)
     features = [names.index(f) for f in options.sensitive]
 
-    queries = _query_sample(ctx, options)
+    queries = ctx.query_sample(options.queries, "parameter_influence/queries")
     rows = np.concatenate([np.arange(data.query_ptr[q], data.query_ptr[q + 1]) for q in queries])
     ptr = np.concatenate([[0], np.cumsum([data.query_ptr[q + 1] - data.query_ptr[q] for q in queries])])
     X = data.X[rows]
@@ -170,13 +170,6 @@ def _swept_scores(ctx: AuditContext, X: np.ndarray, features: list[int], grids: 
         out.append(scores[start:start + size].reshape(len(grid), X.shape[0]))
         start += size
     return out
-
-
-def _query_sample(ctx: AuditContext, options: ParameterInfluenceOptions) -> list[int]:
-    n = ctx.data.n_queries
-    if options.queries is None or options.queries >= n:
-        return list(range(n))
-    return sorted(int(i) for i in ctx.rng("parameter_influence/queries").choice(n, options.queries, replace=False))
 
 
 def _by_query(ctx: AuditContext, queries: list[int], values: np.ndarray) -> dict[str, float]:
