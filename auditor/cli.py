@@ -98,6 +98,35 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.", hidden=True)]
 
 
+class ExecutorKind(StrEnum):
+    auto = "auto"
+    serial = "serial"
+    processes = "processes"
+    dask = "dask"
+
+
+def _executor_override(spec: Path, jobs: int | None, kind: ExecutorKind | None, scheduler: str | None) -> Any:
+    """The spec's executor with the command line's changes, or None when the command line changes nothing."""
+    if jobs is None and kind is None and scheduler is None:
+        return None
+    from auditor.spec import ExecutorSpec, load_spec
+
+    base = load_spec(spec)[0].executor
+    changes: dict[str, Any] = {}
+    if jobs is not None:
+        changes["jobs"] = jobs
+        if kind is None and scheduler is None and base.kind != "dask":
+            changes["kind"] = "serial" if jobs == 1 else "processes"
+    if kind is not None:
+        changes["kind"] = kind.value
+    if scheduler is not None:
+        changes.update(kind="dask", address=scheduler)
+    merged = {**base.model_dump(), **changes}
+    if merged["kind"] != "dask":
+        merged["address"] = None
+    return ExecutorSpec.model_validate(merged)
+
+
 @app.command()
 def report(
     spec: SpecArg,
@@ -106,6 +135,12 @@ def report(
     seed: Annotated[int | None, typer.Option(help="Override the spec's seed.", min=0)] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.")] =
     FailOn.fail,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for per-query work "
+                                             "(default: the spec's executor, else every CPU; 1 = serial).")] = None,
+    executor: Annotated[ExecutorKind | None, typer.Option("--executor", help="Override the spec's executor kind.")]
+    = None,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address "
+                                                  "(tcp://host:8786); implies --executor dask.")] = None,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -115,7 +150,8 @@ def report(
 
     def action() -> Any:
         with _progress(quiet) as progress:
-            return run_audit(spec, out=out, seed=seed, progress=progress)
+            return run_audit(spec, out=out, seed=seed, progress=progress,
+                             executor=_executor_override(spec, jobs, executor, scheduler))
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}

@@ -26,12 +26,13 @@ from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import AuditContext, EvidenceResult, Progress
+from auditor.executor import Executor
 from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import Finding, LoadedPack, check_waivers, evaluate, load_packs, opinion
 from auditor.signing import SigningMaterial
-from auditor.spec import AuditSpec, DatasetSpec, load_spec
+from auditor.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
 
 EVIDENCE_SCHEMA = "auditor.evidence/v1"
 _LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "lightgbm", "shap", "pydantic", "jinja2", "matplotlib")
@@ -109,24 +110,31 @@ def _load_data(ds: DatasetSpec, model: Ranker) -> RankingData:
 
 
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
-              progress: Progress | None = None, today: dt.date | None = None) -> AuditRun:
-    """Run the audit a spec describes and write its run folder. Returns where it went and the verdicts."""
+              progress: Progress | None = None, today: dt.date | None = None,
+              executor: ExecutorSpec | None = None) -> AuditRun:
+    """Run the audit a spec describes and write its run folder. Returns where it went and the verdicts.
+    `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler)."""
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress)
     spec = prepared.spec
     seed = spec.seed if seed is None else seed
     today = today or started.date()
+    chosen = executor if executor is not None else spec.executor
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=seed, progress=progress,
                        background=prepared.background, masking=spec.masking.strategy,
-                       masking_samples=spec.masking.samples)
+                       masking_samples=spec.masking.samples,
+                       executor=_start_executor(chosen, prepared.spec_path))
 
     results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data),
                                           "governance": governance_result(spec)}
     seconds: dict[str, float] = {}
-    for name, options in progress.track(spec.evidence_items(), description="Evidence",
-                                        total=len(spec.evidence)):
-        results[name], seconds[name] = _run_plugin(name, options, ctx)
+    try:
+        for name, options in progress.track(spec.evidence_items(), description="Evidence",
+                                            total=len(spec.evidence)):
+            results[name], seconds[name] = _run_plugin(name, options, ctx)
+    finally:
+        ctx.executor.close()
 
     requested = {"dataset", "governance", *(name for name, _ in spec.evidence_items())}
     findings = evaluate(prepared.packs, results, requested=requested, waivers=list(spec.waivers), today=today)
@@ -134,7 +142,8 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
                                  run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
                                       "evaluated_on": today.isoformat(), "seconds": seconds,
-                                      "host": platform.node()})
+                                      "host": platform.node(),
+                                      "executor": {"kind": ctx.executor.kind, "workers": ctx.executor.workers}})
     if prepared.baseline is not None:  # the "since last review" section
         from auditor.diff import compare
 
@@ -143,6 +152,20 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     out_dir = out if out is not None else spec.output.dir
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results)
+
+
+def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
+    """The executor the spec asks for; a Dask scheduler that cannot be reached is bad input (exit 2)."""
+    from auditor.executor import make_executor
+
+    try:
+        return make_executor(spec.kind, spec.jobs, spec.address)
+    except ImportError as exc:
+        raise InputError(f"the Dask executor needs the 'distributed' package ({exc})", file=spec_file,
+                         where="executor.kind", fix="pip install 'auditor[dask]', or choose kind processes") from None
+    except OSError as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {spec.address} ({exc})", file=spec_file,
+                         where="executor.address", fix="start the scheduler or correct the address") from None
 
 
 def _run_plugin(name: str, options: Any, ctx: AuditContext) -> tuple[EvidenceResult, float]:

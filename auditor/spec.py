@@ -138,6 +138,24 @@ class MaskingSpec(StrictModel):
     samples: int = Field(20, ge=1, le=1000, description="Background rows for strategy `background`.")
 
 
+class ExecutorSpec(StrictModel):
+    """Where per-query work runs (auditor/executor.py). The evidence is the same under every executor."""
+
+    kind: Literal["auto", "serial", "processes", "dask"] = Field(
+        "auto", description="auto: worker processes when there is enough per-query work, else this process; "
+                            "serial; processes (local worker processes); dask (a Dask distributed cluster).")
+    jobs: int | None = Field(None, ge=1, description="Worker processes (default: every CPU; 1 = serial). For "
+                                                     "dask without an address: LocalCluster workers.")
+    address: str | None = Field(None, min_length=1, description="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
+                                                                "(kind dask; default: a LocalCluster).")
+
+    @model_validator(mode="after")
+    def _address_needs_dask(self) -> ExecutorSpec:
+        if self.address is not None and self.kind != "dask":
+            raise ValueError("`address` is a Dask scheduler: set `kind: dask` too")
+        return self
+
+
 class Waiver(StrictModel):
     """An accepted exception: turns a rule's FAIL into WAIVED until it expires."""
 
@@ -204,6 +222,7 @@ class AuditSpec(StrictModel):
     background: DatasetSpec | None = Field(
         None, description="Reference data for masking and samplers (e.g. the training set); default: the dataset.")
     masking: MaskingSpec = MaskingSpec()
+    executor: ExecutorSpec = ExecutorSpec()
     evidence: list[EvidenceItem] = Field(min_length=1, description="Evidence items, each `- name: {options}`.")
     policies: list[str] = Field([], description="Built-in pack names or paths to policy YAML files.")
     waivers: list[Waiver] = Field([], description="Accepted exceptions to rules.")

@@ -17,6 +17,7 @@ from auditor.data import RankingData
 from auditor.models.base import CountingRanker
 
 T = TypeVar("T")
+R = TypeVar("R")
 Status = Literal["ok", "error", "skipped"]
 
 
@@ -105,9 +106,12 @@ class AuditContext:
     background: RankingData | None = None
     masking: str = "mean"
     masking_samples: int = 20
+    executor: Any = None  # auditor.executor.Executor; None = serial
     _scores: np.ndarray | None = None
     _masker: Any = None
     _memo: dict[Any, Any] = field(default_factory=dict)
+    worker_background: np.ndarray | None = None  # set in executor tasks, which get no `data`
+    _state: Any = None
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator of its own for each named stream, so adding a plugin never shifts another's numbers."""
@@ -117,6 +121,32 @@ class AuditContext:
     def reference(self) -> RankingData:
         """The background data (training set) when the spec names one, else the audited data."""
         return self.background if self.background is not None else self.data
+
+    def reference_rows(self) -> np.ndarray:
+        """The background rows (`reference().X`); inside an executor task, the copy shipped to the worker."""
+        return self.worker_background if self.worker_background is not None else self.reference().X
+
+    def run_tasks(self, task: Callable[[AuditContext, Any, Any], R], job: Any, payloads: Iterable[Any],
+                  *, size: int) -> Iterator[R]:
+        """Per-query work through the audit's executor (see auditor/executor.py), values in payload order. The
+        rows each task evaluated count on this context's model, and its memo entries join this context's memo."""
+        from auditor.executor import SerialExecutor, WorkerState
+
+        if self._state is None:
+            self._state = WorkerState(model=self.model.inner, seed=self.seed, masking=self.masking,
+                                      masking_samples=self.masking_samples, masker=self.masker(),
+                                      background=self.reference_rows())
+        executor = self.executor if self.executor is not None else SerialExecutor()
+        for outcome in executor.map(self._state, task, job, payloads, size=size):
+            self.model.rows_evaluated += outcome.rows
+            for key, value in outcome.memo.items():
+                self._memo.setdefault(key, value)
+            yield outcome.value
+
+    @property
+    def workers(self) -> int:
+        """Workers of the audit's executor (1 when serial): how finely to split per-query work."""
+        return 1 if self.executor is None else self.executor.workers
 
     def masker(self) -> Any:
         """The one Masker every evidence item uses, built once from the background data."""

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.validity import has_order, measure_sets
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.executor import split
 from auditor.explain.base import QueryView, set_from_attributions
 from auditor.report.plots import line_chart
 
@@ -99,6 +100,14 @@ class _Tally:
     rows: int = 0
     seconds: float = 0.0
 
+    def extend(self, other: _Tally) -> None:
+        """Append another block's queries (blocks arrive in query order)."""
+        self.validity.extend(other.validity)
+        self.completeness.extend(other.completeness)
+        self.sets.extend(other.sets)
+        self.rows += other.rows
+        self.seconds += other.seconds
+
 
 def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     data = ctx.data
@@ -108,20 +117,66 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     if skipped:
         result.notes.append(f"Not run on a '{ctx.model.kind}' model (needs trees): {', '.join(skipped)}.")
     sizes = sorted({options.k, *options.k_curve})
-    masker = ctx.masker()
-    background = ctx.reference().X
     scores = ctx.scores()
     chosen = ctx.query_sample(options.queries, "local/queries")
-    explainers = explainers_for(options)
+    job = _Job(options=options, methods=methods, sizes=sizes, feature_names=data.feature_names)
+    blocks = split(chosen, ctx.workers, most=BATCH_QUERIES)
+    payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi])
+                 for qi in block] for block in blocks)
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
     excluded = 0
-    for position, qi in enumerate(ctx.progress.track(chosen, description="Local explanations", total=len(chosen))):
-        if position % BATCH_QUERIES == 0:
-            _prefetch_attributions(ctx, options, chosen[position:position + BATCH_QUERIES], methods, explainers,
-                                   masker, tallies, sizes)
-        part = data.query_slice(qi)
-        query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
+    for block in ctx.progress.track(ctx.run_tasks(_explain_block, job, payloads, size=len(chosen)),
+                                    description=f"Local explanations ({len(chosen)} queries)", total=len(blocks)):
+        excluded += block.excluded
+        records.extend(block.records)
+        for key, part in block.tallies.items():
+            tallies.setdefault(key, _Tally()).extend(part)
+    degenerate = tallies.pop(("exs:degenerate", 0), None)
+    if degenerate is not None:
+        result.notes.append(f"EXS found no explanation (a constant surrogate) for {degenerate.rows} document(s); "
+                            "their attributions are zero. A squared loss (`lime.exs_loss`) avoids this.")
+        result.metrics["local.exs.degenerate_docs"] = float(degenerate.rows)
+    _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
+    result.records = records
+    for record in records:  # per-query values at the evidence's k, for per-query policy rules
+        result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
+    return result
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every block of queries needs besides its rows (shipped with each task: small)."""
+
+    options: LocalExplanationsOptions
+    methods: list[str]
+    sizes: list[int]
+    feature_names: list[str]
+
+
+@dataclass
+class _Block:
+    """One block's results: its queries' records and tallies in query order, for the audit to append."""
+
+    excluded: int
+    records: list[dict[str, Any]]
+    tallies: dict[tuple[str, int], _Tally]
+
+
+def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[int, np.ndarray, np.ndarray, str]]) -> _Block:
+    """Every explainer on a block of queries (an executor task): attributions of the block's queries batched,
+    then per query and k the sets, the optimum and their validity and completeness. Each query draws from its own
+    streams, so the values do not depend on how queries are split into blocks."""
+    options, methods, sizes = job.options, job.methods, job.sizes
+    masker, background = ctx.masker(), ctx.reference_rows()
+    explainers = explainers_for(options)
+    views = [(qi, QueryView(X=X, scores=scores, query_id=query_id, background=background))
+             for qi, X, scores, query_id in payload]
+    tallies: dict[tuple[str, int], _Tally] = {}
+    records: list[dict[str, Any]] = []
+    excluded = 0
+    _prefetch_attributions(ctx, options, views, methods, explainers, masker, tallies, sizes)
+    for qi, query in views:
         if not has_order(query.scores):
             excluded += 1
             continue
@@ -151,18 +206,9 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
                 tally.sets.append(chosen_set)
                 if k == options.k:
                     records.append({"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
-                                    "selected": [data.feature_names[f] for f in chosen_set],
+                                    "selected": [job.feature_names[f] for f in chosen_set],
                                     "validity": round(float(v), 6), "completeness": round(float(c), 6)})
-    degenerate = tallies.pop(("exs:degenerate", 0), None)
-    if degenerate is not None:
-        result.notes.append(f"EXS found no explanation (a constant surrogate) for {degenerate.rows} document(s); "
-                            "their attributions are zero. A squared loss (`lime.exs_loss`) avoids this.")
-        result.metrics["local.exs.degenerate_docs"] = float(degenerate.rows)
-    _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
-    result.records = records
-    for record in records:  # per-query values at the evidence's k, for per-query policy rules
-        result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
-    return result
+    return _Block(excluded=excluded, records=records, tallies=tallies)
 
 
 def _is_tree(ctx: AuditContext) -> bool:
@@ -227,16 +273,13 @@ def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: Q
     return out
 
 
-def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions, block: list[int], methods: list[str],
-                           explainers: dict[str, Any], masker: Any, tallies: dict[tuple[str, int], _Tally],
-                           sizes: list[int]) -> None:
+def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions, block: list[tuple[int, QueryView]],
+                           methods: list[str], explainers: dict[str, Any], masker: Any,
+                           tallies: dict[tuple[str, int], _Tally], sizes: list[int]) -> None:
     """Attribute the top documents of a block of queries at once where the explainer can (`attribute_many`: the
     samples of many queries scored in one model call), into the memo `attributions` reads: same keys, same values
     (each query still draws from its own stream). Rows and seconds go to the same tallies as `_attributions`."""
-    data, scores, background = ctx.data, ctx.scores(), ctx.reference().X
-    views = [(qi, QueryView(X=data.X[data.query_slice(qi)], scores=scores[data.query_slice(qi)],
-                            query_id=data.query_ids[qi], background=background)) for qi in block]
-    views = [(qi, view) for qi, view in views if has_order(view.scores)]
+    views = [(qi, view) for qi, view in block if has_order(view.scores)]
     for prefix, base in ATTRIBUTION_BASES.items():
         variants = [m for m in methods if m[:-1] == prefix]
         if not variants or not hasattr(explainers[base], "attribute_many"):

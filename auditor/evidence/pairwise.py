@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Literal
 
 import numpy as np
@@ -12,6 +11,7 @@ from pydantic import Field
 
 from auditor.checks.ranking import rank_order
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.executor import split
 from auditor.explain.pairwise import AsiPair, ConditionalFill, RaiPair
 
 HOW_TO_READ = (
@@ -66,12 +66,17 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
     table_rows: list[list[Any]] = []
     phis, margins, efficiency, rows_before = [], [], [], ctx.model.rows_evaluated
     exact_count = 0
-    for qi in ctx.progress.track(chosen, description="Pairwise explanations", total=len(chosen)):
-        part = data.query_slice(qi)
-        order = rank_order(scores[part])[:options.top]
-        for rank, (a, b) in enumerate(itertools.pairwise(order), start=1):
-            row_a, row_b = part.start + int(a), part.start + int(b)
-            pair = explainer.explain(ctx.model, data.X[row_a], data.X[row_b], ctx.rng(f"pairwise/{qi}/{rank}"))
+    tops = {qi: data.query_slice(qi).start + rank_order(scores[data.query_slice(qi)])[:options.top] for qi in chosen}
+    blocks = split(chosen, ctx.workers, most=16)
+    payloads = ([(qi, data.X[tops[qi]]) for qi in block] for block in blocks)
+    explained = (pairs for block in ctx.progress.track(ctx.run_tasks(_explain_pairs, explainer, payloads,
+                                                                     size=len(chosen)),
+                                                       description=f"Pairwise explanations ({len(chosen)} queries)",
+                                                       total=len(blocks))
+                 for pairs in block)
+    for qi, pairs in zip(chosen, explained, strict=True):
+        for rank, pair in enumerate(pairs, start=1):
+            row_a, row_b = int(tops[qi][rank - 1]), int(tops[qi][rank])
             exact_count += int(pair.exact)
             phis.append(pair.phi)
             margins.append(pair.value - pair.base)
@@ -125,6 +130,14 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
                       f"(mean |φ| {mean_abs[order[0]]:.3g}); the largest feature carries "
                       f"{share.mean():.0%} of a pair's explanation on average.")
     return result
+
+
+def _explain_pairs(ctx: AuditContext, explainer: AsiPair | RaiPair,
+                   payload: list[tuple[int, np.ndarray]]) -> list[list[Any]]:
+    """An executor task: for each query of the block (its top documents' rows, best first), every adjacent pair
+    explained, drawing from the pair's own stream."""
+    return [[explainer.explain(ctx.model, top[rank - 1], top[rank], ctx.rng(f"pairwise/{qi}/{rank}"))
+             for rank in range(1, len(top))] for qi, top in payload]
 
 
 def _explainer(ctx: AuditContext, options: PairwiseOptions) -> AsiPair | RaiPair:

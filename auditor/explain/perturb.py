@@ -14,7 +14,6 @@ produces NaN. A bin value `v` belongs to bin j when edge[j-1] < v <= edge[j] (LI
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -407,12 +406,10 @@ def _score_block(model: CountingRanker, samplers: SamplerCache, block: list, n_s
 
 def workers() -> int:
     """Threads for the per-query work of a batch (drawing, standardising, fitting): the CPUs this process may run
-    on, at most 8. LightGBM's predict uses every core as well."""
-    try:
-        count = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        count = os.cpu_count() or 1
-    return max(1, min(8, count))
+    on, at most 8 (one inside an executor's worker). LightGBM's predict uses every core as well."""
+    from auditor.executor import thread_budget
+
+    return max(1, min(8, thread_budget()))
 
 
 def parallel_map(function: Callable[[T], R], items: Iterable[T]) -> list[R]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,12 @@ class LightGBMRanker:
     SMALL_BATCH = 1_000
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        threads = {"num_threads": 1} if X.shape[0] < self.SMALL_BATCH else {}
+        threads = {"num_threads": 1} if X.shape[0] < self.SMALL_BATCH else _threads()
         return np.asarray(self.booster.predict(X, raw_score=True, **threads), dtype=np.float64)
 
     def contributions(self, X: np.ndarray) -> np.ndarray:
         """LightGBM's own TreeSHAP (`pred_contrib`): exact, and what shap's TreeExplainer calls underneath."""
-        return np.asarray(self.booster.predict(X, pred_contrib=True), dtype=np.float64)
+        return np.asarray(self.booster.predict(X, pred_contrib=True, **_threads()), dtype=np.float64)
 
     def describe(self) -> dict[str, Any]:
         params = self.booster.params or {}
@@ -47,6 +48,13 @@ class LightGBMRanker:
             "n_trees": int(self.booster.num_trees()),
             "objective": params.get("objective", dump_objective),
         }
+
+
+def _threads() -> dict[str, int]:
+    """One thread inside an executor's worker (the workers fill the cores); LightGBM's default elsewhere."""
+    from auditor.executor import THREADS_ENV, thread_budget
+
+    return {"num_threads": thread_budget()} if THREADS_ENV in os.environ else {}
 
 
 def _objective_from_model(booster: lgb.Booster) -> str:

@@ -139,7 +139,7 @@ def box_plot(groups: dict[str, Sequence[float]], *, ylabel: str) -> str:
     """Distribution per group (median, quartiles, whiskers at 1.5 IQR), groups in the given order."""
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
-        ax.boxplot([np.asarray(v, dtype=float) for v in groups.values()], vert=False, widths=0.6,
+        ax.boxplot([np.asarray(v, dtype=float) for v in groups.values()], orientation="horizontal", widths=0.6,
                    flierprops={"markersize": 2})
         ax.set_yticks(range(1, len(groups) + 1), [_short(n, 30) for n in groups])
         ax.invert_yaxis()

@@ -1,0 +1,281 @@
+"""Where per-query work runs: in this process, in local worker processes (`--jobs N`), or on a Dask cluster.
+
+What every task needs and no task changes (the model, the masker, the background rows, the seed) is a
+`WorkerState`, shipped to each worker once per audit; a task carries only its own queries' rows. Results come back
+in task order, and every query draws from its own named random stream, so evidence.json does not depend on the
+executor or the number of workers (tests/test_executor.py runs one spec under all three and compares).
+
+A task is a module-level function `task(ctx, job, payload) -> value` (picklable by reference). It runs with a
+fresh `AuditContext` per task whose model counts its own rows; the executor returns those rows and the task's memo
+entries to the audit's context, so row counts and the work shared between evidence items (`ctx.memo`) are the same
+as if everything had run here.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from auditor.evidence.base import AuditContext
+
+Kind = Literal["auto", "serial", "processes", "dask"]
+THREADS_ENV = "AUDITOR_THREADS"  # threads one task may use (LightGBM predict, numba, thread pools); set in workers
+AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work
+_PRELOAD = ["numpy", "scipy.stats", "sklearn.linear_model", "lightgbm", "auditor.executor",
+            "auditor.evidence.local_explanations", "auditor.evidence.pairwise", "auditor.explain.perturb"]
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def thread_budget(default: int | None = None) -> int:
+    """Threads one piece of work may use: 1 inside an executor's worker (the workers already fill the cores),
+    else `default` (all CPUs when None)."""
+    value = os.environ.get(THREADS_ENV)
+    if value:
+        return max(1, int(value))
+    return cpu_count() if default is None else default
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    """What every task reads: shipped once to each worker. `token` names this audit's state on the workers."""
+
+    model: Any  # the inner Ranker (not the counting wrapper)
+    seed: int
+    masking: str
+    masking_samples: int
+    masker: Any
+    background: np.ndarray
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One task's value, with the model rows it evaluated and the memo entries it computed."""
+
+    value: Any
+    rows: int
+    memo: dict[Any, Any]
+
+
+_INSTALLED: dict[str, WorkerState] = {}
+
+
+def _install(state: WorkerState | bytes, threads: int | None) -> None:
+    """Worker start-up: keep the state for the tasks to come and cap the threads each task uses."""
+    if isinstance(state, bytes):
+        state = pickle.loads(state)
+    if threads is not None:
+        os.environ[THREADS_ENV] = str(threads)
+    _INSTALLED.clear()
+    _INSTALLED[state.token] = state
+
+
+def _set_threads(count: int) -> None:
+    os.environ[THREADS_ENV] = str(count)
+
+
+def _limit_numba_threads() -> None:
+    """numba's thread count is per calling thread: set it where the task runs."""
+    if THREADS_ENV in os.environ:
+        import numba
+
+        numba.set_num_threads(min(thread_budget(), numba.config.NUMBA_NUM_THREADS))
+
+
+def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], Any], job: Any,
+             payload: Any) -> Outcome:
+    """Run one task against the installed state (a token in worker processes, the state itself otherwise)."""
+    from auditor.evidence.base import AuditContext
+    from auditor.models.base import CountingRanker
+
+    if isinstance(state, str):
+        state = _INSTALLED[state]
+    elif state.token not in _INSTALLED:  # Dask: the scattered state arrives as an argument
+        _install(state, None)
+    _limit_numba_threads()
+    ctx = AuditContext(data=None, model=CountingRanker(state.model), seed=state.seed,  # type: ignore[arg-type]
+                       masking=state.masking, masking_samples=state.masking_samples)
+    ctx._masker = state.masker
+    ctx.worker_background = state.background
+    value = task(ctx, job, payload)
+    return Outcome(value=value, rows=ctx.model.rows_evaluated, memo=ctx._memo)
+
+
+class Executor(Protocol):
+    kind: str
+    workers: int
+
+    def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
+            *, size: int) -> Iterator[Outcome]:
+        """`run_task` for each payload, outcomes in payload order; `size` = number of queries of work."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    """Everything in this process, one task after the other (the reference the others must match)."""
+
+    kind = "serial"
+    workers = 1
+
+    def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
+            *, size: int) -> Iterator[Outcome]:
+        for payload in payloads:
+            yield run_task(state, task, job, payload)
+
+    def close(self) -> None:
+        pass
+
+
+def _windowed(submit: Callable[[Any], Any], result: Callable[[Any], Outcome], payloads: Iterable[Any],
+              window: int) -> Iterator[Outcome]:
+    """Submit at most `window` tasks ahead and yield results in order: bounded memory, workers never idle."""
+    pending: deque[Any] = deque()
+    for payload in payloads:
+        pending.append(submit(payload))
+        if len(pending) >= window:
+            yield result(pending.popleft())
+    while pending:
+        yield result(pending.popleft())
+
+
+class ProcessExecutor:
+    """Local worker processes (forkserver: safe with OpenMP and numba threads, no fork of a threaded parent).
+    The pool starts on first use, gets the state once through its initializer, and serves every evidence item."""
+
+    kind = "processes"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._pool: Any = None
+        self._token: str | None = None
+
+    def _pool_for(self, state: WorkerState) -> Any:
+        if self._pool is None or self._token != state.token:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.close()
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(_PRELOAD)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_install,
+                                             initargs=(pickle.dumps(state, protocol=5), 1))
+            self._token = state.token
+        return self._pool
+
+    def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
+            *, size: int) -> Iterator[Outcome]:
+        pool = self._pool_for(state)
+        yield from _windowed(lambda p: pool.submit(run_task, state.token, task, job, p), lambda f: f.result(),
+                             payloads, 2 * self.workers)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class AutoExecutor:
+    """The default: this process for small work (starting workers costs seconds), worker processes for more."""
+
+    kind = "auto"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._serial = SerialExecutor()
+        self._processes = ProcessExecutor(self.workers) if self.workers > 1 else None
+        self._checked: dict[str, bool] = {}
+
+    def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
+            *, size: int) -> Iterator[Outcome]:
+        use = self._processes is not None and size >= AUTO_MIN_QUERIES and self._shippable(state)
+        chosen = self._processes if use else self._serial
+        yield from chosen.map(state, task, job, payloads, size=size)  # type: ignore[union-attr]
+
+    def _shippable(self, state: WorkerState) -> bool:
+        """A model that cannot be pickled (e.g. a Python function from a trusted file) stays in this process."""
+        if state.token not in self._checked:
+            try:
+                pickle.dumps(state.model)
+                self._checked[state.token] = True
+            except (pickle.PicklingError, AttributeError, TypeError):
+                self._checked[state.token] = False
+        return self._checked[state.token]
+
+    def close(self) -> None:
+        if self._processes is not None:
+            self._processes.close()
+
+
+class DaskExecutor:
+    """A Dask distributed cluster: `address` (tcp://scheduler:8786), or a LocalCluster of `workers` processes
+    with one thread each. The state is scattered to every worker once (broadcast); tasks name it by future."""
+
+    kind = "dask"
+
+    def __init__(self, address: str | None, workers: int) -> None:
+        from distributed import Client, LocalCluster
+
+        self._cluster = None
+        if address is None:
+            self._cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                         dashboard_address=None, silence_logs=40)
+            self._client = Client(self._cluster)
+        else:
+            self._client = Client(address, timeout="20s")
+        self.workers = max(1, sum(self._client.nthreads().values()))
+        self._client.run(_set_threads, 1)
+        self._scattered: tuple[str, Any] | None = None
+
+    def _state_future(self, state: WorkerState) -> Any:
+        if self._scattered is None or self._scattered[0] != state.token:
+            self._scattered = (state.token, self._client.scatter(state, broadcast=True, hash=False))
+        return self._scattered[1]
+
+    def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
+            *, size: int) -> Iterator[Outcome]:
+        shipped = self._state_future(state)
+        yield from _windowed(lambda p: self._client.submit(run_task, shipped, task, job, p, pure=False),
+                             lambda f: f.result(), payloads, 2 * self.workers)
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_executor(kind: Kind = "auto", jobs: int | None = None, address: str | None = None) -> Executor:
+    """The executor a spec (`executor:`) and the command line (`--jobs`) ask for. jobs=None: every CPU."""
+    workers = cpu_count() if jobs is None else jobs
+    if kind == "serial" or (kind in ("auto", "processes") and workers <= 1):
+        return SerialExecutor()
+    if kind == "processes":
+        return ProcessExecutor(workers)
+    if kind == "dask":
+        return DaskExecutor(address, workers)
+    return AutoExecutor(workers)
+
+
+def split(items: list[Any], workers: int, *, most: int, least: int = 1) -> list[list[Any]]:
+    """Consecutive blocks of `items` for tasks: at most `most` per block, and small enough that every worker
+    gets about four blocks (so the last block does not leave the others idle)."""
+    if not items:
+        return []
+    size = max(least, min(most, -(-len(items) // (4 * max(1, workers)))))
+    return [items[i:i + size] for i in range(0, len(items), size)]

@@ -1,0 +1,132 @@
+"""The executor seam: serial, worker processes and a Dask LocalCluster give the same evidence.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from auditor.engine import run_audit
+from auditor.executor import (
+    THREADS_ENV,
+    AutoExecutor,
+    ProcessExecutor,
+    SerialExecutor,
+    WorkerState,
+    make_executor,
+    split,
+    thread_budget,
+)
+from auditor.spec import ExecutorSpec
+
+# Per-query evidence that goes through the executor, plus one that reads its memo (confidence), kept small.
+PER_QUERY = [
+    {"local_explanations": {"methods": ["random", "treeshap5", "lirme5", "greedy_cover_eps", "validity_search"],
+                            "k": 3, "k_curve": [2, 3], "queries": 12, "lime": {"samples": 300}}},
+    {"pairwise": {"queries": 6, "top": 3, "background_size": 100}},
+    {"confidence": {"methods": ["treeshap5", "lirme5", "greedy_cover_eps"], "k": 3, "queries": 5}},
+]
+
+
+def _evidence(run_dir: Path) -> dict:
+    document = json.loads((run_dir / "evidence.json").read_text())
+    return {key: value for key, value in document.items() if key != "run"}  # `run`: timestamps, host, executor
+
+
+@pytest.fixture
+def per_query_spec(bookstore: Path) -> Path:
+    spec = yaml.safe_load((bookstore / "audit.yaml").read_text())
+    spec["evidence"] = PER_QUERY
+    spec["policies"] = []
+    spec["output"] = {"dir": "runs", "formats": ["html"]}
+    path = bookstore / "audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def test_same_evidence_under_serial_processes_and_dask(per_query_spec: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    runs = {}
+    for name, executor in [("serial", ExecutorSpec(kind="serial")),
+                           ("processes", ExecutorSpec(kind="processes", jobs=2)),
+                           ("dask", ExecutorSpec(kind="dask", jobs=2))]:
+        run = run_audit(per_query_spec, out=tmp_path / name, executor=executor)
+        runs[name] = run
+        recorded = json.loads((run.run_dir / "evidence.json").read_text())["run"]["executor"]
+        assert recorded["kind"] == name and recorded["workers"] == (1 if name == "serial" else 2)
+    serial = _evidence(runs["serial"].run_dir)
+    assert serial["evidence"]["local_explanations"]["metrics"]["local.queries"] > 0
+    assert serial["evidence"]["pairwise"]["metrics"]["pairwise.pairs"] > 0
+    for name in ("processes", "dask"):
+        other = _evidence(runs[name].run_dir)
+        for item, value in serial["evidence"].items():  # one item at a time, so a failure names it
+            assert other["evidence"][item] == value, f"{item} differs under {name}"
+        assert other == serial
+
+
+def _double(ctx, job, payload):
+    """A task: scores its rows (so rows are counted) and leaves a memo entry behind."""
+    ctx.memo(("double", payload), lambda: payload * job)
+    return float(ctx.model.predict(ctx.reference_rows()[:payload]).sum())
+
+
+def test_outcomes_come_back_in_order_with_rows_and_memo(lambdamart) -> None:
+    from auditor.models.lightgbm import LightGBMRanker
+
+    booster, X, _, _ = lambdamart
+    state = WorkerState(model=LightGBMRanker(booster), seed=0, masking="mean", masking_samples=1, masker=None,
+                        background=X)
+    expected = [float(booster.predict(X[:n], raw_score=True).sum()) for n in (5, 1, 9, 3)]
+    for executor in (SerialExecutor(), ProcessExecutor(2)):
+        try:
+            outcomes = list(executor.map(state, _double, 2, [5, 1, 9, 3], size=4))
+        finally:
+            executor.close()
+        assert [o.value for o in outcomes] == pytest.approx(expected, abs=1e-12)
+        assert [o.rows for o in outcomes] == [5, 1, 9, 3]
+        assert [o.memo for o in outcomes] == [{("double", n): 2 * n} for n in (5, 1, 9, 3)]
+
+
+def test_split_balances_blocks_across_workers() -> None:
+    items = list(range(100))
+    assert split(items, 1, most=64) == [items[:25], items[25:50], items[50:75], items[75:]]
+    blocks = split(items, 2, most=64)
+    assert [len(b) for b in blocks] == [13] * 7 + [9] and sum(blocks, []) == items
+    assert all(len(b) <= 8 for b in split(list(range(1000)), 2, most=8))
+    assert split([], 2, most=8) == []
+
+
+def test_make_executor_kinds_and_thread_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert make_executor("serial").kind == "serial"
+    assert make_executor("processes", 1).kind == "serial"  # one worker: no processes to start
+    assert make_executor("processes", 3).workers == 3
+    assert isinstance(make_executor("auto", 2), AutoExecutor)
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert thread_budget() == 1
+    monkeypatch.delenv(THREADS_ENV)
+    assert thread_budget(default=5) == 5
+
+
+def test_auto_keeps_small_work_in_this_process(lambdamart) -> None:
+    executor = AutoExecutor(2)
+    state = WorkerState(model=None, seed=0, masking="mean", masking_samples=1, masker=None, background=np.zeros(1))
+    assert [o.value for o in executor.map(state, _noop, None, [1, 2], size=2)] == [1, 2]
+    assert executor._processes is not None and executor._processes._pool is None  # no pool was started
+
+
+def _noop(ctx, job, payload):
+    return payload
+
+
+def test_address_without_dask_is_a_clear_spec_error(per_query_spec: Path) -> None:
+    spec = yaml.safe_load(per_query_spec.read_text())
+    spec["executor"] = {"kind": "processes", "address": "tcp://127.0.0.1:8786"}
+    per_query_spec.write_text(yaml.safe_dump(spec))
+    result = CliRunner().invoke(app, ["report", str(per_query_spec), "-q"])
+    assert result.exit_code == 2
+    assert "executor" in result.output and "kind: dask" in result.output
