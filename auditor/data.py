@@ -10,12 +10,15 @@ import gzip
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 
 from auditor.errors import InputError
+
+if TYPE_CHECKING:
+    from auditor.sampling import QuerySample
 
 NanPolicy = Literal["reject", "missing"]
 DataFormat = Literal["svmlight", "csv", "parquet"]
@@ -39,6 +42,7 @@ class RankingData:
     feature_names: list[str]
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    sample: QuerySample | None = None  # set when these queries are a stratified sample of the file's
 
     @property
     def n_docs(self) -> int:
@@ -76,6 +80,10 @@ class RankingData:
             all_zero = np.maximum.reduceat(self.y, self.query_ptr[:-1]) <= 0
             out["dataset.all_zero_label_queries"] = float(all_zero.sum())
             out["dataset.all_zero_label_queries_share"] = float(all_zero.mean())
+        if self.sample is not None:
+            out["dataset.population.n_queries"] = float(self.sample.population_queries)
+            out["dataset.population.n_docs"] = float(self.sample.population_docs)
+            out["dataset.sample_share"] = float(self.n_queries / max(self.sample.population_queries, 1))
         return out
 
 
@@ -103,16 +111,25 @@ def load_ranking_data(
     zero_based: bool | Literal["auto"] = "auto",
     nan_policy: NanPolicy = "reject",
     max_label: int = 31,
+    sample_queries: int | None = None,
+    sample_rng: np.random.Generator | None = None,
 ) -> RankingData:
-    """Read a ranking dataset and check it. `n_features` (the model's) pads sparse files and catches mismatches."""
+    """Read a ranking dataset and check it. `n_features` (the model's) pads sparse files and catches mismatches.
+    `sample_queries`: keep a stratified sample of that many queries (auditor/sampling.py), drawn with
+    `sample_rng`; Parquet files are then read one row group at a time, keeping only the sampled queries' rows."""
     path = Path(path)
     fmt = format or infer_format(path)
+    sample = None
     if fmt == "svmlight":
         X, y, qids, doc_ids = _read_svmlight(path, n_features=n_features, zero_based=zero_based,
                                              query_file=query_file)
         names = None
     else:
-        frame = _read_frame(path, fmt)
+        if fmt == "parquet" and sample_queries is not None:
+            frame, sample = _read_parquet_sample(path, query_column, label_column, sample_queries,
+                                                 sample_rng or np.random.default_rng(0))
+        else:
+            frame = _read_frame(path, fmt)
         X, y, qids, doc_ids, names = _split_frame(
             frame, path, query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
             feature_columns=feature_columns, model_feature_names=model_feature_names)
@@ -128,8 +145,75 @@ def load_ranking_data(
     if y is not None:
         _check_labels(y, path, max_label, place)
     X, y, qids, doc_ids, ptr, query_ids = _group_by_query(X, y, qids, doc_ids, notes)
-    return RankingData(X=X, y=y, query_ptr=ptr, query_ids=query_ids, doc_ids=doc_ids, feature_names=names,
-                       source=str(path), notes=notes)
+    data = RankingData(X=X, y=y, query_ptr=ptr, query_ids=query_ids, doc_ids=doc_ids, feature_names=names,
+                       source=str(path), notes=notes, sample=sample)
+    if sample_queries is not None and sample is None:  # formats read whole: sample after reading
+        data = sample_data(data, sample_queries, sample_rng or np.random.default_rng(0))
+    if data.sample is not None:
+        data.notes.append(data.sample.describe(data.n_docs))
+    return data
+
+
+def sample_data(data: RankingData, count: int, rng: np.random.Generator) -> RankingData:
+    """A stratified sample of `count` queries of data already in memory (the queries keep their order)."""
+    from auditor.sampling import label_mix, stratified_sample
+
+    sizes = data.query_sizes()
+    query_of_row = np.repeat(np.arange(data.n_queries), sizes)
+    mix = label_mix(data.y, query_of_row, data.n_queries) if data.y is not None else None
+    sample = stratified_sample(sizes, mix, count, rng)
+    rows = np.concatenate([np.arange(data.query_ptr[q], data.query_ptr[q + 1]) for q in sample.chosen])
+    ptr = np.zeros(len(sample.chosen) + 1, dtype=np.int64)
+    np.cumsum(sizes[sample.chosen], out=ptr[1:])
+    return RankingData(X=data.X[rows], y=None if data.y is None else data.y[rows], query_ptr=ptr,
+                       query_ids=[data.query_ids[q] for q in sample.chosen], doc_ids=[data.doc_ids[r] for r in rows],
+                       feature_names=data.feature_names, source=data.source, notes=list(data.notes), sample=sample)
+
+
+def _read_parquet_sample(path: Path, query_column: str, label_column: str | None, count: int,
+                         rng: np.random.Generator) -> tuple[pd.DataFrame, QuerySample]:
+    """Sample queries from the query (and label) columns alone, then read the file one row group at a time and
+    keep only the sampled queries' rows: memory ≈ those two columns + one row group + the sample."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from auditor.sampling import label_mix, stratified_sample
+
+    try:
+        file = pq.ParquetFile(path)
+        columns = file.schema_arrow.names
+        wanted = [c for c in (query_column, label_column) if c is not None and c in columns]
+        keys = file.read(columns=wanted) if query_column in columns else None
+    except Exception as exc:  # pyarrow raises its own types for corrupt files
+        raise InputError(f"cannot read this parquet file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
+                         fix="check that it is a valid parquet file") from None
+    if keys is None:
+        import difflib
+
+        near = difflib.get_close_matches(query_column, columns, n=1)
+        hint = f"did you mean '{near[0]}'?" if near else f"columns are: {', '.join(columns[:12])}"
+        raise InputError(f"no column '{query_column}' (from `dataset.query_column`)", file=path,
+                         fix=f"{hint} Set `dataset.query_column` to the right column")
+    qids = keys.column(query_column).cast(pa.string()).to_numpy(zero_copy_only=False)
+    if len(qids) == 0:
+        raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
+    codes, first_seen = _codes_by_first_appearance(qids)
+    n_queries = len(first_seen)
+    mix = None
+    if label_column is not None and label_column in wanted:
+        labels = pd.to_numeric(pd.Series(keys.column(label_column).to_numpy(zero_copy_only=False)),
+                               errors="coerce").to_numpy(dtype=np.float64)
+        mix = label_mix(np.nan_to_num(labels), codes, n_queries)
+    del keys
+    sample = stratified_sample(np.bincount(codes, minlength=n_queries), mix, count, rng)
+    keep = pa.array(first_seen[sample.chosen].astype(str))
+    parts = []
+    for group in range(file.num_row_groups):
+        table = file.read_row_group(group)
+        mask = pc.is_in(table.column(query_column).cast(pa.string()), value_set=keep)
+        parts.append(table.filter(mask))
+    return pa.concat_tables(parts).to_pandas(), sample
 
 
 def read_feature_names(path: Path) -> list[str]:

@@ -25,7 +25,7 @@ from auditor import __version__
 from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
-from auditor.evidence.base import AuditContext, EvidenceResult, Progress
+from auditor.evidence.base import AuditContext, EvidenceResult, Progress, Table
 from auditor.executor import Executor
 from auditor.hashing import sha256_file
 from auditor.models import load_model
@@ -61,8 +61,9 @@ class AuditRun:
     results: dict[str, EvidenceResult] = field(default_factory=dict)
 
 
-def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> PreparedAudit:
-    """Load and check everything the audit needs; raises InputError on the first problem."""
+def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None) -> PreparedAudit:
+    """Load and check everything the audit needs; raises InputError on the first problem. `seed` overrides the
+    spec's (it draws the dataset's query sample)."""
     progress = progress or Progress()
     spec_path = Path(spec_path)
     spec, raw = load_spec(spec_path)
@@ -74,8 +75,9 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
 
         check_templates(spec.output.templates)
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
-    data = _load_data(spec.dataset, model)
-    background = _load_data(spec.background, model) if spec.background is not None else None
+    seed = spec.seed if seed is None else seed
+    data = _load_data(spec.dataset, model, seed, "dataset")
+    background = _load_data(spec.background, model, seed, "background") if spec.background is not None else None
     for index, (name, options) in enumerate(spec.evidence_items()):  # options that name features of the data
         if REGISTRY[name].check is not None:
             try:
@@ -100,13 +102,14 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None) -> Prepa
                          background=background, signing=signing, baseline=baseline)
 
 
-def _load_data(ds: DatasetSpec, model: Ranker) -> RankingData:
+def _load_data(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingData:
     names = read_feature_names(ds.feature_names) if ds.feature_names else None
     return load_ranking_data(
         ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
         model_feature_names=model.feature_names, query_column=ds.query_column, label_column=ds.label_column,
         doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
-        zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label)
+        zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label,
+        sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]))
 
 
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
@@ -116,7 +119,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler)."""
     progress = progress or Progress()
     started = _utc_now()
-    prepared = prepare(spec_path, progress=progress)
+    prepared = prepare(spec_path, progress=progress, seed=seed)
     spec = prepared.spec
     seed = spec.seed if seed is None else seed
     today = today or started.date()
@@ -187,9 +190,23 @@ def dataset_result(data: RankingData) -> EvidenceResult:
     """Data facts as an always-present evidence item, so rules can address `dataset.*`."""
     from auditor.diff import feature_distributions
 
-    return EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
-                          records=feature_distributions(data.X, data.feature_names),
-                          summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} features.")
+    result = EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
+                            records=feature_distributions(data.X, data.feature_names),
+                            summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} "
+                                    "features.")
+    if data.sample is not None:
+        sample = data.sample
+        result.summary = (f"A stratified sample: {data.n_docs:,} documents in {data.n_queries:,} of the file's "
+                          f"{sample.population_queries:,} queries ({sample.population_docs:,} documents), "
+                          f"{data.n_features} features.")
+        result.tables.append(Table(
+            title="Query sample by stratum (query length × label mix)",
+            columns=["stratum", "queries in the file", "sampled", "share sampled"],
+            rows=[[s["stratum"], s["queries"], s["sampled"], round(s["sampled"] / max(s["queries"], 1), 4)]
+                  for s in sample.strata],
+            note="Proportional allocation (largest remainders), seeded by the spec's seed. Every query-level "
+                 "figure and interval in this report is estimated over the sampled queries."))
+    return result
 
 
 def governance_result(spec: AuditSpec) -> EvidenceResult:

@@ -127,6 +127,10 @@ class DatasetSpec(StrictModel):
     nan_policy: Literal["reject", "missing"] = Field(
         "reject", description="Missing/infinite feature values: reject the data, or pass them as missing.")
     max_label: int = Field(31, ge=1, description="Highest allowed relevance grade.")
+    sample_queries: int | None = Field(
+        None, ge=1, description="Audit a stratified sample of this many queries (by query length and label mix, "
+                                "seeded by the spec's seed). Parquet is then read one row group at a time, keeping "
+                                "only the sampled queries: memory stays bounded on files larger than RAM.")
 
 
 class MaskingSpec(StrictModel):

@@ -96,7 +96,7 @@ def test_split_balances_blocks_across_workers() -> None:
     items = list(range(100))
     assert split(items, 1, most=64) == [items[:25], items[25:50], items[50:75], items[75:]]
     blocks = split(items, 2, most=64)
-    assert [len(b) for b in blocks] == [13] * 7 + [9] and sum(blocks, []) == items
+    assert [len(b) for b in blocks] == [13] * 7 + [9] and [i for b in blocks for i in b] == items
     assert all(len(b) <= 8 for b in split(list(range(1000)), 2, most=8))
     assert split([], 2, most=8) == []
 

@@ -67,6 +67,11 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
     if dataset.get("dataset.all_zero_label_queries", 0) > 0 and "ranking_quality" in results:
         out.append(f"{int(dataset['dataset.all_zero_label_queries'])} queries have no relevant document; their "
                    "nDCG is set by convention (see the ranking-quality note), not measured.")
+    if "dataset.population.n_queries" in dataset:
+        out.append(f"The audit covers a stratified sample of {int(dataset['dataset.n_queries']):,} of "
+                   f"{int(dataset['dataset.population.n_queries']):,} queries: query-level figures are estimates, "
+                   "and their intervals are over the sampled queries (sampling error included, the other "
+                   "queries not seen).")
     if dataset.get("dataset.single_doc_queries", 0) > 0:
         out.append(f"{int(dataset['dataset.single_doc_queries'])} queries have a single document: they cannot "
                    "be ranked and are left out of within-query measures.")

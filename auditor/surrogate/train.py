@@ -136,7 +136,8 @@ def train_from_spec(spec_path: Path, out: Path, *, config: IlmartConfig, validat
     if spec.background is None:
         raise InputError("the spec has no `background` (training) data to train on", file=spec_path,
                          fix="add `background: {path: train.csv}` with relevance labels")
-    train = _load_data(spec.background, model)
+    used_seed = spec.seed if seed is None else seed
+    train = _load_data(spec.background, model, used_seed, "background")
     if train.y is None:
         raise InputError("the background data has no relevance labels", file=spec_path,
                          fix="set `background.label_column` to the label column")
@@ -150,7 +151,7 @@ def train_from_spec(spec_path: Path, out: Path, *, config: IlmartConfig, validat
             handle.write(text)
     except OSError as exc:
         raise InputError(f"cannot write ({exc.strerror})", file=out, fix="choose another --out") from None
-    test = _load_data(spec.dataset, model)
+    test = _load_data(spec.dataset, model, used_seed, "dataset")
     summary: dict[str, float] = {}
     if test.y is not None:
         for label, booster in (("ilmart", fit.main_booster), ("ilmarti", fit.booster)):

@@ -1,0 +1,63 @@
+"""The local-explanation evidence of MQ2008 Fold1 test under each executor: serial, worker processes, Dask.
+
+Runs `local_explanations` (default options unless narrowed) once per executor on the same context and prints wall
+time (worker start-up included), model rows, the speed-up over serial, and whether the evidence is identical.
+Target of issue 8: `--jobs 2` at least 1.7x faster than serial. Needs ../shared/data (or $AUDITOR_DATA).
+
+    nice .venv/bin/python benchmarks/executors.py                     # all 156 queries, every method
+    nice .venv/bin/python benchmarks/executors.py --queries 40 --methods treeshap5 lirme5 greedy_cover_eps
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from auditor.evidence.local_explanations import METHOD_ORDER, LocalExplanationsOptions, run  # noqa: E402
+from auditor.executor import make_executor  # noqa: E402
+from benchmarks.reproduce_valid_explanations import context  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=None, help="a seeded sample of queries (default: all)")
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHOD_ORDER)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--executors", nargs="+", default=["serial", "processes", "dask"],
+                        choices=["serial", "processes", "dask"])
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    options = LocalExplanationsOptions(queries=args.queries, **({"methods": args.methods} if args.methods else {}))
+    print(f"local_explanations on MQ2008 Fold1 test ({args.queries or 'all'} queries; methods: "
+          f"{', '.join(options.methods)}; k = {options.k}, curve {options.k_curve})\n")
+    print("| executor | workers | seconds | model rows | speed-up vs serial | evidence identical to serial |")
+    print("|---|---|---|---|---|---|")
+    reference: dict | None = None
+    serial_seconds: float | None = None
+    for kind in args.executors:
+        ctx, _ = context(args.queries, args.seed)
+        ctx.scores()  # the shared full-data scores are not part of the per-query work
+        start = time.perf_counter()
+        ctx.executor = make_executor(kind, 1 if kind == "serial" else args.jobs)  # type: ignore[arg-type]
+        try:
+            result = run(ctx, options)
+        finally:
+            ctx.executor.close()
+        seconds = time.perf_counter() - start
+        evidence = json.dumps(result.to_json(), sort_keys=True)
+        if kind == "serial":
+            reference, serial_seconds = evidence, seconds
+        same = "—" if reference is None or kind == "serial" else ("yes" if evidence == reference else "NO")
+        speed = f"{serial_seconds / seconds:.2f}×" if serial_seconds else "—"
+        print(f"| {kind} | {ctx.workers} | {seconds:.1f} | {ctx.model.rows_evaluated:,} | {speed} | {same} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
