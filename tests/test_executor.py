@@ -130,3 +130,16 @@ def test_address_without_dask_is_a_clear_spec_error(per_query_spec: Path) -> Non
     result = CliRunner().invoke(app, ["report", str(per_query_spec), "-q"])
     assert result.exit_code == 2
     assert "executor" in result.output and "kind: dask" in result.output
+
+
+def test_command_line_overrides_the_spec_executor(per_query_spec: Path) -> None:
+    from auditor.cli import ExecutorKind, _executor_override
+
+    assert _executor_override(per_query_spec, None, None, None) is None
+    assert _executor_override(per_query_spec, 1, None, None).kind == "serial"
+    assert _executor_override(per_query_spec, 3, None, None).model_dump() == {"kind": "processes", "jobs": 3,
+                                                                              "address": None}
+    dask = _executor_override(per_query_spec, None, None, "tcp://10.0.0.5:8786")
+    assert (dask.kind, dask.address) == ("dask", "tcp://10.0.0.5:8786")
+    assert _executor_override(per_query_spec, 2, ExecutorKind.dask, None).model_dump() == {
+        "kind": "dask", "jobs": 2, "address": None}
