@@ -125,14 +125,16 @@ def load_ranking_data(
                                              query_file=query_file)
         names = None
     else:
+        columns = dict(query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
+                       feature_columns=feature_columns, model_feature_names=model_feature_names)
         if fmt == "parquet" and sample_queries is not None:
             frame, sample = _read_parquet_sample(path, query_column, label_column, sample_queries,
                                                  sample_rng or np.random.default_rng(0))
+            X, y, qids, doc_ids, names = _split_frame(frame, path, **columns)
+        elif fmt == "parquet":
+            X, y, qids, doc_ids, names = _read_parquet_by_row_group(path, **columns)
         else:
-            frame = _read_frame(path, fmt)
-        X, y, qids, doc_ids, names = _split_frame(
-            frame, path, query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
-            feature_columns=feature_columns, model_feature_names=model_feature_names)
+            X, y, qids, doc_ids, names = _split_frame(_read_frame(path, fmt), path, **columns)
     if X.shape[0] == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     if n_features is not None and X.shape[1] != n_features:
@@ -361,9 +363,45 @@ def _read_frame(path: Path, fmt: DataFormat) -> pd.DataFrame:
                          fix=f"check that it is a valid {fmt} file") from None
 
 
+def _read_parquet_by_row_group(path: Path, **columns):
+    """A whole Parquet file, one row group at a time into one preallocated float64 matrix: the peak is the matrix
+    plus one row group, not the matrix plus an Arrow table plus a pandas frame of the whole file."""
+    import pyarrow.parquet as pq
+
+    try:
+        file = pq.ParquetFile(path)
+        n_rows = file.metadata.num_rows
+    except Exception as exc:  # pyarrow raises its own types for corrupt files
+        raise InputError(f"cannot read this parquet file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
+                         fix="check that it is a valid parquet file") from None
+    X = None
+    labels, qids, doc_ids, names, start = [], [], [], None, 0
+    for group in range(file.num_row_groups):
+        try:
+            frame = file.read_row_group(group).to_pandas()
+        except Exception as exc:
+            raise InputError(f"cannot read row group {group} of this parquet file ({type(exc).__name__}: "
+                             f"{str(exc)[:120]})", file=path, fix="check that it is a valid parquet file") from None
+        if len(frame) == 0:
+            continue
+        part_X, part_y, part_q, part_d, names = _split_frame(frame, path, row_offset=start, **columns)
+        if X is None:
+            X = np.empty((n_rows, part_X.shape[1]), dtype=np.float64)
+        X[start:start + len(part_X)] = part_X
+        start += len(part_X)
+        labels.append(part_y)
+        qids.append(part_q)
+        doc_ids.append(part_d)
+    if X is None:
+        raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
+    y = None if any(part is None for part in labels) else np.concatenate(labels)
+    ids = None if any(part is None for part in doc_ids) else [d for part in doc_ids for d in part]
+    return X[:start], y, np.concatenate(qids), ids, names
+
+
 def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_column: str | None,
                  doc_id_column: str | None, feature_columns: list[str] | None,
-                 model_feature_names: list[str] | None):
+                 model_feature_names: list[str] | None, row_offset: int = 0):
     if len(frame) == 0:
         raise InputError("the dataset has no documents (only a header)", file=path,
                          fix="point `dataset.path` at a non-empty file")
@@ -401,8 +439,9 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         if not pd.api.types.is_numeric_dtype(frame[column]):
             bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
             row = int(np.argmax(bad.to_numpy()))
+            where = str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}"
             raise InputError(f"feature column '{column}' holds a non-number ('{str(frame[column].iloc[row])[:30]}')",
-                             file=path, where=str(row + 2) if path.suffix != ".parquet" else f"row {row + 1}",
+                             file=path, where=where,
                              fix="feature values must be numbers")
     if not feature_columns:
         raise InputError("no feature columns found", file=path, fix="list them in `dataset.feature_columns`")
@@ -413,7 +452,7 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         if labels.isna().any():
             row = int(np.argmax(labels.isna().to_numpy()))
             raise InputError(f"label '{frame[label_column].iloc[row]}' is not a number", file=path,
-                             where=str(row + 2) if path.suffix != ".parquet" else f"row {row + 1}",
+                             where=str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}",
                              fix="labels must be non-negative integer grades")
         y = labels.to_numpy(dtype=np.float64)
     qids = frame[query_column].astype(str).to_numpy()
@@ -443,8 +482,7 @@ def _apply_nan_policy(X: np.ndarray, path: Path, policy: NanPolicy, notes: list[
         raise InputError(f"{int(bad.sum())} missing or infinite feature values (first: feature '{names[col]}')",
                          file=path, where=place(row),
                          fix="clean the data, or set `dataset.nan_policy: missing` to pass them on as missing")
-    X = X.copy()
-    X[bad] = np.nan
+    X[bad] = np.nan  # in place: every reader returns a matrix of its own (a copy would double the peak)
     notes.append(f"{int(bad.sum())} missing or infinite feature values were passed to the model as missing (NaN).")
     return X
 

@@ -95,3 +95,22 @@ def test_audit_states_the_sample(bookstore: Path) -> None:
     assert sum(row[2] for row in dataset.tables[0].rows) == 10
     html = (run.run_dir / "report.html").read_text()
     assert "Query sample by stratum" in html and "stratified sample" in html
+
+
+def test_whole_parquet_is_read_by_row_group_into_one_matrix(tmp_path: Path) -> None:
+    from auditor.errors import InputError
+
+    frame = _frame(n_queries=40)
+    parquet, csv = tmp_path / "data.parquet", tmp_path / "data.csv"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), parquet, row_group_size=50)
+    frame.to_csv(csv, index=False)
+    assert pq.ParquetFile(parquet).num_row_groups > 3
+    from_parquet = load_ranking_data(parquet, doc_id_column="doc")
+    from_csv = load_ranking_data(csv, doc_id_column="doc")
+    assert np.array_equal(from_parquet.X, from_csv.X) and np.array_equal(from_parquet.y, from_csv.y)
+    assert from_parquet.doc_ids == from_csv.doc_ids and from_parquet.query_ids == from_csv.query_ids
+    frame.loc[123, "label"] = 99  # in the third row group: the error names the row of the file, not of the group
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), parquet, row_group_size=50)
+    with pytest.raises(InputError) as error:
+        load_ranking_data(parquet, doc_id_column="doc")
+    assert error.value.where == "row 124"
