@@ -17,6 +17,19 @@ pass over a tree's nodes to find each leaf's hot mask plus O(k) table reads per 
 Leaves with more than `max_table_bits` distinct path features (fewer when all tables would pass
 `max_table_bytes`) use the same formula computed directly for each row, O(k³); exactness does not depend on it.
 
+The cold terms cost no per-leaf work: write every path feature's share as −v·G(O) plus, for a hot one, the
+correction v·(1 − z_i)/z_i · G(O∖i) + v·G(O). A feature f is on the path of exactly the leaves below the topmost
+splits on f, so Σ_leaves −v·G(O) over those leaves is one subtree sum at each such split (`first`): one bottom-up
+pass over the tree's nodes, then one add per topmost split, instead of k adds per leaf. What remains per leaf is
+one read of G(O) and the hot corrections (3.6 of 5.9 path features on average for the benchmark's model).
+
+Layout, which is where the speed is (docs/benchmarks.md): rows go in blocks of `_BLOCK`, one prange task each;
+inside a block trees are the outer loop and rows the inner one, so a tree's nodes and tables (72 kB on average)
+are read from cache for every row of the block instead of from memory (36 MB of tables) for every row. The block's
+rows are transposed (feature × row) and the contributions accumulated feature × row, so the inner loops over rows
+are contiguous and branch-free: a split sets its children's hot masks for all rows at once, a leaf adds one
+feature's correction for all rows at once.
+
 Rows follow LightGBM's decision rule exactly as `TreeEnsemble` models it (|x| <= 1e-35 is 0, NaN becomes 0 unless
 the split routes NaN, default_left for the missing value), and the bias column is the cover-weighted mean leaf
 value of every tree (LightGBM's `Tree::ExpectedValue`), times the tree weights, plus the ensemble bias.
@@ -32,6 +45,7 @@ from numba import njit, prange
 from auditor.trees import _ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 _MAX_BITS = 63  # hot masks are int64 bit sets of a path's distinct features
+_BLOCK = 128  # rows a prange task explains together (64-512 measured alike; 32 is slower)
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,7 @@ class _Tables:
     """Per-node and per-leaf arrays the kernel reads (absolute node indices, as in `TreeEnsemble`)."""
 
     node_bit: np.ndarray  # int32: bit of the node's split feature in its path's distinct features; -1 leaf
+    first: np.ndarray  # bool per node: a split on a feature no ancestor splits on (where cold terms are summed)
     leaf_start: np.ndarray  # int64 per node: offset into leaf_feature / leaf_ratio; -1 for split nodes
     leaf_k: np.ndarray  # int32 per node: number of distinct path features of a leaf
     leaf_table: np.ndarray  # int64 per node: offset into `table`, -1 when the leaf is computed directly
@@ -70,10 +85,10 @@ class FastTreeShap:
             raise ValueError(f"X must be 2-D with at least {self.ensemble.n_features} columns, got {X.shape}")
         e, t = self.ensemble, self.tables
         out = np.zeros((X.shape[0], e.n_features + 1))
-        chunk = max(1, min(256, -(-X.shape[0] // 64)))
+        block = max(1, min(_BLOCK, -(-X.shape[0] // 8)))  # small inputs: still a task per thread
         _shap_rows(X, e.feature, e.threshold, e.left, e.right, e.default_left, e.missing, e.value, e.roots,
-                   e.weight, t.ends, t.node_bit, t.leaf_start, t.leaf_k, t.leaf_table, t.leaf_feature, t.leaf_zero,
-                   t.leaf_ratio, t.table, chunk, out)
+                   e.weight, t.ends, t.node_bit, t.first, t.leaf_start, t.leaf_k, t.leaf_table, t.leaf_feature,
+                   t.leaf_zero, t.leaf_ratio, t.table, block, out)
         out[:, e.n_features] = t.expected
         return out
 
@@ -87,6 +102,7 @@ def _build(e: TreeEnsemble, max_table_bits: int, max_table_bytes: int) -> _Table
     n = e.feature.shape[0]
     ends = np.append(e.roots[1:], n).astype(np.int32)
     node_bit = np.full(n, -1, dtype=np.int32)
+    first = np.zeros(n, dtype=np.bool_)
     leaf_start = np.full(n, -1, dtype=np.int64)
     leaf_k = np.zeros(n, dtype=np.int32)
     leaf_table = np.full(n, -1, dtype=np.int64)
@@ -117,6 +133,7 @@ def _build(e: TreeEnsemble, max_table_bits: int, max_table_bytes: int) -> _Table
             if f in feats:
                 bit = feats.index(f)
             else:
+                first[node] = True
                 bit = len(feats)
                 if bit >= _MAX_BITS:
                     raise UnsupportedModel(f"a tree path with more than {_MAX_BITS} distinct features")
@@ -142,7 +159,7 @@ def _build(e: TreeEnsemble, max_table_bits: int, max_table_bytes: int) -> _Table
     scale = e.weight[tree_of] * e.value  # folded into each leaf's table: one multiply less per read
     table = np.empty(table_size)
     _fill_tables(leaf_start, leaf_k, leaf_table, leaf_zero, scale, table)
-    return _Tables(node_bit, leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, ends,
+    return _Tables(node_bit, first, leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, ends,
                    expected)
 
 
@@ -208,21 +225,42 @@ def _fill_tables(leaf_start, leaf_k, leaf_table, leaf_zero, scale, table):
 
 
 @njit(cache=True, inline="always")
-def _goes_left(value: float, node: int, threshold, default_left, missing) -> bool:
-    """LightGBM's NumericalDecision after its C API input filter; the same rule as `auditor.trees._leaf`."""
-    if -_ZERO <= value <= _ZERO:
-        value = 0.0
-    kind = missing[node]
-    if np.isnan(value) and kind != MISSING_NAN:
-        value = 0.0
-    if (kind == MISSING_ZERO and -_ZERO <= value <= _ZERO) or (kind == MISSING_NAN and np.isnan(value)):
-        return default_left[node]
-    return value <= threshold[node]
+def _split(xs, nb, kind, threshold, default_left, bit, mask, here, lo, hi):
+    """Children's hot masks for the block's rows at one split: the side a row does not take loses `bit`.
+
+    LightGBM's NumericalDecision on values already read through its C API filter (|x| <= 1e-35 is 0, done when
+    the block is transposed): NaN becomes 0 unless the split routes NaN; the missing value goes `default_left`;
+    otherwise x <= threshold goes left. The same rule as `auditor.trees._leaf`, one loop per missing type so each
+    loop is branch-free.
+    """
+    dl = np.int64(default_left)
+    if kind == MISSING_NAN:
+        for r in range(nb):
+            x = xs[r]
+            go = dl if np.isnan(x) else np.int64(x <= threshold)
+            m = mask[here, r]
+            mask[lo, r] = m & ~(bit * (1 - go))
+            mask[hi, r] = m & ~(bit * go)
+    elif kind == MISSING_ZERO:
+        for r in range(nb):
+            x = xs[r]
+            x = 0.0 if np.isnan(x) else x
+            go = dl if x == 0.0 else np.int64(x <= threshold)
+            m = mask[here, r]
+            mask[lo, r] = m & ~(bit * (1 - go))
+            mask[hi, r] = m & ~(bit * go)
+    else:
+        for r in range(nb):
+            x = xs[r]
+            go = np.int64((0.0 if np.isnan(x) else x) <= threshold)
+            m = mask[here, r]
+            mask[lo, r] = m & ~(bit * (1 - go))
+            mask[hi, r] = m & ~(bit * go)
 
 
 @njit(cache=True)
-def _direct(k: int, hot: int, z: np.ndarray, feats: np.ndarray, v: float, phi: np.ndarray) -> None:
-    """The leaf's contribution without a table, O(k³): for deep leaves only."""
+def _direct(k: int, hot: int, z: np.ndarray, feats: np.ndarray, v: float, phi: np.ndarray, r: int) -> None:
+    """The leaf's whole contribution to row r of phi (feature × row) without a table, O(k³): deep leaves only."""
     w = _shapley_weights(k)
     poly = np.empty(k + 1)
     for i in range(k):
@@ -244,57 +282,78 @@ def _direct(k: int, hot: int, z: np.ndarray, feats: np.ndarray, v: float, phi: n
         for s in range(size + 1):
             total += w[s] * poly[size - s]
         o_i = 1.0 if (hot >> i) & 1 else 0.0
-        phi[feats[i]] += v * (o_i - z[i]) * cold * total
+        phi[feats[i], r] += v * (o_i - z[i]) * cold * total
 
 
 @njit(cache=True, parallel=True)
-def _shap_rows(X, feature, threshold, left, right, default_left, missing, value, roots, weight, ends, node_bit,
-               leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, chunk, out):
+def _shap_rows(X, feature, threshold, left, right, default_left, missing, value, roots, weight, ends, node_bit, first,
+               leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, block, out):
+    """out[:, :F] = the contributions of every row (see the module docstring for the loop order)."""
     n_rows = X.shape[0]
-    n_chunks = (n_rows + chunk - 1) // chunk
+    n_features = out.shape[1] - 1
+    n_blocks = (n_rows + block - 1) // block
     max_nodes = 1
     for t in range(roots.shape[0]):
         max_nodes = max(max_nodes, ends[t] - roots[t])
-    n_features = out.shape[1] - 1
-    for c in prange(n_chunks):
-        mask = np.empty(max_nodes, dtype=np.int64)
-        phi = np.empty(n_features)
-        for row in range(c * chunk, min(n_rows, (c + 1) * chunk)):
-            x = X[row]
-            phi[:] = 0.0
-            for t in range(roots.shape[0]):
-                root = roots[t]
-                if feature[root] < 0:
-                    continue
-                wt = weight[t]
-                mask[0] = -1
-                for node in range(root, ends[t]):
-                    here = mask[node - root]
-                    f = feature[node]
-                    if f >= 0:
-                        cold = ~(np.int64(1) << node_bit[node])
-                        if _goes_left(x[f], node, threshold, default_left, missing):
-                            mask[left[node] - root] = here
-                            mask[right[node] - root] = here & cold
-                        else:
-                            mask[left[node] - root] = here & cold
-                            mask[right[node] - root] = here
-                        continue
-                    k = leaf_k[node]
-                    if k == 0:
-                        continue
-                    start = leaf_start[node]
-                    hot = here & ((np.int64(1) << k) - 1)
-                    offset = leaf_table[node]
-                    if offset < 0:
-                        _direct(k, hot, leaf_zero[start: start + k], leaf_feature[start: start + k],
-                                wt * value[node], phi)
-                        continue
-                    cold_value = table[offset + hot]
-                    for b in range(k):
-                        if (hot >> b) & 1:
-                            phi[leaf_feature[start + b]] += leaf_ratio[start + b] * table[offset + (hot ^ (1 << b))]
-                        else:
-                            phi[leaf_feature[start + b]] -= cold_value
+    for c in prange(n_blocks):
+        r0 = c * block
+        nb = min(n_rows, r0 + block) - r0
+        xt = np.empty((n_features, block))  # the block's rows, feature × row, through LightGBM's zero filter
+        for r in range(nb):
             for f in range(n_features):
-                out[row, f] = phi[f]
+                x = X[r0 + r, f]
+                xt[f, r] = 0.0 if -_ZERO <= x <= _ZERO else x
+        phi = np.zeros((n_features, block))
+        mask = np.empty((max_nodes, block), dtype=np.int64)  # hot mask of each node of the tree, per row
+        total = np.empty((max_nodes, block))  # Σ v·G(O) over each node's tabulated leaves, per row
+        hots = np.empty(block, dtype=np.int64)
+        cold = np.empty(block)
+        for t in range(roots.shape[0]):
+            root = roots[t]
+            if feature[root] < 0:  # a single leaf: no contributions
+                continue
+            wt = weight[t]
+            mask[0, :nb] = -1
+            for node in range(root, ends[t]):
+                here = node - root
+                f = feature[node]
+                if f >= 0:
+                    _split(xt[f], nb, missing[node], threshold[node], default_left[node],
+                           np.int64(1) << node_bit[node], mask, here, left[node] - root, right[node] - root)
+                    continue
+                k = leaf_k[node]
+                start = leaf_start[node]
+                offset = leaf_table[node]
+                keep = (np.int64(1) << k) - 1
+                if offset < 0 or wt * value[node] == 0.0:
+                    total[here, :nb] = 0.0
+                    if offset < 0 and wt * value[node] != 0.0:
+                        for r in range(nb):
+                            _direct(k, mask[here, r] & keep, leaf_zero[start: start + k],
+                                    leaf_feature[start: start + k], wt * value[node], phi, r)
+                    continue
+                for r in range(nb):
+                    hot = mask[here, r] & keep
+                    hots[r] = hot
+                    cold[r] = table[offset + hot]
+                    total[here, r] = cold[r]
+                for b in range(k):  # hot corrections, all rows at once; a cold bit adds 0
+                    f = leaf_feature[start + b]
+                    ratio = leaf_ratio[start + b]
+                    for r in range(nb):
+                        h = (hots[r] >> b) & 1
+                        phi[f, r] += h * (ratio * table[offset + (hots[r] ^ (h << b))] + cold[r])
+            for node in range(ends[t] - 1, root - 1, -1):  # children before parents: subtree sums
+                f = feature[node]
+                if f < 0:
+                    continue
+                here = node - root
+                lo, hi = left[node] - root, right[node] - root
+                for r in range(nb):
+                    total[here, r] = total[lo, r] + total[hi, r]
+                if first[node]:  # every leaf below has f on its path and this is its topmost split on f
+                    for r in range(nb):
+                        phi[f, r] -= total[here, r]
+        for r in range(nb):
+            for f in range(n_features):
+                out[r0 + r, f] = phi[f, r]

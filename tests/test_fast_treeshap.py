@@ -37,6 +37,8 @@ def test_lambdarank_equals_pred_contrib(params: dict) -> None:
     assert ours.shape == reference.shape
     assert np.max(np.abs(ours - reference)) < 1e-9
     assert abs(explainer.expected_value - reference[0, -1]) < 1e-9
+    # a row's values do not depend on the block it is explained in (blocks of 128 here, of 5 below)
+    assert np.array_equal(explainer.contributions(rows[3:40]), ours[3:40])
     # every leaf computed without tables (the deep-leaf path) gives the same values
     direct = FastTreeShap(ensemble, max_table_bits=0).contributions(rows[:200])
     assert np.max(np.abs(direct - reference[:200])) < 1e-9
