@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import lightgbm as lgb
 import numpy as np
 import pytest
@@ -28,7 +30,7 @@ def test_lambdarank_equals_pred_contrib(params: dict) -> None:
     rng = np.random.default_rng(0)
     X, y, groups = ranking_data(rng)
     booster = lgb.train({"objective": "lambdarank", "num_leaves": 31, "min_data_in_leaf": 5, "verbosity": -1,
-                         "num_threads": 2, "seed": 0, **params}, lgb.Dataset(X, y, group=groups), num_boost_round=40)
+                         "num_threads": 1, "seed": 0, **params}, lgb.Dataset(X, y, group=groups), num_boost_round=40)
     ensemble = TreeEnsemble.from_lightgbm(booster.dump_model())
     rows = np.vstack([X[:800], probe_rows(ensemble, rng, 400)])
     reference = booster.predict(rows, pred_contrib=True)
@@ -62,3 +64,33 @@ def test_sklearn_equals_shap(make) -> None:
     assert np.max(np.abs(ours[:, :-1] - explainer.shap_values(rows))) < 1e-9
     assert abs(ours[0, -1] - float(np.ravel(explainer.expected_value)[0])) < 1e-9
     assert np.max(np.abs(ours.sum(axis=1) - model.predict(rows))) < 1e-9
+
+
+def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from auditor.data import RankingData
+    from auditor.evidence import global_importance
+    from auditor.evidence.base import AuditContext
+    from auditor.models.base import CountingRanker
+    from auditor.models.lightgbm import LightGBMRanker
+
+    rng = np.random.default_rng(2)
+    X, y, groups = ranking_data(rng, n=1200)
+    params = {"objective": "lambdarank", "num_leaves": 15, "verbosity": -1, "num_threads": 1, "seed": 0}
+    booster = lgb.train(params, lgb.Dataset(X, y, group=groups), num_boost_round=10)
+    data = RankingData(X=X, y=y, query_ptr=np.cumsum([0, *groups]), query_ids=[str(q) for q in range(len(groups))],
+                       doc_ids=[str(d) for d in range(len(X))], feature_names=[f"f{j}" for j in range(X.shape[1])])
+    runs = []
+    for min_docs in (len(X) + 1, len(X)):  # pred_contrib, then ours
+        monkeypatch.setattr(global_importance, "FAST_TREESHAP_MIN_DOCS", min_docs)
+        ctx = AuditContext(data=data, model=CountingRanker(LightGBMRanker(booster)), seed=0)
+        contrib, method = global_importance._contributions(ctx, chunk=500)
+        runs.append((contrib, method, ctx.model.rows_evaluated))
+    (theirs, their_method, their_rows), (ours, our_method, our_rows) = runs
+    assert "pred_contrib" in their_method and "FastTreeShap" in our_method
+    assert np.max(np.abs(ours - theirs)) < 1e-9 and our_rows == their_rows == len(X)
+    # a model the array form does not cover (a categorical split) keeps LightGBM's own
+    X[:, 5] = rng.integers(0, 4, size=len(X))
+    y = np.where(X[:, 5] == 2, 3, y)
+    categorical = lgb.train(params, lgb.Dataset(X, y, group=groups, categorical_feature=[5]), num_boost_round=10)
+    assert '"decision_type": "=="' in json.dumps(categorical.dump_model())
+    assert global_importance._fast_treeshap(CountingRanker(LightGBMRanker(categorical))) is None

@@ -1,17 +1,22 @@
 """Evidence `global_importance`: which features drive the model's scores, and which drive its rankings.
 
-Exact TreeSHAP contributions φ (LightGBM's `pred_contrib`; shap's TreeExplainer for scikit-learn trees) give
-three views of a feature's importance:
+Exact TreeSHAP contributions φ give three views of a feature's importance:
 - global: mean |φ| over all documents (the classic SHAP summary);
 - per query: mean |φ| over the documents of each query, then averaged over queries, so every query weighs the same;
 - within query: mean |φ − mean of φ in the query| per query, averaged. Only this part moves documents against
   each other: a contribution that is the same for every document of a query shifts all scores and changes no
   ranking (the caveat of paper 000 on SHAP plots computed over the whole set).
+
+For LightGBM, φ comes from our `auditor.fast_treeshap.FastTreeShap` (the same values as LightGBM's `pred_contrib`
+to 1e-9, several times faster: docs/benchmarks.md), or from `pred_contrib` itself below `FAST_TREESHAP_MIN_DOCS`
+documents and for models the array form does not cover; for scikit-learn trees from shap's TreeExplainer. The
+table note names the one used.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
@@ -19,6 +24,10 @@ from scipy.stats import spearmanr
 
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.report.plots import bar_chart
+
+if TYPE_CHECKING:
+    from auditor.fast_treeshap import FastTreeShap
+    from auditor.models.base import CountingRanker
 
 
 class GlobalImportanceOptions(EvidenceOptions):
@@ -41,7 +50,7 @@ HOW_TO_READ = (
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     data = ctx.data
     result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
-    contrib = _contributions(ctx)
+    contrib, method = _contributions(ctx)
     if contrib is None:
         result.status = "skipped"
         result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP; model-agnostic importance comes with "
@@ -73,7 +82,7 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
               for r, f in enumerate(order[: options.top])],
         note=("Sorted by the within-query view"
               + (f"; {len(names) - options.top} more features in evidence.json" if len(names) > options.top else "")
-              + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}."),
+              + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}. TreeSHAP by {method}."),
     ))
     result.records = [
         {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": _r(views[view][f]) for view in views},
@@ -142,17 +151,47 @@ def _decision_query(data, wanted: str | None) -> int | None:
     return int(candidates[0]) if candidates.size else None
 
 
-def _contributions(ctx: AuditContext, chunk: int = 20_000) -> np.ndarray | None:
-    """TreeSHAP for every document, in chunks so long runs show progress; None for non-tree models."""
+# Below this many documents LightGBM's pred_contrib takes well under a second, less than loading our compiled
+# kernel (0.5 s once per process; compiling it into numba's cache the first time takes about 10 s).
+FAST_TREESHAP_MIN_DOCS = 1_000
+
+
+def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
+    """TreeSHAP for every document, in chunks so long runs show progress, and which implementation computed it;
+    None for non-tree models. Every chunk counts its rows as model rows, whichever implementation ran."""
     X = ctx.data.X
+    fast = _fast_treeshap(ctx.model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
     starts = range(0, X.shape[0], chunk)
     parts = []
     for start in ctx.progress.track(starts, description="TreeSHAP contributions", total=len(starts)):
-        part = ctx.model.contributions(X[start:start + chunk])
-        if part is None:
-            return None
+        if fast is None:
+            part = ctx.model.contributions(X[start:start + chunk])
+            if part is None:
+                return None, ""
+        else:
+            part = fast.contributions(X[start:start + chunk])
+            ctx.model.rows_evaluated += part.shape[0]  # as CountingRanker.contributions counts pred_contrib's
         parts.append(part)
-    return np.vstack(parts)
+    if fast is not None:
+        method = "auditor's FastTreeShap (equal to LightGBM's pred_contrib to 1e-9)"
+    else:
+        method = {"lightgbm": "LightGBM's pred_contrib", "sklearn": "shap's TreeExplainer"}.get(
+            ctx.model.kind, f"the '{ctx.model.kind}' model's own contributions")
+    return np.vstack(parts), method
+
+
+def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
+    """Our TreeSHAP for a LightGBM model the array form covers; None otherwise (the model's own is used)."""
+    from auditor.fast_treeshap import FastTreeShap
+    from auditor.trees import TreeEnsemble, UnsupportedModel
+
+    booster = getattr(getattr(model, "inner", model), "booster", None)
+    if model.kind != "lightgbm" or booster is None:
+        return None
+    try:
+        return FastTreeShap(TreeEnsemble.from_lightgbm(booster.dump_model()))
+    except UnsupportedModel:  # categorical splits, multiclass, paths of more than 63 features: pred_contrib
+        return None
 
 
 def importance_views(phi: np.ndarray, query_ptr: np.ndarray) -> dict[str, np.ndarray]:
