@@ -12,6 +12,7 @@ two peers should be close; the ratio that matters is ours/shap.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def main() -> None:
           f" max {depth.max()}; precomputation {build_seconds:.1f} s, tables {ours.tables.table.nbytes / 1e6:.0f} MB")
 
     explainer = shap.TreeExplainer(booster)
+    load_before = os.getloadavg()[0]
     runs = {}
     runs["ours (numba)"] = timed(ours.contributions, X)
     runs["shap.TreeExplainer"] = timed(lambda rows: explainer.shap_values(rows), X)
@@ -96,7 +98,8 @@ def main() -> None:
     ratio = runs["shap.TreeExplainer"][1] / runs["ours (numba)"][1]
     ratio_lgb = runs["LightGBM pred_contrib"][1] / runs["ours (numba)"][1]
     print(f"\nspeed-up: ours is {ratio:.2f}x shap.TreeExplainer and {ratio_lgb:.2f}x pred_contrib "
-          f"(ours/shap time ratio {1 / ratio:.3f})")
+          f"(ours/shap time ratio {1 / ratio:.3f}); load average (1 min) {load_before:.1f} before the timings, "
+          f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
 
 
 def _train(args: argparse.Namespace, X_train: np.ndarray, y_train: np.ndarray, sizes: np.ndarray) -> lgb.Booster:
