@@ -143,3 +143,11 @@ def test_command_line_overrides_the_spec_executor(per_query_spec: Path) -> None:
     assert (dask.kind, dask.address) == ("dask", "tcp://10.0.0.5:8786")
     assert _executor_override(per_query_spec, 2, ExecutorKind.dask, None).model_dump() == {
         "kind": "dask", "jobs": 2, "address": None}
+
+
+def test_auto_keeps_a_model_that_cannot_be_pickled_in_this_process() -> None:
+    executor = AutoExecutor(2)
+    state = WorkerState(model=lambda X: X.sum(axis=1), seed=0, masking="mean", masking_samples=1, masker=None,
+                        background=np.zeros(1))
+    assert [o.value for o in executor.map(state, _noop, None, list(range(100)), size=100)] == list(range(100))
+    assert executor._processes is not None and executor._processes._pool is None
