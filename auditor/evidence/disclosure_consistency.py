@@ -58,7 +58,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         return result
     check(options, data)
     names = list(data.feature_names)
-    contrib = _contributions(ctx)
+    contrib, _ = _contributions(ctx)
     if contrib is None:
         result.status = "skipped"
         result.error = f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with"

@@ -156,13 +156,19 @@ def _decision_query(data, wanted: str | None) -> int | None:
 FAST_TREESHAP_MIN_DOCS = 1_000
 
 
-def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
-    """TreeSHAP for every document, in chunks so long runs show progress, and which implementation computed it;
-    None for non-tree models. Every chunk counts its rows as model rows, whichever implementation ran."""
+def _contributions(ctx: AuditContext) -> tuple[np.ndarray | None, str]:
+    """TreeSHAP for every document and which implementation computed it (None for non-tree models): computed once
+    per audit and shared by the items that need it (global importance, disclosure consistency)."""
+    return ctx.memo(("treeshap_contributions",), lambda: _compute_contributions(ctx))
+
+
+def _compute_contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
+    """In chunks so long runs show progress. Every chunk counts its rows as model rows, whichever implementation
+    ran."""
     X = ctx.data.X
     fast = _fast_treeshap(ctx.model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
     starts = range(0, X.shape[0], chunk)
-    parts = []
+    out: np.ndarray | None = None  # filled chunk by chunk: stacking chunks at the end would double the peak
     for start in ctx.progress.track(starts, description="TreeSHAP contributions", total=len(starts)):
         if fast is None:
             part = ctx.model.contributions(X[start:start + chunk])
@@ -171,13 +177,15 @@ def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray |
         else:
             part = fast.contributions(X[start:start + chunk])
             ctx.model.rows_evaluated += part.shape[0]  # as CountingRanker.contributions counts pred_contrib's
-        parts.append(part)
+        if out is None:
+            out = np.empty((X.shape[0], part.shape[1]), dtype=np.float64)
+        out[start:start + part.shape[0]] = part
     if fast is not None:
         method = "auditor's FastTreeShap (equal to LightGBM's pred_contrib to 1e-9)"
     else:
         method = {"lightgbm": "LightGBM's pred_contrib", "sklearn": "shap's TreeExplainer"}.get(
             ctx.model.kind, f"the '{ctx.model.kind}' model's own contributions")
-    return np.vstack(parts), method
+    return out, method
 
 
 def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
@@ -197,7 +205,10 @@ def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
 def importance_views(phi: np.ndarray, query_ptr: np.ndarray) -> dict[str, np.ndarray]:
     """Mean |φ| per feature three ways (see the module docstring). Single-document queries have no within-query
     effect and are left out of that view."""
-    global_view = np.abs(phi).mean(axis=0)
+    global_view = np.zeros(phi.shape[1])
+    for start in range(0, phi.shape[0], 50_000):  # no |φ| temporary the size of φ
+        global_view += np.abs(phi[start:start + 50_000]).sum(axis=0)
+    global_view /= max(phi.shape[0], 1)
     per_query = []
     within = []
     for a, b in itertools.pairwise(query_ptr):
