@@ -11,6 +11,7 @@ lower validity and decision-path accuracy than unflagged ones, measured with the
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -32,6 +33,7 @@ from auditor.evidence.local_explanations import (
     explainers_for,
     explanation_set,
 )
+from auditor.executor import split
 from auditor.explain.base import QueryView, set_from_attributions
 
 Method = Literal["shap1", "shap5", "treeshap1", "treeshap5", "lirme1", "lirme5", "exs1", "exs5", "greedy",
@@ -85,7 +87,6 @@ class ConfidenceOptions(EvidenceOptions):
 
 def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     from auditor.evidence.decision_path_accuracy import tree_ensemble
-    from auditor.explain.perturb import SamplerCache
 
     result = EvidenceResult(name="confidence", how_to_read=HOW_TO_READ)
     data, scores, masker = ctx.data, ctx.scores(), ctx.masker()
@@ -99,22 +100,68 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
         result.notes.append("Decision-path accuracy needs a tree model: that criterion is not applied.")
     local = LocalExplanationsOptions(methods=methods, k=options.k, kernelshap=options.kernelshap, lime=options.lime,
                                      greedy=options.greedy, search=options.search)
-    explainers = explainers_for(local)
-    rerun = explainers_for(_scaled(local, options.rerun_fraction))
-    background = ctx.reference().X
-    sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
     base_value = _kernelshap_base(ctx, masker, options) if any(m.startswith("shap") for m in methods) else None
     tree_bias = _treeshap_bias(ctx) if "additivity" in criteria and any(m.startswith("treeshap") for m in methods) \
         else None
+    job = _Job(options=options, local=local, methods=methods, criteria=criteria, ensemble=ensemble,
+               base_value=base_value, tree_bias=tree_bias)
+    # the stream local_explanations samples from: with the same `queries`, both judge the same queries
+    chosen = ctx.query_sample(options.queries, "local/queries")
+    known = _known_by_query(ctx, set(chosen))  # local_explanations' attributions and sets: not computed again
+    blocks = split(chosen, ctx.workers, most=16)
+    payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi],
+                  known.get(qi, {})) for qi in block] for block in blocks)
+    units: list[dict[str, Any]] = []
+    excluded = 0
+    for block_units, block_excluded in ctx.progress.track(
+            ctx.run_tasks(_judge_block, job, payloads, size=len(chosen)),
+            description=f"Confidence flags ({len(chosen)} queries)", total=len(blocks)):
+        units.extend(block_units)
+        excluded += block_excluded
+    _report(result, ctx, options, methods, units, excluded, criteria)
+    return result
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every block of queries needs besides its rows (sent with each task)."""
+
+    options: ConfidenceOptions
+    local: LocalExplanationsOptions
+    methods: list[str]
+    criteria: set[str]
+    ensemble: Any  # the trees in array form (decision-path ground truth), or None
+    base_value: float | None
+    tree_bias: float | None
+
+
+def _known_by_query(ctx: AuditContext, queries: set[int]) -> dict[int, dict[Any, Any]]:
+    """The memo's attributions and explanation sets of these queries (keys: (kind, name, config, masking, qi, ...))."""
+    out: dict[int, dict[Any, Any]] = {}
+    for key, value in ctx._memo.items():
+        if isinstance(key, tuple) and len(key) > 4 and key[0] in ("attributions", "set") and key[4] in queries:
+            out.setdefault(key[4], {})[key] = value
+    return out
+
+
+def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], int]:
+    """An executor task: every criterion for every method on a block of queries. Each query draws from its own
+    streams; what local_explanations already computed arrives with the payload and joins the memo."""
+    from auditor.explain.perturb import SamplerCache
+
+    options, local, methods, criteria, ensemble = job.options, job.local, job.methods, job.criteria, job.ensemble
+    masker, background = ctx.masker(), ctx.reference_rows()
+    explainers = explainers_for(local)
+    rerun = explainers_for(_scaled(local, options.rerun_fraction))
+    sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
     thresholds = {c: getattr(options.thresholds, c) for c in criteria}
     docs_needed = max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [options.margin_docs])
     units: list[dict[str, Any]] = []
     excluded = 0
-    # the stream local_explanations samples from: with the same `queries`, both judge the same queries
-    chosen = ctx.query_sample(options.queries, "local/queries")
-    for qi in ctx.progress.track(chosen, description="Confidence flags", total=len(chosen)):
-        part = data.query_slice(qi)
-        query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
+    for qi, X, scores, query_id, known in payload:
+        for key, value in known.items():
+            ctx.memo(key, lambda value=value: value)
+        query = QueryView(X=X, scores=scores, query_id=query_id, background=background)
         if not has_order(query.scores):
             excluded += 1
             continue
@@ -138,12 +185,11 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
                 measures["path_accuracy"] = _path_accuracy(m, attrs, sets[m], truth, query, top, sampler,
                                                            options.path_top_k)
             if "additivity" in criteria:
-                measures["additivity"] = _additivity(m, attrs, query, attribution_docs, base_value, tree_bias)
+                measures["additivity"] = _additivity(m, attrs, query, attribution_docs, job.base_value, job.tree_bias)
             judged = verdict(measures, thresholds)
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
                           "verdict": judged})
-    _report(result, ctx, options, methods, units, excluded, criteria)
-    return result
+    return units, excluded
 
 
 def _scaled(local: LocalExplanationsOptions, fraction: float) -> LocalExplanationsOptions:
