@@ -10,7 +10,6 @@ that are not main ones, and how stable the measured order is across bootstrap sa
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from scipy.stats import kendalltau
 from auditor.checks.ranking import bootstrap_interval
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
-from auditor.evidence.global_importance import _contributions, importance_views
+from auditor.evidence.global_importance import importance_by_query
 from auditor.evidence.parameter_influence import check_feature_names
 
 
@@ -58,14 +57,13 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         return result
     check(options, data)
     names = list(data.feature_names)
-    contrib, _ = _contributions(ctx)
-    if contrib is None:
+    summary = importance_by_query(ctx)
+    if summary is None:
         result.status = "skipped"
         result.error = f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with"
         return result
-    phi = contrib[:, :-1]
     declared = [names.index(f) for f in options.declared]
-    views = importance_views(phi, data.query_ptr)
+    views = summary.views()
     sources = {"within_query": views["within_query"], "per_query": views["per_query"]}
     surrogate = _surrogate_importance(ctx)
     if surrogate is not None:
@@ -89,7 +87,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         metrics[f"disclosure.rank_correlation.{source}"] = _tau_declared(values, declared)
     metrics["disclosure.rank_correlation"] = metrics["disclosure.rank_correlation.within_query"]
 
-    per_query_tau, per_query_within = _per_query(phi, data.query_ptr, declared)
+    per_query_within = summary.within
+    per_query_tau = np.array([_tau_declared(row, declared) for row in per_query_within], dtype=np.float64)
     finite = per_query_tau[np.isfinite(per_query_tau)]
     rng = ctx.rng("disclosure_consistency")
     low, high = bootstrap_interval(finite, rng)
@@ -145,20 +144,6 @@ def _tau_declared(importance: np.ndarray, declared: list[int]) -> float:
     if np.all(values == values[0]):
         return float("nan")
     return float(kendalltau(-np.arange(len(declared)), values).statistic)
-
-
-def _per_query(phi: np.ndarray, query_ptr: np.ndarray, declared: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per query with ≥ 2 documents: tau of the declared order with that query's within-query importance, and
-    the (Q × F) within-query importance itself (for the bootstrap)."""
-    taus, rows = [], []
-    for a, b in itertools.pairwise(query_ptr):
-        if b - a < 2:
-            continue
-        block = phi[a:b]
-        within = np.abs(block - block.mean(axis=0)).mean(axis=0)
-        rows.append(within)
-        taus.append(_tau_declared(within, declared))
-    return np.asarray(taus, dtype=np.float64), np.asarray(rows).reshape(-1, phi.shape[1])
 
 
 def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int], undeclared: list[int],

@@ -16,6 +16,7 @@ table note names the one used.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,7 +59,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
         return result
     phi, bias = contrib[:, :-1], contrib[:, -1]
     additivity = float(np.max(np.abs(phi.sum(axis=1) + bias - ctx.scores())))
-    views = importance_views(phi, data.query_ptr)
+    summary = ctx.memo(IMPORTANCE_KEY, lambda: summarize(phi, data.query_ptr))  # for disclosure_consistency
+    views = summary.views()
     names = data.feature_names
     shares = {view: _shares(values) for view, values in views.items()}
 
@@ -156,15 +158,55 @@ def _decision_query(data, wanted: str | None) -> int | None:
 FAST_TREESHAP_MIN_DOCS = 1_000
 
 
-def _contributions(ctx: AuditContext) -> tuple[np.ndarray | None, str]:
-    """TreeSHAP for every document and which implementation computed it (None for non-tree models): computed once
-    per audit and shared by the items that need it (global importance, disclosure consistency)."""
-    return ctx.memo(("treeshap_contributions",), lambda: _compute_contributions(ctx))
+IMPORTANCE_KEY = ("treeshap_importance_by_query",)
 
 
-def _compute_contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
-    """In chunks so long runs show progress. Every chunk counts its rows as model rows, whichever implementation
-    ran."""
+@dataclass(frozen=True)
+class ImportanceByQuery:
+    """What the importance views need from the TreeSHAP values, per query: Q × F instead of documents × F, so it
+    can be shared between evidence items (`ctx.memo`) without holding φ for the whole audit."""
+
+    global_abs: np.ndarray  # mean |φ| over all documents (F)
+    per_query_abs: np.ndarray  # mean |φ| per query (Q × F)
+    within: np.ndarray  # mean |φ − query mean of φ| per query with ≥ 2 documents (Q' × F)
+
+    def views(self) -> dict[str, np.ndarray]:
+        zeros = np.zeros(len(self.global_abs))
+        return {"within_query": self.within.mean(axis=0) if len(self.within) else zeros,
+                "per_query": self.per_query_abs.mean(axis=0), "global": self.global_abs}
+
+
+def summarize(phi: np.ndarray, query_ptr: np.ndarray) -> ImportanceByQuery:
+    """Per-query summaries of φ (see the module docstring). Single-document queries have no within-query effect
+    and are left out of that view."""
+    global_abs = np.zeros(phi.shape[1])
+    for start in range(0, phi.shape[0], 50_000):  # no |φ| temporary the size of φ
+        global_abs += np.abs(phi[start:start + 50_000]).sum(axis=0)
+    global_abs /= max(phi.shape[0], 1)
+    per_query, within = [], []
+    for a, b in itertools.pairwise(query_ptr):
+        block = phi[a:b]
+        per_query.append(np.abs(block).mean(axis=0))
+        if b - a > 1:
+            within.append(np.abs(block - block.mean(axis=0)).mean(axis=0))
+    width = phi.shape[1]
+    return ImportanceByQuery(global_abs=global_abs, per_query_abs=np.asarray(per_query).reshape(-1, width),
+                             within=np.asarray(within).reshape(-1, width))
+
+
+def importance_by_query(ctx: AuditContext) -> ImportanceByQuery | None:
+    """The per-query TreeSHAP summaries, computed once per audit (by global_importance when it ran first); None for
+    models without exact TreeSHAP."""
+    def compute() -> ImportanceByQuery | None:
+        contrib, _ = _contributions(ctx)
+        return None if contrib is None else summarize(contrib[:, :-1], ctx.data.query_ptr)
+
+    return ctx.memo(IMPORTANCE_KEY, compute)
+
+
+def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
+    """TreeSHAP for every document and which implementation computed it (None for non-tree models), in chunks so
+    long runs show progress. Every chunk counts its rows as model rows, whichever implementation ran."""
     X = ctx.data.X
     fast = _fast_treeshap(ctx.model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
     starts = range(0, X.shape[0], chunk)
@@ -203,25 +245,8 @@ def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
 
 
 def importance_views(phi: np.ndarray, query_ptr: np.ndarray) -> dict[str, np.ndarray]:
-    """Mean |φ| per feature three ways (see the module docstring). Single-document queries have no within-query
-    effect and are left out of that view."""
-    global_view = np.zeros(phi.shape[1])
-    for start in range(0, phi.shape[0], 50_000):  # no |φ| temporary the size of φ
-        global_view += np.abs(phi[start:start + 50_000]).sum(axis=0)
-    global_view /= max(phi.shape[0], 1)
-    per_query = []
-    within = []
-    for a, b in itertools.pairwise(query_ptr):
-        block = phi[a:b]
-        per_query.append(np.abs(block).mean(axis=0))
-        if b - a > 1:
-            within.append(np.abs(block - block.mean(axis=0)).mean(axis=0))
-    zeros = np.zeros(phi.shape[1])
-    return {
-        "within_query": np.mean(within, axis=0) if within else zeros,
-        "per_query": np.mean(per_query, axis=0),
-        "global": global_view,
-    }
+    """Mean |φ| per feature three ways (see the module docstring)."""
+    return summarize(phi, query_ptr).views()
 
 
 def _shares(values: np.ndarray) -> np.ndarray:
