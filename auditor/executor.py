@@ -75,12 +75,10 @@ class Outcome:
 _INSTALLED: dict[str, WorkerState] = {}
 
 
-def _install(state: WorkerState | bytes, threads: int | None) -> None:
-    """Worker start-up: keep the state for the tasks to come and cap the threads each task uses."""
-    if isinstance(state, bytes):
-        state = pickle.loads(state)
-    if threads is not None:
-        os.environ[THREADS_ENV] = str(threads)
+def _install(state: bytes, threads: int) -> None:
+    """Pool worker start-up: keep the state for the tasks to come and cap the threads each task uses."""
+    state = pickle.loads(state)
+    os.environ[THREADS_ENV] = str(threads)
     _INSTALLED.clear()
     _INSTALLED[state.token] = state
 
@@ -99,14 +97,13 @@ def _limit_numba_threads() -> None:
 
 def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], Any], job: Any,
              payload: Any) -> Outcome:
-    """Run one task against the installed state (a token in worker processes, the state itself otherwise)."""
+    """Run one task against the state: by token in pool workers (installed at start-up), else the state itself
+    (this process; on Dask the scattered copy the worker holds)."""
     from auditor.evidence.base import AuditContext
     from auditor.models.base import CountingRanker
 
     if isinstance(state, str):
         state = _INSTALLED[state]
-    elif state.token not in _INSTALLED:  # Dask: the scattered state arrives as an argument
-        _install(state, None)
     _limit_numba_threads()
     ctx = AuditContext(data=None, model=CountingRanker(state.model), seed=state.seed,  # type: ignore[arg-type]
                        masking=state.masking, masking_samples=state.masking_samples)
