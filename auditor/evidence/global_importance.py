@@ -110,21 +110,25 @@ def _figures(ctx: AuditContext, phi: np.ndarray, order: np.ndarray, options: Glo
     from auditor.report.plots import beeswarm, decision_plot, scatter
 
     data, names = ctx.data, ctx.data.feature_names
-    centred = phi.copy()
-    for a, b in itertools.pairwise(data.query_ptr):
-        centred[a:b] -= phi[a:b].mean(axis=0)
+    means = np.array([phi[a:b].mean(axis=0) for a, b in itertools.pairwise(data.query_ptr)])  # Q × F
+
+    def centred(rows: np.ndarray) -> np.ndarray:
+        """φ minus its query's mean, for these rows only (a centred copy of all of φ would double the peak)."""
+        return phi[rows] - means[np.searchsorted(data.query_ptr, rows, side="right") - 1]
+
     rows = np.arange(data.n_docs)
     if data.n_docs > options.plot_docs:
         rows = np.sort(ctx.rng("global_importance/plots").choice(data.n_docs, options.plot_docs, replace=False))
+    shown = centred(rows)
     top = order[: min(10, len(order))]
     figures = [Figure(
         title="How each main parameter moves documents within their query (SHAP summary)",
-        svg=beeswarm(centred[np.ix_(rows, top)], data.X[np.ix_(rows, top)], [names[f] for f in top],
+        svg=beeswarm(shown[:, top], data.X[np.ix_(rows, top)], [names[f] for f in top],
                      xlabel="SHAP value minus the query's mean (score units)"),
         caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "
                 "the feature's value, low (blue) to high (red)."),
         Figure(title=f"Dependence on {names[top[0]]}",
-               svg=scatter(data.X[rows, top[0]], centred[rows, top[0]], xlabel=names[top[0]],
+               svg=scatter(data.X[rows, top[0]], shown[:, top[0]], xlabel=names[top[0]],
                            ylabel="SHAP value minus the query's mean"),
                caption="How the top parameter's value translates into a push up or down within the query.")]
     query = _decision_query(data, options.decision_query)
@@ -132,7 +136,7 @@ def _figures(ctx: AuditContext, phi: np.ndarray, order: np.ndarray, options: Glo
         part = data.query_slice(query)
         scores = ctx.scores()[part]
         docs = np.argsort(-scores, kind="stable")[:10]
-        local = centred[part][docs]
+        local = centred(np.arange(part.start, part.stop))[docs]
         features = np.argsort(-np.abs(local).mean(axis=0), kind="stable")[:10][::-1]
         steps = np.column_stack([local[:, features], local.sum(axis=1) - local[:, features].sum(axis=1)])
         labels = [f"#{r + 1} {data.doc_ids[part.start + d]}" for r, d in enumerate(docs)]
