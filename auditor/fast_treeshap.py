@@ -21,11 +21,13 @@ The cold terms cost no per-leaf work: write every path feature's share as −v·
 correction v·(1 − z_i)/z_i · G(O∖i) + v·G(O). A feature f is on the path of exactly the leaves below the topmost
 splits on f, so Σ_leaves −v·G(O) over those leaves is one subtree sum at each such split (`first`): one bottom-up
 pass over the tree's nodes, then one add per topmost split, instead of k adds per leaf. What remains per leaf is
-one read of G(O) and the hot corrections (3.6 of 5.9 path features on average for the benchmark's model).
+one read of G(O) and the hot corrections (3.6 of 5.9 path features on average for the benchmark's model; the loop
+runs over all k bits, a cold one adding 0, because a branch-free loop over the block's rows beats skipping).
 
 Layout, which is where the speed is (docs/benchmarks.md): rows go in blocks of `_BLOCK`, one prange task each;
-inside a block trees are the outer loop and rows the inner one, so a tree's nodes and tables (72 kB on average)
-are read from cache for every row of the block instead of from memory (36 MB of tables) for every row. The block's
+inside a block trees are the outer loop and rows the inner one, so a tree's nodes and tables (72 kB on average for
+the benchmark's model) are read from cache for every row of the block instead of from memory (all its tables: 36 MB)
+for every row. The block's
 rows are transposed (feature × row) and the contributions accumulated feature × row, so the inner loops over rows
 are contiguous and branch-free: a split sets its children's hot masks for all rows at once, a leaf adds one
 feature's correction for all rows at once.
