@@ -28,12 +28,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=None, help="a seeded sample of queries (default: all)")
     parser.add_argument("--methods", nargs="+", default=None, choices=METHOD_ORDER)
+    parser.add_argument("--k-curve", type=int, nargs="*", default=None, help="sizes for the effect-of-k curve "
+                        "(default: the evidence's [3, 5, 7, 10]; give none to skip it and its exhaustive optimum)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--executors", nargs="+", default=["serial", "processes", "dask"],
                         choices=["serial", "processes", "dask"])
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    options = LocalExplanationsOptions(queries=args.queries, **({"methods": args.methods} if args.methods else {}))
+    options = LocalExplanationsOptions(queries=args.queries, **({"methods": args.methods} if args.methods else {}),
+                                       **({"k_curve": args.k_curve} if args.k_curve is not None else {}))
     print(f"local_explanations on MQ2008 Fold1 test ({args.queries or 'all'} queries; methods: "
           f"{', '.join(options.methods)}; k = {options.k}, curve {options.k_curve})\n")
     print("| executor | workers | seconds | model rows | speed-up vs serial | evidence identical to serial |")
