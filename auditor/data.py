@@ -191,12 +191,7 @@ def _read_parquet_sample(path: Path, query_column: str, label_column: str | None
         raise InputError(f"cannot read this parquet file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
                          fix="check that it is a valid parquet file") from None
     if keys is None:
-        import difflib
-
-        near = difflib.get_close_matches(query_column, columns, n=1)
-        hint = f"did you mean '{near[0]}'?" if near else f"columns are: {', '.join(columns[:12])}"
-        raise InputError(f"no column '{query_column}' (from `dataset.query_column`)", file=path,
-                         fix=f"{hint} Set `dataset.query_column` to the right column")
+        _need_column(query_column, columns, "query_column", path)
     qids = keys.column(query_column).cast(pa.string()).to_numpy(zero_copy_only=False)
     if len(qids) == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
@@ -399,6 +394,17 @@ def _read_parquet_by_row_group(path: Path, **columns):
     return X[:start], y, np.concatenate(qids), ids, names
 
 
+def _need_column(column: str, columns: list[str], key: str, path: Path) -> None:
+    """A spec key naming a column the file lacks: one line with the nearest column name, or the columns there are."""
+    if column not in columns:
+        import difflib
+
+        near = difflib.get_close_matches(column, columns, n=1)
+        hint = f"did you mean '{near[0]}'?" if near else f"columns are: {', '.join(columns[:12])}"
+        raise InputError(f"no column '{column}' (from `dataset.{key}`)", file=path,
+                         fix=f"{hint} Set `dataset.{key}` to the right column")
+
+
 def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_column: str | None,
                  doc_id_column: str | None, feature_columns: list[str] | None,
                  model_feature_names: list[str] | None, row_offset: int = 0):
@@ -409,13 +415,7 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
     frame.columns = columns
 
     def need(column: str, key: str) -> None:
-        if column not in columns:
-            import difflib
-
-            near = difflib.get_close_matches(column, columns, n=1)
-            hint = f"did you mean '{near[0]}'?" if near else f"columns are: {', '.join(columns[:12])}"
-            raise InputError(f"no column '{column}' (from `dataset.{key}`)", file=path,
-                             fix=f"{hint} Set `dataset.{key}` to the right column")
+        _need_column(column, columns, key, path)
 
     need(query_column, "query_column")
     if label_column is not None and label_column not in columns:
