@@ -135,8 +135,9 @@ def report(
     seed: Annotated[int | None, typer.Option(help="Override the spec's seed.", min=0)] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.")] =
     FailOn.fail,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for per-query work "
-                                             "(default: the spec's executor, else every CPU; 1 = serial).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Cores to use: worker processes for "
+                                             "per-query work, threads elsewhere (default: the spec's executor, "
+                                             "else every CPU; 1 = serial on one core).")] = None,
     executor: Annotated[ExecutorKind | None, typer.Option("--executor", help="Override the spec's executor kind.")]
     = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address "

@@ -26,7 +26,7 @@ from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import AuditContext, EvidenceResult, Progress, Table
-from auditor.executor import Executor
+from auditor.executor import Executor, core_limit
 from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
@@ -133,9 +133,10 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
                                           "governance": governance_result(spec)}
     seconds: dict[str, float] = {}
     try:
-        for name, options in progress.track(spec.evidence_items(), description="Evidence",
-                                            total=len(spec.evidence)):
-            results[name], seconds[name] = _run_plugin(name, options, ctx)
+        with core_limit(chosen.jobs):
+            for name, options in progress.track(spec.evidence_items(), description="Evidence",
+                                                total=len(spec.evidence)):
+                results[name], seconds[name] = _run_plugin(name, options, ctx)
     finally:
         ctx.executor.close()
 

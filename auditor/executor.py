@@ -18,6 +18,7 @@ import pickle
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -81,6 +82,29 @@ def _install(state: bytes, threads: int) -> None:
     os.environ[THREADS_ENV] = str(threads)
     _INSTALLED.clear()
     _INSTALLED[state.token] = state
+
+
+@contextmanager
+def core_limit(cores: int | None) -> Iterator[None]:
+    """Cap this process's threads (LightGBM predict, numba, thread pools) at `cores` while the block runs, so
+    `--jobs N` means "use N cores" for the whole audit, `--jobs 1` one core; None: no cap."""
+    if cores is None:
+        yield
+        return
+    before = os.environ.get(THREADS_ENV)
+    os.environ[THREADS_ENV] = str(max(1, cores))
+    import numba
+
+    numba_before = numba.get_num_threads()
+    numba.set_num_threads(min(max(1, cores), numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(numba_before)
+        if before is None:
+            os.environ.pop(THREADS_ENV, None)
+        else:
+            os.environ[THREADS_ENV] = before
 
 
 def _set_threads(count: int) -> None:

@@ -148,8 +148,9 @@ class ExecutorSpec(StrictModel):
     kind: Literal["auto", "serial", "processes", "dask"] = Field(
         "auto", description="auto: worker processes when there is enough per-query work, else this process; "
                             "serial; processes (local worker processes); dask (a Dask distributed cluster).")
-    jobs: int | None = Field(None, ge=1, description="Worker processes (default: every CPU; 1 = serial). For "
-                                                     "dask without an address: LocalCluster workers.")
+    jobs: int | None = Field(None, ge=1, description="Cores the audit may use: worker processes, and the threads "
+                                                     "of this process (default: every CPU; 1 = serial on one "
+                                                     "core). For dask without an address: LocalCluster workers.")
     address: str | None = Field(None, min_length=1, description="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
                                                                 "(kind dask; default: a LocalCluster).")
 

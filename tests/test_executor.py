@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from auditor.executor import (
     ProcessExecutor,
     SerialExecutor,
     WorkerState,
+    core_limit,
     make_executor,
     split,
     thread_budget,
@@ -110,6 +112,24 @@ def test_make_executor_kinds_and_thread_budget(monkeypatch: pytest.MonkeyPatch) 
     assert thread_budget() == 1
     monkeypatch.delenv(THREADS_ENV)
     assert thread_budget(default=5) == 5
+
+
+def test_core_limit_caps_threads_for_the_block_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numba
+
+    from auditor.explain.perturb import workers
+    from auditor.models.lightgbm import _threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    numba_before = numba.get_num_threads()
+    with core_limit(1):  # --jobs 1: one core for everything this process runs
+        assert thread_budget() == 1 and workers() == 1
+        assert _threads() == {"num_threads": 1}
+        assert numba.get_num_threads() == 1
+    assert THREADS_ENV not in os.environ and numba.get_num_threads() == numba_before
+    assert _threads() == {}  # LightGBM's own default again
+    with core_limit(None):  # no --jobs: nothing capped
+        assert THREADS_ENV not in os.environ
 
 
 def test_auto_keeps_small_work_in_this_process(lambdamart) -> None:
