@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import lightgbm as lgb
@@ -94,3 +95,42 @@ def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeyp
     categorical = lgb.train(params, lgb.Dataset(X, y, group=groups, categorical_feature=[5]), num_boost_round=10)
     assert '"decision_type": "=="' in json.dumps(categorical.dump_model())
     assert global_importance._fast_treeshap(CountingRanker(LightGBMRanker(categorical))) is None
+
+
+def test_global_importance_streams_treeshap_without_holding_every_row() -> None:
+    """The evidence's one pass over the data (chunks of whole queries) leaves the same summaries, query means and
+    plotted rows' φ as the full φ matrix would, so 1M documents never need φ in memory at once."""
+    from auditor.data import RankingData
+    from auditor.evidence import global_importance
+    from auditor.evidence.base import AuditContext
+    from auditor.models.base import CountingRanker
+    from auditor.models.lightgbm import LightGBMRanker
+
+    rng = np.random.default_rng(3)
+    X, y, _ = ranking_data(rng, n=1300)
+    groups = list(rng.integers(1, 40, size=25))
+    groups.append(len(X) - sum(groups))  # uneven queries, one of them larger than a chunk
+    assert groups[-1] > 300
+    params = {"objective": "lambdarank", "num_leaves": 7, "verbosity": -1, "num_threads": 1, "seed": 0}
+    booster = lgb.train(params, lgb.Dataset(X, y, group=groups), num_boost_round=5)
+    ptr = np.cumsum([0, *groups])
+    data = RankingData(X=X, y=y, query_ptr=ptr, query_ids=[str(q) for q in range(len(groups))],
+                       doc_ids=[str(d) for d in range(len(X))], feature_names=[f"f{j}" for j in range(X.shape[1])])
+    ctx = AuditContext(data=data, model=CountingRanker(LightGBMRanker(booster)), seed=0)
+    full, _ = global_importance._contributions(ctx)
+    keep = np.sort(rng.choice(len(X), 50, replace=False))
+    ctx.scores()  # shared with other evidence, counted once
+    rows_before = ctx.model.rows_evaluated
+    passed = global_importance._treeshap_pass(ctx, keep, chunk=300)
+    assert ctx.model.rows_evaluated - rows_before == len(X)
+    chunks = global_importance._query_chunks(ptr, 300)
+    assert chunks[0][0] == 0 and chunks[-1][1] == len(groups)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(chunks))
+    reference = global_importance.summarize(full[:, :-1], ptr)
+    assert np.allclose(passed.summary.global_abs, reference.global_abs, rtol=1e-12, atol=0)
+    assert np.array_equal(passed.summary.per_query_abs, reference.per_query_abs)
+    assert np.array_equal(passed.summary.within, reference.within)
+    assert np.array_equal(passed.kept, full[keep, :-1])
+    means = np.array([full[a:b, :-1].mean(axis=0) for a, b in itertools.pairwise(ptr)])
+    assert np.array_equal(passed.query_means, means)
+    assert passed.additivity < 1e-9

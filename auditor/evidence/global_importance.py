@@ -16,6 +16,7 @@ table note names the one used.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,16 +52,18 @@ HOW_TO_READ = (
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     data = ctx.data
     result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
-    contrib, method = _contributions(ctx)
-    if contrib is None:
+    plotted = _plotted_rows(ctx, options)
+    decision = _decision_query(data, options.decision_query)
+    keep = plotted if decision is None else np.union1d(plotted, np.arange(*data.query_ptr[decision:decision + 2]))
+    passed = _treeshap_pass(ctx, keep)
+    if passed is None:
         result.status = "skipped"
         result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP; model-agnostic importance comes with "
                         "the local-explanation evidence")
         return result
-    phi, bias = contrib[:, :-1], contrib[:, -1]
-    additivity = float(np.max(np.abs(phi.sum(axis=1) + bias - ctx.scores())))
-    summary = ctx.memo(IMPORTANCE_KEY, lambda: summarize(phi, data.query_ptr))  # for disclosure_consistency
-    views = summary.views()
+    ctx.memo(IMPORTANCE_KEY, lambda: passed.summary)  # for disclosure_consistency
+    additivity, method = passed.additivity, passed.method
+    views = passed.summary.views()
     names = data.feature_names
     shares = {view: _shares(values) for view, values in views.items()}
 
@@ -97,28 +100,35 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
         svg=bar_chart([names[f] for f in top], [float(within[f]) for f in top], xlabel="share of within-query "
                                                                                        "importance"),
         caption="Share of each feature in what moves documents against each other inside a query."))
-    result.figures.extend(_figures(ctx, phi, order, options))
+    result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order))
     main = ", ".join(names[f] for f in order[:main_count][:5])
     result.summary = (f"{main_count} feature(s) carry {options.share_for_main:.0%} of the within-query importance; "
                       f"the main ones: {main}{'…' if main_count > 5 else ''}.")
     return result
 
 
-def _figures(ctx: AuditContext, phi: np.ndarray, order: np.ndarray, options: GlobalImportanceOptions) -> list[Figure]:
+def _plotted_rows(ctx: AuditContext, options: GlobalImportanceOptions) -> np.ndarray:
+    """The documents the summary and dependence plots show: all, or a seeded sample of `plot_docs`."""
+    n_docs = ctx.data.n_docs
+    if n_docs <= options.plot_docs:
+        return np.arange(n_docs)
+    return np.sort(ctx.rng("global_importance/plots").choice(n_docs, options.plot_docs, replace=False))
+
+
+def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarray, query: int | None,
+             order: np.ndarray) -> list[Figure]:
     """Summary (beeswarm) and dependence plots of within-query-centred SHAP values, and a decision plot of one
-    query — per query, because scores are only comparable inside a query (the caveat of paper 000)."""
+    query — per query, because scores are only comparable inside a query (the caveat of paper 000). Only the
+    `keep` rows' φ exist here (`_treeshap_pass`), which these plots need."""
     from auditor.report.plots import beeswarm, decision_plot, scatter
 
     data, names = ctx.data, ctx.data.feature_names
-    means = np.array([phi[a:b].mean(axis=0) for a, b in itertools.pairwise(data.query_ptr)])  # Q × F
 
-    def centred(rows: np.ndarray) -> np.ndarray:
-        """φ minus its query's mean, for these rows only (a centred copy of all of φ would double the peak)."""
-        return phi[rows] - means[np.searchsorted(data.query_ptr, rows, side="right") - 1]
+    def centred(wanted: np.ndarray) -> np.ndarray:
+        """φ minus its query's mean, for these rows (all among `keep`)."""
+        phi = passed.kept[np.searchsorted(keep, wanted)]
+        return phi - passed.query_means[np.searchsorted(data.query_ptr, wanted, side="right") - 1]
 
-    rows = np.arange(data.n_docs)
-    if data.n_docs > options.plot_docs:
-        rows = np.sort(ctx.rng("global_importance/plots").choice(data.n_docs, options.plot_docs, replace=False))
     shown = centred(rows)
     top = order[: min(10, len(order))]
     figures = [Figure(
@@ -131,7 +141,6 @@ def _figures(ctx: AuditContext, phi: np.ndarray, order: np.ndarray, options: Glo
                svg=scatter(data.X[rows, top[0]], shown[:, top[0]], xlabel=names[top[0]],
                            ylabel="SHAP value minus the query's mean"),
                caption="How the top parameter's value translates into a push up or down within the query.")]
-    query = _decision_query(data, options.decision_query)
     if query is not None:
         part = data.query_slice(query)
         scores = ctx.scores()[part]
@@ -202,36 +211,111 @@ def importance_by_query(ctx: AuditContext) -> ImportanceByQuery | None:
     """The per-query TreeSHAP summaries, computed once per audit (by global_importance when it ran first); None for
     models without exact TreeSHAP."""
     def compute() -> ImportanceByQuery | None:
-        contrib, _ = _contributions(ctx)
-        return None if contrib is None else summarize(contrib[:, :-1], ctx.data.query_ptr)
+        passed = _treeshap_pass(ctx, np.zeros(0, dtype=np.int64))
+        return None if passed is None else passed.summary
 
     return ctx.memo(IMPORTANCE_KEY, compute)
 
 
-def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
-    """TreeSHAP for every document and which implementation computed it (None for non-tree models), in chunks so
-    long runs show progress. Every chunk counts its rows as model rows, whichever implementation ran."""
-    X = ctx.data.X
+@dataclass(frozen=True)
+class _Pass:
+    """What one pass of TreeSHAP over the data leaves behind: never φ for every document (1M documents × 136
+    features would be 1.1 GB), only per-query summaries and the φ of the rows the figures show."""
+
+    summary: ImportanceByQuery
+    additivity: float  # max |Σφ + bias − score| over all documents
+    query_means: np.ndarray  # Q × F: mean φ per query (to centre the plotted rows)
+    kept: np.ndarray  # φ of the kept rows, in their (sorted) order
+    method: str
+
+
+def _query_chunks(query_ptr: np.ndarray, chunk: int) -> list[tuple[int, int]]:
+    """Consecutive query ranges [qa, qb) of about `chunk` documents each (a larger query is a chunk alone)."""
+    out, start = [], 0
+    n_queries = len(query_ptr) - 1
+    while start < n_queries:
+        end = max(start + 1, int(np.searchsorted(query_ptr, query_ptr[start] + chunk, side="right")) - 1)
+        end = min(end, n_queries)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _contribution_chunks(ctx: AuditContext, chunk: int) -> tuple[Iterator[tuple[int, int, np.ndarray]], str] | None:
+    """TreeSHAP (φ and bias columns) chunk by chunk of whole queries — (first query, end query, values) — and
+    which implementation computes it; None for models without exact TreeSHAP. Chunks show progress, and every
+    chunk counts its rows as model rows, whichever implementation ran."""
+    X, ptr = ctx.data.X, ctx.data.query_ptr
     fast = _fast_treeshap(ctx.model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
-    starts = range(0, X.shape[0], chunk)
-    out: np.ndarray | None = None  # filled chunk by chunk: stacking chunks at the end would double the peak
-    for start in ctx.progress.track(starts, description="TreeSHAP contributions", total=len(starts)):
+    chunks = _query_chunks(ptr, chunk)
+
+    def compute(qa: int, qb: int) -> np.ndarray | None:
+        rows = X[ptr[qa]:ptr[qb]]
         if fast is None:
-            part = ctx.model.contributions(X[start:start + chunk])
-            if part is None:
-                return None, ""
-        else:
-            part = fast.contributions(X[start:start + chunk])
-            ctx.model.rows_evaluated += part.shape[0]  # as CountingRanker.contributions counts pred_contrib's
-        if out is None:
-            out = np.empty((X.shape[0], part.shape[1]), dtype=np.float64)
-        out[start:start + part.shape[0]] = part
+            return ctx.model.contributions(rows)
+        ctx.model.rows_evaluated += rows.shape[0]  # as CountingRanker.contributions counts pred_contrib's
+        return fast.contributions(rows)
+
+    first = compute(*chunks[0]) if chunks else None
+    if first is None:
+        return None
+
+    def stream() -> Iterator[tuple[int, int, np.ndarray]]:
+        yield (*chunks[0], first)
+        for qa, qb in ctx.progress.track(chunks[1:], description="TreeSHAP contributions", total=len(chunks) - 1):
+            yield qa, qb, compute(qa, qb)  # type: ignore[misc]
+
     if fast is not None:
         method = "auditor's FastTreeShap (equal to LightGBM's pred_contrib to 1e-9)"
     else:
         method = {"lightgbm": "LightGBM's pred_contrib", "sklearn": "shap's TreeExplainer"}.get(
             ctx.model.kind, f"the '{ctx.model.kind}' model's own contributions")
-    return out, method
+    return stream(), method
+
+
+def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
+    """TreeSHAP for every document at once (φ and bias columns; None for non-tree models) — for small data and
+    tests; the evidence streams instead (`_treeshap_pass`)."""
+    streamed = _contribution_chunks(ctx, chunk)
+    if streamed is None:
+        return None, ""
+    parts, method = streamed
+    return np.concatenate([part for _, _, part in parts]), method
+
+
+def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> _Pass | None:
+    """One streaming pass of TreeSHAP over the data: per-query summaries, additivity, query means, and φ of the
+    sorted rows `keep`. Memory: one chunk of φ plus Q × F summaries. None for models without exact TreeSHAP."""
+    streamed = _contribution_chunks(ctx, chunk)
+    if streamed is None:
+        return None
+    parts, method = streamed
+    ptr, scores = ctx.data.query_ptr, ctx.scores()
+    width = ctx.data.n_features
+    global_abs = np.zeros(width)
+    per_query, within, means = [], [], []
+    kept = np.empty((keep.size, width))
+    additivity = 0.0
+    for qa, qb, part in parts:
+        start, stop = ptr[qa], ptr[qb]
+        phi = part[:, :-1]
+        additivity = max(additivity, float(np.max(np.abs(phi.sum(axis=1) + part[:, -1] - scores[start:stop]),
+                                                  initial=0.0)))
+        global_abs += np.abs(phi).sum(axis=0)
+        for q in range(qa, qb):
+            block = phi[ptr[q] - start:ptr[q + 1] - start]
+            mean = block.mean(axis=0)
+            means.append(mean)
+            per_query.append(np.abs(block).mean(axis=0))
+            if block.shape[0] > 1:
+                within.append(np.abs(block - mean).mean(axis=0))
+        here = np.flatnonzero((keep >= start) & (keep < stop))
+        kept[here] = phi[keep[here] - start]
+    global_abs /= max(ctx.data.n_docs, 1)
+    summary = ImportanceByQuery(global_abs=global_abs, per_query_abs=np.asarray(per_query).reshape(-1, width),
+                                within=np.asarray(within).reshape(-1, width))
+    return _Pass(summary=summary, additivity=additivity, query_means=np.asarray(means).reshape(-1, width),
+                 kept=kept, method=method)
 
 
 def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
