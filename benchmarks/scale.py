@@ -5,7 +5,8 @@ written as Parquet (float32 features, row groups of 50k rows); a LambdaMART of 5
 separate 100k-document training file, which is also the audit's background. Each size is audited with the same
 spec — a bookstore-style evidence set whose per-query items work on fixed query samples — by `auditor report` in a
 fresh process, timed from outside; memory is the peak of the summed RSS of the audit's whole process tree (workers
-included), polled every 0.2 s, and the main process's own high-water mark (VmHWM).
+included; shared library pages count once per process), the peak of its summed PSS (shared pages split between
+the processes: the physical memory held), both polled every 0.2 s, and the main process's high-water mark (VmHWM).
 
     nice .venv/bin/python benchmarks/scale.py                                   # every size, every executor
     nice .venv/bin/python benchmarks/scale.py --sizes 1000000 --executors serial --evidence acceptance
@@ -21,6 +22,7 @@ import math
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -123,17 +125,32 @@ def spec_for(cache: Path, size: int, evidence: str) -> Path:
     return path
 
 
-def measure(spec: Path, executor: str) -> tuple[float, float, float, int, str]:
-    """Wall seconds, peak tree RSS (GB), main process VmHWM (GB), model rows, run folder."""
+@dataclass
+class Memory:
+    """Peaks over the audit's process tree (bytes): summed RSS (shared library pages counted once per process),
+    summed PSS (shared pages split between the processes sharing them: the physical memory the audit holds), the
+    main process's high-water mark, and how many processes were alive at the RSS peak."""
+
+    rss: int = 0
+    pss: int = 0
+    main_hwm: int = 0
+    processes_at_peak: int = 1
+
+
+def measure(spec: Path, executor: str) -> tuple[float, Memory, int, str]:
+    """Wall seconds, memory peaks, model rows, run folder."""
     command = [str(AUDITOR), "report", str(spec), "--out", str(spec.parent / "runs"), "-q", *EXECUTORS[executor]]
     start = time.perf_counter()
     process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak_tree, hwm = 0, 0
+    memory = Memory()
     while process.poll() is None:
         try:
-            tree = [process, *process.children(recursive=True)]
-            peak_tree = max(peak_tree, sum(p.memory_info().rss for p in tree if p.is_running()))
-            hwm = max(hwm, _vmhwm(process.pid))
+            tree = [p for p in [process, *process.children(recursive=True)] if p.is_running()]
+            rss = sum(p.memory_info().rss for p in tree)
+            if rss > memory.rss:
+                memory.rss, memory.processes_at_peak = rss, len(tree)
+            memory.pss = max(memory.pss, sum(_pss(p.pid) for p in tree))
+            memory.main_hwm = max(memory.main_hwm, _status_bytes(process.pid, "VmHWM:"))
         except psutil.Error:
             pass
         time.sleep(0.2)
@@ -146,13 +163,24 @@ def measure(spec: Path, executor: str) -> tuple[float, float, float, int, str]:
 
     document = json.loads((run_dir / "evidence.json").read_text())
     rows = sum(int(item.get("n_model_rows", 0)) for item in document["evidence"].values())
-    return seconds, peak_tree / 2**30, hwm / 2**30, rows, str(run_dir)
+    return seconds, memory, rows, str(run_dir)
 
 
-def _vmhwm(pid: int) -> int:
+def _pss(pid: int) -> int:
+    """Proportional set size from /proc/PID/smaps_rollup (0 when the process is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _status_bytes(pid: int, field: str) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -170,15 +198,19 @@ def main() -> None:
     args = parser.parse_args()
     prepare(args.cache, args.sizes, args.trees, args.leaves)
     print(f"evidence set '{args.evidence}': {', '.join(next(iter(e)) for e in EVIDENCE[args.evidence])}\n")
-    print("| documents | executor | seconds | model rows | peak RSS, all processes (GB) | main process peak (GB) |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print("| documents | executor | seconds | model rows | peak RSS, all processes (GiB) | processes at that peak "
+          "| peak PSS, all processes (GiB) | main process peak RSS (GiB) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     times: dict[str, list[tuple[int, float]]] = {}
     for size in args.sizes:
         spec = spec_for(args.cache, size, args.evidence)
         for executor in args.executors:
-            seconds, tree, main_peak, rows, _ = measure(spec, executor)
+            seconds, memory, rows, _ = measure(spec, executor)
             times.setdefault(executor, []).append((size, seconds))
-            print(f"| {size:,} | {executor} | {seconds:.1f} | {rows:,} | {tree:.2f} | {main_peak:.2f} |", flush=True)
+            print(f"| {size:,} | {executor} | {seconds:.1f} | {rows:,} | {memory.rss / 2**30:.2f} "
+                  f"| {memory.processes_at_peak} | {memory.pss / 2**30:.2f} | {memory.main_hwm / 2**30:.2f} |",
+                  flush=True)
+    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
     print("\nlog-log slope of wall time against documents (1 = linear):")
     for executor, points in times.items():
         if len(points) >= 2:
