@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 Kind = Literal["auto", "serial", "processes", "dask"]
 THREADS_ENV = "AUDITOR_THREADS"  # threads one task may use (LightGBM predict, numba, thread pools); set in workers
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work
-_PRELOAD = ["numpy", "scipy.stats", "sklearn.linear_model", "lightgbm", "auditor.executor",
-            "auditor.evidence.local_explanations", "auditor.evidence.pairwise", "auditor.explain.perturb"]
+# Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
+# (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
+_PRELOAD = ["numpy", "lightgbm", "auditor.executor", "auditor.evidence.local_explanations",
+            "auditor.evidence.pairwise", "auditor.explain.perturb"]
 
 
 def cpu_count() -> int:

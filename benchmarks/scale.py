@@ -135,6 +135,7 @@ class Memory:
     pss: int = 0
     main_hwm: int = 0
     processes_at_peak: int = 1
+    main_at_peak: int = 0  # the main process's RSS at the summed-RSS peak (the rest: workers, forkserver, …)
 
 
 def measure(spec: Path, executor: str) -> tuple[float, Memory, int, str]:
@@ -149,6 +150,7 @@ def measure(spec: Path, executor: str) -> tuple[float, Memory, int, str]:
             rss = sum(p.memory_info().rss for p in tree)
             if rss > memory.rss:
                 memory.rss, memory.processes_at_peak = rss, len(tree)
+                memory.main_at_peak = process.memory_info().rss
             memory.pss = max(memory.pss, sum(_pss(p.pid) for p in tree))
             memory.main_hwm = max(memory.main_hwm, _status_bytes(process.pid, "VmHWM:"))
         except psutil.Error:
@@ -199,8 +201,8 @@ def main() -> None:
     prepare(args.cache, args.sizes, args.trees, args.leaves)
     print(f"evidence set '{args.evidence}': {', '.join(next(iter(e)) for e in EVIDENCE[args.evidence])}\n")
     print("| documents | executor | seconds | model rows | peak RSS, all processes (GiB) | processes at that peak "
-          "| peak PSS, all processes (GiB) | main process peak RSS (GiB) |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+          "| main process at that peak (GiB) | peak PSS, all processes (GiB) | main process peak RSS (GiB) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     times: dict[str, list[tuple[int, float]]] = {}
     for size in args.sizes:
         spec = spec_for(args.cache, size, args.evidence)
@@ -208,8 +210,8 @@ def main() -> None:
             seconds, memory, rows, _ = measure(spec, executor)
             times.setdefault(executor, []).append((size, seconds))
             print(f"| {size:,} | {executor} | {seconds:.1f} | {rows:,} | {memory.rss / 2**30:.2f} "
-                  f"| {memory.processes_at_peak} | {memory.pss / 2**30:.2f} | {memory.main_hwm / 2**30:.2f} |",
-                  flush=True)
+                  f"| {memory.processes_at_peak} | {memory.main_at_peak / 2**30:.2f} | {memory.pss / 2**30:.2f} "
+                  f"| {memory.main_hwm / 2**30:.2f} |", flush=True)
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
     print("\nlog-log slope of wall time against documents (1 = linear):")
     for executor, points in times.items():

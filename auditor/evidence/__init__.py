@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
-from auditor.evidence import (
-    confidence,
-    decision_path_accuracy,
-    disclosure_consistency,
-    global_importance,
-    local_explanations,
-    pairwise,
-    parameter_influence,
-    ranking_quality,
-    surrogate,
-)
-from auditor.evidence.base import EvidencePlugin
+from typing import TYPE_CHECKING, Any
 
-REGISTRY: dict[str, EvidencePlugin] = {
-    plugin.name: plugin
-    for plugin in (
+if TYPE_CHECKING:
+    from auditor.evidence.base import EvidencePlugin
+
+_REGISTRY: dict[str, EvidencePlugin] | None = None
+
+
+def __getattr__(name: str) -> Any:
+    """`REGISTRY` imports every plugin on first use, not on `import auditor.evidence.<kind>`: worker processes
+    import only the kinds whose tasks they run (less start-up time and memory per worker)."""
+    global _REGISTRY
+    if name == "REGISTRY":
+        if _REGISTRY is None:
+            _REGISTRY = _build()
+        return _REGISTRY
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _build() -> dict[str, EvidencePlugin]:
+    from auditor.evidence import (
+        confidence,
+        decision_path_accuracy,
+        disclosure_consistency,
+        global_importance,
+        local_explanations,
+        pairwise,
+        parameter_influence,
+        ranking_quality,
+        surrogate,
+    )
+    from auditor.evidence.base import EvidencePlugin
+
+    plugins = (
         EvidencePlugin("ranking_quality", ranking_quality.RankingQualityOptions, ranking_quality.run,
                        "Ranking quality", "nDCG@k and MAP per query against relevance labels."),
         EvidencePlugin("global_importance", global_importance.GlobalImportanceOptions, global_importance.run,
@@ -40,4 +58,4 @@ REGISTRY: dict[str, EvidencePlugin] = {
         EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
                        "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity."),
     )
-}
+    return {plugin.name: plugin for plugin in plugins}

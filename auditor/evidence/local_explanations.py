@@ -17,7 +17,6 @@ from auditor.checks.validity import has_order, measure_sets
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.executor import split
 from auditor.explain.base import QueryView, set_from_attributions
-from auditor.report.plots import line_chart
 
 Method = Literal["random", "shap1", "shap5", "treeshap1", "treeshap5", "lirme1", "lirme5", "exs1", "exs5",
                  "greedy", "greedy_cover", "greedy_cover_eps", "validity_search"]
@@ -354,6 +353,8 @@ def _optimum(ctx: AuditContext, query: QueryView, k: int, masker: Any, options: 
 
 def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str],
             sizes: list[int], tallies: dict[tuple[str, int], _Tally], excluded: int, n_chosen: int) -> None:
+    from auditor.report.plots import line_chart  # here, not at import: worker processes never draw
+
     k = options.k
     names = ctx.data.feature_names
     rows_k = [m for m in [*methods, "optimum"] if (m, k) in tallies and tallies[(m, k)].validity]

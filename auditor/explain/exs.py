@@ -41,7 +41,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from sklearn.svm import LinearSVR
 
 from auditor.explain.base import QueryView
 from auditor.explain.perturb import (
@@ -174,6 +173,8 @@ class Exs:
 def liblinear_svr(Z: np.ndarray, y: np.ndarray, weights: np.ndarray, C: float, loss: Loss,
                   max_iter: int) -> np.ndarray:
     """scikit-learn's LinearSVR (liblinear, tol 1e-4): the reference the exact solvers are tested against."""
+    from sklearn.svm import LinearSVR  # the rare fallback: workers need not import scikit-learn up front
+
     # The L1 loss is only solvable in the dual; the L2 loss is faster in the primal (n_samples >> F).
     surrogate = LinearSVR(epsilon=0.0, C=C, loss=loss, dual=loss == "epsilon_insensitive", random_state=0,
                           max_iter=max_iter)

@@ -27,7 +27,6 @@ from typing import Literal
 
 import numpy as np
 from numba import njit
-from sklearn.linear_model import Lasso
 
 from auditor.explain.base import QueryView
 from auditor.explain.perturb import (
@@ -103,6 +102,8 @@ class Lirme:
             return np.zeros(Z.shape[1])
         if self.penalty == "ridge":
             return weighted_ridge(Z, y, weights, self.alpha)
+        from sklearn.linear_model import Lasso  # only for this penalty: workers need not import scikit-learn
+
         surrogate = Lasso(alpha=self.alpha, max_iter=10_000)
         surrogate.fit(Z, y, sample_weight=weights)
         return np.asarray(surrogate.coef_, dtype=np.float64).reshape(-1)
