@@ -349,6 +349,15 @@ def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool
     assert model.calls > 1
     for one, batch in zip(single, blocks, strict=True):
         np.testing.assert_array_equal(batch, one)
+    # Wide data: the byte budget, not the row budget, sets the block (900 rows of these features).
+    model.calls = 0
+    monkeypatch.setattr(perturb, "BLOCK_ROWS", 10**9)
+    monkeypatch.setattr(perturb, "BLOCK_BYTES", 900 * 8 * X.shape[1])
+    wide = make(shared).attribute_many(model, queries, docs, masker,
+                                       [np.random.default_rng([7, i]) for i in range(len(queries))])
+    assert model.calls > 1
+    for one, batch in zip(single, wide, strict=True):
+        np.testing.assert_array_equal(batch, one)
 
 
 # --- exactness of the fast paths -------------------------------------------------------------------------------

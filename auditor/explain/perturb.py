@@ -337,9 +337,12 @@ def sample_query(model: CountingRanker, samplers: SamplerCache, query, docs: np.
     return Perturbed(docs=docs, sampler=sampler, Z=Z, weights=standardised_kernel(Z), scores=scores)
 
 
-# Rows scored in one model call when many queries are attributed at once (~55 MB of samples at 46 features):
-# large enough that LightGBM runs at its one-call speed, small enough to bound memory.
+# Rows scored in one model call when many queries are attributed at once: at most BLOCK_ROWS, and at most
+# BLOCK_BYTES of float64 samples (150,000 rows at MQ2008's 46 features, ~50,000 at MSLR's 136). Large enough that
+# LightGBM runs at its one-call speed (calls of ~2,000 rows cost 1.3-1.6× more per row; 50,000 do not), small
+# enough to bound a worker's memory: the block's rows exist twice while they are gathered for the model call.
 BLOCK_ROWS = 150_000
+BLOCK_BYTES = 55_000_000
 
 
 @dataclass(frozen=True)
@@ -364,11 +367,15 @@ def sample_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequen
                   n_samples: int, rngs: Sequence[np.random.Generator], *, shared: bool,
                   block_rows: int | None = None) -> Iterator[list[Drawn]]:
     """`sample_query` for many queries, each drawing from its own generator exactly as `sample_query` would, but
-    the rows of a block of queries (about `block_rows`, default BLOCK_ROWS) scored in ONE model call: per-query
-    calls of ~2,000 rows cost LightGBM 1.3-1.6× more per row than one large call. Yields each block's queries in
-    order; `Drawn.perturbed` then builds a query's standardised samples and weights, so only one block of raw
-    samples (and one query's Z per worker) is alive at a time. The draws of a block run on `workers()` threads."""
-    budget = max(1, BLOCK_ROWS if block_rows is None else block_rows)
+    the rows of a block of queries (about `block_rows`; default: BLOCK_ROWS, fewer for wide data, see BLOCK_BYTES)
+    scored in ONE model call: per-query calls of ~2,000 rows cost LightGBM 1.3-1.6× more per row than one large
+    call. Yields each block's queries in order; `Drawn.perturbed` then builds a query's standardised samples and
+    weights, so only one block of raw samples (and one query's Z per worker) is alive at a time. The draws of a
+    block run on `workers()` threads."""
+    if block_rows is None:
+        width = queries[0].n_features if len(queries) else 1
+        block_rows = min(BLOCK_ROWS, BLOCK_BYTES // (8 * max(1, width)))
+    budget = max(1, block_rows)
     block: list[tuple[Any, np.ndarray, np.random.Generator]] = []
     count = 0
     for query, chosen, rng in zip(queries, docs, rngs, strict=True):
