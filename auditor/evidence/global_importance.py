@@ -196,15 +196,24 @@ def summarize(phi: np.ndarray, query_ptr: np.ndarray) -> ImportanceByQuery:
     for start in range(0, phi.shape[0], 50_000):  # no |φ| temporary the size of φ
         global_abs += np.abs(phi[start:start + 50_000]).sum(axis=0)
     global_abs /= max(phi.shape[0], 1)
-    per_query, within = [], []
-    for a, b in itertools.pairwise(query_ptr):
-        block = phi[a:b]
-        per_query.append(np.abs(block).mean(axis=0))
-        if b - a > 1:
-            within.append(np.abs(block - block.mean(axis=0)).mean(axis=0))
+    _, per_query, within = _query_summaries(phi, query_ptr)
     width = phi.shape[1]
     return ImportanceByQuery(global_abs=global_abs, per_query_abs=np.asarray(per_query).reshape(-1, width),
                              within=np.asarray(within).reshape(-1, width))
+
+
+def _query_summaries(phi: np.ndarray, offsets: np.ndarray) -> tuple[list, list, list]:
+    """Per query of `phi` (rows offsets[i]:offsets[i+1]): mean φ, mean |φ|, and — for queries with ≥ 2
+    documents — mean |φ − the query's mean φ|."""
+    means, per_query, within = [], [], []
+    for a, b in itertools.pairwise(offsets):
+        block = phi[a:b]
+        mean = block.mean(axis=0)
+        means.append(mean)
+        per_query.append(np.abs(block).mean(axis=0))
+        if b - a > 1:
+            within.append(np.abs(block - mean).mean(axis=0))
+    return means, per_query, within
 
 
 def importance_by_query(ctx: AuditContext) -> ImportanceByQuery | None:
@@ -302,13 +311,10 @@ def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> 
         additivity = max(additivity, float(np.max(np.abs(phi.sum(axis=1) + part[:, -1] - scores[start:stop]),
                                                   initial=0.0)))
         global_abs += np.abs(phi).sum(axis=0)
-        for q in range(qa, qb):
-            block = phi[ptr[q] - start:ptr[q + 1] - start]
-            mean = block.mean(axis=0)
-            means.append(mean)
-            per_query.append(np.abs(block).mean(axis=0))
-            if block.shape[0] > 1:
-                within.append(np.abs(block - mean).mean(axis=0))
+        chunk_means, chunk_per_query, chunk_within = _query_summaries(phi, ptr[qa:qb + 1] - start)
+        means += chunk_means
+        per_query += chunk_per_query
+        within += chunk_within
         here = np.flatnonzero((keep >= start) & (keep < stop))
         kept[here] = phi[keep[here] - start]
     global_abs /= max(ctx.data.n_docs, 1)
