@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -89,3 +90,24 @@ def write_spec(folder: Path, **overrides: Any) -> Path:
     path = folder / "audit.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+@pytest.fixture(scope="session")
+def mq2008_trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MQ2008 example trained by its own script into a temporary folder, with its spec pointing at the data.
+
+    Skips with the reason when the shared data is absent; CI never relies on a model left in examples/.
+    """
+    fold1 = shared_data_dir() / "MQ2008" / "Fold1"
+    if not (fold1 / "test.txt").is_file():
+        pytest.skip(f"MQ2008 Fold1 not found in {fold1} (set AUDITOR_DATA to the shared data folder)")
+    spec = importlib.util.spec_from_file_location("mq2008_train", ROOT / "examples" / "mq2008" / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = tmp_path_factory.mktemp("mq2008")
+    module.train(fold1, folder)
+    shutil.copy(ROOT / "examples" / "mq2008" / "features.txt", folder / "features.txt")
+    text = (ROOT / "examples" / "mq2008" / "audit.yaml").read_text()
+    (folder / "audit.yaml").write_text(text.replace("../../../shared/data/MQ2008/Fold1/test.txt",
+                                                    str(fold1 / "test.txt")))
+    return folder

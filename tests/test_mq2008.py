@@ -6,35 +6,20 @@ temporary folder, by the example's own training script.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.conftest import ROOT, shared_data_dir
 
 pytestmark = pytest.mark.realdata
-FOLD1 = shared_data_dir() / "MQ2008" / "Fold1"
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (FOLD1 / "test.txt").is_file():
-        pytest.skip(f"MQ2008 Fold1 not found in {FOLD1} (set AUDITOR_DATA to the shared data folder)")
-    spec = importlib.util.spec_from_file_location("mq2008_train", ROOT / "examples" / "mq2008" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    folder = tmp_path_factory.mktemp("mq2008")
-    module.train(FOLD1, folder)
-    shutil.copy(ROOT / "examples" / "mq2008" / "features.txt", folder / "features.txt")
-    text = (ROOT / "examples" / "mq2008" / "audit.yaml").read_text()
-    (folder / "audit.yaml").write_text(text.replace("../../../shared/data/MQ2008/Fold1/test.txt",
-                                                    str(FOLD1 / "test.txt")))
-    return folder
+def trained(mq2008_trained: Path) -> Path:
+    return mq2008_trained
 
 
 def test_ndcg_matches_lightgbm_on_mq2008(trained: Path) -> None:
