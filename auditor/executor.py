@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -44,9 +45,32 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+_here = threading.local()
+
+
+@contextmanager
+def threads_here(count: int) -> Iterator[None]:
+    """A budget for the calling thread only: each thread of a pool that already fills the cores says 1, so the
+    LightGBM calls it makes run on one thread while other threads keep their own budget."""
+    before = getattr(_here, "threads", None)
+    _here.threads = max(1, count)
+    try:
+        yield
+    finally:
+        _here.threads = before
+
+
+def thread_budget_here() -> int | None:
+    """The calling thread's own budget (`threads_here`), None when it has none."""
+    return getattr(_here, "threads", None)
+
+
 def thread_budget(default: int | None = None) -> int:
-    """Threads one piece of work may use: 1 inside an executor's worker (the workers already fill the cores),
-    else `default` (all CPUs when None)."""
+    """Threads one piece of work may use: the calling thread's own budget (`threads_here`), else 1 inside an
+    executor's worker (the workers already fill the cores), else `default` (all CPUs when None)."""
+    here = thread_budget_here()
+    if here is not None:
+        return here
     value = os.environ.get(THREADS_ENV)
     if value:
         return max(1, int(value))

@@ -360,6 +360,68 @@ def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool
         np.testing.assert_array_equal(batch, one)
 
 
+
+class ThreadRecorder(CountingRanker):
+    """A LightGBM ranker that records, per predict call, the calling thread and the num_threads LightGBM gets."""
+
+    def __init__(self, booster) -> None:
+        super().__init__(LightGBMRanker(booster))
+        self.seen: list[tuple[int, dict]] = []
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        import threading
+
+        from auditor.models.lightgbm import _threads
+
+        self.seen.append((threading.get_ident(), _threads()))
+        return super().predict(X)
+
+
+@pytest.mark.parametrize("make", [lambda: Lirme(n_samples=400, shared_samples=True),
+                                  lambda: Exs(n_samples=400, shared_samples=True)], ids=["lirme", "exs"])
+def test_blocks_run_concurrently_one_model_thread_each_with_the_same_results(lambdamart, make, monkeypatch) -> None:
+    """With two threads and several blocks, blocks run on both threads, each model call on one LightGBM thread,
+    rows are counted once, and the attributions equal the one-thread run bit for bit."""
+    from auditor.explain import perturb
+
+    booster, X, _, sizes = lambdamart
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    queries = [QueryView(X=X[a:b], scores=booster.predict(X[a:b], raw_score=True), query_id=str(i), background=X)
+               for i, (a, b) in enumerate(pairwise(starts[:13]))]
+    docs = [q.top_docs(3) for q in queries]
+    masker = Masker.from_background(X)
+
+    def run(threads: int) -> tuple[list[np.ndarray], ThreadRecorder]:
+        monkeypatch.setattr(perturb, "workers", lambda: threads)
+        model = ThreadRecorder(booster)
+        out = make().attribute_many(model, queries, docs, masker,
+                                    [np.random.default_rng([7, i]) for i in range(len(queries))])
+        return out, model
+
+    monkeypatch.setattr(perturb, "MIN_BLOCK_ROWS", 500)  # several blocks from this small data
+    one, serial = run(1)
+    two, concurrent = run(2)
+    assert len(concurrent.seen) > 2 and len({ident for ident, _ in concurrent.seen}) == 2
+    assert all(threads == {"num_threads": 1} for _, threads in concurrent.seen)
+    assert concurrent.rows_evaluated == serial.rows_evaluated == sum(len(d) + 399 for d in docs)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_thread_budget_here_is_per_thread() -> None:
+    import threading
+
+    from auditor.executor import thread_budget, threads_here
+
+    seen = {}
+    with threads_here(1):
+        worker = threading.Thread(target=lambda: seen.setdefault("other", thread_budget(5)))
+        worker.start()
+        worker.join()
+        seen["here"] = thread_budget(5)
+    assert seen == {"here": 1, "other": 5} and thread_budget(5) == 5
+
+
 # --- exactness of the fast paths -------------------------------------------------------------------------------
 
 def _vectorised_sample(sampler: QuartileSampler, x: np.ndarray, n_samples: int, rng: np.random.Generator):

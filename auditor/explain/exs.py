@@ -46,8 +46,7 @@ from auditor.explain.base import QueryView
 from auditor.explain.perturb import (
     Perturbed,
     SamplerCache,
-    parallel_map,
-    sample_blocks,
+    map_blocks,
     sample_query,
     single_threaded_blas,
 )
@@ -124,18 +123,13 @@ class Exs:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
         `attribute` call per query, but the samples of a block of queries are scored in ONE model call.
         `last_degenerate` / `last_fallback` then count over all these queries."""
-        out: list[np.ndarray] = []
-        self.last_degenerate = 0
-        self.last_fallback = 0
         with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
-            for block in sample_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
-                                       shared=self.shared_samples):
-                for values, degenerate, fallback in parallel_map(
-                        lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query), block):
-                    out.append(values)
-                    self.last_degenerate += degenerate
-                    self.last_fallback += fallback
-        return out
+            fits = map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
+                              lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query),
+                              shared=self.shared_samples)
+        self.last_degenerate = sum(degenerate for _, degenerate, _ in fits)
+        self.last_fallback = sum(fallback for _, _, fallback in fits)
+        return [values for values, _, _ in fits]
 
     def _fit_query(self, drawn: Perturbed | None, query: QueryView) -> tuple[np.ndarray, int, int]:
         """The query's attributions, and how many of its documents were degenerate / left to liblinear."""

@@ -32,8 +32,7 @@ from auditor.explain.base import QueryView
 from auditor.explain.perturb import (
     Perturbed,
     SamplerCache,
-    parallel_map,
-    sample_blocks,
+    map_blocks,
     sample_query,
     single_threaded_blas,
 )
@@ -81,13 +80,10 @@ class Lirme:
                        masker: Masker, rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
         `attribute` call per query, but the samples of a block of queries are scored in ONE model call."""
-        out: list[np.ndarray] = []
         with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
-            for block in sample_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
-                                       shared=self.shared_samples):
-                out += parallel_map(lambda drawn: self._fit_query(drawn.perturbed(self.n_samples),
-                                                                  drawn.query.n_features), block)
-        return out
+            return map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
+                              lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query.n_features),
+                              shared=self.shared_samples)
 
     def _fit_query(self, drawn: Perturbed | None, n_features: int) -> np.ndarray:
         if drawn is None:

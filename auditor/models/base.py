@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,6 +35,21 @@ class CountingRanker:
     def __init__(self, ranker: Ranker) -> None:
         self.inner = ranker
         self.rows_evaluated = 0
+        self._count_lock = threading.Lock()  # threads of one batch may score at once
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_count_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._count_lock = threading.Lock()
+
+    @property
+    def concurrent_predict(self) -> bool:
+        """Whether the model may score from several threads at once (models say so; unknown ones may not)."""
+        return bool(getattr(self.inner, "concurrent_predict", False))
 
     @property
     def kind(self) -> str:
@@ -48,13 +64,15 @@ class CountingRanker:
         return self.inner.feature_names
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        self.rows_evaluated += int(X.shape[0])
+        with self._count_lock:
+            self.rows_evaluated += int(X.shape[0])
         return np.asarray(self.inner.predict(X), dtype=np.float64).reshape(-1)
 
     def contributions(self, X: np.ndarray) -> np.ndarray | None:
         out = self.inner.contributions(X)
         if out is not None:
-            self.rows_evaluated += int(X.shape[0])
+            with self._count_lock:
+                self.rows_evaluated += int(X.shape[0])
         return out
 
     def describe(self) -> dict[str, Any]:

@@ -19,6 +19,9 @@ class LightGBMRanker:
     """A LightGBM Booster as a Ranker. Predictions are raw scores (what a ranker sorts by)."""
 
     kind = "lightgbm"
+    # LightGBM's predict takes a shared lock and builds its predictor per call: calls from several threads at once
+    # are safe (LightGBM issue #666) and give the same scores.
+    concurrent_predict = True
 
     def __init__(self, booster: lgb.Booster) -> None:
         self.booster = booster
@@ -51,10 +54,13 @@ class LightGBMRanker:
 
 
 def _threads() -> dict[str, int]:
-    """One thread inside an executor's worker (the workers fill the cores); LightGBM's default elsewhere."""
-    from auditor.executor import THREADS_ENV, thread_budget
+    """The calling thread's own budget (a pool thread: 1), one thread inside an executor's worker (the workers
+    fill the cores), LightGBM's default elsewhere."""
+    from auditor.executor import THREADS_ENV, thread_budget, thread_budget_here
 
-    return {"num_threads": thread_budget()} if THREADS_ENV in os.environ else {}
+    if thread_budget_here() is not None or THREADS_ENV in os.environ:
+        return {"num_threads": thread_budget()}
+    return {}
 
 
 def _objective_from_model(booster: lgb.Booster) -> str:

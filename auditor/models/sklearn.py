@@ -23,6 +23,7 @@ class SklearnTreeRanker:
     """A fitted scikit-learn tree model as a Ranker; TreeSHAP contributions through shap's TreeExplainer."""
 
     kind = "sklearn"
+    concurrent_predict = True  # a fitted estimator's predict only reads it
 
     def __init__(self, estimator: Any) -> None:
         self.estimator = estimator
