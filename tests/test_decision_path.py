@@ -285,3 +285,58 @@ def test_evidence_is_skipped_for_a_callable_model(bookstore: Path) -> None:
     result = plugin.run(AuditContext(data=data, model=model, seed=7), plugin.options(**LIGHT["decision_path_accuracy"]))
     assert result.status == "skipped" and "decision paths" in result.error
     assert model.rows_evaluated == 0 and not result.metrics
+
+
+# --- work shared with local_explanations -------------------------------------------------------------------------
+
+def _bookstore_context(n_queries: int = 5):
+    from auditor.data import load_ranking_data, sample_data
+    from auditor.evidence.base import AuditContext
+    from auditor.models.base import CountingRanker
+    from auditor.models.lightgbm import load_lightgbm
+    from tests.conftest import BOOKSTORE
+
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = sample_data(load_ranking_data(BOOKSTORE / "test.csv", **kwargs), n_queries, np.random.default_rng(0))
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
+
+
+SMALL = {"kernelshap": {"nsamples": 64}, "lime": {"samples": 300}}
+
+
+@pytest.mark.parametrize("name", ["treeshap", "kernelshap", "lirme", "exs"])
+def test_an_explainers_result_for_a_document_does_not_depend_on_later_documents(name: str) -> None:
+    """What lets decision_path_accuracy reuse local_explanations' top-5 attributions for its top 3."""
+    from auditor.evidence.local_explanations import LocalExplanationsOptions, explainers_for
+    from auditor.explain.base import QueryView
+
+    ctx = _bookstore_context(2)
+    explainer = explainers_for(LocalExplanationsOptions(**SMALL))[name]
+    part = ctx.data.query_slice(0)
+    query = QueryView(X=ctx.data.X[part], scores=ctx.scores()[part], query_id="q", background=ctx.reference().X)
+    five = explainer.attribute(ctx.model, query, query.top_docs(5), ctx.masker(), np.random.default_rng(1))
+    three = explainer.attribute(ctx.model, query, query.top_docs(3), ctx.masker(), np.random.default_rng(1))
+    assert np.abs(five).sum() > 0
+    np.testing.assert_array_equal(five[:3], three)
+
+
+def test_decision_paths_reuse_the_attributions_local_explanations_made() -> None:
+    """After local_explanations explained the top 5 documents, decision_path_accuracy's top 3 cost no model rows,
+    and its results equal those it computes alone."""
+    from auditor.evidence import decision_path_accuracy as evidence
+    from auditor.evidence import local_explanations
+
+    options = evidence.DecisionPathOptions(docs_per_query=3, **SMALL)
+    alone = evidence.run(_bookstore_context(), options)
+    ctx = _bookstore_context()
+    local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
+        methods=["treeshap5", "shap5", "lirme5", "exs5"], k=3, k_curve=[], optimum_max_subsets=0, **SMALL))
+    shared = evidence.run(ctx, options)
+    assert all(alone.metrics[f"decision_path.{name}.rows"] > 0 for name in ("kernelshap", "lirme", "exs"))
+    assert all(shared.metrics[f"decision_path.{name}.rows"] == 0 for name in evidence.EXPLAINERS)
+    assert shared.records == alone.records
+    assert {k: v for k, v in shared.metrics.items() if not k.endswith(".rows")} == \
+        {k: v for k, v in alone.metrics.items() if not k.endswith(".rows")}

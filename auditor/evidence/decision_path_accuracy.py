@@ -108,18 +108,16 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     rows_used: dict[str, int] = defaultdict(int)
     seconds: dict[str, float] = defaultdict(float)
     degenerate = 0
+    views = {qi: QueryView(X=data.X[data.query_slice(qi)], scores=scores[data.query_slice(qi)],
+                           query_id=data.query_ids[qi], background=background) for qi in chosen}
+    explained_by = _attributions(ctx, options, explainers, views, masker, rows_used, seconds)
+    if "exs" in options.explainers:  # EXS gives zeros exactly for the documents whose surrogate was constant
+        degenerate = sum(int(np.sum(~explained_by["exs"][qi].any(axis=1))) for qi in chosen)
     for index, qi in enumerate(ctx.progress.track(chosen, description="Decision-path accuracy", total=len(chosen))):
         part = data.query_slice(qi)
-        query = QueryView(X=data.X[part], scores=scores[part], query_id=data.query_ids[qi], background=background)
+        query = views[qi]
         docs = query.top_docs(options.docs_per_query)
-        attributions = {}
-        for name in options.explainers:
-            rows_before, begin = ctx.model.rows_evaluated, time.perf_counter()
-            attributions[name] = np.asarray(explainers[name].attribute(
-                ctx.model, query, docs, masker, ctx.rng(f"decision_path/{name}/{qi}")), dtype=np.float64)
-            degenerate += int(getattr(explainers[name], "last_degenerate", 0) or 0)
-            rows_used[name] += ctx.model.rows_evaluated - rows_before
-            seconds[name] += time.perf_counter() - begin
+        attributions = {name: explained_by[name][qi] for name in options.explainers}
         for j, d in enumerate(docs):
             row = part.start + int(d)
             at = position[row]
@@ -194,6 +192,33 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     return result
 
 
+def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: dict[str, Any],
+                  views: dict[int, QueryView], masker: Any, rows_used: dict[str, int],
+                  seconds: dict[str, float]) -> dict[str, dict[int, np.ndarray]]:
+    """Each explainer's attributions of each query's top documents, shared with `local_explanations`: the same
+    streams and memo entries, so documents it already explained (e.g. its top 5 when we need the top 3) cost
+    nothing here, and the rest are batched across queries where the explainer can (`attribute_many`)."""
+    from auditor.evidence.local_explanations import attributions, attributions_many, reusable_attributions
+
+    local = _local_options(options)
+    out: dict[str, dict[int, np.ndarray]] = {}
+    for name in ctx.progress.track(options.explainers, description="Decision-path attributions",
+                                   total=len(options.explainers)):
+        rows_before, begin = ctx.model.rows_evaluated, time.perf_counter()
+        found = {qi: reusable_attributions(ctx, local, name, view, qi, options.docs_per_query)
+                 for qi, view in views.items()}
+        missing = [(view, qi, view.top_docs(options.docs_per_query)) for qi, view in views.items()
+                   if found[qi] is None]
+        if missing and hasattr(explainers[name], "attribute_many"):
+            attributions_many(ctx, local, explainers, name, missing, masker)
+        out[name] = {qi: np.asarray(found[qi] if found[qi] is not None else attributions(
+            ctx, local, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker), dtype=np.float64)
+            for qi, view in views.items()}
+        rows_used[name] += ctx.model.rows_evaluated - rows_before
+        seconds[name] += time.perf_counter() - begin
+    return out
+
+
 def _additivity(ensemble: Any, X: np.ndarray, scores: np.ndarray, values: NodeValues, chunk: int = 50_000) -> float:
     """max |bias + Σ value change − score| over every document, in chunks: the ground truth of all documents is
     checked but never held (two documents × features arrays would be the audit's largest)."""
@@ -243,11 +268,17 @@ def _form(name: str, kind: str, option: str) -> str:
 
 def _explainers(options: DecisionPathOptions) -> dict[str, Any]:
     """The attribution explainers, configured exactly as `local_explanations` configures them."""
-    from auditor.evidence.local_explanations import LocalExplanationsOptions, _explainers
+    from auditor.evidence.local_explanations import explainers_for
 
-    local = LocalExplanationsOptions(kernelshap=options.kernelshap, lime=options.lime)
-    every = _explainers(local)
+    every = explainers_for(_local_options(options))
     return {name: every[name] for name in options.explainers}
+
+
+def _local_options(options: DecisionPathOptions) -> Any:
+    """The `local_explanations` options our explainer settings correspond to (its memo keys use them)."""
+    from auditor.evidence.local_explanations import LocalExplanationsOptions
+
+    return LocalExplanationsOptions(kernelshap=options.kernelshap, lime=options.lime)
 
 
 def query_bootstrap(values: np.ndarray, owner: np.ndarray, n_queries: int, rng: np.random.Generator, *,

@@ -323,6 +323,31 @@ def attributions_many(ctx: AuditContext, options: LocalExplanationsOptions, expl
         ctx.memo(_attribution_key(options, ctx, base, qi, docs), lambda value=value: value)
 
 
+# How many top documents `reusable_attributions` looks for beyond the ones asked (local_explanations asks for 5).
+REUSE_MAX_DOCS = 10
+
+
+def reusable_attributions(ctx: AuditContext, options: LocalExplanationsOptions, base: str, query: QueryView, qi: int,
+                          count: int) -> np.ndarray | None:
+    """The attributions of the query's top `count` documents taken from an entry `attributions` already holds for
+    MORE top documents (same explainer, options, masking and stream), or None.
+
+    Valid because an explainer's result for a document does not depend on the documents listed after it: TreeSHAP
+    is per document; KernelSHAP draws its background, then each document's design in order; LIRME draws each
+    document's samples in order (or one shared set), and fits each document alone; EXS with shared draws labels
+    every document on the same shift (tested for all four). EXS with per-document draws shifts by all drawn
+    scores, so it is not reused."""
+    if base == "exs" and not options.lime.shared_samples:
+        return None
+    wanted = query.top_docs(count)
+    for more in range(count + 1, min(query.n_docs, REUSE_MAX_DOCS) + 1):
+        docs = query.top_docs(more)
+        key = _attribution_key(options, ctx, base, qi, docs)
+        if np.array_equal(docs[:count], wanted) and ctx.memoized(key):
+            return ctx.memo(key, lambda: None)[:count]
+    return None
+
+
 def _attribution_key(options: LocalExplanationsOptions, ctx: AuditContext, base: str, qi: int,
                      docs: np.ndarray) -> tuple[Any, ...]:
     return ("attributions", base, _config(options, base), ctx.masking, qi, tuple(int(d) for d in docs))
