@@ -342,10 +342,10 @@ def sample_query(model: CountingRanker, samplers: SamplerCache, query, docs: np.
 # Rows scored in one model call when many queries are attributed at once: at most BLOCK_ROWS, and at most
 # BLOCK_BYTES of float64 samples (150,000 rows at MQ2008's 46 features, ~50,000 at MSLR's 136), shared by the blocks
 # in flight (one per thread). Large enough that LightGBM runs at its one-call speed (calls of ~2,000 rows cost
-# 1.3-1.6× more per row with OpenMP threads; on one thread, blocks of 10,000 rows and more do not), small enough to
-# bound memory: a block's rows exist twice while they are gathered for the model call. With several threads the
-# rows are cut into about BLOCKS_PER_THREAD blocks per thread (at least MIN_BLOCK_ROWS rows each), so the threads
-# stay busy until the end.
+# 1.3-1.6× more per row with OpenMP threads; on one thread only ~1.1×, so blocks of 10,000 rows lose nothing),
+# small enough to bound memory: a block's rows exist twice while they are gathered for the model call. With several
+# threads the rows are cut into about BLOCKS_PER_THREAD blocks per thread (at least MIN_BLOCK_ROWS rows each), so
+# the threads stay busy until the end.
 BLOCK_ROWS = 150_000
 BLOCK_BYTES = 55_000_000
 MIN_BLOCK_ROWS = 10_000
@@ -379,8 +379,8 @@ def map_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence,
 
     With several `workers()`, whole blocks run concurrently, one thread each (draw, score, then `work` on every
     query of the block), and every model call runs on its block's one thread: one block's model call overlaps
-    another's draws and fits instead of waiting for them, and one LightGBM thread per call wastes less than two
-    OpenMP threads on one call (2 threads scored only ~1.35× faster than 1 on MQ2008). Models that do not declare
+    another's draws and fits instead of every phase waiting for the slowest thread (and on a busy machine one
+    LightGBM thread per call wastes less than two OpenMP threads on one call). Models that do not declare
     `concurrent_predict` are called one block at a time. The results do not depend on the blocks or the threads:
     every query has its own generator and every row's score is its own (tested bit for bit)."""
     n_features = queries[0].n_features if len(queries) else 1
