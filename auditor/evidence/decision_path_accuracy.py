@@ -43,7 +43,8 @@ class DecisionPathOptions(EvidenceOptions):
                                       "`internal` values.")
     top_k: int = Field(5, ge=1, description="K of the top-K AUC (paper: 5).")
     docs_per_query: int = Field(5, ge=1, description="Explain the top-ranked documents of each query.")
-    queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
+    queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all; "
+                                                        "the same sample as local_explanations for the same number).")
     surrogate_form: SurrogateForm = Field(
         "auto", description="LIRME/EXS explanation compared with the ground truth. auto: contributions "
                             "coef·(x−μ)/σ for value change, |coefficients| for frequency.")
@@ -78,7 +79,8 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
         return result
     data = ctx.data
     scores = ctx.scores()
-    chosen = ctx.query_sample(options.queries, "decision_path/queries")
+    # local_explanations' sample stream: with the same `queries`, both audit the same queries (and share their work)
+    chosen = ctx.query_sample(options.queries, "local/queries")
     top = {qi: data.query_slice(qi).start + rank_order(scores[data.query_slice(qi)])[:options.docs_per_query]
            for qi in chosen}  # what QueryView.top_docs picks below
     explained = np.concatenate([top[qi] for qi in chosen]) if chosen else np.zeros(0, dtype=np.int64)
