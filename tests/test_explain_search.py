@@ -92,6 +92,45 @@ def test_batched_calls_count_rows() -> None:
     assert model.rows_evaluated - before == N_FEATURES * query.n_docs  # one batch: every feature alone
 
 
+
+class CallCounting(CountingRanker):
+    def __init__(self, ranker) -> None:
+        super().__init__(ranker)
+        self.calls = 0
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return super().predict(X)
+
+
+@pytest.mark.parametrize("variant", ["greedy", "greedy_cover", "greedy_cover_eps"])
+def test_seed_runs_in_lockstep_equal_runs_one_after_another(variant: str) -> None:
+    """The three seed runs share one model call per step; each run's set is the one it finds alone, no run picks a
+    feature twice, and once a run ends it stays ended while the others go on."""
+    rng = np.random.default_rng(8)
+    weights = rng.normal(size=N_FEATURES)
+    model = CallCounting(CallableRanker(lambda X: np.tanh(X @ weights) + 0.3 * X[:, 0] * X[:, 5], "t:h", N_FEATURES))
+    masker = Masker.from_background(rng.random((100, N_FEATURES)), "mean")
+    greedy = Greedy(variant)
+    for q in range(6):
+        X = rng.random((int(rng.integers(5, 30)), N_FEATURES))
+        query = QueryView(X=X, scores=model.predict(X), query_id=str(q), background=X)
+        upper, lower, weight = concordant_pairs(query.scores, greedy.n_pairs, np.random.default_rng(q))
+        first = greedy._preference(model, query, masker, [((), list(range(N_FEATURES)))], upper, lower, weight)[0]
+        seeds = [int(s) for s in np.lexsort((np.arange(N_FEATURES), -first.sum(axis=1)))[:3]]
+        for k in (2, 4, 7):
+            model.calls = 0
+            together = greedy._runs(model, query, masker, k, seeds, first, upper, lower, weight)
+            calls_together = model.calls
+            alone, calls_alone = [], []
+            for seed in seeds:
+                model.calls = 0
+                alone.append(greedy._runs(model, query, masker, k, [seed], first, upper, lower, weight)[0])
+                calls_alone.append(model.calls)
+            assert together == alone
+            assert all(len(set(run)) == len(run) <= k for run in together)
+            assert calls_together == max(calls_alone)  # one call per step of the longest run
+
 def test_validity_search_respects_budget_and_beats_random() -> None:
     model, query, masker = known_structure()
     before = model.rows_evaluated
