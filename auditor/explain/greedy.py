@@ -14,7 +14,8 @@ Per query:
    paper does not say how the best run is chosen; we measure each run's validity and keep the best, ties to the
    earlier seed).
 
-All candidates of a step are scored in one batched call (F − |E| candidates × n documents rows).
+All candidates of a step are scored in one batched call (F − |E| candidates × n documents rows), and the seed
+runs advance in lockstep, so one call serves the step of every unfinished run.
 """
 
 from __future__ import annotations
