@@ -192,28 +192,43 @@ class ImportanceByQuery:
 def summarize(phi: np.ndarray, query_ptr: np.ndarray) -> ImportanceByQuery:
     """Per-query summaries of φ (see the module docstring). Single-document queries have no within-query effect
     and are left out of that view."""
-    global_abs = np.zeros(phi.shape[1])
-    for start in range(0, phi.shape[0], 50_000):  # no |φ| temporary the size of φ
-        global_abs += np.abs(phi[start:start + 50_000]).sum(axis=0)
-    global_abs /= max(phi.shape[0], 1)
-    _, per_query, within = _query_summaries(phi, query_ptr)
-    width = phi.shape[1]
-    return ImportanceByQuery(global_abs=global_abs, per_query_abs=np.asarray(per_query).reshape(-1, width),
-                             within=np.asarray(within).reshape(-1, width))
+    summaries = _Summaries(phi.shape[1])
+    for qa, qb in _query_chunks(query_ptr, 50_000):  # no |φ| temporary the size of φ
+        summaries.add(phi[query_ptr[qa]:query_ptr[qb]], query_ptr[qa:qb + 1] - query_ptr[qa])
+    return summaries.result()
 
 
-def _query_summaries(phi: np.ndarray, offsets: np.ndarray) -> tuple[list, list, list]:
-    """Per query of `phi` (rows offsets[i]:offsets[i+1]): mean φ, mean |φ|, and — for queries with ≥ 2
-    documents — mean |φ − the query's mean φ|."""
-    means, per_query, within = [], [], []
-    for a, b in itertools.pairwise(offsets):
-        block = phi[a:b]
-        mean = block.mean(axis=0)
-        means.append(mean)
-        per_query.append(np.abs(block).mean(axis=0))
-        if b - a > 1:
-            within.append(np.abs(block - mean).mean(axis=0))
-    return means, per_query, within
+class _Summaries:
+    """Per-query summaries of φ accumulated chunk by chunk of whole queries: mean |φ| over all documents, and per
+    query mean φ, mean |φ| and — for queries with ≥ 2 documents — mean |φ − the query's mean φ|."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.abs_total = np.zeros(width)
+        self.n_docs = 0
+        self.means: list[np.ndarray] = []
+        self.per_query: list[np.ndarray] = []
+        self.within: list[np.ndarray] = []
+
+    def add(self, phi: np.ndarray, offsets: np.ndarray) -> None:
+        """φ of consecutive whole queries (rows offsets[i]:offsets[i+1])."""
+        self.abs_total += np.abs(phi).sum(axis=0)
+        self.n_docs += phi.shape[0]
+        for a, b in itertools.pairwise(offsets):
+            block = phi[a:b]
+            mean = block.mean(axis=0)
+            self.means.append(mean)
+            self.per_query.append(np.abs(block).mean(axis=0))
+            if b - a > 1:
+                self.within.append(np.abs(block - mean).mean(axis=0))
+
+    def query_means(self) -> np.ndarray:
+        return np.asarray(self.means).reshape(-1, self.width)
+
+    def result(self) -> ImportanceByQuery:
+        return ImportanceByQuery(global_abs=self.abs_total / max(self.n_docs, 1),
+                                 per_query_abs=np.asarray(self.per_query).reshape(-1, self.width),
+                                 within=np.asarray(self.within).reshape(-1, self.width))
 
 
 def importance_by_query(ctx: AuditContext) -> ImportanceByQuery | None:
@@ -300,28 +315,19 @@ def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> 
         return None
     parts, method = streamed
     ptr, scores = ctx.data.query_ptr, ctx.scores()
-    width = ctx.data.n_features
-    global_abs = np.zeros(width)
-    per_query, within, means = [], [], []
-    kept = np.empty((keep.size, width))
+    summaries = _Summaries(ctx.data.n_features)
+    kept = np.empty((keep.size, ctx.data.n_features))
     additivity = 0.0
     for qa, qb, part in parts:
         start, stop = ptr[qa], ptr[qb]
         phi = part[:, :-1]
         additivity = max(additivity, float(np.max(np.abs(phi.sum(axis=1) + part[:, -1] - scores[start:stop]),
                                                   initial=0.0)))
-        global_abs += np.abs(phi).sum(axis=0)
-        chunk_means, chunk_per_query, chunk_within = _query_summaries(phi, ptr[qa:qb + 1] - start)
-        means += chunk_means
-        per_query += chunk_per_query
-        within += chunk_within
+        summaries.add(phi, ptr[qa:qb + 1] - start)
         here = np.flatnonzero((keep >= start) & (keep < stop))
         kept[here] = phi[keep[here] - start]
-    global_abs /= max(ctx.data.n_docs, 1)
-    summary = ImportanceByQuery(global_abs=global_abs, per_query_abs=np.asarray(per_query).reshape(-1, width),
-                                within=np.asarray(within).reshape(-1, width))
-    return _Pass(summary=summary, additivity=additivity, query_means=np.asarray(means).reshape(-1, width),
-                 kept=kept, method=method)
+    return _Pass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(), kept=kept,
+                 method=method)
 
 
 def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
