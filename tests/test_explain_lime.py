@@ -524,6 +524,20 @@ def test_exact_l1_svr_is_the_liblinear_optimum(seed: int):
     assert all(objective(coef) <= objective(coef + step) for step in steps)  # and no nearby point does better
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_l1_svr_working_set_gives_the_full_path_optimum(seed: int):
+    """The working-set stages (rows far from interpolation held at their sign) certify the same vertex, bit for
+    bit, as the path that carries every row through every stage."""
+    from auditor.explain.svr import WORKING_SET, _l1_svr_path, l2_svr
+
+    Z, y, w = _svr_problem(seed, n=2000, F=30)
+    start = l2_svr(Z, y, w)
+    working, ok_working = _l1_svr_path(Z, y, w, start, WORKING_SET)
+    full, ok_full = _l1_svr_path(Z, y, w, start, np.inf)
+    assert ok_working and ok_full
+    np.testing.assert_array_equal(working, full)
+
+
 def test_exact_l2_svr_is_the_liblinear_optimum():
     from sklearn.svm import LinearSVR
 
