@@ -108,6 +108,12 @@ def test_sampler_is_deterministic_per_seed(sampler: QuartileSampler, background:
     other = sampler.sample(background[0], 300, np.random.default_rng(8))
     np.testing.assert_array_equal(one, again)
     assert not np.array_equal(one[1:], other[1:])
+    block = np.full((2 * 300, background.shape[1]), np.nan)  # drawn in place into a slice of a larger block
+    sampler.sample(background[0], 300, np.random.default_rng(7), out=block[300:])
+    np.testing.assert_array_equal(block[300:], one)
+    assert np.isnan(block[:300]).all()
+    with pytest.raises(ValueError, match="out must be"):
+        sampler.sample(background[0], 300, np.random.default_rng(7), out=block[:299])
 
 
 def test_columns_are_independent(sampler: QuartileSampler, background: np.ndarray):
@@ -481,6 +487,11 @@ def test_compiled_kernel_and_standardising_are_bit_identical(n_features: int):
         np.testing.assert_array_equal(Zs[d, 0], sampler.standardise(rows[d]))
         np.testing.assert_array_equal(Zs[d, 1:], sampler.standardise(rows[3:]))
         np.testing.assert_array_equal(scores[d], np.r_[d, np.arange(3.0, 42.0)])
+    block = rng.standard_normal((3 * 40, n_features))  # per-document draws: one block of 40 rows per document
+    block[7, 2], block[50, 0] = np.nan, np.inf
+    Zp, scores_p = split_scored(sampler, block, np.arange(120.0), 3, 40)
+    np.testing.assert_array_equal(Zp, sampler.standardise(block.reshape(3, 40, n_features)))
+    np.testing.assert_array_equal(scores_p, np.arange(120.0).reshape(3, 40))
 
 
 def _svr_problem(seed: int, n: int = 1500, F: int = 10):

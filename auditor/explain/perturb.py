@@ -170,6 +170,8 @@ class QuartileSampler:
                                            self._cdf_high)
         if out is None:
             out = np.empty((n_samples, self.n_features))
+        elif out.shape != (n_samples, self.n_features) or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float64 array of shape {(n_samples, self.n_features)}")
         _fill(x, bins, ndtri(probabilities), self.bin_mean, self.bin_std, self.bin_min, self.bin_max, out)
         return out
 
