@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -423,9 +423,7 @@ def map_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence,
     one_at_a_time = threading.Lock() if concurrent and not getattr(model, "concurrent_predict", False) else None
 
     def run(block: list) -> list[R]:
-        if not concurrent:
-            return [work(drawn) for drawn in _score_block(model, block, n_samples, shared, None)]
-        with threads_here(1):
+        with threads_here(1) if concurrent else nullcontext():
             return [work(drawn) for drawn in _score_block(model, block, n_samples, shared, one_at_a_time)]
 
     return [value for values in parallel_map(run, blocks) for value in values]
@@ -445,11 +443,9 @@ def _score_block(model: CountingRanker, block: list, n_samples: int, shared: boo
     total = sum(r.shape[0] for r in rows)
     if not total:
         scored = np.zeros(0)
-    elif one_at_a_time is None:
-        scored = model.predict(np.concatenate(rows))
     else:
-        gathered = np.concatenate(rows)
-        with one_at_a_time:
+        gathered = np.concatenate(rows)  # outside the lock: only the model call waits for other blocks
+        with one_at_a_time or nullcontext():
             scored = model.predict(gathered)
     out, start = [], 0
     for (query, picked, _, sampler), part in zip(block, rows, strict=True):
