@@ -549,6 +549,29 @@ def test_l1_svr_working_set_gives_the_full_path_optimum(seed: int):
     np.testing.assert_array_equal(working, full)
 
 
+def test_rank_one_updates_keep_the_hessian_factor():
+    """Adding then removing rows through `_rank_one` keeps L·Lᵀ equal to the Hessian a fresh Cholesky factors
+    (the Newton steps' factor after rows change zone), and a downdate that would break positive definiteness
+    (removing a row never added) is refused so the caller refactors."""
+    from auditor.explain.svr import _cholesky, _rank_one
+
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((40, 12)) * 2.0
+    H = np.eye(12) + rows[:30].T @ rows[:30]
+    L = np.zeros((12, 12))
+    assert _cholesky(H, L)
+    for i in range(30, 40):
+        assert _rank_one(L, rows[i].copy(), True)
+    for i in range(0, 10):
+        assert _rank_one(L, rows[i].copy(), False)
+    expected = np.eye(12) + rows[10:40].T @ rows[10:40]
+    np.testing.assert_allclose(np.tril(L) @ np.tril(L).T, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    fresh = np.zeros((12, 12))
+    assert _cholesky(expected, fresh)
+    np.testing.assert_allclose(np.tril(L), fresh, atol=1e-9 * np.abs(fresh).max())
+    assert not _rank_one(L, 100.0 * rows[0], False)
+
+
 def test_exact_l2_svr_is_the_liblinear_optimum():
     from sklearn.svm import LinearSVR
 
