@@ -116,6 +116,25 @@ def test_sampler_is_deterministic_per_seed(sampler: QuartileSampler, background:
         sampler.sample(background[0], 300, np.random.default_rng(7), out=block[:299])
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_rows_drawn_into_a_block_equal_fresh_ones(sampler: QuartileSampler, background: np.ndarray, shared: bool):
+    """`draw_rows(out=)` (how a block of queries is drawn straight into the array the model scores) gives the rows
+    of a fresh call, both layouts, and touches nothing outside its slice."""
+    from auditor.explain.perturb import _rows_of, draw_rows
+
+    docs = np.array([3, 0, 5])
+    fresh = draw_rows(sampler, background, docs, 50, np.random.default_rng(4), shared=shared)
+    size = _rows_of(docs.size, 50, shared)
+    assert fresh.shape == (size, background.shape[1])
+    block = np.full((size + 10, background.shape[1]), np.nan)
+    draw_rows(sampler, background, docs, 50, np.random.default_rng(4), shared=shared, out=block[5:5 + size])
+    np.testing.assert_array_equal(block[5:5 + size], fresh)
+    assert np.isnan(block[:5]).all() and np.isnan(block[5 + size:]).all()
+    np.testing.assert_array_equal(fresh[:docs.size] if shared else fresh[::50], background[docs])
+    with pytest.raises(ValueError, match="out must have shape"):
+        draw_rows(sampler, background, docs, 50, np.random.default_rng(4), shared=shared, out=block[:size - 1])
+
+
 def test_columns_are_independent(sampler: QuartileSampler, background: np.ndarray):
     """RESEARCH.md: a reference implementation reseeds per column and so correlates every column."""
     samples = sampler.sample(background[0], 20_001, np.random.default_rng(4))[1:]

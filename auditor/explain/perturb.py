@@ -302,17 +302,22 @@ def _standardise_rows(rows, mean, std, out):  # pragma: no cover - compiled
 
 
 def draw_rows(sampler: QuartileSampler, X: np.ndarray, docs: np.ndarray, n_samples: int, rng: np.random.Generator,
-              *, shared: bool = False) -> np.ndarray:
+              *, shared: bool = False, out: np.ndarray | None = None) -> np.ndarray:
     """The rows to score for `docs` (rows of X), unscored, in the layout `split_scored` reads: per document its
     n_samples samples (row 0 the document), or with `shared` and several documents the documents first, then
-    the n_samples − 1 shared draws. Draws from `rng` exactly as `perturb_and_score` does."""
-    if not shared or len(docs) <= 1:
-        rows = np.empty((len(docs) * n_samples, X.shape[1]))  # each document's samples drawn in place
-        for i, d in enumerate(docs):
+    the n_samples − 1 shared draws. Draws from `rng` exactly as `perturb_and_score` does. Written into `out`
+    (C-contiguous float64, `_rows_of(...)` × F: a slice of a block of rows to score) when given."""
+    n_docs, n_features = len(docs), X.shape[1]
+    rows = np.empty((_rows_of(n_docs, n_samples, shared), n_features)) if out is None else out
+    if rows.shape != (_rows_of(n_docs, n_samples, shared), n_features):
+        raise ValueError(f"out must have shape {(_rows_of(n_docs, n_samples, shared), n_features)}")
+    if not shared or n_docs <= 1:
+        for i, d in enumerate(docs):  # each document's samples drawn in place
             sampler.sample(X[d], n_samples, rng, out=rows[i * n_samples:(i + 1) * n_samples])
         return rows
-    drawn = sampler.sample(X[docs[0]], n_samples, rng)
-    return np.concatenate([X[docs], drawn[1:]])
+    sampler.sample(X[docs[0]], n_samples, rng, out=rows[n_docs - 1:])  # its row 0 is overwritten just below
+    rows[:n_docs] = X[docs]
+    return rows
 
 
 def split_scored(sampler: QuartileSampler, rows: np.ndarray, scored: np.ndarray, n_docs: int, n_samples: int
@@ -363,9 +368,9 @@ def sample_query(model: CountingRanker, samplers: SamplerCache, query, docs: np.
 # BLOCK_BYTES of float64 samples (150,000 rows at MQ2008's 46 features, ~50,000 at MSLR's 136), shared by the blocks
 # in flight (one per thread). Large enough that LightGBM runs at its one-call speed (calls of ~2,000 rows cost
 # 1.3-1.6× more per row with OpenMP threads; on one thread only ~1.1×, so blocks of 10,000 rows lose nothing),
-# small enough to bound memory: a block's rows exist twice while they are gathered for the model call. With several
-# threads the rows are cut into about BLOCKS_PER_THREAD blocks per thread (at least MIN_BLOCK_ROWS rows each), so
-# the threads stay busy until the end.
+# small enough to bound memory (the rows are drawn straight into the array the model scores: they exist once).
+# With several threads the rows are cut into about BLOCKS_PER_THREAD blocks per thread (at least MIN_BLOCK_ROWS rows
+# each), so the threads stay busy until the end.
 BLOCK_ROWS = 150_000
 BLOCK_BYTES = 55_000_000
 MIN_BLOCK_ROWS = 10_000
@@ -438,14 +443,21 @@ def _rows_of(n_docs: int, n_samples: int, shared: bool) -> int:
 
 def _score_block(model: CountingRanker, block: list, n_samples: int, shared: bool,
                  one_at_a_time: threading.Lock | None) -> list[Drawn]:
-    rows = [draw_rows(sampler, query.X, picked, n_samples, rng, shared=shared) if picked.size
-            else np.zeros((0, query.n_features)) for query, picked, rng, sampler in block]
-    total = sum(r.shape[0] for r in rows)
-    if not total:
+    """Draw every query of the block into one array (each query's rows a slice of it, no copy) and score it in
+    one model call."""
+    sizes = [_rows_of(picked.size, n_samples, shared) for _, picked, _, _ in block]
+    gathered = np.empty((sum(sizes), block[0][0].n_features))
+    rows, start = [], 0
+    for (query, picked, rng, sampler), size in zip(block, sizes, strict=True):
+        part = gathered[start:start + size]
+        if picked.size:
+            draw_rows(sampler, query.X, picked, n_samples, rng, shared=shared, out=part)
+        rows.append(part)
+        start += size
+    if not gathered.shape[0]:
         scored = np.zeros(0)
     else:
-        gathered = np.concatenate(rows)  # outside the lock: only the model call waits for other blocks
-        with one_at_a_time or nullcontext():
+        with one_at_a_time or nullcontext():  # only the model call waits for other blocks
             scored = model.predict(gathered)
     out, start = [], 0
     for (query, picked, _, sampler), part in zip(block, rows, strict=True):
