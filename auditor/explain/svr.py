@@ -186,13 +186,28 @@ def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
         for f in range(n_features):
             xu += X[i, f] * u[f]
         rhs[a] = y[i] - xu
-        for b in range(a, m):
-            j = inside[b]
+        b = a
+        while b + 4 <= m:  # four entries at a time: independent addition chains, each in feature order
+            j0, j1, j2, j3 = inside[b], inside[b + 1], inside[b + 2], inside[b + 3]
+            s0 = s1 = s2 = s3 = 1.0
+            for f in range(n_features):
+                xf = X[i, f]
+                s0 += xf * X[j0, f]
+                s1 += xf * X[j1, f]
+                s2 += xf * X[j2, f]
+                s3 += xf * X[j3, f]
+            A[a, b] = A[b, a] = s0
+            A[a, b + 1] = A[b + 1, a] = s1
+            A[a, b + 2] = A[b + 2, a] = s2
+            A[a, b + 3] = A[b + 3, a] = s3
+            b += 4
+        for rest in range(b, m):
+            j = inside[rest]
             s = 1.0
             for f in range(n_features):
                 s += X[i, f] * X[j, f]
-            A[a, b] = s
-            A[b, a] = s
+            A[a, rest] = s
+            A[rest, a] = s
     alpha, ok = _cholesky_solve(A, rhs)
     if not ok:
         return u, False
@@ -405,11 +420,25 @@ def _cholesky(A, L):  # pragma: no cover - compiled
         if s <= 1e-12 * largest or s <= 0.0:
             return False
         L[j, j] = np.sqrt(s)
-        for i in range(j + 1, m):
-            s = A[i, j]
+        i = j + 1
+        while i + 4 <= m:  # four rows at a time: independent chains, each in the same order (the same bits)
+            s0, s1, s2, s3 = A[i, j], A[i + 1, j], A[i + 2, j], A[i + 3, j]
             for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
+                ljk = L[j, k]
+                s0 -= L[i, k] * ljk
+                s1 -= L[i + 1, k] * ljk
+                s2 -= L[i + 2, k] * ljk
+                s3 -= L[i + 3, k] * ljk
+            L[i, j] = s0 / L[j, j]
+            L[i + 1, j] = s1 / L[j, j]
+            L[i + 2, j] = s2 / L[j, j]
+            L[i + 3, j] = s3 / L[j, j]
+            i += 4
+        for rest in range(i, m):
+            s = A[rest, j]
+            for k in range(j):
+                s -= L[rest, k] * L[j, k]
+            L[rest, j] = s / L[j, j]
     return True
 
 
