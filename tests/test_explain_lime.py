@@ -340,7 +340,8 @@ def test_shared_samples_score_fewer_rows_and_match_for_one_document(lambdamart) 
                                   lambda s: Exs(n_samples=400, shared_samples=s)], ids=["lirme", "exs"])
 def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool, monkeypatch) -> None:
     """Many queries at once (each with its own generator): bit-identical to one `attribute` call per query, with
-    the rows of a block of queries scored in one model call; an empty document list gives an empty result."""
+    the rows of a block of queries scored in one model call; an empty document list gives an empty result, and no
+    queries no results."""
     from auditor.explain import perturb
 
     booster, X, _, sizes = lambdamart
@@ -383,6 +384,7 @@ def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool
     assert model.calls > 1
     for one, batch in zip(single, wide, strict=True):
         np.testing.assert_array_equal(batch, one)
+    assert make(shared).attribute_many(model, [], [], masker, []) == []  # no queries at all
 
 
 

@@ -445,6 +445,8 @@ def _score_block(model: CountingRanker, block: list, n_samples: int, shared: boo
                  one_at_a_time: threading.Lock | None) -> list[Drawn]:
     """Draw every query of the block into one array (each query's rows a slice of it, no copy) and score it in
     one model call."""
+    if not block:  # no queries at all
+        return []
     sizes = [_rows_of(picked.size, n_samples, shared) for _, picked, _, _ in block]
     gathered = np.empty((sum(sizes), block[0][0].n_features))
     rows, start = [], 0
