@@ -307,10 +307,10 @@ def draw_rows(sampler: QuartileSampler, X: np.ndarray, docs: np.ndarray, n_sampl
     n_samples samples (row 0 the document), or with `shared` and several documents the documents first, then
     the n_samples − 1 shared draws. Draws from `rng` exactly as `perturb_and_score` does. Written into `out`
     (C-contiguous float64, `_rows_of(...)` × F: a slice of a block of rows to score) when given."""
-    n_docs, n_features = len(docs), X.shape[1]
-    rows = np.empty((_rows_of(n_docs, n_samples, shared), n_features)) if out is None else out
-    if rows.shape != (_rows_of(n_docs, n_samples, shared), n_features):
-        raise ValueError(f"out must have shape {(_rows_of(n_docs, n_samples, shared), n_features)}")
+    n_docs, shape = len(docs), (_rows_of(len(docs), n_samples, shared), X.shape[1])
+    rows = np.empty(shape) if out is None else out
+    if rows.shape != shape:
+        raise ValueError(f"out must have shape {shape}")
     if not shared or n_docs <= 1:
         for i, d in enumerate(docs):  # each document's samples drawn in place
             sampler.sample(X[d], n_samples, rng, out=rows[i * n_samples:(i + 1) * n_samples])
