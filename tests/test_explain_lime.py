@@ -452,29 +452,70 @@ def test_thread_budget_here_is_per_thread() -> None:
 # --- exactness of the fast paths -------------------------------------------------------------------------------
 
 def _vectorised_sample(sampler: QuartileSampler, x: np.ndarray, n_samples: int, rng: np.random.Generator):
-    """The numpy version of `QuartileSampler.sample` that the compiled one replaced, kept as the reference."""
+    """The sampler in numpy and scipy, the reference for the compiled one: one uniform per value picks the bin and,
+    rescaled to [0, 1) inside the bin's share, the CDF position of the value in the bin's truncated normal."""
     from scipy.special import ndtr, ndtri
 
     n_draw, features = n_samples - 1, np.arange(sampler.n_features)
-    u_bin = rng.random((n_draw, sampler.n_features))
-    u_value = rng.random((n_draw, sampler.n_features))
-    bins = (u_bin[:, :, None] >= sampler._cumulative[None, :, :3]).sum(axis=2)
+    u = rng.random((n_draw, sampler.n_features))
+    bins = (u[:, :, None] >= sampler._cumulative[None, :, :3]).sum(axis=2)
+    start = np.hstack([np.zeros((sampler.n_features, 1)), sampler._cumulative[:, :-1]])[features, bins]
+    width = sampler._cumulative[features, bins] - start
     mean, std = sampler.bin_mean[features, bins], sampler.bin_std[features, bins]
     low, high = sampler.bin_min[features, bins], sampler.bin_max[features, bins]
     safe = np.where(sampler.bin_std > 0, sampler.bin_std, 1.0)
     cdf_low = ndtr((sampler.bin_min - sampler.bin_mean) / safe)[features, bins]
     cdf_high = ndtr((sampler.bin_max - sampler.bin_mean) / safe)[features, bins]
     spread = std > 0
-    values = mean + np.where(spread, std, 1.0) * ndtri(cdf_low + u_value * (cdf_high - cdf_low))
+    position = (u - start) / width  # uniform in [0, 1) given the bin
+    values = mean + np.where(spread, std, 1.0) * ndtri(cdf_low + position * (cdf_high - cdf_low))
     values = np.where(spread, np.clip(values, low, high), mean)
     return np.vstack([x[None, :], values])
 
 
-def test_compiled_sampler_is_bit_identical_to_the_vectorised_one(sampler: QuartileSampler, background: np.ndarray):
+def test_compiled_sampler_equals_the_vectorised_one(sampler: QuartileSampler, background: np.ndarray):
+    """The same draws as numpy + scipy's ndtri, to rounding (Φ⁻¹ is AS 241 here, Cephes in scipy)."""
     for seed in range(5):
         x = background[seed * 100]
-        np.testing.assert_array_equal(sampler.sample(x, 3000, np.random.default_rng(seed)),
-                                      _vectorised_sample(sampler, x, 3000, np.random.default_rng(seed)))
+        compiled = sampler.sample(x, 3000, np.random.default_rng(seed))
+        reference = _vectorised_sample(sampler, x, 3000, np.random.default_rng(seed))
+        np.testing.assert_allclose(compiled, reference, rtol=1e-13, atol=1e-13)
+        assert np.mean(compiled == reference) > 0.5  # most values equal to the bit
+
+
+def test_inverse_normal_matches_scipy_ndtri():
+    """AS 241 against scipy's ndtri on (0, 1), both tails down to 1e-300, and the ends."""
+    from scipy.special import ndtri
+
+    from auditor.explain.inverse_normal import inverse_normal
+
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.random(200_000), 10.0 ** -rng.uniform(1, 300, 20_000),
+                        1 - 10.0 ** -rng.uniform(1, 16, 20_000), [0.5, 0.075, 0.925, 0.0, 1.0]])
+    ours = np.array([inverse_normal(v) for v in p])
+    reference = ndtri(p)
+    finite = np.isfinite(reference)
+    np.testing.assert_allclose(ours[finite], reference[finite], rtol=2e-15, atol=0)
+    np.testing.assert_array_equal(ours[~finite], reference[~finite])
+
+
+def test_within_a_bin_values_follow_the_truncated_normal(sampler: QuartileSampler, background: np.ndarray):
+    """Given its bin, a value is the bin's normal truncated to the bin's range (Kolmogorov-Smirnov)."""
+    from scipy import stats
+
+    samples = sampler.sample(background[0], 40_001, np.random.default_rng(11))[1:]
+    bins = sampler.bin_of(samples)
+    tested = 0
+    for f in range(F):
+        for b in range(4):
+            inside = samples[bins[:, f] == b, f]
+            if sampler.bin_std[f, b] == 0 or inside.size < 500:
+                continue
+            mean, std = sampler.bin_mean[f, b], sampler.bin_std[f, b]
+            a, c = (sampler.bin_min[f, b] - mean) / std, (sampler.bin_max[f, b] - mean) / std
+            assert stats.kstest(inside, stats.truncnorm(a, c, loc=mean, scale=std).cdf).pvalue > 1e-3, (f, b)
+            tested += 1
+    assert tested >= 4
 
 
 def test_standardised_kernel_equals_kernel_weights(sampler: QuartileSampler, background: np.ndarray):
