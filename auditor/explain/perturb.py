@@ -73,7 +73,7 @@ def _draw(rng, x, cumulative, bin_start, bin_mean, bin_std, clip_low, clip_high,
     for i in range(1, n_rows):
         for f in range(n_features):
             u = rng.random()
-            b = (u >= cumulative[f, 0]) + (u >= cumulative[f, 1]) + (u >= cumulative[f, 2])
+            b = (u >= cumulative[f, 0]) + (u >= cumulative[f, 1]) + (u >= cumulative[f, 2])  # MAX_BINS = 4
             chosen[f] = b
             p[f] = cdf_low[f, b] + (u - bin_start[f, b]) * cdf_scale[f, b]
         for f in range(n_features):
@@ -131,18 +131,19 @@ class QuartileSampler:
         totals = counts.sum(axis=1, keepdims=True)
         self.bin_freq = counts / totals
         self._cumulative = np.cumsum(counts, axis=1) / totals
-        # What a draw needs per bin: where its share of [0, 1) starts, and the normal CDF at its ends (bin std 0:
-        # never used). The bin mean lies inside [min, max], so a <= 0 <= b: the CDF values stay away from the
-        # far tails where the quantile function would lose precision.
+        # What a draw needs per bin: where its share of [0, 1) starts, the normal CDF at its low end and the CDF
+        # span per unit of share (bins without spread: CDF position 0.5 and span 0, so Φ⁻¹ = 0 and the value is the
+        # mean). The bin mean lies inside [min, max], so a <= 0 <= b: the CDF values stay away from the far tails
+        # where the quantile function would lose precision.
         self._bin_start = np.hstack([np.zeros((n_features, 1)), self._cumulative[:, :-1]])
         spread = self.bin_std > 0
         safe_std = np.where(spread, self.bin_std, 1.0)
         width = self._cumulative - self._bin_start
-        chosen = spread & (width > 0)  # empty bins are never drawn
-        self._cdf_low = np.where(chosen, ndtr((self.bin_min - self.bin_mean) / safe_std), 0.5)  # else Φ⁻¹ = 0
+        spread_drawn = spread & (width > 0)  # empty bins are never drawn
+        self._cdf_low = np.where(spread_drawn, ndtr((self.bin_min - self.bin_mean) / safe_std), 0.5)
         self._cdf_scale = np.zeros((n_features, MAX_BINS))
-        self._cdf_scale[chosen] = (ndtr((self.bin_max - self.bin_mean) / safe_std)[chosen]
-                                   - self._cdf_low[chosen]) / width[chosen]
+        self._cdf_scale[spread_drawn] = (ndtr((self.bin_max - self.bin_mean) / safe_std)[spread_drawn]
+                                         - self._cdf_low[spread_drawn]) / width[spread_drawn]
         self._clip_low = np.where(spread, self.bin_min, self.bin_mean)
         self._clip_high = np.where(spread, self.bin_max, self.bin_mean)
 
