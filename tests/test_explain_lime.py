@@ -612,26 +612,48 @@ def test_l1_svr_working_set_gives_the_full_path_optimum(seed: int):
 
 
 def test_rank_one_updates_keep_the_hessian_factor():
-    """Adding then removing rows through `_rank_one` keeps L·Lᵀ equal to the Hessian a fresh Cholesky factors
-    (the Newton steps' factor after rows change zone), and a downdate that would break positive definiteness
-    (removing a row never added) is refused so the caller refactors."""
-    from auditor.explain.svr import _cholesky, _rank_one
+    """Adding then removing rows through `_rank_one_upper` keeps UᵀU equal to the Hessian a fresh Cholesky factors
+    (the Newton steps' factor after rows change zone, kept as U = Lᵀ), and a downdate that would break positive
+    definiteness (removing a row never added) is refused so the caller refactors."""
+    from auditor.explain.svr import _cholesky, _rank_one_upper, _solve_factored, _solve_upper
 
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((40, 12)) * 2.0
     H = np.eye(12) + rows[:30].T @ rows[:30]
     L = np.zeros((12, 12))
     assert _cholesky(H, L)
+    U = L.T.copy()
+    b = rng.standard_normal(12)
+    np.testing.assert_array_equal(_solve_upper(U, b), _solve_factored(L, b))  # the same operations, transposed
     for i in range(30, 40):
-        assert _rank_one(L, rows[i].copy(), True)
+        assert _rank_one_upper(U, rows[i].copy(), True)
     for i in range(0, 10):
-        assert _rank_one(L, rows[i].copy(), False)
+        assert _rank_one_upper(U, rows[i].copy(), False)
     expected = np.eye(12) + rows[10:40].T @ rows[10:40]
-    np.testing.assert_allclose(np.tril(L) @ np.tril(L).T, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(np.triu(U).T @ np.triu(U), expected, rtol=1e-10,
+                               atol=1e-10 * np.abs(expected).max())
     fresh = np.zeros((12, 12))
     assert _cholesky(expected, fresh)
-    np.testing.assert_allclose(np.tril(L), fresh, atol=1e-9 * np.abs(fresh).max())
-    assert not _rank_one(L, 100.0 * rows[0], False)
+    np.testing.assert_allclose(np.triu(U), fresh.T, atol=1e-9 * np.abs(fresh).max())
+    np.testing.assert_allclose(_solve_upper(U, b), np.linalg.solve(expected, b), rtol=1e-9)
+    assert not _rank_one_upper(U, 100.0 * rows[0], False)
+
+
+def test_line_search_slope_is_the_derivative_of_the_smoothed_objective():
+    """`_slope` (clamped ψ, four partial sums) is the derivative along d of ½‖v‖² + Σ c·h_μ(r): central
+    differences of `_huber` agree, on every piece of ψ (rows inside and beyond ±μ)."""
+    from auditor.explain.svr import _huber, _slope
+
+    rng = np.random.default_rng(5)
+    n, p, mu = 203, 6, 0.3  # n not a multiple of 4: the remainder loop counts too
+    r, q, c = rng.standard_normal(n), rng.standard_normal(n), rng.uniform(0.1, 2.0, n)
+    v, d = rng.standard_normal(p), rng.standard_normal(p)
+    assert 0 < np.sum(np.abs(r) <= mu) < n
+    for t in (0.0, 0.37, 1.0, 2.5):
+        h = 1e-6
+        numeric = (_huber(r - (t + h) * q, c, v + (t + h) * d, mu)
+                   - _huber(r - (t - h) * q, c, v + (t - h) * d, mu)) / (2 * h)
+        assert abs(_slope(r, q, c, v, d, mu, t) - numeric) <= 1e-5 * (1 + abs(numeric))
 
 
 def test_exact_l2_svr_is_the_liblinear_optimum():
