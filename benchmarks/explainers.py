@@ -1,16 +1,20 @@
 """Cost of every local explainer on MQ2008 Fold1 test, against the cost of the model itself.
 
-    .venv/bin/python benchmarks/explainers.py [--queries N] [--k 5]
+    .venv/bin/python benchmarks/explainers.py [--queries N] [--k 5] [--repeats 3]
 
 For each method: wall time over the audited queries, model rows evaluated, and the overhead ratio = method wall
 time ÷ the time LightGBM takes to score the same rows in ONE call. A ratio near 1 means the method spends its time
-in the model, as it should; the target is ≤ 1.5 for the greedy family and LIRME/EXS. The rows the method scored
-are recorded in a second, untimed run (seeded: the same rows) and scored again in one call (checked: the same
-scores): LightGBM takes ~15 % longer
-on LIME-tabular samples than on real documents (random feature combinations take less predictable paths), and
-that is the model's time, not the method's overhead. The time on the same NUMBER of test rows (tiled), the
-denominator used until 2026-11-23, is printed too. Each method first runs on two queries (not timed): a process
-loads its compiled kernels and builds the background's sampler once, as the denominator's LightGBM is warm.
+in the model, as it should; the target is ≤ 1.5 for the greedy family and LIRME/EXS.
+
+The rows the method scored are recorded in a first, untimed run (seeded: every run scores the same rows; checked:
+LightGBM gives the same scores again). LightGBM takes ~15 % longer on LIME-tabular samples than on real documents
+(random feature combinations take less predictable paths), and that is the model's time, not the method's
+overhead; the time on the same NUMBER of test rows (tiled), the denominator used until 2026-11-23, is printed too.
+The recorded run also warms up (compiled kernels loaded, the background's sampler built), as the denominator's
+LightGBM is warm. Then `--repeats` timed runs, each followed by LightGBM alone on the same rows: the ratio is the
+median over these pairs (this VM's speed drifts by ±10–30 % over minutes, so a ratio of two measurements taken
+apart is noisier than the effects measured here).
+
 Then the side-by-side with the peer library (shap) on the same rows: `benchmarks/explainers_shap.py`.
 Needs ../shared/data (or $AUDITOR_DATA); trains examples/mq2008/model.txt if missing.
 """
@@ -38,12 +42,12 @@ from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 make_explainers = getattr(local_explanations, "explainers_for", None) or local_explanations._explainers
 
 
-def model_seconds(model, block: np.ndarray) -> float:
-    """Time for LightGBM to score `block` in one call, best of 3."""
+def model_seconds(model, block: np.ndarray, repeats: int = 3) -> float:
+    """Time for LightGBM to score `block` in one call, best of `repeats`."""
     if block.shape[0] == 0:
         return float("nan")
     best = float("inf")
-    for _ in range(3):
+    for _ in range(repeats):
         start = time.perf_counter()
         model.inner.booster.predict(block, raw_score=True)
         best = min(best, time.perf_counter() - start)
@@ -108,6 +112,8 @@ def main() -> None:
                         help="LIRME/EXS draw samples per document (lime.shared_samples: false)")
     parser.add_argument("--per-query-calls", action="store_true",
                         help="LIRME/EXS one `attribute` call (and one model call) per query, not `attribute_many`")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed runs per method, each paired with LightGBM alone on its rows (default 3)")
     args = parser.parse_args()
     ctx, _ = context(None, 7)
     data, model, masker = ctx.data, ctx.model, ctx.masker()
@@ -118,9 +124,11 @@ def main() -> None:
     views = [QueryView(X=data.X[data.query_slice(i)], scores=scores[data.query_slice(i)], query_id=data.query_ids[i],
                        background=ctx.reference().X) for i in queries]
     print(f"MQ2008 Fold1 test: {len(views)} queries, k = {args.k}, {model.describe()['n_trees']} trees\n")
+    print(f"Each method {args.repeats}×, each time followed by LightGBM alone on its rows; medians, and the "
+          "ratio's range over the pairs.\n")
     print("| method | seconds | model rows | rows/s | LightGBM alone, tiled test rows (s) "
-          "| LightGBM alone, the method's rows (s) | overhead ratio |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| LightGBM alone, the method's rows (s) | overhead ratio | ratio range |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     bases = {m[:-1]: ATTRIBUTION_BASES[m[:-1]] for m in options.methods if m[:-1] in ATTRIBUTION_BASES}
     runs = [(LABELS[f"{prefix}5"].replace("-5", "") + " (top 5 docs)", base, True) for prefix, base in bases.items()]
     runs += [(LABELS[m], m, False) for m in options.methods if m[:-1] not in ATTRIBUTION_BASES]
@@ -130,23 +138,27 @@ def main() -> None:
         explainer = explainers[key]
         many = attribution and hasattr(explainer, "attribute_many") and not args.per_query_calls
 
-        # Warm-up, not timed: the compiled kernels loaded, the background's sampler built.
-        run_method(explainer, model, masker, queries[:2], views[:2], args.k, many, attribution)
-        before, start = model.rows_evaluated, time.perf_counter()
-        run_method(explainer, model, masker, queries, views, args.k, many, attribution)
-        seconds, rows = time.perf_counter() - start, model.rows_evaluated - before
-        with Recorder(model) as recorder:  # the same run again (seeded), untimed: recording costs memory traffic
+        # Untimed first run, recorded: it also loads the compiled kernels and builds the background's sampler.
+        with Recorder(model) as recorder:
             run_method(explainer, model, masker, queries, views, args.k, many, attribution)
         own = recorder.rows()
-        if own.shape[0] != rows:
-            raise RuntimeError(f"{label}: the recorded run scored {own.shape[0]:,} rows, the timed run {rows:,}")
         recorder.calls.clear()
-        tiled = model_seconds(model, np.resize(data.X, (rows, data.X.shape[1]))) if rows else float("nan")
-        alone = model_seconds(model, own)
+        rows = own.shape[0]
+        seconds, alone = [], []
+        for _ in range(args.repeats):  # each method run paired with the model alone, close in time: this VM drifts
+            before, start = model.rows_evaluated, time.perf_counter()
+            run_method(explainer, model, masker, queries, views, args.k, many, attribution)
+            seconds.append(time.perf_counter() - start)
+            if model.rows_evaluated - before != rows:
+                raise RuntimeError(f"{label}: a timed run scored {model.rows_evaluated - before:,} rows, the "
+                                   f"recorded one {rows:,}")
+            alone.append(model_seconds(model, own, repeats=1))
+        tiled = model_seconds(model, np.resize(data.X, (rows, data.X.shape[1])))
         del own
-        ratio = seconds / alone if rows else float("nan")
-        print(f"| {label} | {seconds:.2f} | {rows:,} | {rows / seconds:,.0f} | {tiled:.2f} | {alone:.2f} "
-              f"| {ratio:.2f} |", flush=True)
+        ratios = [s / a for s, a in zip(seconds, alone, strict=True)] if rows else [float("nan")]
+        median = float(np.median(seconds))
+        print(f"| {label} | {median:.2f} | {rows:,} | {rows / median:,.0f} | {tiled:.2f} | {np.median(alone):.2f} "
+              f"| {np.median(ratios):.2f} | {min(ratios):.2f}–{max(ratios):.2f} |", flush=True)
     if not args.skip_shap:
         print("\nPeer library on the same rows (benchmarks/explainers_shap.py):\n", flush=True)
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "explainers_shap.py")], check=False)
