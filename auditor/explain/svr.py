@@ -180,7 +180,7 @@ def _cholesky_solve(A, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
+def _finish(X, design, y, c, r, mu):  # pragma: no cover - compiled
     """The exact L1 optimum for the pattern read off residuals r at smoothing mu, and whether it checks out."""
     n, n_features = X.shape
     p = n_features + 1
@@ -228,8 +228,7 @@ def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
     scale = 1.0
     for i in range(n):
         scale = max(scale, abs(y[i]))
-    check = np.empty(n)
-    _residuals(X, y, v, check)
+    check = y - design @ v  # only signs are read here: BLAS, not `_residuals`' fixed order
     for i in range(n):
         if abs(r[i]) > mu and check[i] * r[i] < 0.0 and abs(check[i]) > CHECK_TOL * scale:
             return v, False
@@ -294,8 +293,8 @@ def _l1_svr_path(X, y, c, start, working_set):  # pragma: no cover - compiled
         if rows.shape[0] == n:
             r[:] = r_rows
         else:
-            _residuals(X, y, v, r)
-        exact, ok = _finish(X, y, c, r, mu)
+            r[:] = y - design @ v
+        exact, ok = _finish(X, design, y, c, r, mu)
         if ok:
             return exact, True
         mu *= 0.1
