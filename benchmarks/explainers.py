@@ -25,6 +25,7 @@ import argparse
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,9 @@ sys.path.insert(0, str(ROOT))
 import auditor.evidence.local_explanations as local_explanations  # noqa: E402
 from auditor.checks.validity import has_order  # noqa: E402
 from auditor.evidence.local_explanations import ATTRIBUTION_BASES, LABELS, LocalExplanationsOptions  # noqa: E402
+from auditor.executor import threads_here  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
+from auditor.explain.perturb import parallel_map, workers  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 
 # `_explainers` is being renamed `explainers_for` in the working tree: run on both sides of that change.
@@ -86,19 +89,27 @@ class Recorder:
 
 
 def run_method(explainer, model, masker, queries: list[int], views: list[QueryView], k: int, many: bool,
-               attribution: bool) -> None:
+               attribution: bool, threads: int = 1) -> None:
     """One explainer over the queries: with `many`, as the evidence runs LIRME/EXS (every query's own generator,
-    a block of queries scored in one call); otherwise one call per query."""
+    a block of queries scored in one call); otherwise one call per query, on `threads` threads that each score
+    on one LightGBM thread, as the evidence's executor workers do (LightGBM on two OpenMP threads takes ~2.3×
+    longer on the searches' ~1,000-row calls than on one large call; on one thread per call it does not)."""
     if many:
         explainer.attribute_many(model, views, [view.top_docs(5) for view in views], masker,
                                  [np.random.default_rng([7, qi]) for qi in queries])
         return
-    for qi, view in zip(queries, views, strict=True):
-        rng = np.random.default_rng([7, qi])
-        if attribution:
-            explainer.attribute(model, view, view.top_docs(5), masker, rng)
-        else:
-            explainer.select(model, view, k, masker, rng)
+
+    def run(chunk: list[tuple[int, QueryView]]) -> None:
+        with threads_here(1) if threads > 1 else nullcontext():
+            for qi, view in chunk:
+                rng = np.random.default_rng([7, qi])
+                if attribution:
+                    explainer.attribute(model, view, view.top_docs(5), masker, rng)
+                else:
+                    explainer.select(model, view, k, masker, rng)
+
+    pairs = list(zip(queries, views, strict=True))
+    parallel_map(run, [pairs[start::threads] for start in range(threads)])
 
 
 def main() -> None:
@@ -112,6 +123,9 @@ def main() -> None:
                         help="LIRME/EXS draw samples per document (lime.shared_samples: false)")
     parser.add_argument("--per-query-calls", action="store_true",
                         help="LIRME/EXS one `attribute` call (and one model call) per query, not `attribute_many`")
+    parser.add_argument("--sequential", action="store_true",
+                        help="per-query methods on the calling thread, LightGBM on all cores per call (before "
+                             "2026-11-23); default: on the executor's thread count, one LightGBM thread each")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed runs per method, each paired with LightGBM alone on its rows (default 3)")
     args = parser.parse_args()
@@ -134,6 +148,7 @@ def main() -> None:
     runs += [(LABELS[m], m, False) for m in options.methods if m[:-1] not in ATTRIBUTION_BASES]
     if args.only:
         runs = [run for run in runs if run[1] in args.only]
+    threads = 1 if args.sequential else workers()
     for label, key, attribution in runs:
         explainer = explainers[key]
         many = attribution and hasattr(explainer, "attribute_many") and not args.per_query_calls
@@ -141,20 +156,20 @@ def main() -> None:
         # Untimed first run, recorded: it also loads the compiled kernels and builds the background's sampler.
         with Recorder(model) as recorder:
             before = model.rows_evaluated
-            run_method(explainer, model, masker, queries, views, args.k, many, attribution)
+            run_method(explainer, model, masker, queries, views, args.k, many, attribution, threads)
             rows = model.rows_evaluated - before
         own = recorder.rows()
         recorder.calls.clear()
         if own.shape[0] != rows:  # TreeSHAP: LightGBM's own pred_contrib, no rows scored through predict
             start = time.perf_counter()
-            run_method(explainer, model, masker, queries, views, args.k, many, attribution)
+            run_method(explainer, model, masker, queries, views, args.k, many, attribution, threads)
             print(f"| {label} | {time.perf_counter() - start:.2f} | {rows:,} | — | — | — | — | (model-internal) | — |",
                   flush=True)
             continue
         seconds, alone = [], []
         for _ in range(args.repeats):  # each method run paired with the model alone, close in time: this VM drifts
             before, start = model.rows_evaluated, time.perf_counter()
-            run_method(explainer, model, masker, queries, views, args.k, many, attribution)
+            run_method(explainer, model, masker, queries, views, args.k, many, attribution, threads)
             seconds.append(time.perf_counter() - start)
             if model.rows_evaluated - before != rows:
                 raise RuntimeError(f"{label}: a timed run scored {model.rows_evaluated - before:,} rows, the "
