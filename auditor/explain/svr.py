@@ -396,7 +396,7 @@ def _newton_stage(rows, rows_t, r, c, v, fixed, mu, c_total, psi_c, scaled, in_z
 def _zone_factor(rows, c, mu, in_zone, scaled, factor):  # pragma: no cover - compiled
     """factor = Lᵀ, L the lower Cholesky factor of I + Σ_zone (c/μ)·x̃x̃ᵀ (the zone's √(c/μ)-scaled rows' Gram
     matrix as one BLAS call); False when it is not numerically positive definite. Kept transposed (upper, row
-    major) so that a rank-one update walks rows of it: contiguous, vectorised (`_rank_one_upper`)."""
+    major) so that a rank-one update walks rows of it, in contiguous memory (`_rank_one_upper`)."""
     m_rows, p = rows.shape
     m = 0
     for i in range(m_rows):
