@@ -160,6 +160,9 @@ def main() -> None:
             rows = model.rows_evaluated - before
         own = recorder.rows()
         recorder.calls.clear()
+        if rows == 0:  # RANDOM: no model rows, nothing to compare with
+            print(f"| {label} | — | 0 | — | — | — | — | — | — |", flush=True)
+            continue
         if own.shape[0] != rows:  # TreeSHAP: LightGBM's own pred_contrib, no rows scored through predict
             start = time.perf_counter()
             run_method(explainer, model, masker, queries, views, args.k, many, attribution, threads)
