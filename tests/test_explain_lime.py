@@ -615,7 +615,7 @@ def test_rank_one_updates_keep_the_hessian_factor():
     """Adding then removing rows through `_rank_one_upper` keeps UᵀU equal to the Hessian a fresh Cholesky factors
     (the Newton steps' factor after rows change zone, kept as U = Lᵀ), and a downdate that would break positive
     definiteness (removing a row never added) is refused so the caller refactors."""
-    from auditor.explain.svr import _cholesky, _rank_one_upper, _solve_factored, _solve_upper
+    from auditor.explain.svr import _cholesky, _rank_one_upper, _solve_upper
 
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((40, 12)) * 2.0
@@ -624,7 +624,7 @@ def test_rank_one_updates_keep_the_hessian_factor():
     assert _cholesky(H, L)
     U = L.T.copy()
     b = rng.standard_normal(12)
-    np.testing.assert_array_equal(_solve_upper(U, b), _solve_factored(L, b))  # the same operations, transposed
+    np.testing.assert_array_equal(_solve_upper(U, b), _solve_upper(L.T, b))  # the same operations on a view
     for i in range(30, 40):
         assert _rank_one_upper(U, rows[i].copy(), True)
     for i in range(0, 10):

@@ -176,7 +176,7 @@ def _cholesky_solve(A, b):  # pragma: no cover - compiled
     L = np.zeros((m, m))
     if not _cholesky(A, L):
         return np.zeros(m), False
-    return _solve_factored(L, b), True
+    return _solve_upper(L.T, b), True
 
 
 @njit(cache=True, nogil=True)
@@ -453,26 +453,9 @@ def _cholesky(A, L):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _solve_factored(L, b):  # pragma: no cover - compiled
-    """x with L·Lᵀ·x = b (forward, then backward substitution)."""
-    m = b.size
-    x = b.copy()
-    for i in range(m):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(m - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, m):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
-    return x
-
-
-@njit(cache=True, nogil=True)
 def _solve_upper(U, b):  # pragma: no cover - compiled
-    """`_solve_factored` for the factor kept transposed (U = Lᵀ): the same operations in the same order."""
+    """x with UᵀU·x = b for upper U (forward, then backward substitution). A lower factor L is passed as its
+    transposed view, `_solve_upper(L.T, b)`: the same operations in the same order either way."""
     m = b.size
     x = b.copy()
     for i in range(m):
