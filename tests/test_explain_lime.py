@@ -640,20 +640,48 @@ def test_rank_one_updates_keep_the_hessian_factor():
 
 
 def test_line_search_slope_is_the_derivative_of_the_smoothed_objective():
-    """`_slope` (clamped ψ, four partial sums) is the derivative along d of ½‖v‖² + Σ c·h_μ(r): central
-    differences of `_huber` agree, on every piece of ψ (rows inside and beyond ±μ)."""
+    """`_slope` (clamped ψ, four partial sums) is the derivative along d of ½‖v‖² + Σ c·h_μ(r), and its curvature
+    the derivative of that: central differences of `_huber` and of the slope agree, on every piece of ψ (rows
+    inside and beyond ±μ)."""
     from auditor.explain.svr import _huber, _slope
 
     rng = np.random.default_rng(5)
     n, p, mu = 203, 6, 0.3  # n not a multiple of 4: the remainder loop counts too
     r, q, c = rng.standard_normal(n), rng.standard_normal(n), rng.uniform(0.1, 2.0, n)
     v, d = rng.standard_normal(p), rng.standard_normal(p)
+    vd, dd = float(v @ d), float(d @ d)
     assert 0 < np.sum(np.abs(r) <= mu) < n
     for t in (0.0, 0.37, 1.0, 2.5):
         h = 1e-6
         numeric = (_huber(r - (t + h) * q, c, v + (t + h) * d, mu)
                    - _huber(r - (t - h) * q, c, v + (t - h) * d, mu)) / (2 * h)
-        assert abs(_slope(r, q, c, v, d, mu, t) - numeric) <= 1e-5 * (1 + abs(numeric))
+        slope, curvature = _slope(r, q, c, vd, dd, mu, t)
+        assert abs(slope - numeric) <= 1e-5 * (1 + abs(numeric))
+        h = 1e-7  # the slope is piecewise linear: a small step stays on one piece (no row sits this close to ±μ)
+        assert np.all(np.abs(np.abs(r - t * q) - mu) > 2 * h * np.abs(q))
+        numeric = (_slope(r, q, c, vd, dd, mu, t + h)[0] - _slope(r, q, c, vd, dd, mu, t - h)[0]) / (2 * h)
+        assert abs(curvature - numeric) <= 1e-6 * (1 + abs(numeric))
+
+
+def test_line_search_finds_the_minimum_along_the_direction():
+    """`_line_search` (Newton on the piecewise linear slope, bracketed) returns the minimiser of the smoothed
+    objective along d: a dense grid around it finds nothing lower, and the slope vanishes there."""
+    from auditor.explain.svr import _huber, _line_search, _slope
+
+    rng = np.random.default_rng(11)
+    n, p, mu = 401, 5, 0.2
+    for trial in range(5):
+        r, q, c = rng.standard_normal(n), rng.standard_normal(n), rng.uniform(0.1, 2.0, n)
+        v, d = rng.standard_normal(p), rng.standard_normal(p)
+        s_zero = _slope(r, q, c, float(v @ d), float(d @ d), mu, 0.0)[0]
+        if s_zero >= 0:
+            d, q, s_zero = -d, -q, -s_zero  # a descent direction
+        t = _line_search(r, q, c, v, d, mu, s_zero)
+        assert t > 0
+        assert abs(_slope(r, q, c, float(v @ d), float(d @ d), mu, t)[0]) <= 1e-8 * abs(s_zero)
+        best = _huber(r - t * q, c, v + t * d, mu)
+        grid = np.linspace(0.0, 3.0 * t, 301)
+        assert min(_huber(r - u * q, c, v + u * d, mu) for u in grid) >= best - 1e-9 * abs(best), trial
 
 
 def test_exact_l2_svr_is_the_liblinear_optimum():
