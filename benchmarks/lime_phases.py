@@ -1,0 +1,100 @@
+"""Where LIRME's and EXS's time goes on MQ2008 Fold1 test: CPU seconds per phase, everything on ONE thread.
+
+    .venv/bin/python benchmarks/lime_phases.py [exs|lirme] [--per-document-draws] [--repeats 3]
+
+`benchmarks/explainers.py` gives the overhead ratio (wall time ÷ LightGBM alone on the same rows); this script says
+what the part beyond the model is made of: every phase of `attribute_many` (drawing the rows, the model call,
+standardising, kernel weights, labels, the surrogate fits) is timed by a wrapper around its function, with BLAS,
+OpenMP (LightGBM) and the block workers limited to one thread, so the phases add up to the total and each is CPU
+time. The last of `--repeats` runs is printed (the first also loads the compiled kernels and builds the sampler).
+Needs ../shared/data (or $AUDITOR_DATA); trains examples/mq2008/model.txt if missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import auditor.explain.exs as exs  # noqa: E402
+import auditor.explain.lirme as lirme  # noqa: E402
+import auditor.explain.perturb as perturb  # noqa: E402
+from auditor.checks.validity import has_order  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions, explainers_for  # noqa: E402
+from auditor.explain.base import QueryView  # noqa: E402
+from benchmarks.reproduce_valid_explanations import context  # noqa: E402
+
+# (module, function, phase): the functions `attribute_many` calls by their module-level name.
+PHASES = [
+    (perturb, "draw_rows", "drawing the rows (sampler)"),
+    (perturb, "split_scored", "standardising"),
+    (perturb, "standardised_kernel", "kernel weights"),
+    (exs, "exs_labels", "EXS labels"),
+    (exs, "l2_svr", "EXS: L2 start"),
+    (exs, "l1_svr", "EXS: exact L1 fit"),
+    (lirme, "weighted_ridge", "LIRME: ridge fit"),
+]
+
+
+def timed(seconds: collections.Counter, phase: str, function):
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[phase] += time.perf_counter() - start
+
+    return wrapper
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("method", choices=["exs", "lirme"])
+    parser.add_argument("--per-document-draws", action="store_true",
+                        help="draw samples per document (lime.shared_samples: false), the paper's configuration")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    seconds: collections.Counter = collections.Counter()
+    for module, name, phase in PHASES:
+        setattr(module, name, timed(seconds, phase, getattr(module, name)))
+    perturb.workers = lambda: 1  # one block at a time, on this thread
+
+    ctx, _ = context(None, 7)
+    data, model, masker = ctx.data, ctx.model, ctx.masker()
+    model.predict = timed(seconds, "the model (LightGBM)", model.predict)
+    options = LocalExplanationsOptions(k=5, lime={"shared_samples": not args.per_document_draws})
+    explainer = explainers_for(options)[args.method]
+    scores = ctx.scores()
+    queries = [i for i in range(data.n_queries) if has_order(scores[data.query_slice(i)])]
+    views = [QueryView(X=data.X[data.query_slice(i)], scores=scores[data.query_slice(i)],
+                       query_id=data.query_ids[i], background=ctx.reference().X) for i in queries]
+    for _ in range(args.repeats):
+        seconds.clear()
+        start = time.perf_counter()
+        with threadpool_limits(1):  # BLAS and LightGBM's OpenMP
+            explainer.attribute_many(model, views, [view.top_docs(5) for view in views], masker,
+                                     [np.random.default_rng([7, qi]) for qi in queries])
+        total = time.perf_counter() - start
+    draws = "per-document draws" if args.per_document_draws else "shared draws"
+    print(f"{args.method.upper()}, top 5 documents of {len(views)} queries, {draws}, one thread: {total:.3f} s\n")
+    print("| phase | CPU seconds | share |")
+    print("| --- | ---: | ---: |")
+    for phase, value in seconds.most_common():
+        print(f"| {phase} | {value:.3f} | {value / total:.0%} |")
+    rest = total - sum(seconds.values())
+    print(f"| the rest (loops, blocks, bookkeeping) | {rest:.3f} | {rest / total:.0%} |")
+    model_seconds = seconds["the model (LightGBM)"]
+    print(f"\nTotal ÷ model: {total / model_seconds:.2f}")
+
+
+if __name__ == "__main__":
+    main()
