@@ -146,10 +146,10 @@ def _line_search(r, q, c, v, d, mu, s_zero):  # pragma: no cover - compiled
     increasing, piecewise linear derivative, whose value at 0 is `s_zero` (= g·d < 0, known from the gradient).
 
     Newton on the derivative: each evaluation also gives its slope there (`_slope`'s curvature), and the root of
-    that linear piece is the exact answer whenever the root lies on the same piece, so it usually takes one
-    evaluation (t = 1, the Newton step, when no row crosses ±μ) or two or three (~8.6 with the false position
-    this replaced). A candidate outside the bracket of evaluated points is replaced by false position (Illinois),
-    which cannot leave it."""
+    that linear piece is the exact answer whenever the root lies on the same piece (t = 1, the Newton step, when
+    no row crosses ±μ). On the captured MQ2008 fits: 5.5 evaluations a search (3.3 in the first stage, up to 7.8
+    late, where short steps cross many pieces), against 8.6 with the false position this replaced. A candidate
+    outside the bracket of evaluated points is replaced by false position (Illinois), which cannot leave it."""
     vd = np.dot(v, d)
     dd = np.dot(d, d)
     enough = 1e-9 * abs(s_zero)
