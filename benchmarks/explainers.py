@@ -36,16 +36,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import auditor.evidence.local_explanations as local_explanations  # noqa: E402
 from auditor.checks.validity import has_order  # noqa: E402
-from auditor.evidence.local_explanations import ATTRIBUTION_BASES, LABELS, LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.local_explanations import (  # noqa: E402
+    ATTRIBUTION_BASES,
+    LABELS,
+    LocalExplanationsOptions,
+    explainers_for,
+)
 from auditor.executor import threads_here  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.perturb import parallel_map, workers  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
-
-# `_explainers` is being renamed `explainers_for` in the working tree: run on both sides of that change.
-make_explainers = getattr(local_explanations, "explainers_for", None) or local_explanations._explainers
 
 
 def model_seconds(model, block: np.ndarray, repeats: int = 3) -> float:
@@ -135,7 +136,7 @@ def main() -> None:
     ctx, _ = context(None, 7)
     data, model, masker = ctx.data, ctx.model, ctx.masker()
     options = LocalExplanationsOptions(k=args.k, lime={"shared_samples": not args.per_document_draws})
-    explainers = make_explainers(options)
+    explainers = explainers_for(options)
     scores = ctx.scores()
     queries = [i for i in range(data.n_queries) if has_order(scores[data.query_slice(i)])][: args.queries]
     views = [QueryView(X=data.X[data.query_slice(i)], scores=scores[data.query_slice(i)], query_id=data.query_ids[i],

@@ -639,11 +639,18 @@ def test_rank_one_updates_keep_the_hessian_factor():
     assert not _rank_one_upper(U, 100.0 * rows[0], False)
 
 
+def _huber(r: np.ndarray, c: np.ndarray, v: np.ndarray, mu: float) -> float:
+    """The smoothed objective ½‖v‖² + Σ c·h_μ(r) (h_μ = r²/2μ inside ±μ, |r| − μ/2 beyond), the reference the
+    compiled line search is checked against."""
+    a = np.abs(r)
+    return float(0.5 * v @ v + np.sum(c * np.where(a <= mu, a * a / (2.0 * mu), a - 0.5 * mu)))
+
+
 def test_line_search_slope_is_the_derivative_of_the_smoothed_objective():
     """`_slope` (clamped ψ, four partial sums) is the derivative along d of ½‖v‖² + Σ c·h_μ(r), and its curvature
-    the derivative of that: central differences of `_huber` and of the slope agree, on every piece of ψ (rows
+    the derivative of that: central differences of the objective and of the slope agree, on every piece of ψ (rows
     inside and beyond ±μ)."""
-    from auditor.explain.svr import _huber, _slope
+    from auditor.explain.svr import _slope
 
     rng = np.random.default_rng(5)
     n, p, mu = 203, 6, 0.3  # n not a multiple of 4: the remainder loop counts too
@@ -666,7 +673,7 @@ def test_line_search_slope_is_the_derivative_of_the_smoothed_objective():
 def test_line_search_finds_the_minimum_along_the_direction():
     """`_line_search` (Newton on the piecewise linear slope, bracketed) returns the minimiser of the smoothed
     objective along d: a dense grid around it finds nothing lower, and the slope vanishes there."""
-    from auditor.explain.svr import _huber, _line_search, _slope
+    from auditor.explain.svr import _line_search, _slope
 
     rng = np.random.default_rng(11)
     n, p, mu = 401, 5, 0.2

@@ -180,18 +180,6 @@ def _line_search(r, q, c, v, d, mu, s_zero):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _huber(r, c, v, mu):  # pragma: no cover - compiled
-    total = 0.5 * np.dot(v, v)
-    for i in range(r.size):
-        a = abs(r[i])
-        if a <= mu:
-            total += c[i] * a * a / (2.0 * mu)
-        else:
-            total += c[i] * (a - 0.5 * mu)
-    return total
-
-
-@njit(cache=True, nogil=True)
 def _cholesky_solve(A, b):  # pragma: no cover - compiled
     """Solve A x = b for symmetric A by Cholesky; ok = False when A is not numerically positive definite."""
     m = b.size
