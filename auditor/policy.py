@@ -19,7 +19,9 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from auditor.errors import InputError
-from auditor.spec import StrictModel, Waiver, parse_yaml, validate_yaml
+from auditor.files import MAX_YAML_BYTES, read_bytes
+from auditor.spec import StrictModel, Waiver, validate_yaml
+from auditor.yaml_io import parse_yaml
 
 Severity = Literal["critical", "major", "minor", "info"]
 Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "SKIPPED"]
@@ -225,7 +227,7 @@ def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None, where:
     with the packs it `extends` loaded too (a cycle is bad input)."""
     looks_like_path = "/" in ref or ref.endswith((".yaml", ".yml"))
     path = (base_dir / ref) if looks_like_path else bundled_policies_dir() / f"{ref}.yaml"
-    if not path.is_file():
+    if not path.exists():
         if looks_like_path:
             raise InputError(f"no policy file '{ref}'", file=spec_file, where=where,
                              fix=f"check the path (relative to {'the spec' if where == 'policies' else 'this file'}"
@@ -239,7 +241,7 @@ def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None, where:
         cycle = " -> ".join(p.stem for p in (*_chain, resolved))
         raise InputError(f"packs extend each other in a cycle ({cycle})", file=spec_file, where=where,
                          fix="remove one of the `extends` entries")
-    text = path.read_bytes()
+    text = read_bytes(path, limit=MAX_YAML_BYTES, what="policy pack")
     raw, marks = parse_yaml(text.decode("utf-8", errors="replace"), path)
     pack = validate_yaml(PolicyPack, raw, marks, path)
     parents = []

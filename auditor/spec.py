@@ -9,13 +9,13 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    Strict,
     Tag,
     ValidationError,
     ValidationInfo,
@@ -25,14 +25,17 @@ from pydantic import (
 
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
+from auditor.files import MAX_YAML_BYTES, kind_of, read_bytes
+from auditor.yaml_io import KEY_MARK, parse_yaml
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
-    """Unknown keys are errors (with a nearest-key suggestion); values are frozen once validated."""
+    """Unknown keys are errors (with a nearest-key suggestion); values are frozen once validated; types are strict
+    (`seed: "7"` is text, not a number), except paths and dates, which YAML can only write as text."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", "any"]) -> Path:
@@ -47,6 +50,8 @@ def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", 
                          "check the path (relative paths start from the spec's folder)")
     if want == "file" and path.is_dir():
         raise ValueError(f"{path} is a folder, but a file is expected here; give the path of the file inside it")
+    if want == "file" and not path.is_file():  # a FIFO or a device would block or never end
+        raise ValueError(f"{path} is {kind_of(path.stat().st_mode)}, not a regular file; give the path of a file")
     return path
 
 
@@ -65,9 +70,9 @@ def _folder(value: Path, info: ValidationInfo) -> Path:
     return path
 
 
-InputFile = Annotated[Path, AfterValidator(_file)]
-InputFolder = Annotated[Path, AfterValidator(_folder)]
-OutputPath = Annotated[Path, AfterValidator(_any_path)]
+InputFile = Annotated[Path, Strict(False), AfterValidator(_file)]
+InputFolder = Annotated[Path, Strict(False), AfterValidator(_folder)]
+OutputPath = Annotated[Path, Strict(False), AfterValidator(_any_path)]
 
 
 class AuditMeta(StrictModel):
@@ -167,7 +172,7 @@ class Waiver(StrictModel):
     rule: str = Field(min_length=1, description="Rule id, e.g. BASE-1.")
     justification: str = Field(min_length=1)
     approver: str = Field(min_length=1)
-    expires: dt.date = Field(description="Last day the waiver applies (YYYY-MM-DD).")
+    expires: dt.date = Field(strict=False, description="Last day the waiver applies (YYYY-MM-DD).")
 
 
 class OutputSpec(StrictModel):
@@ -200,7 +205,8 @@ def _evidence_union() -> Any:
     """One tagged union member per registered evidence kind: `- name: {options}`."""
     members = []
     for name, plugin in REGISTRY.items():
-        item = create_model(f"{plugin.options.__name__}Item", __config__=ConfigDict(extra="forbid", frozen=True),
+        item = create_model(f"{plugin.options.__name__}Item",
+                            __config__=ConfigDict(extra="forbid", frozen=True, strict=True),
                             **{name: (plugin.options, ...)})
         members.append(Annotated[item, Tag(name)])
 
@@ -272,7 +278,7 @@ def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
     if path.is_dir():
         raise InputError("this is a folder, not a spec file", file=path, fix="give the path of the YAML file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes(path, limit=MAX_YAML_BYTES, what="spec file").decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("the spec is not UTF-8 text", file=path, fix="save it as UTF-8 YAML") from None
     raw, marks = parse_yaml(text, path)
@@ -290,55 +296,6 @@ def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]],
         return model.model_validate(raw, context=context)
     except ValidationError as exc:
         raise _spec_error(exc, path, marks, model) from None
-
-
-KEY_MARK = "\0key"
-
-
-def parse_yaml(text: str, path: Path) -> tuple[Any, dict[tuple, tuple[int, int]]]:
-    """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
-    try:
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{mark.line + 1}:{mark.column + 1}" if mark else None
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
-        if "python/" in problem or "could not determine a constructor" in problem:
-            tag = problem.split("'")[1] if "'" in problem else "a Python tag"
-            raise InputError(f"YAML tag {tag} is not allowed (specs are plain data)", file=path, where=where,
-                             fix="remove the tag") from None
-        raise InputError(f"invalid YAML: {problem}", file=path, where=where,
-                         fix="check indentation, colons and quotes on that line") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {str(exc).splitlines()[0]}", file=path, fix="check the YAML syntax") from None
-    marks: dict[tuple, tuple[int, int]] = {}
-    if node is not None:
-        _collect_marks(node, (), marks, path)
-    return data, marks
-
-
-def _collect_marks(node: yaml.Node, loc: tuple, marks: dict[tuple, tuple[int, int]], path: Path) -> None:
-    """Positions of every value under its loc, and of every key under (*loc, KEY_MARK)."""
-    marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if key in seen:
-                raise InputError(f"key '{key}' appears twice", file=path,
-                                 where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
-                                 fix="keep one of them")
-            seen.add(key)
-            marks[(*loc, key, KEY_MARK)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            _collect_marks(value_node, (*loc, key), marks, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _collect_marks(item, (*loc, index), marks, path)
 
 
 def _spec_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, int]],

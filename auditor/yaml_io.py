@@ -1,0 +1,118 @@
+"""YAML as plain data for every file the tool reads as YAML (specs, policy packs): safe tags only, duplicate keys
+refused, positions kept for error messages, and bounded — no alias bomb, no nesting deep enough to exhaust the
+stack. Loads no ML library, so `auditor.spec` and `auditor.policy` stay quick to import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from auditor.errors import InputError
+
+KEY_MARK = "\0key"
+MAX_NODES = 100_000  # values after expanding aliases; a real spec or pack has a few hundred
+MAX_DEPTH = 64  # nesting of mappings and lists; a real spec is under 10 deep
+
+Marks = dict[tuple, tuple[int, int]]
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Any, Marks]:
+    """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_size(node, path)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{mark.line + 1}:{mark.column + 1}" if mark else None
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        if "python/" in problem or "could not determine a constructor" in problem:
+            tag = problem.split("'")[1] if "'" in problem else "a Python tag"
+            raise InputError(f"YAML tag {tag} is not allowed (specs are plain data)", file=path, where=where,
+                             fix="remove the tag") from None
+        raise InputError(f"invalid YAML: {problem}", file=path, where=where,
+                         fix="check indentation, colons and quotes on that line") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {str(exc).splitlines()[0]}", file=path, fix="check the YAML syntax") from None
+    except RecursionError:
+        raise InputError(f"the YAML is nested too deeply (more than {MAX_DEPTH} levels)", file=path,
+                         fix="flatten it: a spec or policy pack is a few levels deep") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date like 2027-02-30
+        raise InputError(f"invalid YAML value ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
+                         file=path, fix="check dates and numbers") from None
+    marks: Marks = {}
+    if node is not None:
+        _collect_marks(node, (), marks, path)
+    return data, marks
+
+
+def _check_size(root: yaml.Node, path: Path) -> None:
+    """Refuse a document that expands to more than MAX_NODES values, nests deeper than MAX_DEPTH or refers to
+    itself. Aliases point at the same node, so sizes are counted once per node (memoised), iteratively."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            children = _children(node)
+            size[key] = 1 + sum(size[id(child)] for child in children)
+            if size[key] > MAX_NODES:
+                _refuse(node, path, f"the YAML expands to more than {MAX_NODES:,} values (aliases included)",
+                        "write the values out; `&anchor` / `*alias` may not multiply a document")
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            _refuse(node, path, "a YAML alias refers to a value that contains it", "remove the recursive `*alias`")
+        if depth > MAX_DEPTH:
+            _refuse(node, path, f"the YAML is nested more than {MAX_DEPTH} levels deep",
+                    "flatten it: a spec or policy pack is a few levels deep")
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node) if id(child) not in size)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _refuse(node: yaml.Node, path: Path, problem: str, fix: str) -> None:
+    raise InputError(problem, file=path, where=f"{node.start_mark.line + 1}:{node.start_mark.column + 1}", fix=fix)
+
+
+def _collect_marks(node: yaml.Node, loc: tuple, marks: Marks, path: Path) -> None:
+    """Positions of every value under its loc, and of every key under (*loc, KEY_MARK)."""
+    marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if not isinstance(key, str):
+                raise InputError("a key must be plain text, not a list or mapping", file=path,
+                                 where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
+                                 fix="write the key as a word")
+            if key in seen:
+                raise InputError(f"key '{key}' appears twice", file=path,
+                                 where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
+                                 fix="keep one of them")
+            seen.add(key)
+            marks[(*loc, key, KEY_MARK)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            _collect_marks(value_node, (*loc, key), marks, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_marks(item, (*loc, index), marks, path)
