@@ -171,6 +171,6 @@ def text_table(diff: dict[str, Any]) -> str:
 
 def render_html(diff: dict[str, Any]) -> str:
     """The comparison as a self-contained HTML page (autoescaped, the report's stylesheet)."""
-    from auditor.report.render import environment
+    from auditor.report.render import render_template, with_policy
 
-    return environment().get_template("diff.html.j2").render(diff=diff)
+    return with_policy(render_template("diff.html.j2", {"diff": diff}, None))

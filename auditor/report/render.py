@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
+from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
+from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 
 STATUS_ORDER = ["FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"]
 SEVERITY_ORDER = ["critical", "major", "minor", "info"]
@@ -22,9 +26,10 @@ def templates_dir() -> Path:
     raise RuntimeError("the report templates are missing from this installation")
 
 
-def environment(extra_dir: Path | None = None) -> jinja2.Environment:
+def environment(extra_dir: Path | None = None) -> ReportSandbox:
+    """Every template, ours and an organisation's, renders in the sandbox (auditor/report/sandbox.py)."""
     folders = [str(extra_dir)] if extra_dir else []
-    env = jinja2.Environment(
+    env = ReportSandbox(
         loader=jinja2.FileSystemLoader([*folders, str(templates_dir())]),
         autoescape=True,  # feature names, doc ids and query ids come from untrusted files
         undefined=jinja2.StrictUndefined,
@@ -48,11 +53,43 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
         {"name": name, "title": REGISTRY[name].title, "result": result}
         for name, result in results.items() if name in REGISTRY
     ]
-    return environment(templates).get_template("report.html.j2").render(
-        doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
-        spec_text=spec_text, limitations=_limitations(document, results), signer=signer,
-        timings=timings,
-    )
+    context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
+                   spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings)
+    return with_policy(render_template("report.html.j2", context, templates))
+
+
+def render_template(name: str, context: dict[str, Any], templates: Path | None) -> str:
+    """Render in the sandbox; a fault of an organisation's template is bad input naming its file and line."""
+    try:
+        env = environment(templates)
+        return env.render_bounded(env.get_template(name), context)
+    except Exception as exc:
+        error = template_error(exc, [templates] if templates is not None else [])
+        if error is None:
+            raise
+        raise error from None
+
+
+# No script runs and nothing is fetched when the report is opened, whatever a template wrote: the first element
+# of the document (before any template markup) is this policy. Styles and SVG are inline; images are data: URLs.
+CONTENT_POLICY = ('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+                  "style-src 'unsafe-inline'; img-src data:; font-src data:; form-action 'none'; "
+                  "base-uri 'none'\">")
+
+
+def with_policy(html: str) -> str:
+    """The HTML with CONTENT_POLICY as the first element of <head>, ahead of anything a template wrote there; when
+    a template put markup before <head>, the policy goes first (browsers then open the head for it)."""
+    opening = _OPENING.match(html)
+    if opening is not None:
+        return html[:opening.end()] + "\n" + CONTENT_POLICY + html[opening.end():]
+    doctype = _DOCTYPE.match(html)
+    cut = doctype.end() if doctype is not None else 0
+    return html[:cut] + CONTENT_POLICY + html[cut:]
+
+
+_DOCTYPE = re.compile(r"\s*<!DOCTYPE html>", re.IGNORECASE)
+_OPENING = re.compile(r"\s*(?:<!DOCTYPE html>\s*)?(?:<html\b[^<>]*>\s*)?<head\b[^<>]*>", re.IGNORECASE)
 
 
 def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -> list[str]:
@@ -98,13 +135,28 @@ def _num(value: Any, digits: int = 4) -> str:
 
 def check_templates(folder: Path) -> None:
     """Compile every template of an organisation's folder, so a broken one is bad input before any work."""
-    from auditor.errors import InputError
-
     env = environment(folder)
-    for path in sorted(folder.rglob("*.j2")):
+    root = folder.resolve()
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            raise InputError("a link to a file outside the templates folder", file=path,
+                             fix="copy the file into the folder instead of linking to it")
+        if not path.is_dir() and not path.is_file():
+            raise InputError(f"this is {kind_of(path.stat().st_mode)}, not a regular file", file=path,
+                             fix="remove it from the templates folder")
+    for path in sorted([*folder.rglob("*.j2"), *folder.glob("custom.css")]):
         name = path.relative_to(folder).as_posix()
         try:
+            source = read_bytes(path, limit=MAX_SMALL_BYTES, what="template").decode("utf-8")
+            unsafe = unsafe_names(env, source)
             env.get_template(name)
+        except UnicodeDecodeError:
+            raise InputError("the template is not UTF-8 text", file=path, fix="save it as UTF-8") from None
         except jinja2.TemplateSyntaxError as exc:
             raise InputError(f"template error: {exc.message}", file=path, where=str(exc.lineno),
                              fix="fix the template, or remove it to use the default") from None
+        if unsafe:
+            line, attribute = unsafe[0]
+            raise InputError(f"the template reads '{attribute}', a Python internal that report templates may not "
+                             "use", file=path, where=str(line),
+                             fix="remove it: templates may read the report's data only (docs/security.md)")
