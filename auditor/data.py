@@ -146,6 +146,8 @@ def load_ranking_data(
     X = _apply_nan_policy(X, path, nan_policy, notes, names, place)
     if y is not None:
         _check_labels(y, path, max_label, place)
+    if doc_ids is not None:
+        _check_unique_documents(qids, doc_ids, path, place)
     X, y, qids, doc_ids, ptr, query_ids = _group_by_query(X, y, qids, doc_ids, notes)
     data = RankingData(X=X, y=y, query_ptr=ptr, query_ids=query_ids, doc_ids=doc_ids, feature_names=names,
                        source=str(path), notes=notes, sample=sample)
@@ -193,6 +195,10 @@ def _read_parquet_sample(path: Path, query_column: str, label_column: str | None
     if keys is None:
         _need_column(query_column, columns, "query_column", path)
     qids = keys.column(query_column).cast(pa.string()).to_numpy(zero_copy_only=False)
+    missing = pd.isna(qids) | (qids == "nan")  # null, or a float NaN written as a query id
+    if missing.any():
+        raise InputError(f"the query id in column '{query_column}' is missing", file=path,
+                         where=f"row {int(np.argmax(missing)) + 1}", fix="give every row a query id")
     if len(qids) == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     codes, first_seen = _codes_by_first_appearance(qids)
@@ -455,7 +461,17 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
                              where=str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}",
                              fix="labels must be non-negative integer grades")
         y = labels.to_numpy(dtype=np.float64)
-    qids = frame[query_column].astype(str).to_numpy()
+    for column, key in ((query_column, "query_column"), (doc_id_column, "doc_id_column")):
+        missing = frame[column].isna().to_numpy().copy() if column is not None else None
+        if missing is not None and pd.api.types.is_float_dtype(frame[column]):
+            missing |= np.isinf(frame[column].to_numpy(dtype=np.float64))  # "inf" is no id either
+        if missing is not None and missing.any():
+            row = int(np.argmax(missing))
+            raise InputError(f"the {'query' if key == 'query_column' else 'document'} id in column '{column}' is "
+                             "missing", file=path,
+                             where=str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}",
+                             fix=f"give every row a {'query' if key == 'query_column' else 'document'} id")
+    qids = frame[query_column].astype(str).to_numpy(dtype=object)
     doc_ids = frame[doc_id_column].astype(str).tolist() if doc_id_column else None
     return X, y, qids, doc_ids, list(feature_columns)
 
@@ -494,6 +510,21 @@ def _check_labels(y: np.ndarray, path: Path, max_label: int, place) -> None:
         raise InputError(f"label {y[row]:g} is out of range", file=path, where=place(row),
                          fix=f"labels must be integer grades from 0 to {max_label} (raise `dataset.max_label` "
                              "if higher grades are intended)")
+
+
+def _check_unique_documents(qids: np.ndarray, doc_ids: list[str], path: Path, place) -> None:
+    """A document listed twice in one query counts twice in every measure of that query: refuse it."""
+    frame = pd.DataFrame({"q": np.asarray(qids).astype(str), "d": doc_ids})
+    repeated = frame.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return
+    first = int(np.argmax(repeated))
+    query, doc = frame.iloc[first]
+    rows = np.flatnonzero(repeated & (frame["q"].to_numpy() == query) & (frame["d"].to_numpy() == doc))
+    raise InputError(f"document '{doc[:40]}' of query '{query[:40]}' is listed {len(rows)} times (first at "
+                     f"{place(int(rows[0]))}, again at {place(int(rows[1]))}; {int(frame.duplicated().sum())} "
+                     "repeated (query, document) pair(s) in all)", file=path, where=place(first),
+                     fix="keep each (query, document) pair once")
 
 
 def _feature_names(given: list[str] | None, from_file: list[str] | None, from_model: list[str] | None,

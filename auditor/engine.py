@@ -14,6 +14,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -77,6 +78,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
     seed = spec.seed if seed is None else seed
     data = _load_data(spec.dataset, model, seed, "dataset")
+    _check_rankable(data, spec.dataset.path)
     background = _load_data(spec.background, model, seed, "background") if spec.background is not None else None
     for index, (name, options) in enumerate(spec.evidence_items()):  # options that name features of the data
         if REGISTRY[name].check is not None:
@@ -102,6 +104,17 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
                          background=background, signing=signing, baseline=baseline)
 
 
+def _check_rankable(data: RankingData, path: Path) -> None:
+    """A query with one document has no ranking: with fewer than two queries of two or more documents every
+    measure would be trivially perfect (nDCG 1.0) or undefined."""
+    rankable = int(np.sum(data.query_sizes() >= 2))
+    if rankable < 2:
+        raise InputError(f"only {rankable} of the {data.n_queries} queries have two or more documents: there is "
+                         "no ranking to audit", file=path,
+                         fix="check `dataset.query_column` (or the `qid:` fields): each query needs the documents "
+                             "it ranks")
+
+
 def _load_data(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingData:
     names = read_feature_names(ds.feature_names) if ds.feature_names else None
     return load_ranking_data(
@@ -114,13 +127,19 @@ def _load_data(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingD
 
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
               progress: Progress | None = None, today: dt.date | None = None,
-              executor: ExecutorSpec | None = None) -> AuditRun:
+              executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None) -> AuditRun:
     """Run the audit a spec describes and write its run folder. Returns where it went and the verdicts.
-    `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler)."""
+    `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler); `notify` receives
+    one-line notes for the person running it (e.g. stale temporary folders removed)."""
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress, seed=seed)
     spec = prepared.spec
+    out_dir = out if out is not None else spec.output.dir
+    check_output_folder(out_dir)  # before any evidence runs
+    for folder in remove_stale_temporaries(out_dir):
+        (notify or (lambda _: None))(f"removed {folder}, the temporary folder of a run that was stopped more than a "
+                                     "day ago")
     seed = spec.seed if seed is None else seed
     today = today or started.date()
     chosen = executor if executor is not None else spec.executor
@@ -153,7 +172,6 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
 
         document["since_last_review"] = compare(prepared.baseline, document, old_name=spec.baseline.name,
                                                 new_name="this run", file=prepared.spec_path)
-    out_dir = out if out is not None else spec.output.dir
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results)
 
@@ -274,17 +292,16 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
 
 def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results: dict[str, EvidenceResult],
               prepared: PreparedAudit, started: dt.datetime) -> Path:
-    """Write into a hidden temporary folder, then rename it into place: a run folder is complete or absent."""
+    """Write into a hidden temporary folder, then rename it into place: a run folder is complete or absent. Any
+    OS error on the way (disk full, no permission, read-only) is bad input naming the path, never a half run."""
     from auditor.report.render import render_html
 
+    check_output_folder(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=out_dir))
     except OSError as exc:
-        raise InputError(f"cannot create the output folder ({exc.strerror})", file=out_dir,
-                         fix="choose another `--out` folder") from None
-    if not out_dir.is_dir():
-        raise InputError("the output path exists and is not a folder", file=out_dir, fix="choose another `--out`")
-    tmp = Path(tempfile.mkdtemp(prefix=".run-", dir=out_dir))
+        raise _write_error(exc, out_dir) from None
     formats = set(spec.output.formats)
     try:
         (tmp / "evidence.json").write_text(dump_json(document), encoding="utf-8")
@@ -307,10 +324,77 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
             sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document))
         final = _free_name(out_dir, f"{_slug(spec.audit.title)}-{started.strftime('%Y%m%dT%H%M%SZ')}")
         os.rename(tmp, final)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_error(exc, out_dir) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+TEMP_PREFIX = ".run-"  # + pid + random: the folder a run is written into before it is renamed into place
+STALE_AFTER = dt.timedelta(days=1)
+
+
+def check_output_folder(out_dir: Path) -> None:
+    """Refuse an output folder that is not a folder, or that lies inside a run folder: a run nested in another
+    would add files to it after signing and break its verification."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError("the output path exists and is not a folder", file=out_dir, fix="choose another `--out`")
+    for folder in [out_dir.absolute(), *out_dir.absolute().parents]:
+        if (folder / "evidence.json").is_file() or (folder / "bundle.dsse.json").is_file():
+            raise InputError(f"the output folder is inside the run folder {folder}", file=out_dir,
+                             fix="choose an `--out` outside any run folder (runs are never nested)")
+
+
+def remove_stale_temporaries(out_dir: Path, *, now: dt.datetime | None = None) -> list[Path]:
+    """Temporary folders of runs that were killed: older than a day and their process gone. Returns what was
+    removed (the caller says so)."""
+    if not Path(out_dir).is_dir():
+        return []
+    now = now or dt.datetime.now(dt.UTC)
+    removed = []
+    for folder in sorted(Path(out_dir).glob(f"{TEMP_PREFIX}*")):
+        try:
+            age = now - dt.datetime.fromtimestamp(folder.lstat().st_mtime, dt.UTC)
+        except OSError:
+            continue
+        if not folder.is_dir() or folder.is_symlink() or age < STALE_AFTER or _pid_alive(folder.name):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
+def _pid_alive(name: str) -> bool:
+    """Whether the process that named a temporary folder `.run-<pid>-...` still runs (older names: unknown, no)."""
+    match = re.match(rf"{re.escape(TEMP_PREFIX)}(\d+)-", name)
+    if match is None:
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _write_error(exc: OSError, out_dir: Path) -> InputError:
+    """An OS error while writing the run, as one line with the path and what to do."""
+    import errno
+
+    path = exc.filename or out_dir
+    fixes = {errno.ENOSPC: "free disk space or choose another `--out` folder",
+             errno.EDQUOT: "free space in your quota or choose another `--out` folder",
+             errno.EACCES: "choose an `--out` folder you may write to",
+             errno.EPERM: "choose an `--out` folder you may write to",
+             errno.EROFS: "choose an `--out` folder on a writable file system"}
+    return InputError(f"cannot write the run ({exc.strerror or type(exc).__name__}); nothing was written",
+                      file=path, fix=fixes.get(exc.errno or 0, "choose another `--out` folder"))
 
 
 def reproducible_document(document: dict[str, Any]) -> dict[str, Any]:

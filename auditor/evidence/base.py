@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from auditor.data import RankingData
+from auditor.errors import InputError
 from auditor.models.base import CountingRanker
 
 T = TypeVar("T")
@@ -22,9 +23,9 @@ Status = Literal["ok", "error", "skipped"]
 
 
 class EvidenceOptions(BaseModel):
-    """Base of every evidence item's options: unknown keys are errors, values are frozen."""
+    """Base of every evidence item's options: unknown keys are errors, values are frozen, types are strict."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ class EvidenceResult:
         return out
 
 
-def _plain(value: float) -> float | None:
+def _plain(value: float | None) -> float | None:
+    if value is None:
+        return None
     value = float(value)
     return value if np.isfinite(value) else None
 
@@ -194,3 +197,25 @@ class EvidencePlugin:
     title: str
     description: str
     check: Callable[[Any, RankingData], None] | None = None  # bad options for this data: InputError(where=option)
+
+
+def check_explanation_size(k: int, n_features: int, *, where: str) -> None:
+    """An explanation of every feature is no explanation: masking nothing reproduces the ranking, so every explainer,
+    RANDOM included, would score validity 1.0. Refused before any work (InputError(where=option))."""
+    if k >= n_features:
+        raise InputError(f"an explanation of {k} of the data's {n_features} features leaves nothing out: every "
+                         "explainer (RANDOM too) would score a perfect 1.0", where=where,
+                         fix=f"set it below {n_features}; at most half the features ({max(n_features // 2, 1)}) "
+                             "tells explainers apart")
+
+
+def size_notes(sizes: list[int], n_features: int, *, what: str = "k") -> list[str]:
+    """Report notes for explanation sizes above half the features, where even RANDOM sets reproduce much of a
+    ranking and the comparison between explainers loses its power."""
+    large = [k for k in sizes if k > n_features / 2]
+    if not large:
+        return []
+    shown = ", ".join(str(k) for k in large)
+    return [f"{what} = {shown} is more than half of the {n_features} features: explanations that large keep most "
+            "features unmasked, so even RANDOM sets score high validity and the comparison between explainers says "
+            "little. Read these figures with the RANDOM row beside them."]

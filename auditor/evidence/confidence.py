@@ -20,7 +20,8 @@ from pydantic import Field, field_validator
 from auditor.checks.confidence import CRITERIA, flag_gap, score_margin, set_overlap, set_weights, verdict
 from auditor.checks.decision_path import ground_truth, top_k_auc
 from auditor.checks.validity import has_order, measure_sets
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.data import RankingData
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table, check_explanation_size
 from auditor.evidence.local_explanations import (
     ATTRIBUTION_BASES,
     LABELS,
@@ -83,6 +84,12 @@ class ConfidenceOptions(EvidenceOptions):
     @classmethod
     def _unique(cls, value: list[Any]) -> list[Any]:
         return list(dict.fromkeys(value))
+
+
+def check(options: ConfidenceOptions, data: RankingData) -> None:
+    """Sets and top-K lists that leave features out (a set of every feature is valid whatever the explainer)."""
+    check_explanation_size(options.k, data.n_features, where="k")
+    check_explanation_size(options.path_top_k, data.n_features, where="path_top_k")
 
 
 def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:

@@ -17,7 +17,8 @@ from pydantic import Field, field_validator
 
 from auditor.checks.decision_path import METRICS, NodeValues, auc_curve, ground_truth, similarity, spearman
 from auditor.checks.ranking import rank_order
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.data import RankingData
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table, check_explanation_size
 from auditor.evidence.local_explanations import ATTRIBUTION_BASES, KernelShapOptions, LimeOptions
 from auditor.explain.base import QueryView
 from auditor.report.plots import line_chart
@@ -68,6 +69,11 @@ HOW_TO_READ = (
     "most important features are exactly the path's top K; 0.5 = chance). Cells are mean ± standard deviation over "
     "documents. A low figure means the explanation points at features the model did not use for that document."
 )
+
+
+def check(options: DecisionPathOptions, data: RankingData) -> None:
+    """A top-K list of every feature holds every relevant one: its AUC says nothing."""
+    check_explanation_size(options.top_k, data.n_features, where="top_k")
 
 
 def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:

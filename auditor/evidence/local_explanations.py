@@ -14,7 +14,16 @@ from pydantic import Field, field_validator
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.validity import has_order, measure_sets
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.data import RankingData
+from auditor.evidence.base import (
+    AuditContext,
+    EvidenceOptions,
+    EvidenceResult,
+    Figure,
+    Table,
+    check_explanation_size,
+    size_notes,
+)
 from auditor.executor import split
 from auditor.explain.base import QueryView, set_from_attributions
 
@@ -108,9 +117,25 @@ class _Tally:
         self.seconds += other.seconds
 
 
+def check(options: LocalExplanationsOptions, data: RankingData) -> None:
+    """`k` and the sizes of the effect-of-k curve a user chose leave features out (the default curve is cut to the
+    data's width in `run`, with a note)."""
+    check_explanation_size(options.k, data.n_features, where="k")
+    if "k_curve" in options.model_fields_set:
+        for index, k in enumerate(options.k_curve):
+            check_explanation_size(k, data.n_features, where=f"k_curve.{index}")
+
+
 def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     data = ctx.data
     result = EvidenceResult(name="local_explanations", how_to_read=HOW_TO_READ)
+    check(options, data)
+    too_wide = [k for k in options.k_curve if k >= data.n_features]
+    if too_wide:
+        result.notes.append(f"The effect-of-k curve leaves out k = {', '.join(map(str, too_wide))}: the data has "
+                            f"only {data.n_features} features.")
+        options = options.model_copy(update={"k_curve": [k for k in options.k_curve if k < data.n_features]})
+    result.notes += size_notes(sorted({options.k, *options.k_curve}), data.n_features)
     methods = [m for m in options.methods if not (m.startswith("treeshap") and not _is_tree(ctx))]
     skipped = [m for m in options.methods if m not in methods]
     if skipped:

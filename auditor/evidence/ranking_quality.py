@@ -47,12 +47,15 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
     ndcg = per_query_ndcg(scores, data.y, data.query_ptr, options.cutoffs, gain=options.gain,
                           all_zero=options.all_zero_queries)
     ap = per_query_ap(scores, data.y, data.query_ptr, relevant_from=options.relevant_from)
+    sizes = data.query_sizes()
+    single = sizes < 2  # one document cannot be misranked: its perfect 1.0 would only flatter the mean
+    ndcg[single] = np.nan
+    ap[single] = np.nan
     rng = ctx.rng("ranking_quality")
     rows = []
     for j, k in enumerate(options.cutoffs):
         rows.append(_summarise(result.metrics, f"ranking_quality.ndcg@{k}", ndcg[:, j], rng, options.low_threshold))
     rows.append(_summarise(result.metrics, "ranking_quality.map", ap, rng, options.low_threshold))
-    sizes = data.query_sizes()
     all_zero = np.array([not np.any(data.y[data.query_slice(i)] >= 1) for i in range(data.n_queries)])
     result.metrics["ranking_quality.queries"] = float(data.n_queries)
     result.metrics["ranking_quality.all_zero_label_queries"] = float(all_zero.sum())
@@ -64,7 +67,7 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
         rows=rows,
         note=(f"Gain {options.gain}; queries whose labels are all 0 ({int(all_zero.sum())}) count as "
               f"{ {'one': '1', 'zero': '0', 'skip': 'left out'}[options.all_zero_queries] } for nDCG and are left out "
-              f"of MAP; ties in scores keep file order."),
+              f"of MAP; {_single_note(int(single.sum()))}ties in scores keep file order."),
     ))
     headline = max(options.cutoffs)
     col = options.cutoffs.index(headline)
@@ -82,15 +85,17 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
     ]
     for j, k in enumerate(options.cutoffs):  # per-query values for per-query policy rules
         result.per_query[f"ranking_quality.ndcg@{k}"] = {data.query_ids[i]: _round(ndcg[i, j])
-                                                         for i in range(data.n_queries)}
+                                                         for i in range(data.n_queries) if not single[i]}
     result.figures.append(Figure(
         title=f"Distribution of nDCG@{headline} over queries",
         svg=histogram(ndcg[:, col], bins=np.linspace(0, 1, 21), xlabel=f"nDCG@{headline}"),
         caption="Each bar counts queries; a long left tail means some users get poor rankings."))
     mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]
-    result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {data.n_queries} queries; "
-                      f"{result.metrics[f'ranking_quality.ndcg@{headline}.share_low']:.0%} of queries score below "
-                      f"{options.low_threshold:g}.")
+    judged = int(result.metrics[f"ranking_quality.ndcg@{headline}.queries"])
+    result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {judged} queries; "
+                      f"{result.metrics[f'ranking_quality.ndcg@{headline}.share_low']:.0%} of them score below "
+                      f"{options.low_threshold:g}." + (f" {int(single.sum())} single-document queries are left out "
+                                                       "(one document cannot be misranked)." if single.any() else ""))
     return result
 
 
@@ -115,6 +120,11 @@ def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np
     return [label, _round(stats["mean"]), f"{_round(low_ci)} – {_round(high_ci)}", _round(stats["std"]),
             _round(stats["min"]), _round(stats["median"]), _round(stats["max"]), _round(stats["share_low"]),
             int(stats["queries"])]
+
+
+def _single_note(count: int) -> str:
+    return f"{count} single-document queries are left out of every mean (one document cannot be misranked); " \
+        if count else ""
 
 
 def _round(value: float, digits: int = 4) -> float | None:
