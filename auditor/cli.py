@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -63,6 +65,8 @@ class FailOn(StrEnum):
 
 def _guard(action: Callable[[], T], *, debug: bool = False) -> T:
     """Bad input: one line on stderr, exit 2. Anything unexpected: one line and exit 3 (traceback with --debug)."""
+    if debug:
+        warnings.resetwarnings()
     try:
         return action()
     except InputError as exc:
@@ -95,7 +99,7 @@ def _progress(quiet: bool) -> Iterator[Any]:
 
 SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False)]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
-Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.", hidden=True)]
+Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors and library warnings.")]
 
 
 class ExecutorKind(StrEnum):
@@ -152,7 +156,8 @@ def report(
     def action() -> Any:
         with _progress(quiet) as progress:
             return run_audit(spec, out=out, seed=seed, progress=progress,
-                             executor=_executor_override(spec, jobs, executor, scheduler))
+                             executor=_executor_override(spec, jobs, executor, scheduler),
+                             notify=None if quiet else lambda note: typer.echo(f"note: {note}", err=True))
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}
@@ -366,3 +371,7 @@ def _version_callback(value: bool) -> None:
 def main(version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
                                                help="Show the version and exit.")] = False) -> None:
     """Audit learning-to-rank models and write the evidence regulators ask for."""
+    # Library warnings (scipy's ConstantInputWarning, numba's, ...) are not the user's to act on; whatever the audit
+    # detects reaches the report instead. Worker processes inherit the setting through the environment.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    warnings.simplefilter("ignore")

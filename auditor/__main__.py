@@ -1,0 +1,5 @@
+"""`python -m auditor`: the command line."""
+
+from auditor.cli import app
+
+app(prog_name="auditor")
