@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -352,6 +353,144 @@ def c_seed_negative(tmp: Path) -> Case:
     return Case(spec, None, None, ("--seed", "greater than or equal to 0", "--help"), args=("--seed", "-1"))
 
 
+def _alias_bomb(levels: int = 7) -> str:
+    """A few hundred bytes of YAML that expand to 10**levels values through nested aliases."""
+    lines = ['bomb0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, levels):
+        lines.append(f"bomb{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def c_yaml_alias_bomb(tmp: Path) -> Case:
+    text = spec_text() + _alias_bomb()
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "&a4"), ("expands to more than 100,000 values", "alias"))
+
+
+def c_yaml_recursive_alias(tmp: Path) -> Case:
+    text = spec_text() + "loop: &loop [*loop]\n"
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "&loop"), ("alias refers to a value that contains it",))
+
+
+def c_yaml_deep_nesting(tmp: Path) -> Case:
+    text = spec_text() + "deep: " + "[" * 3000 + "]" * 3000 + "\n"
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, None, ("nested too deeply",))
+
+
+def c_yaml_huge_spec(tmp: Path) -> Case:
+    text = spec_text() + ("# padding\n" * 120_000)
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, None, ("MiB allowed", "never this large"))
+
+
+def c_pack_alias_bomb(tmp: Path) -> Case:
+    pack_text = ("pack: custom\ntitle: Custom pack\nversion: \"1\"\nrules:\n  - id: C-1\n    title: Good enough\n"
+                 "    evidence: ranking_quality\n    metric: ranking_quality.ndcg@10.mean\n"
+                 "    fail_if: \"< 0.5\"\n    severity: major\n    citation: Internal\n    rationale: Because\n"
+                 + _alias_bomb())
+    pack = tmp / "bomb-pack.yaml"
+    pack.write_text(pack_text, encoding="utf-8")
+    spec = write_spec(tmp, policies=["./bomb-pack.yaml"])
+    return Case(spec, pack, pos(pack_text, "&a4"), ("expands to more than 100,000 values",))
+
+
+def c_dataset_fifo(tmp: Path) -> Case:
+    os.mkfifo(tmp / "pipe.csv")
+    text = spec_text(dataset={"path": "pipe.csv"})
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "pipe.csv"), ("dataset.path", "FIFO", "not a regular file"))
+
+
+def c_dataset_device(tmp: Path) -> Case:
+    (tmp / "random.csv").symlink_to("/dev/urandom")
+    text = spec_text(dataset={"path": "random.csv"})
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "random.csv"), ("dataset.path", "character device", "not a regular file"))
+
+
+def c_feature_names_fifo(tmp: Path) -> Case:
+    os.mkfifo(tmp / "names.txt")
+    text = spec_text(dataset={"feature_names": "names.txt"})
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "names.txt"), ("dataset.feature_names", "FIFO"))
+
+
+def c_seed_quoted(tmp: Path) -> Case:
+    text = spec_text().replace("\nseed: 7\n", '\nseed: "7"\n')
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, '"7"'), ("seed", "valid integer", "'7'"))
+
+
+def c_cutoff_quoted(tmp: Path) -> Case:
+    text = spec_text(evidence=[{"ranking_quality": {"cutoffs": [1, "3"]}}])
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, pos(text, "'3'"), ("cutoffs.1", "valid integer"))
+
+
+def c_k_all_features(tmp: Path) -> Case:
+    text = spec_text(evidence=[{"local_explanations": {"k": 11, "methods": ["random"], "k_curve": []}}])
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, "evidence.0.local_explanations.k", ("11 of the data's 11 features", "below 11"))
+
+
+def c_k_curve_all_features(tmp: Path) -> Case:
+    text = spec_text(evidence=[{"local_explanations": {"methods": ["random"], "k_curve": [3, 12]}}])
+    spec = write_spec(tmp, text)
+    return Case(spec, spec, "evidence.0.local_explanations.k_curve.1", ("12 of the data's 11 features",))
+
+
+def c_confidence_k_all_features(tmp: Path) -> Case:
+    spec = write_spec(tmp, evidence=[{"confidence": {"k": 11}}])
+    return Case(spec, spec, "evidence.0.confidence.k", ("leaves nothing out",))
+
+
+def c_single_document_queries(tmp: Path) -> Case:
+    header, rows = read_rows(tmp)
+    for index, row in enumerate(rows):  # every document its own query
+        row[header.index("qid")] = str(index)
+    data = tmp / "singles.csv"
+    write_csv(data, header, rows)
+    spec = write_spec(tmp, dataset={"path": "singles.csv"})
+    return Case(spec, data, None, ("only 0 of the 1627 queries have two or more documents", "no ranking to audit"))
+
+
+def c_duplicate_documents(tmp: Path) -> Case:
+    header, rows = read_rows(tmp)
+    rows.insert(6, list(rows[4]))  # line 6 repeated as line 8
+    data = tmp / "twice.csv"
+    write_csv(data, header, rows)
+    spec = write_spec(tmp, dataset={"path": "twice.csv"})
+    doc, query = rows[4][header.index("doc_id")], rows[4][header.index("qid")]
+    return Case(spec, data, None, (f"document '{doc}' of query '{query}' is listed 2 times", "first at 6, again at 8",
+                                   "keep each (query, document) pair once"), row=6)
+
+
+def c_template_runs_code(tmp: Path) -> Case:
+    marker = tmp / "PWNED"
+    folder = tmp / "brand" / "sections"
+    folder.mkdir(parents=True)
+    template = folder / "cover.html.j2"
+    attack = "cycler.__init__.__globals__.os.popen('touch " + str(marker) + "').read()"
+    template.write_text("<h1>{{ " + attack + " }}</h1>\n", encoding="utf-8")
+    spec = write_spec(tmp, output={"dir": "reports", "templates": "brand"})
+    return Case(spec, template, "1", ("'__", "Python internal", "report templates may not use"), absent=(marker,))
+
+
+def c_template_runs_code_at_render(tmp: Path) -> Case:
+    """The same attack spelt so that no `_` name is visible in the source: the sandbox refuses it at render."""
+    marker = tmp / "PWNED"
+    folder = tmp / "brand" / "sections"
+    folder.mkdir(parents=True)
+    template = folder / "cover.html.j2"
+    u = '"_" ~ "_"'
+    attack = f"((cycler|attr({u} ~ 'init' ~ {u}))|attr({u} ~ 'globals' ~ {u})).os.popen('touch {marker}').read()"
+    template.write_text("<h1>\n{{ " + attack + " }}</h1>\n", encoding="utf-8")
+    spec = write_spec(tmp, output={"dir": "reports", "templates": "brand"})
+    return Case(spec, template, "2", ("may not do", "'__init__'", "unsafe"), absent=(marker,))
+
+
 CASES = [
     pytest.param(c_yaml_bad_indentation, id="yaml-bad-indentation"),
     pytest.param(c_unknown_top_key, id="unknown-top-key-datset"),
@@ -380,6 +519,23 @@ CASES = [
     pytest.param(c_callable_untrusted, id="callable-untrusted"),
     pytest.param(c_unknown_data_suffix, id="unknown-data-suffix"),
     pytest.param(c_seed_negative, id="seed-negative"),
+    pytest.param(c_yaml_alias_bomb, id="yaml-alias-bomb"),
+    pytest.param(c_yaml_recursive_alias, id="yaml-recursive-alias"),
+    pytest.param(c_yaml_deep_nesting, id="yaml-deep-nesting"),
+    pytest.param(c_yaml_huge_spec, id="yaml-huge-spec"),
+    pytest.param(c_pack_alias_bomb, id="pack-alias-bomb"),
+    pytest.param(c_dataset_fifo, id="dataset-fifo"),
+    pytest.param(c_dataset_device, id="dataset-dev-urandom"),
+    pytest.param(c_feature_names_fifo, id="feature-names-fifo"),
+    pytest.param(c_seed_quoted, id="seed-quoted"),
+    pytest.param(c_cutoff_quoted, id="cutoff-quoted"),
+    pytest.param(c_k_all_features, id="k-all-features"),
+    pytest.param(c_k_curve_all_features, id="k-curve-all-features"),
+    pytest.param(c_confidence_k_all_features, id="confidence-k-all-features"),
+    pytest.param(c_single_document_queries, id="single-document-queries"),
+    pytest.param(c_duplicate_documents, id="duplicate-documents"),
+    pytest.param(c_template_runs_code, id="template-runs-code"),
+    pytest.param(c_template_runs_code_at_render, id="template-runs-code-at-render"),
 ]
 
 

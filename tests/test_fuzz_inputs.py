@@ -1,0 +1,277 @@
+"""Property-based tests of every reader of user files: any input ends in a result or an InputError (exit 2),
+never another exception, a hang or unbounded memory.
+
+Generated inputs are mutations of real ones (the bookstore spec, the starter pack, the bookstore data) and
+structured garbage (random YAML values, random SVMlight tokens, random CSV cells, random Parquet columns). Runs are
+derandomised (the same examples on every machine, so CI does not flake) and bounded so `make test` stays quick.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import resource
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from auditor.data import RankingData, load_ranking_data
+from auditor.errors import InputError
+from auditor.policy import load_pack
+from auditor.spec import load_spec
+from tests.test_bad_input import BASE_SPEC, EXAMPLE
+
+# `AUDITOR_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz_inputs.py` searches longer, with fresh random examples.
+_DEEP = int(os.environ.get("AUDITOR_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(max_examples=_DEEP or 80, deadline=None, derandomize=not _DEEP, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+STARTER = Path(__file__).resolve().parents[1] / "policies" / "starter.yaml"
+SPEC_TEXT = yaml.safe_dump(BASE_SPEC, sort_keys=False)
+CSV_TEXT = (EXAMPLE / "test.csv").read_text(encoding="utf-8")
+CSV_HEAD = "\n".join(CSV_TEXT.splitlines()[:40]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def folder() -> Path:
+    """A folder with the bookstore model and data, so generated specs can name real files."""
+    with tempfile.TemporaryDirectory() as name:
+        path = Path(name)
+        for file in ("model.txt", "test.csv"):
+            (path / file).write_bytes((EXAMPLE / file).read_bytes())
+        yield path
+
+
+def ends_well(action: Callable[[], Any], expected: type | tuple[type, ...]) -> Any:
+    """Run `action` with a memory ceiling: a result of the expected type or an InputError; anything else fails."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    ceiling = 8 << 30
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling if hard == resource.RLIM_INFINITY else min(ceiling, hard), hard))
+    try:
+        value = action()
+    except InputError as exc:
+        message = exc.one_line()
+        assert "\n" not in message and message.strip(), repr(message)
+        return exc
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert isinstance(value, expected), type(value)
+    return value
+
+
+# --- mutations ----------------------------------------------------------------------------------------------------
+
+def mutated(text: str) -> st.SearchStrategy[str]:
+    """`text` with a few edits: deleted, repeated or replaced spans, inserted characters, truncation."""
+    edit = st.tuples(st.sampled_from(["delete", "insert", "replace", "repeat", "truncate"]),
+                     st.integers(0, max(len(text) - 1, 0)), st.integers(1, 40),
+                     st.text(alphabet=st.sampled_from(list(":-[]{}&*!|>#'\"\n\t 0123456789.eE+xnaif")), min_size=1,
+                             max_size=12))
+
+    def apply(edits: list[tuple[str, int, int, str]]) -> str:
+        out = text
+        for kind, at, length, chars in edits:
+            at = min(at, len(out))
+            if kind == "delete":
+                out = out[:at] + out[at + length:]
+            elif kind == "insert":
+                out = out[:at] + chars + out[at:]
+            elif kind == "replace":
+                out = out[:at] + chars + out[at + len(chars):]
+            elif kind == "repeat":
+                out = out[:at] + out[at:at + length] * 3 + out[at:]
+            else:
+                out = out[:at]
+        return out
+
+    return st.lists(edit, min_size=1, max_size=4).map(apply)
+
+
+yaml_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
+                         st.text(max_size=20), st.sampled_from(["model.txt", "test.csv", "starter", "2027-01-01",
+                                                                "< 0.5", "ranking_quality", "..", "/dev/zero"]))
+yaml_values = st.recursive(yaml_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)), max_leaves=20)
+
+
+def _with_change(base: dict[str, Any], path: list[str], value: Any) -> dict[str, Any]:
+    """A deep copy of `base` with the key at `path` set to `value` (created where missing)."""
+    out = yaml.safe_load(yaml.safe_dump(base))
+    node = out
+    for key in path[:-1]:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+spec_paths = st.sampled_from([["audit", "title"], ["model", "path"], ["model", "kind"], ["dataset", "path"],
+                              ["dataset", "format"], ["dataset", "max_label"], ["evidence"], ["policies"],
+                              ["waivers"], ["seed"], ["output", "formats"], ["output", "templates"], ["masking"],
+                              ["executor", "jobs"], ["background"], ["signing"], ["unknown"]])
+
+
+# --- specs and packs ---------------------------------------------------------------------------------------------
+
+@FUZZ
+@given(text=mutated(SPEC_TEXT))
+def test_spec_loader_on_mutated_text(folder: Path, text: str) -> None:
+    spec = folder / "audit.yaml"
+    spec.write_text(text, encoding="utf-8")
+    ends_well(lambda: load_spec(spec), tuple)
+
+
+@FUZZ
+@given(path=spec_paths, value=yaml_values)
+def test_spec_loader_on_changed_values(folder: Path, path: list[str], value: Any) -> None:
+    spec = folder / "audit.yaml"
+    spec.write_text(yaml.safe_dump(_with_change(BASE_SPEC, path, value)), encoding="utf-8")
+    ends_well(lambda: load_spec(spec), tuple)
+
+
+@FUZZ
+@given(data=st.binary(max_size=400))
+def test_spec_loader_on_bytes(folder: Path, data: bytes) -> None:
+    spec = folder / "audit.yaml"
+    spec.write_bytes(data)
+    ends_well(lambda: load_spec(spec), tuple)
+
+
+@FUZZ
+@given(text=mutated(STARTER.read_text(encoding="utf-8")))
+def test_pack_parser_on_mutated_text(folder: Path, text: str) -> None:
+    pack = folder / "pack.yaml"
+    pack.write_text(text, encoding="utf-8")
+    ends_well(lambda: load_pack("./pack.yaml", base_dir=folder), object)
+
+
+@FUZZ
+@given(key=st.sampled_from(["pack", "title", "version", "extends", "requires", "rules", "description"]),
+       rule_key=st.sampled_from(["id", "evidence", "metric", "fail_if", "warn_if", "per_query", "severity",
+                                 "required", "citation"]), value=yaml_values)
+def test_pack_parser_on_changed_values(folder: Path, key: str, rule_key: str, value: Any) -> None:
+    raw = yaml.safe_load(STARTER.read_text(encoding="utf-8"))
+    raw = _with_change(raw, [key], value) if key != "rules" else raw
+    if key == "rules" and raw["rules"]:
+        raw["rules"][0][rule_key] = value
+    pack = folder / "pack.yaml"
+    pack.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    ends_well(lambda: load_pack("./pack.yaml", base_dir=folder), object)
+
+
+# --- data readers ---------------------------------------------------------------------------------------------------
+
+def svmlight_text() -> str:
+    frame = pd.read_csv(io.StringIO(CSV_HEAD))
+    features = [c for c in frame.columns if c not in ("qid", "label", "doc_id")]
+    lines = []
+    for _, row in frame.iterrows():
+        pairs = " ".join(f"{i}:{row[f]}" for i, f in enumerate(features, start=1))
+        lines.append(f"{int(row['label'])} qid:{row['qid']} {pairs} # docid = {row['doc_id']}")
+    return "\n".join(lines) + "\n"
+
+
+SVM_TEXT = svmlight_text()
+svm_tokens = st.one_of(
+    st.builds(lambda i, v: f"{i}:{v}", st.integers(-3, 10**7), st.one_of(st.floats(allow_nan=True), st.text(
+        alphabet="0123456789.eE+-naif", max_size=8))),
+    st.builds(lambda q: f"qid:{q}", st.one_of(st.integers(-5, 10**20), st.text(alphabet="0123456789x-", max_size=6))),
+    st.sampled_from(["#", "# docid = d1", ":", "::", "1:", ":1", "qid:", "nan", "inf", "-1", "1e400", "\t", "\r"]),
+    st.text(alphabet="0123456789:.#qid \t-e", max_size=10))
+
+
+@FUZZ
+@given(text=mutated(SVM_TEXT))
+def test_svmlight_reader_on_mutated_text(folder: Path, text: str) -> None:
+    path = folder / "data.txt"
+    path.write_text(text, encoding="utf-8")
+    ends_well(lambda: load_ranking_data(path, format="svmlight"), RankingData)
+
+
+@FUZZ
+@given(lines=st.lists(st.lists(svm_tokens, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=12),
+       n_features=st.sampled_from([None, 3, 11]), zero_based=st.sampled_from(["auto", True, False]))
+def test_svmlight_reader_on_token_soup(folder: Path, lines: list[str], n_features: int | None,
+                                       zero_based: Any) -> None:
+    path = folder / "soup.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ends_well(lambda: load_ranking_data(path, format="svmlight", n_features=n_features, zero_based=zero_based),
+              RankingData)
+
+
+@FUZZ
+@given(text=mutated(CSV_HEAD), nan_policy=st.sampled_from(["reject", "missing"]))
+def test_csv_reader_on_mutated_text(folder: Path, text: str, nan_policy: str) -> None:
+    path = folder / "data.csv"
+    path.write_text(text, encoding="utf-8")
+    ends_well(lambda: load_ranking_data(path, format="csv", doc_id_column="doc_id", nan_policy=nan_policy),
+              RankingData)
+
+
+cells = st.one_of(st.integers(-10**18, 10**18), st.floats(allow_nan=True, allow_infinity=True),
+                  st.text(max_size=6), st.none(), st.booleans())
+
+
+@FUZZ
+@given(columns=st.lists(st.sampled_from(["qid", "label", "doc_id", "f1", "f2", "x y", "", "qid"]), min_size=1,
+                        max_size=6),
+       rows=st.lists(st.lists(cells, min_size=6, max_size=6), min_size=0, max_size=12))
+def test_csv_reader_on_random_cells(folder: Path, columns: list[str], rows: list[list[Any]]) -> None:
+    path = folder / "cells.csv"
+    frame = pd.DataFrame([row[:len(columns)] for row in rows], columns=range(len(columns)))
+    frame.columns = columns
+    frame.to_csv(path, index=False)
+    ends_well(lambda: load_ranking_data(path, format="csv", doc_id_column="doc_id" if "doc_id" in columns else None),
+              RankingData)
+
+
+column_kinds = st.sampled_from(["int", "float", "nan", "text", "bool", "none", "date", "huge"])
+
+
+def _column(kind: str, n: int, rng: np.random.Generator) -> list[Any]:
+    return {"int": lambda: list(rng.integers(0, 4, n)), "float": lambda: list(rng.random(n)),
+            "nan": lambda: [math.nan if i % 2 else math.inf for i in range(n)],
+            "text": lambda: [f"t{i % 3}" for i in range(n)], "bool": lambda: [bool(i % 2) for i in range(n)],
+            "none": lambda: [None] * n, "date": lambda: list(pd.date_range("2026-01-01", periods=n)),
+            "huge": lambda: [10**18 * (i % 3) for i in range(n)]}[kind]()
+
+
+@FUZZ
+@given(kinds=st.fixed_dictionaries({"qid": column_kinds, "label": column_kinds, "f1": column_kinds,
+                                    "f2": column_kinds}),
+       n=st.integers(0, 30), row_group=st.integers(1, 8), sample=st.sampled_from([None, 1, 3]),
+       seed=st.integers(0, 2**16))
+def test_parquet_reader_on_random_columns(folder: Path, kinds: dict[str, str], n: int, row_group: int,
+                                          sample: int | None, seed: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    table = pa.table({name: pa.array(_column(kind, n, rng), from_pandas=True) for name, kind in kinds.items()})
+    path = folder / "data.parquet"
+    pq.write_table(table, path, row_group_size=row_group)
+    ends_well(lambda: load_ranking_data(path, format="parquet", sample_queries=sample,
+                                        sample_rng=np.random.default_rng(0)), RankingData)
+
+
+@FUZZ
+@given(cut=st.integers(0, 4000), flips=st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 255)), max_size=4))
+def test_parquet_reader_on_corrupt_bytes(folder: Path, cut: int, flips: list[tuple[int, int]]) -> None:
+    frame = pd.read_csv(io.StringIO(CSV_HEAD))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    data = bytearray(buffer.getvalue())
+    for at, byte in flips:
+        data[at % len(data)] = byte
+    path = folder / "broken.parquet"
+    path.write_bytes(bytes(data[:max(cut, 1)] if cut < len(data) else data))
+    ends_well(lambda: load_ranking_data(path, format="parquet", doc_id_column="doc_id"), RankingData)
