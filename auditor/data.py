@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from auditor.errors import InputError
+from auditor.files import check_regular
 
 if TYPE_CHECKING:
     from auditor.sampling import QuerySample
@@ -118,6 +119,7 @@ def load_ranking_data(
     `sample_queries`: keep a stratified sample of that many queries (auditor/sampling.py), drawn with
     `sample_rng`; Parquet files are then read one row group at a time, keeping only the sampled queries' rows."""
     path = Path(path)
+    check_regular(path, what="data file")
     fmt = format or infer_format(path)
     sample = None
     if fmt == "svmlight":
@@ -576,6 +578,7 @@ def _codes_by_first_appearance(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray
 # --- files ----------------------------------------------------------------------------------------------------
 
 def _read_bytes(path: Path) -> bytes:
+    check_regular(path, what="data file")
     try:
         with path.open("rb") as handle:
             head = handle.read(2)

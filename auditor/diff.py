@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from auditor.errors import InputError
+from auditor.files import MAX_JSON_BYTES, read_bytes
 
 QUANTILES = 51  # stored per feature: the 0, 2, ..., 100th percentiles
 CATEGORICAL_MAX = 20  # features with at most this many distinct values store exact counts
@@ -73,10 +74,13 @@ def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = N
         raise InputError("no evidence.json here", file=spec_file or path, where=where,
                          fix=f"give a run folder written by `auditor report` ({path})")
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
+        doc = json.loads(read_bytes(file, limit=MAX_JSON_BYTES, what="evidence file").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"evidence.json is not valid JSON ({exc})", file=file, fix="give an untouched run folder"
                          ) from None
+    except RecursionError:
+        raise InputError("evidence.json is nested too deeply to be an auditor evidence file", file=file,
+                         fix="give an untouched run folder") from None
     if not isinstance(doc, dict) or "schema" not in doc:
         raise InputError("not an auditor evidence.json (no `schema`)", file=file, fix="give a run folder")
     return doc

@@ -21,7 +21,14 @@ from auditor.checks.confidence import CRITERIA, flag_gap, score_margin, set_over
 from auditor.checks.decision_path import ground_truth, top_k_auc
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table, check_explanation_size
+from auditor.evidence.base import (
+    AuditContext,
+    EvidenceOptions,
+    EvidenceResult,
+    Table,
+    check_explanation_size,
+    size_notes,
+)
 from auditor.evidence.local_explanations import (
     ATTRIBUTION_BASES,
     LABELS,
@@ -97,6 +104,7 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
 
     result = EvidenceResult(name="confidence", how_to_read=HOW_TO_READ)
     data, scores, masker = ctx.data, ctx.scores(), ctx.masker()
+    result.notes += size_notes([options.k], data.n_features)
     ensemble, _ = tree_ensemble(ctx.model)
     methods = [m for m in options.methods if ensemble is not None or not m.startswith("treeshap")]
     if len(methods) < len(options.methods):
