@@ -26,12 +26,21 @@ from auditor import __version__
 from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
-from auditor.evidence.base import AuditContext, EvidenceResult, Progress, Table
+from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress, Table
 from auditor.executor import Executor, core_limit
 from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
-from auditor.policy import Finding, LoadedPack, check_waivers, evaluate, load_packs, opinion
+from auditor.policy import (
+    Finding,
+    LoadedPack,
+    check_waivers,
+    evaluate,
+    judging_rules,
+    load_packs,
+    opinion,
+    unjudged,
+)
 from auditor.signing import SigningMaterial
 from auditor.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
 
@@ -161,7 +170,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
 
     requested = {"dataset", "governance", *(name for name, _ in spec.evidence_items())}
     findings = evaluate(prepared.packs, results, requested=requested, waivers=list(spec.waivers), today=today)
-    verdict = opinion(findings)
+    verdict = opinion(findings, unjudged(all_detections(results), findings))
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
                                  run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
                                       "evaluated_on": today.isoformat(), "seconds": seconds,
@@ -202,6 +211,7 @@ def _run_plugin(name: str, options: Any, ctx: AuditContext) -> tuple[EvidenceRes
     except Exception as exc:
         result = EvidenceResult(name=name, status="error", error=f"{type(exc).__name__}: {exc}")
     result.n_model_rows = ctx.model.rows_evaluated - rows_before
+    not_produced(result)
     return result, round(time.perf_counter() - start, 3)
 
 
@@ -213,6 +223,21 @@ def dataset_result(data: RankingData) -> EvidenceResult:
                             records=feature_distributions(data.X, data.feature_names),
                             summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} "
                                     "features.")
+    facts = result.metrics
+    citation = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
+    if facts.get("dataset.all_zero_label_queries_share", 0.0) > DEGENERATE_SHARE:
+        share = facts["dataset.all_zero_label_queries_share"]
+        result.detect("queries-without-relevant-documents", "Many audited queries have no relevant document",
+                      f"{share:.0%} of the queries ({int(facts['dataset.all_zero_label_queries'])}) have only "
+                      "zero relevance labels: their ranking quality is set by convention, not measured.",
+                      severity="minor", citation=citation, judged_by=("dataset.all_zero_label_queries_share",),
+                      value=share)
+    if facts["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
+        share = facts["dataset.single_doc_queries_share"]
+        result.detect("single-document-queries", "Many audited queries hold a single document",
+                      f"{share:.0%} of the queries ({int(facts['dataset.single_doc_queries'])}) have one document: "
+                      "they have no ranking and are left out of every within-query measure.", severity="minor",
+                      citation=citation, judged_by=("dataset.single_doc_queries_share",), value=share)
     if data.sample is not None:
         sample = data.sample
         result.summary = (f"A stratified sample: {data.n_docs:,} documents in {data.n_queries:,} of the file's "
@@ -226,6 +251,20 @@ def dataset_result(data: RankingData) -> EvidenceResult:
             note="Proportional allocation (largest remainders), seeded by the spec's seed. Every query-level "
                  "figure and interval in this report is estimated over the sampled queries."))
     return result
+
+
+DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
+
+
+def not_produced(result: EvidenceResult) -> None:
+    """Evidence that was requested but did not come is itself a finding: the audit is narrower than asked."""
+    if result.status == "ok":
+        return
+    failed = result.status == "error"
+    result.detect("evidence-not-produced", f"Requested evidence {'failed' if failed else 'does not apply'}: "
+                  f"{result.name}", f"'{result.name}' {'failed' if failed else 'was skipped'}: {result.error}",
+                  severity="major" if failed else "minor",
+                  citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 
 
 def governance_result(spec: AuditSpec) -> EvidenceResult:
@@ -264,6 +303,8 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
                       "source": p.path.name} for p in prepared.packs],
         "waivers": [_plain(w.model_dump()) for w in spec.waivers],
         "findings": [f.to_json() for f in findings],
+        "detections": [{**d.to_json(), "judged_by_rules": judging_rules(d, findings)}
+                       for d in all_detections(results)],
         "opinion": verdict,
         "run": run,
     }
@@ -395,6 +436,11 @@ def _write_error(exc: OSError, out_dir: Path) -> InputError:
              errno.EROFS: "choose an `--out` folder on a writable file system"}
     return InputError(f"cannot write the run ({exc.strerror or type(exc).__name__}); nothing was written",
                       file=path, fix=fixes.get(exc.errno or 0, "choose another `--out` folder"))
+
+
+def all_detections(results: dict[str, EvidenceResult]) -> list[Detection]:
+    """Every detection of the audit, in evidence order (the always-present items first)."""
+    return [d for result in results.values() for d in result.detections]
 
 
 def reproducible_document(document: dict[str, Any]) -> dict[str, Any]:

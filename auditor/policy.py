@@ -74,6 +74,41 @@ class Condition(StrictModel):
             return inside if self.op == "between" else not inside
         return bool(_OPS[self.op](value, self.value))
 
+    def holds_everywhere(self, low: float, high: float) -> bool:
+        """Whether the condition holds for every value in [low, high]."""
+        t, op = self.value, self.op
+        if op in ("<", "<="):
+            return bool(_OPS[op](high, t))
+        if op in (">", ">="):
+            return bool(_OPS[op](low, t))
+        if op == "==":
+            return low == high == t
+        if op == "!=":
+            return not low <= t <= high
+        top = float(self.high)  # type: ignore[arg-type]
+        if op == "between":
+            return t <= low and high <= top
+        return high < t or low > top
+
+    def holds_somewhere(self, low: float, high: float) -> bool:
+        """Whether the condition holds for some value in [low, high]."""
+        t, op = self.value, self.op
+        if op in ("<", "<="):
+            return bool(_OPS[op](low, t))
+        if op in (">", ">="):
+            return bool(_OPS[op](high, t))
+        if op == "==":
+            return low <= t <= high
+        if op == "!=":
+            return not low == high == t
+        top = float(self.high)  # type: ignore[arg-type]
+        if op == "between":
+            return low <= top and high >= t
+        return low < t or high > top
+
+    def thresholds(self) -> list[float]:
+        return [self.value] if self.high is None else [self.value, float(self.high)]
+
     def text(self) -> str:
         if self.op in ("between", "outside"):
             return f"{self.op} {self.value:g} and {self.high:g}"
@@ -97,6 +132,12 @@ class Rule(StrictModel):
     citation: str
     rationale: str
     threshold_reason: str = ""
+    remedy: str = Field("", description="What the model owner should do when the rule does not pass (printed in "
+                                        "the executive summary as the recommended action).")
+    judge_on: Literal["interval", "point"] = Field(
+        "interval", description="interval (default): an estimated metric passes only when its whole 95% interval "
+                                "meets the requirement and fails only when the whole interval breaks it, otherwise "
+                                "WARN (inconclusive); point: judge the value alone (exact metrics).")
 
     @model_validator(mode="after")
     def _has_condition(self) -> Rule:
@@ -204,9 +245,15 @@ class Finding:
     message: str
     waiver: dict[str, str] | None = None
     evidence: str = ""
+    interval: tuple[float, float] | None = None  # the 95% interval the verdict was judged on
+    inconclusive: bool = False  # WARN because the interval crosses a threshold
+    remedy: str = ""
+    threshold_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["interval"] = list(self.interval) if self.interval is not None else None
+        return out
 
 
 def bundled_policies_dir() -> Path:
@@ -319,20 +366,23 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
     requirement = rule.requirement()
     metric = rule.metric or f"{rule.evidence} (present)"
 
-    def finding(status: Status, value: float | None, message: str, waiver: dict[str, str] | None = None) -> Finding:
+    def finding(status: Status, value: float | None, message: str, waiver: dict[str, str] | None = None,
+                interval: tuple[float, float] | None = None, inconclusive: bool = False) -> Finding:
         return Finding(rule=rule.id, title=rule.title, pack=pack, status=status, severity=rule.severity,
                        metric=metric, value=value, requirement=requirement, citation=rule.citation,
-                       rationale=rule.rationale, message=message, waiver=waiver, evidence=rule.evidence)
+                       rationale=rule.rationale, message=message, waiver=waiver, evidence=rule.evidence,
+                       interval=interval, inconclusive=inconclusive, remedy=rule.remedy,
+                       threshold_reason=rule.threshold_reason)
 
-    def failing(value: float | None, shown: str) -> Finding:
+    def failing(value: float | None, shown: str, interval: tuple[float, float] | None = None) -> Finding:
         waiver = _active_waiver(rule.id, waivers, today)
         if waiver is not None:
             return finding("WAIVED", value, f"{shown}, waived by {waiver.approver} until {waiver.expires.isoformat()}",
                            {"justification": waiver.justification, "approver": waiver.approver,
-                            "expires": waiver.expires.isoformat()})
+                            "expires": waiver.expires.isoformat()}, interval)
         expired = _expired_waiver(rule.id, waivers, today)
         note = f"; a waiver expired on {expired.expires.isoformat()}" if expired else ""
-        return finding("FAIL", value, f"{shown}{note}")
+        return finding("FAIL", value, f"{shown}{note}", interval=interval)
 
     if rule.evidence not in requested:
         if rule.required:
@@ -350,6 +400,7 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         return finding("SKIPPED", None, f"evidence '{rule.evidence}' does not apply: {result.error}")
     if rule.metric is None:
         return finding("PASS", None, f"evidence '{rule.evidence}' is present")
+    interval: tuple[float, float] | None = None
     if rule.per_query is not None:
         per_query = getattr(result, "per_query", {}) or {}
         if rule.metric not in per_query:
@@ -360,7 +411,9 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         values = [float(v) for v in per_query[rule.metric].values() if v is not None and math.isfinite(float(v))]
         if not values:
             return finding("ERROR", None, f"no query has a finite value of {rule.metric}")
-        value = sum(rule.per_query.holds(v) for v in values) / len(values)
+        meeting = sum(rule.per_query.holds(v) for v in values)
+        value = meeting / len(values)
+        interval = wilson_interval(meeting, len(values))
         shown = f"{value:.1%} of {len(values)} queries have {rule.metric} {rule.per_query.text()}"
     else:
         if rule.metric not in result.metrics:
@@ -370,12 +423,58 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         value = float(result.metrics[rule.metric])
         if not math.isfinite(value):
             return finding("ERROR", None, f"{rule.metric} could not be computed (no finite value)")
-        shown = f"{rule.metric} = {value:.4g}"
-    if rule.fail_if and rule.fail_if.holds(value):
-        return failing(value, f"{shown}, which is {rule.fail_if.text()}")
-    if rule.warn_if and rule.warn_if.holds(value):
-        return finding("WARN", value, f"{shown}, which is {rule.warn_if.text()}")
-    return finding("PASS", value, f"{shown} meets the requirement ({requirement})")
+        interval = metric_interval(rule.metric, result.metrics)
+        shown = f"{rule.metric} = {shown_value(value, rule)}"
+    if rule.judge_on == "point" or interval is None:
+        interval = None
+        low = high = value
+    else:
+        low, high = min(interval[0], value), max(interval[1], value)
+        interval = (low, high)
+        shown += f" (95% interval {shown_value(low, rule)} to {shown_value(high, rule)})"
+    for level, condition in (("FAIL", rule.fail_if), ("WARN", rule.warn_if)):
+        if condition is None:
+            continue
+        if condition.holds_everywhere(low, high):
+            text = f"{shown}, which is {condition.text()}"
+            return failing(value, text, interval) if level == "FAIL" else \
+                finding("WARN", value, text, interval=interval)
+        if condition.holds_somewhere(low, high):
+            return finding("WARN", value, f"{shown}: inconclusive — the interval crosses the threshold "
+                                          f"({level} if {condition.text()})", interval=interval, inconclusive=True)
+    return finding("PASS", value, f"{shown} meets the requirement ({requirement})", interval=interval)
+
+
+def metric_interval(metric: str, metrics: dict[str, float]) -> tuple[float, float] | None:
+    """The 95% interval an evidence item reports for `metric`: `<name>.ci95_low/high` beside `<name>` or, for
+    `<name>.mean`, beside `<name>`. None when there is none (an exact metric) or it is not finite."""
+    stems = [metric] + ([metric.removesuffix(".mean")] if metric.endswith(".mean") else [])
+    for stem in stems:
+        low, high = metrics.get(f"{stem}.ci95_low"), metrics.get(f"{stem}.ci95_high")
+        if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+            return (float(low), float(high))
+    return None
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a share of queries (the unit of sampling)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def shown_value(value: float, rule: Rule) -> str:
+    """A value with enough significant digits to tell it from every threshold of the rule (never "0.2, which is
+    < 0.2")."""
+    thresholds = [t for c in (rule.fail_if, rule.warn_if, rule.per_query) if c is not None for t in c.thresholds()]
+    for digits in range(4, 13):
+        text = f"{value:.{digits}g}"
+        if all(text != f"{t:.{digits}g}" or value == t for t in thresholds):
+            return text
+    return repr(value)
 
 
 def _active_waiver(rule_id: str, waivers: list[Waiver], today: dt.date) -> Waiver | None:
@@ -386,18 +485,46 @@ def _expired_waiver(rule_id: str, waivers: list[Waiver], today: dt.date) -> Waiv
     return next((w for w in waivers if w.rule == rule_id and w.expires < today), None)
 
 
-def opinion(findings: list[Finding]) -> Opinion:
+def opinion(findings: list[Finding], unjudged: list[Any] | tuple[Any, ...] = ()) -> Opinion:
     """negative: an unwaived FAIL of critical or major severity, or evidence for a critical rule failed.
-    positive with comments: any other FAIL, WARN, WAIVED or ERROR. positive: everything else passed or skipped."""
+    positive with comments: any other FAIL, WARN, WAIVED or ERROR, or anything the evidence detected that no rule
+    of the applied packs judges (`unjudged`). positive: everything else passed or skipped."""
     if not findings:
         return "no policy applied"
     for f in findings:
         if (f.status == "FAIL" and f.severity in ("critical", "major")) or (f.status == "ERROR" and
                                                                             f.severity == "critical"):
             return "negative"
-    if any(f.status in ("FAIL", "WARN", "WAIVED", "ERROR") for f in findings):
+    if unjudged or any(f.status in ("FAIL", "WARN", "WAIVED", "ERROR") for f in findings):
         return "positive with comments"
     return "positive"
+
+
+JUDGING = ("PASS", "WARN", "FAIL", "WAIVED")  # statuses of a rule that actually looked at its metric
+
+
+def judging_rules(detection: Any, findings: list[Finding]) -> list[str]:
+    """Ids of the applied rules that judge a detection: rules on one of its `judged_by` metrics that looked at
+    the value (not SKIPPED or ERROR)."""
+    return [f.rule for f in findings if f.metric in detection.judged_by and f.status in JUDGING]
+
+
+def unjudged(detections: list[Any], findings: list[Finding]) -> list[Any]:
+    """Detections no applied rule judges: listed apart in the summary, and they keep the opinion from 'positive'."""
+    return [d for d in detections if not judging_rules(d, findings)]
+
+
+def group_findings(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings on the same requirement (same evidence, metric and per-query condition) from different packs,
+    as one group, worst verdict first: the report shows one finding citing every rule."""
+    order = {s: i for i, s in enumerate(("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"))}
+    severity = {s: i for i, s in enumerate(("critical", "major", "minor", "info"))}
+    groups: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in findings:
+        per_query = f.requirement.split(":", 1)[0] if f.requirement.startswith("share of queries") else ""
+        groups.setdefault((f.evidence, f.metric, per_query), []).append(f)
+    out = [sorted(g, key=lambda f: (order[f.status], severity[f.severity])) for g in groups.values()]
+    return sorted(out, key=lambda g: (order[g[0].status], severity[g[0].severity], g[0].rule))
 
 
 FAIL_ON_LEVELS: dict[str, set[str]] = {

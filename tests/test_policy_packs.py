@@ -68,7 +68,14 @@ def test_per_query_pass_rate_rule() -> None:
     assert found.status == "WARN" and found.value == pytest.approx(8 / 9)
     assert "88.9% of 9 queries" in found.message and "share of queries with value >= 0.5" in found.requirement
     values["q1"] = 0.1
-    assert judge(rules, quality({"ranking_quality.ndcg@10": values}))[0].status == "FAIL"
+    # 7 of 9 is below 0.8, but nine queries cannot tell: its Wilson interval (0.45-0.94) crosses the threshold
+    unsure = judge(rules, quality({"ranking_quality.ndcg@10": values}))[0]
+    assert unsure.status == "WARN" and unsure.inconclusive and "interval crosses the threshold" in unsure.message
+    on_point = packs({"id": "R1", "metric": "ranking_quality.ndcg@10", "per_query": ">= 0.5", "fail_if": "< 0.8",
+                      "warn_if": "< 0.9", "judge_on": "point"})
+    assert judge(on_point, quality({"ranking_quality.ndcg@10": values}))[0].status == "FAIL"
+    many = {f"q{i}": (0.1 if i % 3 == 0 else 0.9) for i in range(300)}  # 67% of 300: the whole interval fails
+    assert judge(rules, quality({"ranking_quality.ndcg@10": many}))[0].status == "FAIL"
     missing = judge(rules, quality({"ranking_quality.ndcg@5": values}))[0]
     assert missing.status == "ERROR" and "did you mean 'ranking_quality.ndcg@5'" in missing.message
 

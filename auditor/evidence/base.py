@@ -50,6 +50,30 @@ class Figure:
     caption: str = ""
 
 
+@dataclass(frozen=True)
+class Detection:
+    """Something the evidence found that a reader must know whether or not a policy rule judges it: an undeclared
+    main parameter, a paid-placement effect, explanations that do not reproduce the rankings... A rule judges it
+    when it addresses one of `judged_by` (metric names); otherwise the executive summary lists it under "detected
+    but not judged by any rule" and the opinion can be at best "positive with comments" (docs/policies.md)."""
+
+    kind: str  # stable identifier of the problem, e.g. "undeclared-main-parameter"
+    title: str  # one line a non-specialist understands, naming the feature/explainer
+    message: str  # what was measured, with the figures and their interval
+    severity: Literal["critical", "major", "minor"]
+    citation: str  # the requirement it bears on
+    judged_by: tuple[str, ...] = ()  # metrics whose rules judge it; () = no rule can (e.g. evidence that failed)
+    value: float | None = None
+    interval: tuple[float, float] | None = None
+    evidence: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "message": self.message, "severity": self.severity,
+                "citation": self.citation, "judged_by": list(self.judged_by), "value": _plain(self.value),
+                "interval": None if self.interval is None else [_plain(v) for v in self.interval],
+                "evidence": self.evidence}
+
+
 @dataclass
 class EvidenceResult:
     """What one evidence item measured. `metrics` are flat dotted names that policy rules address."""
@@ -66,12 +90,22 @@ class EvidenceResult:
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> {query id: value}
     error: str = ""
     n_model_rows: int = 0
+    detections: list[Detection] = field(default_factory=list)
+
+    def detect(self, kind: str, title: str, message: str, *, severity: Literal["critical", "major", "minor"],
+               citation: str, judged_by: tuple[str, ...] = (), value: float | None = None,
+               interval: tuple[float, float] | None = None) -> None:
+        """Record a detection of this evidence item (see `Detection`)."""
+        self.detections.append(Detection(kind=kind, title=title, message=message, severity=severity,
+                                         citation=citation, judged_by=judged_by, value=value, interval=interval,
+                                         evidence=self.name))
 
     def to_json(self) -> dict[str, Any]:
         out = {
             "status": self.status,
             "summary": self.summary,
             "error": self.error,
+            "detections": [d.to_json() for d in self.detections],
             "metrics": {k: _plain(v) for k, v in sorted(self.metrics.items())},
             "tables": [t.to_json() for t in self.tables if not t.volatile],
             "records": self.records,

@@ -342,6 +342,14 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                 result.metrics[f"confidence.validation.{measure}_gap"] = gap
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_low"] = low
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_high"] = high
+                if np.isfinite(low) and low <= 0:
+                    result.detect(
+                        "flags-not-validated", f"The low-confidence flags do not single out worse {label}",
+                        f"Flagged explanations (by the other criteria) are {gap:+.3f} below unflagged ones in "
+                        f"{label} (95% interval {low:+.3f} to {high:+.3f}, which includes no difference): the flags "
+                        "cannot be relied on to tell good explanations from bad ones here.", severity="minor",
+                        citation="EU AI Act (Reg. 2024/1689) Art. 14(4)(b) — awareness of over-reliance on output",
+                        judged_by=(f"confidence.validation.{measure}_gap",), value=gap, interval=(low, high))
             mean_f = float(values[keep & flags].mean()) if (keep & flags).any() else float("nan")
             mean_u = float(values[keep & ~flags].mean()) if (keep & ~flags).any() else float("nan")
             rows.append([label, source, comparison, int((keep & flags).sum()), int((keep & ~flags).sum()),

@@ -122,6 +122,14 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         note=(f"Stability over {options.resamples} bootstrap samples of queries: tau with the full order "
               f"{metrics['disclosure.stability.kendall.mean']:.3f} on average; the main set is the same in "
               f"{metrics['disclosure.stability.main_set_agreement']:.0%} of samples.")))
+    for f in undeclared:
+        rank = int(np.flatnonzero(order == f)[0]) + 1
+        result.detect(
+            "undeclared-main-parameter", f"Undeclared main ranking parameter: {names[f]}",
+            f"'{names[f]}' carries {within[f]:.1%} of what orders documents within a query (rank {rank} of "
+            f"{len(names)} features) but is not among the parameters the business declares.",
+            severity="major", citation="Reg. (EU) 2019/1150 (P2B) Art. 5(1) — the main parameters determining ranking",
+            judged_by=("disclosure.undeclared_main", "disclosure.undeclared_share"), value=float(within[f]))
     flagged = ", ".join(names[f] for f in undeclared)
     result.summary = (f"Declared order vs measured: tau = {metrics['disclosure.rank_correlation']:.2f}; "
                       + (f"undeclared influential parameter(s): {flagged}." if undeclared else

@@ -77,6 +77,9 @@ class LocalExplanationsOptions(EvidenceOptions):
     queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
     optimum_max_subsets: int = Field(
         20_000, ge=0, description="Compute the exhaustive optimum when C(features, k) is at most this (0: never).")
+    validity_floor: float = Field(0.5, ge=0, le=1, description="An explainer whose mean validity is below this "
+                                                              "(its whole interval) is reported as not reproducing "
+                                                              "the rankings (as confidence's validity threshold).")
     kernelshap: KernelShapOptions = KernelShapOptions()
     lime: LimeOptions = LimeOptions()
     greedy: GreedyOptions = GreedyOptions()
@@ -479,6 +482,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             svg=box_plot({LABELS[m]: tallies[(m, k)].validity for m in rows_k}, ylabel="validity (Kendall tau-b)"),
             caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
                     "means some queries' explanations do not reproduce their ranking."))
+    _detect(result, options, [m for m in rows_k if m != "optimum"])
     contenders = [m for m in rows_k if m != "optimum"]
     best = max(contenders, key=lambda m: metrics[f"local.{m}.validity.mean"]) if contenders else None
     if best is not None:
@@ -491,6 +495,36 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         result.summary = (f"At k = {k}, {LABELS[best]} gives the most valid explanations (mean validity "
                           f"{metrics[f'local.{best}.validity.mean']:.3f})"
                           + (f"; the best possible is {optimum_mean:.3f}." if optimum_mean else "."))
+
+
+def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: list[str]) -> None:
+    """Explainers whose sets do not reproduce the rankings (whole interval below the floor), and explainers no
+    better than RANDOM sets: a reader must not take their explanations at face value."""
+    metrics = result.metrics
+    citation = "EU AI Act (Reg. 2024/1689) Art. 13(1) — output interpretable; Reg. (EU) 2019/1150 Art. 5(1)"
+    random_mean = metrics.get("local.random.validity.mean") if "random" in methods else None
+    random_high = metrics.get("local.random.validity.ci95_high") if "random" in methods else None
+    for method in methods:
+        if method == "random":
+            continue
+        mean = metrics[f"local.{method}.validity.mean"]
+        low, high = metrics[f"local.{method}.validity.ci95_low"], metrics[f"local.{method}.validity.ci95_high"]
+        shown = f"mean validity {mean:.3f} (95% interval {low:.3f}–{high:.3f})" if np.isfinite(low) else \
+            f"mean validity {mean:.3f}"
+        judged_by = (f"local.{method}.validity.mean", f"local.{method}.validity")
+        if random_high is not None and np.isfinite(random_high) and mean <= random_high:
+            result.detect(
+                "explainer-no-better-than-random", f"{LABELS[method]} explanations are no better than random "
+                f"feature sets", f"At k = {options.k}, {LABELS[method]} has {shown}; RANDOM sets reach "
+                f"{random_mean:.3f} (up to {random_high:.3f}). Its explanations should not be shown to users or "
+                "reviewers as the reasons for a ranking.", severity="major", citation=citation,
+                judged_by=judged_by, value=mean, interval=(low, high))
+        elif np.isfinite(high) and high < options.validity_floor:
+            result.detect(
+                "explanations-below-validity-floor", f"{LABELS[method]} explanations do not reproduce the rankings",
+                f"At k = {options.k}, {LABELS[method]} has {shown}, below the floor of {options.validity_floor:g}: "
+                "the features it names keep too few document pairs in order to explain the ranking.",
+                severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high))
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

@@ -105,7 +105,9 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     rng = ctx.rng("parameter_influence")
     metrics = result.metrics
     rows_out = []
-    worst = {"rank_shift.mean": 0.0, "sweep_gain.max_abs": 0.0, "topk_changed_share": 0.0}
+    # the largest value over parameters, with the interval of the parameter that has it (rules judge with intervals)
+    worst = {"rank_shift.mean": (0.0, 0.0, 0.0), "sweep_gain.max_abs": (0.0, 0.0, 0.0),
+             "topk_changed_share": (0.0, 0.0, 0.0)}
     for p, (feature, grid) in enumerate(zip(features, grids, strict=True)):
         name = names[feature]
         key = f"influence.{metric_name(name)}"
@@ -126,17 +128,35 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
         metrics[f"{key}.affected_docs_share"] = float(np.nanmean(per_query["affected"]))
         result.per_query[f"{key}.rank_shift"] = _by_query(ctx, queries, per_query["rank_shift"])
         result.per_query[f"{key}.sweep_gain"] = _by_query(ctx, queries, per_query["sweep_gain"])
-        worst["rank_shift.mean"] = max(worst["rank_shift.mean"], stats["rank_shift"][0])
-        worst["sweep_gain.max_abs"] = max(worst["sweep_gain.max_abs"], abs(stats["sweep_gain"][0]))
-        worst["topk_changed_share"] = max(worst["topk_changed_share"], stats["topk_changed"][0])
+        for measure, stat in (("rank_shift.mean", stats["rank_shift"]),
+                              ("sweep_gain.max_abs", _abs(stats["sweep_gain"])),
+                              ("topk_changed_share", stats["topk_changed"])):
+            if stat[0] > worst[measure][0]:
+                worst[measure] = stat
         gain, g_low, g_high = stats["sweep_gain"]
         detected = np.isfinite(g_low) and (g_low > 0 or g_high < 0)
+        shift, s_low, s_high = stats["rank_shift"]
+        if detected or (np.isfinite(s_low) and s_low > 0):
+            result.detect(
+                "sensitive-parameter-effect", f"Sensitive parameter moves documents in the ranking: {name}",
+                f"'{name}' is worth {shift:.2f} positions to a document on average (95% interval {s_low:.2f}–"
+                f"{s_high:.2f}); from its lowest to its highest value a document "
+                f"{'climbs' if gain >= 0 else 'drops'} {abs(gain):.2f} positions ({g_low:.2f}–{g_high:.2f}); "
+                f"masking it changes the top {options.top_k} of {stats['topk_changed'][0]:.0%} of queries.",
+                severity="major",
+                citation="Reg. (EU) 2019/1150 (P2B) Art. 5(3) — remuneration that influences ranking, and its effects",
+                judged_by=(f"{key}.rank_shift.mean", f"{key}.sweep_gain.mean", f"{key}.topk_changed_share",
+                           "influence.max.rank_shift.mean", "influence.max.sweep_gain.max_abs",
+                           "influence.max.topk_changed_share"),
+                value=shift, interval=(s_low, s_high))
         rows_out.append([name, _grid_text(grid), _r(stats["rank_shift"][0]), _interval(stats["rank_shift"]),
                          int(metrics[f"{key}.rank_shift.max"]), _r(gain), _interval(stats["sweep_gain"]),
                          int(metrics[f"{key}.sweep_range.max"]), _r(stats["topk_changed"][0]),
                          "yes" if detected else "no"])
-    for measure, value in worst.items():
+    for measure, (value, low, high) in worst.items():
         metrics[f"influence.max.{measure}"] = float(value)
+        stem = measure.removesuffix(".mean")
+        metrics[f"influence.max.{stem}.ci95_low"], metrics[f"influence.max.{stem}.ci95_high"] = low, high
     metrics["influence.parameters"] = float(len(features))
     metrics["influence.queries"] = float(len(queries))
     result.tables.append(Table(
@@ -152,6 +172,14 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                       + (f"a directional effect on positions is detected for {', '.join(found)}." if found else
                          "no directional effect on positions is detected."))
     return result
+
+
+def _abs(stat: tuple[float, float, float]) -> tuple[float, float, float]:
+    """|mean| with the interval of |x| over the mean's interval."""
+    value, low, high = stat
+    if not np.isfinite(low):
+        return abs(value), low, high
+    return abs(value), (0.0 if low <= 0 <= high else min(abs(low), abs(high))), max(abs(low), abs(high))
 
 
 def _swept_scores(ctx: AuditContext, X: np.ndarray, features: list[int], grids: list[np.ndarray]) -> list[np.ndarray]:

@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.report.plots import bar_chart, heatmap, step_curves
 from auditor.surrogate import IMPORTANCE_KEY
@@ -62,6 +63,9 @@ class SurrogateOptions(EvidenceOptions):
                                         "model); 0: real documents only.")
     top_effects: int = Field(6, ge=1, le=20, description="Main effects drawn as step curves.")
     top_pairs: int = Field(2, ge=0, le=10, description="Pair effects drawn as heatmaps.")
+    fidelity_floor: float = Field(0.8, ge=0, le=1, description="Mean Kendall tau with the model's rankings below "
+                                                               "which (its whole interval) the surrogate is reported "
+                                                               "as not describing the model.")
 
 
 HOW_TO_READ = (
@@ -113,6 +117,8 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
             kept = values[np.isfinite(values)]
             m[f"surrogate.fidelity.{label}{measure}.mean"] = float(kept.mean()) if kept.size else float("nan")
             if not label:
+                low, high = bootstrap_interval(kept, ctx.rng(f"surrogate/fidelity/{measure}"))
+                m[f"surrogate.fidelity.{measure}.ci95_low"], m[f"surrogate.fidelity.{measure}.ci95_high"] = low, high
                 m[f"surrogate.fidelity.{measure}.min"] = float(kept.min()) if kept.size else float("nan")
                 m[f"surrogate.fidelity.{measure}.p10"] = float(np.percentile(kept, 10)) if kept.size else float("nan")
         m[f"surrogate.fidelity.{label}explained_share"] = float(fid["explained"])
@@ -153,6 +159,16 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     if reference is data:
         result.notes.append("No background data: the surrogate was trained on the audited data itself, so its "
                             "fidelity is measured in-sample.")
+    tau, high = m["surrogate.fidelity.kendall.mean"], m["surrogate.fidelity.kendall.ci95_high"]
+    if np.isfinite(high) and high < options.fidelity_floor:
+        low = m["surrogate.fidelity.kendall.ci95_low"]
+        result.detect(
+            "surrogate-low-fidelity", "The interpretable surrogate does not rank like the model",
+            f"Mean Kendall tau between the surrogate's and the model's rankings is {tau:.3f} (95% interval "
+            f"{low:.3f}–{high:.3f}), below the floor of {options.fidelity_floor:g}: its effect curves do not "
+            "describe the audited model well enough to be read as its behaviour.", severity="minor",
+            citation="Reg. (EU) 2019/1150 Art. 5(5) — adequate understanding of the ranking mechanism",
+            judged_by=("surrogate.fidelity.kendall.mean",), value=tau, interval=(low, high))
     return result
 
 
