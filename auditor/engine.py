@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor import __version__
+from auditor import __version__, feature_dictionary
 from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
@@ -34,6 +34,7 @@ from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import (
     Finding,
     LoadedPack,
+    check_assignments,
     check_waivers,
     evaluate,
     judging_rules,
@@ -61,6 +62,7 @@ class PreparedAudit:
     background: RankingData | None = None
     signing: SigningMaterial | None = None
     baseline: dict[str, Any] | None = None
+    features: dict[str, dict] = field(default_factory=dict)  # the feature dictionary (auditor/feature_dictionary.py)
 
 
 @dataclass
@@ -80,6 +82,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     base = spec_path.parent.resolve()
     packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
     check_waivers(spec.waivers, packs, spec_file=spec_path)
+    check_assignments(spec.findings, packs, spec_file=spec_path)
     if spec.output.templates is not None:
         from auditor.report.render import check_templates
 
@@ -96,6 +99,8 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
             except InputError as exc:
                 raise InputError(exc.problem, file=spec_path, where=f"evidence.{index}.{name}.{exc.where}",
                                  fix=exc.fix) from None
+    features = feature_dictionary.build(dict(spec.features), spec.feature_dictionary, data.feature_names,
+                                        spec_file=spec_path)
     signing = None
     if spec.signing is not None:  # keys and passphrase are checked before any evidence runs
         from auditor.signing import load_material
@@ -110,7 +115,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
             raise InputError(f"the baseline run has evidence schema {baseline.get('schema')}, not {EVIDENCE_SCHEMA}",
                              file=spec_path, where="baseline", fix="name a run written by this auditor version")
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
-                         background=background, signing=signing, baseline=baseline)
+                         background=background, signing=signing, baseline=baseline, features=features)
 
 
 def _check_rankable(data: RankingData, path: Path) -> None:
@@ -279,6 +284,11 @@ def governance_result(spec: AuditSpec) -> EvidenceResult:
         "governance.period_stated": float(bool(meta.period and meta.period.strip())),
         "governance.limitations_recorded": float(len(meta.limitations)),
         "governance.baseline_present": float(spec.baseline is not None),
+        "governance.intended_use_stated": float(bool(meta.intended_use and meta.intended_use.strip())),
+        "governance.human_oversight_stated": float(bool(meta.human_oversight and meta.human_oversight.strip())),
+        "governance.independence_stated": float(bool(meta.independence and meta.independence.strip())),
+        "governance.auditor_stated": float(bool(meta.auditor and meta.auditor.strip())),
+        "governance.features_described": float(len(spec.features) > 0 or spec.feature_dictionary is not None),
     }
     return EvidenceResult(name="governance", metrics=metrics,
                           summary="Dated run" + (", signed" if spec.signing is not None else ", not signed") +
@@ -302,6 +312,8 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "policies": [{"pack": p.pack.pack, "title": p.pack.title, "version": p.pack.version, "sha256": p.sha256,
                       "source": p.path.name} for p in prepared.packs],
         "waivers": [_plain(w.model_dump()) for w in spec.waivers],
+        "assignments": [_plain(a.model_dump()) for a in spec.findings],
+        "feature_dictionary": prepared.features,
         "findings": [f.to_json() for f in findings],
         "detections": [{**d.to_json(), "judged_by_rules": judging_rules(d, findings)}
                        for d in all_detections(results)],
@@ -312,7 +324,8 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
 
 def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     spec = prepared.spec
-    model = {"describe": prepared.model.describe()}
+    model: dict[str, Any] = {"describe": prepared.model.describe(), "version": spec.model.version,
+                             "training_date": spec.model.training_date}
     if spec.model.path is not None:
         model.update(file=spec.model.path.name, sha256=sha256_file(spec.model.path))
     ds = spec.dataset
@@ -325,6 +338,9 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
         if extra is not None:
             dataset[f"{key}_file"] = {"file": extra.name, "sha256": sha256_file(extra)}
     out = {"model": model, "dataset": dataset}
+    if spec.feature_dictionary is not None:
+        out["feature_dictionary"] = {"file": spec.feature_dictionary.name,
+                                     "sha256": sha256_file(spec.feature_dictionary)}
     if spec.background is not None and prepared.background is not None:
         out["background"] = {"file": spec.background.path.name, "sha256": sha256_file(spec.background.path),
                              "n_docs": prepared.background.n_docs, "n_queries": prepared.background.n_queries}
@@ -464,6 +480,8 @@ def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
             out.append((f"dataset {key}", getattr(spec.dataset, key)))
     if spec.background is not None:
         out.append(("background", spec.background.path))
+    if spec.feature_dictionary is not None:
+        out.append(("feature dictionary", spec.feature_dictionary))
     return out
 
 

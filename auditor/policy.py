@@ -351,6 +351,17 @@ def check_waivers(waivers: list[Waiver], packs: list[LoadedPack], *, spec_file: 
                              fix=(f"did you mean '{near[0]}'?" if near else "name a rule of the applied packs"))
 
 
+def check_assignments(assignments: list[Any], packs: list[LoadedPack], *, spec_file: Path | None = None) -> None:
+    """An owner assigned to a rule no pack has is a typo: refuse it before any work is done."""
+    ids = [rule.id for loaded in packs for rule in loaded.pack.rules]
+    for index, assignment in enumerate(assignments):
+        if assignment.rule not in ids:
+            near = difflib.get_close_matches(assignment.rule, ids, n=1, cutoff=0.5)
+            raise InputError(f"owner assigned to unknown rule '{assignment.rule}'", file=spec_file,
+                             where=f"findings.{index}",
+                             fix=(f"did you mean '{near[0]}'?" if near else "name a rule of the applied packs"))
+
+
 def evaluate(packs: list[LoadedPack], evidence: dict[str, Any], *, requested: set[str],
              waivers: list[Waiver], today: dt.date) -> list[Finding]:
     """Judge every rule. `evidence` maps evidence name → object with .status, .error and .metrics."""

@@ -87,6 +87,17 @@ class AuditMeta(StrictModel):
                                         "run folder (years); policy rules check it (e.g. DSA Art. 34(3): 3).")
     limitations: list[str] = Field([], description="Known limitations the model owner records; printed in the "
                                                    "report's limitations section.")
+    data_origin: Literal["real", "synthetic", "mixed"] | None = Field(
+        None, description="Whether the audited data are real users' queries, synthetic, or both (on the cover).")
+    intended_use: str | None = Field(None, description="What the ranking system is for, in the owner's words "
+                                                       "(AI Act Annex IV 1(a)).")
+    out_of_scope: list[str] = Field([], description="Uses the system is not meant for.")
+    human_oversight: str | None = Field(None, description="How people oversee the ranking and can correct it "
+                                                          "(AI Act Art. 14).")
+    auditor: str | None = Field(None, description="Who ran the audit (person or team).")
+    approver: str | None = Field(None, description="Who approved the report.")
+    independence: str | None = Field(None, description="The auditor's independence from the model owner, in one "
+                                                       "statement (e.g. a separate team, no part in building it).")
 
 
 class ModelSpec(StrictModel):
@@ -97,6 +108,9 @@ class ModelSpec(StrictModel):
         None, description="Model kind; inferred from the file name when left out.")
     entry: str | None = Field(None, description="`module:function` for kind `callable` (needs `trust: true`).")
     trust: bool = Field(False, description="Allow pickles and Python callables, which run code when loaded.")
+    version: str | None = Field(None, min_length=1, description="The model's version in the owner's registry.")
+    training_date: dt.date | None = Field(None, strict=False, description="When the model was trained "
+                                                                          "(YYYY-MM-DD).")
 
     @model_validator(mode="after")
     def _kind_and_source(self) -> ModelSpec:
@@ -164,6 +178,28 @@ class ExecutorSpec(StrictModel):
         if self.address is not None and self.kind != "dask":
             raise ValueError("`address` is a Dask scheduler: set `kind: dask` too")
         return self
+
+
+class FeatureInfo(StrictModel):
+    """What one feature means, for the report's feature dictionary."""
+
+    meaning: str = Field(min_length=1, description="What the feature measures, in plain words.")
+    unit: str | None = Field(None, min_length=1, description="Its unit or scale, e.g. EUR, days, 0-1, yes/no.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        """`price: Price of the book` is `price: {meaning: Price of the book}`."""
+        return {"meaning": data} if isinstance(data, str) else data
+
+
+class Assignment(StrictModel):
+    """Who acts on a rule's finding, and by when (printed beside the finding in the executive summary)."""
+
+    rule: str = Field(min_length=1, description="Rule id, e.g. P2B-4.")
+    owner: str = Field(min_length=1, description="Person or team responsible for the remedy.")
+    due: dt.date = Field(strict=False, description="Date the remedy is due (YYYY-MM-DD).")
+    note: str | None = Field(None, description="What was agreed.")
 
 
 class Waiver(StrictModel):
@@ -237,6 +273,12 @@ class AuditSpec(StrictModel):
     evidence: list[EvidenceItem] = Field(min_length=1, description="Evidence items, each `- name: {options}`.")
     policies: list[str] = Field([], description="Built-in pack names or paths to policy YAML files.")
     waivers: list[Waiver] = Field([], description="Accepted exceptions to rules.")
+    findings: list[Assignment] = Field([], description="Owners and due dates for the remedies of rules' findings.")
+    features: dict[str, FeatureInfo] = Field({}, description="Feature dictionary: what each feature means and its "
+                                                             "unit, e.g. `price: {meaning: Price, unit: EUR}`.")
+    feature_dictionary: InputFile | None = Field(
+        None, description="CSV file with columns `name`, `meaning` and optionally `unit`: the feature dictionary "
+                          "(entries in `features` take precedence).")
     seed: int = Field(0, ge=0, description="Seed for every random draw; same spec + seed ⇒ same evidence.")
     output: OutputSpec = OutputSpec()
     signing: SigningSpec | None = Field(None, description="Sign the run (PDF signature and DSSE bundle).")

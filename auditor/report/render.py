@@ -13,6 +13,7 @@ from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
+from auditor.report.summary import executive_summary
 
 STATUS_ORDER = ["FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"]
 SEVERITY_ORDER = ["critical", "major", "minor", "info"]
@@ -38,6 +39,7 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
         keep_trailing_newline=True,
     )
     env.filters["num"] = _num
+    env.filters["pct"] = _pct
     return env
 
 
@@ -53,8 +55,11 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
         {"name": name, "title": REGISTRY[name].title, "result": result}
         for name, result in results.items() if name in REGISTRY
     ]
+    importance = {r["feature"]: r.get("within_query.share") for r in results["global_importance"].records} \
+        if "global_importance" in results and results["global_importance"].status == "ok" else {}
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
-                   spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings)
+                   spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings,
+                   summary=executive_summary(document, REGISTRY), importance=importance)
     return with_policy(render_template("report.html.j2", context, templates))
 
 
@@ -131,6 +136,13 @@ def _num(value: Any, digits: int = 4) -> str:
     if value != 0 and abs(value) < 1e-3:
         return f"{value:.2e}"
     return f"{value:.{digits}g}"
+
+
+def _pct(value: Any) -> str:
+    """A share as a percentage with one decimal ("—" when missing)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    return f"{100 * value:.1f}%"
 
 
 def check_templates(folder: Path) -> None:

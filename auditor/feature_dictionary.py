@@ -1,0 +1,61 @@
+"""The feature dictionary: what each feature means and its unit, from the spec's `features:` block and an optional
+CSV (`feature_dictionary:`), checked against the data's feature names. A regulator reads the report's figures
+through it (AI Act Annex IV 2(d): the data's characteristics; P2B Art. 5: parameters described in plain words).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from auditor.files import MAX_SMALL_BYTES, read_bytes
+
+
+def build(inline: dict[str, Any], file: Path | None, names: list[str], *, spec_file: Path) -> dict[str, dict]:
+    """{feature: {"meaning", "unit"}} for the features described; unknown names are bad input with the nearest."""
+    out: dict[str, dict] = {}
+    if file is not None:
+        for line, name, info in _read_csv(file):
+            _known(name, names, file=file, where=str(line))
+            out[name] = info
+    for name, info in inline.items():
+        _known(name, names, file=spec_file, where=f"features.{name}")
+        out[name] = {"meaning": info.meaning, "unit": info.unit}
+    return {name: out[name] for name in names if name in out}  # in the data's feature order
+
+
+def _known(name: str, names: list[str], *, file: Path, where: str) -> None:
+    if name not in names:
+        near = difflib.get_close_matches(name, names, n=1)
+        raise InputError(f"'{name}' is not a feature of the data", file=file, where=where,
+                         fix=f"did you mean '{near[0]}'?" if near else "use the data's feature names")
+
+
+def _read_csv(path: Path) -> list[tuple[int, str, dict]]:
+    try:
+        text = read_bytes(path, limit=MAX_SMALL_BYTES, what="feature dictionary").decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("the feature dictionary is not UTF-8 text", file=path, fix="save it as UTF-8 CSV") from None
+    reader = csv.DictReader(io.StringIO(text))
+    columns = [c.strip().lower() for c in reader.fieldnames or []]
+    if "name" not in columns or "meaning" not in columns:
+        raise InputError("the feature dictionary needs the columns `name` and `meaning` (and optionally `unit`)",
+                         file=path, where="1", fix="add a header line: name,meaning,unit")
+    rows = []
+    try:
+        for row in reader:
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if isinstance(v, str)}
+            if not row.get("name"):
+                continue
+            if not row.get("meaning"):
+                raise InputError(f"feature '{row['name']}' has no meaning", file=path, where=str(reader.line_num),
+                                 fix="say in a few words what the feature measures")
+            rows.append((reader.line_num, row["name"], {"meaning": row["meaning"], "unit": row.get("unit") or None}))
+    except csv.Error as exc:
+        raise InputError(f"not valid CSV ({exc})", file=path, where=str(reader.line_num),
+                         fix="check quotes and commas on that line") from None
+    return rows
