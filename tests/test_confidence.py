@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditor.checks.confidence import flag_gap, score_margin, set_overlap, set_weights, verdict
+from auditor.checks.confidence import agreement, flag_gap, score_margin, set_overlap, set_weights, verdict
 from auditor.data import load_ranking_data
 from auditor.engine import run_audit
 from auditor.evidence import confidence, local_explanations
@@ -113,3 +113,36 @@ def test_bookstore_report_shows_pairwise_and_flagged_explanations(bookstore: Pat
     html = (run.run_dir / "report.html").read_text()
     assert "Why each document is ranked above the next" in html
     assert "Explanations not to rely on" in html and "does not reproduce the ranking" in html
+
+
+def test_agreement_counts_only_explainers_at_least_as_valid():
+    sets = [(0, 1, 2), (0, 1, 3), (4, 5, 6)]
+    validity = np.array([0.9, 0.8, 0.2])
+    assert np.isnan(agreement(sets, validity, 0))  # the most valid explainer has no one to defer to
+    assert agreement(sets, validity, 1) == pytest.approx(2 / 3)  # only the stronger first one counts
+    assert agreement(sets, validity, 2) == pytest.approx(0.0)  # both stronger ones disagree with it
+    # a weak explainer's disagreement does not lower a strong one's agreement: with it, explainer 1 would be 1/3
+    assert agreement(sets, np.array([0.9, 0.8, 0.85]), 1) == pytest.approx((2 / 3 + 0) / 2)
+
+
+def test_near_ties_are_reported_apart_and_flag_no_explanation(context):
+    options = dict(methods=["treeshap5", "greedy_cover_eps"], k=3, queries=6, criteria=["validity", "margin"])
+    plain = confidence.run(context, confidence.ConfidenceOptions(**options))
+    tied = confidence.run(context, confidence.ConfidenceOptions(**options, thresholds={"margin": 1e9}))
+    assert all(r["fragile"] for r in tied.records)
+    assert tied.metrics["confidence.fragile_queries_share"] == 1.0
+    assert tied.metrics["confidence.flagged_fraction"] == plain.metrics["confidence.flagged_fraction"]
+    assert not any("nearly tied" in reason for r in tied.records for reason in r["reasons"])
+    table = next(t for t in tied.tables if t.title == "Rankings too close to call at the top")
+    assert len(table.rows) == len({r["query"] for r in tied.records})
+    assert "near ties" in tied.summary
+
+
+def test_the_headline_says_when_the_flags_do_not_separate(context):
+    result = confidence.run(context, confidence.ConfidenceOptions(
+        methods=["treeshap5", "lirme5", "greedy_cover_eps"], k=3, queries=8))
+    low = [result.metrics.get(f"confidence.validation.{m}_gap.ci95_low", float("nan"))
+           for m in ("validity", "path_accuracy")]
+    says = result.summary.startswith("The flags do not single out worse explanations")
+    assert says == any(np.isfinite(v) and v <= 0 for v in low)
+    assert says == any(d.kind == "flags-not-validated" for d in result.detections)

@@ -32,6 +32,13 @@ def set_overlap(a: tuple[int, ...], b: tuple[int, ...]) -> float:
     return len(set(a) & set(b)) / size if size else 1.0
 
 
+def agreement(sets: list[tuple[int, ...]], validity: np.ndarray, i: int) -> float:
+    """Mean overlap of explanation i with the explanations of the same query whose validity is at least its own:
+    disagreeing with a weaker explainer is no reason for doubt. NaN (not applicable) when none is as valid."""
+    peers = [set_overlap(sets[i], sets[j]) for j in range(len(sets)) if j != i and validity[j] >= validity[i]]
+    return float(np.mean(peers)) if peers else float("nan")
+
+
 def score_margin(scores: np.ndarray, top: int) -> float:
     """Smallest score gap between neighbours among the top `top` documents, over the query's score std (0 when the
     query's scores do not vary)."""

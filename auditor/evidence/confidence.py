@@ -1,8 +1,9 @@
 """Evidence `confidence`: which explanations a reviewer should not rely on, and why.
 
-Per (query, explainer), six criteria (auditor/checks/confidence.py): validity below a threshold; disagreement with
-the other explainers; decision-path accuracy below a threshold (tree models); instability across a second seeded
-run; a fragile ranking (the top documents' scores nearly tied); attributions that do not add up to the score.
+Per (query, explainer), five criteria (auditor/checks/confidence.py): validity below a threshold; disagreement with
+the explainers that reproduce this query's ranking at least as well; decision-path accuracy below a threshold (tree
+models); instability across a second seeded run; attributions that do not add up to the score. A fragile ranking
+(the top documents' scores nearly tied) is a property of the query, not of an explanation: it is reported apart.
 The explanations are the ones `local_explanations` shows (shared through the audit's memo when both run with the
 same options). The section ends with the check that the flags earn their keep: flagged explanations should have
 lower validity and decision-path accuracy than unflagged ones, measured with the criterion under test left out.
@@ -17,7 +18,15 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from auditor.checks.confidence import CRITERIA, flag_gap, score_margin, set_overlap, set_weights, verdict
+from auditor.checks.confidence import (
+    CRITERIA,
+    agreement,
+    flag_gap,
+    score_margin,
+    set_overlap,
+    set_weights,
+    verdict,
+)
 from auditor.checks.decision_path import ground_truth, top_k_auc
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
@@ -50,13 +59,14 @@ Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "marg
 DETERMINISTIC = {"treeshap1", "treeshap5", "validity_search"}  # a second run gives the same set
 HOW_TO_READ = (
     "An explanation is flagged when a reviewer should not rely on it, with every reason that applies: it does not "
-    "reproduce the ranking (low validity), the other explainers point at different features (disagreement), it "
-    "misses the features the model's trees actually used for these documents (low decision-path accuracy), a "
-    "second run of the same method picks other features (instability), the ranking it explains is nearly a tie "
-    "(fragile), or its numbers do not add up to the model's score (additivity). A flagged explanation is not "
-    "necessarily wrong; it needs a second look before it is quoted. The last table checks that the flags mean "
-    "something: explanations flagged for other reasons should have visibly lower validity and decision-path "
-    "accuracy than unflagged ones."
+    "reproduce the ranking (low validity), explainers that reproduce the ranking at least as well point at "
+    "different features (disagreement; disagreeing with a weaker explainer is no reason for doubt), it misses the "
+    "features the model's trees actually used for these documents (low decision-path accuracy), a second run of "
+    "the same method picks other features (instability), or its numbers do not add up to the model's score "
+    "(additivity). A flagged explanation is not necessarily wrong; it needs a second look before it is quoted. "
+    "Rankings whose top documents are nearly tied are listed apart: any explanation of them is fragile, whichever "
+    "explainer gave it. The last table checks that the flags mean something: explanations flagged for other "
+    "reasons should have visibly lower validity and decision-path accuracy than unflagged ones."
 )
 
 
@@ -169,7 +179,8 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     explainers = explainers_for(local)
     rerun = explainers_for(_scaled(local, options.rerun_fraction))
     sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
-    thresholds = {c: getattr(options.thresholds, c) for c in criteria}
+    # a near tie is the query's property, not the explanation's: it is reported apart and flags nothing
+    thresholds = {c: getattr(options.thresholds, c) for c in criteria if c != "margin"}
     docs_needed = max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [options.margin_docs])
     units: list[dict[str, Any]] = []
     excluded = 0
@@ -189,10 +200,10 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
         validity, _ = measure_sets(ctx.model, query.X, query.scores, masker, [sets[m] for m in methods])
         truth = ground_truth(ensemble, query.X[top]) if ensemble is not None else None
         margin = score_margin(query.scores, options.margin_docs)
+        fragile = "margin" in criteria and margin < options.thresholds.margin
         for i, m in enumerate(methods):
             measures: dict[str, float] = {"validity": float(validity[i]), "margin": margin}
-            peers = [set_overlap(sets[m], sets[o]) for o in methods if o != m]
-            measures["agreement"] = float(np.mean(peers)) if peers else float("nan")
+            measures["agreement"] = agreement([sets[o] for o in methods], validity, i)
             if "stability" in criteria and m not in DETERMINISTIC:
                 again = _rerun(ctx, rerun, m, query, qi, options.k, masker, attribution_docs)
                 measures["stability"] = set_overlap(sets[m], again)
@@ -203,7 +214,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
                 measures["additivity"] = _additivity(m, attrs, query, attribution_docs, job.base_value, job.tree_bias)
             judged = verdict(measures, thresholds)
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
-                          "verdict": judged})
+                          "verdict": judged, "fragile": fragile})
     return units, excluded
 
 
@@ -293,7 +304,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         per_method.append([LABELS[m], len(mine), int(mine.sum()), _r(mine.mean()),
                            ", ".join(f"{c} {n}" for c, n in reasons.most_common()) or "—"])
     for criterion in CRITERIA:
-        if criterion in criteria:
+        if criterion in criteria and criterion != "margin":
             metrics[f"confidence.reason.{criterion}.share"] = float(np.mean(
                 [criterion in u["verdict"].criteria for u in units]))
     result.tables.append(Table(
@@ -301,7 +312,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         columns=["explainer", "explanations", "flagged", "share flagged", "reasons (count)"], rows=per_method,
         note=f"{len({u['qi'] for u in units})} queries; {excluded} left out (fewer than two documents or all scores "
              f"tied). Thresholds: " + ", ".join(f"{c} {getattr(options.thresholds, c):g}" for c in CRITERIA
-                                                if c in criteria) + "."))
+                                                if c in criteria and c != "margin") + "."))
     listed = [u for u in units if u["verdict"].flagged][:options.max_listed]
     result.tables.append(Table(
         title="Explanations not to rely on, with the reasons",
@@ -310,12 +321,45 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
                _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)] for u in listed],
         note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order."))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
-                       "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons,
+                       "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
                        "measures": {k: _r(v, 6) for k, v in u["measures"].items()}} for u in units]
+    if "margin" in criteria:
+        _fragile(result, options, units)
     _validation(result, ctx, units, criteria)
     worst = max(methods, key=lambda m: metrics[f"confidence.{m}.flagged_fraction"])
     result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({flagged.mean():.0%}); most "
                       f"often {LABELS[worst]} ({metrics[f'confidence.{worst}.flagged_fraction']:.0%}).")
+    if "margin" in criteria:
+        result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
+                           "rankings are near ties at the top (listed apart).")
+    unproven = [label for measure, label in VALIDATED
+                if np.isfinite(metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan))
+                and metrics[f"confidence.validation.{measure}_gap.ci95_low"] <= 0]
+    if unproven:
+        result.summary = ("The flags do not single out worse explanations here: flagged and unflagged explanations "
+                          f"cannot be told apart by {' or '.join(unproven)} (the gap's 95% interval includes no "
+                          "difference), so treat the flags as hints, not as a verdict. " + result.summary)
+
+
+VALIDATED = (("validity", "validity"), ("path_accuracy", "decision-path accuracy (top-K AUC)"))
+
+
+def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dict[str, Any]]) -> None:
+    """Rankings whose top documents are nearly tied: a tiny change reorders them, whatever explains them."""
+    queries = {u["qi"]: u for u in units}
+    fragile = [u for u in queries.values() if u["fragile"]]
+    result.metrics["confidence.fragile_queries"] = float(len(fragile))
+    result.metrics["confidence.fragile_queries_share"] = float(len(fragile) / len(queries))
+    listed = fragile[:options.max_listed]
+    result.tables.append(Table(
+        title="Rankings too close to call at the top",
+        columns=["query", f"smallest score gap among the top {options.margin_docs} (share of the score spread)"],
+        rows=[[u["query"], _r(u["measures"]["margin"])] for u in listed],
+        note=f"{len(fragile)} of {len(queries)} queries have top documents whose scores differ by less than "
+             f"{options.thresholds.margin:g} of the query's score spread: the model barely prefers one to the "
+             "next, so any explanation of their order is fragile. This is a property of the ranking, not of an "
+             "explainer, and does not flag explanations." + (f" The first {len(listed)} are listed."
+                                                                 if len(listed) < len(fragile) else "")))
 
 
 def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:
@@ -326,7 +370,7 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
     cluster = np.array([u["qi"] for u in units])
     method = np.array([u["method"] for u in units])
     rows = []
-    for measure, label in (("validity", "validity"), ("path_accuracy", "decision-path accuracy (top-K AUC)")):
+    for measure, label in VALIDATED:
         values = np.array([u["measures"].get(measure, float("nan")) for u in units], dtype=np.float64)
         if not np.isfinite(values).any():
             continue

@@ -37,7 +37,8 @@ CURVE_MAX_K = 10
 class DecisionPathOptions(EvidenceOptions):
     explainers: list[Explainer] = Field(EXPLAINERS, min_length=1, description="Attribution explainers to compare.")
     ground_truth: list[GroundTruthKind] = Field(["value_change", "frequency"], min_length=1,
-                                                description="Ground truths from the decision paths (paper 001).")
+                                                description="Ground truths from the decision paths "
+                                                            "(Rahnama & Bütepage 2022).")
     node_values: NodeValues = Field(
         "count_weighted", description="Split-node values for the value-change ground truth: `count_weighted` means "
                                       "of the leaves below (bias = TreeSHAP's expected value) or the library's "
@@ -329,7 +330,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
         return f"{mean:.3f} ± {std:.2f}" if std is not None and np.isfinite(std) else f"{mean:.3f}"
 
     result.tables.append(Table(
-        title="Explanation accuracy against decision-path ground truth (layout of paper 001, Table 3)",
+        title="Explanation accuracy against decision-path ground truth (layout of Rahnama & Bütepage 2022, Table 3)",
         columns=["ground truth", "similarity", *[LABELS[n] for n in names]],
         rows=[[GT_LABELS[kind], labels[metric], *[cell(n, kind, metric) for n in names]]
               for kind in options.ground_truth for metric in ROW_ORDER],
@@ -375,7 +376,8 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             columns=["path depth", "docs", "similarity", *[LABELS[n] for n in names]],
             rows=rows,
             note="Depth: split nodes on the document's path, averaged over the trees. Mean per bin; the last rows "
-                 "give the Spearman correlation between depth and accuracy over all documents (paper 001, 5.5)."))
+                 "give the Spearman correlation between depth and accuracy over all documents "
+                 "(Rahnama & Bütepage 2022, section 5.5)."))
     if ks:
         series = {f"{LABELS[n]} · {GT_LABELS[kind]}": [float(v) for v in curve_means[(n, kind)]]
                   for kind in options.ground_truth for n in names}
@@ -388,7 +390,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             title="Top-K AUC against decision-path ground truth",
             svg=line_chart(ks, series, xlabel="K (ground-truth features counted as important)",
                            ylabel="mean top-K AUC"),
-            caption="0.5 = chance. Paper 001 (Figures 3-4) reports that AUC falls as K grows."))
+            caption="0.5 = chance. Rahnama & Bütepage 2022 (Figures 3-4) report that AUC falls as K grows."))
     result.tables.append(Table(
         title="Cost per explainer",
         columns=["explainer", "model rows", "rows per document", "seconds"],

@@ -436,7 +436,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         table_rows.append([LABELS[method], _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
                            _r(c.mean()), f"{_r(c_low)} – {_r(c_high)}", _r(share) if share is not None else None])
     result.tables.append(Table(
-        title=f"Validity and completeness of explanation sets, k = {k} (layout of paper 000, Table 2)",
+        title=f"Validity and completeness of explanation sets, k = {k} (layout of Singh et al. 2020, Table 2)",
         columns=["method", "validity", "95% interval", "median", "completeness", "95% interval", "share of optimum"],
         rows=table_rows,
         note=(f"{n_chosen - excluded} queries; {excluded} left out (fewer than two documents or all scores tied). "

@@ -38,7 +38,8 @@ class PairwiseOptions(EvidenceOptions):
                                           "(2: why the first is above the second).")
     queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
     fill: Literal["adaptive", "masking"] = Field(
-        "adaptive", description="adaptive: conditional fills from weighted training documents (paper 003, Eq. 4-6); "
+        "adaptive", description="adaptive: conditional fills from weighted training documents (Huai et al. 2020, "
+                                "Eq. 4-6); "
                                 "masking: the audit's masking rows for both documents (interventional).")
     pair_function: Literal["margin", "probability"] = Field(
         "margin", description="g(A, B): score margin s(A) − s(B), or the pairwise probability σ(s(A) − s(B)).")

@@ -12,6 +12,7 @@ from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
+from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
 
@@ -59,7 +60,8 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
         if "global_importance" in results and results["global_importance"].status == "ok" else {}
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
                    spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings,
-                   summary=executive_summary(document, REGISTRY), importance=importance)
+                   summary=executive_summary(document, REGISTRY), importance=importance,
+                   glossary=GLOSSARY, references=REFERENCES)
     return with_policy(render_template("report.html.j2", context, templates))
 
 
@@ -98,7 +100,8 @@ _OPENING = re.compile(r"\s*(?:<!DOCTYPE html>\s*)?(?:<html\b[^<>]*>\s*)?<head\b[
 
 
 def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -> list[str]:
-    """What the evidence cannot show, in plain words; generic ones first, then those of this run."""
+    """What the evidence cannot show, in plain words: the generic limits first, then those measured in this run
+    (samples, explanation size against the feature count, surrogate fidelity, explainers found wanting)."""
     out = [
         "The evidence describes the model's behaviour on the audited dataset only; other queries, other users "
         "or later data may behave differently.",
@@ -106,22 +109,59 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
         "causal, and correlated features can share or swap importance.",
     ]
     dataset = results["dataset"].metrics
+    n_queries, n_features = int(dataset["dataset.n_queries"]), int(dataset["dataset.n_features"])
     if dataset.get("dataset.all_zero_label_queries", 0) > 0 and "ranking_quality" in results:
         out.append(f"{int(dataset['dataset.all_zero_label_queries'])} queries have no relevant document; their "
                    "nDCG is set by convention (see the ranking-quality note), not measured.")
     if "dataset.population.n_queries" in dataset:
-        out.append(f"The audit covers a stratified sample of {int(dataset['dataset.n_queries']):,} of "
+        out.append(f"The audit covers a stratified sample of {n_queries:,} of "
                    f"{int(dataset['dataset.population.n_queries']):,} queries: query-level figures are estimates, "
                    "and their intervals are over the sampled queries (sampling error included, the other "
                    "queries not seen).")
     if dataset.get("dataset.single_doc_queries", 0) > 0:
         out.append(f"{int(dataset['dataset.single_doc_queries'])} queries have a single document: they cannot "
                    "be ranked and are left out of within-query measures.")
+    rankable = n_queries - int(dataset.get("dataset.single_doc_queries", 0))
+    for name, key, what in SAMPLED:
+        result = results.get(name)
+        if result is not None and result.status == "ok" and key in result.metrics:
+            audited = int(result.metrics[key] + result.metrics.get(EXCLUDED.get(name, ""), 0))
+            if audited < rankable:
+                out.append(f"{what} were computed on {audited:,} of the {rankable:,} rankable queries (a seeded "
+                           f"sample, option `queries` of {name}); their intervals cover that sample only.")
+    local = results.get("local_explanations")
+    if local is not None and local.status == "ok" and "local.k" in local.metrics:
+        k = int(local.metrics["local.k"])
+        if k > n_features / 2:
+            out.append(f"Explanations name k = {k} of the {n_features} features, more than half: even random "
+                       "sets then reproduce much of a ranking, so validity figures say less than with a small k.")
+        else:
+            out.append(f"Explanations name k = {k} of {n_features} features; validity and completeness are "
+                       "measured at that size only (the effect-of-k curve shows other sizes where requested).")
+    surrogate = results.get("surrogate")
+    if surrogate is not None and surrogate.status == "ok" and "surrogate.fidelity.kendall.mean" in surrogate.metrics:
+        tau = surrogate.metrics["surrogate.fidelity.kendall.mean"]
+        out.append(f"The interpretable surrogate ranks like the model with Kendall's tau {tau:.2f} on held-out "
+                   "queries: its effect curves describe the model only as far as that agreement goes.")
+    for detection in document.get("detections", []):
+        if detection.get("kind") in ("explainer-no-better-than-random", "explanations-below-validity-floor",
+                                     "flags-not-validated", "surrogate-low-fidelity"):
+            out.append(f"{detection['title']}: {detection['message']}")
     out += [f"Recorded by the model owner: {item}" for item in document["audit"].get("limitations") or []]
     for name, result in results.items():
         if result.status != "ok":
             out.append(f"Evidence '{name}' did not produce results ({result.status}): {result.error}")
     return out
+
+
+# Evidence whose `queries` option audits a sample: (evidence, metric with the audited count, what it measured).
+SAMPLED = (
+    ("local_explanations", "local.queries", "Local explanations"),
+    ("decision_path_accuracy", "decision_path.queries", "Decision-path accuracies"),
+    ("pairwise", "pairwise.queries", "Pairwise explanations"),
+    ("parameter_influence", "influence.queries", "Influence of sensitive parameters"),
+)
+EXCLUDED = {"local_explanations": "local.excluded_queries"}  # chosen queries left out (no ranking to explain)
 
 
 def _num(value: Any, digits: int = 4) -> str:
