@@ -160,3 +160,25 @@ def test_disclosure_uses_the_surrogate_importance_when_the_surrogate_ran_first(b
     assert not any("No surrogate importance" in note for note in after.notes)
     assert "disclosure.surrogate.rank_correlation" in after.metrics or \
         any("surrogate" in str(row[0]) for table in after.tables for row in table.rows)
+
+
+def test_stability_of_main_parameters_degrades_gracefully_on_wide_models() -> None:
+    """136 features, a stable top five and a long tail of near-zero features that reshuffles between samples: the
+    importance-weighted measures call it stable, the strict ones do not; five near-equal top features are not."""
+    from auditor.evidence.disclosure_consistency import _main_set, _shares, _stability
+
+    rng = np.random.default_rng(0)
+    options = disclosure_consistency.DisclosureConsistencyOptions(declared=["f0"], resamples=100)
+
+    def stability(top: np.ndarray, noise: float) -> dict[str, float]:
+        per_query = np.hstack([top + rng.normal(0, noise, (60, 5)), rng.exponential(0.08, (60, 131))])
+        within = _shares(per_query.mean(axis=0))
+        return _stability(per_query, within, _main_set(within, 0.8), [], [0], options, np.random.default_rng(1))
+
+    stable = stability(np.array([10.0, 8.0, 6.0, 5.0, 4.0]), 0.3)
+    assert stable["disclosure.stability.main_set_agreement"] < 0.1  # the strict measure: never the same set
+    assert stable["disclosure.stability.kendall.mean"] < 0.6
+    assert stable["disclosure.stability.weighted_kendall.mean"] > 0.9
+    assert stable["disclosure.stability.main_set_overlap.mean"] > 0.9
+    shaky = stability(np.full(5, 6.0), 1.5)
+    assert shaky["disclosure.stability.weighted_kendall.mean"] < 0.85

@@ -119,9 +119,11 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         columns=["measured by", "tau"],
         rows=[[source.replace("_", " "), _r(metrics[f"disclosure.rank_correlation.{source}"])] for source in sources]
         + [["per query (mean over queries)", _r(metrics["disclosure.per_query.rank_correlation.mean"])]],
-        note=(f"Stability over {options.resamples} bootstrap samples of queries: tau with the full order "
-              f"{metrics['disclosure.stability.kendall.mean']:.3f} on average; the main set is the same in "
-              f"{metrics['disclosure.stability.main_set_agreement']:.0%} of samples.")))
+        note=(f"Stability over {options.resamples} bootstrap samples of queries: importance-weighted tau with the "
+              f"full order {metrics['disclosure.stability.weighted_kendall.mean']:.3f} on average (plain tau over "
+              f"all features {metrics['disclosure.stability.kendall.mean']:.3f}); a sample's main set holds "
+              f"{metrics['disclosure.stability.main_set_overlap.mean']:.0%} of the importance of the full one's "
+              f"and is exactly the same in {metrics['disclosure.stability.main_set_agreement']:.0%} of samples.")))
     for f in undeclared:
         rank = int(np.flatnonzero(order == f)[0]) + 1
         result.detect(
@@ -157,25 +159,58 @@ def _tau_declared(importance: np.ndarray, declared: list[int]) -> float:
 def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int], undeclared: list[int],
                declared: list[int], options: DisclosureConsistencyOptions, rng: np.random.Generator
                ) -> dict[str, float]:
-    """The measured order re-computed on bootstrap samples of queries: Kendall's tau with the full-data order,
-    share of samples with the same main set, and share in which some influential parameter is undeclared."""
+    """The measured order re-computed on bootstrap samples of queries, compared with the full-data one.
+
+    Two measures weigh features by their importance, so that a wide model with a stable top is not called unstable
+    because its long tail of near-zero features reshuffles: Kendall's tau over feature pairs weighted by the
+    product of their shares, and the overlap of the sample's main set with the full one weighted by share. The
+    strict ones are kept beside them: plain Kendall tau over every feature, the share of samples whose main set is
+    exactly the same, and the share in which some influential parameter is undeclared."""
     n = per_query_within.shape[0]
+    keys = ("kendall.mean", "kendall.p05", "weighted_kendall.mean", "weighted_kendall.p05", "main_set_overlap.mean",
+            "main_set_overlap.p05", "main_set_agreement", "undeclared_share")
     if n < 2:
-        return {"disclosure.stability.kendall.mean": np.nan, "disclosure.stability.kendall.p05": np.nan,
-                "disclosure.stability.main_set_agreement": np.nan, "disclosure.stability.undeclared_share": np.nan}
-    taus, same, flagged = [], 0, 0
+        return {f"disclosure.stability.{key}": np.nan for key in keys}
+    taus, weighted, overlaps, same, flagged = [], [], [], 0, 0
     for _ in range(options.resamples):
         sample = per_query_within[rng.integers(0, n, size=n)].mean(axis=0)
         shares = _shares(sample)
         taus.append(kendalltau(within, shares).statistic)
+        weighted.append(weighted_tau(within, shares, within))
         sample_main = _main_set(shares, options.share_for_main)
+        overlaps.append(weighted_overlap(main, sample_main, within))
         same += set(sample_main) == set(main)
         flagged += any(f not in declared and shares[f] >= options.min_share for f in sample_main)
     taus_array = np.nan_to_num(np.asarray(taus, dtype=np.float64), nan=1.0)
+    weighted_array = np.nan_to_num(np.asarray(weighted, dtype=np.float64), nan=1.0)
     return {"disclosure.stability.kendall.mean": float(taus_array.mean()),
             "disclosure.stability.kendall.p05": float(np.quantile(taus_array, 0.05)),
+            "disclosure.stability.weighted_kendall.mean": float(weighted_array.mean()),
+            "disclosure.stability.weighted_kendall.p05": float(np.quantile(weighted_array, 0.05)),
+            "disclosure.stability.main_set_overlap.mean": float(np.mean(overlaps)),
+            "disclosure.stability.main_set_overlap.p05": float(np.quantile(overlaps, 0.05)),
             "disclosure.stability.main_set_agreement": same / options.resamples,
             "disclosure.stability.undeclared_share": flagged / options.resamples}
+
+
+def weighted_tau(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> float:
+    """Kendall's tau of x and y over pairs of items, each pair weighted by the product of its items' weights (ties
+    count 0): a swap between two important features counts, one between two negligible ones hardly. 1 when no
+    pair has weight (nothing to disagree on)."""
+    x, y, w = (np.asarray(v, dtype=np.float64) for v in (x, y, weights))
+    pair = np.triu(np.outer(w, w), 1)
+    total = pair.sum()
+    if total <= 0:
+        return 1.0
+    agree = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])
+    return float((pair * agree).sum() / total)
+
+
+def weighted_overlap(a: list[int], b: list[int], weights: np.ndarray) -> float:
+    """Weighted Jaccard overlap of two feature sets: the weight of the shared features over the weight of their
+    union (1 = the same set; a swapped feature costs its own weight)."""
+    union = sum(float(weights[f]) for f in set(a) | set(b))
+    return sum(float(weights[f]) for f in set(a) & set(b)) / union if union > 0 else 1.0
 
 
 def _surrogate_importance(ctx: AuditContext) -> np.ndarray | None:
