@@ -1,8 +1,9 @@
 """Period-over-period comparison of two run folders (`auditor diff`, and a spec's `baseline:`).
 
-Reads only the runs' evidence.json: findings whose status changed, metrics whose new value lies outside the old
-run's 95% interval, main parameters that entered or left, and the population stability index (PSI) of every
-feature from the compact distributions stored under the dataset facts.
+Reads only the runs' evidence.json: findings whose status changed (first: what a reviewer acts on), inputs whose
+file changed (hashes of model, data, spec, packs), metrics that moved beyond both runs' 95% intervals, main
+parameters that entered or left, and the population stability index (PSI) of every feature from the compact
+distributions stored under the dataset facts. Stable features are summed up in one line, not listed.
 """
 
 from __future__ import annotations
@@ -110,8 +111,11 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
             low, high, now = m_old.get(f"{stem}.ci95_low"), m_old.get(f"{stem}.ci95_high"), m_new.get(key)
             if low is None or high is None or now is None:
                 continue
-            if not low <= now <= high:
+            new_low, new_high = m_new.get(f"{stem}.ci95_low"), m_new.get(f"{stem}.ci95_high")
+            outside_new = new_low is None or new_high is None or not new_low <= value <= new_high
+            if not low <= now <= high and outside_new:  # beyond both runs' intervals: not sampling noise
                 metrics.append({"metric": key, "before": value, "interval": [low, high], "after": now,
+                                "interval_after": None if new_low is None or new_high is None else [new_low, new_high],
                                 "change": now - value})
     main_before, main_after = _main_parameters(old), _main_parameters(new)
     drift = []
@@ -130,15 +134,40 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
     missing = sorted(set(dist_old) ^ set(dist_new))
     if dist_old and dist_new and missing:
         notes.append(f"Features in only one run (no PSI): {', '.join(missing)}.")
+    stable = [d for d in drift if d["level"] == "stable"]
     return {"old": old_name, "new": new_name,
             "old_evaluated_on": old.get("run", {}).get("evaluated_on"),
             "new_evaluated_on": new.get("run", {}).get("evaluated_on"),
             "opinion": [old.get("opinion"), new.get("opinion")],
-            "findings": findings, "metrics": metrics,
+            "findings": findings, "inputs": input_changes(old, new), "metrics": metrics,
+            "stable_features": {"count": len(stable), "max_psi": max((d["psi"] for d in stable), default=None)},
             "main_parameters": {"before": main_before, "after": main_after,
                                 "entered": [f for f in main_after if f not in main_before],
                                 "left": [f for f in main_before if f not in main_after]},
             "drift": drift, "notes": notes}
+
+
+def input_changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each input of the two runs (spec, model, dataset, background, feature dictionary, policy packs) with its
+    file name and SHA-256 before and after, and whether its content changed."""
+    def files(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        inputs = doc.get("inputs", {})
+        out = {"spec": doc.get("spec") or {}}
+        for key in ("model", "dataset", "background", "feature_dictionary"):
+            if isinstance(inputs.get(key), dict) and inputs[key].get("sha256"):
+                out[key.replace("_", " ")] = inputs[key]
+        for pack in doc.get("policies", []):
+            out[f"policy pack {pack.get('pack')}"] = {"file": pack.get("source"), "sha256": pack.get("sha256")}
+        return out
+
+    before, after = files(old), files(new)
+    rows = []
+    for name in [*before, *(n for n in after if n not in before)]:
+        a, b = before.get(name, {}), after.get(name, {})
+        rows.append({"input": name, "file_before": a.get("file"), "file_after": b.get("file"),
+                     "sha256_before": a.get("sha256"), "sha256_after": b.get("sha256"),
+                     "changed": a.get("sha256") != b.get("sha256")})
+    return rows
 
 
 def _main_parameters(doc: dict[str, Any]) -> list[str]:
@@ -148,6 +177,19 @@ def _main_parameters(doc: dict[str, Any]) -> list[str]:
         return []
     ranked = sorted((r for r in gi.get("records", []) if "feature" in r), key=lambda r: r.get("rank", 0))
     return [r["feature"] for r in ranked[: int(count)]]
+
+
+def stable_line(diff: dict[str, Any]) -> str:
+    """The stable features in one line (never pages of 'PSI 0.0000')."""
+    stable = diff.get("stable_features") or {"count": 0, "max_psi": None}
+    if not stable["count"]:
+        return "no feature is stable (PSI < 0.1)" if diff["drift"] else "no feature distributions to compare"
+    return (f"{stable['count']} of {len(diff['drift'])} features stable (PSI < 0.1; the largest of them "
+            f"{stable['max_psi']:.3f})")
+
+
+def _short(digest: str | None) -> str:
+    return f"{digest[:12]}…" if digest else "—"
 
 
 def _psi_level(value: float) -> str:
@@ -161,13 +203,19 @@ def text_table(diff: dict[str, Any]) -> str:
              f"{diff['opinion'][0]} -> {diff['opinion'][1]}", "", "Findings that changed status:"]
     lines += [f"  {f['rule']:<10} {f['before']:>8} -> {f['after']:<8} {f['title']}" for f in diff["findings"]] or \
         ["  none"]
-    lines += ["", "Metrics outside the earlier 95% interval:"]
+    changed = [i for i in diff["inputs"] if i["changed"]]
+    lines += ["", "Inputs that changed (SHA-256):"]
+    lines += [f"  {i['input']:<30} {i['file_before'] or '—'} {_short(i['sha256_before'])} -> "
+              f"{i['file_after'] or '—'} {_short(i['sha256_after'])}" for i in changed] or \
+        ["  none: same model, data, spec and packs"]
+    lines += ["", "Metrics that moved beyond both runs' 95% intervals:"]
     lines += [f"  {m['metric']:<45} {m['before']:>10.4g} [{m['interval'][0]:.4g}, {m['interval'][1]:.4g}] -> "
               f"{m['after']:.4g}" for m in diff["metrics"]] or ["  none"]
     mp = diff["main_parameters"]
     lines += ["", f"Main parameters entered: {', '.join(mp['entered']) or 'none'}; left: "
               f"{', '.join(mp['left']) or 'none'}", "", "Feature drift (PSI, largest first):"]
-    lines += [f"  {d['feature']:<30} {d['psi']:8.4f}  {d['level']}" for d in diff["drift"]] or ["  none"]
+    lines += [f"  {d['feature']:<30} {d['psi']:8.4f}  {d['level']}" for d in diff["drift"] if d["level"] != "stable"]
+    lines.append(f"  {stable_line(diff)}")
     lines += [f"note: {n}" for n in diff["notes"]]
     return "\n".join(lines) + "\n"
 

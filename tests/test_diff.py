@@ -68,14 +68,26 @@ def test_diff_reports_the_planted_changes(runs: tuple[Path, Path, Path], tmp_pat
     result = runner.invoke(app, ["diff", str(run_a), str(run_b), "--html", str(out)])
     assert result.exit_code == 0, result.output
     table = result.output.split("Feature drift")[1].splitlines()[1:]
-    drift = {line.split()[0]: float(line.split()[1]) for line in table if line.startswith("  ")}
+    listed = {line.split()[0]: float(line.split()[1]) for line in table if line.startswith("  ")
+              and not line.split()[0].isdigit()}
+    doc = json.loads((run_b / "evidence.json").read_text())
+    drift = {d["feature"]: d["psi"] for d in doc["since_last_review"]["drift"]}
     # the planted catalogue shift: prices x 1.3 (PSI 0.16, moderate), e-books 30% -> 45% (PSI ≈ 0.097 by formula)
     assert drift["price"] > 0.1 and 0.07 < drift["is_ebook"] < 0.13
     assert drift["genre_match"] < 0.05 and drift["target_age"] < 0.05  # not shifted
+    # only features that moved are listed; the stable ones are one line with their count and largest PSI
+    assert set(listed) == {f for f, v in drift.items() if v > 0.1} and "price" in listed
+    stable = [v for v in drift.values() if v <= 0.1]
+    assert f"{len(stable)} of {len(drift)} features stable (PSI < 0.1; the largest of them {max(stable):.3f})" \
+        in result.output
+    # the retrained model and the new data files are named first, by hash; the spec's own hash changed too
+    changed = result.output.split("Inputs that changed")[1].split("\n\n")[0]
+    assert "model" in changed and "dataset" in changed and "policy pack" not in changed
+    assert result.output.index("Findings that changed") < result.output.index("Inputs that changed") < \
+        result.output.index("Metrics that moved")
     assert "entered: sponsored" in result.output  # the paid boost became a main parameter
     html = out.read_text()
-    assert "Feature drift" in html and "sponsored" in html
-    doc = json.loads((run_b / "evidence.json").read_text())
+    assert "Feature drift" in html and "sponsored" in html and "Inputs that changed" in html
     section = doc["since_last_review"]
     assert section["main_parameters"]["entered"] == ["sponsored"]
     assert "Since last review" in (run_b / "report.html").read_text()
@@ -99,3 +111,17 @@ def test_diff_bad_input(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     bad = runner.invoke(app, ["report", str(spec), "--quiet"])
     assert bad.exit_code == 2 and f"{spec}:baseline: no evidence.json here" in bad.output
     spec.write_text(text)
+
+
+def test_a_metric_is_listed_only_when_it_moved_beyond_both_intervals() -> None:
+    from auditor.diff import compare
+
+    def doc(mean: float, low: float, high: float) -> dict:
+        return {"schema": "s", "evidence": {"ranking_quality": {"metrics": {
+            "q.mean": mean, "q.ci95_low": low, "q.ci95_high": high}}}}
+
+    wide_new = compare(doc(0.80, 0.78, 0.82), doc(0.84, 0.70, 0.90))  # 0.80 is inside the new, wide interval
+    moved = compare(doc(0.80, 0.78, 0.82), doc(0.90, 0.88, 0.92))
+    assert wide_new["metrics"] == []
+    assert [m["metric"] for m in moved["metrics"]] == ["q.mean"] and moved["metrics"][0]["interval_after"] == \
+        [0.88, 0.92]
