@@ -34,15 +34,34 @@ audit:
   # owner: Ranking team
   # period: 2026-Q4
   # purpose: Ranking transparency under Regulation (EU) 2019/1150 Art. 5
+  # data_origin: real   # real, synthetic or mixed (printed on the cover)
+  # intended_use: Orders the products of a catalogue search for shoppers in the EU
+  # out_of_scope: [Credit or employment decisions]
+  # human_oversight: The merchandising team reviews the top results weekly and can pin or demote items
+  # auditor: Model Risk team   # who ran the audit
+  # approver: Head of Model Risk
+  # independence: The auditors took no part in building or training the model
+  # limitations: [Known limitations the model owner records]
 
 model:
   path: {_quote(model_rel)}
   # trust: false        # pickles and Python callables run code when loaded: only with trust: true
+  # version: "2026.11.1" # the model's version in your registry
+  # training_date: 2026-11-01
 
 dataset:
   path: {_quote(data_rel)}
   format: {fmt}
   nan_policy: reject    # or `missing`: pass missing values to the model as missing{csv_hint}
+# background:           # reference data, e.g. the training set: masking, the samplers and the surrogate use it;
+#   path: train.csv     #   without it they use the audited data itself
+#   doc_id_column: doc_id
+
+# masking: {{strategy: mean}}   # what a removed feature becomes: mean (default), median or zero
+
+# features:             # what each feature means, for the report's feature dictionary (or a CSV file:
+#   price: {{meaning: Price of the item, unit: EUR}}   #   feature_dictionary: features.csv, columns name,meaning,unit)
+
 evidence:
 {evidence}
 
@@ -51,10 +70,19 @@ policies: [{", ".join(policies)}]   # built-in names (`auditor policies list`) o
 # waivers:              # accepted exceptions: FAIL becomes WAIVED until the expiry date
 #   - {{rule: BASE-2, justification: "...", approver: "J. Doe", expires: 2027-03-31}}
 
+# findings:             # who acts on a rule's finding, by when (printed beside it in the executive summary)
+#   - {{rule: BASE-1, owner: Ranking team, due: 2027-01-31}}
+
+# signing:              # sign report.pdf and the run (`auditor keygen --out keys` makes the identity)
+#   key: keys/signer.p12
+#   passphrase_env: AUDITOR_KEY_PASS
+#   bundle_key: keys/bundle-ed25519.pem
+
 seed: 0                 # same spec + seed => same evidence.json
 
 output:
   dir: reports
+  # formats: [html, pdf]
 """
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,34 @@ def test_init_validate_report_round_trip(bookstore: Path) -> None:
     again = runner.invoke(app, ["init", "--model", str(bookstore / "model.txt"), "--dataset",
                                 str(bookstore / "test.csv"), "--out", str(spec)])
     assert again.exit_code == 2 and "exists already" in again.output
+
+
+def test_init_comments_out_valid_options(bookstore: Path) -> None:
+    """Every commented option `auditor init` writes (but the evidence kinds, and the blocks that need files the
+    user makes: background, signing) validates once uncommented: the comments are a working menu."""
+    spec = bookstore / "menu" / "audit.yaml"
+    result = runner.invoke(app, ["init", "--model", str(bookstore / "model.txt"), "--dataset",
+                                 str(bookstore / "test.csv"), "--out", str(spec)])
+    assert result.exit_code == 0, result.output
+    lines, skip_block = [], False
+    for line in spec.read_text().splitlines():
+        skip_block = skip_block and not re.match(r"^[a-z]", line)  # a live top-level key ends a skipped block
+        match = re.match(r"^(\s*)# (\s*)([a-z_]+:|- \{)(.*)$", line)
+        if match and not line.lstrip().startswith("# - "):
+            indent, inner = match.group(1), match.group(2)
+            if not indent and not inner:
+                skip_block = match.group(3) in ("background:", "signing:")
+            if not skip_block:
+                line = indent + inner + match.group(3) + match.group(4)
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    for key in ("intended_use:", "human_oversight:", "independence:", "version:", "findings:", "features:",
+                "masking:", "formats:"):
+        assert re.search(rf"^\s*{key}", text, re.MULTILINE), key
+    spec.write_text(text)
+    validated = runner.invoke(app, ["validate", str(spec)])
+    assert validated.exit_code == 0, validated.output + text
+    assert "# background:" in text and "# signing:" in text
 
 
 def test_schema_and_policies_commands(tmp_path: Path) -> None:

@@ -96,7 +96,10 @@ HOW_TO_READ = (
     "model saw only these features (the others replaced by their average), would it still rank the query's "
     "documents the same way? It is Kendall's tau between the two orders: 1 = the same order, 0 = unrelated. "
     "Completeness asks the reverse: with these features removed, how much of the order is lost (higher = more "
-    "lost, so the set really carries the ranking). Each figure is computed per query, then averaged. The "
+    "lost, so the set really carries the ranking). It is minus Kendall's tau between the model's order and the "
+    "order without the set, so it is negative when the remaining features still rank the documents much as the "
+    "model does: the ranking does not rest on the set alone (common when features are correlated or many share "
+    "the work). Each figure is computed per query, then averaged. The "
     "exhaustive optimum is the best validity any set of the same size can reach, where it was affordable."
 )
 
