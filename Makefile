@@ -17,16 +17,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 # The demo signs its report with a throw-away identity made on first use (examples/bookstore/keys, not committed).
+# Its opinion is negative on purpose (an undeclared main parameter): --fail-on never keeps `make demo` green.
 DEMO_KEYS := examples/bookstore/keys
 export AUDITOR_KEY_PASS ?= bookstore-demo-only
 
 demo: $(STAMP)
 	@test -f $(DEMO_KEYS)/signer.p12 || $(BIN)/auditor keygen --out $(DEMO_KEYS) \
 		--name "Bookstore demo signer (not for real audits)" --organisation "Example Books GmbH" > /dev/null
-	@run=$$($(BIN)/auditor report examples/bookstore/audit.yaml --out reports); code=$$?; \
-	 test -n "$$run" || exit $$code; \
+	@run=$$($(BIN)/auditor report examples/bookstore/audit.yaml --out reports --fail-on never) || exit $$?; \
 	 $(BIN)/auditor verify "$$(dirname "$$run")" --trust $(DEMO_KEYS)/signer-cert.pem \
-		--pubkey $(DEMO_KEYS)/bundle-ed25519.pub.pem && echo "report: $$run" && exit $$code
+		--pubkey $(DEMO_KEYS)/bundle-ed25519.pub.pem && echo "report: $$run"
 
 test: $(STAMP)
 	$(BIN)/ruff check .

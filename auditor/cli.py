@@ -165,6 +165,8 @@ def report(
         counts[finding.status] = counts.get(finding.status, 0) + 1
     if not quiet:
         shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no rules applied"
+        if run.unjudged:
+            shown += f"; {len(run.unjudged)} detection{'s' * (len(run.unjudged) != 1)} not judged by any rule"
         typer.echo(f"opinion: {run.opinion} ({shown})", err=True)
     shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
                        if (run.run_dir / name).exists()), run.run_dir / "evidence.json")

@@ -71,6 +71,7 @@ class AuditRun:
     findings: list[Finding]
     opinion: str
     results: dict[str, EvidenceResult] = field(default_factory=dict)
+    unjudged: list[Detection] = field(default_factory=list)  # detections no applied rule judges
 
 
 def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None) -> PreparedAudit:
@@ -175,7 +176,8 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
 
     requested = {"dataset", "governance", *(name for name, _ in spec.evidence_items())}
     findings = evaluate(prepared.packs, results, requested=requested, waivers=list(spec.waivers), today=today)
-    verdict = opinion(findings, unjudged(all_detections(results), findings))
+    not_judged = unjudged(all_detections(results), findings)
+    verdict = opinion(findings, not_judged)
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
                                  run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
                                       "evaluated_on": today.isoformat(), "seconds": seconds,
@@ -187,7 +189,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
         document["since_last_review"] = compare(prepared.baseline, document, old_name=spec.baseline.name,
                                                 new_name="this run", file=prepared.spec_path)
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
-    return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results)
+    return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged)
 
 
 def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:

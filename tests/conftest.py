@@ -74,6 +74,7 @@ def bookstore(tmp_path: Path) -> Path:
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
     spec.pop("signing", None)  # the example signs with keys made by `make demo`; tests that sign make their own
+    spec.pop("findings", None)  # owners of P2B rules: tests that change the packs would have to drop them
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder
 
