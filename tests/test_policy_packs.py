@@ -248,6 +248,28 @@ def test_starter_judges_the_two_p2b_cases(tmp_path: Path) -> None:
     assert {"BASE-8", "P2B-4"} in rule_sets and {"BASE-9", "P2B-9"} in rule_sets
 
 
+def _packs_table() -> dict[str, list[str]]:
+    """The 'Built-in packs' table of docs/policies.md: pack → the evidence it needs, as listed."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "policies.md").read_text()
+    section = text.split("## Built-in packs", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    table = {}
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+        table[cells[0].strip("`")] = [kind.strip() for kind in cells[-1].split(",")]
+    return table
+
+
+def test_docs_pack_table_matches_the_packs(tmp_path: Path) -> None:
+    """docs/policies.md lists every built-in pack with exactly the evidence `auditor policies show` prints."""
+    table = _packs_table()
+    assert sorted(table) == builtin_pack_names()
+    for name, kinds in table.items():
+        assert kinds == load_pack(name, base_dir=tmp_path).evidence(), name
+        shown = runner.invoke(app, ["policies", "show", name])
+        assert f"evidence needed: {', '.join(kinds)}" in shown.output.replace("\n", " ")
+
+
 @pytest.mark.parametrize("name", PACKS)
 def test_builtin_packs_validate_with_citations_and_reasons(name: str, tmp_path: Path) -> None:
     packs_loaded = load_packs([name], base_dir=tmp_path)
