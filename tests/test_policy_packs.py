@@ -248,6 +248,20 @@ def test_starter_judges_the_two_p2b_cases(tmp_path: Path) -> None:
     assert {"BASE-8", "P2B-4"} in rule_sets and {"BASE-9", "P2B-9"} in rule_sets
 
 
+def test_starter_poor_query_share_is_judged_per_query_like_mg2(tmp_path: Path) -> None:
+    """BASE-2 judges the share of queries with nDCG@10 >= 0.5 on its Wilson interval (an estimate, not a point), and
+    is the same requirement as MG-2: one finding when model-governance (which extends starter) applies."""
+    rules = {rule.id: rule for loaded in load_packs(["model-governance"], base_dir=tmp_path)
+             for rule in loaded.pack.rules}
+    assert (rules["BASE-2"].metric, rules["BASE-2"].requirement()) == (rules["MG-2"].metric,
+                                                                       rules["MG-2"].requirement())
+    values = {f"q{i}": (0.2 if i % 4 == 0 else 0.9) for i in range(40)}  # 75% of 40 queries reach 0.5
+    found = judge(load_packs(["model-governance"], base_dir=tmp_path), quality({"ranking_quality.ndcg@10": values}))
+    groups = [group for group in group_findings(found) if group[0].rule in ("BASE-2", "MG-2")]
+    assert len(groups) == 1 and {f.rule for f in groups[0]} == {"BASE-2", "MG-2"}
+    assert groups[0][0].status == "WARN" and groups[0][0].inconclusive  # 30 of 40: the interval crosses 75%
+
+
 def _packs_table() -> dict[str, list[str]]:
     """The 'Built-in packs' table of docs/policies.md: pack → the evidence it needs, as listed."""
     text = (Path(__file__).resolve().parent.parent / "docs" / "policies.md").read_text()
