@@ -45,8 +45,14 @@ def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
     assert doc["evidence"]["ranking_quality"]["metrics"]["ranking_quality.ndcg@10.mean"] == pytest.approx(expected,
                                                                                                          abs=1e-9)
     assert doc["inputs"]["dataset"]["sha256"] and doc["inputs"]["model"]["sha256"]
-    failing = {f["metric"] for f in doc["findings"] if f["status"] not in ("PASS", "WARN")}
-    assert failing == {"disclosure.undeclared_main"} and doc["opinion"] == "negative"  # sales_rank_log
+    # the shop's undeclared main parameter (sales_rank_log, P2B Art. 5(1)) fails in both packs; the paid placement
+    # (sponsored, Art. 5(3)) asks the reviewer to check the terms describe it
+    failing = {f["rule"] for f in doc["findings"] if f["status"] == "FAIL"}
+    assert failing == {"BASE-8", "P2B-4"} and doc["opinion"] == "negative"
+    assert {f["rule"] for f in doc["findings"] if f["status"] == "WARN"} >= {"BASE-9", "P2B-9"}
+    judged = {d["kind"]: d["judged_by_rules"] for d in doc["detections"]}
+    assert judged["undeclared-main-parameter"] == ["BASE-8", "P2B-4", "P2B-6"]
+    assert judged["sensitive-parameter-effect"] == ["BASE-9", "P2B-9"]
     assert doc["evidence"]["global_importance"]["n_model_rows"] == len(whole)  # contributions only: scores cached
 
 

@@ -42,7 +42,7 @@ def starter_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec["audit"].update(intended_use="Orders the catalogue's books for a shopper's search",
                          human_oversight="Merchandisers review the top results weekly", data_origin="synthetic")
     spec["features"] = {"sponsored": {"meaning": "The publisher paid for placement", "unit": "yes/no"}}
-    spec["findings"] = [{"rule": "BASE-1", "owner": "Search team", "due": "2026-03-31"}]
+    spec["findings"] = [{"rule": "BASE-8", "owner": "Search team", "due": "2026-03-31"}]
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return run_audit(folder / "audit.yaml", today=DAY).run_dir
 
@@ -76,7 +76,8 @@ def test_the_pdf_carries_what_a_regulator_expects(starter_run: Path) -> None:
         assert needle in text, needle
     assert "paper 000" not in text and "paper 001" not in text
     html = (starter_run / "report.html").read_text()
-    assert "Search team, due 2026-03-31" in html or "BASE-1" not in html.split("Findings to act on")[-1]
+    acted_on = html.split("Findings to act on")[1].split("Rules that passed")[0]
+    assert "BASE-8" in acted_on and "Search team, due 2026-03-31" in acted_on and "sales_rank_log" in acted_on
 
 
 def test_the_summary_lists_every_unjudged_detection_and_every_rule() -> None:
