@@ -28,6 +28,7 @@ from auditor.checks.confidence import (
     verdict,
 )
 from auditor.checks.decision_path import ground_truth, top_k_auc
+from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
 from auditor.evidence.base import (
@@ -296,6 +297,10 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     names = ctx.data.feature_names
     flagged = np.array([u["verdict"].flagged for u in units])
     metrics["confidence.flagged_fraction"] = float(flagged.mean())
+    by_query = [float(np.mean([u["verdict"].flagged for u in units if u["qi"] == qi]))
+                for qi in dict.fromkeys(u["qi"] for u in units)]
+    low, high = bootstrap_interval(np.asarray(by_query), ctx.rng("confidence/flagged"))
+    metrics["confidence.flagged_fraction.ci95_low"], metrics["confidence.flagged_fraction.ci95_high"] = low, high
     per_method = []
     for m in methods:
         mine = np.array([u["verdict"].flagged for u in units if u["method"] == m])
