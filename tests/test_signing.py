@@ -83,7 +83,12 @@ def test_signed_run_verifies(signed: dict[str, Path]) -> None:
     code, output = verify(signed, run)
     assert code == 0, output
     assert "OK   report.pdf (signature): intact, trusted" in output and output.rstrip().endswith("verdict: VERIFIED")
-    assert "signed by" in (run / "report.html").read_text().lower()
+    html = (run / "report.html").read_text()
+    assert "signed by" in html.lower()
+    # the report tells its reader how to check it, with the exact command and the fingerprints to compare
+    assert "auditor verify . --trust signer-cert.pem --pubkey bundle-ed25519.pub.pem" in html
+    predicate = statement["predicate"]["signer"]
+    assert predicate["certificate_sha256"] in html and predicate["bundle_keyid"] in html
 
 
 def test_edited_html_fails(signed: dict[str, Path]) -> None:
