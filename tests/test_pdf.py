@@ -49,7 +49,7 @@ def _fonts(data: bytes) -> dict[str, bool]:
     return out
 
 
-def test_pdf_is_pdfa3b_with_evidence_attached_and_deterministic(bookstore: Path) -> None:
+def test_pdf_is_pdfa3a_with_evidence_attached_and_deterministic(bookstore: Path) -> None:
     spec = write_spec(bookstore, output={"dir": "reports", "formats": ["html", "pdf"]})
     first = run_audit(spec, today=DAY).run_dir
     second = run_audit(spec, today=DAY).run_dir
@@ -61,7 +61,8 @@ def test_pdf_is_pdfa3b_with_evidence_attached_and_deterministic(bookstore: Path)
     assert pdf.startswith(b"%PDF-1.7\n")  # not 2.0: PDF/A-3 is based on PDF 1.7
     root = _reader(pdf).root
     xmp = root["/Metadata"].get_object().data.decode("utf-8")
-    assert 'pdfaid:part="3"' in xmp and 'pdfaid:conformance="B"' in xmp
+    assert 'pdfaid:part="3"' in xmp and 'pdfaid:conformance="A"' in xmp  # PDF/A-3a: tagged
+    assert "/StructTreeRoot" in root and root["/MarkInfo"]["/Marked"] and root["/Lang"] == "en"
     assert "2026-01-15T00:00:00" in xmp  # dates from the evaluation day, not the clock
     assert len({ref.idnum for ref in root["/AF"]}) == 1 and "/OutputIntents" in root  # WeasyPrint lists it twice
     files = _embedded_files(pdf)

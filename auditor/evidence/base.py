@@ -37,6 +37,10 @@ class Table:
     rows: list[list[Any]]
     note: str = ""
     volatile: bool = False  # wall-clock figures: shown in the report, kept out of evidence.json
+    # rows shown in the evidence section; the whole table goes to the report's appendix. None: the report's rule
+    # (long tables show their first rows); 0: the whole table is detail, in the appendix only
+    body_rows: int | None = None
+
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
 

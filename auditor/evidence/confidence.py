@@ -324,7 +324,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         columns=["query", "explainer", "explanation set", "validity", "reasons"],
         rows=[[u["query"], LABELS[u["method"]], ", ".join(names[f] for f in u["set"]),
                _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)] for u in listed],
-        note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order."))
+        note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order.", body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
                        "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
                        "measures": {k: _r(v, 6) for k, v in u["measures"].items()}} for u in units]
@@ -364,7 +364,8 @@ def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dic
              f"{options.thresholds.margin:g} of the query's score spread: the model barely prefers one to the "
              "next, so any explanation of their order is fragile. This is a property of the ranking, not of an "
              "explainer, and does not flag explanations." + (f" The first {len(listed)} are listed."
-                                                                 if len(listed) < len(fragile) else "")))
+                                                                 if len(listed) < len(fragile) else ""),
+        body_rows=5))
 
 
 def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:

@@ -355,7 +355,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             columns=["explainer", "form", "ground truth", "used above", *[labels[m] for m in ROW_ORDER]],
             rows=rows,
             note="Coefficients are per background standard deviation; contributions are coef·(x−μ)/σ, the "
-                 "surrogate's additive share of the document (μ, σ: background mean and std)."))
+                 "surrogate's additive share of the document (μ, σ: background mean and std).", body_rows=0))
     _, bin_of, bin_labels = _depth_bins(depth, options.depth_bins)
     for kind in options.ground_truth:
         rows = []
@@ -377,7 +377,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             rows=rows,
             note="Depth: split nodes on the document's path, averaged over the trees. Mean per bin; the last rows "
                  "give the Spearman correlation between depth and accuracy over all documents "
-                 "(Rahnama & Bütepage 2022, section 5.5)."))
+                 "(Rahnama & Bütepage 2022, section 5.5).", body_rows=0))
     if ks:
         series = {f"{LABELS[n]} · {GT_LABELS[kind]}": [float(v) for v in curve_means[(n, kind)]]
                   for kind in options.ground_truth for n in names}
@@ -385,7 +385,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             title="Top-K AUC by K (mean over documents)",
             columns=["explainer", "ground truth", *[f"K = {k}" for k in ks]],
             rows=[[LABELS[n], GT_LABELS[kind], *[_r(v) for v in curve_means[(n, kind)]]]
-                  for kind in options.ground_truth for n in names]))
+                  for kind in options.ground_truth for n in names], body_rows=0))  # the figure shows it
         result.figures.append(Figure(
             title="Top-K AUC against decision-path ground truth",
             svg=line_chart(ks, series, xlabel="K (ground-truth features counted as important)",

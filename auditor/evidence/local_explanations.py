@@ -471,7 +471,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             title="Effect of k on mean validity",
             columns=["method", *[f"k = {s}" for s in sizes]],
             rows=[[LABELS[m], *[_r(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
-            note="The exhaustive optimum appears only for the sizes where it was affordable."))
+            note="The exhaustive optimum appears only for the sizes where it was affordable.",
+            body_rows=0))  # the figure below draws it
         result.figures.append(Figure(
             title="Mean validity by explanation size",
             svg=line_chart(sizes, {LABELS[m]: v for m, v in curve.items()}, xlabel="k (features in the set)",

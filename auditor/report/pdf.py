@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from auditor.report.render import templates_dir
 
-PDF_VARIANT = "pdf/a-3b"
+PDF_VARIANT = "pdf/a-3a"  # tagged (structure for screen readers), with evidence.json attached
 PRINT_CSS = "print.css"
 
 
@@ -97,7 +97,7 @@ def render_pdf(html: str, *, attachment: bytes, date: dt.datetime, attachment_na
         if title:
             document.metadata.title = title
         document.metadata.generator = "auditor"
-        return document.write_pdf(pdf_variant=PDF_VARIANT, attachments=[evidence])
+        return document.write_pdf(pdf_variant=PDF_VARIANT, pdf_tags=True, attachments=[evidence])
     finally:
         logger.setLevel(level)
         if saved is None:

@@ -53,16 +53,36 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                                                            SEVERITY_ORDER.index(f["severity"]), f["rule"]))
     counts = {status: sum(1 for f in findings if f["status"] == status) for status in STATUS_ORDER}
     sections = [
-        {"name": name, "title": REGISTRY[name].title, "result": result}
+        {"name": name, "title": REGISTRY[name].title, "result": result,
+         "tables": table_layout(name, result, timings)}
         for name, result in results.items() if name in REGISTRY
     ]
+    appendix_tables = [t for s in sections for t in s["tables"] if t["appendix"]]
     importance = {r["feature"]: r.get("within_query.share") for r in results["global_importance"].records} \
         if "global_importance" in results and results["global_importance"].status == "ok" else {}
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
                    spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, REGISTRY), importance=importance,
-                   glossary=GLOSSARY, references=REFERENCES)
+                   glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
+                   section_titles={s["name"]: s["title"] for s in sections})
     return with_policy(render_template("report.html.j2", context, templates))
+
+
+LONG_TABLE = 16  # a table with more rows shows its first BODY_ROWS in the evidence section, all of them in the appendix
+BODY_ROWS = 8
+
+
+def table_layout(name: str, result: EvidenceResult, timings: bool) -> list[dict[str, Any]]:
+    """Where each table of an evidence item goes: its first rows in the section (`body`), and the whole table in
+    Appendix A when that is more than the section shows (`appendix`, with an anchor the section links to)."""
+    out = []
+    shown = [t for t in result.tables if timings or not t.volatile]
+    for index, table in enumerate(shown):
+        n = len(table.rows)
+        body = table.body_rows if table.body_rows is not None else (BODY_ROWS if n > LONG_TABLE else n)
+        out.append({"table": table, "body": min(body, n), "appendix": body < n,
+                    "anchor": f"full-{name}-{index + 1}", "section": name})
+    return out
 
 
 def render_template(name: str, context: dict[str, Any], templates: Path | None) -> str:

@@ -88,7 +88,31 @@ def _group(group: list[Finding], assignments: dict[str, dict], detections: list[
         "rationale": head.rationale,
         "assignment": next((assignments[r] for r in rules if r in assignments), None),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],
+        "measured": measured(head),
     }
+
+
+def measured(finding: Finding) -> str:
+    """The measured value in a few characters, with its interval: `0.840 (0.815–0.864)`; the message when the
+    rule judged no value (presence of evidence, skipped, error)."""
+    if finding.value is None:
+        return "evidence present" if finding.status == "PASS" else finding.message
+    if finding.requirement.startswith("share of queries"):
+        text = f"{finding.value:.0%} of queries"
+        low_high = finding.interval and (f"{finding.interval[0]:.0%}", f"{finding.interval[1]:.0%}")
+    else:
+        text = _figure(finding.value)
+        low_high = finding.interval and (_figure(finding.interval[0]), _figure(finding.interval[1]))
+    return f"{text} ({low_high[0]}–{low_high[1]})" if low_high else text
+
+
+def _figure(value: float) -> str:
+    """Three significant figures; an error below 1e-9 is exact for a reader."""
+    if value != 0 and abs(value) < 1e-9:
+        return "< 1e-9 (exact)"
+    if float(value).is_integer() and abs(value) < 1e12:
+        return f"{int(value):,}"
+    return f"{value:.3g}"
 
 
 def key_numbers(evidence: dict[str, Any]) -> list[dict[str, Any]]:
