@@ -357,26 +357,27 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             note="Coefficients are per background standard deviation; contributions are coef·(x−μ)/σ, the "
                  "surrogate's additive share of the document (μ, σ: background mean and std).", body_rows=0))
     _, bin_of, bin_labels = _depth_bins(depth, options.depth_bins)
+    by_depth = ("auc", "spearman", "euclidean")
     for kind in options.ground_truth:
         rows = []
         for b, label in enumerate(bin_labels):
             inside = bin_of == b
-            for metric in ("auc", "spearman", "euclidean"):
-                row: list[Any] = [label, int(inside.sum()), labels[metric]]
-                for name in names:
+            row: list[Any] = [label, int(inside.sum())]
+            for name in names:
+                for metric in by_depth:
                     arr = np.array(values[(name, kind, metric)], dtype=np.float64)[inside]
                     arr = arr[np.isfinite(arr)]
                     row.append(_r(arr.mean()) if arr.size else None)
-                rows.append(row)
-        for metric in ("auc", "spearman", "euclidean"):
-            rows.append(["all: Spearman ρ with depth", n_docs, labels[metric],
-                         *[_r(metrics.get(f"decision_path.{n}.{kind}.{metric}.depth_spearman")) for n in names]])
+            rows.append(row)
+        rows.append(["all: Spearman ρ with depth", n_docs,
+                     *[_r(metrics.get(f"decision_path.{n}.{kind}.{metric}.depth_spearman"))
+                       for n in names for metric in by_depth]])
         result.tables.append(Table(
             title=f"Accuracy by decision-path depth, {GT_LABELS[kind]}",
-            columns=["path depth", "docs", "similarity", *[LABELS[n] for n in names]],
+            columns=["path depth", "docs", *[f"{LABELS[n]} {labels[m]}" for n in names for m in by_depth]],
             rows=rows,
-            note="Depth: split nodes on the document's path, averaged over the trees. Mean per bin; the last rows "
-                 "give the Spearman correlation between depth and accuracy over all documents "
+            note="Depth: split nodes on the document's path, averaged over the trees. Mean per bin; the last row "
+                 "gives the Spearman correlation between depth and accuracy over all documents "
                  "(Rahnama & Bütepage 2022, section 5.5).", body_rows=0))
     if ks:
         series = {f"{LABELS[n]} · {GT_LABELS[kind]}": [float(v) for v in curve_means[(n, kind)]]
