@@ -41,6 +41,7 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     )
     env.filters["num"] = _num
     env.filters["pct"] = _pct
+    env.globals["cell"] = cell
     return env
 
 
@@ -184,7 +185,9 @@ SAMPLED = (
 EXCLUDED = {"local_explanations": "local.excluded_queries"}  # chosen queries left out (no ranking to explain)
 
 
-def _num(value: Any, digits: int = 4) -> str:
+def _num(value: Any, digits: int = 3) -> str:
+    """A number as the report prints it: three significant figures, thousands separated, an error below 1e-9
+    as exact (never 5.33e-15 beside 0.457)."""
     if value is None:
         return "—"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -193,9 +196,23 @@ def _num(value: Any, digits: int = 4) -> str:
         return f"{int(value):,}"
     if abs(value) >= 1000:
         return f"{value:,.0f}"
+    if value != 0 and abs(value) < 1e-9:
+        return "< 1e-9"
     if value != 0 and abs(value) < 1e-3:
         return f"{value:.2e}"
     return f"{value:.{digits}g}"
+
+
+def cell(value: Any, column: str) -> str:
+    """A table cell by what its column holds: shares as percentages, positions with one decimal, other numbers
+    by `_num`."""
+    name = column.lower()
+    if isinstance(value, float) and not isinstance(value, bool):
+        if "share" in name and 0 <= value <= 1:
+            return _pct(value)
+        if "position" in name or "shift" in name:
+            return f"{value:.1f}"
+    return _num(value)
 
 
 def _pct(value: Any) -> str:
