@@ -540,6 +540,7 @@ def _json_tree_shape(tree: object, n_features: int) -> str | tuple[str, str] | N
 
 CHILD = Path(__file__).with_name("_lightgbm_child.py")
 MiB = 1 << 20
+REHEARSAL_SECONDS = 60.0  # plus a second per MiB of model text: a sound model parses in a small part of that
 
 
 def rehearse_load(text: str, *, file: Path) -> None:
@@ -552,7 +553,7 @@ def rehearse_load(text: str, *, file: Path) -> None:
         return
     data = text.encode("utf-8")
     memory = 2048 * MiB + 16 * len(data)  # address space: the interpreter, OpenMP, and the parsed trees
-    timeout = 60 + len(data) / MiB  # a second per MiB beyond a minute: a sound model loads in a fraction of that
+    timeout = REHEARSAL_SECONDS + len(data) / MiB
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     try:
         done = subprocess.run([sys.executable, "-I", "-S", str(CHILD), library, str(memory)], input=data,
