@@ -265,7 +265,7 @@ def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_feat
                  else [0] * splits)
     if any((d >> 2) & 3 == 3 for d in decisions):
         raise _Bad(fields["decision_type"][1], f"{where}: decision_type has an unknown missing-value type")
-    _check_shape(left, right, where, fields["left_child"][1])
+    _check_shape(left, right, where, (fields["left_child"][1], fields["right_child"][1]))
     categorical = [i for i, d in enumerate(decisions) if d & 1]
     if categorical or num_cat:
         _check_categories(categorical, thresholds, num_cat, fields, where, end)
@@ -297,7 +297,7 @@ def _floats(field: tuple[str, int], where: str, key: str, count: int) -> list[st
     return _values(field, where, key, count, _FLOAT, "a number", "num_leaves")
 
 
-def _check_shape(left: list[int], right: list[int], where: str, line: int) -> None:
+def _check_shape(left: list[int], right: list[int], where: str, lines: tuple[int, int]) -> None:
     """Children must form one binary tree from node 0: every split and every leaf reached exactly once, from the
     root (no cycle, no orphan), at most MAX_DEPTH levels deep. Leaves are written `~leaf` (negative)."""
     n_splits = len(left)
@@ -308,9 +308,9 @@ def _check_shape(left: list[int], right: list[int], where: str, line: int) -> No
     while stack:
         node, depth = stack.pop()
         if depth >= MAX_DEPTH:
-            raise _Bad(line, f"{where} is deeper than {MAX_DEPTH} levels", "audit a model with shallower trees "
+            raise _Bad(lines[0], f"{where} is deeper than {MAX_DEPTH} levels", "audit a model with shallower trees "
                        "(LightGBM's `max_depth`)")
-        for child in (left[node], right[node]):
+        for child, line in ((left[node], lines[0]), (right[node], lines[1])):
             if child < 0:
                 if seen_leaf[~child]:
                     raise _Bad(line, f"{where}: leaf {~child} has two parents; the children do not form a tree")
@@ -323,10 +323,10 @@ def _check_shape(left: list[int], right: list[int], where: str, line: int) -> No
                 stack.append((child, depth + 1))
     missing = next((i for i, seen in enumerate(seen_split) if not seen), None)
     if missing is not None:
-        raise _Bad(line, f"{where}: node {missing} is not reachable from the root")
+        raise _Bad(lines[0], f"{where}: node {missing} is not reachable from the root")
     missing = next((i for i, seen in enumerate(seen_leaf) if not seen), None)
     if missing is not None:
-        raise _Bad(line, f"{where}: leaf {missing} is not reachable from the root")
+        raise _Bad(lines[0], f"{where}: leaf {missing} is not reachable from the root")
 
 
 def _check_categories(categorical: list[int], thresholds: list[str], num_cat: int,
