@@ -167,14 +167,14 @@ def _tree_to_text(index: int, root: dict[str, Any], num_leaves: int) -> str:
     stack = [root]
     while stack:
         node = stack.pop()
-        if "leaf_index" in node:
+        if "split_index" not in node:  # as check_json_dump tells leaves from splits
             leaves[node["leaf_index"]] = node
             continue
         internal[node["split_index"]] = node
         stack.extend((node["left_child"], node["right_child"]))
 
     def child(node: dict[str, Any]) -> int:
-        return ~node["leaf_index"] if "leaf_index" in node else node["split_index"]
+        return node["split_index"] if "split_index" in node else ~node["leaf_index"]
 
     nodes = [internal[i] for i in range(len(internal))]
     leaf = [leaves[i] for i in range(len(leaves))]

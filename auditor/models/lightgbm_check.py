@@ -523,8 +523,9 @@ def _json_tree_shape(tree: object, n_features: int) -> str | tuple[str, str] | N
                     "(`Booster.save_model()`)")
         if _number(node.get("threshold")) is None:
             return f"split {split} has threshold {str(node.get('threshold'))[:20]}, not a number"
-        if not isinstance(node.get("default_left", False), bool) or str(node.get("missing_type", "None")) \
-                not in _MISSING_TYPES:
+        missing = node.get("missing_type", "None")
+        if not isinstance(node.get("default_left", False), bool) or not isinstance(missing, str) \
+                or missing not in _MISSING_TYPES:
             return f"split {split}: default_left must be true/false and missing_type one of None, Zero, NaN"
         problem = _optional_fields(node, ("split_gain", "internal_value", "internal_weight"), ("internal_count",))
         if problem is not None:
