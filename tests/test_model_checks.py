@@ -190,7 +190,7 @@ EDITS = [
     pytest.param(_objective, ("objective `` is not one LightGBM saves",), id="empty-objective"),
     pytest.param(_parameter_line, ("is not `[name: value]`",), id="parameter-line"),
     pytest.param(_pandas_line, ("pandas_categorical line is not a JSON list",), id="pandas-line"),
-    pytest.param(_leaf_nan, ("tree 4: leaf_value holds `nan`", "finite"), id="leaf-nan"),
+    pytest.param(_leaf_nan, ("tree 4: leaf_value holds `nan`, not a finite number",), id="leaf-nan"),
     pytest.param(_duplicate_key, ("tree 5: `leaf_count` appears twice",), id="duplicate-key"),
     pytest.param(_linear, ("tree 0 is a linear tree",), id="linear-tree"),
     pytest.param(_decision_type, ("tree 0 has categorical splits but num_cat=0",), id="categorical-without-sets"),
@@ -365,3 +365,14 @@ def test_skops_tree_splitting_beyond_the_features(tmp_path: Path) -> None:
     sio.dump(model, tmp_path / "m.skops")
     with pytest.raises(InputError, match=r"m\.skops:tree_: node 0 splits on feature 50, beyond the model's 4"):
         load_sklearn(tmp_path / "m.skops", trust=False)
+
+
+def test_values_lightgbm_writes_raw_into_its_dump_must_be_finite(tmp_path: Path) -> None:
+    """internal_value is copied into `dump_model()` as written: `nan` there makes the dump unreadable JSON."""
+    text, line = edited(at("internal_value", 2), first_value(at("internal_value", 2), "nan"))
+    error = load_text(tmp_path, text)
+    assert error is not None and error.where == str(line)
+    assert "tree 2: internal_value holds `nan`, not a finite number" in error.problem
+    text, _ = edited(at("threshold", 2), first_value(at("threshold", 2), "inf"))  # LightGBM clamps thresholds
+    text = "\n".join(line for line in text.split("\n") if not line.startswith("tree_sizes="))
+    assert load_text(tmp_path, text) is None

@@ -233,15 +233,12 @@ def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_feat
     n = _int(*fields["num_leaves"], "num_leaves", 1, MAX_LEAVES)
     num_cat = _int(*fields["num_cat"], "num_cat", 0, n - 1)
     if "shrinkage" in fields:
-        _floats(fields["shrinkage"], where, "shrinkage", 1)
-    leaves = list(map(float, _floats(fields["leaf_value"], where, "leaf_value", n)))
-    bad = next((v for v in leaves if not math.isfinite(v)), None)
-    if bad is not None:
-        raise _Bad(fields["leaf_value"][1], f"{where}: leaf_value holds `{bad}`; a model's outputs are finite")
+        _floats(fields["shrinkage"], where, "shrinkage", 1, finite=True)
+    _floats(fields["leaf_value"], where, "leaf_value", n, finite=True)
     if n == 1:  # LightGBM reads nothing else of a one-leaf tree (it writes its other arrays empty)
         return
     if "leaf_weight" in fields:
-        _floats(fields["leaf_weight"], where, "leaf_weight", n)
+        _floats(fields["leaf_weight"], where, "leaf_weight", n, finite=True)
     if "leaf_count" in fields:
         _ints(fields["leaf_count"], where, "leaf_count", n, 0, INT32 - 1)
     for key in ("left_child", "right_child", "split_feature", "threshold"):
@@ -256,9 +253,11 @@ def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_feat
         raise _Bad(fields["split_feature"][1], f"{where} splits on feature {beyond}, beyond the model's "
                    f"{n_features} features (max_feature_idx={n_features - 1})", _SAVE_AGAIN)
     thresholds = _floats(fields["threshold"], where, "threshold", splits)
-    for key in ("split_gain", "internal_value", "internal_weight"):
+    if "split_gain" in fields:  # thresholds and gains may be infinite: LightGBM clamps them (AvoidInf)
+        _floats(fields["split_gain"], where, "split_gain", splits)
+    for key in ("internal_value", "internal_weight"):  # written raw into the JSON dump: nan/inf would break it
         if key in fields:
-            _floats(fields[key], where, key, splits)
+            _floats(fields[key], where, key, splits, finite=True)
     if "internal_count" in fields:
         _ints(fields["internal_count"], where, "internal_count", splits, 0, INT32 - 1)
     decisions = (_ints(fields["decision_type"], where, "decision_type", splits, 0, 11) if "decision_type" in fields
@@ -292,9 +291,14 @@ def _ints(field: tuple[str, int], where: str, key: str, count: int, low: int, hi
     return numbers
 
 
-def _floats(field: tuple[str, int], where: str, key: str, count: int) -> list[str]:
-    """The values as written (checked to be numbers); `float()` them where the value matters."""
-    return _values(field, where, key, count, _FLOAT, "a number", "num_leaves")
+def _floats(field: tuple[str, int], where: str, key: str, count: int, *, finite: bool = False) -> list[str]:
+    """The values as written (checked to be numbers, and finite if asked); `float()` them where the value
+    matters."""
+    tokens = _values(field, where, key, count, _FLOAT, "a number", "num_leaves")
+    if finite and not all(map(math.isfinite, map(float, tokens))):
+        token = next(t for t in tokens if not math.isfinite(float(t)))
+        raise _Bad(field[1], f"{where}: {key} holds `{token[:20]}`, not a finite number")
+    return tokens
 
 
 def _check_shape(left: list[int], right: list[int], where: str, lines: tuple[int, int]) -> None:
@@ -460,9 +464,10 @@ def _number(value: object) -> float | None:
 
 
 def _optional_fields(node: dict, numbers: tuple[str, ...], counts: tuple[str, ...]) -> str | None:
-    for key in numbers:
-        if key in node and _number(node[key]) is None:
-            return f"{key} is {str(node[key])[:20]}, not a number"
+    for key in numbers:  # all but split_gain go into LightGBM's own JSON dump as written: finite
+        value = _number(node[key]) if key in node else 0.0
+        if value is None or (key != "split_gain" and not math.isfinite(value)):
+            return f"{key} is {str(node[key])[:20]}, not a finite number"
     for key in counts:
         if key in node and _whole(node[key], 0, INT32 - 1) is None:
             return f"{key} is {str(node[key])[:20]}, not a count"
