@@ -91,6 +91,8 @@ def test_truncated_model_is_refused_or_whole(tmp_path: Path, cut: int, capfd: py
         assert cut >= MODEL.index("end of trees") + len("end of trees"), cut
         return
     assert re.fullmatch(r"\d+", error.where or ""), error.one_line()
+    if cut >= len("tree\n"):
+        assert "cut short" in (error.fix or ""), error.one_line()  # said as a truncation, whatever line it hit
 
 
 def test_truncation_names_the_tree_and_line(tmp_path: Path) -> None:

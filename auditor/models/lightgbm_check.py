@@ -181,8 +181,8 @@ def _check_trees(lines: list[str], at: int, n_features: int) -> int:
     while True:
         while at < len(lines) and lines[at] == "":
             at += 1
-        if at == len(lines):
-            raise _Bad(at, f"the file ends after {index} trees, without `end of trees`", _TRUNCATED)
+        if at == len(lines) or (at == len(lines) - 1 and lines[at] not in (f"Tree={index}", "end of trees")):
+            raise _Bad(len(lines), f"the file ends after {index} trees, without `end of trees`", _TRUNCATED)
         if lines[at] == "end of trees":
             return at
         if lines[at] != f"Tree={index}":
@@ -190,8 +190,8 @@ def _check_trees(lines: list[str], at: int, n_features: int) -> int:
         fields: dict[str, tuple[str, int]] = {}
         at += 1
         while True:
-            if at == len(lines):
-                raise _Bad(at, f"the file ends inside tree {index}", _TRUNCATED)
+            if at == len(lines) or (at == len(lines) - 1 and lines[at] != ""):  # no blank line follows: LightGBM
+                raise _Bad(len(lines), f"the file ends inside tree {index}", _TRUNCATED)  # would read past the end
             line = lines[at]
             if line == "":
                 break
@@ -368,6 +368,8 @@ def _check_tail(lines: list[str], at: int) -> None:
             inside = False
             break
         elif inside and line and _PARAMETER.fullmatch(line) is None:
+            if number == len(lines) - 1:
+                break  # the last line, cut short: reported below
             raise _Bad(number + 1, f"parameter line `{line[:40]}` is not `[name: value]`")
     if inside:
         raise _Bad(len(lines), "the file ends inside the parameters section (no `end of parameters`)", _TRUNCATED)
