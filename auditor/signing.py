@@ -160,10 +160,9 @@ def load_material(signing: Any, *, spec_file: Path) -> SigningMaterial:
 
 def _read(path: Path, spec_file: Path) -> bytes:
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the key file ({exc.strerror})", file=path,
-                         fix=f"check `signing` in {spec_file.name}") from None
+        return read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="key file")
+    except InputError as exc:
+        raise InputError(exc.problem, file=path, fix=f"check `signing` in {spec_file.name}") from None
 
 
 def keyid(public_key: Any) -> str:
@@ -554,10 +553,9 @@ def _load_pubkey(path: Path) -> Any:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
+    data = read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="public key")  # a FIFO would block the read
     try:
-        key = serialization.load_pem_public_key(Path(path).read_bytes())
-    except OSError as exc:
-        raise InputError(f"cannot read the public key ({exc.strerror})", file=path, fix="check the path") from None
+        key = serialization.load_pem_public_key(data)
     except ValueError:
         raise InputError("not a PEM public key", file=path, fix="give bundle-ed25519.pub.pem from `auditor keygen`") \
             from None
@@ -569,10 +567,7 @@ def _load_pubkey(path: Path) -> Any:
 def _load_cert(path: Path) -> Any:
     from cryptography import x509
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the certificate ({exc.strerror})", file=path, fix="check the path") from None
+    data = read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="certificate")
     try:
         return x509.load_pem_x509_certificate(data) if b"-----BEGIN" in data else x509.load_der_x509_certificate(data)
     except ValueError:

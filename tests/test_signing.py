@@ -371,3 +371,15 @@ def test_pdf_whose_attached_evidence_differs_fails(signed: dict[str, Path], monk
     assert code == 1 and "OK   report.pdf (signature): intact, trusted" in output, output
     assert ("FAIL report.pdf (attached evidence.json): differs from evidence.json at "
             "evidence.ranking_quality.metrics.ranking_quality.ndcg@10.mean") in output, output
+
+
+def test_verify_refuses_a_fifo_as_a_key(signed: dict[str, Path], tmp_path: Path) -> None:
+    """A named pipe given as --trust or --pubkey would block the read forever: refused as bad input."""
+    import os
+
+    pipe = tmp_path / "key.pem"
+    os.mkfifo(pipe)
+    for option, other in (("--trust", "--pubkey"), ("--pubkey", "--trust")):
+        keys = {"--trust": signed["keys"] / "signer-cert.pem", "--pubkey": signed["keys"] / "bundle-ed25519.pub.pem"}
+        result = runner.invoke(app, ["verify", str(signed["run"]), option, str(pipe), other, str(keys[other])])
+        assert result.exit_code == 2 and "FIFO" in result.output and len(result.output.strip().splitlines()) == 1
