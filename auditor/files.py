@@ -16,6 +16,7 @@ MiB = 1 << 20
 MAX_YAML_BYTES = 1 * MiB  # specs and policy packs: a real one is a few KB
 MAX_JSON_BYTES = 256 * MiB  # evidence.json of a run (baseline, diff)
 MAX_SMALL_BYTES = 16 * MiB  # feature-name lists, query files, keys, certificates
+MAX_MODEL_BYTES = 1024 * MiB  # a model file, read whole (5,000 trees of 511 leaves are ~400 MB of text)
 
 
 def kind_of(mode: int) -> str:

@@ -6,8 +6,10 @@
 - `sign_pdf`: PAdES B-B, certifying, no changes allowed (DocMDP), invisible field.
 - `write_bundle`: `bundle.dsse.json`, a DSSE envelope around an in-toto Statement v1 that lists every artifact of
   the run folder and every input (spec, policy packs, model, data) with its sha256; Ed25519 over the DSSE PAE.
-- `verify_run`: the envelope signature, every subject re-hashed, unsafe and unlisted paths, the PDF signature
-  (intact, trusted, covering the entire file). One verdict line per artifact.
+- `verify_run`: the envelope signature (by the key the predicate names), every subject re-hashed, unsafe and
+  unlisted paths, the predicate against evidence.json, the PDF signature (intact, trusted, covering the entire
+  file, by the certificate the predicate names) and the evidence.json attached to the PDF against the folder's.
+  One verdict line per artifact; pyHanko's own log (tracebacks of a failed path validation) stays off the terminal.
 
 Passphrases come from an environment variable (or a prompt in `auditor keygen`), never from the command line.
 """
@@ -15,16 +17,20 @@ Passphrases come from an environment variable (or a prompt in `auditor keygen`),
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import json
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, read_bytes
 from auditor.hashing import sha256_file
 
 BUNDLE_NAME = "bundle.dsse.json"
@@ -154,10 +160,9 @@ def load_material(signing: Any, *, spec_file: Path) -> SigningMaterial:
 
 def _read(path: Path, spec_file: Path) -> bytes:
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the key file ({exc.strerror})", file=path,
-                         fix=f"check `signing` in {spec_file.name}") from None
+        return read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="key file")
+    except InputError as exc:
+        raise InputError(exc.problem, file=path, fix=f"check `signing` in {spec_file.name}") from None
 
 
 def keyid(public_key: Any) -> str:
@@ -270,16 +275,49 @@ def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None 
         name = path.relative_to(run_dir).as_posix()
         if name != BUNDLE_NAME and name not in listed:
             verdicts.append(Verdict(False, name, "present but not listed in the bundle (added after signing)"))
-    if "report.pdf" in listed and (run_dir / "report.pdf").is_file():
-        verdicts.append(check_pdf_signature((run_dir / "report.pdf").read_bytes(), trusted))
+    predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
+    evidence = _read_json(run_dir / "evidence.json") if "evidence.json" in listed else None
+    if isinstance(evidence, dict):
+        verdicts.append(_check_predicate(predicate, evidence))
+    pdf = run_dir / "report.pdf"
+    if "report.pdf" in listed and pdf.is_file() and not pdf.is_symlink():
+        try:
+            data = read_bytes(pdf, limit=MAX_JSON_BYTES, what="PDF")
+        except InputError as exc:
+            verdicts.append(Verdict(False, "report.pdf (signature)", exc.problem))
+            return verdicts
+        signer = predicate.get("signer") if isinstance(predicate.get("signer"), dict) else {}
+        verdicts.append(check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256")))
+        verdicts.append(check_pdf_evidence(data, evidence))
     return verdicts
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file of the run folder, or None when it cannot be read (its own verdict says why)."""
+    try:
+        return json.loads(read_bytes(path, limit=MAX_JSON_BYTES, what="evidence file").decode("utf-8"))
+    except (InputError, ValueError, RecursionError):
+        return None
+
+
+def _check_predicate(predicate: dict[str, Any], evidence: dict[str, Any]) -> Verdict:
+    """What the signed statement says about the run (audit, opinion, seed, day, schema) is what evidence.json
+    says: the bundle vouches for these values, so they must be the run's."""
+    name = "evidence.json (predicate)"
+    run = evidence.get("run") if isinstance(evidence.get("run"), dict) else {}
+    facts = {"audit": evidence.get("audit"), "opinion": evidence.get("opinion"), "seed": evidence.get("seed"),
+             "evaluated_on": run.get("evaluated_on"), "evidence_schema": evidence.get("schema")}
+    differ = [key for key, value in facts.items() if predicate.get(key) != value]
+    if differ:
+        return Verdict(False, name, f"the bundle's predicate states another {', '.join(differ)} than evidence.json")
+    return Verdict(True, name, "audit, opinion, seed and evaluation day as the bundle's predicate states")
 
 
 def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, Verdict]:
     from cryptography.exceptions import InvalidSignature
 
     try:
-        envelope = json.loads(bundle.read_text(encoding="utf-8"))
+        envelope = json.loads(read_bytes(bundle, limit=MAX_SMALL_BYTES, what="bundle").decode("utf-8"))
         payload = base64.b64decode(envelope["payload"], validate=True)
         signatures = envelope["signatures"]
         statement = json.loads(payload)
@@ -287,8 +325,10 @@ def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, V
             raise ValueError("not an in-toto Statement v1 envelope")
         if not isinstance(statement.get("subject"), list):
             raise ValueError("the statement has no subject list")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope ({exc})")
+    except InputError as exc:
+        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope ({exc.problem})")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope ({str(exc).splitlines()[0][:100]})")
     if public is None:
         return statement, Verdict(False, BUNDLE_NAME, "signature not checked: no --pubkey given (hashes below are "
                                                       "checked against an unauthenticated list)")
@@ -301,7 +341,15 @@ def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, V
             public.verify(base64.b64decode(entry.get("sig", ""), validate=True), message)
         except (InvalidSignature, ValueError):
             continue
-        return statement, Verdict(True, BUNDLE_NAME, f"Ed25519 signature valid (key {wanted[:16]}…)")
+        predicate = statement.get("predicate")
+        signer = predicate.get("signer") if isinstance(predicate, dict) else None
+        named = signer.get("bundle_keyid") if isinstance(signer, dict) else None
+        if named != wanted:
+            return statement, Verdict(False, BUNDLE_NAME, f"signature valid with key {wanted[:16]}…, but the "
+                                      f"predicate names key {str(named)[:16]}… as the signer (re-signed by "
+                                      "another key)")
+        return statement, Verdict(True, BUNDLE_NAME, f"Ed25519 signature valid (key {wanted[:16]}…, the key the "
+                                  "predicate names)")
     return statement, Verdict(False, BUNDLE_NAME, "signature does not verify with the given public key (the bundle "
                                                   "was edited or signed by another key)")
 
@@ -344,27 +392,29 @@ def _compare(name: str, path: Path, expected: Any) -> Verdict:
     return Verdict(False, name, f"sha256 differs (file changed since signing): {actual[:12]}… ≠ {expected[:12]}…")
 
 
-def check_pdf_signature(data: bytes, trusted: Any) -> Verdict:
-    """The PDF's certifying signature: intact, trusted against `trusted`, covering the entire file, no changes."""
+def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = None) -> Verdict:
+    """The PDF's certifying signature: intact, trusted against `trusted`, covering the entire file, no changes,
+    made with the certificate whose sha256 the bundle's predicate states (when given)."""
     from pyhanko.pdf_utils.reader import PdfFileReader
     from pyhanko.sign.validation import validate_pdf_signature
     from pyhanko.sign.validation.status import SignatureCoverageLevel
     from pyhanko_certvalidator import ValidationContext
 
     name = "report.pdf (signature)"
-    try:
-        reader = PdfFileReader(BytesIO(data), strict=False)
-        signatures = reader.embedded_signatures
-    except Exception as exc:
-        return Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")
-    if len(signatures) != 1:
-        return Verdict(False, name, f"expected one signature, found {len(signatures)}")
-    roots = [_to_asn1(trusted)] if trusted is not None else []
-    context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail")
-    try:
-        status = validate_pdf_signature(signatures[0], context)
-    except Exception as exc:
-        return Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")
+    with _quiet_pyhanko():
+        try:
+            reader = PdfFileReader(BytesIO(data), strict=False)
+            signatures = reader.embedded_signatures
+        except Exception as exc:
+            return Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")
+        if len(signatures) != 1:
+            return Verdict(False, name, f"expected one signature, found {len(signatures)}")
+        roots = [_to_asn1(trusted)] if trusted is not None else []
+        context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail")
+        try:
+            status = validate_pdf_signature(signatures[0], context)
+        except Exception as exc:
+            return Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")
     problems = []
     if not status.intact or not status.valid:
         problems.append("signature not intact (the signed bytes changed)")
@@ -376,10 +426,120 @@ def check_pdf_signature(data: bytes, trusted: Any) -> Verdict:
         problems.append("signer not checked: no --trust certificate given")
     elif not status.trusted:
         problems.append("signer not trusted by the --trust certificate")
+    fingerprint = hashlib.sha256(status.signing_cert.dump()).hexdigest()
+    if certificate_sha256 is not None and fingerprint != certificate_sha256:
+        problems.append(f"signed with certificate {fingerprint[:16]}…, but the bundle's predicate names "
+                        f"{str(certificate_sha256)[:16]}…")
     subject = status.signing_cert.subject.human_friendly
     if problems:
         return Verdict(False, name, "; ".join(problems) + f" (signer {subject})")
-    return Verdict(True, name, f"intact, trusted ({subject}), covers the entire file, certified no-changes")
+    named = ", the certificate the predicate names" if certificate_sha256 is not None else ""
+    return Verdict(True, name, f"intact, trusted ({subject}{named}), covers the entire file, certified no-changes")
+
+
+@contextlib.contextmanager
+def _quiet_pyhanko() -> Iterator[None]:
+    """pyHanko logs a failed certificate path with its traceback (~30 lines on stderr); the verdict line says it."""
+    loggers = [logging.getLogger(name) for name in ("pyhanko", "pyhanko_certvalidator")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+ATTACHMENT = "evidence.json"
+# What report.pdf's attached evidence.json may hold in its `run` block (engine.reproducible_document): the rest of
+# that block (times, durations, host, executor) stays in the folder's copy only.
+ATTACHED_RUN_KEYS = {"evaluated_on", "note"}
+
+
+def check_pdf_evidence(data: bytes, evidence: Any) -> Verdict:
+    """The evidence.json attached to report.pdf (PDF/A-3) equals the folder's evidence.json in every value but the
+    `run` block, where it keeps only the evaluation day."""
+    name = "report.pdf (attached evidence.json)"
+    if not isinstance(evidence, dict):
+        return Verdict(False, name, "not compared: the folder's evidence.json does not read as a JSON object")
+    with _quiet_pyhanko():
+        try:
+            attached = json.loads(_attachment(data, ATTACHMENT).decode("utf-8"))
+        except _NoAttachment as exc:
+            return Verdict(False, name, str(exc))
+        except (ValueError, RecursionError):
+            return Verdict(False, name, "the attachment does not read as JSON")
+        except Exception as exc:
+            return Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")
+    if not isinstance(attached, dict):
+        return Verdict(False, name, "the attachment is not a JSON object")
+    run, attached_run = evidence.get("run"), attached.get("run")
+    if not isinstance(run, dict) or not isinstance(attached_run, dict) or set(attached_run) - ATTACHED_RUN_KEYS \
+            or attached_run.get("evaluated_on") != run.get("evaluated_on"):
+        return Verdict(False, name, "differs from evidence.json in the run block (evaluated_on)")
+    try:
+        where = _first_difference({k: v for k, v in attached.items() if k != "run"},
+                                  {k: v for k, v in evidence.items() if k != "run"}, "")
+    except RecursionError:
+        return Verdict(False, name, "not compared: the attachment is nested too deeply")
+    if where is not None:
+        return Verdict(False, name, f"differs from evidence.json at {where or 'the top level'}")
+    return Verdict(True, name, "equals evidence.json (all but the run block's times and host)")
+
+
+class _NoAttachment(Exception):
+    pass
+
+
+def _attachment(data: bytes, filename: str) -> bytes:
+    """The one embedded file named `filename`, inflated with a size cap (a stream may be a decompression bomb)."""
+    import zlib
+
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
+    reader = PdfFileReader(BytesIO(data), strict=False)
+    try:
+        names = reader.root["/Names"]["/EmbeddedFiles"]["/Names"]
+    except KeyError:
+        raise _NoAttachment("no evidence.json attached (the PDF has no embedded files)") from None
+    specs = [names[i + 1] for i in range(0, len(names) - 1, 2) if str(names[i]) == filename]
+    if len(specs) != 1:
+        raise _NoAttachment(f"expected one attached {filename}, found {len(specs)}")
+    stream = specs[0].get_object()["/EF"]["/F"].get_object()
+    filters = stream.get("/Filter")
+    raw = stream.encoded_data
+    if filters is None:
+        body = raw
+    elif str(filters) == "/FlateDecode":
+        inflate = zlib.decompressobj()
+        body = inflate.decompress(raw, MAX_JSON_BYTES + 1)
+        if len(body) > MAX_JSON_BYTES or inflate.unconsumed_tail:
+            raise _NoAttachment(f"the attached {filename} inflates beyond {MAX_JSON_BYTES >> 20} MiB")
+    else:
+        raise _NoAttachment(f"the attached {filename} uses an unexpected filter {str(filters)[:40]}")
+    return body
+
+
+def _first_difference(a: Any, b: Any, path: str) -> str | None:
+    """The dotted path of the first value that differs between two parsed JSON documents, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{path}{key}"
+            found = _first_difference(a[key], b[key], f"{path}{key}.")
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return path.rstrip(".") or None
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, f"{path}{index}.")
+            if found is not None:
+                return found
+        return None
+    return None if a == b and type(a) is type(b) else path.rstrip(".")
 
 
 def _to_asn1(cert: Any) -> Any:
@@ -393,10 +553,9 @@ def _load_pubkey(path: Path) -> Any:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
+    data = read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="public key")  # a FIFO would block the read
     try:
-        key = serialization.load_pem_public_key(Path(path).read_bytes())
-    except OSError as exc:
-        raise InputError(f"cannot read the public key ({exc.strerror})", file=path, fix="check the path") from None
+        key = serialization.load_pem_public_key(data)
     except ValueError:
         raise InputError("not a PEM public key", file=path, fix="give bundle-ed25519.pub.pem from `auditor keygen`") \
             from None
@@ -408,10 +567,7 @@ def _load_pubkey(path: Path) -> Any:
 def _load_cert(path: Path) -> Any:
     from cryptography import x509
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the certificate ({exc.strerror})", file=path, fix="check the path") from None
+    data = read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="certificate")
     try:
         return x509.load_pem_x509_certificate(data) if b"-----BEGIN" in data else x509.load_der_x509_certificate(data)
     except ValueError:

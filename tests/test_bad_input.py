@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import json
 import os
 import re
 import shutil
@@ -491,6 +492,68 @@ def c_template_runs_code_at_render(tmp: Path) -> Case:
     return Case(spec, template, "2", ("may not do", "'__init__'", "unsafe"), absent=(marker,))
 
 
+def _model_lines(tmp: Path) -> list[str]:
+    return (tmp / "model.txt").read_text(encoding="utf-8").split("\n")
+
+
+def _tree_field(lines: list[str], tree: int, key: str) -> int:
+    start = lines.index(f"Tree={tree}")
+    return next(i for i in range(start, len(lines)) if lines[i].startswith(key + "="))
+
+
+def c_model_truncated(tmp: Path) -> Case:
+    text = (tmp / "model.txt").read_text(encoding="utf-8")
+    cut = text.index("leaf_value=", text.index("Tree=7\n")) + 25  # inside tree 7
+    model = tmp / "cut.txt"
+    model.write_text(text[:cut], encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "cut.txt"})
+    return Case(spec, model, str(text[:cut].count("\n") + 1), ("the file ends inside tree 7", "cut short",
+                                                                "Booster.save_model()"))
+
+
+def c_model_truncated_in_header(tmp: Path) -> Case:
+    text = (tmp / "model.txt").read_text(encoding="utf-8")
+    model = tmp / "cut.txt"
+    model.write_text(text[:text.index("tree_sizes=") + 40], encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "cut.txt"})
+    return Case(spec, model, "10", ("the file ends before the first tree", "cut short"))
+
+
+def c_model_split_feature_beyond(tmp: Path) -> Case:
+    lines = _model_lines(tmp)
+    index = _tree_field(lines, 3, "split_feature")
+    values = lines[index].split("=", 1)[1].split()
+    lines[index] = "split_feature=" + " ".join(["11", *values[1:]])
+    model = tmp / "beyond.txt"
+    model.write_text("\n".join(lines), encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "beyond.txt"})
+    return Case(spec, model, str(index + 1), ("tree 3 splits on feature 11", "beyond the model's 11 features",
+                                              "max_feature_idx=10"))
+
+
+def c_model_child_cycle(tmp: Path) -> Case:
+    lines = _model_lines(tmp)
+    index = _tree_field(lines, 0, "right_child")
+    values = lines[index].split("=", 1)[1].split()
+    lines[index] = "right_child=" + " ".join(["0", *values[1:]])
+    model = tmp / "cycle.txt"
+    model.write_text("\n".join(lines), encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "cycle.txt"})
+    return Case(spec, model, str(index + 1), ("tree 0: node 0 is reached twice", "do not form a tree"))
+
+
+def c_json_split_feature_beyond(tmp: Path) -> Case:
+    import lightgbm as lgb
+
+    dump = lgb.Booster(model_file=str(tmp / "model.txt")).dump_model()
+    dump["tree_info"][5]["tree_structure"]["right_child"]["split_feature"] = 12
+    model = tmp / "model.json"
+    model.write_text(json.dumps(dump), encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "model.json"})
+    return Case(spec, model, "tree_info.5", ("splits on feature 12", "beyond the model's 11 features",
+                                             "dump_model()"))
+
+
 CASES = [
     pytest.param(c_yaml_bad_indentation, id="yaml-bad-indentation"),
     pytest.param(c_unknown_top_key, id="unknown-top-key-datset"),
@@ -536,6 +599,11 @@ CASES = [
     pytest.param(c_duplicate_documents, id="duplicate-documents"),
     pytest.param(c_template_runs_code, id="template-runs-code"),
     pytest.param(c_template_runs_code_at_render, id="template-runs-code-at-render"),
+    pytest.param(c_model_truncated, id="model-truncated"),
+    pytest.param(c_model_truncated_in_header, id="model-truncated-in-header"),
+    pytest.param(c_model_split_feature_beyond, id="model-split-feature-beyond"),
+    pytest.param(c_model_child_cycle, id="model-child-cycle"),
+    pytest.param(c_json_split_feature_beyond, id="json-split-feature-beyond"),
 ]
 
 
@@ -567,11 +635,14 @@ def assert_one_error_line(result: Any, case: Case) -> str:
 
 
 @pytest.mark.parametrize("make", CASES)
-def test_report_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path) -> None:
+def test_report_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path,
+                                  capfd: pytest.CaptureFixture[str]) -> None:
     case = build(make, base, tree_pickle)
     before = snapshot(base)
     result = invoke("report", str(case.spec), "--out", str(base / "out"), "--quiet", *case.args)
     assert_one_error_line(result, case)
+    native = "".join(capfd.readouterr())  # what libraries wrote to the file descriptors, past CliRunner
+    assert "[LightGBM]" not in native, native
     assert list((base / "out").iterdir()) == [], "the output folder must stay empty"
     assert snapshot(base) == before, "nothing may be written next to the inputs either"
     for path in case.absent:
@@ -613,12 +684,18 @@ def test_report_accepts_fixed_input(make: Callable[[Path, Path], Path], base: Pa
 
 @pytest.mark.parametrize("make", [pytest.param(c_unknown_evidence_option, id="unknown-evidence-option-cutof"),
                                   pytest.param(c_pickle_untrusted, id="pickle-untrusted"),
-                                  pytest.param(c_svmlight_bad_line, id="svmlight-bad-line")])
-def test_validate_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path) -> None:
+                                  pytest.param(c_svmlight_bad_line, id="svmlight-bad-line"),
+                                  pytest.param(c_model_truncated, id="model-truncated"),
+                                  pytest.param(c_model_split_feature_beyond, id="model-split-feature-beyond"),
+                                  pytest.param(c_json_split_feature_beyond, id="json-split-feature-beyond")])
+def test_validate_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path,
+                                    capfd: pytest.CaptureFixture[str]) -> None:
     case = build(make, base, tree_pickle)
     before = snapshot(base)
     assert_one_error_line(invoke("validate", str(case.spec)), case)
     assert snapshot(base) == before
+    native = "".join(capfd.readouterr())
+    assert "[LightGBM]" not in native, native
 
 
 def test_validate_accepts_baseline(base: Path) -> None:

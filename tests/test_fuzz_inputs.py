@@ -9,6 +9,7 @@ derandomised (the same examples on every machine, so CI does not flake) and boun
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import resource
@@ -69,12 +70,14 @@ def ends_well(action: Callable[[], Any], expected: type | tuple[type, ...]) -> A
 
 # --- mutations ----------------------------------------------------------------------------------------------------
 
-def mutated(text: str) -> st.SearchStrategy[str]:
+YAML_CHARS = ":-[]{}&*!|>#'\"\n\t 0123456789.eE+xnaif"
+
+
+def mutated(text: str, chars: str = YAML_CHARS) -> st.SearchStrategy[str]:
     """`text` with a few edits: deleted, repeated or replaced spans, inserted characters, truncation."""
     edit = st.tuples(st.sampled_from(["delete", "insert", "replace", "repeat", "truncate"]),
                      st.integers(0, max(len(text) - 1, 0)), st.integers(1, 40),
-                     st.text(alphabet=st.sampled_from(list(":-[]{}&*!|>#'\"\n\t 0123456789.eE+xnaif")), min_size=1,
-                             max_size=12))
+                     st.text(alphabet=st.sampled_from(list(chars)), min_size=1, max_size=12))
 
     def apply(edits: list[tuple[str, int, int, str]]) -> str:
         out = text
@@ -275,3 +278,118 @@ def test_parquet_reader_on_corrupt_bytes(folder: Path, cut: int, flips: list[tup
     path = folder / "broken.parquet"
     path.write_bytes(bytes(data[:max(cut, 1)] if cut < len(data) else data))
     ends_well(lambda: load_ranking_data(path, format="parquet", doc_id_column="doc_id"), RankingData)
+
+
+# --- LightGBM models ------------------------------------------------------------------------------------------------
+# A crash inside LightGBM would kill pytest itself. These tests rely on the defence they exercise: LightGBM in this
+# process reads only text that `check_model_text` passed and a throw-away process loaded (tests/test_model_checks.py
+# tests that rehearsal on its own, in a subprocess). A model that loads is also scored, with contributions.
+
+def small_model(*, sizes: bool) -> str:
+    """The bookstore model cut to three trees (so that edits land in trees), with or without `tree_sizes`."""
+    import lightgbm as lgb
+
+    text = lgb.Booster(model_file=str(EXAMPLE / "model.txt")).model_to_string(num_iteration=3)
+    return text if sizes else "\n".join(line for line in text.split("\n") if not line.startswith("tree_sizes="))
+
+
+MODEL_SIZED, MODEL_PLAIN = small_model(sizes=True), small_model(sizes=False)
+MODEL_CHARS = "0123456789-. =\n\teE+naiTrf[]:"
+ROWS = np.vstack([np.zeros(11), np.full(11, np.nan), np.linspace(-1, 3000, 11), np.ones(11)])
+
+
+def _load_and_score(path: Path) -> Any:
+    from auditor.models.lightgbm import LightGBMRanker, load_lightgbm
+
+    ranker = load_lightgbm(path)
+    assert isinstance(ranker, LightGBMRanker)
+    assert np.isfinite(ranker.predict(ROWS[:, :ranker.n_features] if ranker.n_features <= 11 else
+                                      np.zeros((4, ranker.n_features)))).all()
+    ranker.contributions(np.zeros((2, ranker.n_features)))
+    return ranker
+
+
+@FUZZ
+@given(text=st.one_of(mutated(MODEL_SIZED, MODEL_CHARS), mutated(MODEL_PLAIN, MODEL_CHARS)))
+def test_lightgbm_text_on_mutated_text(folder: Path, text: str, capfd: pytest.CaptureFixture[str]) -> None:
+    path = folder / "model.txt"
+    path.write_text(text, encoding="utf-8")
+    ends_well(lambda: _load_and_score(path), object)
+    assert "[LightGBM]" not in "".join(capfd.readouterr())
+
+
+model_tokens = st.one_of(st.integers(-2**33, 2**33).map(str), st.sampled_from(
+    ["-1", "0", "1", "2", "3", "10", "11", "14", "15", "-15", "-16", "2147483647", "2147483648", "nan", "inf", "-inf",
+     "1e999", "0.5", "-0", "", " ", "x", "1.5", "3e", "=", "--1"]))
+tree_keys = st.sampled_from(["num_leaves", "num_cat", "split_feature", "threshold", "decision_type", "left_child",
+                             "right_child", "leaf_value", "leaf_count", "internal_count", "cat_boundaries",
+                             "cat_threshold", "is_linear", "shrinkage", "max_feature_idx", "num_class",
+                             "num_tree_per_iteration", "tree_sizes", "feature_names", "Tree"])
+
+
+@FUZZ
+@given(edits=st.lists(st.tuples(tree_keys, st.integers(0, 3), st.integers(0, 20), model_tokens), min_size=1,
+                      max_size=3), sized=st.booleans())
+def test_lightgbm_text_on_changed_numbers(folder: Path, edits: list[tuple[str, int, int, str]], sized: bool) -> None:
+    """Values replaced inside real lines: child indices, features, counts and flags a hand edit could change."""
+    lines = (MODEL_SIZED if sized else MODEL_PLAIN).split("\n")
+    for key, nth, position, token in edits:
+        hits = [i for i, line in enumerate(lines) if line.startswith(key + "=")]
+        if not hits:
+            continue
+        index = hits[nth % len(hits)]
+        name, values = lines[index].split("=", 1)
+        parts = values.split(" ") if values else [""]
+        parts[position % len(parts)] = token
+        lines[index] = f"{name}={' '.join(parts)}"
+    path = folder / "model.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    ends_well(lambda: _load_and_score(path), object)
+
+
+def _dump() -> dict[str, Any]:
+    import lightgbm as lgb
+
+    return lgb.Booster(model_str=MODEL_PLAIN).dump_model()
+
+
+DUMP = _dump()
+json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floats(),
+                                     st.text(max_size=8), st.sampled_from(["<=", "==", "NaN", "None", "Zero"])),
+                           lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                   st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+                           max_leaves=8)
+node_keys = st.sampled_from(["split_index", "split_feature", "threshold", "decision_type", "default_left",
+                             "missing_type", "left_child", "right_child", "leaf_index", "leaf_value", "leaf_count",
+                             "internal_count", "split_gain"])
+
+
+@FUZZ
+@given(tree=st.integers(0, 2), path=st.lists(st.sampled_from(["left_child", "right_child"]), max_size=4),
+       key=node_keys, value=json_values, top=st.sampled_from([None, "max_feature_idx", "feature_names", "num_class",
+                                                             "objective", "feature_infos", "tree_info"]),
+       delete=st.booleans())
+def test_lightgbm_json_dump_on_changed_values(folder: Path, tree: int, path: list[str], key: str, value: Any,
+                                             top: str | None, delete: bool) -> None:
+    dump = json.loads(json.dumps(DUMP))
+    if top is not None:
+        dump[top] = value
+    else:
+        node = dump["tree_info"][tree]["tree_structure"]
+        for step in path:
+            node = node.get(step, node)
+        if delete:
+            node.pop(key, None)
+        else:
+            node[key] = value
+    model = folder / "model.json"
+    model.write_text(json.dumps(dump), encoding="utf-8")
+    ends_well(lambda: _load_and_score(model), object)
+
+
+@FUZZ
+@given(data=st.binary(max_size=600))
+def test_lightgbm_loader_on_bytes(folder: Path, data: bytes) -> None:
+    path = folder / "model.txt"
+    path.write_bytes(b"tree\n" + data)
+    ends_well(lambda: _load_and_score(path), object)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -232,3 +235,157 @@ def test_incremental_update_to_the_pdf_fails(signed: dict[str, Path]) -> None:
     code, output = verify(signed, run)
     assert code == 1 and "FAIL report.pdf: sha256 differs" in output
     assert "FAIL report.pdf (signature)" in output
+
+
+# --- what verify prints, and what the predicate claims ------------------------------------------------------------
+
+def _resign(run: Path, statement: dict, key) -> None:
+    """Write bundle.dsse.json for `statement`, signed by `key` (an Ed25519 private key)."""
+    from auditor.signing import PAYLOAD_TYPE, keyid, pae
+
+    payload = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    envelope = {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
+                "signatures": [{"keyid": keyid(key.public_key()),
+                                "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, payload))).decode()}]}
+    (run / "bundle.dsse.json").write_text(json.dumps(envelope))
+
+
+def _statement(run: Path) -> dict:
+    return json.loads(base64.b64decode(json.loads((run / "bundle.dsse.json").read_text())["payload"]))
+
+
+def _bundle_key(keys: Path):
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_private_key((keys / "bundle-ed25519.pem").read_bytes(), password=PASS.encode())
+
+
+def _rehash(statement: dict, run: Path, name: str) -> None:
+    import hashlib
+
+    for subject in statement["subject"]:
+        if subject["name"] == name:
+            subject["digest"]["sha256"] = hashlib.sha256((run / name).read_bytes()).hexdigest()
+
+
+def test_verify_prints_one_line_per_check_and_no_traceback(signed: dict[str, Path], tmp_path: Path) -> None:
+    """The real command in its own process (pytest's log capture would hide what pyHanko logs): with a wrong
+    certificate and with none, stderr stays empty and stdout holds one verdict line per check."""
+    other = _keygen(tmp_path / "other") / "signer-cert.pem"
+    for trust in (["--trust", str(other)], []):
+        done = subprocess.run([sys.executable, "-m", "auditor", "verify", str(signed["run"]), "--pubkey",
+                               str(signed["keys"] / "bundle-ed25519.pub.pem"), *trust],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and done.stderr == "", done.stderr
+        lines = done.stdout.strip().splitlines()
+        assert all(re.match(r"(OK  |FAIL|SKIP) \S", line) for line in lines[:-1]), done.stdout
+        assert lines[-1] == "verdict: NOT VERIFIED (1 problem)", done.stdout
+        assert sum(line.startswith("FAIL report.pdf (signature)") for line in lines) == 1, done.stdout
+
+
+def test_verify_checks_every_claim_of_the_predicate(signed: dict[str, Path]) -> None:
+    code, output = verify(signed, signed["run"])
+    assert code == 0, output
+    assert "OK   bundle.dsse.json: Ed25519 signature valid" in output and "the key the predicate names" in output
+    assert "OK   evidence.json (predicate)" in output
+    assert "the certificate the predicate names" in output
+    assert "OK   report.pdf (attached evidence.json): equals evidence.json" in output
+
+
+def test_bundle_resigned_by_a_key_the_predicate_does_not_name(signed: dict[str, Path], tmp_path: Path) -> None:
+    """A valid signature by another key (given as --pubkey) is not the signer the statement names."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    run = _copy(signed, "resigned-other-key")
+    forger = Ed25519PrivateKey.generate()
+    _resign(run, _statement(run), forger)
+    pub = tmp_path / "forger.pub.pem"
+    pub.write_bytes(forger.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    result = runner.invoke(app, ["verify", str(run), "--trust", str(signed["keys"] / "signer-cert.pem"),
+                                 "--pubkey", str(pub)])
+    assert result.exit_code == 1, result.output
+    assert "FAIL bundle.dsse.json: signature valid with key" in result.output
+    assert "but the predicate names key" in result.output
+
+
+def test_predicate_that_disagrees_with_evidence_fails(signed: dict[str, Path]) -> None:
+    run = _copy(signed, "predicate-opinion")
+    statement = _statement(run)
+    statement["predicate"]["opinion"] = "positive" if statement["predicate"]["opinion"] != "positive" else "adverse"
+    _resign(run, statement, _bundle_key(signed["keys"]))
+    code, output = verify(signed, run)
+    assert code == 1 and "OK   bundle.dsse.json" in output
+    assert "FAIL evidence.json (predicate): the bundle's predicate states another opinion" in output
+
+
+def _render(run: Path, attachment: bytes) -> bytes:
+    """An unsigned report.pdf from the run's report.html with `attachment` as its evidence.json."""
+    from auditor.report.pdf import fixed_date, render_pdf
+
+    evaluated_on = json.loads((run / "evidence.json").read_text())["run"]["evaluated_on"]
+    return render_pdf((run / "report.html").read_text(), attachment=attachment, date=fixed_date(evaluated_on))
+
+
+def _material(keys: Path, spec: Path):
+    from types import SimpleNamespace
+
+    from auditor.signing import load_material
+
+    return load_material(SimpleNamespace(key=keys / "signer.p12", passphrase_env="TEST_KEY_PASS",
+                                         bundle_key=keys / "bundle-ed25519.pem"), spec_file=spec)
+
+
+def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[str, Path], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.pdf re-signed by another identity (trusted by the verifier), the bundle re-signed by the right key
+    over the new hash: only the predicate's certificate_sha256 tells."""
+    from auditor.signing import _attachment, sign_pdf
+
+    monkeypatch.setenv("TEST_KEY_PASS", PASS)
+    other = _keygen(tmp_path / "other")
+    run = _copy(signed, "pdf-other-certificate")
+    unsigned = _render(run, _attachment((run / "report.pdf").read_bytes(), "evidence.json"))
+    (run / "report.pdf").write_bytes(sign_pdf(unsigned, _material(other, signed["spec"])))
+    statement = _statement(run)
+    _rehash(statement, run, "report.pdf")
+    _resign(run, statement, _bundle_key(signed["keys"]))
+    code, output = verify(signed, run, trust=other / "signer-cert.pem")
+    assert code == 1, output
+    assert "OK   report.pdf: sha256 matches" in output and "OK   report.pdf (attached evidence.json)" in output
+    assert re.search(r"FAIL report.pdf \(signature\): signed with certificate \w+…, but the bundle's predicate "
+                     r"names \w+…", output), output
+
+
+def test_pdf_whose_attached_evidence_differs_fails(signed: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PDF rendered with another evidence.json attached, signed by the right keys: every signature holds, the
+    attachment does not match the folder's evidence.json."""
+    from auditor.signing import sign_pdf
+
+    monkeypatch.setenv("TEST_KEY_PASS", PASS)
+    run = _copy(signed, "pdf-attachment")
+    evidence = json.loads((run / "evidence.json").read_text())
+    evidence["run"] = {"evaluated_on": evidence["run"]["evaluated_on"]}
+    evidence["evidence"]["ranking_quality"]["metrics"]["ranking_quality.ndcg@10.mean"] = 0.99
+    (run / "report.pdf").write_bytes(sign_pdf(_render(run, json.dumps(evidence).encode()),
+                                              _material(signed["keys"], signed["spec"])))
+    statement = _statement(run)
+    _rehash(statement, run, "report.pdf")
+    _resign(run, statement, _bundle_key(signed["keys"]))
+    code, output = verify(signed, run)
+    assert code == 1 and "OK   report.pdf (signature): intact, trusted" in output, output
+    assert ("FAIL report.pdf (attached evidence.json): differs from evidence.json at "
+            "evidence.ranking_quality.metrics.ranking_quality.ndcg@10.mean") in output, output
+
+
+def test_verify_refuses_a_fifo_as_a_key(signed: dict[str, Path], tmp_path: Path) -> None:
+    """A named pipe given as --trust or --pubkey would block the read forever: refused as bad input."""
+    import os
+
+    pipe = tmp_path / "key.pem"
+    os.mkfifo(pipe)
+    for option, other in (("--trust", "--pubkey"), ("--pubkey", "--trust")):
+        keys = {"--trust": signed["keys"] / "signer-cert.pem", "--pubkey": signed["keys"] / "bundle-ed25519.pub.pem"}
+        result = runner.invoke(app, ["verify", str(signed["run"]), option, str(pipe), other, str(keys[other])])
+        assert result.exit_code == 2 and "FIFO" in result.output and len(result.output.strip().splitlines()) == 1

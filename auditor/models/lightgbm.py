@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,28 @@ import lightgbm as lgb
 import numpy as np
 
 from auditor.errors import InputError
+from auditor.files import MAX_MODEL_BYTES, read_bytes
+from auditor.models.lightgbm_check import check_json_dump, check_model_text, model_text, rehearse_load
 
 _MISSING_CODES = {"None": 0, "Zero": 1, "NaN": 2}
+_QUIET = {"verbosity": -1}  # every call that takes parameters: LightGBM's log level is global and a call resets it
+
+
+class _DebugLog:
+    """LightGBM's native messages (`[LightGBM] [Info] ...`, printed on stdout by default) go to the debug log:
+    the terminal shows the auditor's own lines only. Registered on import, so worker processes that unpickle a
+    model (and import this module to do so) are quiet too."""
+
+    log = logging.getLogger("auditor.lightgbm")
+
+    def info(self, message: str) -> None:
+        self.log.debug("%s", message)
+
+    def warning(self, message: str) -> None:
+        self.log.debug("%s", message)
+
+
+lgb.register_logger(_DebugLog())
 
 
 class LightGBMRanker:
@@ -35,11 +56,11 @@ class LightGBMRanker:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         threads = {"num_threads": 1} if X.shape[0] < self.SMALL_BATCH else _threads()
-        return np.asarray(self.booster.predict(X, raw_score=True, **threads), dtype=np.float64)
+        return np.asarray(self.booster.predict(X, raw_score=True, **threads, **_QUIET), dtype=np.float64)
 
     def contributions(self, X: np.ndarray) -> np.ndarray:
         """LightGBM's own TreeSHAP (`pred_contrib`): exact, and what shap's TreeExplainer calls underneath."""
-        return np.asarray(self.booster.predict(X, pred_contrib=True, **_threads()), dtype=np.float64)
+        return np.asarray(self.booster.predict(X, pred_contrib=True, **_threads(), **_QUIET), dtype=np.float64)
 
     def describe(self) -> dict[str, Any]:
         params = self.booster.params or {}
@@ -71,47 +92,55 @@ def _objective_from_model(booster: lgb.Booster) -> str:
 
 
 def load_lightgbm(path: Path) -> LightGBMRanker:
-    text = path.read_bytes()
-    if text.lstrip()[:1] == b"{":
+    """A LightGBM model from its text file or JSON dump. The text is checked (`lightgbm_check`) and loaded once in
+    a throw-away process before this process loads it, so a damaged file is one InputError, never a crash."""
+    data = read_bytes(path, limit=MAX_MODEL_BYTES, what="model file")
+    if data.lstrip()[:1] == b"{":
         try:
-            dump = json.loads(text)
+            dump = json.loads(data)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg})", file=path, where=f"{exc.lineno}:{exc.colno}",
                              fix="use the output of LightGBM's `Booster.dump_model()` or its text model file") from None
+        except (RecursionError, UnicodeDecodeError) as exc:
+            problem = "nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
+            raise InputError(f"not a LightGBM JSON dump ({problem})", file=path,
+                             fix="use the output of LightGBM's `Booster.dump_model()`") from None
         model_str = json_dump_to_model_string(dump, path)
+        try:
+            check_model_text(model_str, file=path)
+        except InputError as exc:  # the dump passed its own check, so this names a line of the rebuilt text
+            raise InputError(f"{exc.problem} (in the text rebuilt from the JSON dump, line {exc.where})",
+                             file=path, fix=exc.fix) from None
     else:
-        model_str = text.decode("utf-8", errors="replace")
-        if not model_str.startswith("tree"):
-            raise InputError("not a LightGBM model file (it does not start with `tree`)", file=path,
-                             fix="save the model with `Booster.save_model()`, or set `model.kind` to the right kind")
+        model_str = model_text(data, file=path)
+        check_model_text(model_str, file=path)
+    rehearse_load(model_str, file=path)
     try:
         booster = lgb.Booster(model_str=model_str)
-    except lgb.basic.LightGBMError as exc:
-        raise InputError(f"LightGBM cannot load this model ({str(exc).splitlines()[0]})", file=path,
+    except Exception as exc:  # the rehearsal loaded it; anything left is LightGBM's own refusal
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"LightGBM cannot load this model ({first[:200]})", file=path,
                          fix="save the model with `Booster.save_model()`") from None
     return LightGBMRanker(booster)
 
 
-def json_dump_to_model_string(dump: dict[str, Any], path: Path) -> str:
+def json_dump_to_model_string(dump: Any, path: Path) -> str:
     """Rebuild LightGBM's text format from `dump_model()` JSON so that LightGBM itself does the predicting.
 
-    Numerical splits only: a categorical split cannot be rebuilt exactly from the dump and is refused.
+    Numerical splits only: a categorical split cannot be rebuilt exactly from the dump and is refused. The dump is
+    checked first (`check_json_dump`): single output, trees that are trees, features within the model's.
     """
-    try:
-        trees = [_tree_to_text(i, info["tree_structure"], info["num_leaves"], path)
-                 for i, info in enumerate(dump["tree_info"])]
-        names = dump["feature_names"]
-        header = [
-            "tree", f"version={dump.get('version', 'v4')}", f"num_class={dump.get('num_class', 1)}",
-            f"num_tree_per_iteration={dump.get('num_tree_per_iteration', 1)}",
-            f"label_index={dump.get('label_index', 0)}", f"max_feature_idx={dump['max_feature_idx']}",
-            f"objective={dump.get('objective', 'regression')}",
-            "feature_names=" + " ".join(names),
-            "feature_infos=" + " ".join(_feature_info(dump, name) for name in names), "",
-        ]
-    except (KeyError, TypeError) as exc:
-        raise InputError(f"not a LightGBM JSON dump (missing {exc})", file=path,
-                         fix="use the output of `Booster.dump_model()`") from None
+    check_json_dump(dump, file=path)
+    trees = [_tree_to_text(i, info["tree_structure"], info["num_leaves"]) for i, info in enumerate(dump["tree_info"])]
+    names = dump["feature_names"]
+    header = [
+        "tree", f"version={dump.get('version', 'v4')}", f"num_class={dump.get('num_class', 1)}",
+        f"num_tree_per_iteration={dump.get('num_tree_per_iteration', 1)}",
+        f"label_index={dump.get('label_index', 0)}", f"max_feature_idx={dump['max_feature_idx']}",
+        f"objective={dump.get('objective', 'regression')}",
+        "feature_names=" + " ".join(names),
+        "feature_infos=" + " ".join(_feature_info(dump, name) for name in names), "",
+    ]
     return "\n".join(header) + "\n" + "\n".join(trees) + "\nend of trees\n"
 
 
@@ -128,7 +157,7 @@ def _threshold_text(value: float) -> str:
     return ("inf" if value > 0 else "-inf") if abs(value) >= 1e300 else repr(value)
 
 
-def _tree_to_text(index: int, root: dict[str, Any], num_leaves: int, path: Path) -> str:
+def _tree_to_text(index: int, root: dict[str, Any], num_leaves: int) -> str:
     if num_leaves == 1:
         return (f"Tree={index}\nnum_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\n"
                 f"left_child=\nright_child=\nleaf_value={root['leaf_value']!r}\nleaf_weight=\nleaf_count=\n"
@@ -138,17 +167,14 @@ def _tree_to_text(index: int, root: dict[str, Any], num_leaves: int, path: Path)
     stack = [root]
     while stack:
         node = stack.pop()
-        if "leaf_index" in node:
+        if "split_index" not in node:  # as check_json_dump tells leaves from splits
             leaves[node["leaf_index"]] = node
             continue
-        if node.get("decision_type") != "<=":
-            raise InputError(f"tree {index} has a categorical split, which a JSON dump cannot reproduce exactly",
-                             file=path, fix="give the model in LightGBM's text format (`Booster.save_model()`)")
         internal[node["split_index"]] = node
         stack.extend((node["left_child"], node["right_child"]))
 
     def child(node: dict[str, Any]) -> int:
-        return ~node["leaf_index"] if "leaf_index" in node else node["split_index"]
+        return node["split_index"] if "split_index" in node else ~node["leaf_index"]
 
     nodes = [internal[i] for i in range(len(internal))]
     leaf = [leaves[i] for i in range(len(leaves))]

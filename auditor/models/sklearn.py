@@ -79,7 +79,81 @@ def load_sklearn(path: Path, *, trust: bool) -> SklearnTreeRanker:
     if name not in SUPPORTED or not hasattr(estimator, "n_features_in_"):
         raise InputError(f"'{name}' is not a fitted scikit-learn tree regressor this tool audits", file=path,
                          fix=f"use one of: {', '.join(SUPPORTED)}")
+    check_trees(estimator, path)
     return SklearnTreeRanker(estimator)
+
+
+MAX_DEPTH = 512  # shap's TreeSHAP recurses once per level and allocates a path table quadratic in the depth
+
+
+def check_trees(estimator: Any, path: Path) -> None:
+    """Raise InputError unless every tree of `estimator` is a tree over its own `n_features_in_` features.
+
+    scikit-learn's tree walk does not check its arrays: a file whose node splits on a feature beyond the data's
+    reads memory past the row, a child index out of range reads past the tree, and a cycle never ends. A skops
+    file carries these arrays as data, so they are checked here, once, before any prediction."""
+    fix = "save the fitted model again with `skops.io.dump`; the file is damaged or was edited"
+    n_features = estimator.n_features_in_
+    if isinstance(n_features, bool) or not isinstance(n_features, int | np.integer) or not 1 <= n_features < 2**31:
+        raise InputError(f"n_features_in_ is {str(n_features)[:20]}, not a feature count", file=path, fix=fix)
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and len(names) != n_features:
+        raise InputError(f"feature_names_in_ has {len(names)} names for {n_features} features", file=path, fix=fix)
+    if hasattr(estimator, "tree_"):
+        members = [("tree_", estimator)]
+    else:
+        stages = np.asarray(getattr(estimator, "estimators_", []), dtype=object).reshape(-1)
+        members = [(f"estimators_.{i}", member) for i, member in enumerate(stages)]
+        if not members:
+            raise InputError("the ensemble has no trees (estimators_ is empty)", file=path, fix=fix)
+    for where, member in members:
+        tree = getattr(member, "tree_", None)
+        if tree is None or getattr(member, "n_features_in_", n_features) != n_features:
+            raise InputError(f"member is not a fitted tree over the model's {n_features} features", file=path,
+                             where=where, fix=fix)
+        problem = _tree_problem(tree, int(n_features))
+        if problem is not None:
+            raise InputError(problem, file=path, where=where, fix=fix)
+
+
+def _tree_problem(tree: Any, n_features: int) -> str | None:
+    """What is wrong with one fitted `sklearn.tree._tree.Tree`, or None."""
+    n = int(tree.node_count)
+    left, right = np.asarray(tree.children_left), np.asarray(tree.children_right)
+    feature, value = np.asarray(tree.feature), np.asarray(tree.value)
+    if n < 1 or not left.shape == right.shape == feature.shape == (n,) or value.shape[0] != n:
+        return "the tree's node arrays do not match its node count"
+    if int(tree.n_outputs) != 1 or value.ndim != 3 or value.shape[1:] != (1, 1):
+        return "a multi-output tree gives several scores per document; a ranker gives one"
+    if int(tree.n_features) != n_features:
+        return f"the tree is over {int(tree.n_features)} features, the model over {n_features}"
+    if not np.isfinite(value).all():
+        return "a node value is not a finite number"
+    internal = left != -1
+    if not np.array_equal(internal, right != -1):
+        return "a node has one child"
+    beyond = np.flatnonzero(internal & ((feature < 0) | (feature >= n_features)))
+    if beyond.size:
+        return f"node {beyond[0]} splits on feature {feature[beyond[0]]}, beyond the model's {n_features} features"
+    children = np.concatenate([left[internal], right[internal]])
+    if children.size and (children.min() < 1 or children.max() >= n):
+        return "a child index is out of range"
+    if children.size != n - 1 or np.bincount(children, minlength=n)[1:].max(initial=1) != 1:
+        return "the children do not form a tree (a node has two parents, or none)"
+    # Every node but the root has one parent, so a walk from the root, level by level, meets each node once.
+    level, reached = np.array([0]), 1
+    for _ in range(MAX_DEPTH):
+        inner = level[internal[level]]
+        level = np.concatenate([left[inner], right[inner]])
+        if not level.size:
+            break
+        reached += level.size
+    else:
+        if internal[level].any():
+            return f"the tree is deeper than {MAX_DEPTH} levels"
+    if reached != n:
+        return "a node is not reachable from the root (the children form a cycle)"
+    return None
 
 
 def _load_skops(path: Path, *, trust: bool) -> Any:
