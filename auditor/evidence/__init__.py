@@ -57,7 +57,8 @@ def _build() -> dict[str, EvidencePlugin]:
                        "Influence of sensitive parameters", "Rank shifts when paid or other sensitive parameters "
                        "are masked or swept.", parameter_influence.check),
         EvidencePlugin("pairwise", pairwise.PairwiseOptions, pairwise.run,
-                       "Pairwise explanations", "Why each top document is ranked above the next (Huai et al. 2020)."),
+                       "Pairwise explanations", "Why each top document is ranked above the next (Huai et al. 2020).",
+                       pairwise.check),
         EvidencePlugin("confidence", confidence.ConfidenceOptions, confidence.run,
                        "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons.",
                        confidence.check),
