@@ -139,7 +139,7 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
     of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
     query (the caveat of paper 000). Only the `keep` rows' φ exist here (`_treeshap_pass`), which these plots
     need."""
-    from auditor.report.plots import axis_label, beeswarm, scatter
+    from auditor.report.plots import axis_label, beeswarm, is_yes_no, scatter
 
     data, names = ctx.data, ctx.data.feature_names
 
@@ -151,6 +151,7 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
     shown = centred(rows)
     top = order[: min(10, len(order))]
     first = int(top[0])
+    unit = ctx.feature_units.get(names[first])
     spread = shown[:, first]
     figures = [Figure(
         title="How each main parameter moves documents within their query (SHAP summary)",
@@ -162,9 +163,8 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
                     f"spreads them most, from {fmt(spread.min())} to {fmt(spread.max())} score units around "
                     "their query's mean."),
         Figure(title=f"Dependence on {names[first]}",
-               svg=scatter(data.X[rows, first], spread, xlabel=axis_label(names[first],
-                                                                           ctx.feature_units.get(names[first])),
-                           ylabel="SHAP value minus the query's mean"),
+               svg=scatter(data.X[rows, first], spread, xlabel=axis_label(names[first], unit),
+                           ylabel="SHAP value minus the query's mean", yes_no=is_yes_no(unit)),
                caption="How the top parameter's value translates into a push up or down within the query.",
                description=f"Scatter plot of {len(rows)} documents: {names[first]}'s value against its push within "
                            "the query (SHAP value minus the query's mean).")]

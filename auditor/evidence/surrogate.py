@@ -38,10 +38,12 @@ from auditor.report.plots import (
     StepPanel,
     axis_label,
     bar_chart,
+    cell_limit,
     fmt,
     fmt_signed,
     fmt_value,
     is_yes_no,
+    pair_cells,
     pair_heatmaps,
     step_curves,
 )
@@ -206,6 +208,7 @@ def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
 
 
 YLABEL = "contribution to the surrogate's score (0 = average document)"
+PAIRS_PER_FIGURE = 6  # three rows of two heatmaps: one page
 
 
 def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
@@ -254,29 +257,37 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
                         + "; ".join(swings[:4]) + ("; and more." if len(swings) > 4 else ".")))
     all_pairs = [e for e in order if parts.effects[e].is_pair]
     pairs = all_pairs[: options.top_pairs]
-    if pairs:
-        panels = []
-        for e in pairs:
-            effect = parts.effects[e]
-            axes = [HeatAxis(axis_label(names[f], units.get(names[f])), data.X[:, f], is_yes_no(units.get(names[f])))
-                    for f in effect.features]
-            panels.append((effect_name(effect, names), axes[0], axes[1], contrib[:, e] - offsets[e]))
-        strongest = effect_name(parts.effects[pairs[0]], names)
-        left_out = len(all_pairs) - len(pairs)
+    panels = []
+    for e in pairs:
+        effect = parts.effects[e]
+        axes = [HeatAxis(axis_label(names[f], units.get(names[f])), data.X[:, f], is_yes_no(units.get(names[f])))
+                for f in effect.features]
+        panels.append((effect_name(effect, names), axes[0], axes[1], contrib[:, e] - offsets[e]))
+    limit = cell_limit(pair_cells(panels)) if panels else 1.0  # one colour scale for every pair figure
+    chunks = [panels[i:i + PAIRS_PER_FIGURE] for i in range(0, len(panels), PAIRS_PER_FIGURE)]
+    left_out = len(all_pairs) - len(pairs)
+    for number, chunk in enumerate(chunks, start=1):
+        first = pairs[(number - 1) * PAIRS_PER_FIGURE]
+        part = f" ({number} of {len(chunks)})" if len(chunks) > 1 else ""
+        start = (number - 1) * PAIRS_PER_FIGURE
+        plural = "s" if len(all_pairs) > 1 else ""
         figures.append(Figure(
-            title=f"Interactions: the {len(pairs)} feature pair{'s' if len(pairs) > 1 else ''} of the surrogate"
-                  + (f" (of {len(all_pairs)})" if left_out else ""),
-            svg=pair_heatmaps(panels, colorbar="pair effect (score units)"),
+            title=(f"Interactions: the surrogate's {len(all_pairs)} feature pair{plural}"
+                   if len(chunks) == 1 and not left_out else
+                   f"Interactions{part}: pairs {start + 1}–{start + len(chunk)} by importance of the surrogate's "
+                   f"{len(all_pairs)}"),
+            svg=pair_heatmaps(chunk, colorbar="pair effect (score units)", limit=limit),
             caption="Each cell is the mean push of the pair's table on the audited documents whose two values fall "
                     "in it (red up, blue down; centred on the audited documents; grey: no document). Cells are "
                     "quantile bins of the documents' values, ticks in the features' units; a yes/no feature has one "
-                    "cell per value. All panels share one colour scale, so a pale panel is a small effect. As ILMART "
+                    "cell per value. All pairs share one colour scale, so a pale panel is a small effect. As ILMART "
                     "learns it, a pair table also holds part of each feature's own effect."
-                    + (f" {left_out} smaller pair(s) not drawn (top_pairs = {options.top_pairs})." if left_out
-                       else ""),
-            description=f"Heatmaps of {len(pairs)} pair effects on one colour scale; the strongest, {strongest}, "
-                        f"moves a document's score by {fmt(np.min(contrib[:, pairs[0]] - offsets[pairs[0]]))} to "
-                        f"{fmt_signed(np.max(contrib[:, pairs[0]] - offsets[pairs[0]]))} score units."))
+                    + (f" {left_out} smaller pair(s) not drawn (top_pairs = {options.top_pairs})."
+                       if left_out and number == len(chunks) else ""),
+            description=f"Heatmaps of {len(chunk)} pair effects on one colour scale from {fmt(-limit)} to "
+                        f"{fmt_signed(limit)}; the strongest here, {chunk[0][0]}, moves a document's score by "
+                        f"{fmt(np.min(contrib[:, first] - offsets[first]))} to "
+                        f"{fmt_signed(np.max(contrib[:, first] - offsets[first]))} score units."))
     return figures
 
 

@@ -217,11 +217,23 @@ def beeswarm(phi: np.ndarray, values: np.ndarray, names: Sequence[str], *, xlabe
         return to_svg(fig)
 
 
-def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str) -> str:
+def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str, yes_no: bool = False) -> str:
+    """y against x; when x takes at most 6 values (a yes/no feature), one strip per value, the dots spread
+    sideways by a fixed pseudo-random offset (same data, same picture) so they do not pile up on one line."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    levels = np.unique(x[np.isfinite(x)])
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 3.0))
-        ax.scatter(x, y, s=6, color=_COLOR, alpha=0.6, linewidths=0, rasterized=True)
-        ax.axhline(0, color="#999999", linewidth=0.8)
+        if 0 < len(levels) <= 6:
+            inside = np.isfinite(x)
+            where = np.searchsorted(levels, x[inside]) + np.random.default_rng(0).uniform(-0.3, 0.3, inside.sum())
+            ax.scatter(where, y[inside], s=6, color=_COLOR, alpha=0.5, linewidths=0, rasterized=True)
+            names = {0.0: "no", 1.0: "yes"} if yes_no else {}
+            ax.set_xticks(range(len(levels)), [names.get(float(v), fmt_value(v)) for v in levels])
+            ax.set_xlim(-0.6, len(levels) - 0.4)
+        else:
+            ax.scatter(x, y, s=6, color=_COLOR, alpha=0.6, linewidths=0, rasterized=True)
+        ax.axhline(0, color=_GREY, linewidth=0.8)
         ax.set_xlabel(_short(xlabel, 60))
         ax.set_ylabel(ylabel)
         return to_svg(fig)
@@ -280,7 +292,7 @@ def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: fl
         points = [*starts, *ends, base, score]
         if reference is not None:
             label, value = reference
-            ax.axvline(value, color="black", linewidth=0.8, linestyle="--")
+            ax.axvline(value, color="black", linewidth=0.8, linestyle="--", zorder=0.5)
             ax.annotate(f"{label} {fmt(value)}", (value, n + 1.45), xytext=(-3, 0), textcoords="offset points",
                         ha="right", va="center", fontsize=7)
             points.append(value)
@@ -312,7 +324,8 @@ def _bar_label(ax: plt.Axes, x: float, y: float, text: str, sign: float, *, colo
     """A value beside the end of a bar: right of it when the bar points right (or is empty), left otherwise."""
     right = sign >= 0
     ax.annotate(text, (x, y), xytext=(offset if right else -offset, 0), textcoords="offset points", va="center",
-                ha="left" if right else "right", fontsize=7, color=color)
+                ha="left" if right else "right", fontsize=7, color=color, zorder=3,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.4, "alpha": 0.85})  # over any line
 
 
 def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, xlabel: str, up_label: str,
@@ -331,7 +344,7 @@ def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, x
             for y, value in zip(rows, values, strict=True):
                 _bar_label(ax, value, y, fmt_signed(value), value)
             ax.axvline(0, color=_GREY, linewidth=0.8)
-            ax.set_xlim(-1.3 * widest, 1.3 * widest)
+            ax.set_xlim(-1.5 * widest, 1.5 * widest)
             ax.set_yticks(rows, [_short(label, 52) for label in labels], fontsize=8)
             ax.set_title(title, fontsize=9, loc="left")
             ax.set_xlabel(xlabel)
@@ -481,12 +494,9 @@ def _display_bins(values: np.ndarray, yes_no: bool, most: int) -> tuple[np.ndarr
     return cell, len(edges) - 1, [float(i) for i in range(len(edges))], [fmt_value(e) for e in edges]
 
 
-def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, colorbar: str,
-                  most: int = 6) -> str:
-    """Pair effects as small multiples on one colour scale (so a pale panel is a small effect): each panel (title,
-    x axis, y axis, the effect of every audited document) is split into at most `most` × `most` cells — quantile
-    bins of the documents' values, or one cell per value — and a cell's colour is the mean effect of the documents
-    in it; grey cells hold no document. Ticks are in the features' own units."""
+def pair_cells(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, most: int = 6) -> list[tuple]:
+    """The cells `pair_heatmaps` draws, per panel (title, x axis, y axis, cell means as a masked array, x ticks,
+    y ticks); `cell_limit` of them gives a colour scale to share between figures."""
     grids = []
     for title, x_axis, y_axis, effect in panels:
         x_cell, nx, x_ticks, x_labels = _display_bins(x_axis.data, x_axis.yes_no, most)
@@ -497,12 +507,29 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
         count = np.bincount(flat, minlength=nx * ny)
         means = np.ma.masked_array(np.divide(total, np.maximum(count, 1)), mask=count == 0).reshape(nx, ny)
         grids.append((title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels)))
-    limit = max([float(np.max(np.abs(g[3]))) for g in grids if g[3].count()] + [1e-12])
+    return grids
+
+
+def cell_limit(grids: Sequence[tuple]) -> float:
+    """The largest |cell mean| of these panels: the end of a colour scale centred on 0."""
+    return max([float(np.max(np.abs(g[3]))) for g in grids if g[3].count()] + [1e-12])
+
+
+def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, colorbar: str,
+                  most: int = 6, limit: float | None = None) -> str:
+    """Pair effects as small multiples on one colour scale (so a pale panel is a small effect; `limit` its end,
+    default the panels' largest |cell|, to share a scale across figures): each panel (title, x axis, y axis, the
+    effect of every audited document) is split into at most `most` × `most` cells — quantile bins of the
+    documents' values, or one cell per value — and a cell's colour is the mean effect of the documents in it; grey
+    cells hold no document. Ticks are in the features' own units."""
+    grids = pair_cells(panels, most=most)
+    limit = cell_limit(grids) if limit is None else limit
     columns = 1 if len(grids) == 1 else 2
     rows = -(-len(grids) // columns)
     with matplotlib.rc_context(_STYLE):
-        fig, axes = plt.subplots(rows, columns, figsize=(6.4 if columns == 2 else 4.6, 0.4 + 2.4 * rows),
+        fig, axes = plt.subplots(rows, columns, figsize=(6.4 if columns == 2 else 4.6, 0.4 + 2.6 * rows),
                                  squeeze=False, layout="constrained")
+        fig.get_layout_engine().set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
         mesh = None
         for ax, grid in zip(axes.flat, grids, strict=False):
             title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels) = grid
@@ -515,7 +542,7 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
             ax.set_yticks(y_ticks, y_labels, fontsize=6.5)
             ax.set_xlabel(_short(x_axis.label, 40), fontsize=8)
             ax.set_ylabel(_short(y_axis.label, 40), fontsize=8)
-            ax.set_title(_short(title, 50), fontsize=9)
+            ax.set_title(title.replace(" × ", " ×\n") if len(title) > 32 else title, fontsize=9)  # no overlap
             ax.spines[["top", "right"]].set_visible(True)
         for ax in list(axes.flat)[len(grids):]:
             ax.set_visible(False)
