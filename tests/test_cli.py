@@ -53,7 +53,8 @@ def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
     judged = {d["kind"]: d["judged_by_rules"] for d in doc["detections"]}
     assert judged["undeclared-main-parameter"] == ["BASE-8", "P2B-4", "P2B-6"]
     assert judged["sensitive-parameter-effect"] == ["BASE-9", "P2B-9"]
-    assert doc["evidence"]["global_importance"]["n_model_rows"] == len(whole)  # contributions only: scores cached
+    # contributions (scores are cached) and the waterfall's masked rows: 8 features and "the others", one row each
+    assert doc["evidence"]["global_importance"]["n_model_rows"] == len(whole) + 9
 
 
 def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:

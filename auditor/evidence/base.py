@@ -265,6 +265,22 @@ def representative_text(query_id: str, size: int) -> str:
     return f"query {query_id} is the largest query ({size} documents)"
 
 
+def check_query_id(wanted: str | None, data: RankingData, *, where: str) -> None:
+    """An option naming one query for a figure: a query of the audited data with at least two documents, else
+    InputError(where=option) with the nearest id."""
+    if wanted is None:
+        return
+    if wanted not in data.query_ids:
+        import difflib
+
+        near = difflib.get_close_matches(wanted, data.query_ids, n=1)
+        raise InputError(f"'{wanted}' is not a query of the audited data", where=where,
+                         fix=f"did you mean '{near[0]}'?" if near else "use a query id of the audited data")
+    if data.query_sizes()[data.query_ids.index(wanted)] < 2:
+        raise InputError(f"query '{wanted}' has one document: there is no ranking to explain", where=where,
+                         fix="name a query with at least two documents")
+
+
 def check_explanation_size(k: int, n_features: int, *, where: str) -> None:
     """An explanation of every feature is no explanation: masking nothing reproduces the ranking, so every explainer,
     RANDOM included, would score validity 1.0. Refused before any work (InputError(where=option))."""

@@ -26,13 +26,13 @@ from scipy.stats import spearmanr
 
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
-from auditor.errors import InputError
 from auditor.evidence.base import (
     AuditContext,
     EvidenceOptions,
     EvidenceResult,
     Figure,
     Table,
+    check_query_id,
     representative_query,
     representative_text,
 )
@@ -221,8 +221,9 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
                      f"{fmt(fall.score)} is the query's average {fmt(fall.base)} plus "
                      + "; ".join(f"{label} {fmt_signed(value)}" for label, value in
                                  zip(labels[:3], fall.contributions[:3], strict=False))
-                     + f"{' and the rest' if len(labels) > 3 else ''}; {labels[lead]} is worth the most places "
-                       f"({fmt_positions(worth[lead])}).")),
+                     + f"{' and the rest' if len(labels) > 3 else ''}; "
+                     + (f"{labels[lead]} is worth the most places ({fmt_positions(worth[lead])})." if worth[lead]
+                        else "masking any one of these leaves it first.")))
     ]
     docs = rank_order(scores)[:DECISION_DOCS]
     local = local_all[docs]
@@ -249,19 +250,8 @@ def _explain_query(data: RankingData, wanted: str | None) -> int | None:
 
 
 def check(options: GlobalImportanceOptions, data: RankingData) -> None:
-    """`explain_query` names a query of the data with at least two documents."""
-    wanted = options.explain_query
-    if wanted is None:
-        return
-    if wanted not in data.query_ids:
-        import difflib
-
-        near = difflib.get_close_matches(wanted, data.query_ids, n=1)
-        raise InputError(f"'{wanted}' is not a query of the data", where="explain_query",
-                         fix=f"did you mean '{near[0]}'?" if near else "use a query id of the audited data")
-    if data.query_sizes()[data.query_ids.index(wanted)] < 2:
-        raise InputError(f"query '{wanted}' has one document: there is no ranking to explain", where="explain_query",
-                         fix="name a query with at least two documents")
+    """`explain_query` names a query of the audited data with at least two documents."""
+    check_query_id(options.explain_query, data, where="explain_query")
 
 
 # Below this many documents LightGBM's pred_contrib takes well under a second, less than loading our compiled

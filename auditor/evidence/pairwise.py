@@ -11,13 +11,13 @@ from pydantic import Field
 
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
-from auditor.errors import InputError
 from auditor.evidence.base import (
     AuditContext,
     EvidenceOptions,
     EvidenceResult,
     Figure,
     Table,
+    check_query_id,
     representative_query,
     representative_text,
 )
@@ -203,19 +203,8 @@ def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOp
 
 
 def check(options: PairwiseOptions, data: RankingData) -> None:
-    """`plot_query` names a query of the data with at least two documents."""
-    wanted = options.plot_query
-    if wanted is None:
-        return
-    if wanted not in data.query_ids:
-        import difflib
-
-        near = difflib.get_close_matches(wanted, data.query_ids, n=1)
-        raise InputError(f"'{wanted}' is not a query of the data", where="plot_query",
-                         fix=f"did you mean '{near[0]}'?" if near else "use a query id of the audited data")
-    if data.query_sizes()[data.query_ids.index(wanted)] < 2:
-        raise InputError(f"query '{wanted}' has one document: there is no pair to explain", where="plot_query",
-                         fix="name a query with at least two documents")
+    """`plot_query` names a query of the audited data with at least two documents."""
+    check_query_id(options.plot_query, data, where="plot_query")
 
 
 def _explain_pairs(ctx: AuditContext, explainer: AsiPair | RaiPair,
