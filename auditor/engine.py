@@ -161,7 +161,9 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=seed, progress=progress,
                        background=prepared.background, masking=spec.masking.strategy,
                        masking_samples=spec.masking.samples,
-                       executor=_start_executor(chosen, prepared.spec_path))
+                       executor=_start_executor(chosen, prepared.spec_path),
+                       feature_units={name: info["unit"] for name, info in prepared.features.items()
+                                      if info.get("unit")})
 
     results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data),
                                           "governance": governance_result(spec)}

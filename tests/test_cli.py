@@ -53,7 +53,8 @@ def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
     judged = {d["kind"]: d["judged_by_rules"] for d in doc["detections"]}
     assert judged["undeclared-main-parameter"] == ["BASE-8", "P2B-4", "P2B-6"]
     assert judged["sensitive-parameter-effect"] == ["BASE-9", "P2B-9"]
-    assert doc["evidence"]["global_importance"]["n_model_rows"] == len(whole)  # contributions only: scores cached
+    # contributions (scores are cached) and the waterfall's masked rows: 8 features and "the others", one row each
+    assert doc["evidence"]["global_importance"]["n_model_rows"] == len(whole) + 9
 
 
 def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
@@ -64,6 +65,7 @@ def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
     a, b = evidence(first), evidence(second)
     assert a.pop("run") and b.pop("run")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert first.read_bytes() == second.read_bytes()  # report.html too, figures included
     _, third = report(bookstore / "audit.yaml", "--out", str(out), "--seed", "99")
     c = evidence(third)
     assert c["seed"] == 99
@@ -72,7 +74,7 @@ def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
 
 
 def test_untrusted_names_are_escaped(bookstore: Path) -> None:
-    evil = "<script>alert(1)</script>"
+    evil = "<script>alert(1)</script>$\\frac$"  # `$...$` would be matplotlib mathtext, and this one does not parse
     frame = pd.read_csv(bookstore / "test.csv")
     frame = frame.rename(columns={"price": evil})
     frame["doc_id"] = frame["doc_id"].astype(str) + "<img src=x onerror=alert(2)>"
@@ -82,9 +84,13 @@ def test_untrusted_names_are_escaped(bookstore: Path) -> None:
     assert code == 0
     html = path.read_text()
     assert evil not in html and "onerror=alert(2)>" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    names = evidence(path)["inputs"]["dataset"]["feature_names"]
-    assert evil in names  # kept verbatim as data; escaped only where rendered
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;$\\frac$" in html
+    document = evidence(path)
+    assert evil in document["inputs"]["dataset"]["feature_names"]  # kept verbatim as data; escaped where rendered
+    assert all(result["status"] == "ok" for result in document["evidence"].values())  # every figure drawn
+    svgs = re.findall(r"<svg[^>]*>\s*<title>[^<]+</title>\s*<desc id=\"[^\"]+\">[^<]+</desc>", html)
+    assert html.count("<svg") == len(svgs) >= 12  # every figure labelled for screen readers
+    assert all('role="img"' in svg and "aria-label=" in svg and "aria-describedby=" in svg for svg in svgs)
 
 
 def test_fail_on_levels_and_waivers(bookstore: Path) -> None:

@@ -6,7 +6,7 @@ templates can all read the same thing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -47,11 +47,19 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    """An SVG figure for the report (kept out of evidence.json)."""
+    """An SVG figure for the report (kept out of evidence.json). `description` is its text alternative: one sentence
+    saying what the figure shows, with its main numbers, for a reader who cannot see it. The SVG is labelled with
+    the title and description on creation (`role="img"`, `aria-label`, `<title>`, `<desc>`)."""
 
     title: str
     svg: str
     caption: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        from auditor.report.plots import label_svg
+
+        object.__setattr__(self, "svg", label_svg(self.svg, self.title, self.description or self.caption))
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,7 @@ class AuditContext:
     _memo: dict[Any, Any] = field(default_factory=dict)
     worker_background: np.ndarray | None = None  # set in executor tasks, which get no `data`
     _state: Any = None
+    feature_units: dict[str, str] = field(default_factory=dict)  # the feature dictionary's units, for figure axes
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator of its own for each named stream, so adding a plugin never shifts another's numbers."""
@@ -235,6 +244,45 @@ class EvidencePlugin:
     title: str
     description: str
     check: Callable[[Any, RankingData], None] | None = None  # bad options for this data: InputError(where=option)
+
+
+REPRESENTATIVE_MIN_DOCS = 10
+
+
+def representative_query(sizes: np.ndarray, among: Sequence[int] | None = None) -> int | None:
+    """The query a single-query figure shows by default: of `among` (default every query), the first in data order
+    with at least `REPRESENTATIVE_MIN_DOCS` documents — enough for rank positions to mean something — else the
+    largest (the first of equal size); None when none has two documents. Deterministic and needs no labels, so
+    every evidence item that shows one query picks the same one when it audits it."""
+    pool = list(range(len(sizes))) if among is None else list(among)
+    pool = [q for q in pool if sizes[q] >= 2]
+    if not pool:
+        return None
+    large = [q for q in pool if sizes[q] >= REPRESENTATIVE_MIN_DOCS]
+    return large[0] if large else max(pool, key=lambda q: (sizes[q], -q))
+
+
+def representative_text(query_id: str, size: int) -> str:
+    """How the caption says which query a figure shows when the spec named none."""
+    if size >= REPRESENTATIVE_MIN_DOCS:
+        return f"query {query_id} is the first query with at least {REPRESENTATIVE_MIN_DOCS} documents"
+    return f"query {query_id} is the largest query ({size} documents)"
+
+
+def check_query_id(wanted: str | None, data: RankingData, *, where: str) -> None:
+    """An option naming one query for a figure: a query of the audited data with at least two documents, else
+    InputError(where=option) with the nearest id."""
+    if wanted is None:
+        return
+    if wanted not in data.query_ids:
+        import difflib
+
+        near = difflib.get_close_matches(wanted, data.query_ids, n=1)
+        raise InputError(f"'{wanted}' is not a query of the audited data", where=where,
+                         fix=f"did you mean '{near[0]}'?" if near else "use a query id of the audited data")
+    if data.query_sizes()[data.query_ids.index(wanted)] < 2:
+        raise InputError(f"query '{wanted}' has one document: there is no ranking to explain", where=where,
+                         fix="name a query with at least two documents")
 
 
 def check_explanation_size(k: int, n_features: int, *, where: str) -> None:

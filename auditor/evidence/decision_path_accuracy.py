@@ -21,7 +21,7 @@ from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table, check_explanation_size
 from auditor.evidence.local_explanations import ATTRIBUTION_BASES, KernelShapOptions, LimeOptions
 from auditor.explain.base import QueryView
-from auditor.report.plots import line_chart
+from auditor.report.plots import fmt, line_chart
 
 Explainer = Literal["treeshap", "kernelshap", "lirme", "exs"]
 EXPLAINERS: list[str] = list(Explainer.__args__)
@@ -391,7 +391,10 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             title="Top-K AUC against decision-path ground truth",
             svg=line_chart(ks, series, xlabel="K (ground-truth features counted as important)",
                            ylabel="mean top-K AUC"),
-            caption="0.5 = chance. Rahnama & Bütepage 2022 (Figures 3-4) report that AUC falls as K grows."))
+            caption="0.5 = chance. Rahnama & Bütepage 2022 (Figures 3-4) report that AUC falls as K grows.",
+            description=f"Line chart of mean top-K AUC for K = {ks[0]} to {ks[-1]}, one line per explainer and "
+                        f"ground truth; at K = {ks[-1]}: "
+                        + ", ".join(f"{name} {fmt(values[-1])}" for name, values in series.items()) + "."))
     result.tables.append(Table(
         title="Cost per explainer",
         columns=["explainer", "model rows", "rows per document", "seconds"],

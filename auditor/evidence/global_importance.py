@@ -24,8 +24,19 @@ import numpy as np
 from pydantic import Field
 from scipy.stats import spearmanr
 
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
-from auditor.report.plots import bar_chart
+from auditor.checks.ranking import rank_order
+from auditor.data import RankingData
+from auditor.evidence.base import (
+    AuditContext,
+    EvidenceOptions,
+    EvidenceResult,
+    Figure,
+    Table,
+    check_query_id,
+    representative_query,
+    representative_text,
+)
+from auditor.report.plots import bar_chart, fmt, fmt_share
 
 if TYPE_CHECKING:
     from auditor.fast_treeshap import FastTreeShap
@@ -36,8 +47,12 @@ class GlobalImportanceOptions(EvidenceOptions):
     top: int = Field(15, ge=1, description="How many features the table and the chart show.")
     share_for_main: float = Field(0.8, gt=0, le=1, description="Main parameters = fewest features reaching "
                                                                "this share of the total importance.")
-    decision_query: str | None = Field(None, description="Query id for the decision plot (default: the first query "
-                                                         "with at least two documents).")
+    explain_query: str | None = Field(None, description="Query id for the one-query figures: the waterfall of its "
+                                                        "top document and the decision plot of its top 5 (default: "
+                                                        "the first query with at least 10 documents, else the "
+                                                        "largest).")
+    waterfall_features: int = Field(8, ge=1, le=30, description="Features drawn one bar each in the waterfall; the "
+                                                                "rest share one bar.")
     plot_docs: int = Field(2000, ge=100, description="Documents sampled (seeded) for the summary and dependence plots.")
 
 
@@ -53,7 +68,7 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     data = ctx.data
     result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
     plotted = _plotted_rows(ctx, options)
-    decision = _decision_query(data, options.decision_query)
+    decision = _explain_query(data, options.explain_query)
     keep = plotted if decision is None else np.union1d(plotted, np.arange(*data.query_ptr[decision:decision + 2]))
     passed = _treeshap_pass(ctx, keep)
     if passed is None:
@@ -98,9 +113,12 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     result.figures.append(Figure(
         title="Main ranking parameters",
         svg=bar_chart([names[f] for f in top], [float(within[f]) for f in top], xlabel="share of within-query "
-                                                                                       "importance"),
-        caption="Share of each feature in what moves documents against each other inside a query."))
-    result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order))
+                                                                                       "importance", percent=True),
+        caption="Share of each feature in what moves documents against each other inside a query.",
+        description="Bar chart of the features' shares of the within-query importance, largest first: "
+                    + ", ".join(f"{names[f]} {fmt_share(within[f])}" for f in top[:5])
+                    + (f", and {len(top) - 5} more." if len(top) > 5 else ".")))
+    result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order, options))
     main = ", ".join(names[f] for f in order[:main_count][:5])
     result.summary = (f"{main_count} feature(s) carry {options.share_for_main:.0%} of the within-query importance; "
                       f"the main ones: {main}{'…' if main_count > 5 else ''}.")
@@ -116,11 +134,12 @@ def _plotted_rows(ctx: AuditContext, options: GlobalImportanceOptions) -> np.nda
 
 
 def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarray, query: int | None,
-             order: np.ndarray) -> list[Figure]:
-    """Summary (beeswarm) and dependence plots of within-query-centred SHAP values, and a decision plot of one
-    query — per query, because scores are only comparable inside a query (the caveat of paper 000). Only the
-    `keep` rows' φ exist here (`_treeshap_pass`), which these plots need."""
-    from auditor.report.plots import beeswarm, decision_plot, scatter
+             order: np.ndarray, options: GlobalImportanceOptions) -> list[Figure]:
+    """Summary (beeswarm) and dependence plots of within-query-centred SHAP values, and for one query the waterfall
+    of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
+    query (the caveat of paper 000). Only the `keep` rows' φ exist here (`_treeshap_pass`), which these plots
+    need."""
+    from auditor.report.plots import axis_label, beeswarm, is_yes_no, scatter
 
     data, names = ctx.data, ctx.data.feature_names
 
@@ -131,39 +150,108 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
 
     shown = centred(rows)
     top = order[: min(10, len(order))]
+    first = int(top[0])
+    unit = ctx.feature_units.get(names[first])
+    spread = shown[:, first]
     figures = [Figure(
         title="How each main parameter moves documents within their query (SHAP summary)",
         svg=beeswarm(shown[:, top], data.X[np.ix_(rows, top)], [names[f] for f in top],
                      xlabel="SHAP value minus the query's mean (score units)"),
         caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "
-                "the feature's value, low (blue) to high (red)."),
-        Figure(title=f"Dependence on {names[top[0]]}",
-               svg=scatter(data.X[rows, top[0]], shown[:, top[0]], xlabel=names[top[0]],
-                           ylabel="SHAP value minus the query's mean"),
-               caption="How the top parameter's value translates into a push up or down within the query.")]
+                "the feature's value, low (blue) to high (red), as the colour bar shows.",
+        description=f"Summary plot of {len(rows)} documents for the {len(top)} main parameters; {names[first]} "
+                    f"spreads them most, from {fmt(spread.min())} to {fmt(spread.max())} score units around "
+                    "their query's mean."),
+        Figure(title=f"Dependence on {names[first]}",
+               svg=scatter(data.X[rows, first], spread, xlabel=axis_label(names[first], unit),
+                           ylabel="SHAP value minus the query's mean", yes_no=is_yes_no(unit)),
+               caption="How the top parameter's value translates into a push up or down within the query.",
+               description=f"Scatter plot of {len(rows)} documents: {names[first]}'s value against its push within "
+                           "the query (SHAP value minus the query's mean).")]
     if query is not None:
-        part = data.query_slice(query)
-        scores = ctx.scores()[part]
-        docs = np.argsort(-scores, kind="stable")[:10]
-        local = centred(np.arange(part.start, part.stop))[docs]
-        features = np.argsort(-np.abs(local).mean(axis=0), kind="stable")[:10][::-1]
-        steps = np.column_stack([local[:, features], local.sum(axis=1) - local[:, features].sum(axis=1)])
-        labels = [f"#{r + 1} {data.doc_ids[part.start + d]}" for r, d in enumerate(docs)]
-        figures.append(Figure(
-            title=f"Why query {data.query_ids[query]} is ranked as it is (decision plot)",
-            svg=decision_plot(steps, float(scores.mean()), [*[names[f] for f in features], "other features"],
-                              labels, xlabel="score (the query's mean at the bottom)"),
-            caption="Each line is one of the top documents, climbing from the query's mean score by each feature's "
-                    "push; lines end at the documents' scores, so their order at the top is the ranking."))
+        figures.extend(_query_figures(ctx, query, centred, options))
     return figures
 
 
-def _decision_query(data, wanted: str | None) -> int | None:
+_MASKING = {"mean": "replaced by its mean in the background data", "median": "replaced by its median in the "
+            "background data", "zero": "set to 0", "background": "replaced by background rows, scores averaged"}
+DECISION_DOCS = 5  # lines in the decision plot: more are hard to tell apart (issue 22)
+
+
+def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImportanceOptions) -> list[Figure]:
+    """The waterfall of the query's top document (score units and rank positions) and the decision plot of its
+    top 5 documents."""
+    from auditor.explain.waterfall import positions_worth, waterfall
+    from auditor.report.plots import decision_plot, fmt_positions, fmt_signed, value_text
+    from auditor.report.plots import waterfall as waterfall_plot
+
+    data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
+    part = data.query_slice(query)
+    scores = ctx.scores()[part]
+    qid = data.query_ids[query]
+    which = (f"Query {qid} is the one the spec names (explain_query)." if options.explain_query is not None
+             else f"By default {representative_text(qid, part.stop - part.start)} (explain_query names another).")
+    local_all = centred(np.arange(part.start, part.stop))
+    best = int(rank_order(scores)[0])
+    fall = waterfall(local_all[best], base=float(scores.mean()), score=float(scores[best]),
+                     top=options.waterfall_features)
+    rank, worth = positions_worth(ctx.model, ctx.masker(), data.X[part], scores, best, fall.sets)
+    row = data.X[part.start + best]
+    labels = [value_text(names[f], row[f], units.get(names[f])) for f in fall.features]
+    if fall.n_other:
+        labels.append(f"{fall.n_other} other feature{'s' if fall.n_other > 1 else ''}")
+    doc = data.doc_ids[part.start + best]
+    lead = int(np.argmax(np.abs(worth)))
+    figures = [Figure(
+        title=f"Why document {doc} is first in query {qid} (waterfall)",
+        svg=waterfall_plot(labels, fall.contributions, base=fall.base, score=fall.score,
+                           base_label="query's average score", score_label=f"score of {doc}"[:44],
+                           xlabel="score (starts at the query's average)", positions=worth,
+                           positions_label="positions its value is worth",
+                           reference=("#2's score", float(np.sort(scores)[-2]))),
+        caption=(f"Left: from the query's average score at the bottom, each bar adds one feature's push for this "
+                 f"document (red up, blue down) and the last bar ends at its score; the bars add up to score − "
+                 f"average exactly; the dashed line is the score of the document ranked second. Right: how many rank "
+                 f"positions the document's own value of that feature is worth — its rank with the value masked "
+                 f"({_MASKING.get(ctx.masking, ctx.masking)}, as everywhere in this audit), the other documents "
+                 f"unchanged, minus its rank. As it is first, it can only lose places, so a feature that pushes it "
+                 f"down shows 0, as does one whose masked value the model reads the same way (a yes/no feature "
+                 f"masked by its mean becomes a fraction). Positions do not add up. {which}"),
+        description=(f"Waterfall of document {doc}, ranked {rank + 1} of {len(scores)} in query {qid}: its score "
+                     f"{fmt(fall.score)} is the query's average {fmt(fall.base)} plus "
+                     + "; ".join(f"{label} {fmt_signed(value)}" for label, value in
+                                 zip(labels[:3], fall.contributions[:3], strict=False))
+                     + f"{' and the rest' if len(labels) > 3 else ''}; "
+                     + (f"{labels[lead]} is worth the most places ({fmt_positions(worth[lead])})." if worth[lead]
+                        else "masking any one of these leaves it first.")))
+    ]
+    docs = rank_order(scores)[:DECISION_DOCS]
+    local = local_all[docs]
+    features = np.argsort(-np.abs(local).mean(axis=0), kind="stable")[:10][::-1]
+    steps = np.column_stack([local[:, features], local.sum(axis=1) - local[:, features].sum(axis=1)])
+    doc_labels = [f"#{r + 1} {data.doc_ids[part.start + d]}" for r, d in enumerate(docs)]
+    figures.append(Figure(
+        title=f"Why query {qid} is ranked as it is (decision plot)",
+        svg=decision_plot(steps, float(scores.mean()), [*[names[f] for f in features], "other features"],
+                          doc_labels, xlabel="score (the query's average at the bottom)"),
+        caption=f"Each line is one of the top {len(docs)} documents of the query's {len(scores)}, climbing from the "
+                "query's average score by each feature's push; lines end at the documents' scores, so their order "
+                f"at the top is the ranking. {which}",
+        description=f"Decision plot of the top {len(docs)} documents of query {qid}: their paths from the query's "
+                    f"average score {fmt(scores.mean())} through the {len(features)} features that separate them "
+                    f"most ({names[features[-1]]} first) to their scores, {fmt(scores[docs[0]])} for the first."))
+    return figures
+
+
+def _explain_query(data: RankingData, wanted: str | None) -> int | None:
     if wanted is not None:
-        return data.query_ids.index(wanted) if wanted in data.query_ids else None
-    sizes = data.query_sizes()
-    candidates = np.flatnonzero(sizes >= 2)
-    return int(candidates[0]) if candidates.size else None
+        return data.query_ids.index(wanted)
+    return representative_query(data.query_sizes())
+
+
+def check(options: GlobalImportanceOptions, data: RankingData) -> None:
+    """`explain_query` names a query of the audited data with at least two documents."""
+    check_query_id(options.explain_query, data, where="explain_query")
 
 
 # Below this many documents LightGBM's pred_contrib takes well under a second, less than loading our compiled

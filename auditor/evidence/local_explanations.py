@@ -409,7 +409,7 @@ def _optimum(ctx: AuditContext, query: QueryView, k: int, masker: Any, options: 
 
 def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str],
             sizes: list[int], tallies: dict[tuple[str, int], _Tally], excluded: int, n_chosen: int) -> None:
-    from auditor.report.plots import line_chart  # here, not at import: worker processes never draw
+    from auditor.report.plots import fmt, line_chart  # here, not at import: worker processes never draw
 
     k = options.k
     names = ctx.data.feature_names
@@ -477,7 +477,11 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             title="Mean validity by explanation size",
             svg=line_chart(sizes, {LABELS[m]: v for m, v in curve.items()}, xlabel="k (features in the set)",
                            ylabel="mean validity"),
-            caption="Higher is better; a method that stays low needs many features to reproduce the ranking."))
+            caption="Higher is better; a method that stays low needs many features to reproduce the ranking.",
+            description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
+                        f"{len(curve)} methods; at k = {sizes[-1]}: "
+                        + ", ".join(f"{LABELS[m]} {fmt(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
+                        + "."))
     if rows_k:
         from auditor.report.plots import box_plot
 
@@ -485,7 +489,10 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             title=f"Validity per query, k = {k}",
             svg=box_plot({LABELS[m]: tallies[(m, k)].validity for m in rows_k}, ylabel="validity (Kendall tau-b)"),
             caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
-                    "means some queries' explanations do not reproduce their ranking."))
+                    "means some queries' explanations do not reproduce their ranking.",
+            description=f"Box plot of validity per query at k = {k}, medians: "
+                        + ", ".join(f"{LABELS[m]} {fmt(np.median(tallies[(m, k)].validity))}" for m in rows_k
+                                    if tallies[(m, k)].validity) + "."))
     _detect(result, options, [m for m in rows_k if m != "optimum"])
     contenders = [m for m in rows_k if m != "optimum"]
     best = max(contenders, key=lambda m: metrics[f"local.{m}.validity.mean"]) if contenders else None

@@ -10,9 +10,19 @@ import numpy as np
 from pydantic import Field
 
 from auditor.checks.ranking import rank_order
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.data import RankingData
+from auditor.evidence.base import (
+    AuditContext,
+    EvidenceOptions,
+    EvidenceResult,
+    Figure,
+    Table,
+    check_query_id,
+    representative_query,
+    representative_text,
+)
 from auditor.executor import split
-from auditor.explain.pairwise import AsiPair, ConditionalFill, RaiPair
+from auditor.explain.pairwise import AsiPair, ConditionalFill, PairExplanation, RaiPair
 
 HOW_TO_READ = (
     "Each row takes two neighbouring documents of a query's ranking, A (placed higher) and B (the next one), and "
@@ -52,6 +62,11 @@ class PairwiseOptions(EvidenceOptions):
                                                                  "to this many features; permutations above.")
     permutations: int = Field(32, ge=1, description="ASIPair permutations when not exact.")
     top_features: int = Field(3, ge=1, description="Features listed per side in the report.")
+    plot_query: str | None = Field(None, description="Query whose pairs the bar chart shows (default: of the audited "
+                                                     "queries, the first with at least 10 documents, else the "
+                                                     "largest).")
+    plot_features: int = Field(8, ge=1, le=30, description="Features drawn one bar each per pair; the rest share "
+                                                           "one bar.")
     raipair: RaiPairOptions = RaiPairOptions()
 
 
@@ -65,6 +80,7 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
                               eligible=[q for q in range(data.n_queries) if sizes[q] >= 2])
     records: list[dict[str, Any]] = []
     table_rows: list[list[Any]] = []
+    by_query: dict[int, list[PairExplanation]] = {}
     phis, margins, efficiency, rows_before = [], [], [], ctx.model.rows_evaluated
     exact_count = 0
     tops = {qi: data.query_slice(qi).start + rank_order(scores[data.query_slice(qi)])[:options.top] for qi in chosen}
@@ -76,6 +92,7 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
                                                        total=len(blocks))
                  for pairs in block)
     for qi, pairs in zip(chosen, explained, strict=True):
+        by_query[qi] = pairs
         for rank, pair in enumerate(pairs, start=1):
             row_a, row_b = int(tops[qi][rank - 1]), int(tops[qi][rank])
             exact_count += int(pair.exact)
@@ -126,11 +143,68 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
         title="Features that most often decide neighbouring pairs",
         columns=["feature", "mean |φ|", "pairs where it is the largest"],
         rows=[[names[f], _r(mean_abs[f]), int(np.sum(np.abs(phi).argmax(axis=1) == f))] for f in order]))
+    result.figures.append(_figure(ctx, explainer, options, chosen, by_query, label))
     top = names[int(order[0])]
     result.summary = (f"{len(records)} neighbouring pairs explained with {label}; '{top}' decides them most "
                       f"(mean |φ| {mean_abs[order[0]]:.3g}); the largest feature carries "
                       f"{share.mean():.0%} of a pair's explanation on average.")
     return result
+
+
+PLOTTED_PAIRS = 3  # panels of the bar chart: the first pairs of the plotted query
+
+
+def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOptions, chosen: list[int],
+            by_query: dict[int, list[PairExplanation]], label: str) -> Figure:
+    """"Why A above B" as signed bars, one panel per adjacent pair of one query (at most `PLOTTED_PAIRS`): each
+    feature's Shapley value of the margin, the largest `plot_features` one bar each and the rest summed, labelled
+    with both documents' values. A query named by `plot_query` that the sample left out is explained here, from
+    the same streams, for the figure only (its rows count in this item's model rows)."""
+    from auditor.report.plots import fmt, fmt_signed, pair_bars, value_text
+
+    data, scores, names, units = ctx.data, ctx.scores(), ctx.data.feature_names, ctx.feature_units
+    qi = data.query_ids.index(options.plot_query) if options.plot_query is not None else \
+        representative_query(data.query_sizes(), chosen)
+    part = data.query_slice(qi)
+    top = part.start + rank_order(scores[part])[:options.top]
+    pairs = by_query.get(qi) or _explain_pairs(ctx, explainer, [(qi, data.X[top])])[0]
+    panels, sentences = [], []
+    for rank, pair in enumerate(pairs[:PLOTTED_PAIRS], start=1):
+        row_a, row_b = data.X[top[rank - 1]], data.X[top[rank]]
+        order = np.lexsort((np.arange(len(pair.phi)), -np.abs(pair.phi)))
+        shown, rest = order[:options.plot_features], order[options.plot_features:]
+        labels = [f"{value_text(names[f], row_a[f], units.get(names[f]))} vs "
+                  f"{value_text(names[f], row_b[f], units.get(names[f])).split(' = ', 1)[1]}" for f in shown]
+        values = [float(pair.phi[f]) for f in shown]
+        if rest.size:
+            labels.append(f"{rest.size} other feature{'s' if rest.size > 1 else ''}")
+            values.append(float(pair.phi[rest].sum()))
+        margin = pair.value - pair.base
+        gap = "" if pair.efficiency_error <= 1e-9 else f" (bars sum to {fmt(sum(values))})"
+        doc_a, doc_b = data.doc_ids[top[rank - 1]], data.doc_ids[top[rank]]
+        panels.append((f"#{rank} {doc_a} above #{rank + 1} {doc_b}: margin {fmt(margin)}{gap}", labels, values))
+        sentences.append(f"#{rank} {doc_a} is above #{rank + 1} {doc_b} by {fmt(margin)}, most because of "
+                         f"{names[shown[0]]} ({fmt_signed(pair.phi[shown[0]])})")
+    which = (f"Query {data.query_ids[qi]} is the one the spec names (plot_query)" if options.plot_query is not None
+             else f"By default {representative_text(data.query_ids[qi], part.stop - part.start)} of those audited")
+    if qi not in by_query:
+        which += " (not in the audited sample: explained for this figure only)"
+    return Figure(
+        title=f"Why each top document of query {data.query_ids[qi]} is above the next ({label})",
+        svg=pair_bars(panels, xlabel="contribution to the margin s(A) − s(B) (score units)",
+                      up_label="pushes A above B", down_label="pulls B up"),
+        caption=("Each panel takes two neighbouring documents, A (placed higher) and B, and splits the score margin "
+                 "s(A) − s(B) among the features: a red bar pushes A above B, a blue one pulls B up; the bars add "
+                 "up to the margin. Labels give the feature's value for A, then for B. "
+                 + ("With adaptive filling a feature both documents share can still carry a value: knowing it "
+                    "changes how the unknown features are filled in. " if options.fill == "adaptive" else "")
+                 + which + "."),
+        description="Bar chart of pairwise explanations: " + "; ".join(sentences) + ".")
+
+
+def check(options: PairwiseOptions, data: RankingData) -> None:
+    """`plot_query` names a query of the audited data with at least two documents."""
+    check_query_id(options.plot_query, data, where="plot_query")
 
 
 def _explain_pairs(ctx: AuditContext, explainer: AsiPair | RaiPair,

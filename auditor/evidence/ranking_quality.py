@@ -89,7 +89,8 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
     result.figures.append(Figure(
         title=f"Distribution of nDCG@{headline} over queries",
         svg=histogram(ndcg[:, col], bins=np.linspace(0, 1, 21), xlabel=f"nDCG@{headline}"),
-        caption="Each bar counts queries; a long left tail means some users get poor rankings."))
+        caption="Each bar counts queries; a long left tail means some users get poor rankings.",
+        description=_histogram_text(ndcg[:, col], headline, options.low_threshold)))
     mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]
     judged = int(result.metrics[f"ranking_quality.ndcg@{headline}.queries"])
     result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {judged} queries; "
@@ -129,3 +130,13 @@ def _single_note(count: int) -> str:
 
 def _round(value: float, digits: int = 4) -> float | None:
     return round(float(value), digits) if np.isfinite(value) else None
+
+
+def _histogram_text(values: np.ndarray, k: int, low: float) -> str:
+    from auditor.report.plots import fmt, fmt_share
+
+    kept = values[np.isfinite(values)]
+    if not kept.size:
+        return f"Histogram of nDCG@{k} over queries: no query has a value."
+    return (f"Histogram of nDCG@{k} over {kept.size} queries: median {fmt(np.median(kept))}, "
+            f"{fmt_share(np.mean(kept < low))} below {low:g}, lowest {fmt(kept.min())}.")

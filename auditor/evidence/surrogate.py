@@ -32,7 +32,21 @@ from pydantic import Field
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
-from auditor.report.plots import bar_chart, heatmap, step_curves
+from auditor.report.plots import (
+    HeatAxis,
+    LevelPanel,
+    StepPanel,
+    axis_label,
+    bar_chart,
+    cell_limit,
+    fmt,
+    fmt_signed,
+    fmt_value,
+    is_yes_no,
+    pair_cells,
+    pair_heatmaps,
+    step_curves,
+)
 from auditor.surrogate import IMPORTANCE_KEY
 from auditor.surrogate.decompose import Decomposition, Effect, decompose, effect_name, effect_record
 from auditor.surrogate.fidelity import fidelity
@@ -61,8 +75,10 @@ class SurrogateOptions(EvidenceOptions):
     synthetic_per_document: int = Field(0, ge=0, le=50, description="Synthetic documents per real training "
                                         "document (features recombined within its query, scored by the audited "
                                         "model); 0: real documents only.")
-    top_effects: int = Field(6, ge=1, le=20, description="Main effects drawn as step curves.")
-    top_pairs: int = Field(2, ge=0, le=10, description="Pair effects drawn as heatmaps.")
+    top_effects: int = Field(12, ge=1, le=30, description="Most main effects drawn (largest first; a yes/no feature "
+                                                          "as two bars, others as step curves).")
+    top_pairs: int = Field(10, ge=0, le=100, description="Most pair effects drawn as heatmaps (largest first; the "
+                                                         "default draws every pair of the default `interactions`).")
     fidelity_floor: float = Field(0.8, ge=0, le=1, description="Mean Kendall tau with the model's rankings below "
                                                                "which (its whole interval) the surrogate is reported "
                                                                "as not describing the model.")
@@ -191,35 +207,87 @@ def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
                           "explained share", "trees"], rows=rows, note=note)
 
 
+YLABEL = "contribution to the surrogate's score (0 = average document)"
+PAIRS_PER_FIGURE = 6  # three rows of two heatmaps: one page
+
+
 def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
              order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
-    data, names = ctx.data, ctx.data.feature_names
+    data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
     offsets = contrib.mean(axis=0)
+    shown = order[:15]
     figures = [Figure(
         title="Surrogate effects by importance",
-        svg=bar_chart([effect_name(parts.effects[e], names) for e in order[:15]],
-                      [float(importance[e]) for e in order[:15]], xlabel="mean |effect| (score units)"),
-        caption="How much each feature (or pair) moves the surrogate's score of an audited document on average.")]
-    mains = [e for e in order if not parts.effects[e].is_pair][: options.top_effects]
+        svg=bar_chart([effect_name(parts.effects[e], names) for e in shown],
+                      [float(importance[e]) for e in shown], xlabel="mean |effect| (score units)"),
+        caption="How much each feature (or pair) moves the surrogate's score of an audited document on average.",
+        description=f"Bar chart of the surrogate's {len(shown)} largest effects by mean |effect|: "
+                    + ", ".join(f"{effect_name(parts.effects[e], names)} {fmt(importance[e])}" for e in shown[:5])
+                    + (f", and {len(shown) - 5} more." if len(shown) > 5 else "."))]
+    all_mains = [e for e in order if not parts.effects[e].is_pair]
+    mains = all_mains[: options.top_effects]
     if mains:
-        panels = [(names[parts.effects[e].features[0]], parts.effects[e].cuts[0],
-                   parts.effects[e].values[:-1] - offsets[e], data.X[:, parts.effects[e].features[0]])
-                  for e in mains]
+        panels, swings = [], []
+        for e in mains:
+            effect = parts.effects[e]
+            feature = effect.features[0]
+            name, unit = names[feature], units.get(names[feature])
+            column, own = data.X[:, feature], contrib[:, e] - offsets[e]
+            levels = np.unique(column[np.isfinite(column)])
+            if len(levels) == 2:  # a yes/no feature: two bars, not a curve through values no document has
+                at = [column == v for v in levels]
+                words = {0.0: "no", 1.0: "yes"} if is_yes_no(unit) and set(levels) <= {0.0, 1.0} else {}
+                panels.append(LevelPanel(axis_label(name, unit), [words.get(float(v), fmt_value(v)) for v in levels],
+                                         [float(own[m].mean()) for m in at],
+                                         [float(m.sum() / np.isfinite(column).sum()) for m in at]))
+            else:
+                panels.append(StepPanel(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e],
+                                        column))
+            swings.append(f"{name} from {fmt(own.min())} to {fmt_signed(own.max())}")
+        left_out = len(all_mains) - len(mains)
         figures.append(Figure(
-            title="Main effects: how each top feature moves the score",
-            svg=step_curves(panels, ylabel="effect"),
+            title=f"Main effects: how each feature moves the score ({len(mains)} of {len(all_mains)})",
+            svg=step_curves(panels, ylabel=YLABEL, columns=3 if len(panels) > 6 else 2),
             caption="Step curve: the surrogate's score change at each value of the feature (centred: 0 is the "
-                    "average document). Histogram: where the audited documents' values lie."))
-    pairs = [e for e in order if parts.effects[e].is_pair][: options.top_pairs]
+                    "average document); grey histogram: where the audited documents' values lie. A yes/no feature "
+                    "is two bars, each with the share of documents that have that value."
+                    + (f" {left_out} smaller main effect(s) not drawn (top_effects = {options.top_effects})."
+                       if left_out else ""),
+            description=f"Small multiples of {len(mains)} main effects in score units: "
+                        + "; ".join(swings[:4]) + ("; and more." if len(swings) > 4 else ".")))
+    all_pairs = [e for e in order if parts.effects[e].is_pair]
+    pairs = all_pairs[: options.top_pairs]
+    panels = []
     for e in pairs:
         effect = parts.effects[e]
+        axes = [HeatAxis(axis_label(names[f], units.get(names[f])), data.X[:, f], is_yes_no(units.get(names[f])))
+                for f in effect.features]
+        panels.append((effect_name(effect, names), axes[0], axes[1], contrib[:, e] - offsets[e]))
+    limit = cell_limit(pair_cells(panels)) if panels else 1.0  # one colour scale for every pair figure
+    chunks = [panels[i:i + PAIRS_PER_FIGURE] for i in range(0, len(panels), PAIRS_PER_FIGURE)]
+    left_out = len(all_pairs) - len(pairs)
+    for number, chunk in enumerate(chunks, start=1):
+        first = pairs[(number - 1) * PAIRS_PER_FIGURE]
+        part = f" ({number} of {len(chunks)})" if len(chunks) > 1 else ""
+        start = (number - 1) * PAIRS_PER_FIGURE
+        plural = "s" if len(all_pairs) > 1 else ""
         figures.append(Figure(
-            title=f"Interaction: {effect_name(effect, names)}",
-            svg=heatmap(effect.cuts[0], effect.cuts[1], effect.values[:-1, :-1] - offsets[e],
-                        xlabel=names[effect.features[0]], ylabel=names[effect.features[1]], colorbar="effect"),
-            caption="The pair table's push per cell of both features' bins (red up, blue down; centred on the "
-                    "audited documents). As ILMART learns it, the table also holds part of each feature's own "
-                    "effect; ticks are the split values in the features' units."))
+            title=(f"Interactions: the surrogate's {len(all_pairs)} feature pair{plural}"
+                   if len(chunks) == 1 and not left_out else
+                   f"Interactions{part}: pairs {start + 1}–{start + len(chunk)} by importance of the surrogate's "
+                   f"{len(all_pairs)}"),
+            svg=pair_heatmaps(chunk, colorbar="pair effect (score units)", limit=limit),
+            caption="Each cell is the mean push of the pair's table on the audited documents whose two values fall "
+                    "in it (red up, blue down; centred on the audited documents; grey: no document). Cells are "
+                    "quantile bins of the documents' values, ticks in the features' units; a yes/no feature has one "
+                    "cell per value. All pairs share one colour scale, so a pale panel is a small effect. As ILMART "
+                    "learns it, a pair table also holds part of each feature's own effect."
+                    + (f" {left_out} smaller pair(s) not drawn (top_pairs = {options.top_pairs})."
+                       if left_out and number == len(chunks) else ""),
+            description=f"Heatmaps of {len(chunk)} pair effects on one colour scale from {fmt(-limit)} to "
+                        f"{fmt_signed(limit)}; the strongest here, {chunk[0][0]}, moves a document's score by "
+                        f"{fmt(np.min(contrib[:, first] - offsets[first]))} to "
+                        f"{fmt_signed(np.max(contrib[:, first] - offsets[first]))} score units."))
     return figures
 
 

@@ -1,19 +1,33 @@
 """Matplotlib figures as deterministic SVG text: same data ⇒ same bytes (fixed hash salt, no date).
 
 Text stays text (`svg.fonttype = none`): searchable, accessible, and escaped by matplotlib's SVG writer, which
-matters because feature names come from untrusted files.
+matters because feature names come from untrusted files. Mathtext is off (`text.parse_math`): a feature named
+`$x$` is drawn as written, and one named `$\\frac$` no longer stops the figure from rendering.
+
+Numbers drawn in figures follow one convention (`fmt`, `fmt_value`, `fmt_share`, `fmt_positions`): 3 significant
+figures, feature values as the data holds them (a year stays 2019), shares as %, rank positions with one decimal.
+Every figure is labelled for screen readers by `label_svg` (`Figure` does it): `role="img"`, an `aria-label`, and
+`<title>`/`<desc>` elements.
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
 import io
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 _STYLE = {
     "svg.hashsalt": "auditor",
@@ -23,8 +37,92 @@ _STYLE = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.titlesize": 10,
+    "text.parse_math": False,  # untrusted names: no mathtext, `$` is a dollar sign
 }
 _COLOR = "#2f5d8a"
+_UP, _DOWN = "#b2182b", "#2166ac"  # pushes up / down: the red and blue of the heatmaps' RdBu scale
+_GREY = "#999999"
+
+
+_MINUS = "\u2212"  # the minus sign matplotlib's own tick labels use
+
+
+def fmt(x: float, sig: int = 3) -> str:
+    """A computed number with `sig` significant figures, without exponent between 1e-4 and 1e6; "0" for 0."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "n/a"
+    if x == 0:
+        return "0"
+    rounded = float(f"{x:.{sig - 1}e}")  # to `sig` figures first, so 99.96 becomes 100 (not 100.0)
+    magnitude = math.floor(math.log10(abs(rounded)))
+    if magnitude >= 6 or magnitude < -4:
+        return f"{x:.{sig - 1}e}".replace("-", _MINUS)
+    decimals = max(sig - 1 - magnitude, 0)
+    return f"{rounded:.{decimals}f}".replace("-", _MINUS)
+
+
+def fmt_signed(x: float, sig: int = 3) -> str:
+    """`fmt` with a + on positive numbers (contributions, pushes)."""
+    text = fmt(x, sig)
+    return text if text.startswith(_MINUS) or text in ("0", "n/a") else "+" + text
+
+
+def fmt_value(x: float) -> str:
+    """A feature's value as the data holds it: whole numbers exactly (a year stays 2019), others to 3 figures."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "missing"
+    if x.is_integer() and abs(x) < 1e9:
+        return str(int(x)).replace("-", _MINUS)
+    return fmt(x)
+
+
+def fmt_share(x: float) -> str:
+    """A share as a percentage with one decimal (27.6%)."""
+    return f"{round(100 * float(x), 1) + 0.0:.1f}%".replace("-", _MINUS)  # + 0.0: no "−0.0%"
+
+
+def fmt_positions(x: float) -> str:
+    """Rank positions with one decimal and a sign (+3.0, −0.5)."""
+    value = round(float(x), 1) + 0.0  # + 0.0 turns −0.0 into 0.0
+    return "0.0" if value == 0 else f"{value:+.1f}".replace("-", _MINUS)
+
+
+_YES_NO = {"yes/no", "no/yes", "y/n", "boolean", "bool", "flag", "true/false"}
+
+
+def is_yes_no(unit: str | None) -> bool:
+    """Whether a feature dictionary's unit says 0/1 means no/yes."""
+    return (unit or "").replace(" ", "").lower() in _YES_NO
+
+
+def axis_label(name: str, unit: str | None) -> str:
+    """A feature's name with its unit from the feature dictionary: "price (EUR)"; yes/no features keep the name."""
+    if not unit or is_yes_no(unit):
+        return name
+    return f"{name}, {unit}" if "(" in unit else f"{name} ({unit})"
+
+
+def value_text(name: str, value: float, unit: str | None) -> str:
+    """"name = value" as shap's waterfall labels a row; yes/no features read "sponsored = yes"."""
+    if is_yes_no(unit) and float(value) in (0.0, 1.0):
+        return f"{name} = {'yes' if value else 'no'}"
+    return f"{name} = {fmt_value(value)}"
+
+
+def label_svg(svg: str, title: str, description: str) -> str:
+    """The SVG labelled for assistive technology: `role="img"`, `aria-label` (the title), `aria-describedby` the
+    `<desc>` (one sentence), `<title>` as the first child. Idempotent; the text is XML-escaped (untrusted names).
+    The id is a hash of the content, so the same figure gets the same bytes."""
+    if not svg.startswith("<svg") or 'role="img"' in svg[: svg.index(">")]:
+        return svg
+    ident = "desc-" + hashlib.sha256((title + "\0" + description + "\0" + svg).encode()).hexdigest()[:12]
+    end = svg.index(">")
+    title_text, description_text = html.escape(title, quote=True), html.escape(description, quote=True)
+    attributes = f' role="img" aria-label="{title_text}" aria-describedby="{ident}"'
+    return (svg[:end] + attributes + ">" + f"\n <title>{title_text}</title>\n <desc id=\"{ident}\">"
+            + f"{description_text}</desc>" + svg[end + 1:])
 
 
 def to_svg(fig: plt.Figure) -> str:
@@ -37,14 +135,20 @@ def to_svg(fig: plt.Figure) -> str:
     return text[text.index("<svg"):]
 
 
-def bar_chart(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title: str = "") -> str:
-    """Horizontal bars, largest on top."""
+def bar_chart(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title: str = "",
+              percent: bool = False) -> str:
+    """Horizontal bars, largest on top, each with its value at its end (`percent`: values are shares, shown as %)."""
     with matplotlib.rc_context(_STYLE):
         height = 0.6 + 0.28 * max(len(labels), 1)
         fig, ax = plt.subplots(figsize=(6.4, height))
         positions = np.arange(len(labels))[::-1]
         ax.barh(positions, values, color=_COLOR)
         ax.set_yticks(positions, [_short(label) for label in labels])
+        for y, value in zip(positions, values, strict=True):
+            _bar_label(ax, value, y, fmt_share(value) if percent else fmt(value), 1.0)
+        if percent:
+            ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_xlim(0, max([*values, 1e-12]) * 1.15)
         ax.set_xlabel(xlabel)
         if title:
             ax.set_title(title)
@@ -102,17 +206,34 @@ def beeswarm(phi: np.ndarray, values: np.ndarray, names: Sequence[str], *, xlabe
                 offset[members] = spread * min(0.8, 0.04 * len(members))
             ax.scatter(column, y + offset, c=colour, cmap="coolwarm", s=5, linewidths=0, vmin=0, vmax=1,
                        rasterized=True)  # thousands of dots: an embedded image, or PDF rendering takes a minute
-        ax.axvline(0, color="#999999", linewidth=0.8)
+        ax.axvline(0, color=_GREY, linewidth=0.8)
         ax.set_yticks(range(len(names)), [_short(n) for n in names][::-1])
         ax.set_xlabel(xlabel)
+        bar = fig.colorbar(ScalarMappable(Normalize(0, 1), cmap="coolwarm"), ax=ax, ticks=[0, 1], aspect=30,
+                           pad=0.02, fraction=0.04)  # as shap's summary plot: the value scale, low to high
+        bar.set_ticklabels(["low", "high"])
+        bar.set_label("feature value (rank within the feature)", fontsize=8)
+        bar.outline.set_visible(False)
         return to_svg(fig)
 
 
-def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str) -> str:
+def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str, yes_no: bool = False) -> str:
+    """y against x; when x takes at most 6 values (a yes/no feature), one strip per value, the dots spread
+    sideways by a fixed pseudo-random offset (same data, same picture) so they do not pile up on one line."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    levels = np.unique(x[np.isfinite(x)])
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 3.0))
-        ax.scatter(x, y, s=6, color=_COLOR, alpha=0.6, linewidths=0, rasterized=True)
-        ax.axhline(0, color="#999999", linewidth=0.8)
+        if 0 < len(levels) <= 6:
+            inside = np.isfinite(x)
+            where = np.searchsorted(levels, x[inside]) + np.random.default_rng(0).uniform(-0.3, 0.3, inside.sum())
+            ax.scatter(where, y[inside], s=6, color=_COLOR, alpha=0.5, linewidths=0, rasterized=True)
+            names = {0.0: "no", 1.0: "yes"} if yes_no else {}
+            ax.set_xticks(range(len(levels)), [names.get(float(v), fmt_value(v)) for v in levels])
+            ax.set_xlim(-0.6, len(levels) - 0.4)
+        else:
+            ax.scatter(x, y, s=6, color=_COLOR, alpha=0.6, linewidths=0, rasterized=True)
+        ax.axhline(0, color=_GREY, linewidth=0.8)
         ax.set_xlabel(_short(xlabel, 60))
         ax.set_ylabel(ylabel)
         return to_svg(fig)
@@ -120,18 +241,116 @@ def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str) -> str:
 
 def decision_plot(phi: np.ndarray, base: float, names: Sequence[str], labels: Sequence[str], *,
                   xlabel: str) -> str:
-    """One line per document: from the base value, add each feature's φ (features ordered as given, most
-    important last, at the top) and end at the document's score. Where lines cross, the order changes."""
+    """One line per document (the caller keeps a few: lines beyond five are hard to tell apart): from the base value,
+    add each feature's φ (features ordered as given, most important last, at the top) and end at the document's
+    score. Where lines cross, the order changes. Each line has its own colour and marker, named in the legend."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.8 + 0.3 * len(names)))
+        fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.3 * len(names)))
         steps = np.arange(len(names) + 1)
-        for row, label in zip(phi, labels, strict=True):
+        markers = "os^vD<>ph*"
+        for i, (row, label) in enumerate(zip(phi, labels, strict=True)):
             path = base + np.concatenate([[0.0], np.cumsum(row)])
-            ax.plot(path, steps, linewidth=1.0, marker="o", markersize=2, label=_short(label, 30))
+            ax.plot(path, steps, linewidth=1.3, marker=markers[i % len(markers)], markersize=3.5,
+                    label=_short(label, 34), color=plt.get_cmap("tab10")(i % 10))
         ax.set_yticks(steps[1:], [_short(n) for n in names])
         ax.set_xlabel(xlabel)
-        ax.axvline(base, color="#999999", linewidth=0.8)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=7)
+        ax.axvline(base, color=_GREY, linewidth=0.8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
+                  title="documents by rank", title_fontsize=8, alignment="left")
+        return to_svg(fig)
+
+
+def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: float, score: float,
+              base_label: str, score_label: str, xlabel: str, positions: Sequence[float] | None = None,
+              positions_label: str = "", reference: tuple[str, float] | None = None) -> str:
+    """shap's waterfall for one document: rows top to bottom as given (largest first, "other features" last); the
+    path starts at `base` under the bottom row, each bar moves it by its contribution (red up, blue down), and it
+    ends at `score` above the top row. `reference` (label, score) draws a dashed line, e.g. the runner-up's score.
+    With `positions`, a second panel on the same rows: the rank positions each row is worth to the document (the
+    caller defines them)."""
+    values = np.asarray(contributions, dtype=float)
+    n = len(values)
+    rows = np.arange(n, 0, -1)  # first row at the top; row 0 (bottom) and n + 1 (top) hold base and score
+    ends = base + np.cumsum(values[::-1])[::-1]  # each row's end: base + its contribution and those below it
+    starts = ends - values
+    with matplotlib.rc_context(_STYLE):
+        panels = 2 if positions is not None else 1
+        fig, axes = plt.subplots(1, panels, figsize=(6.4, 0.9 + 0.3 * (n + 2)), sharey=True, squeeze=False,
+                                 gridspec_kw={"width_ratios": [3, 2][:panels], "wspace": 0.08})
+        ax = axes[0, 0]
+        ax.barh(rows, values, left=starts, color=[_UP if v > 0 else _DOWN for v in values], height=0.62)
+        for y, value, end in zip(rows, values, ends, strict=True):
+            _bar_label(ax, end, y, fmt_signed(value), value, color=_UP if value > 0 else _DOWN)
+        for y in rows[:-1]:  # connectors: each bar starts where the one below it ends
+            ax.plot([starts[n - y]] * 2, [y - 0.31, y - 0.69], color=_GREY, linewidth=0.6, linestyle=":")
+        ax.plot([base, base], [0, rows[-1] - 0.31], color=_GREY, linewidth=0.6, linestyle=":")
+        ax.plot([score, score], [rows[0] + 0.31, n + 1], color=_GREY, linewidth=0.6, linestyle=":")
+        ax.plot([base], [0], marker="o", color=_GREY, markersize=5)
+        ax.plot([score], [n + 1], marker="D", color="black", markersize=5)
+        _bar_label(ax, base, 0, fmt(base), 1.0, offset=6)
+        _bar_label(ax, score, n + 1, fmt(score), 1.0, offset=6)
+        points = [*starts, *ends, base, score]
+        if reference is not None:
+            label, value = reference
+            ax.axvline(value, color="black", linewidth=0.8, linestyle="--", zorder=0.5)
+            ax.annotate(f"{label} {fmt(value)}", (value, n + 1.45), xytext=(-3, 0), textcoords="offset points",
+                        ha="right", va="center", fontsize=7)
+            points.append(value)
+        low, high = min(points), max(points)
+        pad = 0.3 * (high - low or 1.0)
+        ax.set_xlim(low - pad, high + pad)
+        ax.set_yticks([0, *rows, n + 1], [base_label, *[_short(label, 44) for label in labels], score_label])
+        ax.set_ylim(-0.6, n + 1.8)
+        ax.set_xlabel(xlabel)
+        ax.set_title("score contributions", fontsize=9)
+        if positions is not None:
+            shift = np.asarray(positions, dtype=float)
+            right = axes[0, 1]
+            right.barh(rows, shift, color=[_UP if v > 0 else _DOWN if v < 0 else _GREY for v in shift], height=0.62)
+            for y, value in zip(rows, shift, strict=True):
+                _bar_label(right, value, y, fmt_positions(value), value)
+            widest = max(float(np.max(np.abs(shift))), 1.0)
+            right.axvline(0, color=_GREY, linewidth=0.8)
+            right.set_xlim(-1.4 * widest if np.any(shift < 0) else -0.2 * widest, 1.4 * widest)
+            right.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+            right.tick_params(axis="y", left=False)
+            right.set_xlabel(positions_label)
+            right.set_title("rank positions", fontsize=9)
+        return to_svg(fig)
+
+
+def _bar_label(ax: plt.Axes, x: float, y: float, text: str, sign: float, *, color: str = "black",
+               offset: float = 3) -> None:
+    """A value beside the end of a bar: right of it when the bar points right (or is empty), left otherwise."""
+    right = sign >= 0
+    ax.annotate(text, (x, y), xytext=(offset if right else -offset, 0), textcoords="offset points", va="center",
+                ha="left" if right else "right", fontsize=7, color=color, zorder=3,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.4, "alpha": 0.85})  # over any line
+
+
+def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, xlabel: str, up_label: str,
+              down_label: str) -> str:
+    """Signed horizontal bars, one panel per pair (title, row labels top to bottom, values): positive values (red)
+    push the first document above the second, negative ones (blue) pull the second up; each value at its bar."""
+    heights = [len(labels) for _, labels, _ in panels]
+    with matplotlib.rc_context(_STYLE):
+        fig, axes = plt.subplots(len(panels), 1, figsize=(6.4, 0.9 + sum(0.3 * h + 0.5 for h in heights)),
+                                 squeeze=False, gridspec_kw={"height_ratios": heights or [1]})
+        for ax, (title, labels, values) in zip(axes[:, 0], panels, strict=True):
+            values = np.asarray(values, dtype=float)
+            rows = np.arange(len(values))[::-1]
+            ax.barh(rows, values, color=[_UP if v > 0 else _DOWN for v in values], height=0.62)
+            widest = max(float(np.max(np.abs(values), initial=0.0)), 1e-12)
+            for y, value in zip(rows, values, strict=True):
+                _bar_label(ax, value, y, fmt_signed(value), value)
+            ax.axvline(0, color=_GREY, linewidth=0.8)
+            ax.set_xlim(-1.5 * widest, 1.5 * widest)
+            ax.set_yticks(rows, [_short(label, 52) for label in labels], fontsize=8)
+            ax.set_title(title, fontsize=9, loc="left")
+            ax.set_xlabel(xlabel)
+        axes[0, 0].legend(handles=[Patch(color=_UP, label=up_label), Patch(color=_DOWN, label=down_label)],
+                          loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=2, frameon=False, fontsize=8)
+        fig.tight_layout(h_pad=1.0)
         return to_svg(fig)
 
 
@@ -161,66 +380,173 @@ def _skewed(data: np.ndarray) -> bool:
     return bool(finite.size and finite.min() >= 0 and finite.max() > 20 * max(np.percentile(finite, 90), 1e-12))
 
 
-def step_curves(panels: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], *, ylabel: str,
-                columns: int = 2) -> str:
-    """Small multiples of piecewise-constant effects: each panel (name, cuts, values per bin, data values) is a step
-    curve over the data's range, with a histogram of the data drawn in grey along the bottom of the same axes.
-    Heavy-tailed non-negative features get a symlog axis so the bins near zero stay visible."""
+@dataclass(frozen=True)
+class StepPanel:
+    """An effect over a feature with many values: the cuts, the effect per bin (len(cuts) + 1) and the audited
+    documents' values (for the histogram and the axis range)."""
+
+    title: str
+    cuts: np.ndarray
+    values: np.ndarray
+    data: np.ndarray
+
+
+@dataclass(frozen=True)
+class LevelPanel:
+    """An effect over a feature with a few values (yes/no): one bar per value, with the share of documents."""
+
+    title: str
+    levels: Sequence[str]
+    values: Sequence[float]
+    shares: Sequence[float]
+
+
+def step_curves(panels: Sequence[StepPanel | LevelPanel], *, ylabel: str, columns: int = 2) -> str:
+    """Small multiples of effects, one panel a feature. A `StepPanel` is a step curve over the data's range with a
+    histogram of the data drawn in grey along the bottom of the same axes (heavy-tailed non-negative features get a
+    symlog axis so the bins near zero stay visible); a `LevelPanel` (a yes/no feature) is one bar per value, since a
+    curve between 0 and 1 would draw values no document has. `ylabel` once, for the whole figure."""
     n = len(panels)
     rows = max(1, -(-n // columns))
     with matplotlib.rc_context(_STYLE):
-        fig, axes = plt.subplots(rows, columns, figsize=(6.4, 1.9 * rows), squeeze=False)
+        fig, axes = plt.subplots(rows, columns, figsize=(6.4, 0.3 + 1.75 * rows), squeeze=False)
         for k, ax in enumerate(axes.flat):
             if k >= n:
                 ax.set_visible(False)
                 continue
-            name, cuts, values, data = panels[k]
-            data = np.asarray(data, dtype=float)
-            finite = data[np.isfinite(data)]
-            edges = _step_edges(np.asarray(cuts, dtype=float), finite)
-            low, high = float(np.min(values)), float(np.max(values))
-            span = (high - low) or 1.0
-            if _skewed(finite):
-                ax.set_xscale("symlog", linthresh=max(float(np.percentile(finite, 50)), 1.0))
-                positive = finite[finite > 0]
-                hist_edges = np.unique(np.concatenate([[min(0.0, edges[0])], np.geomspace(
-                    positive.min() if positive.size else 1.0, edges[-1] + 1e-9, 25)]))
+            panel = panels[k]
+            if isinstance(panel, LevelPanel):
+                _level_panel(ax, panel)
             else:
-                hist_edges = np.linspace(edges[0], edges[-1], 26)
-            counts, _ = np.histogram(finite, bins=hist_edges)
-            floor = low - 0.45 * span  # the histogram lives below the curve, scaled to a third of the curve's span
-            ax.stairs(floor + counts / max(counts.max(), 1) * 0.35 * span, hist_edges, baseline=floor, fill=True,
-                      color="#d3dbe4")
-            ax.stairs(values, edges, color=_COLOR, linewidth=1.4, baseline=None)
-            ax.axhline(0, color="#999999", linewidth=0.6)
-            ax.set_ylim(floor, high + 0.05 * span)
-            ax.set_title(_short(name, 40), fontsize=9)
+                _step_panel(ax, panel)
+            ax.axhline(0, color=_GREY, linewidth=0.6)
+            ax.set_title(_short(panel.title, 40), fontsize=9)
             ax.tick_params(labelsize=7)
-            if k % columns == 0:
-                ax.set_ylabel(ylabel, fontsize=8)
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+        fig.supylabel(ylabel, fontsize=8)
         fig.tight_layout(h_pad=0.6, w_pad=0.8)
         return to_svg(fig)
 
 
-def heatmap(cuts_x: np.ndarray, cuts_y: np.ndarray, values: np.ndarray, *, xlabel: str, ylabel: str,
-            colorbar: str) -> str:
-    """A pair effect over its bins: equal-width cells (bins, not units, so heavy tails stay readable), axis ticks
-    at the cuts in the features' own units, a diverging colour scale centred on 0. `values` is (x bins × y bins)."""
-    def ticks(cuts: np.ndarray) -> tuple[list[float], list[str]]:
-        step = max(1, -(-len(cuts) // 8))
-        chosen = list(range(0, len(cuts), step))
-        return [i + 1.0 for i in chosen], [f"{0.0 if abs(cuts[i]) < 1e-30 else cuts[i]:.4g}" for i in chosen]
+def _step_panel(ax: plt.Axes, panel: StepPanel) -> None:
+    data = np.asarray(panel.data, dtype=float)
+    finite = data[np.isfinite(data)]
+    edges = _step_edges(np.asarray(panel.cuts, dtype=float), finite)
+    values = np.asarray(panel.values, dtype=float)
+    low, high = min(float(np.min(values)), 0.0), max(float(np.max(values)), 0.0)
+    span = (high - low) or 1.0
+    if _skewed(finite):
+        ax.set_xscale("symlog", linthresh=max(float(np.percentile(finite, 50)), 1.0))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_value(v)))  # not mathtext 10^k: it is off
+        positive = finite[finite > 0]
+        hist_edges = np.unique(np.concatenate([[min(0.0, edges[0])], np.geomspace(
+            positive.min() if positive.size else 1.0, edges[-1] + 1e-9, 25)]))
+    else:
+        hist_edges = np.linspace(edges[0], edges[-1], 26)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # four ticks: no overlap at a third of the page
+    counts, _ = np.histogram(finite, bins=hist_edges)
+    floor = low - 0.45 * span  # the histogram lives below the curve, scaled to a third of the curve's span
+    ax.stairs(floor + counts / max(counts.max(), 1) * 0.35 * span, hist_edges, baseline=floor, fill=True,
+              color="#d3dbe4")
+    ax.stairs(values, edges, color=_COLOR, linewidth=1.4, baseline=None)
+    ax.set_ylim(floor, high + 0.08 * span)
 
+
+def _level_panel(ax: plt.Axes, panel: LevelPanel) -> None:
+    values = np.asarray(panel.values, dtype=float)
+    positions = np.arange(len(values))
+    ax.bar(positions, values, color=[_UP if v > 0 else _DOWN for v in values], width=0.55)
+    low, high = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
+    span = (high - low) or 1.0
+    for x, value, share in zip(positions, values, panel.shares, strict=True):
+        ax.text(x, value + (0.04 if value >= 0 else -0.04) * span, f"{fmt_signed(value)}\n{fmt_share(share)} of docs",
+                ha="center", va="bottom" if value >= 0 else "top", fontsize=6.5)
+    ax.set_xticks(positions, [_short(level, 14) for level in panel.levels])
+    ax.set_xlim(-0.7, len(values) - 0.3)
+    ax.set_ylim(low - 0.45 * span, high + 0.45 * span)
+
+
+@dataclass(frozen=True)
+class HeatAxis:
+    """One feature of a pair effect: its label (with unit), the audited documents' values, and whether the values
+    0/1 mean no/yes (from the feature dictionary)."""
+
+    label: str
+    data: np.ndarray
+    yes_no: bool = False
+
+
+def _display_bins(values: np.ndarray, yes_no: bool, most: int) -> tuple[np.ndarray, int, list[float], list[str]]:
+    """Cells for one heatmap axis: one per value when there are at most `most` (labels at the cells' centres), else
+    quantile bins of the documents' values, [e₀, e₁], (e₁, e₂], … (labels at the cells' edges, in feature units).
+    Returns each document's cell (−1 for missing values), the cell count, tick positions and labels."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values)
+    distinct = np.unique(values[finite])
+    cell = np.full(len(values), -1)
+    if len(distinct) <= most:
+        cell[finite] = np.searchsorted(distinct, values[finite])
+        names = {0.0: "no", 1.0: "yes"} if yes_no else {}
+        return cell, max(len(distinct), 1), [i + 0.5 for i in range(len(distinct))], [
+            names.get(float(v), fmt_value(v)) for v in distinct]
+    edges = np.unique(np.quantile(values[finite], np.linspace(0, 1, most + 1)))
+    cell[finite] = np.searchsorted(edges[1:-1], values[finite], side="left")
+    return cell, len(edges) - 1, [float(i) for i in range(len(edges))], [fmt_value(e) for e in edges]
+
+
+def pair_cells(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, most: int = 6) -> list[tuple]:
+    """The cells `pair_heatmaps` draws, per panel (title, x axis, y axis, cell means as a masked array, x ticks,
+    y ticks); `cell_limit` of them gives a colour scale to share between figures."""
+    grids = []
+    for title, x_axis, y_axis, effect in panels:
+        x_cell, nx, x_ticks, x_labels = _display_bins(x_axis.data, x_axis.yes_no, most)
+        y_cell, ny, y_ticks, y_labels = _display_bins(y_axis.data, y_axis.yes_no, most)
+        inside = (x_cell >= 0) & (y_cell >= 0)
+        flat = x_cell[inside] * ny + y_cell[inside]
+        total = np.bincount(flat, weights=np.asarray(effect, dtype=float)[inside], minlength=nx * ny)
+        count = np.bincount(flat, minlength=nx * ny)
+        means = np.ma.masked_array(np.divide(total, np.maximum(count, 1)), mask=count == 0).reshape(nx, ny)
+        grids.append((title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels)))
+    return grids
+
+
+def cell_limit(grids: Sequence[tuple]) -> float:
+    """The largest |cell mean| of these panels: the end of a colour scale centred on 0."""
+    return max([float(np.max(np.abs(g[3]))) for g in grids if g[3].count()] + [1e-12])
+
+
+def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, colorbar: str,
+                  most: int = 6, limit: float | None = None) -> str:
+    """Pair effects as small multiples on one colour scale (so a pale panel is a small effect; `limit` its end,
+    default the panels' largest |cell|, to share a scale across figures): each panel (title, x axis, y axis, the
+    effect of every audited document) is split into at most `most` × `most` cells — quantile bins of the
+    documents' values, or one cell per value — and a cell's colour is the mean effect of the documents in it; grey
+    cells hold no document. Ticks are in the features' own units."""
+    grids = pair_cells(panels, most=most)
+    limit = cell_limit(grids) if limit is None else limit
+    columns = 1 if len(grids) == 1 else 2
+    rows = -(-len(grids) // columns)
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(5.2, 3.8))
-        limit = float(np.max(np.abs(values))) or 1.0
-        mesh = ax.pcolormesh(np.arange(values.shape[0] + 1), np.arange(values.shape[1] + 1), values.T,
-                             cmap="RdBu_r", vmin=-limit, vmax=limit, shading="flat")
-        positions, labels = ticks(np.asarray(cuts_x))
-        ax.set_xticks(positions, labels, rotation=45, ha="right", fontsize=7)
-        positions, labels = ticks(np.asarray(cuts_y))
-        ax.set_yticks(positions, labels, fontsize=7)
-        ax.set_xlabel(_short(xlabel, 60) + " (bin edges)")
-        ax.set_ylabel(_short(ylabel, 60) + " (bin edges)")
-        fig.colorbar(mesh, ax=ax, label=colorbar)
+        fig, axes = plt.subplots(rows, columns, figsize=(6.4 if columns == 2 else 4.6, 0.4 + 2.6 * rows),
+                                 squeeze=False, layout="constrained")
+        fig.get_layout_engine().set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
+        mesh = None
+        for ax, grid in zip(axes.flat, grids, strict=False):
+            title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels) = grid
+            ax.set_facecolor("#e6e6e6")
+            mesh = ax.pcolormesh(np.arange(means.shape[0] + 1), np.arange(means.shape[1] + 1), means.T,
+                                 cmap="RdBu_r", vmin=-limit, vmax=limit, shading="flat")
+            rotate = max(len(label) for label in x_labels) > 3 and len(x_labels) > 3
+            ax.set_xticks(x_ticks, x_labels, rotation=45 if rotate else 0, ha="right" if rotate else "center",
+                          fontsize=6.5)
+            ax.set_yticks(y_ticks, y_labels, fontsize=6.5)
+            ax.set_xlabel(_short(x_axis.label, 40), fontsize=8)
+            ax.set_ylabel(_short(y_axis.label, 40), fontsize=8)
+            ax.set_title(title.replace(" × ", " ×\n") if len(title) > 32 else title, fontsize=9)  # no overlap
+            ax.spines[["top", "right"]].set_visible(True)
+        for ax in list(axes.flat)[len(grids):]:
+            ax.set_visible(False)
+        if mesh is not None:
+            fig.colorbar(mesh, ax=axes.ravel().tolist(), label=colorbar, shrink=min(0.9, 0.45 + 0.15 * rows),
+                         aspect=30)
         return to_svg(fig)

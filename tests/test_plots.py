@@ -1,0 +1,192 @@
+"""Figures: the waterfall and pair charts add up, rank positions re-rank, yes/no features get bars, every figure is
+labelled, untrusted names stay text, numbers follow one convention, same data gives the same bytes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from auditor.checks.ranking import rank_order
+from auditor.data import load_ranking_data
+from auditor.errors import InputError
+from auditor.evidence import global_importance, pairwise, surrogate
+from auditor.evidence.base import AuditContext, Figure, representative_query
+from auditor.explain.waterfall import positions_worth, waterfall
+from auditor.models.base import CountingRanker
+from auditor.models.lightgbm import load_lightgbm
+from auditor.report import plots
+from tests.conftest import BOOKSTORE, LIGHT_PAIRWISE, LIGHT_SURROGATE
+
+UNITS = {"genre_match": "yes/no", "price": "EUR", "price_in_range": "yes/no", "sponsored": "yes/no",
+         "avg_review": "stars (1-5)"}
+
+
+@pytest.fixture(scope="module")
+def context() -> AuditContext:
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background, feature_units=UNITS)
+
+
+def spy(monkeypatch: pytest.MonkeyPatch, name: str, module: object = plots) -> list[tuple[tuple, dict]]:
+    """Record the arguments of `module`.<name> (a plot function) and still draw."""
+    calls: list[tuple[tuple, dict]] = []
+    real = getattr(module, name)
+
+    def record(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, record)
+    return calls
+
+
+def rerank_shift(scores: np.ndarray, doc: int, new_score: float) -> int:
+    """Positions `doc` loses when its score becomes `new_score`, by sorting the whole query again (stable: ties
+    keep file order, as the audit's ranks do)."""
+    changed = scores.copy()
+    changed[doc] = new_score
+    return int(np.flatnonzero(rank_order(changed) == doc)[0] - np.flatnonzero(rank_order(scores) == doc)[0])
+
+
+def test_waterfall_adds_up_and_its_positions_rerank(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
+    calls = spy(monkeypatch, "waterfall")
+    result = global_importance.run(context, global_importance.GlobalImportanceOptions(top=11))
+    data = context.data
+    query = representative_query(data.query_sizes())
+    part = data.query_slice(query)
+    scores = context.scores()[part]
+    assert data.query_sizes()[query] >= 10 and not (data.query_sizes()[:query] >= 10).any()
+    (labels, contributions), kwargs = calls[0]
+    best = int(rank_order(scores)[0])
+    assert kwargs["score"] == scores[best] and kwargs["base"] == pytest.approx(scores.mean(), abs=0)
+    assert abs(sum(contributions) - (kwargs["score"] - kwargs["base"])) <= 1e-9  # the bars add up exactly
+    assert len(labels) == 9 and labels[-1] == "3 other features"
+    assert any(label in ("genre_match = yes", "genre_match = no") for label in labels)  # yes/no in words
+    # Rank positions, recomputed by masking each row's features and sorting the query again.
+    phi = context.model.contributions(data.X[part])[:, :-1]
+    fall = waterfall(phi[best] - phi.mean(axis=0), base=scores.mean(), score=scores[best])
+    assert [labels[i].split(" = ")[0] for i in range(8)] == [data.feature_names[f] for f in fall.features]
+    fill = context.masker().fill[0]
+    expected = []
+    for chosen in fall.sets:
+        row = data.X[part][best].copy()
+        row[chosen] = fill[chosen]
+        expected.append(rerank_shift(scores, best, float(context.model.predict(row[None, :])[0])))
+    np.testing.assert_array_equal(kwargs["positions"], expected)
+    assert min(expected) >= 0 and max(expected) > 0  # the first document can only lose places
+    figure = next(f for f in result.figures if "(waterfall)" in f.title)
+    assert figure.description.startswith(f"Waterfall of document {data.doc_ids[part.start + best]}, ranked 1 ")
+    decision = next(f for f in result.figures if "(decision plot)" in f.title)
+    assert decision.svg.count("#5 ") == 1 and "#6 " not in decision.svg  # thinned to the top 5
+
+
+def test_positions_worth_of_a_document_in_the_middle(context: AuditContext):
+    data = context.data
+    part = data.query_slice(0)
+    scores = context.scores()[part].copy()
+    middle = int(rank_order(scores)[len(scores) // 2])
+    sets = [[f] for f in range(data.n_features)] + [list(range(data.n_features))]
+    rank, worth = positions_worth(context.model, context.masker(), data.X[part], scores, middle, sets)
+    assert rank == len(scores) // 2
+    masker = context.masker()
+    for chosen, value in zip(sets, worth, strict=True):
+        keep = np.ones(data.n_features, dtype=bool)
+        keep[chosen] = False
+        masked = masker.masked_scores(context.model, data.X[part][middle:middle + 1], keep[None, :])[0, 0]
+        assert value == rerank_shift(scores, middle, masked)
+
+
+def test_representative_query_is_the_first_with_ten_documents_else_the_largest():
+    assert representative_query(np.array([3, 12, 40, 10])) == 1
+    assert representative_query(np.array([3, 12, 40, 10]), among=[2, 3]) == 2
+    assert representative_query(np.array([3, 8, 1, 8])) == 1  # the largest, the first of equal size
+    assert representative_query(np.array([1, 1])) is None
+
+
+def test_explain_query_must_be_a_query_with_a_ranking(context: AuditContext):
+    with pytest.raises(InputError, match="did you mean '241'"):
+        global_importance.check(global_importance.GlobalImportanceOptions(explain_query="2411"), context.data)
+    with pytest.raises(InputError, match="not a query"):
+        pairwise.check(pairwise.PairwiseOptions(plot_query="nope"), context.data)
+    global_importance.check(global_importance.GlobalImportanceOptions(explain_query="241"), context.data)
+
+
+def test_pair_chart_values_add_up_to_the_margin(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
+    calls = spy(monkeypatch, "pair_bars")
+    options = pairwise.PairwiseOptions(**LIGHT_PAIRWISE["pairwise"], top=3, plot_features=4)
+    result = pairwise.run(context, options)
+    (panels,), kwargs = calls[0]
+    assert len(panels) == 2 and kwargs["up_label"] == "pushes A above B"
+    figure = result.figures[0]
+    query = re.search(r"query (\S+) is above", figure.title).group(1)
+    records = [r for r in result.records if r["query"] == query]
+    assert len(records) == 2
+    for (title, labels, values), record in zip(panels, records, strict=True):
+        assert len(values) == 5 and labels[-1].endswith("other features")
+        assert abs(sum(values) - (record["value"] - record["base"])) <= 1e-9
+        assert title.startswith(f"#{record['rank_a']} {record['doc_a']} above #{record['rank_b']} {record['doc_b']}")
+        assert " vs " in labels[0]
+    named = pairwise.run(context, options.model_copy(update={"plot_query": context.data.query_ids[-1]}))
+    assert "explained for this figure only" in named.figures[0].caption  # not in the seeded sample of 4
+
+
+def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
+    steps = spy(monkeypatch, "step_curves", surrogate)
+    heat = spy(monkeypatch, "pair_heatmaps", surrogate)
+    light = {k: v for k, v in LIGHT_SURROGATE["surrogate"].items() if k not in ("top_effects", "top_pairs")}
+    result = surrogate.run(context, surrogate.SurrogateOptions(**light))
+    (panels,), kwargs = steps[0]
+    kinds = {panel.title: type(panel).__name__ for panel in panels}
+    assert len(panels) == result.metrics["surrogate.n_main_effects"]  # every main effect the summary counts
+    for name in ("genre_match", "price_in_range", "sponsored"):
+        assert kinds.get(name, "LevelPanel") == "LevelPanel"
+    assert kinds["avg_review, stars (1-5)"] == "StepPanel"
+    bars = next(panel for panel in panels if panel.title == "genre_match")
+    assert list(bars.levels) == ["no", "yes"] and sum(bars.shares) == pytest.approx(1.0)
+    assert kwargs["ylabel"].startswith("contribution to the surrogate's score")
+    (pairs,), _ = heat[0]
+    assert len(pairs) == result.metrics["surrogate.n_interactions"]
+    svg = result.figures[-1].svg
+    assert "bin edges" not in svg
+
+
+def test_every_figure_is_labelled_and_untrusted_names_stay_text():
+    evil = ["<script>alert(1)</script>", "$\\frac$", "a_b$", "$x$"]
+    svgs = [
+        plots.bar_chart(evil, [0.4, 0.3, 0.2, 0.1], xlabel="share", percent=True),
+        plots.waterfall(evil, [0.5, -0.2, 0.1, 0.05], base=-1.0, score=-0.55, base_label="$base$",
+                        score_label="score of <b>", xlabel="score", positions=[2, 0, -1, 0], positions_label="p"),
+        plots.pair_bars([("A $x$ above B", evil, [0.3, -0.1, 0.05, 0.0])], xlabel="x", up_label="$up$",
+                        down_label="down"),
+        plots.step_curves([plots.LevelPanel(evil[0], ["no", "yes"], [-0.1, 0.2], [0.6, 0.4]),
+                           plots.StepPanel(evil[1], np.array([1.0, 2.0]), np.array([0.0, 0.1, 0.2]),
+                                           np.array([0.5, 1.5, 2.5, 30.0]))], ylabel="effect"),
+    ]
+    for svg in svgs:
+        figure = Figure(title="Why <script> $x$", svg=svg, description="One sentence & more.")
+        head = figure.svg[: figure.svg.index(">") + 1]
+        assert 'role="img"' in head and 'aria-label="Why &lt;script&gt; $x$"' in head
+        assert "<title>Why &lt;script&gt; $x$</title>" in figure.svg and "One sentence &amp; more.</desc>" in figure.svg
+        assert "<script" not in figure.svg and "&lt;script&gt;alert(1)&lt;/script&gt;" in figure.svg
+        assert "$\\frac$" in figure.svg and "mathdefault" not in figure.svg  # drawn as written: no mathtext
+        assert Figure(title=figure.title, svg=figure.svg, description="x").svg == figure.svg  # labelled once
+    again = plots.waterfall(evil, [0.5, -0.2, 0.1, 0.05], base=-1.0, score=-0.55, base_label="$base$",
+                            score_label="score of <b>", xlabel="score", positions=[2, 0, -1, 0], positions_label="p")
+    assert again == svgs[1]  # same data, same bytes
+
+
+def test_number_conventions():
+    assert [plots.fmt(x) for x in (0.0, 1.23456, -0.0004567, 99.96, 2019.0, 1e-7)] == [
+        "0", "1.23", "−0.000457", "100", "2020", "1.00e−07"]
+    assert plots.fmt_signed(0.5) == "+0.500" and plots.fmt_value(2019.0) == "2019" and plots.fmt_value(12.345) == "12.3"
+    assert plots.fmt_share(0.2766) == "27.7%" and plots.fmt_share(-1e-9) == "0.0%"
+    assert plots.fmt_positions(3) == "+3.0" and plots.fmt_positions(-0.04) == "0.0"
+    assert plots.fmt_positions(-2) == "−2.0"
+    assert plots.axis_label("price", "EUR") == "price (EUR)" and plots.axis_label("sponsored", "yes/no") == "sponsored"
+    assert plots.value_text("sponsored", 1.0, "Yes / No") == "sponsored = yes"
