@@ -364,8 +364,7 @@ def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dic
              f"{options.thresholds.margin:g} of the query's score spread: the model barely prefers one to the "
              "next, so any explanation of their order is fragile. This is a property of the ranking, not of an "
              "explainer, and does not flag explanations." + (f" The first {len(listed)} are listed."
-                                                                 if len(listed) < len(fragile) else ""),
-        body_rows=5))
+                                                                 if len(listed) < len(fragile) else "")))
 
 
 def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:

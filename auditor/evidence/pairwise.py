@@ -105,11 +105,10 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
                             "value": round(pair.value, 9), "base": round(pair.base, 9),
                             "phi": {names[f]: round(float(pair.phi[f]), 9) for f in range(len(names))},
                             "efficiency_error": float(pair.efficiency_error), "exact": pair.exact})
-            table_rows.append([data.query_ids[qi], f"{rank}: {data.doc_ids[row_a]}",
-                               f"{rank + 1}: {data.doc_ids[row_b]}", _r(pair.value - pair.base),
+            table_rows.append([data.query_ids[qi], f"{rank}–{rank + 1}", data.doc_ids[row_a], data.doc_ids[row_b],
+                               _r(pair.value - pair.base),
                                ", ".join(f"{n} {v:+.3g}" for n, v in up) or "—",
-                               ", ".join(f"{n} {v:+.3g}" for n, v in down) or "—",
-                               _r(pair.efficiency_error, 9)])
+                               ", ".join(f"{n} {v:+.3g}" for n, v in down) or "—"])
     result.records = records
     result.n_model_rows = ctx.model.rows_evaluated - rows_before
     metrics = result.metrics
@@ -131,11 +130,14 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
                 "sampled feature orders")
     result.tables.append(Table(
         title=f"Why each document is ranked above the next ({label}, {options.fill} filling)",
-        columns=["query", "A (rank: doc)", "B (rank: doc)", "g(A,B) − E[g]", "features that put A above B",
-                 "features that pull B up", "|Σφ − g| (efficiency)"],
+        columns=["query", "ranks", "A (document)", "B (document)", "g(A,B) − E[g]", "features that put A above B",
+                 "features that pull B up"],
         rows=table_rows,
         note=(f"{len(records)} pairs from {len(chosen)} queries; {how}; g = {options.pair_function}. "
-              f"Top {options.top_features} features per side by |φ|."),
+              f"Top {options.top_features} features per side by |φ|. The values of each pair add up to its margin "
+              f"(efficiency): the largest gap over all pairs is {_gap(max(efficiency))}; each pair's is in "
+              "evidence.json (`efficiency_error`)."),
+        body_rows=5,
     ))
     mean_abs = np.abs(phi).mean(axis=0)
     order = np.lexsort((np.arange(len(names)), -mean_abs))[:10]
@@ -205,6 +207,10 @@ def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOp
 def check(options: PairwiseOptions, data: RankingData) -> None:
     """`plot_query` names a query of the audited data with at least two documents."""
     check_query_id(options.plot_query, data, where="plot_query")
+
+
+def _gap(value: float) -> str:
+    return "below 1e-9 (exact)" if value < 1e-9 else f"{value:.2g}"
 
 
 def _explain_pairs(ctx: AuditContext, explainer: AsiPair | RaiPair,

@@ -37,7 +37,6 @@ from auditor.report.plots import (
     LevelPanel,
     StepPanel,
     axis_label,
-    bar_chart,
     cell_limit,
     fmt,
     fmt_signed,
@@ -215,15 +214,7 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
              order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
     offsets = contrib.mean(axis=0)
-    shown = order[:15]
-    figures = [Figure(
-        title="Surrogate effects by importance",
-        svg=bar_chart([effect_name(parts.effects[e], names) for e in shown],
-                      [float(importance[e]) for e in shown], xlabel="mean |effect| (score units)"),
-        caption="How much each feature (or pair) moves the surrogate's score of an audited document on average.",
-        description=f"Bar chart of the surrogate's {len(shown)} largest effects by mean |effect|: "
-                    + ", ".join(f"{effect_name(parts.effects[e], names)} {fmt(importance[e])}" for e in shown[:5])
-                    + (f", and {len(shown) - 5} more." if len(shown) > 5 else "."))]
+    figures: list[Figure] = []  # the effects table above gives each effect's importance and share
     all_mains = [e for e in order if not parts.effects[e].is_pair]
     mains = all_mains[: options.top_effects]
     if mains:

@@ -69,13 +69,13 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     return with_policy(render_template("report.html.j2", context, templates))
 
 
-LONG_TABLE = 16  # a table with more rows shows its first BODY_ROWS in the evidence section, all of them in the appendix
+LONG_TABLE = 16  # a table with more rows shows its first BODY_ROWS in the evidence section, all of them in Appendix B
 BODY_ROWS = 8
 
 
 def table_layout(name: str, result: EvidenceResult, timings: bool) -> list[dict[str, Any]]:
     """Where each table of an evidence item goes: its first rows in the section (`body`), and the whole table in
-    Appendix A when that is more than the section shows (`appendix`, with an anchor the section links to)."""
+    Appendix B when that is more than the section shows (`appendix`, with an anchor the section links to)."""
     out = []
     shown = [t for t in result.tables if timings or not t.volatile]
     for index, table in enumerate(shown):
@@ -164,10 +164,12 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
         tau = surrogate.metrics["surrogate.fidelity.kendall.mean"]
         out.append(f"The interpretable surrogate ranks like the model with Kendall's tau {tau:.2f} on held-out "
                    "queries: its effect curves describe the model only as far as that agreement goes.")
-    for detection in document.get("detections", []):
-        if detection.get("kind") in ("explainer-no-better-than-random", "explanations-below-validity-floor",
-                                     "flags-not-validated", "surrogate-low-fidelity"):
-            out.append(f"{detection['title']}: {detection['message']}")
+    wanting = [d["title"] for d in document.get("detections", [])
+               if d.get("kind") in ("explainer-no-better-than-random", "explanations-below-validity-floor",
+                                    "explainer-estimate-noisy", "flags-not-validated", "surrogate-low-fidelity")]
+    if wanting:
+        out.append("What the evidence found wanting in its own tools (details in the executive summary): "
+                   + "; ".join(wanting) + ".")
     out += [f"Recorded by the model owner: {item}" for item in document["audit"].get("limitations") or []]
     for name, result in results.items():
         if result.status != "ok":

@@ -24,7 +24,7 @@ OUT = Path(__file__).resolve().parent
 # the report when sections move
 PAGES = [("bookstore-cover", "Contents"), ("bookstore-summary", "Findings to act on"),
          ("bookstore-local", "Local explanation quality"), ("bookstore-surrogate", "Interpretable surrogate"),
-         ("bookstore-appendix", "Appendix A")]
+         ("bookstore-appendix", "Appendix B")]
 WIDTHS = {"bookstore-phone": 390, "bookstore-desktop": 1280}
 
 
