@@ -91,8 +91,8 @@ HOW_TO_READ = (
     "fidelity is high do the curves describe the audited model. Each curve shows how the surrogate's score moves "
     "with one feature's value (above 0 pushes a document up); the grey histogram under it shows where the "
     "documents actually are, so flat stretches with no documents mean little. Heatmaps show how two features "
-    "work together beyond their separate curves (red pushes up, blue down). The bar chart ranks the effects by "
-    "how much they move the audited documents' scores on average."
+    "work together beyond their separate curves (red pushes up, blue down). The effects table ranks the effects "
+    "by how much they move the audited documents' scores on average."
 )
 
 

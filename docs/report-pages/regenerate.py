@@ -23,8 +23,8 @@ OUT = Path(__file__).resolve().parent
 # page samples: (file name, a heading the page must show); the page is found by its text, so the samples follow
 # the report when sections move
 PAGES = [("bookstore-cover", "Contents"), ("bookstore-summary", "Findings to act on"),
-         ("bookstore-local", "Local explanation quality"), ("bookstore-surrogate", "Interpretable surrogate"),
-         ("bookstore-appendix", "Appendix B")]
+         ("bookstore-local", "(local_explanations)"), ("bookstore-surrogate", "(surrogate)"),
+         ("bookstore-appendix", "Appendix B — Full tables")]
 WIDTHS = {"bookstore-phone": 390, "bookstore-desktop": 1280}
 
 
@@ -52,7 +52,8 @@ def main() -> int:
         texts = [subprocess.run(["pdftotext", "-f", str(n), "-l", str(n), str(pdf), "-"], capture_output=True,
                                 text=True, check=True).stdout for n in range(1, pages + 1)]
         for name, heading in PAGES:
-            page = next(n for n, text in enumerate(texts, 1) if heading in text)
+            # the contents page names every section: look past it, but for the cover itself
+            page = next(n for n, text in enumerate(texts, 1) if heading in text and (n > 1 or name.endswith("cover")))
             subprocess.run(["pdftoppm", "-r", "60", "-png", "-singlefile", "-f", str(page), "-l", str(page), str(pdf),
                             str(OUT / name)], check=True)
             print(f"{name}.png: page {page} of {pages}")

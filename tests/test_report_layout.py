@@ -1,0 +1,148 @@
+"""The demo report as its readers see it: the PDF loses no column and no header, fits 25 pages with no page that is
+only a heading, and the HTML fits a phone and a desktop screen in a real headless Chromium (issue 22). Skipped,
+with the reason, when poppler or Chromium is absent (.ci/run installs both)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from auditor.engine import run_audit
+from auditor.report.browser import Chromium, file_url, find_chromium
+from tests.conftest import BOOKSTORE
+
+MAX_PAGES = 25
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled example's full audit (every evidence kind, both packs), unsigned, as HTML and PDF."""
+    folder = tmp_path_factory.mktemp("demo")
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec.pop("signing")
+    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return run_audit(folder / "audit.yaml").run_dir
+
+
+def _poppler() -> None:
+    if not (shutil.which("pdftotext") and shutil.which("pdfinfo")):
+        pytest.skip("poppler-utils (pdftotext, pdfinfo) not installed; .ci/run installs them")
+
+
+class _Headers(HTMLParser):
+    """Every <th>'s text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.current, self.headers = 0, [], []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "th":
+            self.depth, self.current = self.depth + 1, []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "th":
+            self.depth -= 1
+            self.headers.append("".join(self.current))
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.current.append(data)
+
+
+def _flat(text: str) -> str:
+    """Text without white space and hyphenation marks (a header may wrap over lines in the PDF)."""
+    return re.sub(r"[\s\u2010\u00ad-]", "", text)
+
+
+def test_every_table_header_of_the_html_reaches_the_pdf(demo: Path) -> None:
+    _poppler()
+    parser = _Headers()
+    parser.feed((demo / "report.html").read_text())
+    text = _flat(subprocess.run(["pdftotext", "-raw", str(demo / "report.pdf"), "-"], check=True,
+                                capture_output=True, text=True).stdout)
+    assert len(parser.headers) > 50
+    missing = sorted({h for h in parser.headers if _flat(h) and _flat(h) not in text})
+    assert not missing, missing
+
+
+def test_no_box_overflows_the_page_and_no_anchor_is_missing(demo: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """WeasyPrint's own layout of the report: every box ends inside its page's content area."""
+    from weasyprint import CSS, HTML
+
+    from auditor.report.pdf import PRINT_CSS, template_fetcher
+    from auditor.report.render import templates_dir
+
+    folder = templates_dir()
+    fetcher = template_fetcher(folder)
+    base = folder.resolve().as_uri() + "/"
+    with caplog.at_level(logging.ERROR, logger="weasyprint"):
+        document = HTML(string=(demo / "report.html").read_text(), base_url=base, url_fetcher=fetcher).render(
+            stylesheets=[CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base)])
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("weasyprint")]
+
+    def boxes(box):  # WeasyPrint's box tree
+        yield box
+        for child in getattr(box, "children", None) or []:
+            yield from boxes(child)
+
+    overflowing = []
+    for number, page in enumerate(document.pages, 1):
+        root = page._page_box
+        right = root.content_box_x() + root.width
+        for box in boxes(root):
+            if box is root or type(box).__name__ == "MarginBox" or not hasattr(box, "position_x"):
+                continue
+            width = box.margin_width() if hasattr(box, "margin_width") else box.width
+            if box.position_x + width > right + 0.5:
+                overflowing.append((number, getattr(box, "element_tag", type(box).__name__),
+                                    round(box.position_x + width - right, 1)))
+    assert not overflowing, overflowing[:10]
+
+
+def test_the_demo_pdf_fits_its_reader(demo: Path) -> None:
+    """At most 25 pages, none of them only a heading or a note: every page carries real content."""
+    _poppler()
+    pdf = demo / "report.pdf"
+    info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    assert pages <= MAX_PAGES, f"{pages} pages"
+    running = {"Ranking", "model", "audit", "report", "Page", "of", str(pages)}
+    for page in range(1, pages + 1):
+        text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"], check=True,
+                              capture_output=True, text=True).stdout
+        words = [w for w in text.split() if w not in running and not w.isdigit()]
+        assert len(words) >= 40, f"page {page} holds only: {' '.join(words)}"
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_html_fits_a_phone_and_a_desktop_in_chromium(demo: Path, width: int, tmp_path: Path) -> None:
+    if find_chromium() is None:
+        pytest.skip("Chromium not installed (Debian package `chromium`); .ci/run installs it")
+    with Chromium() as browser:
+        view = browser.view(file_url(demo / "report.html"), width, screenshot=True)
+    assert view.scroll_width <= width, (view.scroll_width, view.overflowing)
+    assert not view.overflowing
+    assert not view.console_errors, view.console_errors  # no blocked request, no script, no CSP violation
+    assert view.screenshot.startswith(b"\x89PNG") and view.scroll_height > 5 * 900
+    (tmp_path / f"report-{width}.png").write_bytes(view.screenshot)
+
+
+def test_numbers_follow_one_convention() -> None:
+    from auditor.report.render import _num, cell
+
+    assert _num(0.456512) == "0.457" and _num(5.33e-15) == "< 1e-9" and _num(1627.0) == "1,627"
+    assert _num(None) == "—" and _num(0.0004) == "4.00e-04"
+    assert cell(0.2774, "share of within-query importance") == "27.7%"
+    assert cell(0.9444, "positions worth (mean |shift|)") == "0.9" and cell(3, "positions") == "3"
+    assert cell(1.5, "share") == "1.5"  # not a share: left as a number
