@@ -146,3 +146,27 @@ def test_numbers_follow_one_convention() -> None:
     assert cell(0.2774, "share of within-query importance") == "27.7%"
     assert cell(0.9444, "positions worth (mean |shift|)") == "0.9" and cell(3, "positions") == "3"
     assert cell(1.5, "share") == "1.5"  # not a share: left as a number
+
+
+def _luminance(hex_colour: str) -> float:
+    channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_colours_have_enough_contrast() -> None:
+    """WCAG 2.1 AA (4.5:1 for text): ink and muted text on white and on the boxes' tints, white on status badges."""
+    from auditor.report.render import templates_dir
+
+    css = (templates_dir() / "report.css").read_text()
+    colours = dict(re.findall(r"--([a-z]+):\s*(#[0-9a-fA-F]{6})", css))
+    for text in ("ink", "muted"):
+        for background in ("#ffffff", "#f5f7fa", "#eef4fa", "#fffaf0", "#f0f3f7"):
+            assert _contrast(colours[text], background) >= 4.5, (text, background)
+    for status in ("pass", "warn", "fail", "error", "skip", "waived"):
+        assert _contrast("#ffffff", colours[status]) >= 4.5, status
