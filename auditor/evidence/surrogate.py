@@ -238,7 +238,7 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
         left_out = len(all_mains) - len(mains)
         figures.append(Figure(
             title=f"Main effects: how each feature moves the score ({len(mains)} of {len(all_mains)})",
-            svg=step_curves(panels, ylabel=YLABEL, columns=3 if len(panels) > 6 else 2),
+            svg=step_curves(panels, ylabel=YLABEL, columns=4 if len(panels) > 6 else 3 if len(panels) > 4 else 2),
             caption="Step curve: the surrogate's score change at each value of the feature (centred: 0 is the "
                     "average document); grey histogram: where the audited documents' values lie. A yes/no feature "
                     "is two bars, each with the share of documents that have that value."

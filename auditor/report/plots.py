@@ -409,7 +409,8 @@ def step_curves(panels: Sequence[StepPanel | LevelPanel], *, ylabel: str, column
     n = len(panels)
     rows = max(1, -(-n // columns))
     with matplotlib.rc_context(_STYLE):
-        fig, axes = plt.subplots(rows, columns, figsize=(6.4, 0.3 + 1.75 * rows), squeeze=False)
+        # wide rather than tall: a page is wider than it is free below a section's text
+        fig, axes = plt.subplots(rows, columns, figsize=(2.1 * max(columns, 3), 0.3 + 1.75 * rows), squeeze=False)
         for k, ax in enumerate(axes.flat):
             if k >= n:
                 ax.set_visible(False)
@@ -524,10 +525,10 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
     cells hold no document. Ticks are in the features' own units."""
     grids = pair_cells(panels, most=most)
     limit = cell_limit(grids) if limit is None else limit
-    columns = 1 if len(grids) == 1 else 2
+    columns = 1 if len(grids) == 1 else 2 if len(grids) <= 4 else 3
     rows = -(-len(grids) // columns)
     with matplotlib.rc_context(_STYLE):
-        fig, axes = plt.subplots(rows, columns, figsize=(6.4 if columns == 2 else 4.6, 0.4 + 2.6 * rows),
+        fig, axes = plt.subplots(rows, columns, figsize=({1: 4.6, 2: 6.4, 3: 8.6}[columns], 0.4 + 2.6 * rows),
                                  squeeze=False, layout="constrained")
         fig.get_layout_engine().set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
         mesh = None

@@ -42,6 +42,7 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.globals["cell"] = cell
+    env.globals["aspect"] = aspect
     return env
 
 
@@ -61,12 +62,30 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     appendix_tables = [t for s in sections for t in s["tables"] if t["appendix"]]
     importance = {r["feature"]: r.get("within_query.share") for r in results["global_importance"].records} \
         if "global_importance" in results and results["global_importance"].status == "ok" else {}
+    features_all, features_shown = feature_rows(document, importance)
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
+                   features_all=features_all, features_shown=features_shown,
                    spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, REGISTRY), importance=importance,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
                    section_titles={s["name"]: s["title"] for s in sections})
     return with_policy(render_template("report.html.j2", context, templates))
+
+
+FEATURES_SHOWN = 15  # wider data shows its most important features in Scope, all of them in Appendix A
+
+
+def feature_rows(document: dict[str, Any], importance: dict[str, Any]) -> tuple[list[dict], list[dict]]:
+    """The feature dictionary's rows (data order) and the rows Scope shows: all of them for up to 16 features,
+    else the FEATURES_SHOWN most important (by within-query share; data order when importance is unknown)."""
+    described = document.get("feature_dictionary") or {}
+    rows = [{"name": name, "meaning": (described.get(name) or {}).get("meaning"),
+             "unit": (described.get(name) or {}).get("unit"), "share": importance.get(name)}
+            for name in document["inputs"]["dataset"].get("feature_names", [])]
+    if len(rows) <= FEATURES_SHOWN + 1:
+        return rows, rows
+    ranked = sorted(rows, key=lambda r: -(r["share"] or 0.0)) if importance else rows
+    return rows, ranked[:FEATURES_SHOWN]
 
 
 LONG_TABLE = 16  # a table with more rows shows its first BODY_ROWS in the evidence section, all of them in Appendix B
@@ -203,6 +222,16 @@ def _num(value: Any, digits: int = 3) -> str:
     if value != 0 and abs(value) < 1e-3:
         return f"{value:.2e}"
     return f"{value:.{digits}g}"
+
+
+def aspect(svg: str) -> float:
+    """Height over width of a matplotlib SVG (its `width`/`height` attributes in pt); 0 when they are absent. Tall
+    figures (small multiples) get more room in print than single plots."""
+    match = _SIZE.search(svg[:600])
+    return float(match.group(2)) / float(match.group(1)) if match and float(match.group(1)) > 0 else 0.0
+
+
+_SIZE = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"')
 
 
 def cell(value: Any, column: str) -> str:
