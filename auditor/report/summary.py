@@ -37,6 +37,11 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
 def why(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]]) -> list[str]:
     """The opinion's reasons in plain sentences, most serious first."""
     heads = [g[0] for g in groups]
+    ids = {id(g[0]): " · ".join(f.rule for f in g) for g in groups}  # a requirement judged by several packs
+
+    def named(findings: list[Finding]) -> str:
+        return "; ".join(f"{ids[id(f)]} {f.title.rstrip('.')}" for f in findings)
+
     if opinion == "no policy applied":
         out = ["No policy pack was applied, so no rule judged the evidence; the measurements stand on their own."]
         if unjudged:
@@ -46,26 +51,24 @@ def why(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]
     serious = [f for f in failing if f.severity in ("critical", "major")]
     out = []
     if serious:
-        out.append(f"{_count(len(serious), 'rule')} of critical or major severity failed: "
-                   + "; ".join(f"{f.rule} {f.title.rstrip('.')}" for f in serious) + ".")
+        out.append(f"{_count(len(serious), 'requirement')} of critical or major severity failed: {named(serious)}.")
     other = [f for f in failing if f not in serious]
     if other:
-        out.append(f"{_count(len(other), 'minor rule')} failed: " + "; ".join(f"{f.rule} {f.title.rstrip('.')}"
-                                                                             for f in other) + ".")
+        out.append(f"{_count(len(other), 'minor requirement')} failed: {named(other)}.")
     errors = [f for f in heads if f.status == "ERROR"]
     if errors:
-        out.append(f"{_count(len(errors), 'rule')} could not be judged because their evidence failed: "
-                   + ", ".join(f.rule for f in errors) + ".")
+        out.append(f"{_count(len(errors), 'requirement')} could not be judged because their evidence failed: "
+                   + ", ".join(ids[id(f)] for f in errors) + ".")
     warns = [f for f in heads if f.status == "WARN"]
     unsure = [f for f in warns if f.inconclusive]
     if warns:
-        out.append(f"{_count(len(warns), 'rule')} gave a warning"
+        out.append(f"{_count(len(warns), 'requirement')} gave a warning"
                    + (f", {len(unsure)} of them inconclusive (the 95% interval crosses the threshold, so the "
-                      "sample cannot tell)" if unsure else "") + ": " + ", ".join(f.rule for f in warns) + ".")
+                      "sample cannot tell)" if unsure else "") + ": " + ", ".join(ids[id(f)] for f in warns) + ".")
     waived = [f for f in heads if f.status == "WAIVED"]
     if waived:
         out.append(f"{_count(len(waived), 'failure')} covered by an approved waiver: "
-                   + ", ".join(f.rule for f in waived) + ".")
+                   + ", ".join(ids[id(f)] for f in waived) + ".")
     if unjudged:
         out.append(f"The evidence detected {_count(len(unjudged), 'problem')} that no rule of the applied packs "
                    "judges: " + "; ".join(d["title"] for d in unjudged) + ". They are listed below; the opinion "
