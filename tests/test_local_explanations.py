@@ -70,3 +70,24 @@ def test_confidence_rerun_scales_the_automatic_sample_count():
     assert explainers_for(fixed, sample_scale=0.5)["kernelshap"].samples_for(40) == 300  # scaled in the options
     with pytest.raises(ValueError):
         LocalExplanationsOptions(kernelshap={"nsamples": 5})
+
+
+def test_searches_on_wide_data_try_the_features_with_the_largest_treeshap_spread(forty):
+    data, booster = forty
+    methods = {"methods": ["greedy_cover_eps", "validity_search"], "k": 3, "k_curve": [], "queries": 4,
+               "optimum_max_subsets": 0}
+
+    def audit(candidates):
+        ctx = AuditContext(data=data, model=CountingRanker(LightGBMRanker(booster)), seed=5)
+        screen = {"candidates": candidates}
+        return run(ctx, LocalExplanationsOptions(**methods, greedy=screen, search=screen)), ctx.model.rows_evaluated
+
+    default, _ = audit(60)  # the default: 40 features are never narrowed
+    assert LocalExplanationsOptions().search.candidates == 60 and not any("TreeSHAP spread" in n for n in default.notes)
+    narrowed, rows = audit(8)
+    every, rows_every = audit(None)
+    assert any("TreeSHAP spread" in note and "GREEDY-COVER-ε 8" in note for note in narrowed.notes)
+    assert rows < rows_every / 2
+    assert every.metrics == default.metrics  # 60 > 40 features: the same search
+    for method in ("greedy_cover_eps", "validity_search"):
+        assert narrowed.metrics[f"local.{method}.validity.mean"] > 0.8 * every.metrics[f"local.{method}.validity.mean"]
