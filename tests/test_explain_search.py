@@ -117,18 +117,18 @@ def test_seed_runs_in_lockstep_equal_runs_one_after_another(variant: str) -> Non
     for q in range(6):
         X = rng.random((int(rng.integers(5, 30)), N_FEATURES))
         query = QueryView(X=X, scores=model.predict(X), query_id=str(q), background=X)
-        scorer = SetScores(model, X, masker)
         upper, lower, weight = concordant_pairs(query.scores, greedy.n_pairs, np.random.default_rng(q))
-        first = greedy._preference(scorer, [((), pool)], upper, lower, weight)[0]
+        first = greedy._preference(SetScores(model, X, masker), [((), pool)], upper, lower, weight)[0]
         seeds = [int(s) for s in np.lexsort((np.arange(N_FEATURES), -first.sum(axis=1)))[:3]]
         for k in (2, 4, 7):
             model.calls = 0
-            together = greedy._runs(scorer, pool, k, seeds, first, upper, lower, weight)
+            together = greedy._runs(SetScores(model, X, masker), pool, k, seeds, first, upper, lower, weight)
             calls_together = model.calls
             alone, calls_alone = [], []
             for seed in seeds:
                 model.calls = 0
-                alone.append(greedy._runs(scorer, pool, k, [seed], first, upper, lower, weight)[0])
+                alone.append(greedy._runs(SetScores(model, X, masker), pool, k, [seed], first, upper, lower,
+                                          weight)[0])
                 calls_alone.append(model.calls)
             assert together == alone
             assert all(len(set(run)) == len(run) <= k for run in together)

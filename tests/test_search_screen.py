@@ -159,7 +159,8 @@ def test_candidate_screen_keeps_the_largest_within_query_spread(ranker):
     assert candidate_features(model, given, inert, 2) == [f for f in (7, 6, 4, 3) if not inert[f]][:2][::-1]
     for search in (Greedy("greedy_cover_eps", candidates=3), ValiditySearch(candidates=3)):
         chosen = search.select(model, view, 4, masker, np.random.default_rng(0))  # the pool grows to k = 4
-        assert len(chosen) <= 4 and set(chosen) <= set(candidate_features(model, view, inert, 4))
+        allowed = set(candidate_features(model, view, inert, 4)) | set(np.flatnonzero(inert).tolist())
+        assert len(chosen) <= 4 and set(chosen) <= allowed  # inert features cost nothing and stay candidates
 
 
 def test_set_scores_score_each_distinct_set_of_useful_features_once():
@@ -172,3 +173,21 @@ def test_set_scores_score_each_distinct_set_of_useful_features_once():
     assert model.rows_evaluated == 3 * 2 and scorer.rows == 6  # {0}, {}, {0, 1}
     np.testing.assert_array_equal(scores[0], scores[1])
     assert kendall_tau_b(model.predict(X), scores[[4]])[0] == 1.0
+
+
+@pytest.mark.parametrize("variant", ["greedy", "greedy_cover", "greedy_cover_eps", "validity_search"])
+def test_a_candidate_count_above_the_useful_features_changes_nothing(ranker, variant):
+    """With no more non-inert features than `candidates`, the pool is every feature (inert ones included), so
+    the sets and their ties are those of `candidates: null`."""
+    model, X = ranker
+    masker = Masker.from_background(X)
+
+    def make(candidates):
+        return ValiditySearch(candidates=candidates) if variant == "validity_search" else \
+            Greedy(variant, candidates=candidates)
+
+    for q, Q in enumerate(_queries(X, np.random.default_rng(13), 10)):
+        view = QueryView(X=Q, scores=model.predict(Q), query_id=str(q), background=X)
+        for k in (2, 4):
+            assert make(60).select(model, view, k, masker, np.random.default_rng([q, k])) == \
+                make(None).select(model, view, k, masker, np.random.default_rng([q, k]))

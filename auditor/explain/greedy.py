@@ -154,12 +154,10 @@ class Greedy:
 
 def feature_pool(model: CountingRanker, query: QueryView, inert: np.ndarray, candidates: int | None, k: int
                  ) -> list[int]:
-    """The features a search tries, ascending: every feature (`candidates` None), else the `candidates` (at least
-    k) non-inert features with the largest within-query TreeSHAP spread, topped up to k features if the query has
-    fewer non-inert ones."""
+    """The features a search tries, ascending: every feature (`candidates` None, or not more non-inert features than
+    `candidates`), else the `candidates` (at least k) non-inert features with the largest within-query TreeSHAP
+    spread, and the inert ones (free, and kept so that a screen that drops nothing changes nothing, ties included)."""
     if candidates is None:
         return list(range(query.n_features))
-    pool = candidate_features(model, query, inert, max(candidates, k))
-    if len(pool) < k:
-        pool = sorted(pool + [f for f in range(query.n_features) if f not in pool][: k - len(pool)])
-    return pool
+    kept = set(candidate_features(model, query, inert, max(candidates, k)))
+    return [f for f in range(query.n_features) if f in kept or inert[f]]

@@ -12,9 +12,10 @@ read as the trees read it, with its own key for 0 under zero-as-missing splits a
 splits); features the model never splits on are always inert. For any other model a feature is inert only when
 every document has exactly the masking value (every fill row's, for background masking).
 
-`SetScores` gives the masked scores of a list of sets scoring each distinct set of non-inert features once (so also
-a set asked for twice, e.g. by two greedy seed runs); the searches ask it for every candidate as before, so their
-choices, ties and order are exactly those of scoring every set (bit-identical scores), for fewer model rows.
+`SetScores` gives the masked scores of a list of sets scoring each distinct set of non-inert features once per
+search (so also a set asked for twice, by two greedy seed runs or by a later step: E ∪ {inert f} after E); the
+searches ask it for every candidate as before, so their choices, ties and order are exactly those of scoring every
+set (bit-identical scores), for fewer model rows.
 
 **Candidate screen (not exact, optional).** `candidate_features` ranks a query's non-inert features by their
 within-query TreeSHAP spread Σ_d |φ_f(d) − mean_d φ_f| (what changes the order inside a query; path-dependent
@@ -113,13 +114,15 @@ def inert_features(model: CountingRanker, X: np.ndarray, masker: Masker) -> np.n
 
 
 class SetScores:
-    """Masked scores of feature sets for one query, each distinct set of non-inert features scored once."""
+    """Masked scores of feature sets for one query, each distinct set of non-inert features scored once per search
+    (kept: a later step that asks again, e.g. for E ∪ {inert f} after E, costs nothing)."""
 
     def __init__(self, model: CountingRanker, X: np.ndarray, masker: Masker, inert: np.ndarray | None = None
                  ) -> None:
         self.model, self.X, self.masker = model, X, masker
         self.inert = inert if inert is not None else inert_features(model, X, masker)
         self.rows = 0  # rows scored, for budgets
+        self._known: dict[tuple[int, ...], np.ndarray] = {}
 
     def active(self, chosen: tuple[int, ...] | list[int]) -> tuple[int, ...]:
         return tuple(sorted(f for f in chosen if not self.inert[f]))
@@ -127,17 +130,19 @@ class SetScores:
     def __call__(self, sets: list[tuple[int, ...]]) -> np.ndarray:
         """(len(sets) × documents) masked scores, as `masker.masked_scores` of every set would give them."""
         keys = [self.active(chosen) for chosen in sets]
-        distinct = list(dict.fromkeys(keys))
-        if not distinct:
+        new = [key for key in dict.fromkeys(keys) if key not in self._known]
+        if new:
+            scores = self.masker.masked_scores(self.model, self.X, keep_masks(new, self.X.shape[1]))
+            self.rows += len(new) * self.X.shape[0] * self.masker.n_fill
+            self._known.update(zip(new, scores, strict=True))
+        if not keys:
             return np.zeros((0, self.X.shape[0]))
-        scores = self.masker.masked_scores(self.model, self.X, keep_masks(distinct, self.X.shape[1]))
-        self.rows += len(distinct) * self.X.shape[0] * self.masker.n_fill
-        where = {key: i for i, key in enumerate(distinct)}
-        return scores[[where[key] for key in keys]]
+        return np.stack([self._known[key] for key in keys])
 
     def cost(self, sets: list[tuple[int, ...]]) -> int:
         """Rows `self(sets)` would score."""
-        return len({self.active(chosen) for chosen in sets}) * self.X.shape[0] * self.masker.n_fill
+        new = {self.active(chosen) for chosen in sets} - self._known.keys()
+        return len(new) * self.X.shape[0] * self.masker.n_fill
 
 
 def candidate_features(model: CountingRanker, query: Any, inert: np.ndarray, count: int | None) -> list[int]:
