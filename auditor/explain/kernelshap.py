@@ -42,6 +42,7 @@ from typing import Literal
 import numpy as np
 
 from auditor.explain.base import QueryView
+from auditor.explain.perturb import single_threaded_blas
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
@@ -147,15 +148,16 @@ class KernelShap:
         phi = np.zeros((n_docs, n_features))
         replicates = np.zeros((JACKKNIFE_GROUPS, n_docs, n_features))
         start = 0
-        for d, (v, design) in enumerate(zip(varying, designs, strict=True)):
-            k = design.masks.shape[0]
-            diff = float(fx[d] - base_value)
-            if len(v) == 1:
-                phi[d, v] = replicates[:, d, v] = diff
-            elif len(v) > 1:
-                phi[d, v], replicates[:, d][:, v] = solve_with_jackknife(design, ey[start:start + k] - base_value,
-                                                                        diff)
-            start += k
+        with single_threaded_blas():  # M × M systems: BLAS threads only add overhead (and fight the workers')
+            for d, (v, design) in enumerate(zip(varying, designs, strict=True)):
+                k = design.masks.shape[0]
+                diff = float(fx[d] - base_value)
+                if len(v) == 1:
+                    phi[d, v] = replicates[:, d, v] = diff
+                elif len(v) > 1:
+                    phi[d, v], replicates[:, d][:, v] = solve_with_jackknife(
+                        design, ey[start:start + k] - base_value, diff)
+                start += k
         coalitions = np.array([design.masks.shape[0] for design in designs], dtype=np.int64)
         underdetermined = np.array([design.n_fixed < design.masks.shape[0] and design.masks.shape[0] < 2 * len(v)
                                     for v, design in zip(varying, designs, strict=True)], dtype=bool)
