@@ -12,8 +12,8 @@ Every method runs on every query (or a seeded sample of --queries) and every k w
 them), so seconds compare between runs on a quiet machine. `--save` writes the sets; `--compare FILE` reads the
 sets of an earlier (unscreened) run and prints, per method and k, the share of (query, k) whose set is identical,
 the mean validity of both and the rows and seconds of both. `--candidates N` runs with
-`search.candidates` / `greedy.candidates` = N (the screen by per-query TreeSHAP spread); several values are run
-one after another. Without --candidates the run uses the options' defaults.
+`search.candidates` / `greedy.candidates` = N (the screen by per-query TreeSHAP spread; `all`: null, only the
+exact screen); several values are run one after another. Without --candidates the run uses the options' defaults.
 """
 
 from __future__ import annotations
@@ -109,14 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     spec = args.spec or prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features)
     old = json.loads(args.compare.read_text()) if args.compare else None
     for text in args.candidates:
-        candidates = None if text is None or text == "all" else int(text)
-        overrides = {} if candidates is None else {"search": {"candidates": candidates},
-                                                   "greedy": {"candidates": candidates}}
+        if text is None:
+            overrides: dict = {}
+        else:
+            candidates = None if text == "all" else int(text)
+            overrides = {"search": {"candidates": candidates}, "greedy": {"candidates": candidates}}
         result = run(spec, args.methods, args.k, args.queries, overrides)
         if args.save:
             args.save.write_text(json.dumps(result))
         if old is not None:
-            compare(result, old, f"candidates = {candidates or 'default'}")
+            compare(result, old, f"candidates = {text or 'default'}")
     return 0
 
 
