@@ -9,6 +9,7 @@ import scipy.stats as st
 from auditor.checks.validity import has_order, kendall_tau_b, measure_sets
 from auditor.explain.base import QueryView, set_from_attributions
 from auditor.explain.greedy import Greedy, concordant_pairs
+from auditor.explain.screen import SetScores
 from auditor.explain.search import Exhaustive, RandomSet, ValiditySearch
 from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
@@ -112,20 +113,22 @@ def test_seed_runs_in_lockstep_equal_runs_one_after_another(variant: str) -> Non
     model = CallCounting(CallableRanker(lambda X: np.tanh(X @ weights) + 0.3 * X[:, 0] * X[:, 5], "t:h", N_FEATURES))
     masker = Masker.from_background(rng.random((100, N_FEATURES)), "mean")
     greedy = Greedy(variant)
+    pool = list(range(N_FEATURES))
     for q in range(6):
         X = rng.random((int(rng.integers(5, 30)), N_FEATURES))
         query = QueryView(X=X, scores=model.predict(X), query_id=str(q), background=X)
         upper, lower, weight = concordant_pairs(query.scores, greedy.n_pairs, np.random.default_rng(q))
-        first = greedy._preference(model, query, masker, [((), list(range(N_FEATURES)))], upper, lower, weight)[0]
+        first = greedy._preference(SetScores(model, X, masker), [((), pool)], upper, lower, weight)[0]
         seeds = [int(s) for s in np.lexsort((np.arange(N_FEATURES), -first.sum(axis=1)))[:3]]
         for k in (2, 4, 7):
             model.calls = 0
-            together = greedy._runs(model, query, masker, k, seeds, first, upper, lower, weight)
+            together = greedy._runs(SetScores(model, X, masker), pool, k, seeds, first, upper, lower, weight)
             calls_together = model.calls
             alone, calls_alone = [], []
             for seed in seeds:
                 model.calls = 0
-                alone.append(greedy._runs(model, query, masker, k, [seed], first, upper, lower, weight)[0])
+                alone.append(greedy._runs(SetScores(model, X, masker), pool, k, [seed], first, upper, lower,
+                                          weight)[0])
                 calls_alone.append(model.calls)
             assert together == alone
             assert all(len(set(run)) == len(run) <= k for run in together)

@@ -352,3 +352,87 @@ def test_kernelshap_exact_equals_interventional_treeshap_on_the_same_game(lambda
     kernel = KernelShap(nsamples=62).attribute(model, query, DOCS, masker, np.random.default_rng(0))
     tree = TreeShap(mode="interventional").attribute(model, query, DOCS, masker, np.random.default_rng(0))
     np.testing.assert_allclose(kernel, tree, atol=1e-6, rtol=0)
+
+
+# --- KernelShap: sample count and convergence (issue 28) -----------------------------------------------------------
+
+
+def test_kernelshap_default_is_shaps_auto_rule():
+    """auto = 2M + 2048 coalitions (shap's `nsamples="auto"`), exact enumeration when 2^M − 2 is not more."""
+    explainer = KernelShap()
+    assert explainer.nsamples == "auto"
+    assert explainer.samples_for(136) == 2 * 136 + 2048 and explainer.samples_for(700) == 3448
+    design = coalition_design(11, explainer.samples_for(11), np.random.default_rng(0))
+    assert design.masks.shape[0] == 2 ** 11 - 2 == design.n_fixed  # exact Shapley values
+    assert KernelShap(scale=0.5).samples_for(136) == 1160 and KernelShap(nsamples=300, scale=0.5).samples_for(5) == 150
+    with pytest.raises(ValueError, match="auto"):
+        KernelShap(nsamples="many")
+
+
+def test_lazy_draws_equal_sorting_every_draw_at_once():
+    """`coalition_design` sorts keys only for the draws it needs and advances the generator past the rest: the same
+    samples, weights and next values of the stream as drawing and sorting all 4 × samples_left at once."""
+    from auditor.explain.kernelshap import _draw_samples
+
+    for m, samples_left, seed in [(136, 2048, 0), (46, 1000, 1), (9, 40, 2), (12, 300, 3)]:
+        n_paired = (m - 1) // 2
+        eager_rng, lazy_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        sizes = eager_rng.integers(1, (m + 1) // 2 + 1, size=4 * samples_left)
+        lazy_rng.integers(1, (m + 1) // 2 + 1, size=4 * samples_left)
+        order = np.argsort(eager_rng.random((len(sizes), m)), axis=1)
+        draws = np.zeros((len(sizes), m), dtype=bool)
+        np.put_along_axis(draws, order, np.arange(m)[None, :] < sizes[:, None], axis=1)
+        expected = take_samples(draws, sizes <= n_paired, samples_left, units=True)
+        got = _draw_samples(lazy_rng, sizes, sizes <= n_paired, m, samples_left)
+        for a, b in zip(expected, got, strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(eager_rng.random(4), lazy_rng.random(4))
+
+
+def test_jackknife_replicates_are_leave_a_group_out_regressions():
+    """Oracle: leaving group g out is `solve_constrained` on the enumerated rows plus the other groups' sampling
+    units (a draw and its complement together), their weights rescaled to the sampled total; the replicates are
+    φ̂ + √(G − 1)·(φ_(g) − mean φ_(·)); the whole equals `solve_constrained` on every row."""
+    from auditor.explain.kernelshap import JACKKNIFE_GROUPS, solve_constrained, solve_with_jackknife
+
+    rng = np.random.default_rng(3)
+    m, groups = 14, JACKKNIFE_GROUPS
+    design = coalition_design(m, 400, rng)
+    assert 0 < design.n_fixed < design.masks.shape[0] and (design.unit[: design.n_fixed] == -1).all()
+    assert np.bincount(design.unit[design.n_fixed:]).max() == 2  # complements share their draw's unit
+    beta = rng.normal(size=m)
+    ey = design.masks @ beta + 0.3 * np.sin(design.masks @ np.arange(m))
+    diff = float(beta.sum())
+    whole, replicates = solve_with_jackknife(design, ey, diff)
+    np.testing.assert_allclose(whole, solve_constrained(design.masks, design.weights, ey, diff), atol=1e-9)
+    sampled = design.unit >= 0
+    leave = []
+    for g in range(groups):
+        rows = ~sampled | (design.unit % groups != g)
+        weights = design.weights.copy()
+        weights[sampled] *= design.weights[sampled].sum() / design.weights[sampled & rows].sum()
+        leave.append(solve_constrained(design.masks[rows], weights[rows], ey[rows], diff))
+    leave = np.array(leave)
+    np.testing.assert_allclose(replicates, whole + np.sqrt(groups - 1) * (leave - leave.mean(axis=0)), atol=1e-9)
+    np.testing.assert_allclose(replicates.sum(axis=1), diff)  # every replicate keeps efficiency
+    assert replicates.std(axis=0).max() > 0
+
+
+def test_kernelshap_replicates_spread_like_reruns(twelve):
+    """The jackknife's spread is the estimate's own: close to the spread of independent reruns, and zero where
+    every coalition is enumerated."""
+    booster, X = twelve
+    model = CountingRanker(LightGBMRanker(booster))
+    query = _query(X, model, X)
+    masker = Masker.from_background(X)
+    for nsamples in (300, 1000):
+        runs = [KernelShap(nsamples=nsamples).explain(model, query, DOCS, masker, np.random.default_rng(s))
+                for s in range(12)]
+        rerun_sd = np.std([r.values for r in runs], axis=0).mean()
+        jackknife_sd = np.mean([r.replicates.std(axis=0).mean() for r in runs])
+        assert 0.5 < jackknife_sd / rerun_sd < 2, (nsamples, jackknife_sd, rerun_sd)
+        assert not any(r.underdetermined.any() for r in runs) and (runs[0].coalitions == nsamples).all()
+    exact = KernelShap(nsamples=4094).explain(model, query, DOCS, masker, np.random.default_rng(0))
+    np.testing.assert_array_equal(exact.replicates, np.broadcast_to(exact.values, exact.replicates.shape))
+    few = KernelShap(nsamples=20).explain(model, query, DOCS, masker, np.random.default_rng(0))
+    assert few.underdetermined.all()  # 20 coalitions for 12 features

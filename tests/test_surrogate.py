@@ -197,3 +197,33 @@ def test_train_ilmart_command(bookstore: Path):
     assert len(parts.pair_effects) <= 2
     again = runner.invoke(app, ["train-ilmart", str(bookstore / "audit.yaml"), "--out", str(out)])
     assert again.exit_code == 2 and again.output.count("\n") == 1 and "exists already" in again.output
+
+
+def test_surrogate_evidence_is_exact_on_negative_and_missing_features():
+    """The issue's case: features with negative values (LightGBM writes "≤ 0" as −1e-35), exact zeros, −0.0 and
+    missing values. Bias + Σ effects must still be the surrogate's score (the starter pack's BASE-10)."""
+    from auditor.data import RankingData
+    from auditor.evidence.base import AuditContext
+    from auditor.evidence.surrogate import SurrogateOptions, run
+    from auditor.models.base import CountingRanker
+    from auditor.models.lightgbm import LightGBMRanker
+
+    rng = np.random.default_rng(8)
+    X, _, sizes = make_queries(rng, 60, 5, min_docs=10, max_docs=20)
+    X = X - 0.5  # every feature straddles 0
+    X[:, 1] = np.round(4 * X[:, 1])  # integers -2..2: many exact zeros
+    X[rng.random(len(X)) < 0.1, 1] = -0.0
+    X[rng.random(len(X)) < 0.1, 3] = np.nan
+    signal = X[:, 0] + (X[:, 1] < 0) - 0.5 * (X[:, 1] == 0) + np.nan_to_num(X[:, 3], nan=-1.0)
+    y = np.digitize(signal, np.quantile(signal, [0.5, 0.8])).astype(float)
+    model = lgb.train({"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 10, "verbosity": -1,
+                       "num_threads": 1, "seed": 1, "deterministic": True}, lgb.Dataset(X, y, group=sizes), 30)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    data = RankingData(X=X, y=y, query_ptr=ptr, query_ids=[f"q{i}" for i in range(len(sizes))],
+                       doc_ids=[f"d{i}" for i in range(len(X))], feature_names=[f"f{i}" for i in range(5)])
+    ctx = AuditContext(data=data, model=CountingRanker(LightGBMRanker(model)), seed=3)
+    result = run(ctx, SurrogateOptions(interactions=2, num_leaves=4, min_data_in_leaf=5, max_rounds=200,
+                                       top_effects=2, top_pairs=1))
+    assert result.metrics["surrogate.decomposition.max_abs_error"] <= 1e-9
+    cuts = [c for r in result.records for axis in (r["cuts"] if r["effect"].count("×") else [r["cuts"]]) for c in axis]
+    assert -1.0000000180025095e-35 in cuts  # the threshold of the issue is in the tables

@@ -178,7 +178,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     options, local, methods, criteria, ensemble = job.options, job.local, job.methods, job.criteria, job.ensemble
     masker, background = ctx.masker(), ctx.reference_rows()
     explainers = explainers_for(local)
-    rerun = explainers_for(_scaled(local, options.rerun_fraction))
+    rerun = explainers_for(_scaled(local, options.rerun_fraction), sample_scale=options.rerun_fraction)
     sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
     # a near tie is the query's property, not the explanation's: it is reported apart and flags nothing
     thresholds = {c: getattr(options.thresholds, c) for c in criteria if c != "margin"}
@@ -223,7 +223,8 @@ def _scaled(local: LocalExplanationsOptions, fraction: float) -> LocalExplanatio
     if fraction >= 1:
         return local
     lime = local.lime.model_copy(update={"samples": max(50, int(local.lime.samples * fraction))})
-    shap = local.kernelshap.model_copy(update={"nsamples": max(10, int(local.kernelshap.nsamples * fraction))})
+    shap = local.kernelshap if local.kernelshap.nsamples == "auto" else \
+        local.kernelshap.model_copy(update={"nsamples": max(10, int(local.kernelshap.nsamples * fraction))})
     greedy = local.greedy.model_copy(update={"pairs": max(1, int(local.greedy.pairs * fraction))})
     return local.model_copy(update={"lime": lime, "kernelshap": shap, "greedy": greedy})
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -37,10 +37,18 @@ LABELS = {"random": "RANDOM", "shap1": "SHAP-1 (KernelSHAP)", "shap5": "SHAP-5 (
           "optimum": "Exhaustive optimum"}
 ATTRIBUTION_BASES = {"shap": "kernelshap", "treeshap": "treeshap", "lirme": "lirme", "exs": "exs"}
 BATCH_QUERIES = 64  # queries whose LIRME/EXS samples are drawn together and scored in few large model calls
+GREEDY_METHODS = ("greedy", "greedy_cover", "greedy_cover_eps")
 
 
 class KernelShapOptions(EvidenceOptions):
-    nsamples: int = Field(200, ge=10, description="Coalitions per document (paper: 200).")
+    nsamples: Annotated[int, Field(ge=10)] | Literal["auto"] = Field(
+        "auto", description="Coalitions per document. auto: 2M + 2048 (shap's rule; M = the document's features that "
+                            "differ from the background), or all 2^M − 2 (exact) when fewer; a number fixes it "
+                            "(paper 000: 200, no better than random sets at 136 features).")
+    agreement_floor: float = Field(
+        0.6, ge=0, le=1, description="Convergence check: when two runs with fresh coalitions would choose explanation "
+                                     "sets sharing less than this share of their features on average (jackknife "
+                                     "estimate), the estimate is reported as still noisy.")
     background: Literal["masking", "sample"] = Field(
         "masking", description="`masking`: the masking replacement (one mean row by default); `sample`: rows "
                                "drawn from the background data.")
@@ -60,14 +68,23 @@ class LimeOptions(EvidenceOptions):
                             "for `topk`/`rank`, where the L1 fit to mostly-zero labels is a constant (no explanation).")
 
 
+CANDIDATES_DESCRIPTION = ("Features the search tries per query, on data with more features than this: the N with "
+                          "the largest within-query TreeSHAP spread (tree models; not exact, measured to keep the "
+                          "unscreened sets on 136 features up to k = 5). null: every feature. Features whose value "
+                          "routes like the masking value for every document are free either way.")
+CANDIDATES = 60  # on MQ2008 (46 features) any screen below 46 changed sets, so it never narrows below 60 features
+
+
 class GreedyOptions(EvidenceOptions):
     pairs: int = Field(50, ge=1, description="Concordant pairs sampled per query (paper: 50 on MQ2008).")
     seeds: int = Field(3, ge=1, description="First features to restart from (paper: 3).")
+    candidates: int | None = Field(CANDIDATES, ge=1, description=CANDIDATES_DESCRIPTION)
 
 
 class SearchOptions(EvidenceOptions):
     beam: int = Field(5, ge=1, description="Sets kept per size in the beam search.")
     max_rows: int = Field(500_000, ge=1000, description="Model rows per query and k, at most.")
+    candidates: int | None = Field(CANDIDATES, ge=1, description=CANDIDATES_DESCRIPTION)
 
 
 class LocalExplanationsOptions(EvidenceOptions):
@@ -150,16 +167,24 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     scores = ctx.scores()
     chosen = ctx.query_sample(options.queries, "local/queries")
     job = _Job(options=options, methods=methods, sizes=sizes, feature_names=data.feature_names)
+    spread = _screen_spread(ctx, options, methods, chosen, result)
     blocks = split(chosen, ctx.workers, most=BATCH_QUERIES)
-    payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi])
-                 for qi in block] for block in blocks)
+    payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi],
+                  None if spread is None else spread[qi]) for qi in block] for block in blocks)
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
     excluded = 0
+    agreement: dict[str, list[float]] = {}
+    coalitions: list[int] = []
+    underdetermined: list[bool] = []
     for block in ctx.progress.track(ctx.run_tasks(_explain_block, job, payloads, size=len(chosen)),
                                     description=f"Local explanations ({len(chosen)} queries)", total=len(blocks)):
         excluded += block.excluded
         records.extend(block.records)
+        coalitions.extend(block.coalitions)
+        underdetermined.extend(block.underdetermined)
+        for method, values in block.agreement.items():
+            agreement.setdefault(method, []).extend(values)
         for key, part in block.tallies.items():
             tallies.setdefault(key, _Tally()).extend(part)
     degenerate = tallies.pop(("exs:degenerate", 0), None)
@@ -168,6 +193,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
                             "their attributions are zero. A squared loss (`lime.exs_loss`) avoids this.")
         result.metrics["local.exs.degenerate_docs"] = float(degenerate.rows)
     _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
+    _report_convergence(result, ctx, options, agreement, coalitions, underdetermined)
     result.records = records
     for record in records:  # per-query values at the evidence's k, for per-query policy rules
         result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
@@ -191,26 +217,30 @@ class _Block:
     excluded: int
     records: list[dict[str, Any]]
     tallies: dict[tuple[str, int], _Tally]
+    agreement: dict[str, list[float]] = field(default_factory=dict)  # shap1/shap5: predicted rerun agreement a query
+    coalitions: list[int] = field(default_factory=list)  # KernelSHAP's coalitions per explained document
+    underdetermined: list[bool] = field(default_factory=list)  # per explained document (fewer coalitions than 2M)
 
 
-def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[int, np.ndarray, np.ndarray, str]]) -> _Block:
+def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -> _Block:
     """Every explainer on a block of queries (an executor task): attributions of the block's queries batched,
     then per query and k the sets, the optimum and their validity and completeness. Each query draws from its own
     streams, so the values do not depend on how queries are split into blocks."""
     options, methods, sizes = job.options, job.methods, job.sizes
     masker, background = ctx.masker(), ctx.reference_rows()
     explainers = explainers_for(options)
-    views = [(qi, QueryView(X=X, scores=scores, query_id=query_id, background=background))
-             for qi, X, scores, query_id in payload]
+    views = [(qi, QueryView(X=X, scores=scores, query_id=query_id, background=background, spread=spread))
+             for qi, X, scores, query_id, spread in payload]
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
-    excluded = 0
+    block = _Block(excluded=0, records=records, tallies=tallies)
     _prefetch_attributions(ctx, options, views, methods, explainers, masker, tallies, sizes)
     for qi, query in views:
         if not has_order(query.scores):
-            excluded += 1
+            block.excluded += 1
             continue
         attributions = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes)
+        _convergence(ctx, options, methods, query, qi, block)
         for k in sizes:
             sets, names = [], []
             for method in methods:
@@ -238,14 +268,63 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[int, np.nda
                     records.append({"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
                                     "selected": [job.feature_names[f] for f in chosen_set],
                                     "validity": round(float(v), 6), "completeness": round(float(c), 6)})
-    return _Block(excluded=excluded, records=records, tallies=tallies)
+    return block
+
+
+def _convergence(ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str], query: QueryView, qi: int,
+                 block: _Block) -> None:
+    """KernelSHAP's convergence check for one query: per variant (shap1, shap5), the mean over pairs of its
+    jackknife pseudo-replicates of |S_g ∩ S_h| / k, the sets at the main k (the agreement two runs with fresh
+    coalitions would have; 1 where every coalition was enumerated)."""
+    variants = [m for m in methods if m[:-1] == "shap"]
+    if not variants:
+        return
+    found = kernelshap_convergence(ctx, options, qi, query.top_docs(max(int(m[-1]) for m in variants)))
+    if found is None or found["replicates"] is None:
+        return
+    replicates = found["replicates"]
+    for method in variants:
+        sets = [set(set_from_attributions(r, options.k, docs=int(method[-1]))) for r in replicates]
+        pairs = [len(a & b) / max(len(a), 1) for i, a in enumerate(sets) for b in sets[i + 1:]]
+        block.agreement.setdefault(method, []).append(float(np.mean(pairs)))
+    block.coalitions.extend(int(c) for c in found["coalitions"])
+    block.underdetermined.extend(bool(u) for u in found["underdetermined"])
+
+
+def _screen_spread(ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str], chosen: list[int],
+                   result: EvidenceResult) -> dict[int, np.ndarray] | None:
+    """The within-query TreeSHAP spread of the audited queries, in one pass, when a search narrows its candidates
+    (`greedy.candidates` / `search.candidates` below the feature count, tree model); None otherwise. Notes which
+    searches were narrowed."""
+    from auditor.explain.screen import treeshap_spread
+
+    n_features = ctx.data.n_features
+    narrowed = {m: count for m, count in (*((m, options.greedy.candidates) for m in GREEDY_METHODS),
+                                          ("validity_search", options.search.candidates))
+                if m in methods and count is not None and count < n_features}
+    if not narrowed or not _is_tree(ctx) or not chosen:
+        return None
+    rows = np.concatenate([np.arange(*ctx.data.query_ptr[qi:qi + 2]) for qi in chosen])
+    sizes = [int(np.diff(ctx.data.query_ptr[qi:qi + 2])[0]) for qi in chosen]
+    found = treeshap_spread(ctx.model, ctx.data.X[rows], np.concatenate([[0], np.cumsum(sizes)]))
+    if found is None:
+        return None
+    labels = ", ".join(f"{LABELS[m]} {count}" for m, count in narrowed.items())
+    result.notes.append(f"On these {n_features} features the searches tried, per query, only the features with the "
+                        f"largest within-query TreeSHAP spread ({labels}; `greedy.candidates` / `search.candidates`: "
+                        "null tries all). On 136-feature benchmark data 60 candidates kept the unscreened sets of "
+                        "every query up to k = 5 and of most at k = 7–10, with equal or higher validity "
+                        "(docs/benchmarks.md).")
+    return {qi: found[i] for i, qi in enumerate(chosen)}
 
 
 def _is_tree(ctx: AuditContext) -> bool:
     return ctx.model.kind in ("lightgbm", "sklearn")
 
 
-def explainers_for(options: LocalExplanationsOptions) -> dict[str, Any]:
+def explainers_for(options: LocalExplanationsOptions, *, sample_scale: float = 1.0) -> dict[str, Any]:
+    """The explainers `options` configure, by name; `sample_scale` < 1 shrinks KernelSHAP's automatic sample count
+    (confidence's shorter stability rerun; fixed counts are scaled in the options themselves)."""
     from auditor.explain.exs import Exs
     from auditor.explain.greedy import Greedy
     from auditor.explain.kernelshap import KernelShap
@@ -256,15 +335,18 @@ def explainers_for(options: LocalExplanationsOptions) -> dict[str, Any]:
     lime = options.lime
     return {
         "kernelshap": KernelShap(nsamples=options.kernelshap.nsamples, background=options.kernelshap.background,
-                                 background_size=options.kernelshap.background_size),
+                                 background_size=options.kernelshap.background_size,
+                                 scale=sample_scale if options.kernelshap.nsamples == "auto" else 1.0),
         "treeshap": TreeShap(),
         "lirme": Lirme(n_samples=lime.samples, penalty=lime.penalty, shared_samples=lime.shared_samples),
         "exs": Exs(n_samples=lime.samples, label=lime.exs_label, top_k=lime.exs_top_k, loss=_exs_loss(lime),
                    shared_samples=lime.shared_samples),
         "random": RandomSet(),
-        **{v: Greedy(v, n_pairs=options.greedy.pairs, seeds=options.greedy.seeds)  # type: ignore[arg-type]
+        **{v: Greedy(v, n_pairs=options.greedy.pairs, seeds=options.greedy.seeds,  # type: ignore[arg-type]
+                     candidates=options.greedy.candidates)
            for v in ("greedy", "greedy_cover", "greedy_cover_eps")},
-        "validity_search": ValiditySearch(beam=options.search.beam, max_rows=options.search.max_rows),
+        "validity_search": ValiditySearch(beam=options.search.beam, max_rows=options.search.max_rows,
+                                          candidates=options.search.candidates),
         "optimum": Exhaustive(max_subsets=options.optimum_max_subsets),
     }
 
@@ -335,9 +417,23 @@ def _config(options: LocalExplanationsOptions, name: str) -> str:
 
 def attributions(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
                  query: QueryView, qi: int, docs: np.ndarray, masker: Any) -> np.ndarray:
-    """One attribution explainer on one query's top documents, computed once per audit (shared with `confidence`)."""
-    return ctx.memo(_attribution_key(options, ctx, base, qi, docs),
-                    lambda: explainers[base].attribute(ctx.model, query, docs, masker, ctx.rng(f"local/{base}/{qi}")))
+    """One attribution explainer on one query's top documents, computed once per audit (shared with `confidence`).
+    KernelSHAP also leaves its convergence check in the memo (`kernelshap_convergence`)."""
+    key = _attribution_key(options, ctx, base, qi, docs)
+    if base == "kernelshap" and not ctx.memoized(key):
+        result = explainers[base].explain(ctx.model, query, docs, masker, ctx.rng(f"local/{base}/{qi}"))
+        ctx.memo(("convergence", *key[1:]), lambda: {"replicates": result.replicates, "coalitions": result.coalitions,
+                                                    "underdetermined": result.underdetermined})
+        return ctx.memo(key, lambda: result.values)
+    return ctx.memo(key, lambda: explainers[base].attribute(ctx.model, query, docs, masker,
+                                                            ctx.rng(f"local/{base}/{qi}")))
+
+
+def kernelshap_convergence(ctx: AuditContext, options: LocalExplanationsOptions, qi: int, docs: np.ndarray
+                           ) -> dict[str, np.ndarray] | None:
+    """The jackknife replicates and coalition counts KernelSHAP left for these documents, if it ran on them."""
+    key = ("convergence", *_attribution_key(options, ctx, "kernelshap", qi, docs)[1:])
+    return ctx.memo(key, lambda: None) if ctx.memoized(key) else None
 
 
 def attributions_many(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
@@ -506,6 +602,43 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         result.summary = (f"At k = {k}, {LABELS[best]} gives the most valid explanations (mean validity "
                           f"{metrics[f'local.{best}.validity.mean']:.3f})"
                           + (f"; the best possible is {optimum_mean:.3f}." if optimum_mean else "."))
+
+
+def _report_convergence(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions,
+                        agreement: dict[str, list[float]], coalitions: list[int], underdetermined: list[bool]) -> None:
+    """KernelSHAP's convergence metrics, and a note and a detection when its sets would still move with a fresh
+    sample of coalitions (predicted agreement below the floor) or its regressions are underdetermined."""
+    metrics = result.metrics
+    if not coalitions:
+        return
+    metrics["local.kernelshap.coalitions.mean"] = float(np.mean(coalitions))
+    share = float(np.mean(underdetermined))
+    metrics["local.kernelshap.underdetermined_share"] = share
+    samples = options.kernelshap.nsamples
+    how = "auto, 2M + 2048" if samples == "auto" else f"{samples}"
+    floor = options.kernelshap.agreement_floor
+    for method, values in agreement.items():
+        v = np.asarray(values)
+        low, high = bootstrap_interval(v, ctx.rng(f"local/convergence/{method}"))
+        name = f"local.{method}.convergence.agreement"
+        metrics[f"{name}.mean"], metrics[f"{name}.ci95_low"], metrics[f"{name}.ci95_high"] = float(v.mean()), low, high
+        if v.mean() >= floor and share <= 0.5:
+            continue
+        why = (f"two runs with fresh coalitions would choose sets sharing {v.mean():.0%} of their features on average "
+               f"(jackknife; 95% interval {low:.0%}–{high:.0%}; floor {floor:.0%})")
+        if share > 0.5:
+            why = (f"{share:.0%} of the documents had fewer coalitions than twice their features, too few to "
+                   f"determine the regression (predicted agreement of two runs' sets {v.mean():.0%})")
+        result.notes.append(f"{LABELS[method]}: the estimate is still noisy: {why}; coalitions per document: "
+                            f"{np.mean(coalitions):.0f} ({how}). Raise `kernelshap.nsamples`.")
+        result.detect(
+            "explainer-estimate-noisy", f"{LABELS[method]} estimates have not converged",
+            f"At k = {options.k}, {why}: the features KernelSHAP names depend on its random sample as much as on the "
+            "model. More coalitions (`kernelshap.nsamples`) are needed before its sets are shown as reasons.",
+            severity="minor", citation="EU AI Act (Reg. 2024/1689) Art. 13(1) — output interpretable; Reg. (EU) "
+                                       "2019/1150 Art. 5(1)",
+            judged_by=(f"{name}.mean", "local.kernelshap.underdetermined_share"), value=float(v.mean()),
+            interval=(low, high))
 
 
 def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: list[str]) -> None:

@@ -26,6 +26,7 @@ class QueryView:
     scores: np.ndarray
     query_id: str
     background: np.ndarray
+    spread: np.ndarray | None = None  # per feature: within-query TreeSHAP spread, when a candidate screen needs it
 
     @property
     def n_docs(self) -> int:

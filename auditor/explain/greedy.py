@@ -15,7 +15,11 @@ Per query:
    earlier seed).
 
 All candidates of a step are scored in one batched call (F − |E| candidates × n documents rows), and the seed
-runs advance in lockstep, so one call serves the step of every unfinished run.
+runs advance in lockstep, so one call serves the step of every unfinished run. Candidates whose value routes like
+the masking value for every document of the query (inert, auditor/explain/screen.py) are scored as E itself, and a
+set several seed runs ask for is scored once: the same preferences bit for bit, so the same sets, for fewer rows.
+With `candidates` = N (and more features than N) only the N features with the largest within-query TreeSHAP spread
+are tried (not exact; docs/benchmarks.md measures what it changes).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 from auditor.checks.ranking import rank_order
 from auditor.checks.validity import kendall_tau_b
 from auditor.explain.base import QueryView
-from auditor.masking import Masker, keep_masks
+from auditor.explain.screen import SetScores, candidate_features
+from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
 Variant = Literal["greedy", "greedy_cover", "greedy_cover_eps"]
@@ -61,7 +66,7 @@ class _Run:
         self.candidates: list[int] = []
         self.done = False
 
-    def advance(self, variant: Variant, k: int, n_features: int) -> bool:
+    def advance(self, variant: Variant, k: int, pool: list[int]) -> bool:
         """Take the pending pick if the variant's rule allows; True when the run needs its next candidates scored
         (False: the run has ended, and stays ended)."""
         if self.done:
@@ -81,7 +86,7 @@ class _Run:
                 return False  # every pair covered
         if len(self.selected) >= k:
             return False
-        self.candidates = [f for f in range(n_features) if f not in self.selected]
+        self.candidates = [f for f in pool if f not in self.selected]
         self.done = not self.candidates
         return not self.done
 
@@ -95,51 +100,64 @@ class _Run:
 class Greedy:
     """One of the three greedy variants; `select` returns the explanation set (possibly shorter than k)."""
 
-    def __init__(self, variant: Variant = "greedy", *, n_pairs: int | None = 50, seeds: int = 3) -> None:
+    def __init__(self, variant: Variant = "greedy", *, n_pairs: int | None = 50, seeds: int = 3,
+                 candidates: int | None = None) -> None:
         self.name = variant
         self.variant = variant
         self.n_pairs = n_pairs
         self.seeds = seeds
+        self.candidates = candidates  # None: every feature (inert ones at no cost); N: the N screened
 
     def select(self, model: CountingRanker, query: QueryView, k: int, masker: Masker,
                rng: np.random.Generator) -> tuple[int, ...]:
         upper, lower, weight = concordant_pairs(query.scores, self.n_pairs, rng)
-        n_features = query.n_features
         if len(upper) == 0 or k <= 0:
             return ()
-        first_z = self._preference(model, query, masker, [((), list(range(n_features)))], upper, lower, weight)[0]
+        scorer = SetScores(model, query.X, masker)
+        pool = feature_pool(model, query, scorer.inert, self.candidates, k)
+        first_z = self._preference(scorer, [((), pool)], upper, lower, weight)[0]
         first_u = first_z.sum(axis=1)
-        seeds = np.lexsort((np.arange(n_features), -first_u))[: self.seeds]
-        runs = self._runs(model, query, masker, k, [int(seed) for seed in seeds], first_z, upper, lower, weight)
+        seeds = np.lexsort((np.arange(len(pool)), -first_u))[: self.seeds]
+        runs = self._runs(scorer, pool, k, [int(seed) for seed in seeds], first_z, upper, lower, weight)
         if len(runs) == 1:
             return runs[0]
-        masked = masker.masked_scores(model, query.X, keep_masks(runs, n_features))
-        validity = kendall_tau_b(query.scores, masked)
+        validity = kendall_tau_b(query.scores, scorer(runs))
         return runs[int(np.argmax(validity))]
 
-    def _runs(self, model: CountingRanker, query: QueryView, masker: Masker, k: int, seeds: list[int],
-              first_z: np.ndarray, upper: np.ndarray, lower: np.ndarray, weight: np.ndarray) -> list[tuple[int, ...]]:
-        """The run from each seed, in lockstep: at every step the candidates of all unfinished runs are scored in
-        ONE batched call (the runs do not interact, so the sets are those of running them one after another, with
-        a third of the model calls: calls of a few hundred rows cost LightGBM ~0.4 ms each before any row)."""
-        runs = [_Run(seed, first_z[seed]) for seed in seeds]
+    def _runs(self, scorer: SetScores, pool: list[int], k: int, seeds: list[int], first_z: np.ndarray,
+              upper: np.ndarray, lower: np.ndarray, weight: np.ndarray) -> list[tuple[int, ...]]:
+        """The run from each seed (an index into `pool`), in lockstep: at every step the candidates of all
+        unfinished runs are scored in ONE batched call (the runs do not interact, so the sets are those of running
+        them one after another, with a third of the model calls: calls of a few hundred rows cost LightGBM ~0.4 ms
+        each before any row)."""
+        runs = [_Run(pool[seed], first_z[seed]) for seed in seeds]
         while True:
-            waiting = [run for run in runs if run.advance(self.variant, k, query.n_features)]
+            waiting = [run for run in runs if run.advance(self.variant, k, pool)]
             if not waiting:
                 return [tuple(run.selected) for run in runs]
-            z_all = self._preference(model, query, masker, [(tuple(run.selected), run.candidates) for run in waiting],
+            z_all = self._preference(scorer, [(tuple(run.selected), run.candidates) for run in waiting],
                                      upper, lower, weight)
             for run, z in zip(waiting, z_all, strict=True):
                 run.choose(z)
 
     @staticmethod
-    def _preference(model: CountingRanker, query: QueryView, masker: Masker,
-                    requests: list[tuple[tuple[int, ...], list[int]]], upper: np.ndarray, lower: np.ndarray,
-                    weight: np.ndarray) -> list[np.ndarray]:
+    def _preference(scorer: SetScores, requests: list[tuple[tuple[int, ...], list[int]]], upper: np.ndarray,
+                    lower: np.ndarray, weight: np.ndarray) -> list[np.ndarray]:
         """For each (E, candidates) request, z (len(candidates) × pairs) with E ∪ {f} kept for every candidate f;
-        all requests in one batched predict."""
+        all requests in one batched predict (each distinct set of non-inert features once)."""
         sets = [(*selected, f) for selected, candidates in requests for f in candidates]
-        scores = masker.masked_scores(model, query.X, keep_masks(sets, query.n_features))
+        scores = scorer(sets)
         z = (scores[:, upper] - scores[:, lower]) * weight
         bounds = np.cumsum([0] + [len(candidates) for _, candidates in requests])
         return [z[a:b] for a, b in pairwise(bounds)]
+
+
+def feature_pool(model: CountingRanker, query: QueryView, inert: np.ndarray, candidates: int | None, k: int
+                 ) -> list[int]:
+    """The features a search tries, ascending: every feature (`candidates` None, or not more non-inert features than
+    `candidates`), else the `candidates` (at least k) non-inert features with the largest within-query TreeSHAP
+    spread, and the inert ones (free, and kept so that a screen that drops nothing changes nothing, ties included)."""
+    if candidates is None:
+        return list(range(query.n_features))
+    kept = set(candidate_features(model, query, inert, max(candidates, k)))
+    return [f for f in range(query.n_features) if f in kept or inert[f]]

@@ -15,6 +15,21 @@ the estimator itself is shap's, step for step, so the numbers agree with shap's 
   sizes with complements paired, repeats adding weight, and the sampled weights rescaled to what is left);
 - weighted least squares with the efficiency constraint Σφ = f(x) − φ0 imposed by eliminating the last feature,
   as `KernelExplainer.solve` does, with no l1 regularisation.
+
+Samples per document: `nsamples="auto"` (the default) is shap's own rule, 2M + 2048 coalitions for a document with
+M varying features (all 2^M − 2 coalitions, i.e. exact Shapley values, when that is fewer: M ≤ 11). The paper's fixed
+200 is no better than random feature sets at 136 features (docs/benchmarks.md, "KernelSHAP on wide data").
+
+Convergence (`KernelShapResult.replicates`): how much would the estimate move if its coalitions were drawn again? A
+delete-a-group jackknife over the sampled coalitions answers it without scoring more rows. The sampling units (a
+draw and its paired complement) are dealt into `JACKKNIFE_GROUPS` groups (unit mod 10); leaving one group out
+(the remaining sampled weights rescaled to the sampled total, the enumerated coalitions kept) and solving again
+gives φ_(g); φ̂ + √(G − 1)·(φ_(g) − mean_g φ_(g)) are G pseudo-replicates with the estimate's own sampling spread,
+so two of them differ as two independent runs would. Measured against real reruns (two seeds) on MQ2008 and the
+136-feature data, the sets of two replicates agree about as often as the sets of two runs (docs/benchmarks.md).
+Like every resampling check of a regression it is optimistic when the coalitions barely outnumber the features,
+so documents with fewer than 2M sampled coalitions are reported as underdetermined instead (`underdetermined`).
+Where every coalition was enumerated the estimate is exact: the replicates equal it.
 """
 
 from __future__ import annotations
@@ -27,10 +42,12 @@ from typing import Literal
 import numpy as np
 
 from auditor.explain.base import QueryView
+from auditor.explain.perturb import single_threaded_blas
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
 BackgroundKind = Literal["masking", "sample"]
+JACKKNIFE_GROUPS = 10
 
 
 @dataclass(frozen=True)
@@ -43,15 +60,23 @@ class CoalitionDesign:
     masks: np.ndarray
     weights: np.ndarray
     n_fixed: int
+    unit: np.ndarray | None = None  # per row: its sampling unit (a draw and its complement), −1 if enumerated
+
 
 
 @dataclass(frozen=True)
 class KernelShapResult:
-    """φ (docs × F), the base value φ0 = mean background score, and f(x) for each document."""
+    """φ (docs × F), the base value φ0 = mean background score, and f(x) for each document; `replicates`
+    (G × docs × F) the jackknife pseudo-replicates of the estimate (module docstring; equal to `values` where
+    nothing was sampled), `coalitions` the coalitions each document's regression used and `underdetermined` the
+    documents whose sampled regression had fewer coalitions than twice its features."""
 
     values: np.ndarray
     base_value: float
     scores: np.ndarray
+    replicates: np.ndarray | None = None
+    coalitions: np.ndarray | None = None
+    underdetermined: np.ndarray | None = None
 
 
 class KernelShap:
@@ -59,18 +84,27 @@ class KernelShap:
 
     name = "kernelshap"
 
-    def __init__(self, nsamples: int = 200, background: BackgroundKind = "masking", background_size: int = 100,
-                 *, max_rows: int = 2_000_000) -> None:
-        if nsamples < 1:
-            raise ValueError(f"nsamples must be at least 1, got {nsamples}")
+    def __init__(self, nsamples: int | Literal["auto"] = "auto", background: BackgroundKind = "masking",
+                 background_size: int = 100, *, max_rows: int = 2_000_000, scale: float = 1.0) -> None:
+        if nsamples != "auto" and (isinstance(nsamples, bool) or not isinstance(nsamples, int) or nsamples < 1):
+            raise ValueError(f"nsamples must be 'auto' or an integer of at least 1, got {nsamples!r}")
+        if not 0 < scale <= 1:
+            raise ValueError(f"scale must be in (0, 1], got {scale}")
         if background not in ("masking", "sample"):
             raise ValueError(f"background must be 'masking' or 'sample', got {background!r}")
         if background_size < 1:
             raise ValueError(f"background_size must be at least 1, got {background_size}")
-        self.nsamples = int(nsamples)
+        self.nsamples = nsamples
+        self.scale = float(scale)  # a share of the samples (confidence's shorter stability rerun)
         self.background = background
         self.background_size = int(background_size)
         self.max_rows = int(max_rows)
+
+    def samples_for(self, m: int) -> int:
+        """Coalitions for a document with m varying features: 2m + 2048 for "auto" (shap's rule), else `nsamples`;
+        times `scale`. (coalition_design enumerates all 2^m − 2 instead when that is not more.)"""
+        n = 2 * m + 2048 if self.nsamples == "auto" else int(self.nsamples)
+        return n if self.scale >= 1 else max(10, int(n * self.scale))
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> np.ndarray:
@@ -94,7 +128,7 @@ class KernelShap:
 
         # One design per document: only the features where the document differs from some background row play.
         varying = [np.flatnonzero(_differs(x, bg)) for x in X]
-        designs = [coalition_design(len(v), self.nsamples, rng) for v in varying]
+        designs = [coalition_design(len(v), self.samples_for(len(v)), rng) for v in varying]
 
         # Every coalition of every document as a full-width keep-mask, documents one after another.
         keep_blocks, owner_blocks = [], []
@@ -112,16 +146,23 @@ class KernelShap:
         ey = coalition_scores.reshape(-1, n_bg).mean(axis=1)
 
         phi = np.zeros((n_docs, n_features))
+        replicates = np.zeros((JACKKNIFE_GROUPS, n_docs, n_features))
         start = 0
-        for d, (v, design) in enumerate(zip(varying, designs, strict=True)):
-            k = design.masks.shape[0]
-            diff = float(fx[d] - base_value)
-            if len(v) == 1:
-                phi[d, v] = diff
-            elif len(v) > 1:
-                phi[d, v] = solve_constrained(design.masks, design.weights, ey[start:start + k] - base_value, diff)
-            start += k
-        return KernelShapResult(values=phi, base_value=base_value, scores=fx)
+        with single_threaded_blas():  # M × M systems: BLAS threads only add overhead (and fight the workers')
+            for d, (v, design) in enumerate(zip(varying, designs, strict=True)):
+                k = design.masks.shape[0]
+                diff = float(fx[d] - base_value)
+                if len(v) == 1:
+                    phi[d, v] = replicates[:, d, v] = diff
+                elif len(v) > 1:
+                    phi[d, v], replicates[:, d][:, v] = solve_with_jackknife(
+                        design, ey[start:start + k] - base_value, diff)
+                start += k
+        coalitions = np.array([design.masks.shape[0] for design in designs], dtype=np.int64)
+        underdetermined = np.array([design.n_fixed < design.masks.shape[0] and design.masks.shape[0] < 2 * len(v)
+                                    for v, design in zip(varying, designs, strict=True)], dtype=bool)
+        return KernelShapResult(values=phi, base_value=base_value, scores=fx, replicates=replicates,
+                                coalitions=coalitions, underdetermined=underdetermined)
 
     def _score(self, model: CountingRanker, X: np.ndarray, bg: np.ndarray, keep: np.ndarray, owner: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +215,7 @@ def coalition_design(m: int, nsamples: int, rng: np.random.Generator) -> Coaliti
         size = masks.sum(axis=1)
         weights = (m - 1) / (np.array([comb(m, int(s)) for s in range(m + 1)], dtype=np.float64)[size]
                              * size * (m - size))
-        return CoalitionDesign(masks, weights, masks.shape[0])
+        return CoalitionDesign(masks, weights, masks.shape[0], np.full(masks.shape[0], -1))
 
     nsamples = min(nsamples, 2 ** 30)  # shap's cap when the space cannot be enumerated
     n_sizes = (m - 1 + 1) // 2  # ceil((m-1)/2): sizes 1..n_sizes, the larger ones come as complements
@@ -186,6 +227,7 @@ def coalition_design(m: int, nsamples: int, rng: np.random.Generator) -> Coaliti
 
     masks_out: list[np.ndarray] = []
     weights_out: list[np.ndarray] = []
+    units_out: list[np.ndarray] = []
     n_full = 0
     left = float(nsamples)
     remaining = weight_vector.copy()
@@ -206,6 +248,7 @@ def coalition_design(m: int, nsamples: int, rng: np.random.Generator) -> Coaliti
             block = np.stack([block, ~block], axis=1).reshape(-1, m)
         masks_out.append(block)
         weights_out.append(np.full(block.shape[0], w))
+        units_out.append(np.full(block.shape[0], -1))
     n_fixed = int(sum(b.shape[0] for b in masks_out))
 
     samples_left = nsamples - n_fixed
@@ -215,21 +258,53 @@ def coalition_design(m: int, nsamples: int, rng: np.random.Generator) -> Coaliti
         probs = probs[n_full:] / probs[n_full:].sum()
         n_draws = 4 * samples_left
         draw_sizes = rng.choice(len(probs), size=n_draws, p=probs) + n_full + 1
-        order = np.argsort(rng.random((n_draws, m)), axis=1)  # a uniform random subset of each drawn size
-        draw_masks = np.zeros((n_draws, m), dtype=bool)
-        np.put_along_axis(draw_masks, order, np.arange(m)[None, :] < draw_sizes[:, None], axis=1)
-        masks, weights = take_samples(draw_masks, draw_sizes <= n_paired, samples_left)
+        masks, weights, units = _draw_samples(rng, draw_sizes, draw_sizes <= n_paired, m, samples_left)
         weights *= weight_vector[n_full:].sum() / weights.sum()
         masks_out.append(masks)
         weights_out.append(weights)
+        units_out.append(units)
 
     masks = np.concatenate(masks_out) if masks_out else np.zeros((0, m), dtype=bool)
     weights = np.concatenate(weights_out) if weights_out else np.zeros(0)
-    return CoalitionDesign(masks, weights, n_fixed)
+    unit = np.concatenate(units_out) if units_out else np.zeros(0, dtype=np.int64)
+    return CoalitionDesign(masks, weights, n_fixed, unit)
 
 
-def take_samples(draw_masks: np.ndarray, paired: np.ndarray, samples_left: int) -> tuple[np.ndarray, np.ndarray]:
-    """Turn random draws into samples exactly as shap's sampling loop does, without the loop.
+def _draw_samples(rng: np.random.Generator, draw_sizes: np.ndarray, paired: np.ndarray, m: int, samples_left: int
+                  ) -> tuple[np.ndarray, ...]:
+    """A uniform random subset of each drawn size (the first `size` features of a random order: the argsort of one
+    row of uniform keys), turned into samples by `take_samples`.
+
+    The budget is usually filled by the first few draws of the 4 × samples_left drawn (most are new, and a new
+    paired draw adds two samples), so the keys are generated in growing prefixes until the prefix fills it, and the
+    generator is then advanced past the keys of the unused draws (PCG64 `advance`: one 64-bit output per key). The
+    samples and the stream's next values are exactly those of generating and sorting every draw's keys at once
+    (draws after the budget is filled are never looked at), at a fraction of the sorting: at 136 features and 2,320
+    samples, ~1,100 rows of keys sorted instead of 8,200."""
+    n_draws = len(draw_sizes)
+    bit_generator = rng.bit_generator
+    lazy = isinstance(bit_generator, np.random.PCG64)
+    take = min(n_draws, samples_left) if lazy else n_draws
+    keys = rng.random((take, m))
+    while True:
+        order = np.argsort(keys, axis=1)
+        draw_masks = np.zeros((take, m), dtype=bool)
+        np.put_along_axis(draw_masks, order, np.arange(m)[None, :] < draw_sizes[:take, None], axis=1)
+        masks, weights, units = take_samples(draw_masks, paired[:take], samples_left, units=True)
+        if take == n_draws or masks.shape[0] >= samples_left:
+            break
+        more = min(n_draws - take, take)
+        keys = np.vstack([keys, rng.random((more, m))])
+        take += more
+    if take < n_draws:
+        bit_generator.advance((n_draws - take) * m)
+    return masks, weights, units
+
+
+def take_samples(draw_masks: np.ndarray, paired: np.ndarray, samples_left: int, *, units: bool = False
+                 ) -> tuple[np.ndarray, ...]:
+    """Turn random draws into samples exactly as shap's sampling loop does, without the loop (with `units`, also
+    each row's sampling unit: the number of its new draw, shared by the draw's complement).
 
     In draw order: a new coalition is added with weight 1 (then its complement, if its size is paired and the
     budget is not yet spent); a repeated one adds 1 to the weight of its first copy and of that copy's complement.
@@ -238,7 +313,8 @@ def take_samples(draw_masks: np.ndarray, paired: np.ndarray, samples_left: int) 
     """
     n_draws, m = draw_masks.shape
     if n_draws == 0 or samples_left <= 0:  # (otherwise the first draw is always new and taken)
-        return np.zeros((0, m), dtype=bool), np.zeros(0)
+        empty = (np.zeros((0, m), dtype=bool), np.zeros(0))
+        return (*empty, np.zeros(0, dtype=np.int64)) if units else empty
     packed = np.packbits(draw_masks, axis=1)
     packed = np.pad(packed, ((0, 0), (0, -packed.shape[1] % 8)))
     keys = np.ascontiguousarray(packed).view(np.uint64)  # one 64-bit word per 64 features: cheap to sort
@@ -265,7 +341,12 @@ def take_samples(draw_masks: np.ndarray, paired: np.ndarray, samples_left: int) 
     comp_rows = row[with_complement] + 1
     masks[comp_rows] = ~draw_masks[new[with_complement]]
     weights[comp_rows] = counts[with_complement]
-    return masks, weights
+    if not units:
+        return masks, weights
+    unit = np.empty(n_rows, dtype=np.int64)
+    unit[row] = np.arange(len(new))
+    unit[comp_rows] = np.flatnonzero(with_complement)
+    return masks, weights, unit
 
 
 def solve_constrained(masks: np.ndarray, weights: np.ndarray, ey_adj: np.ndarray, diff: float) -> np.ndarray:
@@ -283,4 +364,52 @@ def solve_constrained(masks: np.ndarray, weights: np.ndarray, ey_adj: np.ndarray
     except np.linalg.LinAlgError:
         root = np.sqrt(weights)
         w = np.linalg.lstsq(root[:, None] * design, root * y, rcond=None)[0]
+    return np.append(w, diff - w.sum())
+
+
+def solve_with_jackknife(design: CoalitionDesign, ey_adj: np.ndarray, diff: float, *,
+                         groups: int = JACKKNIFE_GROUPS) -> tuple[np.ndarray, np.ndarray]:
+    """`solve_constrained` on the whole design, and the jackknife pseudo-replicates (groups × M) of the module
+    docstring, from one pass over the rows: the normal equations of the enumerated rows and of each group of
+    sampling units add up to the whole design's, and leaving a group out subtracts its part."""
+    unit = design.unit if design.unit is not None else np.full(design.masks.shape[0], -1)
+    z = design.masks.astype(np.float64)
+    last = z[:, -1]
+    y = ey_adj - last * diff
+    x = z[:, :-1] - last[:, None]
+    fixed = unit < 0
+    weighted = design.weights[:, None] * x
+    g_fixed, r_fixed = x[fixed].T @ weighted[fixed], weighted[fixed].T @ y[fixed]
+    parts = []
+    for g in range(groups):
+        rows = (unit >= 0) & (unit % groups == g)
+        parts.append((x[rows].T @ weighted[rows], weighted[rows].T @ y[rows], float(design.weights[rows].sum()),
+                      rows))
+    g_sampled = sum((part[0] for part in parts), np.zeros_like(g_fixed))
+    r_sampled = sum((part[1] for part in parts), np.zeros_like(r_fixed))
+    whole = _solve_normal(g_fixed + g_sampled, r_fixed + r_sampled, x, design.weights, y, diff)
+    total = sum(part[2] for part in parts)
+    if total == 0:  # every coalition enumerated: exact, nothing to resample
+        return whole, np.tile(whole, (groups, 1))
+    left_out = []
+    for gram, rhs, weight, rows in parts:
+        if weight == 0:
+            left_out.append(whole)
+            continue
+        scale = total / (total - weight) if total > weight else 0.0
+        use = fixed | ((unit >= 0) & ~rows)
+        left_out.append(_solve_normal(g_fixed + scale * (g_sampled - gram), r_fixed + scale * (r_sampled - rhs),
+                                      x[use], np.where(fixed, 1.0, scale)[use] * design.weights[use], y[use], diff))
+    leave = np.array(left_out)
+    return whole, whole + np.sqrt(groups - 1) * (leave - leave.mean(axis=0))
+
+
+def _solve_normal(gram: np.ndarray, rhs: np.ndarray, x: np.ndarray, weights: np.ndarray, y: np.ndarray,
+                  diff: float) -> np.ndarray:
+    """The constrained solution from the normal equations; least squares on the rows when they are singular."""
+    try:
+        w = np.linalg.solve(gram, rhs)
+    except np.linalg.LinAlgError:
+        root = np.sqrt(weights)
+        w = np.linalg.lstsq(root[:, None] * x, root * y, rcond=None)[0]
     return np.append(w, diff - w.sum())

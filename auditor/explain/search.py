@@ -10,6 +10,12 @@ ValiditySearch:
    improvement, repeat until none improves;
 3. a row budget per query bounds the cost: when the next batch would exceed it, the beam narrows (down to one,
    which is plain forward selection by validity) and the swap phase stops.
+
+Sets whose only difference is an inert feature (its value routes like the masking value for every document of the
+query: auditor/explain/screen.py) have bit-identical masked scores, so each distinct set of non-inert features is
+scored once and the searches choose exactly as if every set had been scored; the row budget counts the rows
+actually scored. `candidates` = N restricts the validity search to the N features with the largest within-query
+TreeSHAP spread (not exact). The exhaustive optimum is the yardstick of the others and is never restricted that way.
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ import numpy as np
 
 from auditor.checks.validity import kendall_tau_b
 from auditor.explain.base import QueryView
-from auditor.masking import Masker, keep_masks
+from auditor.explain.greedy import feature_pool
+from auditor.explain.screen import SetScores
+from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
 
-def _validity(model: CountingRanker, query: QueryView, masker: Masker, sets: list[tuple[int, ...]]) -> np.ndarray:
-    return kendall_tau_b(query.scores, masker.masked_scores(model, query.X, keep_masks(sets, query.n_features)))
+def _validity(scorer: SetScores, query: QueryView, sets: list[tuple[int, ...]]) -> np.ndarray:
+    return kendall_tau_b(query.scores, scorer(sets))
 
 
 def _best(sets: list[tuple[int, ...]], values: np.ndarray, count: int) -> list[int]:
@@ -41,43 +49,43 @@ class ValiditySearch:
 
     name = "validity_search"
 
-    def __init__(self, *, beam: int = 5, swaps: bool = True, max_rows: int = 500_000) -> None:
+    def __init__(self, *, beam: int = 5, swaps: bool = True, max_rows: int = 500_000,
+                 candidates: int | None = None) -> None:
         self.beam = beam
         self.swaps = swaps
         self.max_rows = max_rows
+        self.candidates = candidates  # None: every feature (inert ones at no cost); N: the N screened
 
     def select(self, model: CountingRanker, query: QueryView, k: int, masker: Masker,
                rng: np.random.Generator) -> tuple[int, ...]:
-        n_features = query.n_features
-        k = min(k, n_features)
+        scorer = SetScores(model, query.X, masker)
+        pool = feature_pool(model, query, scorer.inert, self.candidates, k)
+        k = min(k, len(pool))
         rows_per_set = query.n_docs * masker.n_fill
-        used = 0
         beam: list[tuple[int, ...]] = [()]
         best_values = np.zeros(1)
         for _ in range(k):
             candidates: dict[frozenset[int], tuple[int, ...]] = {}
             for chosen in beam:
-                for f in range(n_features):
+                for f in pool:
                     if f not in chosen:
                         candidates.setdefault(frozenset((*chosen, f)), (*chosen, f))
             sets = list(candidates.values())
-            affordable = max(n_features, (self.max_rows - used) // max(rows_per_set, 1))
-            if len(sets) > affordable:  # narrow the beam to fit the budget (never below one set)
+            affordable = max(len(pool), (self.max_rows - scorer.rows) // max(rows_per_set, 1))
+            if scorer.cost(sets) // max(rows_per_set, 1) > affordable:  # narrow the beam to fit the budget
                 width = max(1, len(beam) * affordable // len(sets))
                 sets = [s for s in sets if s[:-1] in set(beam[:width])]
-            values = _validity(model, query, masker, sets)
-            used += len(sets) * rows_per_set
+            values = _validity(scorer, query, sets)
             keep = _best(sets, values, self.beam)
             beam = [sets[i] for i in keep]
             best_values = values[keep]
         current, value = beam[0], float(best_values[0])
-        while self.swaps and 0 < len(current) < n_features:
+        while self.swaps and 0 < len(current) < len(pool):
             swaps = [tuple(b if m == a else m for m in current)
-                     for a in current for b in range(n_features) if b not in current]
-            if used + len(swaps) * rows_per_set > self.max_rows:
+                     for a in current for b in pool if b not in current]
+            if scorer.rows + scorer.cost(swaps) > self.max_rows:
                 break
-            values = _validity(model, query, masker, swaps)
-            used += len(swaps) * rows_per_set
+            values = _validity(scorer, query, swaps)
             top = _best(swaps, values, 1)[0]
             if values[top] <= value + 1e-12:
                 break
@@ -102,7 +110,7 @@ class Exhaustive:
         if not self.affordable(query.n_features, k):
             raise ValueError(f"{math.comb(query.n_features, k)} subsets exceed max_subsets={self.max_subsets}")
         subsets = list(itertools.combinations(range(query.n_features), k))
-        values = _validity(model, query, masker, subsets)
+        values = _validity(SetScores(model, query.X, masker), query, subsets)
         return subsets[_best(subsets, values, 1)[0]]
 
 

@@ -9,12 +9,20 @@ overlapping pairs one tree can hold {i, j} in one branch and {i, l} in another �
 exactly. Each effect is piecewise constant between the split thresholds of its own paths: a main effect is a table
 over the bins (-inf, c₁], (c₁, c₂], …, (c_m, +inf) of its cuts, plus one entry for a missing value (NaN); a pair
 is a 2-D table over both features' bins. Table entries are evaluated with the ensemble's own traversal at one
-representative value per bin (the bin's upper cut; just above the last cut; NaN), so they follow LightGBM's
-decision rule, missing-value routing included. Single-leaf trees (and LightGBM's boost-from-average offset held in
-them) go to the bias.
+representative value per bin, so they follow LightGBM's decision rule, missing-value routing included. Single-leaf
+trees (and LightGBM's boost-from-average offset held in them) go to the bias.
 
-Splits whose missing type is `Zero` (LightGBM's `zero_as_missing`) send 0 to a default side whatever the
-threshold; a bin table cannot hold that, so such models are refused (ILMART training never sets it).
+Exact for any thresholds. The traversal first reads the input as the library does (`read_inputs`: through float32
+for scikit-learn; |x| ≤ 1e-35, −0.0 included, as 0, LightGBM's kZeroThreshold filter), so a bin's representative
+must be a value that is still inside the bin once read: LightGBM writes "≤ 0" on a feature with negative values as
+the threshold −1.0000000180025095e-35, and that cut itself is read as 0, which lies in the next bin. Candidates are
+the upper cut, 0, the value just above the lower cut and the values just outside ±1e-35; the first one read inside
+the bin is used (all of them route alike through every split: they compare alike with every cut). A bin no input
+can reach (e.g. (−1e-35, 0) or (0, 1e-35], which only hold values read as 0) holds the value at its upper cut and is
+never looked up. Lookups read x the same way before finding its bin. With a split whose missing type is `Zero`
+(LightGBM's `zero_as_missing`), 0 goes to the default side whatever the threshold, so the feature gets the cuts
+−1e-35 and 0 as well: 0 then has its own bin (−1e-35, 0]. NaN has its own entry: each split routes it as LightGBM
+does (to the default side with missing type NaN or Zero, else as 0).
 """
 
 from __future__ import annotations
@@ -39,14 +47,16 @@ class Effect:
     cuts: tuple[np.ndarray, ...]
     values: np.ndarray
     n_leaves: int
+    float32_inputs: bool = False  # the ensemble reads rows through float32 (scikit-learn)
 
     @property
     def is_pair(self) -> bool:
         return len(self.features) == 2
 
     def bin_index(self, axis: int, x: np.ndarray) -> np.ndarray:
-        """The table index of each value on one axis (LightGBM reads |x| <= 1e-35 as 0; x <= cut goes left)."""
-        x = np.where(np.abs(x) <= _ZERO, 0.0, x)
+        """The table index of each value on one axis: x read as the traversal reads it (`read_inputs`), then
+        x <= cut goes left; NaN to the missing entry."""
+        x = read_inputs(x, self.float32_inputs)
         cuts = self.cuts[axis]
         index = np.searchsorted(cuts, x, side="left")
         return np.where(np.isnan(x), len(cuts) + 1, index)
@@ -55,6 +65,36 @@ class Effect:
         """The effect's value for every row of X (all features, model order)."""
         index = tuple(self.bin_index(a, X[:, f]) for a, f in enumerate(self.features))
         return self.values[index]
+
+
+def read_inputs(x: np.ndarray, float32_inputs: bool = False) -> np.ndarray:
+    """Values as the tree traversal reads them (auditor/trees.py `_leaf`): through float32 for scikit-learn
+    ensembles, then |x| <= 1e-35 (LightGBM's kZeroThreshold, −0.0 included) as 0. NaN stays NaN."""
+    x = np.asarray(x, dtype=np.float32 if float32_inputs else np.float64).astype(np.float64)
+    return np.where(np.abs(x) <= _ZERO, 0.0, x)
+
+
+def representatives(cuts: np.ndarray, float32_inputs: bool = False) -> np.ndarray:
+    """One value per bin (-inf, c₁], (c₁, c₂], …, (c_m, +inf) that is still inside its bin once read
+    (`read_inputs`), then NaN for the missing entry (module docstring)."""
+    below, above = np.nextafter(-_ZERO, -np.inf), np.nextafter(_ZERO, np.inf)
+    out = []
+    for i in range(len(cuts) + 1):
+        low = cuts[i - 1] if i > 0 else None
+        high = cuts[i] if i < len(cuts) else None
+        candidates = [c for c in (high, 0.0, None if low is None else np.nextafter(low, np.inf), below, above)
+                      if c is not None]
+        if float32_inputs:  # the float32 values nearest each candidate, from below and above
+            singles = np.asarray(candidates, dtype=np.float32)
+            candidates += [*np.nextafter(singles, np.float32(-np.inf)).tolist(),
+                           *np.nextafter(singles, np.float32(np.inf)).tolist(), *singles.tolist()]
+        read = read_inputs(np.asarray(candidates, dtype=np.float64), float32_inputs)
+        inside = (read > -np.inf if low is None else read > low) & (read <= np.inf if high is None else read <= high)
+        if inside.any():
+            out.append(float(np.asarray(candidates, dtype=np.float64)[np.argmax(inside)]))
+        else:  # no input can reach this bin: any value will do, it is never looked up
+            out.append(float(high if high is not None else np.nextafter(low, np.inf)))
+    return np.array([*out, np.nan])
 
 
 @dataclass(frozen=True)
@@ -101,8 +141,6 @@ def max_path_features(ensemble: TreeEnsemble) -> int:
 
 def decompose(ensemble: TreeEnsemble) -> Decomposition:
     """Group leaves by their path's feature set and tabulate each group (module docstring)."""
-    if np.any((ensemble.feature != LEAF) & (ensemble.missing == MISSING_ZERO)):
-        raise UnsupportedModel("splits with zero-as-missing routing")
     leaf_sets = path_feature_sets(ensemble)
     too_wide = [s for s in leaf_sets.values() if len(s) > 2]
     if too_wide:
@@ -126,7 +164,7 @@ def decompose(ensemble: TreeEnsemble) -> Decomposition:
 
 def _tabulate(ensemble: TreeEnsemble, features: tuple[int, ...], leaves: np.ndarray, weights: np.ndarray) -> Effect:
     cuts = tuple(_cuts(ensemble, leaves, f) for f in features)
-    reps = [np.concatenate([c, [np.nextafter(c[-1], np.inf), np.nan]]) for c in cuts]
+    reps = [representatives(c, ensemble.float32_inputs) for c in cuts]
     grids = np.meshgrid(*reps, indexing="ij")
     rows = np.zeros((grids[0].size, ensemble.n_features))
     for f, grid in zip(features, grids, strict=True):
@@ -136,10 +174,13 @@ def _tabulate(ensemble: TreeEnsemble, features: tuple[int, ...], leaves: np.ndar
     member = np.zeros(ensemble.feature.shape[0])
     member[leaves] = weights * ensemble.value[leaves]
     values = member[reached].sum(axis=1).reshape(grids[0].shape)
-    return Effect(features=features, cuts=cuts, values=values, n_leaves=len(leaves))
+    return Effect(features=features, cuts=cuts, values=values, n_leaves=len(leaves),
+                  float32_inputs=ensemble.float32_inputs)
 
 
 def _cuts(ensemble: TreeEnsemble, leaves: np.ndarray, feature: int) -> np.ndarray:
+    """The feature's split thresholds on the leaves' paths; with zero-as-missing routing also −1e-35 and 0, so
+    that 0 (which such a split sends to its default side) has a bin of its own."""
     nodes = set()
     for leaf in leaves:
         node = int(ensemble.parent[leaf])
@@ -147,7 +188,11 @@ def _cuts(ensemble: TreeEnsemble, leaves: np.ndarray, feature: int) -> np.ndarra
             if ensemble.feature[node] == feature:
                 nodes.add(node)
             node = int(ensemble.parent[node])
-    return np.unique(ensemble.threshold[sorted(nodes)])
+    nodes_list = sorted(nodes)
+    cuts = ensemble.threshold[nodes_list]
+    if np.any(ensemble.missing[nodes_list] == MISSING_ZERO):
+        cuts = np.concatenate([cuts, [-_ZERO, 0.0]])
+    return np.unique(cuts + 0.0)  # + 0.0: a −0.0 threshold is the cut 0
 
 
 def _leaf_indices(ensemble: TreeEnsemble, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
