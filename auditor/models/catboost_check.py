@@ -122,7 +122,8 @@ def _check(doc: dict[str, Any]) -> None:
             raise _Bad(where, "borders must be a list of finite numbers")
         if any(b <= a for a, b in pairwise(values)):
             raise _Bad(where, "borders are not in increasing order")
-        if feature.get("nan_value_treatment", "AsIs") not in _NAN:
+        treatment = feature.get("nan_value_treatment", "AsIs")
+        if not isinstance(treatment, str) or treatment not in _NAN:
             raise _Bad(where, f"nan_value_treatment is not one of {', '.join(sorted(_NAN))}")
         if not isinstance(feature.get("feature_id", ""), str):
             raise _Bad(where, "feature_id is not a string")

@@ -84,6 +84,10 @@ class OnnxRanker:
                 if scores.size != rows.shape[0]:
                     raise ValueError(f"the ONNX model returned {scores.size} scores for {rows.shape[0]} rows")
                 out[start:start + rows.shape[0]] = scores.reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(out))
+        if bad.size:  # a ranking of NaN is no ranking: say so rather than let every measure go quiet
+            raise ValueError(f"the ONNX model returned {out[bad[0]]} for {bad.size} of {out.size} rows (first: "
+                             f"row {bad[0]}); it needs inputs it can score (no missing values?)")
         return out
 
     def contributions(self, X: np.ndarray) -> None:

@@ -75,6 +75,7 @@ def check_graph(data: bytes, *, file: Path) -> Graph:
     if not model.HasField("graph") or model.ir_version <= 0:
         raise InputError("not an ONNX model (no graph)", file=file,
                          fix="save the model with `onnx.save(model, 'model.onnx')`")
+    _check_text(model, file)
     functions = {(f.domain, f.name) for f in model.functions}
     local = {domain for domain, _ in functions}
     for opset in model.opset_import:
@@ -96,6 +97,23 @@ def check_graph(data: bytes, *, file: Path) -> Graph:
                  opset=int(opset), n_nodes=len(model.graph.node),
                  producer=f"{model.producer_name} {model.producer_version}".strip(),
                  feature_names=_feature_names(model, n_features, file))
+
+
+def _check_text(model: Any, file: Path) -> None:
+    """Every text field (names, domains, operator types, metadata) is UTF-8: protobuf hands an invalid one over as
+    bytes, which ONNX Runtime would read as some other name."""
+    string = model.DESCRIPTOR.fields_by_name["producer_name"].type  # FieldDescriptor.TYPE_STRING
+    stack = [model]
+    while stack:
+        message = stack.pop()
+        for field, value in message.ListFields():
+            repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == 3  # protobuf < 5.28
+            values = value if repeated else [value]
+            if field.type == string and any(isinstance(v, bytes) for v in values):
+                raise InputError(f"a {field.name} in the model is not UTF-8 text", file=file,
+                                 fix="save the model again; the file is damaged or was edited")
+            if field.message_type is not None:
+                stack.extend(values)
 
 
 def _check_nodes(nodes: Any, functions: set[tuple[str, str]], where: str, file: Path) -> None:
