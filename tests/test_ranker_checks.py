@@ -221,9 +221,14 @@ def test_onnx_checker_refuses(case: str, tmp_path: Path) -> None:
 
 
 def test_onnx_feature_names_from_metadata_and_a_sound_graph(tmp_path: Path) -> None:
+    from onnx import helper
+
     (tmp_path / "m.onnx").write_bytes(_graph(_sum_nodes(), _axes()))
     ranker = load_onnx(tmp_path / "m.onnx")
     assert ranker.feature_names is None and ranker.predict(np.ones((3, 11))).tolist() == [11.0] * 3
+    explicit = [helper.make_node("ReduceSum", ["features", "axes"], ["score"], keepdims=0, domain="ai.onnx")]
+    (tmp_path / "explicit.onnx").write_bytes(_graph(explicit, _axes(), opsets=[helper.make_opsetid("ai.onnx", 17)]))
+    assert load_onnx(tmp_path / "explicit.onnx").predict(np.ones((1, 11))).tolist() == [11.0]
     assert load_onnx(RANKERS / "mlp.onnx").feature_names[:2] == ["genre_match", "price"]
 
 

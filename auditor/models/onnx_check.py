@@ -129,7 +129,7 @@ def _check_nodes(nodes: Any, functions: set[tuple[str, str]], where: str, file: 
             raise InputError(f"node '{node.name[:60]}' runs '{node.op_type[:60]}' from domain '{domain[:60]}', "
                              "which is not standard ONNX", file=file, where=place,
                              fix=f"{_EXPORT}; custom operators are not run (no custom-operator library is loaded)")
-        elif not onnx.defs.has(node.op_type, domain):
+        elif not onnx.defs.has(node.op_type, "" if domain == "ai.onnx" else domain):  # "" and ai.onnx: one domain
             raise InputError(f"node '{node.name[:60]}' runs '{node.op_type[:60]}', which is not an ONNX operator",
                              file=file, where=place, fix=_EXPORT)
         elif node.op_type in REFUSED_OPS and domain in ("", "ai.onnx"):
