@@ -32,9 +32,11 @@ rows are transposed (feature × row) and the contributions accumulated feature �
 are contiguous and branch-free: a split sets its children's hot masks for all rows at once, a leaf adds one
 feature's correction for all rows at once.
 
-Rows follow LightGBM's decision rule exactly as `TreeEnsemble` models it (|x| <= 1e-35 is 0, NaN becomes 0 unless
-the split routes NaN, default_left for the missing value), and the bias column is the cover-weighted mean leaf
-value of every tree (LightGBM's `Tree::ExpectedValue`), times the tree weights, plus the ensemble bias.
+Rows follow LightGBM's decision rule exactly as `TreeEnsemble` models it (|x| <= 1e-35 is 0 when the ensemble
+has LightGBM's `zero_filter`, NaN becomes 0 unless the split routes NaN, default_left for the missing value;
+XGBoost's and CatBoost's ensembles are stated in that form by `auditor.trees`), and the bias column is the
+cover-weighted mean leaf value of every tree (LightGBM's `Tree::ExpectedValue`), times the tree weights, plus the
+ensemble bias.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ class FastTreeShap:
         block = max(1, min(_BLOCK, -(-X.shape[0] // 8)))  # small inputs: still a task per thread
         _shap_rows(X, e.feature, e.threshold, e.left, e.right, e.default_left, e.missing, e.value, e.roots,
                    e.weight, t.ends, t.node_bit, t.first, t.leaf_start, t.leaf_k, t.leaf_table, t.leaf_feature,
-                   t.leaf_zero, t.leaf_ratio, t.table, block, out)
+                   t.leaf_zero, t.leaf_ratio, t.table, block, e.zero_filter, out)
         out[:, e.n_features] = t.expected
         return out
 
@@ -289,7 +291,7 @@ def _direct(k: int, hot: int, z: np.ndarray, feats: np.ndarray, v: float, phi: n
 
 @njit(cache=True, parallel=True)
 def _shap_rows(X, feature, threshold, left, right, default_left, missing, value, roots, weight, ends, node_bit, first,
-               leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, block, out):
+               leaf_start, leaf_k, leaf_table, leaf_feature, leaf_zero, leaf_ratio, table, block, zero_filter, out):
     """out[:, :F] = the contributions of every row (see the module docstring for the loop order)."""
     n_rows = X.shape[0]
     n_features = out.shape[1] - 1
@@ -304,7 +306,7 @@ def _shap_rows(X, feature, threshold, left, right, default_left, missing, value,
         for r in range(nb):
             for f in range(n_features):
                 x = X[r0 + r, f]
-                xt[f, r] = 0.0 if -_ZERO <= x <= _ZERO else x
+                xt[f, r] = 0.0 if zero_filter and -_ZERO <= x <= _ZERO else x
         phi = np.zeros((n_features, block))
         mask = np.empty((max_nodes, block), dtype=np.int64)  # hot mask of each node of the tree, per row
         total = np.empty((max_nodes, block))  # Σ v·G(O) over each node's tabulated leaves, per row

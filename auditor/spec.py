@@ -100,12 +100,17 @@ class AuditMeta(StrictModel):
                                                        "statement (e.g. a separate team, no part in building it).")
 
 
+ModelKindName = Literal["lightgbm", "sklearn", "xgboost", "catboost", "onnx", "callable"]  # models.KINDS, in order
+
+
 class ModelSpec(StrictModel):
     """The ranker under audit."""
 
-    path: InputFile | None = Field(None, description="Model file (LightGBM .txt/.json, scikit-learn .skops).")
-    kind: Literal["lightgbm", "sklearn", "callable"] | None = Field(
-        None, description="Model kind; inferred from the file name when left out.")
+    path: InputFile | None = Field(None, description="Model file (LightGBM .txt/.json, scikit-learn .skops, XGBoost "
+                                                     ".json/.ubj, CatBoost .cbm/.json, ONNX .onnx).")
+    kind: ModelKindName | None = Field(
+        None, description="Model kind; inferred from the file name when left out (a .json file is read as LightGBM: "
+                          "set `xgboost` or `catboost` for theirs).")
     entry: str | None = Field(None, description="`module:function` for kind `callable` (needs `trust: true`).")
     trust: bool = Field(False, description="Allow pickles and Python callables, which run code when loaded.")
     version: str | None = Field(None, min_length=1, description="The model's version in the owner's registry.")
@@ -122,12 +127,13 @@ class ModelSpec(StrictModel):
         if self.path is None:
             raise ValueError("give the model file in `path`")
         if self.kind is None:
-            suffix = self.path.suffix.lower()
-            kinds = {".txt": "lightgbm", ".json": "lightgbm", ".model": "lightgbm", ".lgb": "lightgbm",
-                     ".skops": "sklearn", ".pkl": "sklearn", ".pickle": "sklearn", ".joblib": "sklearn"}
-            if suffix not in kinds:
-                raise ValueError(f"cannot tell the model kind from '{self.path.name}'; set `kind`")
-            object.__setattr__(self, "kind", kinds[suffix])
+            from auditor.models import kind_from_suffix
+
+            kind = kind_from_suffix(self.path)
+            if kind is None:
+                raise ValueError(f"cannot tell the model kind from '{self.path.name}'; set `kind` (one of "
+                                 f"{', '.join(ModelKindName.__args__)})")
+            object.__setattr__(self, "kind", kind)
         return self
 
 

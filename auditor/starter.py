@@ -9,6 +9,7 @@ from pathlib import Path
 from auditor.data import infer_format
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
+from auditor.models import KINDS, kind_from_file, kind_from_suffix
 from auditor.policy import LoadedPack, load_pack
 
 
@@ -18,11 +19,20 @@ def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[
         if not path.is_file():
             raise InputError(f"no {what} file here", file=path, fix=f"give the path of the {what} file")
     fmt = infer_format(dataset)
+    kind = kind_from_file(model)
+    if kind is None:
+        names = ", ".join(f"{s} ({k.name})" for k in KINDS.values() for s in k.suffixes)
+        raise InputError("cannot tell which kind of model this is from its name", file=model,
+                         fix=f"give a model file ending in one of {names}, or .json (LightGBM, XGBoost or CatBoost)")
+    if kind == kind_from_suffix(model):
+        kind_line = f"  # kind: {kind}        # inferred from the file name ({KINDS[kind].label})"
+    else:
+        kind_line = f"  kind: {kind}          # {KINDS[kind].label}: a .json file is read as LightGBM unless set"
     packs = [load_pack(name, base_dir=Path.cwd()) for name in policies]
     base = spec_path.resolve().parent
     model_rel = Path(os.path.relpath(model.resolve(), base)).as_posix()
     data_rel = Path(os.path.relpath(dataset.resolve(), base)).as_posix()
-    evidence = _evidence_lines(packs, _feature_names(model))
+    evidence = _evidence_lines(packs, _feature_names(model, kind))
     csv_hint = ("\n  # CSV/Parquet columns (defaults shown):\n  # query_column: qid\n  # label_column: label\n"
                 "  # doc_id_column: doc_id\n") if fmt != "svmlight" else \
         "\n  # feature_names: features.txt   # one name a line (optional)\n"
@@ -45,6 +55,7 @@ audit:
 
 model:
   path: {_quote(model_rel)}
+{kind_line}
   # trust: false        # pickles and Python callables run code when loaded: only with trust: true
   # version: "2026.11.1" # the model's version in your registry
   # training_date: 2026-11-01
@@ -110,13 +121,13 @@ def _evidence_lines(packs: list[LoadedPack], features: list[str]) -> str:
 _SENSITIVE = re.compile(r"sponsor|paid|promot|commission|advert|boost", re.IGNORECASE)
 
 
-def _feature_names(model: Path) -> list[str]:
+def _feature_names(model: Path, kind: str) -> list[str]:
     """The model's feature names when it stores them (for guessing sensitive parameters); [] otherwise."""
     try:
         from auditor.models import load_model
         from auditor.spec import ModelSpec
 
-        ranker = load_model(ModelSpec(path=model.resolve()), base_dir=model.resolve().parent)
+        ranker = load_model(ModelSpec(path=model.resolve(), kind=kind), base_dir=model.resolve().parent)
         return list(ranker.feature_names or [])
     except Exception:  # a guess only: init must still write the spec
         return []

@@ -141,6 +141,8 @@ def tree_pickle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 runner = CliRunner()
+# What each model library prints when it logs natively: none of it may reach the terminal.
+NATIVE_LOG = ("[LightGBM]", "xgboost/src", "WARNING: ", "catboost/libs", "onnxruntime", "[W:onnx", "[E:onnx")
 
 
 def invoke(*args: str) -> Any:
@@ -554,6 +556,126 @@ def c_json_split_feature_beyond(tmp: Path) -> Case:
                                              "dump_model()"))
 
 
+RANKERS = EXAMPLE.parent / "rankers"
+
+
+def _xgboost_json(tmp: Path) -> dict[str, Any]:
+    return json.loads((RANKERS / "xgboost.json").read_text(encoding="utf-8"))
+
+
+def c_xgboost_split_feature_beyond(tmp: Path) -> Case:
+    model = _xgboost_json(tmp)
+    model["learner"]["gradient_booster"]["model"]["trees"][3]["split_indices"][0] = 50
+    path = tmp / "xgboost.json"
+    path.write_text(json.dumps(model), encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "xgboost.json", "kind": "xgboost"})
+    return Case(spec, path, "trees.3", ("node 0 splits on feature 50", "beyond the model's 11 features",
+                                        "booster.save_model('model.json')"))
+
+
+def c_xgboost_ubjson_cut(tmp: Path) -> Case:
+    import xgboost as xgb
+
+    booster = xgb.Booster()
+    booster.load_model(str(RANKERS / "xgboost.json"))
+    data = booster.save_raw("ubj")
+    path = tmp / "model.ubj"
+    path.write_bytes(bytes(data[:len(data) // 2]))
+    spec = write_spec(tmp, model={"path": "model.ubj"})
+    return Case(spec, path, None, ("XGBoost cannot load this model", "save the model again"))
+
+
+def c_xgboost_legacy_binary(tmp: Path) -> Case:
+    path = tmp / "model.bst"
+    path.write_bytes(b"binf" + bytes(range(256)) * 4)
+    spec = write_spec(tmp, model={"path": "model.bst"})
+    return Case(spec, path, None, ("legacy binary format is not read", "save it again with"))
+
+
+def c_catboost_cut(tmp: Path) -> Case:
+    data = (RANKERS / "catboost.cbm").read_bytes()
+    path = tmp / "model.cbm"
+    path.write_bytes(data[:len(data) // 2])
+    spec = write_spec(tmp, model={"path": "model.cbm"})
+    return Case(spec, path, None, ("CatBoost cannot load this model", "model.save_model('model.cbm')"))
+
+
+def c_catboost_leaf_values(tmp: Path) -> Case:
+    import catboost
+
+    model = catboost.CatBoost()
+    model.load_model(str(RANKERS / "catboost.cbm"))
+    model.save_model(str(tmp / "export.json"), format="json")
+    export = json.loads((tmp / "export.json").read_text(encoding="utf-8"))
+    (tmp / "export.json").unlink()
+    export["oblivious_trees"][4]["leaf_values"].pop()
+    path = tmp / "catboost.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    spec = write_spec(tmp, model={"path": "catboost.json", "kind": "catboost"})
+    return Case(spec, path, "oblivious_trees.4", ("4 splits need 16 leaf values", "save the model again"))
+
+
+def c_catboost_categorical(tmp: Path) -> Case:
+    import catboost
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = [[float(a), str(b)] for a, b in zip(rng.random(60), rng.integers(0, 3, 60), strict=True)]
+    model = catboost.CatBoost({"loss_function": "YetiRank", "iterations": 3, "verbose": False, "thread_count": 1,
+                               "allow_writing_files": False})
+    model.fit(catboost.Pool(rows, rng.integers(0, 3, 60), group_id=np.repeat(np.arange(6), 10), cat_features=[1]))
+    path = tmp / "cat.cbm"
+    model.save_model(str(path))
+    spec = write_spec(tmp, model={"path": "cat.cbm"})
+    return Case(spec, path, "features_info.categorical_features",
+                ("categorical, text and embedding features are not audited", "encode them as numbers"))
+
+
+def _onnx_bytes(nodes: list, inits: list, opsets: list | None = None) -> bytes:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", 11])],
+                              [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["rows"])], inits)
+    model = helper.make_model(graph, opset_imports=opsets or [helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def c_onnx_custom_op(tmp: Path) -> Case:
+    from onnx import helper
+
+    path = tmp / "model.onnx"
+    path.write_bytes(_onnx_bytes([helper.make_node("Score", ["features"], ["score"], domain="vendor.ops")], [],
+                                 [helper.make_opsetid("", 17), helper.make_opsetid("vendor.ops", 1)]))
+    spec = write_spec(tmp, model={"path": "model.onnx"})
+    return Case(spec, path, "opset_import", ("domain 'vendor.ops', which is not standard ONNX",
+                                             "custom operators are not run"))
+
+
+def c_onnx_loop(tmp: Path) -> Case:
+    from tests.test_ranker_checks import onnx_cases
+
+    path = tmp / "model.onnx"
+    path.write_bytes(onnx_cases()["loop"][0])
+    spec = write_spec(tmp, model={"path": "model.onnx"})
+    return Case(spec, path, "graph", ("is a Loop", "run time has no bound", "without Loop"))
+
+
+def c_onnx_feature_count(tmp: Path) -> Case:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["features", "axes"], ["score"], keepdims=0)], "g",
+                              [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", 12])],
+                              [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["rows"])],
+                              [numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp / "model.onnx").write_bytes(model.SerializeToString())
+    spec = write_spec(tmp, model={"path": "model.onnx"})
+    return Case(spec, tmp / "test.csv", None, ("the data has 11 features but the model expects 12",))
+
+
 CASES = [
     pytest.param(c_yaml_bad_indentation, id="yaml-bad-indentation"),
     pytest.param(c_unknown_top_key, id="unknown-top-key-datset"),
@@ -604,6 +726,15 @@ CASES = [
     pytest.param(c_model_split_feature_beyond, id="model-split-feature-beyond"),
     pytest.param(c_model_child_cycle, id="model-child-cycle"),
     pytest.param(c_json_split_feature_beyond, id="json-split-feature-beyond"),
+    pytest.param(c_xgboost_split_feature_beyond, id="xgboost-split-feature-beyond"),
+    pytest.param(c_xgboost_ubjson_cut, id="xgboost-ubjson-cut"),
+    pytest.param(c_xgboost_legacy_binary, id="xgboost-legacy-binary"),
+    pytest.param(c_catboost_cut, id="catboost-cbm-cut"),
+    pytest.param(c_catboost_leaf_values, id="catboost-json-leaf-values"),
+    pytest.param(c_catboost_categorical, id="catboost-categorical"),
+    pytest.param(c_onnx_custom_op, id="onnx-custom-op"),
+    pytest.param(c_onnx_loop, id="onnx-loop"),
+    pytest.param(c_onnx_feature_count, id="onnx-feature-count"),
 ]
 
 
@@ -642,7 +773,8 @@ def test_report_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pi
     result = invoke("report", str(case.spec), "--out", str(base / "out"), "--quiet", *case.args)
     assert_one_error_line(result, case)
     native = "".join(capfd.readouterr())  # what libraries wrote to the file descriptors, past CliRunner
-    assert "[LightGBM]" not in native, native
+    for marker in NATIVE_LOG:
+        assert marker not in native, native
     assert list((base / "out").iterdir()) == [], "the output folder must stay empty"
     assert snapshot(base) == before, "nothing may be written next to the inputs either"
     for path in case.absent:

@@ -393,3 +393,132 @@ def test_lightgbm_loader_on_bytes(folder: Path, data: bytes) -> None:
     path = folder / "model.txt"
     path.write_bytes(b"tree\n" + data)
     ends_well(lambda: _load_and_score(path), object)
+
+
+# --- XGBoost, CatBoost and ONNX models --------------------------------------------------------------------------------
+# As for LightGBM: a crash inside a library would kill pytest, so these rely on the defences they exercise (the
+# checkers, and the rehearsal in a throw-away process; tests/test_ranker_checks.py tests the rehearsal alone). A
+# model that loads is also scored, with contributions. The CatBoost rehearsal imports catboost (~1 s): fewer cases.
+RANKERS = EXAMPLE.parent / "rankers"
+FEW = settings(FUZZ, max_examples=_DEEP or 25)
+
+
+def _small_xgboost() -> dict[str, Any]:
+    doc = json.loads((RANKERS / "xgboost.json").read_text(encoding="utf-8"))
+    model = doc["learner"]["gradient_booster"]["model"]
+    model.update(trees=model["trees"][:3], tree_info=[0, 0, 0], iteration_indptr=[0, 1, 2, 3])
+    model["gbtree_model_param"]["num_trees"] = "3"
+    return doc
+
+
+def _small_catboost() -> dict[str, Any]:
+    import catboost
+
+    model = catboost.CatBoost()
+    model.load_model(str(RANKERS / "catboost.cbm"))
+    with tempfile.TemporaryDirectory() as name:
+        model.save_model(f"{name}/m.json", format="json")
+        doc = json.loads(Path(f"{name}/m.json").read_text(encoding="utf-8"))
+    doc["oblivious_trees"] = doc["oblivious_trees"][:3]
+    return doc
+
+
+XGB_SMALL, CB_SMALL = _small_xgboost(), _small_catboost()
+
+
+def _load_and_score_kind(kind: str, path: Path) -> Any:
+    from auditor.models import KINDS
+
+    ranker = KINDS[kind].load(path, False)
+    n = ranker.n_features or 11
+    rows = np.vstack([ROWS[:, :n], np.zeros((1, n))]) if n <= 11 else np.zeros((4, n))
+    if kind == "onnx":  # a network may score NaN as NaN (and then refuses the rows): finite rows only
+        rows = np.nan_to_num(rows)
+    assert np.isfinite(ranker.predict(rows)).all()
+    ranker.contributions(np.zeros((2, n)))
+    return ranker
+
+
+xgb_keys = st.sampled_from(["left_children", "right_children", "parents", "split_indices", "split_conditions",
+                            "default_left", "base_weights", "sum_hessian", "split_type", "tree_param", "id",
+                            "categories", "categories_nodes"])
+
+
+@FUZZ
+@given(tree=st.integers(0, 2), key=xgb_keys, index=st.integers(0, 12), value=json_values, whole=st.booleans(),
+       top=st.sampled_from([None, "num_feature", "num_class", "base_score", "num_target"]))
+def test_xgboost_json_on_changed_values(folder: Path, tree: int, key: str, index: int, value: Any, whole: bool,
+                                        top: str | None, capfd: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads(json.dumps(XGB_SMALL))
+    if top is not None:
+        doc["learner"]["learner_model_param"][top] = value
+    else:
+        node = doc["learner"]["gradient_booster"]["model"]["trees"][tree]
+        if whole or not isinstance(node.get(key), list) or not node[key]:
+            node[key] = value
+        else:
+            node[key][index % len(node[key])] = value
+    path = folder / "xgboost.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    ends_well(lambda: _load_and_score_kind("xgboost", path), object)
+    assert "xgboost/src" not in "".join(capfd.readouterr())
+
+
+def _ubjson() -> bytes:
+    import xgboost as xgb
+
+    booster = xgb.Booster()
+    booster.load_model(bytearray(json.dumps(XGB_SMALL).encode()))
+    return bytes(booster.save_raw("ubj"))
+
+
+UBJ = _ubjson()
+
+
+@FUZZ
+@given(cut=st.integers(0, len(UBJ)), flips=st.lists(st.tuples(st.integers(0, len(UBJ) - 1), st.integers(0, 255)),
+                                                    max_size=4))
+def test_xgboost_ubjson_on_corrupt_bytes(folder: Path, cut: int, flips: list[tuple[int, int]]) -> None:
+    data = bytearray(UBJ)
+    for at, value in flips:
+        data[at] = value
+    path = folder / "model.ubj"
+    path.write_bytes(bytes(data[:cut] if cut < len(UBJ) // 2 else data))
+    ends_well(lambda: _load_and_score_kind("xgboost", path), object)
+
+
+cb_split_keys = st.sampled_from(["border", "float_feature_index", "split_index", "split_type"])
+
+
+@FEW
+@given(tree=st.integers(0, 2), split=st.integers(0, 3), key=cb_split_keys, value=json_values,
+       leaf=st.sampled_from([None, "leaf_values", "leaf_weights"]), feature=st.integers(0, 10),
+       feature_key=st.sampled_from([None, "borders", "flat_feature_index", "feature_index", "nan_value_treatment"]))
+def test_catboost_json_on_changed_values(folder: Path, tree: int, split: int, key: str, value: Any, leaf: str | None,
+                                         feature: int, feature_key: str | None) -> None:
+    doc = json.loads(json.dumps(CB_SMALL))
+    if feature_key is not None:
+        doc["features_info"]["float_features"][feature][feature_key] = value
+    elif leaf is not None:
+        values = doc["oblivious_trees"][tree][leaf]
+        values[split % len(values)] = value
+    else:
+        doc["oblivious_trees"][tree]["splits"][split][key] = value
+    path = folder / "catboost.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    ends_well(lambda: _load_and_score_kind("catboost", path), object)
+
+
+ONNX_BYTES = (RANKERS / "mlp.onnx").read_bytes()
+
+
+@FUZZ
+@given(cut=st.integers(0, len(ONNX_BYTES)),
+       flips=st.lists(st.tuples(st.integers(0, len(ONNX_BYTES) - 1), st.integers(0, 255)), max_size=4))
+def test_onnx_on_corrupt_bytes(folder: Path, cut: int, flips: list[tuple[int, int]]) -> None:
+    data = bytearray(ONNX_BYTES)
+    for at, value in flips:
+        data[at] = value
+    path = folder / "model.onnx"
+    path.write_bytes(bytes(data[:cut] if cut < len(ONNX_BYTES) // 2 else data))
+    ends_well(lambda: _load_and_score_kind("onnx", path), object)

@@ -2,7 +2,8 @@
 carries in its decision paths (paper 001: value change along the path and split frequency), per document, laid
 out like the paper's Table 3, with accuracy by path depth and the top-K AUC curve.
 
-Only tree models (LightGBM boosters, scikit-learn trees) have decision paths; any other model is SKIPPED.
+Only tree models (LightGBM, scikit-learn trees, XGBoost, CatBoost) have decision paths; any other model (ONNX, a
+Python function) is SKIPPED.
 Definitions: `auditor/checks/decision_path.py` and docs/metrics.md (`decision_path.*`).
 """
 
@@ -19,6 +20,7 @@ from auditor.checks.decision_path import METRICS, NodeValues, auc_curve, ground_
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table, check_explanation_size
+from auditor.evidence.global_importance import reference_scores
 from auditor.evidence.local_explanations import ATTRIBUTION_BASES, KernelShapOptions, LimeOptions
 from auditor.explain.base import QueryView
 from auditor.report.plots import fmt, line_chart
@@ -94,7 +96,7 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     start = time.perf_counter()
     truth = ground_truth(ensemble, data.X[explained], values=options.node_values)  # only the explained documents
     position = {int(row): i for i, row in enumerate(explained)}
-    additivity = _additivity(ensemble, data.X, scores, options.node_values)
+    additivity = _additivity(ensemble, data.X, scores, options.node_values, reference_scores(ctx.model))
     gt_seconds = time.perf_counter() - start
     metrics = result.metrics
     metrics["decision_path.additivity.max_abs_error"] = additivity
@@ -228,32 +230,32 @@ def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: d
     return out
 
 
-def _additivity(ensemble: Any, X: np.ndarray, scores: np.ndarray, values: NodeValues, chunk: int = 50_000) -> float:
+def _additivity(ensemble: Any, X: np.ndarray, scores: np.ndarray, values: NodeValues, reference: Any,
+                chunk: int = 50_000) -> float:
     """max |bias + Σ value change − score| over every document, in chunks: the ground truth of all documents is
-    checked but never held (two documents × features arrays would be the audit's largest)."""
+    checked but never held (two documents × features arrays would be the audit's largest). For XGBoost the score
+    is the exact sum of its trees (`global_importance.reference_scores`)."""
     worst = 0.0
     for begin in range(0, X.shape[0], chunk):
         truth = ground_truth(ensemble, X[begin:begin + chunk], values=values)
-        worst = max(worst, float(np.max(np.abs(truth.bias + truth.value_change.sum(axis=1)
-                                               - scores[begin:begin + chunk]))))
+        target = reference(X[begin:begin + chunk], scores[begin:begin + chunk])
+        worst = max(worst, float(np.max(np.abs(truth.bias + truth.value_change.sum(axis=1) - target))))
     return worst
 
 
 def tree_ensemble(model: Any) -> tuple[Any, str]:
-    """The model's trees in array form, or (None, why not)."""
-    from auditor.trees import TreeEnsemble, UnsupportedModel
+    """The model's trees in array form (`Ranker.tree_ensemble()`, which tree models have), or (None, why not)."""
+    from auditor.trees import UnsupportedModel
 
     kind = getattr(model, "kind", "?")
-    inner = getattr(model, "inner", model)
+    build = getattr(getattr(model, "inner", model), "tree_ensemble", None)
+    if build is None:
+        return None, (f"a '{kind}' model has no decision paths to take a ground truth from; decision-path accuracy "
+                      "needs a tree model (LightGBM, scikit-learn trees, XGBoost or CatBoost)")
     try:
-        if kind == "lightgbm" and getattr(inner, "booster", None) is not None:
-            return TreeEnsemble.from_lightgbm(inner.booster.dump_model()), ""
-        if kind == "sklearn" and getattr(inner, "estimator", None) is not None:
-            return TreeEnsemble.from_sklearn(inner.estimator), ""
+        return build(), ""
     except UnsupportedModel as exc:
         return None, f"this tree model has a part the decision-path ground truth does not cover: {exc}"
-    return None, (f"a '{kind}' model has no decision paths to take a ground truth from; decision-path accuracy needs "
-                  "a tree model (LightGBM or scikit-learn trees)")
 
 
 def explanation(raw: np.ndarray, x: np.ndarray, sampler: Any, kind: str, form: str) -> np.ndarray:

@@ -3,9 +3,12 @@ most important first) match the model's actual main parameters?
 
 The measured order comes from exact TreeSHAP (as `global_importance`): the within-query view (what changes the
 order of documents inside a query) is the headline, the per-query view a second source, and an interpretable
-surrogate's importance a third when the `surrogate` evidence ran earlier in the audit. Reported: rank correlation of
-the declared order with each measured order, influential parameters that are not declared, declared parameters
-that are not main ones, and how stable the measured order is across bootstrap samples of queries.
+surrogate's importance a third when the `surrogate` evidence ran earlier in the audit. A model without exact
+TreeSHAP (ONNX, a Python function) is measured the same way on the surrogate's exact per-document contributions,
+when the `surrogate` evidence ran earlier (else SKIPPED, saying so); the note gives the surrogate's fidelity.
+Reported: rank correlation of the declared order with each measured order, influential parameters that are not
+declared, declared parameters that are not main ones, and how stable the measured order is across bootstrap
+samples of queries.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ class DisclosureConsistencyOptions(EvidenceOptions):
 
 HOW_TO_READ = (
     "The declared list is what the business tells users about how results are ordered. The measured order is how "
-    "much each feature moves documents within their query (TreeSHAP). Kendall's tau compares the two orders over "
+    "much each feature moves documents within their query (TreeSHAP; for a model without it, its surrogate's). "
+    "Kendall's tau compares the two orders over "
     "the declared parameters (1: same order, 0: unrelated, −1: reversed). An undeclared influential parameter is a "
     "main parameter, with at least the stated share of the importance, that the declaration leaves out. Stability "
     "re-measures the order on bootstrap samples of queries: a low value means the order itself is uncertain."
@@ -58,17 +62,33 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     check(options, data)
     names = list(data.feature_names)
     summary = importance_by_query(ctx)
-    if summary is None:
-        result.status = "skipped"
-        result.error = f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with"
-        return result
+    surrogate = _surrogate_importance(ctx)
+    if summary is None:  # no exact TreeSHAP (ONNX, a Python function): measure on the surrogate's contributions
+        from auditor.surrogate import importance_by_query as surrogate_summary
+
+        measured = surrogate_summary(ctx)
+        if measured is None:
+            result.status = "skipped"
+            result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with: "
+                            "list the `surrogate` evidence before `disclosure_consistency` to measure them on its "
+                            "interpretable surrogate")
+            return result
+        summary, tau = measured
+        surrogate = None  # the headline is the surrogate already: no third source repeating it
+        result.metrics["disclosure.measured_on_surrogate"] = 1.0
+        result.notes.append(f"This '{ctx.model.kind}' model has no exact TreeSHAP, so the measured order is the "
+                            "surrogate's: its exact contributions per document (a pair effect's split evenly "
+                            f"between its two features). The surrogate orders documents like the model with mean "
+                            f"Kendall tau {tau:.3f} (the `surrogate` evidence): read the order only as far as that "
+                            "agreement goes.")
+    else:
+        result.metrics["disclosure.measured_on_surrogate"] = 0.0
     declared = [names.index(f) for f in options.declared]
     views = summary.views()
     sources = {"within_query": views["within_query"], "per_query": views["per_query"]}
-    surrogate = _surrogate_importance(ctx)
     if surrogate is not None:
         sources["surrogate"] = surrogate
-    else:
+    elif result.metrics["disclosure.measured_on_surrogate"] == 0.0:
         result.notes.append("No surrogate importance: list the `surrogate` evidence before `disclosure_consistency` "
                             "in the spec to compare the declaration with the surrogate's effects too.")
 

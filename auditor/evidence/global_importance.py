@@ -9,16 +9,17 @@ Exact TreeSHAP contributions φ give three views of a feature's importance:
 
 For LightGBM, φ comes from our `auditor.fast_treeshap.FastTreeShap` (the same values as LightGBM's `pred_contrib`
 to 1e-9, several times faster: docs/benchmarks.md), or from `pred_contrib` itself below `FAST_TREESHAP_MIN_DOCS`
-documents and for models the array form does not cover; for scikit-learn trees from shap's TreeExplainer. The
-table note names the one used.
+documents and for models the array form does not cover; for scikit-learn trees from shap's TreeExplainer; for
+XGBoost and CatBoost from FastTreeShap on their array form always (their `contributions`). The table note names
+the one used.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import Field
@@ -84,6 +85,11 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
 
     metrics = result.metrics
     metrics["global_importance.additivity.max_abs_error"] = additivity
+    rounding = ""
+    if hasattr(getattr(ctx.model, "inner", ctx.model), "reference_scores"):  # a library that sums in float32
+        metrics["global_importance.score_rounding.max_abs"] = passed.rounding
+        rounding = (f" (to the exact sum of the trees; {ctx.model.kind} sums them in float32, so its scores differ "
+                    f"from that sum by up to {passed.rounding:.1e})")
     within = shares["within_query"]
     order = np.argsort(-within, kind="stable")
     main_count = int(np.searchsorted(np.cumsum(within[order]), options.share_for_main - 1e-12) + 1)
@@ -102,7 +108,7 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
               for r, f in enumerate(order[: options.top])],
         note=("Sorted by the within-query view"
               + (f"; {len(names) - options.top} more features in evidence.json" if len(names) > options.top else "")
-              + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}. TreeSHAP by {method}."),
+              + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}{rounding}. TreeSHAP by {method}."),
     ))
     result.records = [
         {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": _r(views[view][f]) for view in views},
@@ -335,10 +341,11 @@ class _Pass:
     features would be 1.1 GB), only per-query summaries and the φ of the rows the figures show."""
 
     summary: ImportanceByQuery
-    additivity: float  # max |Σφ + bias − score| over all documents
+    additivity: float  # max |Σφ + bias − score| over all documents (score: `reference_scores`)
     query_means: np.ndarray  # Q × F: mean φ per query (to centre the plotted rows)
     kept: np.ndarray  # φ of the kept rows, in their (sorted) order
     method: str
+    rounding: float = 0.0  # max |exact sum of the trees − the library's score| (XGBoost's float32 sums)
 
 
 def _query_chunks(query_ptr: np.ndarray, chunk: int) -> list[tuple[int, int]]:
@@ -380,8 +387,8 @@ def _contribution_chunks(ctx: AuditContext, chunk: int) -> tuple[Iterator[tuple[
     if fast is not None:
         method = "auditor's FastTreeShap (equal to LightGBM's pred_contrib to 1e-9)"
     else:
-        method = {"lightgbm": "LightGBM's pred_contrib", "sklearn": "shap's TreeExplainer"}.get(
-            ctx.model.kind, f"the '{ctx.model.kind}' model's own contributions")
+        method = getattr(getattr(ctx.model, "inner", ctx.model), "contributions_method",
+                         f"the '{ctx.model.kind}' model's own contributions")
     return stream(), method
 
 
@@ -405,17 +412,27 @@ def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> 
     ptr, scores = ctx.data.query_ptr, ctx.scores()
     summaries = _Summaries(ctx.data.n_features)
     kept = np.empty((keep.size, ctx.data.n_features))
-    additivity = 0.0
+    additivity = rounding = 0.0
+    reference = reference_scores(ctx.model)
     for qa, qb, part in parts:
         start, stop = ptr[qa], ptr[qb]
         phi = part[:, :-1]
-        additivity = max(additivity, float(np.max(np.abs(phi.sum(axis=1) + part[:, -1] - scores[start:stop]),
-                                                  initial=0.0)))
+        target = reference(ctx.data.X[start:stop], scores[start:stop])
+        rounding = max(rounding, float(np.max(np.abs(target - scores[start:stop]), initial=0.0)))
+        additivity = max(additivity, float(np.max(np.abs(phi.sum(axis=1) + part[:, -1] - target), initial=0.0)))
         summaries.add(phi, ptr[qa:qb + 1] - start)
         here = np.flatnonzero((keep >= start) & (keep < stop))
         kept[here] = phi[keep[here] - start]
     return _Pass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(), kept=kept,
-                 method=method)
+                 method=method, rounding=rounding)
+
+
+def reference_scores(model: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """`(rows, scores) -> what TreeSHAP adds up to`: the model's own scores, or for a library that sums in float32
+    (XGBoost) the exact sum of its trees, once the array form has reproduced the library's scores bit for bit
+    (`XGBoostRanker.reference_scores`). The difference is reported as `global_importance.score_rounding.max_abs`."""
+    method = getattr(getattr(model, "inner", model), "reference_scores", None)
+    return method if method is not None else (lambda rows, scores: scores)
 
 
 def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:

@@ -319,7 +319,10 @@ def _screen_spread(ctx: AuditContext, options: LocalExplanationsOptions, methods
 
 
 def _is_tree(ctx: AuditContext) -> bool:
-    return ctx.model.kind in ("lightgbm", "sklearn")
+    """Whether the model has exact TreeSHAP: tree models have an array form, and XGBoost and CatBoost models say why
+    not (`trees_problem`) when theirs does not reproduce them."""
+    inner = getattr(ctx.model, "inner", ctx.model)
+    return hasattr(inner, "tree_ensemble") and not getattr(inner, "trees_problem", "")
 
 
 def explainers_for(options: LocalExplanationsOptions, *, sample_scale: float = 1.0) -> dict[str, Any]:

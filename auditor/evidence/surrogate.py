@@ -32,6 +32,7 @@ from pydantic import Field
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.evidence.global_importance import summarize
 from auditor.report.plots import (
     HeatAxis,
     LevelPanel,
@@ -46,7 +47,7 @@ from auditor.report.plots import (
     pair_heatmaps,
     step_curves,
 )
-from auditor.surrogate import IMPORTANCE_KEY
+from auditor.surrogate import IMPORTANCE_KEY, SUMMARY_KEY
 from auditor.surrogate.decompose import Decomposition, Effect, decompose, effect_name, effect_record
 from auditor.surrogate.fidelity import fidelity
 from auditor.surrogate.ilmart import IlmartConfig
@@ -125,6 +126,10 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
 
     main_fid = fidelity(fit.main_booster.predict(data.X, raw_score=True), blackbox, data.query_ptr)
     full_fid = fidelity(surrogate, blackbox, data.query_ptr)
+    taus = np.asarray(full_fid["kendall"], dtype=np.float64)
+    # For a model without exact TreeSHAP, disclosure_consistency measures the main parameters on these.
+    ctx.memo(SUMMARY_KEY, lambda: (summarize(_per_feature(contrib, parts, data.n_features), data.query_ptr),
+                                   float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan")))
     m = result.metrics
     for label, fid in (("", full_fid), ("main_effects.", main_fid)):
         for measure in ("kendall", "ndcg@10"):
@@ -288,3 +293,13 @@ def _bins(effect: Effect) -> str:
 
 def _r(value: float) -> float:
     return round(float(value), 6)
+
+
+def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> np.ndarray:
+    """Per-document contributions per feature (documents × features): each effect's contribution, a pair's split
+    evenly between its two features."""
+    out = np.zeros((contrib.shape[0], n_features))
+    for e, effect in enumerate(parts.effects):
+        for f in effect.features:
+            out[:, f] += contrib[:, e] / len(effect.features)
+    return out

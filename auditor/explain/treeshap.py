@@ -21,7 +21,8 @@ Mode = Literal["path", "interventional"]
 
 
 class TreeShap:
-    """`attribute` returns (len(docs) × F) TreeSHAP values; needs a LightGBM or scikit-learn tree model."""
+    """`attribute` returns (len(docs) × F) TreeSHAP values; needs a tree model (LightGBM, scikit-learn trees,
+    XGBoost, CatBoost)."""
 
     name = "treeshap"
 
@@ -41,10 +42,11 @@ class TreeShap:
         if self.mode == "path":
             contributions = model.contributions(X)
             if contributions is None:
-                raise ValueError(f"TreeSHAP needs a tree model (LightGBM or scikit-learn trees); this model is "
-                                 f"'{model.kind}': use kernelshap instead")
+                raise ValueError(f"TreeSHAP needs a tree model ({TREE_KINDS}); this model is '{model.kind}': use "
+                                 "kernelshap instead")
             return np.asarray(contributions, dtype=np.float64)[:, :-1]
         explainer, n_background = self._explainer(model, query.background)
+        X = _rows_for_shap(model, X)
         phi = np.asarray(explainer.shap_values(X, check_additivity=False), dtype=np.float64).reshape(X.shape)
         # shap evaluates the trees itself here, not through `model.predict`: interventional TreeSHAP walks every
         # (document, background row) pair through every tree, so it costs as much as scoring that many rows.
@@ -63,7 +65,7 @@ class TreeShap:
     def _explainer(self, model: CountingRanker, background: np.ndarray) -> tuple[Any, int]:
         import shap
 
-        rows = np.ascontiguousarray(self.background_rows(background))
+        rows = np.ascontiguousarray(_rows_for_shap(model, self.background_rows(background)))
         fingerprint = hashlib.sha1(rows.tobytes() + str(rows.shape).encode()).hexdigest()
         if self._cache is not None and self._cache[0] is model and self._cache[1] == fingerprint:
             return self._cache[2], self._cache[3]
@@ -78,12 +80,58 @@ class TreeShap:
         return explainer, n_background
 
 
+TREE_KINDS = "LightGBM, scikit-learn trees, XGBoost or CatBoost"
+
+
 def _tree_model(model: CountingRanker) -> Any:
-    """The library object shap understands: a LightGBM Booster or a fitted scikit-learn estimator."""
+    """What shap's TreeExplainer reads: a LightGBM Booster or a fitted scikit-learn estimator as they are; for
+    XGBoost and CatBoost, shap's dictionary form of our array form (`auditor.trees.TreeEnsemble`), which scores as
+    the library does (shap's own CatBoost reader fails in interventional mode with shap 0.51, and the array form
+    keeps XGBoost's and CatBoost's float32 routing: rows are rounded by `_rows_for_shap`)."""
     inner = model.inner
     for attribute in ("booster", "estimator"):
         found = getattr(inner, attribute, None)
-        if found is not None:
+        if found is not None and inner.kind in ("lightgbm", "sklearn"):
             return found
-    raise ValueError(f"TreeSHAP needs a tree model (LightGBM or scikit-learn trees); this model is '{model.kind}': "
-                     "use kernelshap instead")
+    if hasattr(inner, "tree_ensemble"):
+        from auditor.trees import UnsupportedModel
+
+        try:
+            return shap_model(inner.tree_ensemble())
+        except UnsupportedModel as exc:
+            raise ValueError(f"TreeSHAP cannot read this model: {exc}") from None
+    raise ValueError(f"TreeSHAP needs a tree model ({TREE_KINDS}); this model is '{model.kind}': use kernelshap "
+                     "instead")
+
+
+def _rows_for_shap(model: CountingRanker, X: np.ndarray) -> np.ndarray:
+    """Rows as the model reads them when shap walks our array form (float32 for XGBoost and CatBoost)."""
+    inner = model.inner
+    if inner.kind in ("lightgbm", "sklearn") or not hasattr(inner, "tree_ensemble"):
+        return X
+    return inner.tree_ensemble().rows(X)
+
+
+def shap_model(ensemble: Any) -> dict[str, Any]:
+    """shap's dictionary model of a `TreeEnsemble` whose splits all send NaN to a default side (XGBoost, CatBoost):
+    shap routes x <= threshold left and a missing value to `children_default`, as the array form does."""
+    from auditor.trees import MISSING_NAN, UnsupportedModel
+
+    internal = ensemble.feature >= 0
+    if np.any(internal & (ensemble.missing != MISSING_NAN)) or ensemble.zero_filter:
+        raise UnsupportedModel("splits whose missing-value routing shap's tree format cannot state")
+    bounds = [*ensemble.roots.tolist(), ensemble.feature.shape[0]]
+    trees = []
+    for t in range(ensemble.n_trees):
+        a, b = bounds[t], bounds[t + 1]
+        leaf = ensemble.feature[a:b] < 0
+        left = np.where(leaf, -1, ensemble.left[a:b] - a)
+        right = np.where(leaf, -1, ensemble.right[a:b] - a)
+        trees.append({"children_left": left, "children_right": right,
+                      "children_default": np.where(ensemble.default_left[a:b], left, right),
+                      "features": np.where(leaf, -2, ensemble.feature[a:b]),
+                      "thresholds": ensemble.threshold[a:b].astype(np.float64),
+                      "values": (ensemble.value[a:b] * ensemble.weight[t]).reshape(-1, 1),
+                      "node_sample_weight": ensemble.count[a:b].astype(np.float64)})
+    return {"trees": trees, "base_offset": float(ensemble.bias), "tree_output": "raw_value",
+            "input_dtype": np.float64, "internal_dtype": np.float64}

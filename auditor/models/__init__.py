@@ -1,16 +1,96 @@
-"""Model loaders: every kind ends in a `Ranker`. Pickles and Python callables only with explicit trust."""
+"""Model loaders: every kind ends in a `Ranker`. Pickles and Python callables only with explicit trust.
+
+`KINDS` is the registry: each model kind, the file suffixes that name it unambiguously, and its loader. The spec's
+`model.kind` choices, the inference from a file name and `auditor init` read it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from auditor.models.base import CountingRanker, Ranker
 
 if TYPE_CHECKING:
     from auditor.spec import ModelSpec
 
-__all__ = ["CountingRanker", "Ranker", "load_model"]
+__all__ = ["KINDS", "CountingRanker", "Ranker", "kind_from_file", "kind_from_suffix", "load_model"]
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    name: str
+    label: str
+    suffixes: tuple[str, ...]  # file suffixes that name this kind alone (`.json` names none: several write it)
+    load: Callable[[Path, bool], Ranker] | None  # (path, trust) -> Ranker; None for `callable` (no file)
+
+
+def _lightgbm(path: Path, trust: bool) -> Ranker:
+    from auditor.models.lightgbm import load_lightgbm
+
+    return load_lightgbm(path)
+
+
+def _sklearn(path: Path, trust: bool) -> Ranker:
+    from auditor.models.sklearn import load_sklearn
+
+    return load_sklearn(path, trust=trust)
+
+
+def _xgboost(path: Path, trust: bool) -> Ranker:
+    from auditor.models.xgboost import load_xgboost
+
+    return load_xgboost(path)
+
+
+def _catboost(path: Path, trust: bool) -> Ranker:
+    from auditor.models.catboost import load_catboost
+
+    return load_catboost(path)
+
+
+def _onnx(path: Path, trust: bool) -> Ranker:
+    from auditor.models.onnx import load_onnx
+
+    return load_onnx(path)
+
+
+KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (
+    ModelKind("lightgbm", "LightGBM text model or JSON dump", (".txt", ".model", ".lgb"), _lightgbm),
+    ModelKind("sklearn", "scikit-learn tree model (skops; pickle with trust)", (".skops", ".pkl", ".pickle",
+                                                                                ".joblib"), _sklearn),
+    ModelKind("xgboost", "XGBoost JSON or UBJSON model", (".ubj", ".bst"), _xgboost),
+    ModelKind("catboost", "CatBoost .cbm model or JSON export", (".cbm",), _catboost),
+    ModelKind("onnx", "ONNX graph (run with ONNX Runtime on CPU)", (".onnx",), _onnx),
+    ModelKind("callable", "Python function module:function (with trust)", (), None),
+)}
+
+
+def kind_from_suffix(path: Path) -> str | None:
+    """The kind a file name alone says (`.json` says `lightgbm`, as before other kinds existed; a file's content
+    tells the JSON kinds apart: `kind_from_file`)."""
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return "lightgbm"
+    return next((kind.name for kind in KINDS.values() if suffix in kind.suffixes), None)
+
+
+def kind_from_file(path: Path) -> str | None:
+    """The kind by the file's name, and for `.json` by its first kilobytes: XGBoost's model starts with a `learner`
+    object, CatBoost's export with `features_info`, LightGBM's dump with `name: tree`. For `auditor init`."""
+    if path.suffix.lower() != ".json":
+        return kind_from_suffix(path)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    for key, kind in ((b'"learner"', "xgboost"), (b'"features_info"', "catboost"), (b'"oblivious_trees"', "catboost"),
+                      (b'"tree_info"', "lightgbm"), (b'"name"', "lightgbm")):
+        if key in head:
+            return kind
+    return "lightgbm"
 
 
 def load_model(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None) -> Ranker:
@@ -19,11 +99,6 @@ def load_model(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None)
 
         return load_callable(ref.entry or "", trust=ref.trust, search_path=base_dir, n_features=None,
                              spec_file=spec_file)
-    assert ref.path is not None  # guaranteed by ModelSpec's validator
-    if ref.kind == "sklearn":
-        from auditor.models.sklearn import load_sklearn
-
-        return load_sklearn(ref.path, trust=ref.trust)
-    from auditor.models.lightgbm import load_lightgbm
-
-    return load_lightgbm(ref.path)
+    assert ref.path is not None and ref.kind is not None  # guaranteed by ModelSpec's validator
+    loader: Any = KINDS[ref.kind].load
+    return loader(ref.path, ref.trust)

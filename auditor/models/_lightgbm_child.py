@@ -1,6 +1,6 @@
 """Rehearse loading a LightGBM model in a throw-away process (run as a script, standard library only).
 
-`python -I -S _lightgbm_child.py LIB MEMORY_LIMIT < model.txt` loads LIB (LightGBM's shared library, the very file
+`python -I -S _lightgbm_child.py MEMORY_LIMIT LIB < model.txt` loads LIB (LightGBM's shared library, the very file
 the auditor's process uses) through ctypes, with no site-packages and no auditor code, and does with the model
 text what `lightgbm.Booster(model_str=...)` does: parse it, read its parameters section and its pandas line as
 JSON; then it scores a few rows. It prints one JSON line: {"ok": true, ...} or {"ok": false, "stage": ...,
@@ -25,7 +25,7 @@ DTYPE_FLOAT64 = 1
 
 
 def main() -> int:
-    library, memory = sys.argv[1], int(sys.argv[2])
+    memory, library = int(sys.argv[1]), sys.argv[2]
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -77,3 +78,37 @@ class CountingRanker:
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+
+def thread_count() -> int:
+    """Threads one model call may use: the calling thread's budget, one inside an executor's worker, else every
+    CPU this process may run on (`auditor.executor.thread_budget`)."""
+    from auditor.executor import thread_budget
+
+    return thread_budget()
+
+
+AGREEMENT = 1e-9  # array form and library agree to this, relative to max(1, |score|)
+
+
+def checked_ensemble(build: Callable[[], Any], predict: Callable[[np.ndarray], np.ndarray], *, library: str,
+                     rows: int = 512) -> tuple[Any, str]:
+    """A tree model's array form (`auditor.trees.TreeEnsemble`) and "" — or None and why not — after checking that
+    it scores probe rows (values at, just below and just above every threshold, 0, NaN) as the library does.
+
+    The tree evidence (TreeSHAP, decision paths) reads the array form; this check is what makes it the model.
+    A model the array form does not cover, or one it does not reproduce, keeps its library predictions and has
+    its tree evidence SKIPPED with the reason."""
+    from auditor.trees import UnsupportedModel, probe_rows
+
+    try:
+        ensemble = build()
+    except UnsupportedModel as exc:
+        return None, f"this {library} model has a part the tree evidence does not cover: {exc}"
+    probes = probe_rows(ensemble, np.random.default_rng(0), rows)
+    ours, theirs = ensemble.predict(probes), np.asarray(predict(probes), dtype=np.float64).reshape(-1)
+    error = float(np.max(np.abs(ours - theirs) / np.maximum(1.0, np.abs(theirs)), initial=0.0))
+    if not error <= AGREEMENT:
+        return None, (f"the tree arrays read from this {library} model do not reproduce its scores (relative error "
+                      f"{error:.3g} on probe rows), so no tree evidence is computed from them")
+    return ensemble, ""

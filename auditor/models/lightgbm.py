@@ -62,6 +62,15 @@ class LightGBMRanker:
         """LightGBM's own TreeSHAP (`pred_contrib`): exact, and what shap's TreeExplainer calls underneath."""
         return np.asarray(self.booster.predict(X, pred_contrib=True, **_threads(), **_QUIET), dtype=np.float64)
 
+    contributions_method = "LightGBM's pred_contrib"
+
+    def tree_ensemble(self) -> Any:
+        """The array form (`auditor.trees.TreeEnsemble`) from LightGBM's own dump; UnsupportedModel for parts it does
+        not cover (categorical splits, linear trees)."""
+        from auditor.trees import TreeEnsemble
+
+        return TreeEnsemble.from_lightgbm(self.booster.dump_model())
+
     def describe(self) -> dict[str, Any]:
         params = self.booster.params or {}
         dump_objective = _objective_from_model(self.booster)
@@ -105,6 +114,12 @@ def load_lightgbm(path: Path) -> LightGBMRanker:
             problem = "nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
             raise InputError(f"not a LightGBM JSON dump ({problem})", file=path,
                              fix="use the output of LightGBM's `Booster.dump_model()`") from None
+        other = {"learner": "xgboost", "features_info": "catboost"}
+        for key, kind in other.items():
+            if isinstance(dump, dict) and key in dump:
+                raise InputError(f"this is {'an XGBoost' if kind == 'xgboost' else 'a CatBoost'} model, read as "
+                                 "LightGBM because a .json file is LightGBM unless the spec says otherwise",
+                                 file=path, fix=f"set `model.kind: {kind}` in the spec")
         model_str = json_dump_to_model_string(dump, path)
         try:
             check_model_text(model_str, file=path)

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 from itertools import pairwise
 from pathlib import Path
 
 from auditor.errors import InputError
+from auditor.models.rehearsal import rehearse
 
 MAX_LEAVES = 131_072  # LightGBM's own limit on num_leaves
 MAX_DEPTH = 512  # LightGBM's TreeSHAP and JSON dump, and the dump's reader, recurse once per level
@@ -550,40 +548,5 @@ def rehearse_load(text: str, *, file: Path) -> None:
         return
     data = text.encode("utf-8")
     memory = 2048 * MiB + 16 * len(data)  # address space: the interpreter, OpenMP, and the parsed trees
-    timeout = REHEARSAL_SECONDS + len(data) / MiB
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run([sys.executable, "-I", "-S", str(CHILD), library, str(memory)], input=data,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        raise InputError(f"LightGBM did not finish loading this model in {timeout:.0f} s", file=file,
-                         fix=_SAVE_AGAIN) from None
-    except OSError as exc:  # pragma: no cover - no interpreter to start
-        raise InputError(f"cannot start a process to check the model ({exc.strerror})", file=file,
-                         fix="check the Python installation") from None
-    try:
-        outcome = json.loads(done.stdout.decode("utf-8").strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        outcome = None
-    if done.returncode == 0 and isinstance(outcome, dict) and outcome.get("ok"):
-        return
-    if isinstance(outcome, dict) and "error" in outcome:
-        message = str(outcome["error"]).splitlines()[0] if outcome["error"] else "unknown error"
-        if "bad_alloc" in message or "MemoryError" in message:
-            message = f"out of memory under the {memory / MiB:.0f} MiB allowed"
-        raise InputError(f"LightGBM cannot load this model ({outcome.get('stage')}: {message})", file=file,
-                         fix=_SAVE_AGAIN)
-    raise InputError(f"LightGBM crashed loading this model ({_signal_name(done.returncode)})", file=file,
-                     fix=_SAVE_AGAIN)
-
-
-def _signal_name(code: int) -> str:
-    if code < 0:
-        import signal
-
-        try:
-            return signal.Signals(-code).name
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit code {code}"
+    rehearse(CHILD, [library], data, file=file, library="LightGBM", fix=_SAVE_AGAIN, memory=memory,
+             timeout=REHEARSAL_SECONDS + len(data) / MiB, site_packages=False)

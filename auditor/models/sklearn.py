@@ -52,6 +52,13 @@ class SklearnTreeRanker:
         bias = np.full((X.shape[0], 1), float(np.ravel(self._explainer.expected_value)[0]))
         return np.hstack([phi, bias])
 
+    contributions_method = "shap's TreeExplainer"
+
+    def tree_ensemble(self) -> Any:
+        from auditor.trees import TreeEnsemble
+
+        return TreeEnsemble.from_sklearn(self.estimator)
+
     def describe(self) -> dict[str, Any]:
         import sklearn
 

@@ -27,7 +27,7 @@ does (to the default side with missing type NaN or Zero, else as 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -197,11 +197,7 @@ def _cuts(ensemble: TreeEnsemble, leaves: np.ndarray, feature: int) -> np.ndarra
 
 def _leaf_indices(ensemble: TreeEnsemble, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
     """Leaves reached by each row in the given trees only (a sub-ensemble shares the node arrays)."""
-    sub = TreeEnsemble(feature=ensemble.feature, threshold=ensemble.threshold, left=ensemble.left,
-                       right=ensemble.right, parent=ensemble.parent, default_left=ensemble.default_left,
-                       missing=ensemble.missing, value=ensemble.value, count=ensemble.count,
-                       roots=ensemble.roots[trees].astype(np.int32), n_features=ensemble.n_features,
-                       float32_inputs=ensemble.float32_inputs)
+    sub = replace(ensemble, roots=ensemble.roots[trees].astype(np.int32), weight=None, bias=0.0)
     return sub.leaf_indices(rows)
 
 
