@@ -295,8 +295,10 @@ def test_report_parts(marketplace: RankingData) -> None:
     titles = [t.title for t in result.tables]
     assert titles == ["Exposure against merit, by group", "Fair-ranking measures",
                       "Queries with the largest over-exposure"]
-    worst = result.tables[2]
-    assert len(worst.rows) == 4 and worst.body_rows == 3 and worst.rows[0][1] == "own_brand = 1"
+    worst = result.tables[2]  # detail: in the appendix only
+    assert len(worst.rows) == 4 and worst.body_rows == 0 and worst.rows[0][1] == "own_brand = 1"
+    excess = [float(row[6].split()[0].replace("\u2212", "-")) for row in worst.rows]
+    assert excess == sorted(excess, reverse=True) and excess[0] > 0
     figure = result.figures[0]
     assert 'role="img"' in figure.svg and "own_brand = 1 gets" in figure.description
     assert "Over-exposed beyond merit: own_brand = 1" in result.summary
@@ -318,7 +320,7 @@ def test_other_attention_models_and_merit(marketplace: RankingData) -> None:
 @pytest.mark.parametrize(("options", "where", "problem"), [
     ({"group": ["own_brnd"]}, "group.0", "did you mean 'own_brand'"),
     ({"group": ["merit"]}, "group.0", "distinct values: it is not a group"),
-    ({"group": ["own_brand"], "own": {"proxy": 1}}, "own", "not one of the group columns"),
+    ({"own": {"own_brnd": 1}}, "own.0", "did you mean 'own_brand'"),
     ({"group": ["own_brand"], "own": {"own_brand": 2}}, "own", "never takes the value 2"),
     ({"group": ["own_brand"], "relevance": "merit"}, "relevance", "negative or missing"),
 ])
@@ -326,6 +328,14 @@ def test_bad_options_are_input_errors(marketplace: RankingData, options: dict, w
     with pytest.raises(InputError) as error:
         exposure_evidence.check(exposure_evidence.ExposureOptions(**options), marketplace)
     assert error.value.where == where and problem in f"{error.value.problem} {error.value.fix}"
+
+
+def test_own_products_are_a_group_of_their_own(marketplace: RankingData) -> None:
+    ctx = AuditContext(data=marketplace, model=CountingRanker(Linear(2.0)), seed=3)
+    alone = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(own={"own_brand": 1}, resamples=200))
+    both = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(group=["own_brand"], own={"own_brand": 1},
+                                                                          resamples=200))
+    assert alone.metrics == both.metrics
 
 
 def test_spec_level_option_errors() -> None:

@@ -40,10 +40,10 @@ from auditor.report.plots import fmt, fmt_positions, fmt_share, fmt_value, is_ye
 
 class ExposureOptions(EvidenceOptions):
     group: list[str] = Field([], description="Feature columns whose values form the groups, categorical or 0/1 "
-                                             "(e.g. an own-brand flag, a seller tier, a sponsored flag).")
+                                             "(e.g. a seller tier, a sponsored flag).")
     own: dict[str, float] = Field({}, description="The platform's own products: {column: value}, e.g. {own_brand: 1}; "
-                                                  "their figures are also reported as exposure.own.* (DMA Art. 6(5), "
-                                                  "P2B Art. 7).")
+                                                  "the column is a group, and the value's figures are also reported "
+                                                  "as exposure.own.* (DMA Art. 6(5), P2B Art. 7).")
     attention: Literal["log", "geometric", "cascade"] | list[float] = Field(
         "log", description="Attention of each position: log = 1/log2(1 + rank), geometric = patience^(rank − 1), "
                            "cascade (stops at relevant documents, as expected reciprocal rank), or a list of "
@@ -58,10 +58,14 @@ class ExposureOptions(EvidenceOptions):
         "ideal", description="A group's merit share: its share of the attention in the ideal order by relevance "
                              "(equally relevant documents taking turns; default), or of the total relevance.")
     counterfactual: bool = Field(True, description="Re-rank with the group feature set alike for every document.")
-    top_queries: int = Field(10, ge=1, le=100, description="Queries listed with the largest over-exposure.")
+    top_queries: int = Field(5, ge=1, le=100, description="Queries listed with the largest over-exposure, per group.")
     max_values: int = Field(20, ge=2, le=100, description="Most distinct values a group column may take.")
     queries: int | None = Field(None, ge=2, description="Sample of queries (seeded); default: all.")
     resamples: int = Field(2000, ge=100, le=100_000, description="Bootstrap resamples of queries for intervals.")
+
+    def groups(self) -> list[str]:
+        """The group columns: `group`, then the column `own` names when it is not among them."""
+        return [*self.group, *(c for c in self.own if c not in self.group)]
 
     @field_validator("own")
     @classmethod
@@ -81,14 +85,11 @@ class ExposureOptions(EvidenceOptions):
 
 
 HOW_TO_READ = (
-    "Each position of a ranking gets a share of the user's attention (by default 1/log2(1 + rank), none past the "
-    "cut-off). A group's exposure share is the share of a query's attention its documents get; its merit share is "
-    "the share they would get if the documents were ordered by relevance (equally relevant ones taking turns). "
-    "The ratio is 1 when a group gets the attention its relevance earns and above 1 when it is over-exposed. The "
-    "counterfactual sets the group feature to the same value for every document and re-ranks: what is left of the "
-    "over-exposure is earned by the documents' other features; what goes away is the model's use of the group "
-    "feature. Averages over the queries in which the group competes with other documents; 95% bootstrap intervals "
-    "over queries."
+    "A group's exposure share is the share of a query's attention (by position) its documents get; its merit share "
+    "the share they would get in the order by relevance. Ratio 1: the attention its relevance earns; above 1: "
+    "over-exposed. Setting the group feature alike for every document and re-ranking shows what the feature itself "
+    "is worth: what remains of the over-exposure comes from the documents' other features. 95% intervals over "
+    "queries."
 )
 
 _MAX_ROWS = 1_000_000
@@ -108,12 +109,13 @@ def check(options: ExposureOptions, data: RankingData) -> None:
     """Group and relevance columns are features of the data, groups have few values, `own` names one of them and
     a value it takes (bad input, found before any evidence runs)."""
     check_feature_names(options.group, data.feature_names, key="group")
+    check_feature_names(list(options.own), data.feature_names, key="own")
     names = list(data.feature_names)
-    for index, name in enumerate(options.group):
+    for index, name in enumerate(options.groups()):
         distinct = np.unique(data.X[:, names.index(name)])
         if len(distinct) > options.max_values:
             raise InputError(f"'{name}' takes {len(distinct)} distinct values: it is not a group",
-                             where=f"group.{index}",
+                             where=f"group.{index}" if name in options.group else "own",
                              fix=f"name a categorical or 0/1 column (at most `max_values`: {options.max_values} "
                                  "values), or bin it into a few groups first")
     if options.relevance is not None:
@@ -123,9 +125,6 @@ def check(options: ExposureOptions, data: RankingData) -> None:
             raise InputError(f"'{options.relevance}' has negative or missing values", where="relevance",
                              fix="relevance (merit) must be a non-negative number for every document")
     for column, value in options.own.items():
-        if column not in options.group:
-            raise InputError(f"'{column}' is not one of the group columns", where="own",
-                             fix=f"add '{column}' to `group`, or name one of {options.group}")
         taken = data.X[:, names.index(column)]
         if not np.any(taken == value):
             shown = ", ".join(value_name(v) for v in np.unique(taken)[:8])
@@ -136,9 +135,10 @@ def check(options: ExposureOptions, data: RankingData) -> None:
 def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     data = ctx.data
     result = EvidenceResult(name="exposure", how_to_read=HOW_TO_READ)
-    if not options.group:
+    if not options.groups():
         result.status = "skipped"
-        result.error = "no group column given; list them under `group` (e.g. an own-brand flag)"
+        result.error = "no group column given; name the own products under `own` (e.g. {own_brand: 1}) or list " \
+                       "group columns under `group`"
         return result
     check(options, data)
     names = list(data.feature_names)
@@ -158,7 +158,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     query_of_row = np.repeat(np.arange(len(queries)), sizes)
     X, scores, relevance = data.X[rows], ctx.scores()[rows], np.asarray(relevance_all[rows], dtype=np.float64)
     attention = _attention(options, relevance)
-    features = [names.index(g) for g in options.group]
+    features = [names.index(g) for g in options.groups()]
     values = [np.unique(X[:, f]) for f in features]
     swept = _counterfactual_scores(ctx, X, features, values) if options.counterfactual else [None] * len(features)
 
@@ -188,9 +188,12 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
                 for q in np.flatnonzero(contested)}
             group_rows.append(_group_row(label, figures, int(contested.sum())))
             figure_rows.append((label, figures))
-            measure_rows.append([f"disparate treatment ratio, {label} vs the rest", "Singh & Joachims 2018",
-                                 *_shown(figures["disparate_treatment"]), "1 = exposure in proportion to relevance"])
             focus.append((name, value, v, label, actual, cf, contested))
+        shown = _focus(focus, name, options)
+        if shown is not None:
+            measure_rows.append([f"disparate treatment, {shown[3]} vs the rest (Singh & Joachims 2018)",
+                                 *_shown(stats[(name, value_name(shown[1]))]["disparate_treatment"]),
+                                 "1 = exposure ∝ relevance"])
         measure_rows.extend(_group_measures(result, name, actual, mixed, rng, options.resamples))
     _document_measures(result, actual, rng, options.resamples)
     _aggregates(result, stats, options)
@@ -293,22 +296,15 @@ def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixe
     keep = mixed & np.isfinite(actual.awrf)
     if keep.sum() < 2:
         return []
-    rows = []
     fair = bootstrap_of_means(actual.awrf[keep][:, None], mean, rng, n_resamples=resamples)
     _put(result, f"{key}.awrf.mean", fair)
-    rows.append([f"attention-weighted rank fairness (AWRF), {name}", "TREC Fair Ranking 2021–22", *_shown(fair),
-                 "1 = attention shared as merit; floor 0.307"])
+    parts = []
     for j, part in enumerate(("loss", "disparity", "relevance")):
-        stat = bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples)
-        _put(result, f"{key}.expected_exposure.{part}.mean", stat)
-        rows.append([f"expected exposure {_EE[part]}, {name} groups", "Diaz et al. 2020", *_shown(stat),
-                     _EE_READ[part]])
-    return rows
-
-
-_EE = {"loss": "loss EE-L", "disparity": "disparity EE-D", "relevance": "relevance EE-R"}
-_EE_READ = {"loss": "0 = exposure as merit", "disparity": "lower = attention more equal",
-            "relevance": "higher = attention on merit"}
+        parts.append(bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples))
+        _put(result, f"{key}.expected_exposure.{part}.mean", parts[-1])
+    return [[f"AWRF, {name} (TREC Fair Ranking 2021–22)", *_shown(fair), "1 = as merit; floor 0.307"],
+            [f"expected exposure loss EE-L, {name} (Diaz et al. 2020)", *_shown(parts[0]),
+             f"0 = as merit; EE-D {fmt(parts[1][0])}, EE-R {fmt(parts[2][0])}"]]
 
 
 def _document_measures(result: EvidenceResult, actual: QueryGroups, rng: np.random.Generator, resamples: int) -> None:
@@ -381,8 +377,9 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
                 f"of the queries' attention against a merit share of {fmt_share(s['merit_share'][0])}: ratio "
                 f"{fmt(r)} (95% interval {fmt(low)}–{fmt(high)}){remains}.",
                 severity="major",
-                citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5) — no more favourable ranking of the gatekeeper's own "
-                          "products" if is_own else
+                citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5) — no more favourable ranking of a gatekeeper's own "
+                          "products; Reg. (EU) 2019/1150 (P2B) Art. 7 — differentiated treatment of own goods"
+                          if is_own else
                           "Reg. (EU) 2022/2065 (DSA) Art. 34(1)(b) — systemic risks to non-discrimination"),
                 judged_by=judged, value=r, interval=(low, high))
         change = s.get("counterfactual.share_change")
@@ -416,22 +413,20 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
     merit = ("its share of the attention in the ideal order by relevance" if options.merit == "ideal" else
              "its share of the total relevance")
     relevance = f"'{options.relevance}'" if options.relevance else "the labels"
-    columns = ["group", "queries", "exposure share", "merit share", "ratio (95% interval)"]
+    columns = ["group", "exposure share", "merit share", "ratio (95% interval)"]
     if options.counterfactual:
-        columns += ["exposure, group feature set alike", "change from the feature (95% interval)",
-                    "positions it is worth (mean, worst)"]
+        columns += ["change from the feature (95% interval)", "positions worth (worst)"]
     result.tables.append(Table(
         title="Exposure against merit, by group",
         columns=columns, rows=[row[:len(columns)] for row in group_rows],
         note=(f"{len(queries)} queries; attention {model}, {cut}; merit: {merit} ({relevance}). A group counts in "
-              "the queries where it competes with other documents. 'Positions it is worth': how far its documents "
-              "drop, on average and at worst, when the group feature is set alike for every document.")))
+              f"the queries where it competes with others ({_counts(group_rows)}). Change, positions: what setting "
+              "the group feature alike for every document takes from the group's share and positions.")))
     if measure_rows:
         result.tables.append(Table(
-            title="Fair-ranking measures", columns=["measure", "source", "value", "95% interval", "reads"],
+            title="Fair-ranking measures", columns=["measure", "value", "95% interval", "reads"],
             rows=measure_rows,
-            note="Expected exposure of a deterministic ranking: the model ranks the same way every time, so its "
-                 "disparity is the largest any policy with these positions has (Diaz et al. 2020)."))
+            note="The model ranks the same way every time: its expected exposure is that of one ranking."))
     if figure_rows:
         shown = [label for label, _ in figure_rows]
         merit_shares = [s["merit_share"][0] for _, s in figure_rows]
@@ -441,10 +436,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
         result.figures.append(Figure(
             title="Exposure against merit, by group",
             svg=share_dots(shown, merit_shares, exposure_shares, intervals, cf),
-            caption="Open circle: the share of attention a group's relevance earns; dot: the share it gets (red when "
-                    "more, blue when less; band: 95% interval)"
-                    + ("; grey diamond: the share it would get with the group feature set alike for every document."
-                       if cf is not None else "."),
+            caption="Circle: the share a group's relevance earns; dot: the share it gets (band: 95% interval)"
+                    + ("; diamond: with the group feature set alike for every document." if cf is not None else "."),
             description="Dot plot of exposure and merit shares per group: " + "; ".join(
                 f"{label} gets {fmt_share(e)} of the attention against a merit share of {fmt_share(m)}"
                 + (f", {fmt_share(c)} with the group feature set alike" if cf is not None else "")
@@ -469,19 +462,25 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
     result.summary = text
 
 
+def _focus(focus: list, name: str, options: ExposureOptions) -> tuple | None:
+    """The value of group column `name` the report details: the own products when named, else the largest ratio."""
+    items = [item for item in focus if item[0] == name]
+    own = [item for item in items if name in options.own and value_name(item[1]) == value_name(options.own[name])]
+    if own:
+        return own[0]
+
+    def ratio_of(item: tuple) -> float:
+        es, ms = item[4].exposure_share[item[6], item[2]], item[4].merit_share[item[6], item[2]]
+        return float(np.mean(es) / np.mean(ms)) if np.mean(ms) > 0 else -np.inf
+
+    return max(items, key=ratio_of) if items else None
+
+
 def _over_exposed(data: RankingData, queries: list[int], focus: list, options: ExposureOptions) -> Table:
-    """The queries with the largest exposure share above merit share, for the own products (when named) or, per
-    group column, the value with the largest ratio. The whole table goes to the appendix, the first rows here."""
-    own = {(c, value_name(v)) for c, v in options.own.items()}
-    chosen = [f for f in focus if (f[0], value_name(f[1])) in own]
-    if not chosen:
-        best: dict[str, tuple] = {}
-        for item in focus:
-            es, ms = item[4].exposure_share[item[6], item[2]], item[4].merit_share[item[6], item[2]]
-            score = float(np.mean(es) / np.mean(ms)) if np.mean(ms) > 0 else -np.inf
-            if item[0] not in best or score > best[item[0]][0]:
-                best[item[0]] = (score, item)
-        chosen = [item for _, item in best.values()]
+    """The queries with the largest exposure share above merit share, for the value `_focus` picks per group column:
+    detail, in the report's appendix (and evidence.json) only."""
+    chosen = [item for name in dict.fromkeys(item[0] for item in focus)
+              if (item := _focus(focus, name, options)) is not None]
     rows = []
     for _name, _value, v, label, actual, cf, contested in chosen:
         excess = np.where(contested, actual.exposure_share[:, v] - actual.merit_share[:, v], -np.inf)
@@ -497,20 +496,22 @@ def _over_exposed(data: RankingData, queries: list[int], focus: list, options: E
     columns = ["query", "group", "its documents", "documents", "exposure share", "merit share", "above merit"]
     if options.counterfactual:
         columns.append("group feature set alike")
-    return Table(title="Queries with the largest over-exposure", columns=columns, rows=rows, body_rows=3,
-                 note="Per query: the group's share of the attention minus the share its relevance earns, in "
-                      "percentage points.")
+    return Table(title="Queries with the largest over-exposure", columns=columns, rows=rows, body_rows=0,
+                 note="Above merit: the group's share of the query's attention minus the share its relevance earns.")
+
+
+def _counts(group_rows: list) -> str:
+    return ", ".join(f"{label}: {n} queries" for label, n in ((row[0], row[-1]) for row in group_rows))
 
 
 def _group_row(label: str, s: dict, n_queries: int) -> list:
-    row = [label, n_queries, fmt_share(s["exposure_share"][0]), fmt_share(s["merit_share"][0]),
-           _with_interval(s["ratio"], fmt)]
+    """A row of the group table; its last cell (the queries counted) goes to the note."""
+    row = [label, fmt_share(s["exposure_share"][0]), fmt_share(s["merit_share"][0]), _with_interval(s["ratio"], fmt)]
     if "counterfactual.exposure_share" in s:
         worth, worst = s["counterfactual.rank_shift.mean"][0], s["counterfactual.rank_shift.max"][0]
-        row += [fmt_share(s["counterfactual.exposure_share"][0]),
-                _with_interval(s["counterfactual.share_change"], _points),
+        row += [_with_interval(s["counterfactual.share_change"], _points),
                 f"{fmt_positions(worth)} ({int(worst)})"]
-    return row
+    return [*row, n_queries]
 
 
 def _label(name: str, value: float, unit: str | None) -> str:

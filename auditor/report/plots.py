@@ -560,7 +560,7 @@ def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence
     it by a line, and, when measured, the exposure share with the group feature set alike for every document (grey
     diamond). Shares on a 0–100% axis."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.95 + 0.34 * max(len(labels), 1)))
+        fig, ax = plt.subplots(figsize=(6.4, 0.7 + 0.3 * max(len(labels), 1)))
         rows = np.arange(len(labels))[::-1]
         for y, m, e, (low, high) in zip(rows, merit, exposure, intervals, strict=True):
             color = _UP if e > m else _DOWN
@@ -574,7 +574,7 @@ def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence
                               label="merit share"),
                    plt.Line2D([], [], marker="o", linestyle="", color=_UP, label="exposure share (95% interval)")]
         if counterfactual is not None:
-            ax.scatter(list(counterfactual), rows, marker="D", color=_GREY, s=20, zorder=2)
+            ax.scatter(list(counterfactual), rows - 0.28, marker="D", color=_GREY, s=18, zorder=2)  # below the row
             handles.append(plt.Line2D([], [], marker="D", linestyle="", color=_GREY,
                                       label="exposure, group feature set alike"))
         ax.set_yticks(rows, [_short(label, 36) for label in labels])
