@@ -85,11 +85,9 @@ class ExposureOptions(EvidenceOptions):
 
 
 HOW_TO_READ = (
-    "A group's exposure share is the share of a query's attention (by position) its documents get; its merit share "
-    "the share they would get in the order by relevance. Ratio 1: the attention its relevance earns; above 1: "
-    "over-exposed. Setting the group feature alike for every document and re-ranking shows what the feature itself "
-    "is worth: what remains of the over-exposure comes from the documents' other features. 95% intervals over "
-    "queries."
+    "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
+    "they would get in the order by relevance; ratio 1: what its relevance earns. Re-ranking with the group feature "
+    "set alike for every document shows what the feature itself is worth. 95% intervals over queries."
 )
 
 _MAX_ROWS = 1_000_000
@@ -191,9 +189,9 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
             focus.append((name, value, v, label, actual, cf, contested))
         shown = _focus(focus, name, options)
         if shown is not None:
-            measure_rows.append([f"disparate treatment, {shown[3]} vs the rest (Singh & Joachims 2018)",
-                                 *_shown(stats[(name, value_name(shown[1]))]["disparate_treatment"]),
-                                 "1 = exposure ∝ relevance"])
+            measure_rows.append(f"disparate treatment of {shown[3]} "
+                                f"{_with_interval(stats[(name, value_name(shown[1]))]['disparate_treatment'], fmt)} "
+                                "(Singh & Joachims 2018; 1 = exposure in proportion to relevance)")
         measure_rows.extend(_group_measures(result, name, actual, mixed, rng, options.resamples))
     _document_measures(result, actual, rng, options.resamples)
     _aggregates(result, stats, options)
@@ -290,7 +288,7 @@ def _value_stats(result: EvidenceResult, key: str, actual: QueryGroups, cf: dict
 
 
 def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixed: np.ndarray,
-                    rng: np.random.Generator, resamples: int) -> list[list]:
+                    rng: np.random.Generator, resamples: int) -> list[str]:
     """AWRF and group expected exposure over the queries that hold at least two values of the group."""
     key = f"exposure.{metric_name(name)}"
     keep = mixed & np.isfinite(actual.awrf)
@@ -302,9 +300,10 @@ def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixe
     for j, part in enumerate(("loss", "disparity", "relevance")):
         parts.append(bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples))
         _put(result, f"{key}.expected_exposure.{part}.mean", parts[-1])
-    return [[f"AWRF, {name} (TREC Fair Ranking 2021–22)", *_shown(fair), "1 = as merit; floor 0.307"],
-            [f"expected exposure loss EE-L, {name} (Diaz et al. 2020)", *_shown(parts[0]),
-             f"0 = as merit; EE-D {fmt(parts[1][0])}, EE-R {fmt(parts[2][0])}"]]
+    return [f"AWRF of {name} {_with_interval(fair, fmt)} (TREC Fair Ranking 2021–22; 1 = attention shared as merit, "
+            "floor 0.307)",
+            f"expected exposure of {name} groups: loss {_with_interval(parts[0], fmt)}, disparity {fmt(parts[1][0])}, "
+            f"relevance {fmt(parts[2][0])} (Diaz et al. 2020; loss 0 = exposure as merit)"]
 
 
 def _document_measures(result: EvidenceResult, actual: QueryGroups, rng: np.random.Generator, resamples: int) -> None:
@@ -373,9 +372,9 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
                            f"{fmt(s['counterfactual.ratio'][0])}")
             result.detect(
                 "group-over-exposed", f"Documents with {label} get more attention than their relevance earns",
-                f"{label}{' (the platform’s own products)' if is_own else ''} gets {fmt_share(s['exposure_share'][0])} "
-                f"of the queries' attention against a merit share of {fmt_share(s['merit_share'][0])}: ratio "
-                f"{fmt(r)} (95% interval {fmt(low)}–{fmt(high)}){remains}.",
+                f"{label}{' (own products)' if is_own else ''} gets {fmt_share(s['exposure_share'][0])} of the "
+                f"attention against a merit share of {fmt_share(s['merit_share'][0])}: ratio {fmt(r)} (95% interval "
+                f"{fmt(low)}–{fmt(high)}){remains}.",
                 severity="major",
                 citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5) — no more favourable ranking of a gatekeeper's own "
                           "products; Reg. (EU) 2019/1150 (P2B) Art. 7 — differentiated treatment of own goods"
@@ -387,11 +386,11 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
             shift = s["counterfactual.rank_shift.mean"][0]
             result.detect(
                 "model-uses-group-feature", f"The model lifts documents with {label} because of {column}",
-                f"Setting {column} to the same value for every document and re-ranking moves {label} from "
-                f"{fmt_share(s['exposure_share'][0])} to {fmt_share(s['counterfactual.exposure_share'][0])} of the "
-                f"attention (change {_points(change[0])}, 95% interval {_points(change[1])} to {_points(change[2])}); "
-                f"its documents would drop {fmt_positions(shift).lstrip('+')} positions on average. The difference "
-                f"is the model's use of {column}, not the documents' other qualities.",
+                f"With {column} set alike for every document, {label} would get "
+                f"{fmt_share(s['counterfactual.exposure_share'][0])} of the attention instead of "
+                f"{fmt_share(s['exposure_share'][0])} (change {_with_interval(change, _points)}) and its documents "
+                f"{fmt_positions(shift).lstrip('+')} positions less on average: the model's use of {column}, not the "
+                "documents' other qualities.",
                 severity="major",
                 citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5); Reg. (EU) 2019/1150 (P2B) Art. 7 — differentiated "
                           "treatment of own products" if is_own else
@@ -419,14 +418,10 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
     result.tables.append(Table(
         title="Exposure against merit, by group",
         columns=columns, rows=[row[:len(columns)] for row in group_rows],
-        note=(f"{len(queries)} queries; attention {model}, {cut}; merit: {merit} ({relevance}). A group counts in "
-              f"the queries where it competes with others ({_counts(group_rows)}). Change, positions: what setting "
-              "the group feature alike for every document takes from the group's share and positions.")))
-    if measure_rows:
-        result.tables.append(Table(
-            title="Fair-ranking measures", columns=["measure", "value", "95% interval", "reads"],
-            rows=measure_rows,
-            note="The model ranks the same way every time: its expected exposure is that of one ranking."))
+        note=(f"{len(queries)} queries; attention {model}, {cut}; merit: {merit} ({relevance}); a group counts where "
+              f"it competes with others ({_counts(group_rows)}). Change, positions: what setting the group feature "
+              "alike for every document takes from the group."
+              + (" Fair-ranking measures: " + "; ".join(measure_rows) + "." if measure_rows else ""))))
     if figure_rows:
         shown = [label for label, _ in figure_rows]
         merit_shares = [s["merit_share"][0] for _, s in figure_rows]
@@ -443,7 +438,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
                 + (f", {fmt_share(c)} with the group feature set alike" if cf is not None else "")
                 for label, m, e, c in zip(shown, merit_shares, exposure_shares, cf or [math.nan] * len(shown),
                                           strict=True)) + "."))
-    result.tables.append(_over_exposed(data, queries, focus, options))
+    _over_exposed(result, data, queries, focus, options)
     over = [(k, s) for k, s in stats.items() if s and math.isfinite(s["ratio"][1]) and s["ratio"][1] > 1]
     uses = [(k, s) for k, s in stats.items() if s and "counterfactual.share_change" in s
             and math.isfinite(s["counterfactual.share_change"][1]) and s["counterfactual.share_change"][1] > 0]
@@ -476,28 +471,27 @@ def _focus(focus: list, name: str, options: ExposureOptions) -> tuple | None:
     return max(items, key=ratio_of) if items else None
 
 
-def _over_exposed(data: RankingData, queries: list[int], focus: list, options: ExposureOptions) -> Table:
-    """The queries with the largest exposure share above merit share, for the value `_focus` picks per group column:
-    detail, in the report's appendix (and evidence.json) only."""
+def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int], focus: list,
+                  options: ExposureOptions) -> None:
+    """The `top_queries` queries with the largest exposure share above merit share, for the value `_focus` picks per
+    group column: every figure in evidence.json (`records`), the first three in a note of the section."""
     chosen = [item for name in dict.fromkeys(item[0] for item in focus)
               if (item := _focus(focus, name, options)) is not None]
-    rows = []
-    for _name, _value, v, label, actual, cf, contested in chosen:
+    for name, value, v, label, actual, cf, contested in chosen:
         excess = np.where(contested, actual.exposure_share[:, v] - actual.merit_share[:, v], -np.inf)
-        for q in np.argsort(-excess, kind="stable")[:options.top_queries]:
-            if not np.isfinite(excess[q]):
-                break
-            row = [data.query_ids[queries[q]], label, int(actual.count[q, v]), int(actual.count[q].sum()),
-                   fmt_share(actual.exposure_share[q, v]), fmt_share(actual.merit_share[q, v]),
-                   _points(excess[q])]
-            if cf is not None:
-                row.append(fmt_share(cf["share"][q, v]))
-            rows.append(row)
-    columns = ["query", "group", "its documents", "documents", "exposure share", "merit share", "above merit"]
-    if options.counterfactual:
-        columns.append("group feature set alike")
-    return Table(title="Queries with the largest over-exposure", columns=columns, rows=rows, body_rows=0,
-                 note="Above merit: the group's share of the query's attention minus the share its relevance earns.")
+        top = [q for q in np.argsort(-excess, kind="stable")[:options.top_queries] if np.isfinite(excess[q])]
+        for q in top:
+            result.records.append({
+                "kind": "over_exposed_query", "group": name, "value": value_name(value),
+                "query": data.query_ids[queries[q]], "group_documents": int(actual.count[q, v]),
+                "documents": int(actual.count[q].sum()), "exposure_share": _r(actual.exposure_share[q, v]),
+                "merit_share": _r(actual.merit_share[q, v]), "excess": _r(excess[q]),
+                "counterfactual_exposure_share": None if cf is None else _r(cf["share"][q, v])})
+        if top:
+            result.notes.append(f"Largest over-exposure of {label}: " + "; ".join(
+                f"query {data.query_ids[queries[q]]}, {fmt_share(actual.exposure_share[q, v])} of the attention "
+                f"against a merit share of {fmt_share(actual.merit_share[q, v])}" for q in top[:3])
+                + f" (the {len(top)} largest in evidence.json).")
 
 
 def _counts(group_rows: list) -> str:
@@ -532,12 +526,8 @@ def _with_interval(stat: tuple[float, float, float], show) -> str:
     value, low, high = stat
     if not math.isfinite(low):
         return show(value)
-    return f"{show(value)} [{show(low)}, {show(high)}]"
-
-
-def _shown(stat: tuple[float, float, float]) -> list:
-    value, low, high = stat
-    return [fmt(value), f"[{fmt(low)}, {fmt(high)}]" if math.isfinite(low) else "—"]
+    unit = " pp" if show is _points else ""
+    return f"{show(value)} [{show(low).removesuffix(unit)}, {show(high).removesuffix(unit)}]"
 
 
 def _r(value: float) -> float:
