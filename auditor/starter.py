@@ -110,6 +110,10 @@ def _evidence_lines(packs: list[LoadedPack], features: list[str]) -> str:
             guessed = [f for f in features if _SENSITIVE.search(f)]
             options = (f"{{sensitive: [{', '.join(guessed)}]}}   # paid or otherwise sensitive parameters"
                        + ("" if guessed else " (TO FILL)"))
+        elif name == "exposure":
+            guessed = [f for f in features if _OWN.search(f)][:1]
+            options = (f"{{group: [{guessed[0]}], own: {{{guessed[0]}: 1}}}}   # the platform's own products (flag = 1)"
+                       if guessed else "{group: []}   # TO FILL: group columns, e.g. an own-brand flag; own: {flag: 1}")
         line = f"  - {name}: {options}" + ("" if "#" in options else f"    # {plugin.description}")
         lines.append(line if name in needed else f"  # {line.strip()}    (not needed by the policies)")
     for name in dict.fromkeys(needed):
@@ -119,6 +123,7 @@ def _evidence_lines(packs: list[LoadedPack], features: list[str]) -> str:
 
 
 _SENSITIVE = re.compile(r"sponsor|paid|promot|commission|advert|boost", re.IGNORECASE)
+_OWN = re.compile(r"own_?brand|(?:^|_)own(?:_|$)|house_?brand|private_?label|first_?party", re.IGNORECASE)
 
 
 def _feature_names(model: Path, kind: str) -> list[str]:

@@ -29,7 +29,8 @@ from auditor.cli import app
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
 FEATURES = ["genre_match", "price", "price_in_range", "n_reviews", "avg_review", "is_ebook", "publishing_year",
-            "target_age", "sales_rank_log", "author_popularity", "sponsored"]
+            "target_age", "sales_rank_log", "author_popularity", "sponsored", "own_brand"]
+N = len(FEATURES)  # the bookstore model's features
 DROP = object()  # an override value that removes the key
 
 BASE_SPEC: dict[str, Any] = {
@@ -224,15 +225,16 @@ def c_csv_feature_dropped(tmp: Path) -> Case:
     data = tmp / "fewer.csv"
     write_csv(data, [h for i, h in enumerate(header) if i != drop], [[v for i, v in enumerate(r) if i != drop]
                                                                      for r in rows])
-    spec = write_spec(tmp, dataset={"path": "fewer.csv", "feature_columns": FEATURES[:-1]})
-    return Case(spec, data, None, ("10 features", "model expects 11", "use the dataset the model was trained for"))
+    spec = write_spec(tmp, dataset={"path": "fewer.csv", "feature_columns": [f for f in FEATURES if f != "sponsored"]})
+    return Case(spec, data, None, (f"{N - 1} features", f"model expects {N}",
+                                   "use the dataset the model was trained for"))
 
 
 def c_svmlight_more_features(tmp: Path) -> Case:
     data = tmp / "wide.txt"
     data.write_text("\n".join(svmlight_lines(tmp, extra_features=1)) + "\n", encoding="utf-8")
     spec = write_spec(tmp, dataset={"path": "wide.txt", "doc_id_column": DROP})
-    return Case(spec, data, None, ("beyond the model's 11 features", "use the dataset the model was trained for"))
+    return Case(spec, data, None, (f"beyond the model's {N} features", "use the dataset the model was trained for"))
 
 
 def c_csv_header_only(tmp: Path) -> Case:
@@ -433,19 +435,19 @@ def c_cutoff_quoted(tmp: Path) -> Case:
 
 
 def c_k_all_features(tmp: Path) -> Case:
-    text = spec_text(evidence=[{"local_explanations": {"k": 11, "methods": ["random"], "k_curve": []}}])
+    text = spec_text(evidence=[{"local_explanations": {"k": N, "methods": ["random"], "k_curve": []}}])
     spec = write_spec(tmp, text)
-    return Case(spec, spec, "evidence.0.local_explanations.k", ("11 of the data's 11 features", "below 11"))
+    return Case(spec, spec, "evidence.0.local_explanations.k", (f"{N} of the data's {N} features", f"below {N}"))
 
 
 def c_k_curve_all_features(tmp: Path) -> Case:
-    text = spec_text(evidence=[{"local_explanations": {"methods": ["random"], "k_curve": [3, 12]}}])
+    text = spec_text(evidence=[{"local_explanations": {"methods": ["random"], "k_curve": [3, N + 1]}}])
     spec = write_spec(tmp, text)
-    return Case(spec, spec, "evidence.0.local_explanations.k_curve.1", ("12 of the data's 11 features",))
+    return Case(spec, spec, "evidence.0.local_explanations.k_curve.1", (f"{N + 1} of the data's {N} features",))
 
 
 def c_confidence_k_all_features(tmp: Path) -> Case:
-    spec = write_spec(tmp, evidence=[{"confidence": {"k": 11}}])
+    spec = write_spec(tmp, evidence=[{"confidence": {"k": N}}])
     return Case(spec, spec, "evidence.0.confidence.k", ("leaves nothing out",))
 
 
@@ -525,12 +527,12 @@ def c_model_split_feature_beyond(tmp: Path) -> Case:
     lines = _model_lines(tmp)
     index = _tree_field(lines, 3, "split_feature")
     values = lines[index].split("=", 1)[1].split()
-    lines[index] = "split_feature=" + " ".join(["11", *values[1:]])
+    lines[index] = "split_feature=" + " ".join([str(N), *values[1:]])
     model = tmp / "beyond.txt"
     model.write_text("\n".join(lines), encoding="utf-8")
     spec = write_spec(tmp, model={"path": "beyond.txt"})
-    return Case(spec, model, str(index + 1), ("tree 3 splits on feature 11", "beyond the model's 11 features",
-                                              "max_feature_idx=10"))
+    return Case(spec, model, str(index + 1), (f"tree 3 splits on feature {N}", f"beyond the model's {N} features",
+                                              f"max_feature_idx={N - 1}"))
 
 
 def c_model_child_cycle(tmp: Path) -> Case:
@@ -548,11 +550,11 @@ def c_json_split_feature_beyond(tmp: Path) -> Case:
     import lightgbm as lgb
 
     dump = lgb.Booster(model_file=str(tmp / "model.txt")).dump_model()
-    dump["tree_info"][5]["tree_structure"]["right_child"]["split_feature"] = 12
+    dump["tree_info"][5]["tree_structure"]["right_child"]["split_feature"] = N + 1
     model = tmp / "model.json"
     model.write_text(json.dumps(dump), encoding="utf-8")
     spec = write_spec(tmp, model={"path": "model.json"})
-    return Case(spec, model, "tree_info.5", ("splits on feature 12", "beyond the model's 11 features",
+    return Case(spec, model, "tree_info.5", (f"splits on feature {N + 1}", f"beyond the model's {N} features",
                                              "dump_model()"))
 
 

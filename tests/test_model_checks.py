@@ -65,6 +65,10 @@ def edited(index: int, new: str | None = None, *, insert: str | None = None) -> 
     return "\n".join(lines), index + 1
 
 
+N = int(LINES[at("max_feature_idx")].split("=", 1)[1]) + 1  # the bookstore model's features
+TREE0 = int(LINES[at("tree_sizes")].split("=", 1)[1].split()[0])  # bytes of its first tree
+
+
 def first_value(index: int, value: str) -> str:
     key, values = LINES[index].split("=", 1)
     return f"{key}={' '.join([value, *values.split()[1:]])}"
@@ -105,7 +109,7 @@ def test_truncation_names_the_tree_and_line(tmp_path: Path) -> None:
 # --- edits ------------------------------------------------------------------------------------------------------
 
 def _feature_beyond() -> tuple[str, int]:
-    return edited(at("split_feature", 0), first_value(at("split_feature", 0), "11"))
+    return edited(at("split_feature", 0), first_value(at("split_feature", 0), str(N)))
 
 
 def _child_cycle() -> tuple[str, int]:
@@ -130,7 +134,7 @@ def _num_leaves() -> tuple[str, int]:
 
 
 def _tree_sizes() -> tuple[str, int]:
-    return edited(at("tree_sizes"), first_value(at("tree_sizes"), "1714"))
+    return edited(at("tree_sizes"), first_value(at("tree_sizes"), str(TREE0 + 1)))
 
 
 def _no_end_of_trees() -> tuple[str, int]:
@@ -176,18 +180,18 @@ def _decision_type() -> tuple[str, int]:
 
 
 EDITS = [
-    pytest.param(_feature_beyond, ("tree 0 splits on feature 11", "beyond the model's 11 features",
-                                   "max_feature_idx=10"), id="split-feature-beyond-max-feature-idx"),
+    pytest.param(_feature_beyond, (f"tree 0 splits on feature {N}", f"beyond the model's {N} features",
+                                   f"max_feature_idx={N - 1}"), id="split-feature-beyond-max-feature-idx"),
     pytest.param(_child_cycle, ("tree 0: node 0 is reached twice", "do not form a tree"), id="child-cycle"),
     pytest.param(_child_out_of_range, ("tree 0: right_child holds 14, out of range (-15 to 13)",),
                  id="child-out-of-range"),
     pytest.param(_short_array, ("tree 2: threshold has 13 values, num_leaves needs 14",), id="short-array"),
     pytest.param(_not_a_number, ("tree 1: leaf_value holds `abc`, not a number",), id="not-a-number"),
     pytest.param(_num_leaves, ("tree 0: leaf_value has 15 values, num_leaves needs 16",), id="num-leaves"),
-    pytest.param(_tree_sizes, ("tree_sizes gives tree 0 1714 bytes, it has 1713",), id="tree-sizes"),
+    pytest.param(_tree_sizes, (f"tree_sizes gives tree 0 {TREE0 + 1} bytes, it has {TREE0}",), id="tree-sizes"),
     pytest.param(_no_end_of_trees, ("the file ends after 80 trees, without `end of trees`",), id="no-end-of-trees"),
     pytest.param(_multiclass, ("num_class=3", "multi-class"), id="multiclass"),
-    pytest.param(_max_feature_idx, ("feature_names has 11 entries, max_feature_idx=20 needs 21",),
+    pytest.param(_max_feature_idx, (f"feature_names has {N} entries, max_feature_idx=20 needs 21",),
                  id="max-feature-idx"),
     pytest.param(_objective, ("objective `` is not one LightGBM saves",), id="empty-objective"),
     pytest.param(_parameter_line, ("is not `[name: value]`",), id="parameter-line"),
@@ -258,14 +262,14 @@ def load_json(tmp_path: Path, dump: dict | str) -> InputError | None:
 
 def test_json_split_on_a_feature_the_data_does_not_have(tmp_path: Path, dump: dict) -> None:
     dump = json.loads(json.dumps(dump))
-    dump["tree_info"][2]["tree_structure"]["left_child"]["split_feature"] = 11
+    dump["tree_info"][2]["tree_structure"]["left_child"]["split_feature"] = N
     error = load_json(tmp_path, dump)
     assert error is not None and error.where == "tree_info.2"
-    assert "splits on feature 11, beyond the model's 11 features (max_feature_idx=10)" in error.problem
+    assert f"splits on feature {N}, beyond the model's {N} features (max_feature_idx={N - 1})" in error.problem
 
 
 @pytest.mark.parametrize(("change", "where", "needle"), [
-    (lambda d: d.update(max_feature_idx=12), "feature_names", "feature_names has 11 names"),
+    (lambda d: d.update(max_feature_idx=N + 1), "feature_names", f"feature_names has {N} names"),
     (lambda d: d.update(num_class=4), "num_class", "one score per document"),
     (lambda d: d["feature_names"].__setitem__(0, "genre match"), "feature_names", "holds a space"),
     (lambda d: d["tree_info"][0]["tree_structure"]["right_child"].update(split_index=0), "tree_info.0",

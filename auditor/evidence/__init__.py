@@ -26,6 +26,7 @@ def _build() -> dict[str, EvidencePlugin]:
         confidence,
         decision_path_accuracy,
         disclosure_consistency,
+        exposure,
         global_importance,
         local_explanations,
         pairwise,
@@ -62,6 +63,9 @@ def _build() -> dict[str, EvidencePlugin]:
         EvidencePlugin("confidence", confidence.ConfidenceOptions, confidence.run,
                        "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons.",
                        confidence.check),
+        EvidencePlugin("exposure", exposure.ExposureOptions, exposure.run, "Exposure and self-preferencing",
+                       "Who gets the attention: exposure against merit per group, and what the group feature "
+                       "itself is worth (DMA Art. 6(5)).", exposure.check),
         EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
                        "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity."),
     )

@@ -68,6 +68,12 @@ GLOSSARY: list[tuple[str, str]] = [
     ("Fidelity", "How closely the surrogate ranks like the audited model (Kendall's tau within queries)."),
     ("Sensitive parameter, rank shift", "A feature such as paid placement whose influence must be described; the "
                                         "rank shift is how many positions a document gains or loses from it."),
+    ("Exposure, merit share", "A group's share of the users' attention, which falls with the position (Singh & "
+                              "Joachims 2018), and the share its relevance earns (Diaz et al. 2020); their ratio is 1 "
+                              "when the group gets what its relevance earns."),
+    ("Self-preferencing", "Ranking a platform's own products above what their relevance earns; the audit re-ranks "
+                          "with the own-product flag set alike for every document to measure it (DMA Art. 6(5), "
+                          "P2B Art. 7)."),
     ("Low-confidence explanation", "An explanation this audit flags as not to be relied on, with the reason "
                                    "(low validity, disagreement between explainers, instability, near-tied "
                                    "scores...)."),
@@ -108,11 +114,22 @@ REFERENCES: dict[str, tuple[str, str]] = {
                                     "33(3), 239–251."),
     "efron1993": ("Efron & Tibshirani 1993", "Efron, B., Tibshirani, R. J. (1993). An Introduction to the "
                                              "Bootstrap. Chapman & Hall."),
+    "singh2018": ("Singh & Joachims 2018", "Singh, A., Joachims, T. (2018). Fairness of Exposure in Rankings. "
+                                           "Proc. KDD 2018, 2219–2228. doi:10.1145/3219819.3220088."),
+    "diaz2020": ("Diaz et al. 2020", "Diaz, F., Mitra, B., Ekstrand, M. D., Biega, A. J., Carterette, B. (2020). "
+                                     "Evaluating Stochastic Rankings with Expected Exposure. Proc. CIKM 2020, "
+                                     "275–284. doi:10.1145/3340531.3411962."),
+    "trecfair2021": ("TREC Fair Ranking 2021–22", "Ekstrand, M. D., McDonald, G., Raj, A., Johnson, I. (2022). "
+                                               "Overview of the TREC 2021 Fair Ranking Track. Proc. TREC 2021, NIST "
+                                               "Special Publication 500-335; and Overview of the TREC 2022 Fair "
+                                               "Ranking Track (2023), Proc. TREC 2022, NIST SP 500-338."),
     "p2b": ("P2B Regulation", "Regulation (EU) 2019/1150 of 20 June 2019 on promoting fairness and transparency for "
                               "business users of online intermediation services, OJ L 186, 11.7.2019; and the "
                               "Commission's Guidelines on ranking transparency, 2020/C 424/01."),
     "dsa": ("Digital Services Act", "Regulation (EU) 2022/2065 of 19 October 2022 on a Single Market for Digital "
                                     "Services, OJ L 277, 27.10.2022."),
+    "dma": ("Digital Markets Act", "Regulation (EU) 2022/1925 of 14 September 2022 on contestable and fair markets "
+                                   "in the digital sector, OJ L 265, 12.10.2022."),
     "aiact": ("AI Act", "Regulation (EU) 2024/1689 of 13 June 2024 laying down harmonised rules on artificial "
                         "intelligence, OJ L, 2024/1689, 12.7.2024."),
 }

@@ -551,3 +551,36 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
             fig.colorbar(mesh, ax=axes.ravel().tolist(), label=colorbar, shrink=min(0.9, 0.45 + 0.15 * rows),
                          aspect=30)
         return to_svg(fig)
+
+
+def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence[float],
+               intervals: Sequence[tuple[float, float]], counterfactual: Sequence[float] | None = None) -> str:
+    """Exposure against merit, one row per group value (top to bottom in the given order): the merit share (open
+    circle), the exposure share (filled dot, red when above merit, blue when below, with its 95% interval) joined to
+    it by a line, and, when measured, the exposure share with the group feature set alike for every document (grey
+    diamond). Shares on a 0–100% axis."""
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 0.7 + 0.3 * max(len(labels), 1)))
+        rows = np.arange(len(labels))[::-1]
+        for y, m, e, (low, high) in zip(rows, merit, exposure, intervals, strict=True):
+            color = _UP if e > m else _DOWN
+            ax.plot([m, e], [y, y], color=color, linewidth=1.2, zorder=1)
+            if math.isfinite(low) and math.isfinite(high):
+                ax.plot([low, high], [y, y], color=color, linewidth=3.5, alpha=0.35, solid_capstyle="butt", zorder=1)
+            ax.scatter([e], [y], color=color, s=28, zorder=3)
+            ax.scatter([m], [y], facecolor="white", edgecolor="black", s=28, zorder=3)
+            _bar_label(ax, max(e, m), y, f"{fmt_share(e)} vs {fmt_share(m)}", 1.0, offset=6)
+        handles = [plt.Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="black",
+                              label="merit share"),
+                   plt.Line2D([], [], marker="o", linestyle="", color=_UP, label="exposure share (95% interval)")]
+        if counterfactual is not None:
+            ax.scatter(list(counterfactual), rows - 0.28, marker="D", color=_GREY, s=18, zorder=2)  # below the row
+            handles.append(plt.Line2D([], [], marker="D", linestyle="", color=_GREY,
+                                      label="exposure, group feature set alike"))
+        ax.set_yticks(rows, [_short(label, 36) for label in labels])
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlim(0, 1.0)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_xlabel("share of the queries' attention")
+        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, frameon=False, fontsize=7)
+        return to_svg(fig)

@@ -159,6 +159,11 @@ def key_numbers(evidence: dict[str, Any]) -> list[dict[str, Any]]:
     for name in sorted(k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")):
         feature = name.removeprefix("influence.").removesuffix(".rank_shift.mean")
         add(f"Positions a document owes to '{feature}' (mean)", "parameter_influence", name)
+    if metric("exposure", "exposure.own.ratio") is not None:
+        add("Own products' attention ÷ what their relevance earns (exposure ratio)", "exposure", "exposure.own.ratio")
+    else:
+        add("Largest exposure ratio of a group (attention ÷ what its relevance earns)", "exposure",
+            "exposure.max.ratio")
     add("Declared vs measured order of main parameters (Kendall tau)", "disclosure_consistency",
         "disclosure.rank_correlation")
     add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction", share=True)

@@ -20,9 +20,20 @@ bought) comes from a hidden relevance function:
   sales volume and how recent the book is, then the author's popularity;
 * sponsorship has only a *small* direct effect, so that later "influence of
   remuneration" audits have something subtle to find;
+* whether the book is one of the shop's own imprint ("own brand", about 15% of
+  the catalogue) has *no* effect: shoppers do not care who published it;
 * plus noise.  About 5% of sessions are window shopping (every label 0), and one
   session per split returned exactly one book: both are edge cases the auditor
   must handle.
+
+Self-preferencing (planted on purpose, for the `exposure` evidence): the shop trains its ranker
+on what shoppers did *plus a margin bonus for its own imprint* -- the training target of an own-brand
+book a shopper engaged with (grade >= 1) is its grade + 1 (``OWN_BRAND_BONUS``; ``--own-brand-bonus 0``
+trains the fair twin).  The files
+keep the grades shoppers gave; only the model learns the bonus, so the audit finds own-brand books
+ranked above what their relevance earns.  The flag is drawn per catalogue book from a random stream of
+its own (``numpy.random.default_rng([seed, OWN_BRAND_STREAM])``), so every other column is the same as
+without it, byte for byte.
 
 Outputs (in the script's folder unless ``--out`` is given): ``train.csv``
 (240 queries), ``test.csv`` (80 queries, disjoint query ids) and ``model.txt``
@@ -36,7 +47,8 @@ Planted variants (for the transparency and governance tests; the defaults write 
 ``--sponsored-boost B`` sets the direct effect of sponsorship on the hidden relevance (default 0.2; e.g. 1.5 is
 a paid boost the ranker learns), ``--null-feature`` adds a ``gift_wrap`` flag (about 10% of rows, drawn from
 its own stream) that plays no part in relevance, and ``--shift S`` moves the catalogue (prices × (1 + S), the
-e-book share + S/2), so a model retrained on it is "the next quarter's model on shifted data".
+e-book share + S/2), so a model retrained on it is "the next quarter's model on shifted data";
+``--own-brand-bonus 0`` trains the ranker on the grades alone (no self-preferencing).
 """
 
 from __future__ import annotations
@@ -59,6 +71,9 @@ MIN_DOCS, MAX_DOCS = 12, 30
 CURRENT_YEAR = 2026
 WINDOW_SHOPPING_RATE = 0.05
 SPONSORED_RATE = 0.10
+OWN_BRAND_RATE = 0.15  # share of the catalogue published by the shop's own imprint
+OWN_BRAND_BONUS = 1  # grades added to an own-brand book's training target: the ranker's margin bonus
+OWN_BRAND_STREAM = 25  # the own-brand flag's random stream: default_rng([seed, OWN_BRAND_STREAM])
 NUM_BOOST_ROUND = 80
 
 GENRES = (
@@ -86,6 +101,7 @@ FEATURES = [
     "sales_rank_log",
     "author_popularity",
     "sponsored",
+    "own_brand",
 ]
 COLUMNS = ["qid", "doc_id", "label", *FEATURES]
 
@@ -103,6 +119,7 @@ DECIMALS = {
     "sales_rank_log": 4,
     "author_popularity": 4,
     "sponsored": 0,
+    "own_brand": 0,
 }
 FLOAT_FORMAT = "%.10g"
 
@@ -124,6 +141,7 @@ class Catalogue:
     target_age: np.ndarray
     sales_rank_log: np.ndarray
     author_popularity: np.ndarray
+    own_brand: np.ndarray
 
 
 def isbn13(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -144,13 +162,16 @@ class Variant:
     sponsored_boost: float = 0.2
     null_feature: bool = False
     shift: float = 0.0
+    own_brand_bonus: float = OWN_BRAND_BONUS
 
     def features(self) -> list[str]:
         return [*FEATURES, "gift_wrap"] if self.null_feature else list(FEATURES)
 
 
-def make_catalogue(rng: np.random.Generator, n: int = N_CATALOGUE, shift: float = 0.0) -> Catalogue:
-    """Build the shop's catalogue; candidates are sampled from it, so books recur across queries."""
+def make_catalogue(rng: np.random.Generator, own_rng: np.random.Generator, n: int = N_CATALOGUE,
+                   shift: float = 0.0) -> Catalogue:
+    """Build the shop's catalogue; candidates are sampled from it, so books recur across queries. `own_rng` draws
+    the own-brand flag only, so the other attributes do not depend on it."""
     genre = rng.integers(0, len(GENRES), size=n)
     is_ebook = (rng.random(n) < 0.3 + shift / 2).astype(float)
     # Prices cluster around 10-20 EUR with a long tail; shops price at x.99.
@@ -189,6 +210,7 @@ def make_catalogue(rng: np.random.Generator, n: int = N_CATALOGUE, shift: float 
         target_age=target_age,
         sales_rank_log=sales_rank_log,
         author_popularity=author_popularity,
+        own_brand=(own_rng.random(n) < OWN_BRAND_RATE).astype(float),
     )
 
 
@@ -253,6 +275,7 @@ def make_queries(rng: np.random.Generator, cat: Catalogue, qids: range, single_d
                     "sales_rank_log": cat.sales_rank_log[books],
                     "author_popularity": cat.author_popularity[books],
                     "sponsored": (rng.random(n) < SPONSORED_RATE).astype(float),
+                    "own_brand": cat.own_brand[books],  # no draw from `rng`: the other columns stay as they were
                 }
             )
         )
@@ -283,9 +306,11 @@ def group_sizes(df: pd.DataFrame) -> np.ndarray:
     return df.groupby("qid", sort=False).size().to_numpy()
 
 
-def train_ranker(train: pd.DataFrame, test: pd.DataFrame, seed: int, features: list[str] = FEATURES
-                 ) -> tuple[lgb.Booster, list[float]]:
-    """Fit the LambdaMART ranker and record LightGBM's own test nDCG@10 per iteration."""
+def train_ranker(train: pd.DataFrame, test: pd.DataFrame, seed: int, features: list[str] = FEATURES,
+                 own_brand_bonus: float = OWN_BRAND_BONUS) -> tuple[lgb.Booster, list[float]]:
+    """Fit the LambdaMART ranker and record LightGBM's own test nDCG@10 per iteration (against the grades shoppers
+    gave). The training target is the grade plus `own_brand_bonus` for the shop's own imprint when the shopper
+    engaged with the book (grade >= 1): the self-preferencing the audit is meant to find."""
     params = {
         "objective": "lambdarank",
         "metric": "ndcg",
@@ -299,8 +324,10 @@ def train_ranker(train: pd.DataFrame, test: pd.DataFrame, seed: int, features: l
         "seed": seed,
         "verbosity": -1,
     }
+    # A shopper's engagement with an own-brand book (grade >= 1) counts `own_brand_bonus` grades more.
+    target = train["label"] + own_brand_bonus * train["own_brand"] * (train["label"] >= 1)
     dtrain = lgb.Dataset(
-        train[features], label=train["label"], group=group_sizes(train), feature_name=features
+        train[features], label=target, group=group_sizes(train), feature_name=features
     )
     dtest = lgb.Dataset(
         test[features], label=test["label"], group=group_sizes(test), feature_name=features, reference=dtrain
@@ -339,7 +366,8 @@ def describe(name: str, df: pd.DataFrame) -> None:
     print(f"  labels {share}")
     print(
         f"  all-zero queries: {int((max_label == 0).sum())}, single-document queries: "
-        f"{int((sizes == 1).sum())}, sponsored rows: {df['sponsored'].mean():.1%}"
+        f"{int((sizes == 1).sum())}, sponsored rows: {df['sponsored'].mean():.1%}, own-brand rows: "
+        f"{df['own_brand'].mean():.1%}"
     )
 
 
@@ -354,13 +382,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="direct effect of sponsorship on the hidden relevance (default 0.2)")
     parser.add_argument("--null-feature", action="store_true", help="add a gift_wrap flag with no effect")
     parser.add_argument("--shift", type=float, default=0.0, help="catalogue shift: prices x (1 + S), e-books + S/2")
+    parser.add_argument("--own-brand-bonus", type=float, default=OWN_BRAND_BONUS,
+                        help=f"grades added to own-brand books' training target (default {OWN_BRAND_BONUS}; 0: fair)")
     args = parser.parse_args(argv)
-    variant = Variant(sponsored_boost=args.sponsored_boost, null_feature=args.null_feature, shift=args.shift)
+    variant = Variant(sponsored_boost=args.sponsored_boost, null_feature=args.null_feature, shift=args.shift,
+                      own_brand_bonus=args.own_brand_bonus)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
 
     rng = np.random.default_rng(args.seed)
-    cat = make_catalogue(rng, shift=variant.shift)
+    cat = make_catalogue(rng, np.random.default_rng([args.seed, OWN_BRAND_STREAM]), shift=variant.shift)
     n_all = N_TRAIN_QUERIES + N_TEST_QUERIES
     train_qids = range(1, N_TRAIN_QUERIES + 1)
     test_qids = range(N_TRAIN_QUERIES + 1, n_all + 1)
@@ -374,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
     # Train on what was written, so the model matches the CSVs exactly.
     train = pd.read_csv(out / "train.csv")
     test = pd.read_csv(out / "test.csv")
-    booster, ndcg = train_ranker(train, test, args.seed, variant.features())
+    booster, ndcg = train_ranker(train, test, args.seed, variant.features(), variant.own_brand_bonus)
     booster.save_model(str(out / "model.txt"))
 
     describe("train", train)
