@@ -34,10 +34,10 @@ from auditor.engine import prepare  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
-from auditor.executor import threads_here  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.search import Exhaustive  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.threads import threads_here  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 
 METHODS = ["greedy", "greedy_cover", "greedy_cover_eps", "validity_search", "optimum"]

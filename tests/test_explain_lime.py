@@ -440,7 +440,7 @@ def test_blocks_run_concurrently_one_model_thread_each_with_the_same_results(lam
 def test_thread_budget_here_is_per_thread() -> None:
     import threading
 
-    from auditor.executor import thread_budget, threads_here
+    from auditor.threads import thread_budget, threads_here
 
     seen = {}
     with threads_here(1):

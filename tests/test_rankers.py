@@ -194,7 +194,7 @@ def test_onnx_scores_in_batches_as_onnxruntime_does(rows: np.ndarray) -> None:
     ranker.BATCH = 7
     np.testing.assert_array_equal(ranker.predict(rows), scores)
     again = pickle.loads(pickle.dumps(ranker))  # a worker process makes its own session, with one thread
-    from auditor.executor import threads_here
+    from auditor.threads import threads_here
 
     with threads_here(1):
         np.testing.assert_array_equal(again.predict(rows), scores)
