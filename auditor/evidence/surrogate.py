@@ -15,7 +15,7 @@ the default. MQ2008 figures for both: benchmarks/reproduce_ilmart.py.
 Defaults measured on MQ2008 Fold1 (LambdaMART of examples/mq2008, 10 pairs; docs/reproductions/ilmart.md):
 8 leaves. In the reproduction's grid ILMARTi's vali Kendall tau falls with the leaves (0.787 / 0.781 / 0.777 /
 0.763 for 8 / 16 / 32 / 64 at learning rate 0.1); run as this evidence (train as background, vali audited, three
-seeds) 8 leaves gave mean tau 0.795, and on test 0.799 against 0.780 with the former 15. Synthetic documents
+seeds) 8 leaves gave mean tau 0.795, and on test 0.799 against 0.780 with 15. Synthetic documents
 (`synthetic_per_document`, auditor/surrogate/train.py) are off by default: they won in the reproduction
 (early stopping on vali: chosen setting test tau 0.813) but lost here (three seeds on vali: 0.781 with 6 per
 document against 0.795 without). Early stopping on Kendall tau instead of l2 was no better when the stopping

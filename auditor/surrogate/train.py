@@ -6,12 +6,10 @@ Validation queries for early stopping are a seeded share of the training queries
 A surrogate needs only the black box's scores, so its training queries can be given more documents than exist:
 `recombine` synthetic documents per real one, each a real document of the query whose features are, each with
 probability `mix`, taken from another random document of the same query (MUNGE-style recombination, Buciluǎ et
-al. 2006), scored by the black box. The validation queries stay real. On MQ2008 Fold1 (LambdaMART of
-examples/mq2008, 8 leaves, 10 pairs, learning rate 0.1, early stopping on vali) 6 synthetic documents per real one
-gave mean Kendall tau 0.789/0.798 on vali and 0.809/0.809 on test (two recombination seeds), against 0.787 and
-0.802 without; 3 per document gave 0.790/0.795 and 0.797/0.797, 10 gave 0.793/0.799 and 0.805/0.807. But with
-early stopping on 20 % of the training queries (the evidence's protocol) 6 per document lost (vali 0.781 against
-0.795, three seeds), so the evidence leaves it off by default (auditor/evidence/surrogate.py).
+al. 2006), scored by the black box. The validation queries stay real. It is an option, not the evidence's default:
+on MQ2008 it raised fidelity with early stopping on a separate validation split (benchmarks/reproduce_ilmart.py,
+docs/reproductions/ilmart.md) but not with the evidence's protocol of stopping on held-out training queries
+(auditor/evidence/surrogate.py).
 """
 
 from __future__ import annotations
