@@ -8,9 +8,9 @@ it, so the two methods differ only in the surrogate and the label), scores all s
 documents in ONE model call, and fits per document, on the standardised samples weighted by the kernel, the linear
 SVR of scikit-learn's `LinearSVR(epsilon=0, C)` (intercept penalised, as liblinear does). The fit is solved
 EXACTLY by `svr.py`, because liblinear stops at a tolerance (tol 1e-4) short of the optimum and costs more a fit;
-liblinear remains the fallback when the exact L1 finish cannot be certified (marked per document in `Attributions.fallback`). libsvm's
-`SVR(kernel="linear")` solves nearly the same problem (unpenalised intercept) but, as a kernel solver, far more
-slowly.
+liblinear remains the fallback when the exact L1 finish cannot be certified (marked per document in
+`Attributions.fallback`). libsvm's `SVR(kernel="linear")` solves nearly the same problem (unpenalised intercept)
+but, as a kernel solver, far more slowly.
 
 Labels for a sample d′ of document d (`label=`):
 - "score": 1 − (s_top − s(d′))/s_top, s_top the best score among the query's documents. LambdaMART scores are
