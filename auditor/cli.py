@@ -91,14 +91,14 @@ def _progress(quiet: bool) -> Iterator[Any]:
 
         yield Progress()
         return
-    from auditor.progress import RichProgress
+    from auditor.progress import for_terminal
 
-    with RichProgress() as bar:
+    with for_terminal() as bar:  # bars on a terminal, plain lines otherwise (CI, nohup)
         yield bar
 
 
 SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False)]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress (bars or lines) and no notes.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors and library warnings.")]
 
 

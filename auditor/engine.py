@@ -170,9 +170,12 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     seconds: dict[str, float] = {}
     try:
         with core_limit(chosen.jobs):
-            for name, options in progress.track(spec.evidence_items(), description="Evidence",
-                                                total=len(spec.evidence)):
-                results[name], seconds[name] = _run_plugin(name, options, ctx)
+            items = spec.evidence_items()
+            with progress.task("Evidence items", len(items), overall=True) as overall:
+                for name, options in items:
+                    progress.item(name, None)
+                    results[name], seconds[name] = _run_plugin(name, options, ctx)
+                    overall.advance()
     finally:
         ctx.executor.close()
 

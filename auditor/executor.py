@@ -145,6 +145,33 @@ def _limit_numba_threads() -> None:
         numba.set_num_threads(min(thread_budget(), numba.config.NUMBA_NUM_THREADS))
 
 
+class _Forward:
+    """The ticker of a task run in this process: forwards `ctx.tick()` to the evidence item's progress."""
+
+    def __init__(self, tick: Callable[[int], None]) -> None:
+        self.advance = tick
+
+    def close(self) -> None:
+        pass
+
+
+def ticking(tick: Callable[[int], None], outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
+    """Outcomes of `Executor.map`, with `tick` receiving the `ctx.tick()` calls of the tasks that run in this
+    thread while each outcome is made (the serial executor); tasks in workers tick nothing (their block counts when
+    it comes back)."""
+    outcomes = iter(outcomes)
+    while True:
+        before = getattr(_here, "tick", None)
+        _here.tick = tick
+        try:
+            outcome = next(outcomes)
+        except StopIteration:
+            return
+        finally:
+            _here.tick = before
+        yield outcome
+
+
 def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], Any], job: Any,
              payload: Any) -> Outcome:
     """Run one task against the state: by token in pool workers (installed at start-up), else the state itself
@@ -159,6 +186,9 @@ def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], 
                        masking=state.masking, masking_samples=state.masking_samples)
     ctx._masker = state.masker
     ctx.worker_background = state.background
+    tick = getattr(_here, "tick", None)
+    if tick is not None:
+        ctx.ticker = _Forward(tick)  # type: ignore[assignment]
     value = task(ctx, job, payload)
     return Outcome(value=value, rows=ctx.model.rows_evaluated, memo=ctx._memo)
 

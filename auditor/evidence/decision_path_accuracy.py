@@ -213,8 +213,9 @@ def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: d
 
     local = _local_options(options)
     out: dict[str, dict[int, np.ndarray]] = {}
-    for name in ctx.progress.track(options.explainers, description="Decision-path attributions",
-                                   total=len(options.explainers)):
+    ticker = ctx.progress.task(f"Decision-path attributions ({len(views)} queries × {len(options.explainers)} "
+                               "explainers)", len(views) * len(options.explainers))
+    for name in options.explainers:
         rows_before, begin = ctx.model.rows_evaluated, time.perf_counter()
         found = {qi: reusable_attributions(ctx, local, name, view, qi, options.docs_per_query)
                  for qi, view in views.items()}
@@ -222,11 +223,15 @@ def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: d
                    if found[qi] is None]
         if missing and hasattr(explainers[name], "attribute_many"):
             attributions_many(ctx, local, explainers, name, missing, masker)
-        out[name] = {qi: np.asarray(found[qi] if found[qi] is not None else attributions(
-            ctx, local, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker), dtype=np.float64)
-            for qi, view in views.items()}
+        out[name] = {}
+        for qi, view in views.items():  # one tick a query (batched ones tick as they are read back)
+            out[name][qi] = np.asarray(found[qi] if found[qi] is not None else attributions(
+                ctx, local, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker),
+                dtype=np.float64)
+            ticker.advance()
         rows_used[name] += ctx.model.rows_evaluated - rows_before
         seconds[name] += time.perf_counter() - begin
+    ticker.close()
     return out
 
 
