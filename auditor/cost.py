@@ -48,6 +48,15 @@ class Shape:
     background_queries: int
     rows_per_second: float
     workers: int = 1
+    feature_names: tuple[str, ...] = ()
+    reference: np.ndarray | None = field(default=None, repr=False)  # the background rows (sweep grids)
+
+    def distinct(self, name: str, most: int) -> int:
+        """Distinct background values of feature `name`, at most `most` (a sweep's grid, a group's values)."""
+        if self.reference is None or name not in self.feature_names:
+            return most
+        column = self.reference[:, self.feature_names.index(name)]
+        return int(min(most, np.unique(column[np.isfinite(column)]).size))
 
     @property
     def queries(self) -> int:
@@ -266,7 +275,7 @@ def _disclosure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int
 
 def _parameter_influence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries, rankable=False)
-    rows = int(queries * n * len(options.sensitive) * (1 + options.sweep_points))
+    rows = int(queries * n * sum(1 + shape.distinct(f, options.sweep_points) for f in options.sensitive))
     return queries, rows, 0.1 + 1e-6 * options.resamples * queries, \
         f"{len(options.sensitive)} parameter(s) masked and swept over {options.sweep_points} values"
 
@@ -274,7 +283,8 @@ def _parameter_influence(options: Any, shape: Shape, earlier: set[str]) -> tuple
 def _exposure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries, rankable=False)
     groups = len(options.groups())
-    rows = int(queries * n * groups * 3) if options.counterfactual else 0
+    values = sum(shape.distinct(g, options.max_values) for g in options.groups())
+    rows = int(queries * n * values) if options.counterfactual else 0
     return queries, rows, 0.3 + 2e-6 * options.resamples * queries * max(groups, 1), \
         f"{groups} group column(s), {options.resamples} bootstrap samples"
 
@@ -327,7 +337,8 @@ def shape_of(data: RankingData, background: RankingData | None, model: Any, *, r
     trees = int((model.describe() or {}).get("n_trees") or 100)
     return Shape(sizes=np.asarray(data.query_sizes()), features=data.n_features, trees=trees,
                  background_docs=reference.n_docs, background_queries=reference.n_queries,
-                 rows_per_second=rows_per_second, workers=workers)
+                 rows_per_second=rows_per_second, workers=workers, feature_names=tuple(data.feature_names),
+                 reference=reference.X)
 
 
 def render_seconds(formats: list[str], n_items: int) -> float:
