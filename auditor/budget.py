@@ -28,8 +28,12 @@ import numpy as np
 
 from auditor.cost import Shape, estimate_items
 
-NODE_SECONDS = 9.5e-9  # per tree node a row visits  } fitted on the bookstore (80 trees, 12 features: 170k rows/s)
-FEATURE_SECONDS = 2.3e-7  # per feature of a row    } and the wide data (150 trees, 136 features: 25k rows/s)
+# Reference rates, fitted on the bookstore (80 trees, 12 features, 328 nodes a row: 300k rows/s, masked 320k) and
+# the wide data (150 trees, 136 features, 869 nodes a row: 105k rows/s, masked 265k) on the quiet 2-core machine.
+NODE_SECONDS = 9.95e-9  # a document: per tree node it visits...
+FEATURE_SECONDS = 6.4e-9  # ...and per feature it carries
+MASKED_ROW_SECONDS = 3.1e-6  # a masked row (features at the mean take the same paths again): mostly fixed cost...
+MASKED_NODE_SECONDS = 0.75e-9  # ...and a little per node
 FALLBACK_ROWS_PER_SECOND = 50_000.0
 MIN_QUERIES = 10
 SAMPLED = ("local_explanations", "confidence", "decision_path_accuracy", "pairwise")
@@ -57,13 +61,14 @@ class Choice:
                 "full_minutes": round(self.full_seconds / 60, 1), "choices": self.sentences}
 
 
-def reference_speed(model: Any, n_features: int) -> float:
-    """Rows per second at the reference rates (module docstring): deterministic, from the model file."""
+def reference_speed(model: Any, n_features: int) -> tuple[float, float]:
+    """Rows per second at the reference rates (module docstring), documents and masked rows: deterministic, from
+    the model file."""
     from auditor.evidence.decision_path_accuracy import tree_ensemble
 
     ensemble, _ = tree_ensemble(model)
     if ensemble is None:
-        return FALLBACK_ROWS_PER_SECOND
+        return FALLBACK_ROWS_PER_SECOND, FALLBACK_ROWS_PER_SECOND
     depth = np.zeros(len(ensemble.feature))
     for node in range(len(ensemble.feature)):  # a child's index is larger than its parent's
         if ensemble.parent[node] >= 0:
@@ -74,7 +79,9 @@ def reference_speed(model: Any, n_features: int) -> float:
         nodes = float(np.sum(depth[leaf])) / max(int(np.sum(leaf)), 1) * len(ensemble.roots)
     else:
         nodes = float(np.sum(ensemble.count[leaf] * depth[leaf])) / reached * len(ensemble.roots)
-    return 1.0 / (NODE_SECONDS * max(nodes, 1.0) + FEATURE_SECONDS * n_features)
+    nodes = max(nodes, 1.0)
+    return 1.0 / (NODE_SECONDS * nodes + FEATURE_SECONDS * n_features), \
+        1.0 / (MASKED_ROW_SECONDS + MASKED_NODE_SECONDS * nodes)
 
 
 def _with(items: list[tuple[str, Any]], queries: int | None, reduce: bool) -> list[tuple[str, Any]]:

@@ -27,7 +27,7 @@ from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress, Table
-from auditor.executor import Executor, core_limit
+from auditor.executor import AUTO_MIN_SECONDS, Executor, core_limit
 from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
@@ -176,6 +176,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
             with progress.task("Evidence items", len(items), overall=True) as overall:
                 for index, (name, options) in enumerate(items):
                     progress.item(name, estimates[index], later=sum(estimates[index + 1:]) + plan.render_seconds)
+                    ctx.executor.heavy = estimates[index] >= AUTO_MIN_SECONDS  # `auto`: the pool for long items
                     results[name], seconds[name] = _run_plugin(name, options, ctx)
                     overall.advance()
     finally:
@@ -220,8 +221,9 @@ def budget_choice(prepared: PreparedAudit) -> Any:
     from auditor.cost import render_seconds, shape_of
 
     items = prepared.spec.evidence_items()
-    speed = reference_speed(prepared.model, prepared.data.n_features)
-    shape = shape_of(prepared.data, prepared.background, prepared.model, rows_per_second=speed)
+    speed, masked = reference_speed(prepared.model, prepared.data.n_features)
+    shape = shape_of(prepared.data, prepared.background, prepared.model, rows_per_second=speed,
+                     masked_rows_per_second=masked)
     return choose(items, shape, minutes=prepared.spec.budget.minutes,
                   render_seconds=render_seconds(list(prepared.spec.output.formats), len(items)))
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 Kind = Literal["auto", "serial", "processes", "dask"]
 THREADS_ENV = "AUDITOR_THREADS"  # threads one task may use (LightGBM predict, numba, thread pools); set in workers
-AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work
+AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
+AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/cost.py)
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
 _PRELOAD = ["numpy", "lightgbm", "auditor.executor", "auditor.evidence.local_explanations",
@@ -278,10 +279,12 @@ class AutoExecutor:
         self._serial = SerialExecutor()
         self._processes = ProcessExecutor(self.workers) if self.workers > 1 else None
         self._checked: dict[str, bool] = {}
+        self.heavy = False  # the engine sets it per evidence item from the cost model (AUTO_MIN_SECONDS)
 
     def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
             *, size: int) -> Iterator[Outcome]:
-        use = self._processes is not None and size >= AUTO_MIN_QUERIES and self._shippable(state)
+        use = self._processes is not None and (size >= AUTO_MIN_QUERIES or (self.heavy and size >= 2)) \
+            and self._shippable(state)
         chosen = self._processes if use else self._serial
         yield from chosen.map(state, task, job, payloads, size=size)  # type: ignore[union-attr]
 

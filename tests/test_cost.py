@@ -74,11 +74,12 @@ def test_budget_is_deterministic_monotone_and_fits(bookstore: Path) -> None:
                                                                    "queries": None, "k_curve": [3, 5]}},
                              {"pairwise": {"top": 3}}, {"confidence": {"k": 3}}])
     prepared = prepare(spec)
-    speed = reference_speed(prepared.model, prepared.data.n_features)
-    assert speed == reference_speed(prepared.model, prepared.data.n_features) and 50_000 < speed < 1_000_000
+    speed, masked = reference_speed(prepared.model, prepared.data.n_features)
+    assert (speed, masked) == reference_speed(prepared.model, prepared.data.n_features)
+    assert 200_000 < speed < 400_000 and 200_000 < masked < 400_000  # the calibration's 300k and 320k
     shape = Shape(sizes=np.asarray(prepared.data.query_sizes()), features=prepared.data.n_features, trees=80,
                   background_docs=prepared.background.n_docs, background_queries=prepared.background.n_queries,
-                  rows_per_second=speed)
+                  rows_per_second=speed, masked_rows_per_second=masked)
     items = prepared.spec.evidence_items()
     full = sum(c.seconds for c in estimate_items(items, shape))
     chosen = [choose(items, shape, minutes=full * share / 60, render_seconds=0.0) for share in (0.3, 0.6, 2.0)]
@@ -96,8 +97,8 @@ def test_probe_measures_a_positive_speed(lambdamart) -> None:
     from auditor.models.lightgbm import LightGBMRanker
 
     booster, X, _, _ = lambdamart
-    rows_per_second, seconds = probe_speed(LightGBMRanker(booster), X, rows=500, repeats=2)
-    assert rows_per_second > 1000 and 0 < seconds < 5
+    rows_per_second, masked, seconds = probe_speed(LightGBMRanker(booster), X, rows=500, repeats=2)
+    assert rows_per_second > 1000 and masked > 1000 and 0 < seconds < 5
 
 
 @pytest.mark.parametrize(("budget", "problem"), [
