@@ -98,10 +98,13 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
                           selection=options.selection, learning_rate=options.learning_rate,
                           num_leaves=options.num_leaves, min_data_in_leaf=options.min_data_in_leaf,
                           max_rounds=options.max_rounds, patience=options.patience, seed=ctx.seed, num_threads=1)
-    fitted = fit_surrogate(reference.X, blackbox_ref, reference.query_ptr, ctx.rng("surrogate"),
-                           target=options.target, levels=options.grade_levels,
-                           validation_share=options.validation_share, config=config, score=ctx.model.predict,
-                           synthetic_per_document=options.synthetic_per_document)
+    # progress: boosting rounds, at most two boosted phases and the pair probe (early stopping ends them sooner)
+    with ctx.progress.task("Surrogate boosting rounds (at most)", 2 * options.max_rounds + config.probe_rounds) \
+            as ticker:
+        fitted = fit_surrogate(reference.X, blackbox_ref, reference.query_ptr, ctx.rng("surrogate"),
+                               target=options.target, levels=options.grade_levels,
+                               validation_share=options.validation_share, config=config, score=ctx.model.predict,
+                               synthetic_per_document=options.synthetic_per_document, on_round=ticker.advance)
     fit = fitted.fit
     surrogate = fit.booster.predict(data.X, raw_score=True)
     parts = decompose(TreeEnsemble.from_lightgbm(fit.booster.dump_model()))

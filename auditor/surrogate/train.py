@@ -74,7 +74,8 @@ def recombine(X: np.ndarray, query_ptr: np.ndarray, queries: np.ndarray, rng: np
 def fit_surrogate(X: np.ndarray, blackbox: np.ndarray, query_ptr: np.ndarray, rng: np.random.Generator, *,
                   target: Target = "regression", levels: int = 10, validation_share: float = 0.2,
                   config: IlmartConfig | None = None, score: Callable[[np.ndarray], np.ndarray] | None = None,
-                  synthetic_per_document: int = 0, mix: float = 0.5) -> SurrogateFit:
+                  synthetic_per_document: int = 0, mix: float = 0.5,
+                  on_round: Callable[[], None] | None = None) -> SurrogateFit:
     """ILMART fitted to a black box's scores on (X, query_ptr): per-query standardised scores with a regression
     objective, or per-query rank grades with lambdarank (surrogate/fidelity.py). With `synthetic_per_document`
     > 0 and `score` (the black box), the training queries also get recombined synthetic documents (module
@@ -93,7 +94,7 @@ def fit_surrogate(X: np.ndarray, blackbox: np.ndarray, query_ptr: np.ndarray, rn
         train = RankSet.from_ptr(X_train, targets(np.asarray(score(X_train), dtype=np.float64), ptr), ptr)
     else:
         train = take_queries(X, y, query_ptr, train_q)
-    fit = fit_ilmart(train, take_queries(X, y, query_ptr, valid_q), config=config)
+    fit = fit_ilmart(train, take_queries(X, y, query_ptr, valid_q), config=config, on_round=on_round)
     n_real = int(np.diff(query_ptr)[train_q].sum())
     return SurrogateFit(fit=fit, target=target, n_train_queries=len(train_q), n_valid_queries=len(valid_q),
                         n_synthetic=len(train.y) - n_real)
