@@ -137,8 +137,8 @@ def test_pair_chart_values_add_up_to_the_margin(context: AuditContext, monkeypat
 
 
 def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
-    steps = spy(monkeypatch, "step_curves", surrogate)
-    heat = spy(monkeypatch, "pair_heatmaps", surrogate)
+    steps = spy(monkeypatch, "step_curves")  # imported from plots when the section is drawn
+    heat = spy(monkeypatch, "pair_heatmaps")
     light = {k: v for k, v in LIGHT_SURROGATE["surrogate"].items() if k not in ("top_effects", "top_pairs")}
     result = surrogate.run(context, surrogate.SurrogateOptions(**light))
     (panels,), kwargs = steps[0]
