@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from auditor.errors import InputError
+from auditor.evidence import ALWAYS_PRESENT
 from auditor.files import MAX_YAML_BYTES, read_bytes
 from auditor.spec import StrictModel, Waiver, validate_yaml
 from auditor.yaml_io import parse_yaml
@@ -223,9 +224,6 @@ class LoadedPack:
                 if name not in kinds and name not in ALWAYS_PRESENT:
                     kinds.append(name)
         return kinds
-
-
-ALWAYS_PRESENT = ("dataset", "governance")
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,9 @@ class EvidenceResult:
     error: str = ""
     n_model_rows: int = 0
     detections: list[Detection] = field(default_factory=list)
+    # values the evidence items that use this one read (their plugin's `uses`), e.g. the surrogate's importance per
+    # feature; arrays and small typed values, never written to evidence.json
+    shared: dict[str, Any] = field(default_factory=dict)
 
     def detect(self, kind: str, title: str, message: str, *, severity: Literal["critical", "major", "minor"],
                citation: str, judged_by: tuple[str, ...] = (), value: float | None = None,
@@ -162,6 +165,15 @@ class AuditContext:
     worker_background: np.ndarray | None = None  # set in executor tasks, which get no `data`
     _state: Any = None
     feature_units: dict[str, str] = field(default_factory=dict)  # the feature dictionary's units, for figure axes
+    # the results of the items the running plugin uses (`EvidencePlugin.uses`) that ran in this audit; set by the
+    # engine before each plugin runs
+    inputs: dict[str, EvidenceResult] = field(default_factory=dict)
+
+    def used(self, name: str) -> EvidenceResult | None:
+        """The result of evidence item `name`, which the running plugin declares in `uses`, when it ran and
+        succeeded in this audit; None when it was not requested or did not produce results."""
+        result = self.inputs.get(name)
+        return result if result is not None and result.status == "ok" else None
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator of its own for each named stream, so adding a plugin never shifts another's numbers."""
@@ -244,6 +256,9 @@ class EvidencePlugin:
     title: str
     description: str
     check: Callable[[Any, RankingData], None] | None = None  # bad options for this data: InputError(where=option)
+    # evidence kinds whose results this one reads when they are requested too (`ctx.used(name)`): the engine runs
+    # them first, whatever the spec order
+    uses: tuple[str, ...] = ()
 
 
 REPRESENTATIVE_MIN_DOCS = 10

@@ -3,17 +3,16 @@ most important first) match the model's actual main parameters?
 
 The measured order comes from exact TreeSHAP (as `global_importance`): the within-query view (what changes the
 order of documents inside a query) is the headline, the per-query view a second source, and an interpretable
-surrogate's importance a third when the `surrogate` evidence ran earlier in the audit. A model without exact
-TreeSHAP (ONNX, a Python function) is measured the same way on the surrogate's exact per-document contributions,
-when the `surrogate` evidence ran earlier (else SKIPPED, saying so); the note gives the surrogate's fidelity.
+surrogate's importance a third when the audit requests the `surrogate` evidence too (this plugin `uses` it: the
+engine runs it first, whatever the spec order). A model without exact TreeSHAP (ONNX, a Python function) is
+measured the same way on the surrogate's exact per-document contributions, when the audit requests the
+`surrogate` evidence (else SKIPPED, saying so); the note gives the surrogate's fidelity.
 Reported: rank correlation of the declared order with each measured order, influential parameters that are not
 declared, declared parameters that are not main ones, and how stable the measured order is across bootstrap
 samples of queries.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -62,16 +61,14 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     check(options, data)
     names = list(data.feature_names)
     summary = importance_by_query(ctx)
-    surrogate = _surrogate_importance(ctx)
+    fitted = ctx.used("surrogate")
+    surrogate = _surrogate_importance(fitted, data.n_features)
     if summary is None:  # no exact TreeSHAP (ONNX, a Python function): measure on the surrogate's contributions
-        from auditor.surrogate import importance_by_query as surrogate_summary
-
-        measured = surrogate_summary(ctx)
+        measured = None if fitted is None else fitted.shared.get("importance_by_query")
         if measured is None:
             result.status = "skipped"
             result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with: "
-                            "list the `surrogate` evidence before `disclosure_consistency` to measure them on its "
-                            "interpretable surrogate")
+                            "request the `surrogate` evidence too to measure them on its interpretable surrogate")
             return result
         summary, tau = measured
         surrogate = None  # the headline is the surrogate already: no third source repeating it
@@ -89,8 +86,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     if surrogate is not None:
         sources["surrogate"] = surrogate
     elif result.metrics["disclosure.measured_on_surrogate"] == 0.0:
-        result.notes.append("No surrogate importance: list the `surrogate` evidence before `disclosure_consistency` "
-                            "in the spec to compare the declaration with the surrogate's effects too.")
+        result.notes.append("No surrogate importance: request the `surrogate` evidence too to compare the declaration "
+                            "with the surrogate's effects.")
 
     metrics = result.metrics
     within = _shares(views["within_query"])
@@ -233,18 +230,14 @@ def weighted_overlap(a: list[int], b: list[int], weights: np.ndarray) -> float:
     return sum(float(weights[f]) for f in set(a) & set(b)) / union if union > 0 else 1.0
 
 
-def _surrogate_importance(ctx: AuditContext) -> np.ndarray | None:
-    """Per-feature importance of the ILMART surrogate when the `surrogate` evidence ran earlier in this audit;
-    None otherwise."""
-    try:
-        from auditor import surrogate  # type: ignore[attr-defined]
-    except ImportError:
+def _surrogate_importance(fitted: EvidenceResult | None, n_features: int) -> np.ndarray | None:
+    """Per-feature importance of the ILMART surrogate the `surrogate` evidence fitted in this audit (a pair effect's
+    importance split evenly between its two features); None when it was not requested or did not produce one."""
+    values = None if fitted is None else fitted.shared.get("feature_importance")
+    if values is None:
         return None
-    function: Any = getattr(surrogate, "feature_importance", None)
-    if function is None:
-        return None
-    values = np.asarray(function(ctx), dtype=np.float64)
-    return values if values.shape == (ctx.data.n_features,) else None
+    values = np.asarray(values, dtype=np.float64)
+    return values if values.shape == (n_features,) else None
 
 
 def _shares(values: np.ndarray) -> np.ndarray:

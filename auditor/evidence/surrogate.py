@@ -82,7 +82,6 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
-    from auditor.surrogate import IMPORTANCE_KEY, SUMMARY_KEY
     from auditor.surrogate.decompose import decompose, effect_name, effect_record
     from auditor.surrogate.fidelity import fidelity
     from auditor.surrogate.ilmart import IlmartConfig
@@ -113,14 +112,14 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     per_feature = np.zeros(data.n_features)
     for e, effect in enumerate(parts.effects):
         per_feature[list(effect.features)] += importance[e] / len(effect.features)
-    ctx.memo(IMPORTANCE_KEY, lambda: per_feature)  # read by disclosure_consistency when it runs after this
+    result.shared["feature_importance"] = per_feature  # read by disclosure_consistency, which uses this item
 
     main_fid = fidelity(fit.main_booster.predict(data.X, raw_score=True), blackbox, data.query_ptr)
     full_fid = fidelity(surrogate, blackbox, data.query_ptr)
     taus = np.asarray(full_fid["kendall"], dtype=np.float64)
     # For a model without exact TreeSHAP, disclosure_consistency measures the main parameters on these.
-    ctx.memo(SUMMARY_KEY, lambda: (summarize(_per_feature(contrib, parts, data.n_features), data.query_ptr),
-                                   float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan")))
+    result.shared["importance_by_query"] = (summarize(_per_feature(contrib, parts, data.n_features), data.query_ptr),
+                                            float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan"))
     m = result.metrics
     for label, fid in (("", full_fid), ("main_effects.", main_fid)):
         for measure in ("kendall", "ndcg@10"):
