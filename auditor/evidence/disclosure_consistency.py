@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field
 from scipy.stats import kendalltau
 
-from auditor.checks.ranking import bootstrap_interval
+from auditor.checks.estimate import estimate
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
 from auditor.evidence.global_importance import importance_by_query
@@ -108,10 +108,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     per_query_tau = np.array([_tau_declared(row, declared) for row in per_query_within], dtype=np.float64)
     finite = per_query_tau[np.isfinite(per_query_tau)]
     rng = ctx.rng("disclosure_consistency")
-    low, high = bootstrap_interval(finite, rng)
-    metrics["disclosure.per_query.rank_correlation.mean"] = float(finite.mean()) if finite.size else np.nan
-    metrics["disclosure.per_query.rank_correlation.ci95_low"] = low
-    metrics["disclosure.per_query.rank_correlation.ci95_high"] = high
+    metrics.update(estimate(finite, rng).metrics("disclosure.per_query.rank_correlation"))
     multi = [q for q in range(data.n_queries) if data.query_ptr[q + 1] - data.query_ptr[q] > 1]
     result.per_query["disclosure.per_query.rank_correlation"] = {
         data.query_ids[q]: round(float(t), 6) for q, t in zip(multi, per_query_tau, strict=True) if np.isfinite(t)}

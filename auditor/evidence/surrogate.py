@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
-from auditor.checks.ranking import bootstrap_interval
+from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.global_importance import summarize
 
@@ -123,12 +123,13 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     m = result.metrics
     for label, fid in (("", full_fid), ("main_effects.", main_fid)):
         for measure in ("kendall", "ndcg@10"):
-            values = np.asarray(fid[measure])
+            values = np.asarray(fid[measure], dtype=np.float64)
             kept = values[np.isfinite(values)]
-            m[f"surrogate.fidelity.{label}{measure}.mean"] = float(kept.mean()) if kept.size else float("nan")
-            if not label:
-                low, high = bootstrap_interval(kept, ctx.rng(f"surrogate/fidelity/{measure}"))
-                m[f"surrogate.fidelity.{measure}.ci95_low"], m[f"surrogate.fidelity.{measure}.ci95_high"] = low, high
+            if label:
+                m[f"surrogate.fidelity.{label}{measure}.mean"] = float(kept.mean()) if kept.size else float("nan")
+            else:
+                m.update(estimate(kept, ctx.rng(f"surrogate/fidelity/{measure}")).metrics(
+                    f"surrogate.fidelity.{measure}"))
                 m[f"surrogate.fidelity.{measure}.min"] = float(kept.min()) if kept.size else float("nan")
                 m[f"surrogate.fidelity.{measure}.p10"] = float(np.percentile(kept, 10)) if kept.size else float("nan")
         m[f"surrogate.fidelity.{label}explained_share"] = float(fid["explained"])
