@@ -35,6 +35,7 @@ from auditor.policy import (
     Finding,
     LoadedPack,
     check_assignments,
+    check_metrics,
     check_waivers,
     evaluate,
     judging_rules,
@@ -82,6 +83,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     spec, raw = load_spec(spec_path)
     base = spec_path.parent.resolve()
     packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
+    check_metrics(packs, {**ALWAYS, **REGISTRY}, {*ALWAYS, *(name for name, _ in spec.evidence_items())})
     check_waivers(spec.waivers, packs, spec_file=spec_path)
     check_assignments(spec.findings, packs, spec_file=spec_path)
     if spec.output.templates is not None:

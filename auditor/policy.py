@@ -266,6 +266,23 @@ def builtin_pack_names() -> list[str]:
     return sorted(p.stem for p in bundled_policies_dir().glob("*.yaml"))
 
 
+def check_metrics(packs: list[LoadedPack], plugins: dict[str, Any], requested: set[str]) -> None:
+    """A rule naming a metric that its evidence kind cannot emit is bad input when the packs load, not an ERROR
+    finding after the whole audit ran: one line with the pack file, the rule id and the closest names the kind
+    declares. `plugins` maps kind → plugin (`emits`, `metric_examples`: auditor.evidence.base.EvidencePlugin);
+    rules on kinds that are not `requested` are SKIPPED at evaluation and not checked here."""
+    for loaded in packs:
+        for rule in loaded.pack.rules:
+            plugin = plugins.get(rule.evidence)
+            if rule.metric is None or rule.evidence not in requested or plugin is None or plugin.emits(rule.metric):
+                continue
+            near = difflib.get_close_matches(rule.metric, plugin.metric_examples(), n=3, cutoff=0.4)
+            raise InputError(f"rule {rule.id} names the metric '{rule.metric}', which '{rule.evidence}' does not "
+                             "emit", file=loaded.path,
+                             fix=f"closest: {', '.join(near)}" if near else
+                                 f"see docs/metrics.md for the metrics of '{rule.evidence}'")
+
+
 def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None, where: str = "policies",
               _chain: tuple[Path, ...] = ()) -> LoadedPack:
     """A pack by built-in name (`starter`) or by path (relative to `base_dir`, the folder of the file naming it),

@@ -56,9 +56,11 @@ def _build_always() -> dict[str, EvidencePlugin]:
 
     plugins = (
         EvidencePlugin("dataset", dataset.DatasetOptions, dataset.run, "Dataset",
-                       "Data facts: documents, queries, features, degenerate queries, the query sample."),
+                       "Data facts: documents, queries, features, degenerate queries, the query sample.",
+                       metrics=dataset.METRICS),
         EvidencePlugin("governance", governance.GovernanceOptions, governance.run, "Governance",
-                       "Facts about the audit record: signed, retention, stated purpose, owner and oversight."),
+                       "Facts about the audit record: signed, retention, stated purpose, owner and oversight.",
+                       metrics=governance.METRICS),
     )
     return {plugin.name: plugin for plugin in plugins}
 
@@ -80,35 +82,37 @@ def _build() -> dict[str, EvidencePlugin]:
 
     plugins = (
         EvidencePlugin("ranking_quality", ranking_quality.RankingQualityOptions, ranking_quality.run,
-                       "Ranking quality", "nDCG@k and MAP per query against relevance labels."),
+                       "Ranking quality", "nDCG@k and MAP per query against relevance labels.",
+                       metrics=ranking_quality.METRICS),
         EvidencePlugin("global_importance", global_importance.GlobalImportanceOptions, global_importance.run,
                        "Main ranking parameters", "TreeSHAP importance per feature: global, per query, within query.",
-                       global_importance.check),
+                       global_importance.check, metrics=global_importance.METRICS),
         EvidencePlugin("local_explanations", local_explanations.LocalExplanationsOptions, local_explanations.run,
                        "Local explanation quality",
                        "Explainers compared by validity and completeness (Singh et al. 2020).",
-                       local_explanations.check),
+                       local_explanations.check, metrics=local_explanations.METRICS),
         EvidencePlugin("decision_path_accuracy", decision_path_accuracy.DecisionPathOptions, decision_path_accuracy.run,
                        "Decision-path accuracy",
                        "Explainers against decision-path ground truth (Rahnama & Bütepage 2022).",
-                       decision_path_accuracy.check),
+                       decision_path_accuracy.check, metrics=decision_path_accuracy.METRICS),
         EvidencePlugin("disclosure_consistency", disclosure_consistency.DisclosureConsistencyOptions,
                        disclosure_consistency.run, "Declared vs actual main parameters",
                        "The declared main parameters and their order against the measured ones (P2B Art. 5).",
-                       disclosure_consistency.check, uses=("surrogate",)),
+                       disclosure_consistency.check, uses=("surrogate",), metrics=disclosure_consistency.METRICS),
         EvidencePlugin("parameter_influence", parameter_influence.ParameterInfluenceOptions, parameter_influence.run,
                        "Influence of sensitive parameters", "Rank shifts when paid or other sensitive parameters "
-                       "are masked or swept.", parameter_influence.check),
+                       "are masked or swept.", parameter_influence.check, metrics=parameter_influence.METRICS),
         EvidencePlugin("pairwise", pairwise.PairwiseOptions, pairwise.run,
                        "Pairwise explanations", "Why each top document is ranked above the next (Huai et al. 2020).",
-                       pairwise.check),
+                       pairwise.check, metrics=pairwise.METRICS),
         EvidencePlugin("confidence", confidence.ConfidenceOptions, confidence.run,
                        "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons.",
-                       confidence.check),
+                       confidence.check, metrics=confidence.METRICS),
         EvidencePlugin("exposure", exposure.ExposureOptions, exposure.run, "Exposure and self-preferencing",
                        "Who gets the attention: exposure against merit per group, and what the group feature "
-                       "itself is worth (DMA Art. 6(5)).", exposure.check),
+                       "itself is worth (DMA Art. 6(5)).", exposure.check, metrics=exposure.METRICS),
         EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
-                       "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity."),
+                       "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity.",
+                       metrics=surrogate.METRICS),
     )
     return {plugin.name: plugin for plugin in plugins}

@@ -10,6 +10,14 @@ DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is r
 CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
 
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "dataset.{n_queries|n_docs|n_features|single_doc_queries|single_doc_queries_share|missing_values"
+    "|all_zero_label_queries|all_zero_label_queries_share|sample_share}",
+    "dataset.docs_per_query.{min|mean|max}",
+    "dataset.population.{n_queries|n_docs}",
+)
+
+
 class DatasetOptions(EvidenceOptions):
     """No options: the data is the spec's `dataset:`."""
 

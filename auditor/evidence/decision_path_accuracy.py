@@ -87,6 +87,17 @@ HOW_TO_READ = (
     "documents. A low figure means the explanation points at features the model did not use for that document."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "decision_path.{additivity.max_abs_error|bias|docs|queries|top_k}",
+    "decision_path.depth.{mean|min|max}",
+    "decision_path.{method}.{rows|degenerate_docs|fallback_docs}",
+    "decision_path.{method}.{frequency|value_change}.{auc|spearman|spearman_abs|euclidean}.{mean|std|ci95_low"
+    "|ci95_high|undefined|depth_spearman}",
+    "decision_path.{method}.{frequency|value_change}.{auc|spearman|spearman_abs|euclidean}.mean@k{k}",
+    "decision_path.{method}.{attributions|coefficients|contributions}.{frequency|value_change}.{auc|spearman"
+    "|spearman_abs|euclidean}.mean",
+)
+
 
 def check(options: DecisionPathOptions, data: RankingData) -> None:
     """A top-K list of every feature holds every relevant one: its AUC says nothing."""

@@ -45,6 +45,16 @@ HOW_TO_READ = (
     "re-measures the order on bootstrap samples of queries: a low value means the order itself is uncertain."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "disclosure.{undeclared_main|undeclared_share|declared_not_main|main_parameters|measured_on_surrogate"
+    "|rank_correlation}",
+    "disclosure.rank_correlation.{within_query|per_query|surrogate}",
+    "disclosure.per_query.rank_correlation",
+    "disclosure.per_query.rank_correlation.{mean|ci95_low|ci95_high}",
+    "disclosure.stability.{kendall|weighted_kendall|main_set_overlap}.{mean|p05}",
+    "disclosure.stability.{main_set_agreement|undeclared_share}",
+)
+
 
 def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:
     """Every declared parameter is a feature of the data, listed once (bad input before any evidence runs)."""

@@ -64,6 +64,11 @@ HOW_TO_READ = (
     "the stated share of the within-query importance."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "global_importance.{additivity.max_abs_error|score_rounding.max_abs|main_parameters"
+    "|rank_agreement_global_vs_within|top1_share|top3_share|unused_features}",
+)
+
 
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     from auditor.report.plots import bar_chart, fmt_share  # here, not at import: the spec loads no matplotlib

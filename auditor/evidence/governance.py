@@ -10,6 +10,12 @@ from pydantic import Field
 
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "governance.{signed|retention_years|purpose_stated|owner_stated|period_stated|limitations_recorded"
+    "|baseline_present|intended_use_stated|human_oversight_stated|independence_stated|auditor_stated"
+    "|features_described}",
+)
+
 
 class GovernanceOptions(EvidenceOptions):
     audit: dict[str, Any] = Field(default_factory=dict, description="The spec's `audit:` block, as data.")

@@ -44,6 +44,18 @@ HOW_TO_READ = (
     "pushes documents up; about zero: no effect). Intervals are 95% bootstrap intervals over queries."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "influence.{parameters|queries}",
+    "influence.{feature}.{rank_shift|sweep_gain}",
+    "influence.{feature}.{rank_shift|sweep_gain|sweep_range}.{mean|ci95_low|ci95_high}",
+    "influence.{feature}.{rank_shift|sweep_range}.max",
+    "influence.{feature}.{topk_changed_share|affected_docs_share}",
+    "influence.{feature}.topk_changed_share.{ci95_low|ci95_high}",
+    "influence.max.rank_shift.{mean|ci95_low|ci95_high}",
+    "influence.max.{sweep_gain.max_abs|topk_changed_share}",
+    "influence.max.{sweep_gain.max_abs|topk_changed_share}.{ci95_low|ci95_high}",
+)
+
 _MAX_ROWS = 1_000_000
 
 

@@ -35,6 +35,12 @@ HOW_TO_READ = (
     "over queries, of the precision at each relevant document."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "ranking_quality.{queries|single_doc_queries|all_zero_label_queries}",
+    "ranking_quality.ndcg@{k}",
+    "ranking_quality.{ndcg@{k}|map}.{mean|std|ci95_low|ci95_high|min|p10|median|max|share_low|queries}",
+)
+
 
 def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
     from auditor.report.plots import histogram

@@ -80,6 +80,14 @@ HOW_TO_READ = (
     "by how much they move the audited documents' scores on average."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "surrogate.{decomposition.max_abs_error|n_interactions|n_main_effects|n_trees|training.synthetic_documents}",
+    "surrogate.fidelity.{queries|explained_share|main_effects.explained_share}",
+    "surrogate.fidelity.{kendall|ndcg@{k}}.{mean|ci95_low|ci95_high|min|p10}",
+    "surrogate.fidelity.main_effects.{kendall|ndcg@{k}}.mean",
+    "surrogate.labels.ndcg@{k}.{model|surrogate}",
+)
+
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     from auditor.surrogate.decompose import decompose, effect_name, effect_record
