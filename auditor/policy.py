@@ -14,15 +14,18 @@ import operator
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from auditor.errors import InputError
 from auditor.evidence import ALWAYS_PRESENT
 from auditor.files import MAX_YAML_BYTES, read_bytes
-from auditor.spec import StrictModel, Waiver, validate_yaml
 from auditor.yaml_io import parse_yaml
+from auditor.yaml_models import StrictModel, validate_yaml
+
+if TYPE_CHECKING:
+    from auditor.spec import Waiver
 
 Severity = Literal["critical", "major", "minor", "info"]
 Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "SKIPPED"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import Field
-from scipy.stats import kendalltau
 
 from auditor.checks.estimate import estimate
 from auditor.data import RankingData
@@ -177,6 +176,8 @@ def _tau_declared(importance: np.ndarray, declared: list[int]) -> float:
     values = importance[declared]
     if np.all(values == values[0]):
         return float("nan")
+    from scipy.stats import kendalltau  # here, not at import: the spec and policies load without scipy.stats
+
     return float(kendalltau(-np.arange(len(declared)), values).statistic)
 
 
@@ -190,6 +191,8 @@ def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int]
     product of their shares, and the overlap of the sample's main set with the full one weighted by share. The
     strict ones are kept beside them: plain Kendall tau over every feature, the share of samples whose main set is
     exactly the same, and the share in which some influential parameter is undeclared."""
+    from scipy.stats import kendalltau
+
     n = per_query_within.shape[0]
     keys = ("kendall.mean", "kendall.p05", "weighted_kendall.mean", "weighted_kendall.p05", "main_set_overlap.mean",
             "main_set_overlap.p05", "main_set_agreement", "undeclared_share")

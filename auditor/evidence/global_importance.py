@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
-from scipy.stats import spearmanr
 
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
@@ -104,6 +103,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     metrics["global_importance.top1_share"] = float(within[order[0]])
     metrics["global_importance.top3_share"] = float(within[order[:3]].sum())
     metrics["global_importance.unused_features"] = float(np.sum(views["global"] == 0))
+    from scipy.stats import spearmanr  # here, not at import: the spec and policies load without scipy.stats
+
     rho = spearmanr(views["global"], views["within_query"]).statistic if len(names) > 1 else 1.0
     metrics["global_importance.rank_agreement_global_vs_within"] = float(np.nan_to_num(rho, nan=1.0))
 
