@@ -91,14 +91,14 @@ def _progress(quiet: bool) -> Iterator[Any]:
 
         yield Progress()
         return
-    from auditor.progress import RichProgress
+    from auditor.progress import for_terminal
 
-    with RichProgress() as bar:
+    with for_terminal() as bar:  # bars on a terminal, plain lines otherwise (CI, nohup)
         yield bar
 
 
 SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False)]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress (bars or lines) and no notes.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors and library warnings.")]
 
 
@@ -168,6 +168,8 @@ def report(
         if run.unjudged:
             shown += f"; {len(run.unjudged)} detection{'s' * (len(run.unjudged) != 1)} not judged by any rule"
         typer.echo(f"opinion: {run.opinion} ({shown})", err=True)
+        for sentence in (run.budget or {}).get("choices", []):
+            typer.echo(f"budget: {sentence}", err=True)
     shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
                        if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
@@ -222,8 +224,11 @@ def verify(
 
 
 @app.command()
-def validate(spec: SpecArg, debug: Debug = False) -> None:
-    """Check a spec, its policies, model and data, without running any evidence."""
+def validate(spec: SpecArg, quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the check, no cost "
+                                                                   "estimate.")] = False,
+             debug: Debug = False) -> None:
+    """Check a spec, its policies, model and data, without running any evidence; estimate what the audit will
+    cost on this machine (per evidence item and in total)."""
     from auditor.engine import prepare
 
     prepared = _guard(lambda: prepare(spec), debug=debug)
@@ -232,6 +237,25 @@ def validate(spec: SpecArg, debug: Debug = False) -> None:
                f"{sum(len(p.pack.rules) for p in prepared.packs)} rule(s); model {prepared.model.kind} with "
                f"{prepared.model.n_features or data.n_features} features; {data.n_docs} documents in "
                f"{data.n_queries} queries")
+    if not quiet:
+        from auditor.cost import plan_audit, plan_lines
+        from auditor.engine import budget_choice
+        from auditor.executor import cpu_count
+
+        jobs = prepared.spec.executor.jobs or cpu_count()
+        choice = _guard(lambda: budget_choice(prepared), debug=debug)
+        items = choice.items if choice is not None else None
+        for line in plan_lines(_guard(lambda: plan_audit(prepared, items, workers=jobs), debug=debug)):
+            typer.echo(line)
+        if choice is not None:
+            typer.echo(f"budget: {choice.minutes:g} minutes, planned at the model's reference speed of "
+                       f"{choice.reference_rows_per_second:,.0f} rows/s (estimate {choice.estimated_seconds / 60:.1f} "
+                       f"min; as written {choice.full_seconds / 60:.1f} min)")
+            for sentence in choice.sentences:
+                typer.echo(f"budget: {sentence}")
+            if not choice.fits:
+                typer.echo(f"budget: NOT MET — raise `budget.minutes` above {choice.estimated_seconds / 60:.1f} or set "
+                           "smaller `queries` per evidence item")
 
 
 @app.command()

@@ -27,7 +27,7 @@ from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidencePlugin, EvidenceResult, Progress
-from auditor.executor import Executor, core_limit
+from auditor.executor import AUTO_MIN_SECONDS, Executor, core_limit
 from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
@@ -73,6 +73,7 @@ class AuditRun:
     opinion: str
     results: dict[str, EvidenceResult] = field(default_factory=dict)
     unjudged: list[Detection] = field(default_factory=list)  # detections no applied rule judges
+    budget: dict[str, Any] | None = None  # what the spec's budget chose (evidence.json `budget`)
 
 
 def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None) -> PreparedAudit:
@@ -171,14 +172,22 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
 
     always = always_present_options(spec)
     results = {name: _run_plugin(ALWAYS[name], always[name], ctx)[0] for name in ALWAYS}
-    requested = dict(spec.evidence_items())
     seconds: dict[str, float] = {}
     try:
         with core_limit(chosen.jobs):
-            for name in progress.track(run_order(list(requested)), description="Evidence", total=len(requested)):
-                plugin = REGISTRY[name]
-                ctx.inputs = {used: results[used] for used in plugin.uses if used in results}
-                results[name], seconds[name] = _run_plugin(plugin, requested[name], ctx)
+            items, plan, choice = planned(prepared, ctx.workers)  # cost model and budget (auditor/cost.py)
+            requested = dict(items)  # as the budget chose them
+            estimate = {name: item.seconds for (name, _), item in zip(items, plan.items, strict=True)}
+            order = run_order(list(requested))  # items another uses run first (EvidencePlugin.uses)
+            with progress.task("Evidence items", len(order), overall=True) as overall:
+                for index, name in enumerate(order):
+                    later = sum(estimate[n] for n in order[index + 1:]) + plan.render_seconds
+                    progress.item(name, estimate[name], later=later)
+                    ctx.executor.heavy = estimate[name] >= AUTO_MIN_SECONDS  # `auto`: the pool for long items
+                    plugin = REGISTRY[name]
+                    ctx.inputs = {used: results[used] for used in plugin.uses if used in results}
+                    results[name], seconds[name] = _run_plugin(plugin, requested[name], ctx)
+                    overall.advance()
     finally:
         ctx.executor.close()
         ctx.inputs = {}
@@ -190,15 +199,50 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
                                  run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
                                       "evaluated_on": today.isoformat(), "seconds": seconds,
-                                      "host": platform.node(),
+                                      "cost": cost_record(plan, seconds, results), "host": platform.node(),
                                       "executor": {"kind": ctx.executor.kind, "workers": ctx.executor.workers}})
+    if choice is not None:  # what the budget chose and why: deterministic, so outside the run block
+        document["budget"] = choice.to_json()
     if prepared.baseline is not None:  # the "since last review" section
         from auditor.diff import compare
 
         document["since_last_review"] = compare(prepared.baseline, document, old_name=spec.baseline.name,
                                                 new_name="this run", file=prepared.spec_path)
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
-    return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged)
+    return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged,
+                    budget=document.get("budget"))
+
+
+def planned(prepared: PreparedAudit, workers: int) -> tuple[list[tuple[str, Any]], Any, Any]:
+    """The evidence items to run (as the spec's budget chose them: auditor/budget.py), their cost estimate on this
+    machine, and the budget's choice (None without a budget)."""
+    from auditor.cost import plan_audit
+
+    choice = budget_choice(prepared)
+    items = choice.items if choice is not None else prepared.spec.evidence_items()
+    return items, plan_audit(prepared, items, workers=workers), choice
+
+
+def budget_choice(prepared: PreparedAudit) -> Any:
+    """The spec budget's choice, planned at the model's reference speed (deterministic); None without a budget."""
+    if prepared.spec.budget is None:
+        return None
+    from auditor.budget import choose, reference_speed
+    from auditor.cost import render_seconds, shape_of
+
+    items = prepared.spec.evidence_items()
+    speed, masked = reference_speed(prepared.model, prepared.data.n_features)
+    shape = shape_of(prepared.data, prepared.background, prepared.model, rows_per_second=speed,
+                     masked_rows_per_second=masked)
+    return choose(items, shape, minutes=prepared.spec.budget.minutes,
+                  render_seconds=render_seconds(list(prepared.spec.output.formats), len(items)))
+
+
+def cost_record(plan: Any, seconds: dict[str, float], results: dict[str, EvidenceResult]) -> dict[str, Any]:
+    """Estimate against actual per evidence item, for the run block (wall-clock: varies between runs)."""
+    from auditor.cost import compared
+
+    return {**plan.to_json(), "compared": compared(plan, seconds, {n: r.n_model_rows for n, r in results.items()})}
 
 
 def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from auditor.evidence.base import AuditContext
 
 Kind = Literal["auto", "serial", "processes", "dask"]
-AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work
+AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
+AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/cost.py)
+_here = threading.local()  # the serial executor's progress tick, for tasks running in this thread
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
 _PRELOAD = ["numpy", "lightgbm", "auditor.executor", "auditor.evidence.local_explanations",
@@ -109,6 +112,33 @@ def _limit_numba_threads() -> None:
         numba.set_num_threads(min(thread_budget(), numba.config.NUMBA_NUM_THREADS))
 
 
+class _Forward:
+    """The ticker of a task run in this process: forwards `ctx.tick()` to the evidence item's progress."""
+
+    def __init__(self, tick: Callable[[int], None]) -> None:
+        self.advance = tick
+
+    def close(self) -> None:
+        pass
+
+
+def ticking(tick: Callable[[int], None], outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
+    """Outcomes of `Executor.map`, with `tick` receiving the `ctx.tick()` calls of the tasks that run in this
+    thread while each outcome is made (the serial executor); tasks in workers tick nothing (their block counts when
+    it comes back)."""
+    outcomes = iter(outcomes)
+    while True:
+        before = getattr(_here, "tick", None)
+        _here.tick = tick
+        try:
+            outcome = next(outcomes)
+        except StopIteration:
+            return
+        finally:
+            _here.tick = before
+        yield outcome
+
+
 def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], Any], job: Any,
              payload: Any) -> Outcome:
     """Run one task against the state: by token in pool workers (installed at start-up), else the state itself
@@ -123,6 +153,9 @@ def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], 
                        masking=state.masking, masking_samples=state.masking_samples)
     ctx._masker = state.masker
     ctx.worker_background = state.background
+    tick = getattr(_here, "tick", None)
+    if tick is not None:
+        ctx.ticker = _Forward(tick)  # type: ignore[assignment]
     value = task(ctx, job, payload)
     return Outcome(value=value, rows=ctx.model.rows_evaluated, memo=ctx._memo)
 
@@ -212,10 +245,12 @@ class AutoExecutor:
         self._serial = SerialExecutor()
         self._processes = ProcessExecutor(self.workers) if self.workers > 1 else None
         self._checked: dict[str, bool] = {}
+        self.heavy = False  # the engine sets it per evidence item from the cost model (AUTO_MIN_SECONDS)
 
     def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
             *, size: int) -> Iterator[Outcome]:
-        use = self._processes is not None and size >= AUTO_MIN_QUERIES and self._shippable(state)
+        use = self._processes is not None and (size >= AUTO_MIN_QUERIES or (self.heavy and size >= 2)) \
+            and self._shippable(state)
         chosen = self._processes if use else self._serial
         yield from chosen.map(state, task, job, payloads, size=size)  # type: ignore[union-attr]
 

@@ -175,6 +175,15 @@ class ExecutorSpec(StrictModel):
         return self
 
 
+class BudgetSpec(StrictModel):
+    """A time budget for the evidence: the engine samples queries and leaves out optional work so the cost
+    model's estimate fits, the same way for the same spec and seed, and says what it chose (auditor/budget.py)."""
+
+    minutes: float = Field(gt=0, le=100_000, description="Minutes the evidence and the report may take, estimated "
+                                                         "at the reference scoring speed of the model (validate "
+                                                         "prints the estimate).")
+
+
 class FeatureInfo(StrictModel):
     """What one feature means, for the report's feature dictionary."""
 
@@ -265,6 +274,9 @@ class AuditSpec(StrictModel):
         None, description="Reference data for masking and samplers (e.g. the training set); default: the dataset.")
     masking: MaskingSpec = MaskingSpec()
     executor: ExecutorSpec = ExecutorSpec()
+    budget: BudgetSpec | None = Field(None, description="A time budget, e.g. `{minutes: 15}`: per-query evidence "
+                                                        "audits a seeded sample of queries chosen so the estimate "
+                                                        "fits (default: no budget, everything as specified).")
     evidence: list[EvidenceItem] = Field(min_length=1, description="Evidence items, each `- name: {options}`.")
     policies: list[str] = Field([], description="Built-in pack names or paths to policy YAML files.")
     waivers: list[Waiver] = Field([], description="Accepted exceptions to rules.")

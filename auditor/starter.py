@@ -69,6 +69,8 @@ dataset:
 #   doc_id_column: doc_id
 
 # masking: {{strategy: mean}}   # what a removed feature becomes: mean (default), median or zero
+# budget: {{minutes: 15}}       # a time budget: per-query evidence samples queries so the estimate fits
+#                              #   (`auditor validate` prints the estimate per evidence item)
 
 # features:             # what each feature means, for the report's feature dictionary (or a CSV file:
 #   price: {{meaning: Price of the item, unit: EUR}}   #   feature_dictionary: features.csv, columns name,meaning,unit)

@@ -1,11 +1,11 @@
 """A compiled SVMlight/LETOR parser: one pass over the bytes, linear in the file size.
 
-scikit-learn's `load_svmlight_file` appends each `qid` with `np.append` (quadratic: 100k LETOR rows took 9 s, 1M
-rows did not finish in 25 minutes). This parser (numba) reads label, `qid:`, `index:value` pairs and the span of
-the `#` comment of every line. Numbers: a decimal with at most 15 significant digits and a power-of-ten exponent
-within ±22 is converted exactly (an integer mantissa divided or multiplied by an exact power of ten is correctly
-rounded); anything else (more digits, nan, inf, hex) is re-read with Python's `float()` for that line, so the
-values are always those `float()` gives.
+scikit-learn's `load_svmlight_file` appends each `qid` with `np.append`, so its time grows with the square of the
+rows (benchmarks/read_letor.py measures both side by side). This parser (numba) reads label, `qid:`, `index:value`
+pairs and the span of the `#` comment of every line. Numbers: a decimal with at most 15 significant digits and a
+power-of-ten exponent within ±22 is converted exactly (an integer mantissa divided or multiplied by an exact power
+of ten is correctly rounded); anything else (more digits, nan, inf, hex) is re-read with Python's `float()` for that
+line, so the values are always those `float()` gives.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def test_init_comments_out_valid_options(bookstore: Path) -> None:
         lines.append(line)
     text = "\n".join(lines) + "\n"
     for key in ("intended_use:", "human_oversight:", "independence:", "version:", "findings:", "features:",
-                "masking:", "formats:"):
+                "masking:", "formats:", "budget:"):
         assert re.search(rf"^\s*{key}", text, re.MULTILINE), key
     spec.write_text(text)
     validated = runner.invoke(app, ["validate", str(spec)])

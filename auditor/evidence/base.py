@@ -7,6 +7,7 @@ templates can all read the same thing.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -141,11 +142,43 @@ def _plain(value: float | None) -> float | None:
     return value if np.isfinite(value) else None
 
 
+class Ticker:
+    """One unit of progress (a query, a block, a boosting round...): `advance` as work is done. This one is silent;
+    auditor/progress.py draws them. Used as a context manager, it completes when the block ends."""
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Ticker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Progress:
-    """Progress reporting seam: the engine passes a rich-backed one; tests and --quiet pass this silent one."""
+    """Progress reporting seam: the CLI passes a drawn one (auditor/progress.py); tests and --quiet this silent one.
+    `task` opens a ticker of `total` units; the engine names the evidence item it runs and its estimated seconds
+    (`item`, from auditor/cost.py) so tickers can show an ETA before their first unit is done."""
+
+    def item(self, name: str, seconds: float | None, *, later: float = 0.0) -> None:
+        """The engine starts evidence item `name`, estimated at `seconds`; `later`: the estimates of the rest."""
+
+    def task(self, description: str, total: int, *, overall: bool = False) -> Ticker:
+        """A ticker of `total` units (`overall`: the audit's item count, its ETA the estimates left)."""
+        return Ticker()
 
     def track(self, items: Iterable[T], *, description: str, total: int | None = None) -> Iterator[T]:
-        yield from items
+        if total is None:
+            items = list(items)
+            total = len(items)
+        with self.task(description, total) as ticker:
+            for item in items:
+                yield item
+                ticker.advance()
 
 
 @dataclass
@@ -166,6 +199,12 @@ class AuditContext:
     worker_background: np.ndarray | None = None  # set in executor tasks, which get no `data`
     _state: Any = None
     feature_units: dict[str, str] = field(default_factory=dict)  # the feature dictionary's units, for figure axes
+    ticker: Ticker = field(default_factory=Ticker)  # in executor tasks run in this process: per-query ticks
+
+    def tick(self, n: int = 1) -> None:
+        """One query (or `n`) of an executor task done: ticks the item's progress when the task runs here."""
+        self.ticker.advance(n)
+
     # the results of the items the running plugin uses (`EvidencePlugin.uses`) that ran in this audit; set by the
     # engine before each plugin runs
     inputs: dict[str, EvidenceResult] = field(default_factory=dict)
@@ -190,17 +229,34 @@ class AuditContext:
         return self.worker_background if self.worker_background is not None else self.reference().X
 
     def run_tasks(self, task: Callable[[AuditContext, Any, Any], R], job: Any, payloads: Iterable[Any],
-                  *, size: int) -> Iterator[R]:
+                  *, size: int, ticker: Ticker | None = None) -> Iterator[R]:
         """Per-query work through the audit's executor (see auditor/executor.py), values in payload order. The
-        rows each task evaluated count on this context's model, and its memo entries join this context's memo."""
-        from auditor.executor import SerialExecutor, WorkerState
+        rows each task evaluated count on this context's model, and its memo entries join this context's memo.
+        `ticker` advances by one per query of each payload (a list of queries): per query as a task in this process
+        calls `ctx.tick()`, else when its block comes back from a worker."""
+        from auditor.executor import SerialExecutor, WorkerState, ticking
 
         if self._state is None:
             self._state = WorkerState(model=self.model.inner, seed=self.seed, masking=self.masking,
                                       masking_samples=self.masking_samples, masker=self.masker(),
                                       background=self.reference_rows())
         executor = self.executor if self.executor is not None else SerialExecutor()
-        for outcome in executor.map(self._state, task, job, payloads, size=size):
+        ticker = ticker or Ticker()
+        units: deque[int] = deque()
+        ticked = [0]
+
+        def counted() -> Iterator[Any]:
+            for payload in payloads:
+                units.append(len(payload) if isinstance(payload, (list, tuple)) else 1)
+                yield payload
+
+        def forward(n: int) -> None:
+            ticked[0] += n
+            ticker.advance(n)
+
+        for outcome in ticking(forward, executor.map(self._state, task, job, counted(), size=size)):
+            ticker.advance(max(0, units.popleft() - ticked[0]))  # what the task did not tick itself
+            ticked[0] = 0
             self.model.rows_evaluated += outcome.rows
             for key, value in outcome.memo.items():
                 self._memo.setdefault(key, value)

@@ -142,9 +142,9 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
                   known.get(qi, {})) for qi in block] for block in blocks)
     units: list[dict[str, Any]] = []
     excluded = 0
-    for block_units, block_excluded in ctx.progress.track(
-            ctx.run_tasks(_judge_block, job, payloads, size=len(chosen)),
-            description=f"Confidence flags ({len(chosen)} queries)", total=len(blocks)):
+    with ctx.progress.task(f"Confidence flags ({len(chosen)} queries)", len(chosen)) as ticker:
+        outcomes = list(ctx.run_tasks(_judge_block, job, payloads, size=len(chosen), ticker=ticker))
+    for block_units, block_excluded in outcomes:
         units.extend(block_units)
         excluded += block_excluded
     _report(result, ctx, options, methods, units, excluded, criteria)
@@ -220,6 +220,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
             judged = verdict(measures, thresholds)
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
                           "verdict": judged, "fragile": fragile})
+        ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return units, excluded
 
 

@@ -232,8 +232,9 @@ def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: d
     streams and memo entries, so documents it already explained (e.g. its top 5 when we need the top 3) cost
     nothing here, and the rest are batched across queries where the explainer `batches`."""
     out: dict[str, dict[int, Attributions]] = {}
-    for name in ctx.progress.track(options.explainers, description="Decision-path attributions",
-                                   total=len(options.explainers)):
+    ticker = ctx.progress.task(f"Decision-path attributions ({len(views)} queries × {len(options.explainers)} "
+                               "explainers)", len(views) * len(options.explainers))
+    for name in options.explainers:
         rows_before, begin = ctx.model.rows_evaluated, time.perf_counter()
         found = {qi: reusable_attributions(ctx, options, name, view, qi, options.docs_per_query)
                  for qi, view in views.items()}
@@ -241,11 +242,14 @@ def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: d
                    if found[qi] is None]
         if missing and registry.EXPLAINERS[name].batches:
             attributions_many(ctx, options, explainers, name, missing, masker)
-        out[name] = {qi: found[qi] if found[qi] is not None else attributions(
-            ctx, options, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker)
-            for qi, view in views.items()}
+        out[name] = {}
+        for qi, view in views.items():  # one tick a query (batched ones tick as they are read back)
+            out[name][qi] = found[qi] if found[qi] is not None else attributions(
+                ctx, options, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker)
+            ticker.advance()
         rows_used[name] += ctx.model.rows_evaluated - rows_before
         seconds[name] += time.perf_counter() - begin
+    ticker.close()
     return out
 
 

@@ -152,8 +152,9 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     agreement: dict[str, list[float]] = {}
     coalitions: list[int] = []
     underdetermined: list[bool] = []
-    for block in ctx.progress.track(ctx.run_tasks(_explain_block, job, payloads, size=len(chosen)),
-                                    description=f"Local explanations ({len(chosen)} queries)", total=len(blocks)):
+    with ctx.progress.task(f"Local explanations ({len(chosen)} queries)", len(chosen)) as ticker:
+        outcomes = list(ctx.run_tasks(_explain_block, job, payloads, size=len(chosen), ticker=ticker))
+    for block in outcomes:
         excluded += block.excluded
         records.extend(block.records)
         coalitions.extend(block.coalitions)
@@ -239,6 +240,7 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
                     records.append({"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
                                     "selected": [job.feature_names[f] for f in chosen_set],
                                     "validity": round(float(v), 6), "completeness": round(float(c), 6)})
+        ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return block
 
 

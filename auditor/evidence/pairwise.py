@@ -93,11 +93,9 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
     tops = {qi: data.query_slice(qi).start + rank_order(scores[data.query_slice(qi)])[:options.top] for qi in chosen}
     blocks = split(chosen, ctx.workers, most=16)
     payloads = ([(qi, data.X[tops[qi]]) for qi in block] for block in blocks)
-    explained = (pairs for block in ctx.progress.track(ctx.run_tasks(_explain_pairs, explainer, payloads,
-                                                                     size=len(chosen)),
-                                                       description=f"Pairwise explanations ({len(chosen)} queries)",
-                                                       total=len(blocks))
-                 for pairs in block)
+    with ctx.progress.task(f"Pairwise explanations ({len(chosen)} queries)", len(chosen)) as ticker:
+        explained = [pairs for block in ctx.run_tasks(_explain_pairs, explainer, payloads, size=len(chosen),
+                                                      ticker=ticker) for pairs in block]
     for qi, pairs in zip(chosen, explained, strict=True):
         by_query[qi] = pairs
         for rank, pair in enumerate(pairs, start=1):
@@ -224,8 +222,12 @@ def _explain_pairs(ctx: AuditContext, explainer: AsiPair | RaiPair,
                    payload: list[tuple[int, np.ndarray]]) -> list[list[Any]]:
     """An executor task: for each query of the block (its top documents' rows, best first), every adjacent pair
     explained, drawing from the pair's own stream."""
-    return [[explainer.explain(ctx.model, top[rank - 1], top[rank], ctx.rng(f"pairwise/{qi}/{rank}"))
-             for rank in range(1, len(top))] for qi, top in payload]
+    out = []
+    for qi, top in payload:
+        out.append([explainer.explain(ctx.model, top[rank - 1], top[rank], ctx.rng(f"pairwise/{qi}/{rank}"))
+                    for rank in range(1, len(top))])
+        ctx.tick()
+    return out
 
 
 def _explainer(ctx: AuditContext, options: PairwiseOptions) -> AsiPair | RaiPair:

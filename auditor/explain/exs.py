@@ -7,10 +7,10 @@ kernel as LIRME (`perturb.py`; RESEARCH.md replaces the paper's "set random feat
 it, so the two methods differ only in the surrogate and the label), scores all samples of all requested
 documents in ONE model call, and fits per document, on the standardised samples weighted by the kernel, the linear
 SVR of scikit-learn's `LinearSVR(epsilon=0, C)` (intercept penalised, as liblinear does). The fit is solved
-EXACTLY by `svr.py` (~10× faster than liblinear, which took ~50 ms a fit and stops at tol 1e-4, up to ~1 % of the
-largest coefficient away from the optimum); liblinear remains the fallback when the exact L1 finish cannot be
-certified (marked per document in `Attributions.fallback`). libsvm's `SVR(kernel="linear")` solves nearly the
-same problem (unpenalised intercept: coefficient correlation 0.99999 on a 2000 × 46 test) but took ~2.7 s a fit.
+EXACTLY by `svr.py`, because liblinear stops at a tolerance (tol 1e-4) short of the optimum and costs more a fit;
+liblinear remains the fallback when the exact L1 finish cannot be certified (marked per document in
+`Attributions.fallback`). libsvm's `SVR(kernel="linear")` solves nearly the same problem (unpenalised intercept)
+but, as a kernel solver, far more slowly.
 
 Labels for a sample d′ of document d (`label=`):
 - "score": 1 − (s_top − s(d′))/s_top, s_top the best score among the query's documents. LambdaMART scores are

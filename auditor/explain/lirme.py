@@ -71,8 +71,8 @@ class Lirme:
                   rng: np.random.Generator) -> Attributions:
         """(len(docs) × F) coefficients per std. `masker` is unused: LIRME perturbs with background samples."""
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
-        # The fits are tiny (n_samples × F); threaded BLAS only adds overhead there, and on a busy machine
-        # OpenBLAS threads made one 2000 × 46 Gram matrix 100× slower (60 ms instead of 0.5 ms).
+        # The fits are tiny (n_samples × F): threaded BLAS only adds overhead there, and its threads would compete
+        # with the block workers and the model for the same cores.
         with single_threaded_blas():
             return Attributions(values=self._fit_query(drawn, query.n_features))
 

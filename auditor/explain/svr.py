@@ -1,5 +1,5 @@
-"""Exact solvers for the weighted linear SVR that EXS fits (epsilon 0), replacing per-document scikit-learn
-`LinearSVR` (liblinear) fits that cost ~50 ms each.
+"""Exact solvers for the weighted linear SVR that EXS fits (epsilon 0), in place of per-document scikit-learn
+`LinearSVR` (liblinear) fits: the same problem solved to its exact optimum, with no tolerance to choose.
 
 The problem is scikit-learn's `LinearSVR(epsilon=0, C, fit_intercept=True, intercept_scaling=1)` with
 `sample_weight=w`: with x̃ = [x, 1] (the intercept is a penalised last coefficient, as in liblinear) and c_i = C·w_i,
@@ -8,9 +8,9 @@ The problem is scikit-learn's `LinearSVR(epsilon=0, C, fit_intercept=True, inter
     L2 loss ("squared_epsilon_insensitive"):  min_v ½‖v‖² + Σ c_i (y_i − x̃_i·v)²
 
 Both are strictly convex, so the minimiser is unique and any exact method gives the same coefficients; liblinear
-stops at a tolerance (tol 1e-4) and lands up to ~1 % of the largest coefficient away from it (measured on MQ2008:
-~4e-4 on coefficients of ~0.09 for the L1 loss; ~7e-5 relative for the L2 loss). Run to a tight tolerance,
-liblinear agrees with these solvers to ~1e-8 (tested).
+stops at a tolerance (tol 1e-4) and lands short of it (within 2 % of the largest coefficient in
+tests/test_explain_lime.py). Run to a tight tolerance, liblinear agrees with these solvers to 1e-7 of the largest
+coefficient (tested there).
 
 - L2 loss: the normal equations (I + 2·X̃ᵀCX̃) v = 2·X̃ᵀCy, one Cholesky solve.
 - L1 loss: Huber smoothing with continuation, then an exact finish (the finite smoothing idea of Madsen and
@@ -24,14 +24,13 @@ liblinear agrees with these solvers to ~1e-8 (tested).
   liblinear.
   After the first stage only the rows near interpolation take part in the Newton steps (`WORKING_SET`); the
   finish always checks every row. Between Newton steps the Hessian's Cholesky factor follows the few rows that
-  enter or leave the quadratic zone by rank-one updates (`MAX_UPDATES`) instead of being refactored: on the
-  captured MQ2008 fits ~140 updates replace most of ~47 refactorings, ~5.9 → ~4.1 ms per fit, the same bits.
-  The gradient follows each step by an update over the rows that left their piece of ψ, and the line search is
-  Newton's method on the piecewise linear slope (2026-11-23: ~1.54 → ~1.36 ms per fit, the same bits).
+  enter or leave the quadratic zone by rank-one updates (`MAX_UPDATES`), so most steps need no refactorisation;
+  the gradient follows each step by an update over the rows that left their piece of ψ rather than a pass over
+  every row; and the line search is Newton's method on the piecewise linear slope.
   The result is the finish's, which depends only on the pattern it certifies (E and the signs), not on the path
-  that found it: the Newton steps' own rounding (the line search's partial sums, the factor's updates) does not
-  reach the coefficients. Making those steps cheaper kept every coefficient's bits on 240 captured MQ2008 fits and
-  on all 1,560 EXS fits of the benchmark (both draw modes).
+  that found it, so the Newton steps' own rounding (the line search's partial sums, the factor's updates) does not
+  reach the coefficients (tests/test_explain_lime.py: the working-set path and the full path give the same bits).
+  What a fit costs in an audit: benchmarks/lime_phases.py.
 """
 
 from __future__ import annotations
@@ -67,8 +66,8 @@ def _scaled_with_ones(X, root, out):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _four_dots(X, i0, i1, i2, i3, w, start):  # pragma: no cover - compiled
-    """start + X[i]·w for four rows at once: four independent addition chains (~3× faster than one chain at a
-    time), each summed in feature order, so each equals the one-row loop bit for bit."""
+    """start + X[i]·w for four rows at once: four independent addition chains (so the additions overlap instead of
+    waiting on each other), each summed in feature order, so each equals the one-row loop bit for bit."""
     s0 = s1 = s2 = s3 = start
     for f in range(X.shape[1]):
         wf = w[f]
@@ -147,9 +146,9 @@ def _line_search(r, q, c, v, d, mu, s_zero):  # pragma: no cover - compiled
 
     Newton on the derivative: each evaluation also gives its slope there (`_slope`'s curvature), and the root of
     that linear piece is the exact answer whenever the root lies on the same piece (t = 1, the Newton step, when
-    no row crosses ±μ). On the captured MQ2008 fits: 5.5 evaluations a search (3.3 in the first stage, up to 7.8
-    late, where short steps cross many pieces), against 8.6 with the false position this replaced. A candidate
-    outside the bracket of evaluated points is replaced by false position (Illinois), which cannot leave it."""
+    no row crosses ±μ), so a search takes a few evaluations, more in late stages, where short steps cross many
+    pieces. A candidate outside the bracket of evaluated points is replaced by false position (Illinois), which
+    cannot leave it."""
     vd = np.dot(v, d)
     dd = np.dot(d, d)
     enough = 1e-9 * abs(s_zero)
@@ -247,8 +246,8 @@ def _finish(X, design, y, c, r, mu):  # pragma: no cover - compiled
 
 # Rows whose residual is more than WORKING_SET × μ away from zero after a smoothing stage sit in the linear part of
 # the loss for the next stage (μ shrinks tenfold per stage), so only the other rows are carried through its Newton
-# steps. 100 keeps the Newton path of the full problem (the same steps and coefficients on the 60 captured MQ2008
-# fits; 10 and 30 fixed rows too early and lost the optimum on most of them).
+# steps. A wide margin, because a row fixed too early makes the stage converge to a pattern the finish cannot
+# certify, and then the full path runs again (tests/test_explain_lime.py: the same coefficients as the full path).
 WORKING_SET = 100.0
 
 
@@ -509,9 +508,8 @@ def _solve_upper(U, b):  # pragma: no cover - compiled
 def _rank_one_upper(U, x, add):  # pragma: no cover - compiled
     """UᵀU ± x·xᵀ in place for the Hessian's factor kept transposed (U = Lᵀ, upper, row major; x is overwritten):
     the classic rotation update, or with `add` False the downdate. Column k of L is row k of U, so the inner loop
-    walks contiguous memory; the column's critical path (square root, then one division) is kept short by taking
-    1/U[k, k] alongside the square root. ~1.1 µs at p = 47 (the lower-factor version with three divisions per
-    column took ~1.9 µs). False when a downdated pivot falls below 1/2: the Hessians here are ≥ I, so every pivot
+    walks contiguous memory; the column's critical path is one square root and one division, 1/U[k, k] being taken
+    alongside the square root. False when a downdated pivot falls below 1/2: the Hessians here are ≥ I, so every pivot
     of their true factor is ≥ 1, and a smaller one means rounding has taken over (the caller refactors)."""
     p = x.size
     sign = 1.0 if add else -1.0

@@ -49,8 +49,8 @@ class LightGBMRanker:
         self.n_features = int(booster.num_feature())
         self.feature_names = list(booster.feature_name())
 
-    # Below this many rows, starting OpenMP threads costs more than it saves (7 ms vs 0.3 ms for 20 rows on a
-    # busy 2-core machine; two threads win from about 1,000 rows). The per-query searches make many such calls.
+    # Below this many rows, starting OpenMP threads costs more than it saves (two threads win from about 1,000
+    # rows: docs/benchmarks.md, "Local explainers"). The per-query searches make many such calls.
     # (A numba traversal of the same trees, auditor/trees.py, is bit-identical but not faster: 0.7-1.1x.)
     SMALL_BATCH = 1_000
 

@@ -148,6 +148,9 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
         "Feature importance describes how the model uses its inputs, not why the world is as it is: it is not "
         "causal, and correlated features can share or swap importance.",
     ]
+    budget = document.get("budget") or {}
+    if budget.get("fits") is False:
+        out.append(budget["choices"][-1])
     dataset = results["dataset"].metrics
     n_queries, n_features = int(dataset["dataset.n_queries"]), int(dataset["dataset.n_features"])
     if dataset.get("dataset.all_zero_label_queries", 0) > 0 and "ranking_quality" in results:

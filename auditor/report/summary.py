@@ -184,6 +184,9 @@ def not_covered(document: dict[str, Any], registry: dict[str, Any]) -> list[str]
     if "dataset.population.n_queries" in facts:
         out.append(f"Only a stratified sample of {int(facts['dataset.n_queries']):,} of "
                    f"{int(facts['dataset.population.n_queries']):,} queries was audited.")
+    budget = document.get("budget") or {}
+    if budget.get("queries") is not None or budget.get("reduced_sizes") or budget.get("fits") is False:
+        out += [f"Time budget ({budget['minutes']:g} minutes): {sentence}" for sentence in budget.get("choices", [])]
     for use in document.get("audit", {}).get("out_of_scope") or []:
         out.append(f"Out of scope by the owner's statement: {use}")
     return out

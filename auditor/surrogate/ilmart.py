@@ -24,6 +24,7 @@ values with `objective="regression"` (e.g. per-query-standardised black-box scor
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -109,8 +110,10 @@ class IlmartFit:
 
 
 def fit_ilmart(train: RankSet, valid: RankSet, *, config: IlmartConfig | None = None,
-               feature_names: list[str] | None = None) -> IlmartFit:
-    """Train ILMART and ILMARTi (the three phases of the module docstring) with early stopping on `valid`."""
+               feature_names: list[str] | None = None, on_round: Callable[[], None] | None = None) -> IlmartFit:
+    """Train ILMART and ILMARTi (the three phases of the module docstring) with early stopping on `valid`.
+    `on_round` is called after every boosting round of every phase (progress)."""
+    rounds = [] if on_round is None else [lambda _env: on_round()]
     config = config or IlmartConfig()
     if config.objective == "lambdarank" and not np.all(np.equal(np.mod(train.y, 1), 0)):
         raise ValueError("objective 'lambdarank' needs integer grades; use objective 'regression' for real targets")
@@ -124,12 +127,12 @@ def fit_ilmart(train: RankSet, valid: RankSet, *, config: IlmartConfig | None = 
 
     started = time.perf_counter()
     allowed = list(range(n_features))
-    main, best = _boost(config, dtrain, dvalid, constraints=[[f] for f in allowed])
+    main, best = _boost(config, dtrain, dvalid, constraints=[[f] for f in allowed], rounds=rounds)
     used = _used_features(main)
     if config.max_features is not None and len(used) > config.max_features:
         gain = main.feature_importance("gain")
         keep = sorted(sorted(used, key=lambda f: (-gain[f], f))[: config.max_features])
-        main, best = _boost(config, dtrain, dvalid, constraints=[[f] for f in keep])
+        main, best = _boost(config, dtrain, dvalid, constraints=[[f] for f in keep], rounds=rounds)
         used = _used_features(main)
     seconds["main_effects"] = time.perf_counter() - started
     scores["main_effects"] = best
@@ -140,12 +143,12 @@ def fit_ilmart(train: RankSet, valid: RankSet, *, config: IlmartConfig | None = 
     final, interaction_trees = main, 0
     if config.n_interactions > 0 and len(used) >= 2:
         started = time.perf_counter()
-        pairs, probe_trees = _select_pairs(config, dtrain, main, used)
+        pairs, probe_trees = _select_pairs(config, dtrain, main, used, rounds=rounds)
         seconds["interaction_selection"] = time.perf_counter() - started
         if pairs:
             started = time.perf_counter()
             candidate, best_i = _boost(config, dtrain, dvalid, constraints=[list(p) for p in pairs], init_model=main,
-                                       main_best=best)
+                                       main_best=best, rounds=rounds)
             seconds["interaction_learning"] = time.perf_counter() - started
             scores["interactions"] = best_i
             if candidate.num_trees() > main_trees:
@@ -156,7 +159,8 @@ def fit_ilmart(train: RankSet, valid: RankSet, *, config: IlmartConfig | None = 
 
 
 def _boost(config: IlmartConfig, dtrain: lgb.Dataset, dvalid: lgb.Dataset, *, constraints: list[list[int]],
-           init_model: lgb.Booster | None = None, main_best: float | None = None) -> tuple[lgb.Booster, float]:
+           init_model: lgb.Booster | None = None, main_best: float | None = None,
+           rounds: list[Callable[[Any], None]] | None = None) -> tuple[lgb.Booster, float]:
     """Boost under `constraints` with early stopping; returns the model cut at its best round (init trees kept)
     and the best validation score. With `init_model`, a model no better than `main_best` is returned uncut so the
     caller can keep the init model."""
@@ -164,7 +168,7 @@ def _boost(config: IlmartConfig, dtrain: lgb.Dataset, dvalid: lgb.Dataset, *, co
     feval = ValidKendall(dvalid) if config.stopping == "kendall" else None
     booster = lgb.train(params, dtrain, num_boost_round=config.max_rounds, valid_sets=[dvalid], valid_names=["valid"],
                         init_model=init_model, keep_training_booster=True, feval=feval,
-                        callbacks=[lgb.early_stopping(config.patience, verbose=False)])
+                        callbacks=[lgb.early_stopping(config.patience, verbose=False), *(rounds or [])])
     if feval is not None:
         metric = "kendall"
     else:
@@ -215,8 +219,8 @@ class ValidKendall:
         return float(np.clip(tau[self.kept], -1.0, 1.0).mean())
 
 
-def _select_pairs(config: IlmartConfig, dtrain: lgb.Dataset, main: lgb.Booster, features: list[int]
-                  ) -> tuple[list[tuple[int, int]], int]:
+def _select_pairs(config: IlmartConfig, dtrain: lgb.Dataset, main: lgb.Booster, features: list[int], *,
+                  rounds: list[Callable[[Any], None]] | None = None) -> tuple[list[tuple[int, int]], int]:
     """Phase 2: 3-leaf trees continuing from `main`, on the main-effect features only. 'first': pairs in order of
     first appearance, stop at k; 'gain': run until 2k distinct pairs (or the round limit), keep the k of largest
     total split gain."""
@@ -237,7 +241,8 @@ def _select_pairs(config: IlmartConfig, dtrain: lgb.Dataset, main: lgb.Booster, 
             raise lgb.callback.EarlyStopException(env.iteration, [])
 
     params = config.params(num_leaves=3, interaction_constraints=[list(features)], metric="None")
-    probe = lgb.train(params, dtrain, num_boost_round=config.probe_rounds, init_model=main, callbacks=[watch])
+    probe = lgb.train(params, dtrain, num_boost_round=config.probe_rounds, init_model=main,
+                      callbacks=[*(rounds or []), watch])
     probe_trees = probe.current_iteration() - start
     pairs = list(seen)  # insertion order = first appearance
     if config.selection == "gain":

@@ -6,12 +6,10 @@ Validation queries for early stopping are a seeded share of the training queries
 A surrogate needs only the black box's scores, so its training queries can be given more documents than exist:
 `recombine` synthetic documents per real one, each a real document of the query whose features are, each with
 probability `mix`, taken from another random document of the same query (MUNGE-style recombination, Buciluǎ et
-al. 2006), scored by the black box. The validation queries stay real. On MQ2008 Fold1 (LambdaMART of
-examples/mq2008, 8 leaves, 10 pairs, learning rate 0.1, early stopping on vali) 6 synthetic documents per real one
-gave mean Kendall tau 0.789/0.798 on vali and 0.809/0.809 on test (two recombination seeds), against 0.787 and
-0.802 without; 3 per document gave 0.790/0.795 and 0.797/0.797, 10 gave 0.793/0.799 and 0.805/0.807. But with
-early stopping on 20 % of the training queries (the evidence's protocol) 6 per document lost (vali 0.781 against
-0.795, three seeds), so the evidence leaves it off by default (auditor/evidence/surrogate.py).
+al. 2006), scored by the black box. The validation queries stay real. It is an option, not the evidence's default:
+on MQ2008 it raised fidelity with early stopping on a separate validation split (benchmarks/reproduce_ilmart.py,
+docs/reproductions/ilmart.md) but not with the evidence's protocol of stopping on held-out training queries
+(auditor/evidence/surrogate.py).
 """
 
 from __future__ import annotations
@@ -76,7 +74,8 @@ def recombine(X: np.ndarray, query_ptr: np.ndarray, queries: np.ndarray, rng: np
 def fit_surrogate(X: np.ndarray, blackbox: np.ndarray, query_ptr: np.ndarray, rng: np.random.Generator, *,
                   target: Target = "regression", levels: int = 10, validation_share: float = 0.2,
                   config: IlmartConfig | None = None, score: Callable[[np.ndarray], np.ndarray] | None = None,
-                  synthetic_per_document: int = 0, mix: float = 0.5) -> SurrogateFit:
+                  synthetic_per_document: int = 0, mix: float = 0.5,
+                  on_round: Callable[[], None] | None = None) -> SurrogateFit:
     """ILMART fitted to a black box's scores on (X, query_ptr): per-query standardised scores with a regression
     objective, or per-query rank grades with lambdarank (surrogate/fidelity.py). With `synthetic_per_document`
     > 0 and `score` (the black box), the training queries also get recombined synthetic documents (module
@@ -95,7 +94,7 @@ def fit_surrogate(X: np.ndarray, blackbox: np.ndarray, query_ptr: np.ndarray, rn
         train = RankSet.from_ptr(X_train, targets(np.asarray(score(X_train), dtype=np.float64), ptr), ptr)
     else:
         train = take_queries(X, y, query_ptr, train_q)
-    fit = fit_ilmart(train, take_queries(X, y, query_ptr, valid_q), config=config)
+    fit = fit_ilmart(train, take_queries(X, y, query_ptr, valid_q), config=config, on_round=on_round)
     n_real = int(np.diff(query_ptr)[train_q].sum())
     return SurrogateFit(fit=fit, target=target, n_train_queries=len(train_q), n_valid_queries=len(valid_q),
                         n_synthetic=len(train.y) - n_real)

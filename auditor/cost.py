@@ -1,0 +1,407 @@
+"""Cost known before the run: model rows and seconds per evidence item, from the data's shape and the options.
+
+Each evidence kind has an estimator (`ESTIMATORS`) that counts the model rows its options ask for — per audited
+query from the query's documents n, the features F, the explanation sizes k, the samples and the trees — and the
+seconds its work besides the model takes (tree passes, surrogate boosting, compiled kernels' first call).
+Seconds = rows ÷ the model's scoring speed + that work. The speed is measured on the audited rows themselves by a
+short probe (`probe_speed`, ~0.3 s: the same model, the same threads as the audit), so a slow 700-feature
+ensemble and a small 12-feature one get their own rates. The constants below were fitted on the bookstore example
+(12 features, 80 trees) and the wide synthetic data (136 features, 150 trees; benchmarks/wide_audit.py); how close
+the estimates come is measured there and recorded in docs/benchmarks.md ("Wide data").
+
+The counts follow the code they estimate: KernelSHAP's 2M + 2048 coalitions per document (or 2^M − 2), LIME's
+shared draws (samples + 4 per query), the exhaustive optimum's C(F, k) subsets, the masked scoring of every set
+(validity and completeness, per k). The greedy searches and the beam search stop early and skip inert
+features, so their counts are the worst case times a measured share (GREEDY_SHARE, SEARCH_SHARE).
+
+`plan` is the whole audit: the items in spec order (work an earlier item shares through the memo is not counted
+twice), the report rendering, and the budget's choices (auditor/budget.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from auditor.data import RankingData
+
+GREEDY_SHARE = 0.55  # of the worst case C·n·Σ_k(1 + seeds·(k − 1)) rows (bookstore 0.53, wide data 0.5)
+SEARCH_SHARE = 0.6  # of beam·C·n·Σ_k k (bookstore 0.61)
+MASKED_KINDS = ("local_explanations", "confidence", "decision_path_accuracy")  # rows mostly masked (below)
+PROBE_KEEP = 5  # features a masked probe row keeps (the searches' sets: k ≤ 10); the rest at the mean
+POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors")
+RENDER_SECONDS = {"html": 4.0, "pdf": 30.0}  # report rendering, measured on the bookstore demo (2 cores)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the estimators read: the audited data, the background, the model and the machine."""
+
+    sizes: np.ndarray  # documents per audited query
+    features: int
+    trees: int
+    background_docs: int
+    background_queries: int
+    rows_per_second: float
+    workers: int = 1
+    masked_rows_per_second: float | None = None  # rows with most features at the mean (None: as documents)
+    feature_names: tuple[str, ...] = ()
+    reference: np.ndarray | None = field(default=None, repr=False)  # the background rows (sweep grids)
+
+    def distinct(self, name: str, most: int) -> int:
+        """Distinct background values of feature `name`, at most `most` (a sweep's grid, a group's values)."""
+        if self.reference is None or name not in self.feature_names:
+            return most
+        column = self.reference[:, self.feature_names.index(name)]
+        return int(min(most, np.unique(column[np.isfinite(column)]).size))
+
+    @property
+    def queries(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def docs(self) -> int:
+        return int(self.sizes.sum())
+
+    def sample(self, queries: int | None, *, rankable: bool = True) -> tuple[int, float]:
+        """(queries audited, mean documents of the audited queries) for a `queries:` option."""
+        pool = self.sizes[self.sizes >= 2] if rankable else self.sizes
+        if pool.size == 0:
+            return 0, 0.0
+        count = pool.size if queries is None else min(queries, pool.size)
+        return int(count), float(pool.mean())
+
+
+@dataclass
+class ItemCost:
+    """One evidence item's estimate: queries it audits, model rows, seconds, and what drives them."""
+
+    name: str
+    queries: int
+    rows: int
+    seconds: float
+    basis: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"queries": self.queries, "rows": int(self.rows), "seconds": round(self.seconds, 1),
+                "basis": self.basis}
+
+
+@dataclass
+class Plan:
+    """The estimate of a whole audit: per item, the rendering, the probe, and what a budget changed."""
+
+    items: list[ItemCost]
+    render_seconds: float
+    rows_per_second: float
+    probe_seconds: float
+    masked_rows_per_second: float | None = None
+    budget_minutes: float | None = None
+    choices: list[str] = field(default_factory=list)  # what the budget chose, one sentence each
+    fits: bool = True  # within the budget (always True without one)
+
+    @property
+    def seconds(self) -> float:
+        return sum(item.seconds for item in self.items) + self.render_seconds
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"items": {item.name: item.to_json() for item in self.items},
+                               "render_seconds": round(self.render_seconds, 1),
+                               "seconds": round(self.seconds, 1),
+                               "rows_per_second": round(self.rows_per_second),
+                               "masked_rows_per_second": round(self.masked_rows_per_second or 0)}
+        if self.budget_minutes is not None:
+            out["budget"] = {"minutes": self.budget_minutes, "fits": self.fits, "choices": self.choices}
+        return out
+
+
+def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3) -> tuple[float, float, float]:
+    """The model's scoring speed (rows per second) on the audited rows and on masked rows like the explainers'
+    (PROBE_KEEP features of each row kept, seeded; the rest at the column mean), and the probe's own seconds: the
+    best of `repeats` calls on `rows` rows (tiled when the data has fewer), after one warm-up call. Masked rows
+    take the same paths again and again: on the wide data they score ~2-3x faster than documents."""
+    if X.shape[0] == 0:
+        return 1e6, 1e6, 0.0
+    sample = X[np.resize(np.arange(X.shape[0]), rows)]
+    with np.errstate(all="ignore"):
+        mean = np.nan_to_num(np.nanmean(X, axis=0))
+    keep = np.random.default_rng(0).random(sample.shape).argsort(axis=1) < min(PROBE_KEEP, X.shape[1])
+    masked = np.where(keep, sample, mean)
+    started = time.perf_counter()
+    model.predict(sample[:64])
+    speeds = []
+    for rows_ in (sample, masked):
+        best = math.inf
+        for _ in range(repeats):
+            begin = time.perf_counter()
+            model.predict(rows_)
+            best = min(best, time.perf_counter() - begin)
+        speeds.append(rows / max(best, 1e-6))
+    return speeds[0], speeds[1], time.perf_counter() - started
+
+
+# --- per evidence kind ------------------------------------------------------------------------------------------
+
+Estimator = Callable[[Any, Shape, set[str]], tuple[int, int, float, str]]  # -> queries, rows, extra seconds, basis
+
+
+def _coalitions(options: Any, features: int) -> int:
+    if options.nsamples != "auto":
+        return int(options.nsamples)
+    return int(min(2 * features + 2048, 2 ** min(features, 40) - 2))
+
+
+def _explainer_rows(name: str, local: Any, shape: Shape, docs: int) -> int:
+    """Model rows of one attribution explainer for one query's `docs` top documents."""
+    fill = local.kernelshap.background_size if local.kernelshap.background == "sample" else 1
+    if name == "kernelshap":
+        return docs * _coalitions(local.kernelshap, shape.features) * fill
+    if name in ("lirme", "exs"):
+        return (local.lime.samples + 4) * (1 if local.lime.shared_samples else docs)
+    if name == "treeshap":
+        return docs
+    return 0
+
+
+def _search_rows(method: str, local: Any, shape: Shape, n: float, ks: list[int]) -> float:
+    """Worst case × measured share of the searches (module docstring), per query."""
+    if method in ("greedy", "greedy_cover", "greedy_cover_eps"):
+        c = min(shape.features, local.greedy.candidates or shape.features)
+        return GREEDY_SHARE * c * n * sum(1 + local.greedy.seeds * (k - 1) for k in ks)
+    if method == "validity_search":
+        c = min(shape.features, local.search.candidates or shape.features)
+        return sum(min(SEARCH_SHARE * local.search.beam * c * n * k, local.search.max_rows) for k in ks)
+    return 0.0
+
+
+def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list[int], *,
+                shared: bool) -> float:
+    """Model rows of local explanations for one query (`shared`: attributions already in the memo)."""
+    from auditor.explain import registry
+
+    rows = 0.0
+    docs: dict[str, int] = {}  # attribution explainer -> the most top documents its methods explain
+    for name in methods:
+        chosen = registry.methods().get(name)
+        if chosen is not None and chosen.attribution:
+            docs[chosen.explainer.name] = max(docs.get(chosen.explainer.name, 0), chosen.docs)
+    if not shared:
+        rows += sum(_explainer_rows(explainer, local, shape, n) for explainer, n in docs.items())
+    for method in methods:
+        rows += _search_rows(method, local, shape, n, ks)
+    optimum = 0.0
+    for k in ks:
+        subsets = math.comb(shape.features, k)
+        if 0 < subsets <= getattr(local, "optimum_max_subsets", 0):
+            optimum += subsets * n
+    sets = len(methods) + (1 if optimum else 0)
+    return rows + optimum + n * sets * 2 * len(ks)  # validity and completeness of every set
+
+
+def _local_explanations(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    queries, n = shape.sample(options.queries)
+    ks = sorted({options.k, *[k for k in options.k_curve if k < shape.features]})
+    rows = queries * _local_rows(options, list(options.methods), shape, n, ks, shared=False)
+    pool = POOL_START if queries >= 64 and shape.workers > 1 else 0.0
+    explain = 2e-7 * rows * shape.features ** 0.5  # building masked rows, fits, Kendall taus
+    return queries, int(rows), pool + explain, (f"{queries} queries × ~{n:.0f} documents, {len(options.methods)} "
+                                                f"explainers, k = {', '.join(map(str, ks))}")
+
+
+def _confidence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    from auditor.evidence.local_explanations import LocalExplanationsOptions
+
+    queries, n = shape.sample(options.queries)
+    local = LocalExplanationsOptions(methods=options.methods, k=options.k, kernelshap=options.kernelshap,
+                                     lime=options.lime, greedy=options.greedy, search=options.search,
+                                     optimum_max_subsets=0)  # confidence judges no optimum
+    reused = "local_explanations" in earlier
+    first = 0.0 if reused else _local_rows(local, list(options.methods), shape, n, [options.k], shared=False)
+    from auditor.explain import registry
+
+    rerun_methods = [m for m in options.methods if not registry.method(m).explainer.deterministic]
+    rerun = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=False)
+    rows = queries * (first + rerun + n * len(options.methods))
+    return queries, int(rows), 2e-7 * rows * shape.features ** 0.5, (
+        f"{queries} queries, {len(options.methods)} explainers rerun for stability"
+        + ("; first runs shared with local_explanations" if reused else ""))
+
+
+def _decision_path(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    queries, _ = shape.sample(options.queries)
+    local = options  # its explainer sections (kernelshap, lime...) are those of local_explanations (the registry's)
+    reused = "local_explanations" in earlier
+    rows = 0 if reused else queries * sum(_explainer_rows(e, local, shape, options.docs_per_query)
+                                          for e in options.explainers)
+    # ground truth over every document (additivity) and the explained ones; first call compiles (numba)
+    extra = 3.0 + 2.5e-7 * shape.docs * shape.trees * shape.features ** 0.5 + 2e-7 * rows * shape.features ** 0.5
+    return queries, int(rows), extra, f"{queries} queries × {options.docs_per_query} documents, " \
+                                      f"{len(options.explainers)} explainers" + ("; attributions shared with " \
+                                                                                 "local_explanations" if reused else "")
+
+
+def _pairwise(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    queries, _ = shape.sample(options.queries)
+    pairs = queries * (options.top - 1)
+    f = shape.features
+    if options.method == "raipair":
+        per_pair = options.raipair.permutations * 2 * f * 2 * (options.raipair.measurements or
+                                                                 max(2, int(2 * 5 * math.log(max(f, 2)))))
+    elif f <= options.exact_max_features:
+        per_pair = 2 ** f * 2
+    else:
+        per_pair = options.permutations * f * 2
+    fill = 23 if options.fill == "adaptive" else 1  # adaptive: weighted training neighbours per coalition
+    rows = pairs * per_pair * fill
+    return queries, int(rows), 2e-7 * rows * f ** 0.5, f"{pairs} pairs × {options.permutations} permutations of " \
+                                                       f"{f} features"
+
+
+def _global_importance(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    rows = shape.docs + 20
+    extra = 1.5 + 4e-8 * shape.docs * shape.trees * 31  # TreeSHAP passes (compiled), plots
+    return shape.queries, rows, extra, f"TreeSHAP of {shape.docs:,} documents"
+
+
+def _surrogate(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    rows = shape.background_docs + options.synthetic_per_document * shape.background_docs
+    # boosting under interaction constraints: histogram building grows with rows × features, early stopping
+    # typically stops near 200 rounds per phase
+    rounds = min(options.max_rounds, 200) * 2
+    extra = 1.0 + 1.2e-9 * rows * shape.features * rounds * options.num_leaves / 8 + 0.02 * shape.features
+    return shape.queries, rows, extra, f"ILMART on {shape.background_docs:,} background documents × " \
+                                       f"{shape.features} features"
+
+
+def _disclosure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    shared = "global_importance" in earlier
+    rows = 0 if shared else shape.docs
+    extra = 0.3 + 1e-6 * options.resamples * shape.queries * shape.features
+    if not shared:
+        extra += 4e-8 * shape.docs * shape.trees * 31
+    return shape.queries, rows, extra, f"{options.resamples} bootstrap samples of queries" + \
+        ("; TreeSHAP shared with global_importance" if shared else "")
+
+
+def _parameter_influence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    queries, n = shape.sample(options.queries, rankable=False)
+    rows = int(queries * n * sum(1 + shape.distinct(f, options.sweep_points) for f in options.sensitive))
+    return queries, rows, 0.1 + 1e-6 * options.resamples * queries, \
+        f"{len(options.sensitive)} parameter(s) masked and swept over {options.sweep_points} values"
+
+
+def _exposure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    queries, n = shape.sample(options.queries, rankable=False)
+    groups = len(options.groups())
+    values = sum(shape.distinct(g, options.max_values) for g in options.groups())
+    rows = int(queries * n * values) if options.counterfactual else 0
+    return queries, rows, 0.3 + 2e-6 * options.resamples * queries * max(groups, 1), \
+        f"{groups} group column(s), {options.resamples} bootstrap samples"
+
+
+def _cheap(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+    return shape.queries, 0, 0.2 + 1e-5 * shape.docs, "measures on the scores"
+
+
+ESTIMATORS: dict[str, Estimator] = {
+    "ranking_quality": _cheap,
+    "global_importance": _global_importance,
+    "local_explanations": _local_explanations,
+    "decision_path_accuracy": _decision_path,
+    "pairwise": _pairwise,
+    "confidence": _confidence,
+    "surrogate": _surrogate,
+    "disclosure_consistency": _disclosure,
+    "parameter_influence": _parameter_influence,
+    "exposure": _exposure,
+}
+
+
+def estimate_item(name: str, options: Any, shape: Shape, earlier: set[str]) -> ItemCost:
+    """One evidence item's estimate (an unknown kind: its scores only, flagged in `basis`)."""
+    estimator = ESTIMATORS.get(name)
+    if estimator is None:
+        return ItemCost(name=name, queries=shape.queries, rows=shape.docs, seconds=shape.docs / shape.rows_per_second,
+                        basis="no cost model for this kind: its scores only")
+    queries, rows, extra, basis = estimator(options, shape, earlier)
+    speed = shape.masked_rows_per_second if name in MASKED_KINDS and shape.masked_rows_per_second else \
+        shape.rows_per_second
+    seconds = rows / speed + extra
+    return ItemCost(name=name, queries=queries, rows=rows, seconds=seconds, basis=basis)
+
+
+def estimate_items(items: list[tuple[str, Any]], shape: Shape) -> list[ItemCost]:
+    """Every item in spec order; the first also scores the whole dataset (shared by all, `ctx.scores`)."""
+    out, earlier = [], set()
+    for index, (name, options) in enumerate(items):
+        cost = estimate_item(name, options, shape, earlier)
+        if index == 0:
+            cost.rows += shape.docs
+            cost.seconds += shape.docs / shape.rows_per_second
+        out.append(cost)
+        earlier.add(name)
+    return out
+
+
+def shape_of(data: RankingData, background: RankingData | None, model: Any, *, rows_per_second: float,
+             masked_rows_per_second: float | None = None, workers: int = 1) -> Shape:
+    reference = background if background is not None else data
+    trees = int((model.describe() or {}).get("n_trees") or 100)
+    return Shape(sizes=np.asarray(data.query_sizes()), features=data.n_features, trees=trees,
+                 background_docs=reference.n_docs, background_queries=reference.n_queries,
+                 rows_per_second=rows_per_second, masked_rows_per_second=masked_rows_per_second, workers=workers,
+                 feature_names=tuple(data.feature_names),
+                 reference=reference.X)
+
+
+def render_seconds(formats: list[str], n_items: int) -> float:
+    return sum(RENDER_SECONDS.get(f, 0.0) for f in formats) * max(1.0, n_items / 10)
+
+
+def plan_audit(prepared: Any, items: list[tuple[str, Any]] | None = None, *, workers: int = 1,
+               speed: tuple[float, float, float] | None = None) -> Plan:
+    """The estimate of a prepared audit (engine.PreparedAudit) on this machine: the probe's speed, every item in
+    spec order (or `items`, e.g. as a budget changed them), the rendering."""
+    rows_per_second, masked, probe_seconds = speed or probe_speed(prepared.model, prepared.data.X)
+    items = prepared.spec.evidence_items() if items is None else items
+    shape = shape_of(prepared.data, prepared.background, prepared.model, rows_per_second=rows_per_second,
+                     masked_rows_per_second=masked, workers=workers)
+    return Plan(items=estimate_items(items, shape),
+                render_seconds=render_seconds(list(prepared.spec.output.formats), len(items)),
+                rows_per_second=rows_per_second, masked_rows_per_second=masked, probe_seconds=probe_seconds)
+
+
+def compared(plan: Plan, seconds: dict[str, float], rows: dict[str, int]) -> list[dict[str, Any]]:
+    """Estimate against actual per item (the run block of evidence.json and the report's record of the audit)."""
+    out = []
+    for item in plan.items:
+        actual = seconds.get(item.name)
+        out.append({"evidence": item.name, "queries": item.queries, "estimated_rows": int(item.rows),
+                    "rows": int(rows.get(item.name, 0)), "estimated_seconds": round(item.seconds, 1),
+                    "seconds": actual,
+                    "ratio": round(actual / item.seconds, 2) if actual is not None and item.seconds > 0 else None})
+    return out
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """What `auditor validate` prints: one line per item, the rendering, the total."""
+    width = max([len(item.name) for item in plan.items] + [10])
+    lines = [f"estimated cost on this machine (model scores {plan.rows_per_second:,.0f} rows/s, masked rows "
+             f"{plan.masked_rows_per_second or plan.rows_per_second:,.0f}/s; probe {plan.probe_seconds:.1f} s):"]
+    for item in plan.items:
+        lines.append(f"  {item.name:<{width}}  {_minutes(item.seconds):>7}  {item.rows:>13,} model rows  "
+                     f"({item.basis})")
+    lines.append(f"  {'report':<{width}}  {_minutes(plan.render_seconds):>7}  (rendering)")
+    lines.append(f"  {'total':<{width}}  {_minutes(plan.seconds):>7}")
+    return lines
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
