@@ -25,8 +25,8 @@ import numpy as np
 from auditor import __version__, feature_dictionary
 from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError
-from auditor.evidence import REGISTRY
-from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress, Table
+from auditor.evidence import ALWAYS, REGISTRY, run_order
+from auditor.evidence.base import AuditContext, Detection, EvidencePlugin, EvidenceResult, Progress
 from auditor.executor import AUTO_MIN_SECONDS, Executor, core_limit
 from auditor.hashing import sha256_file
 from auditor.models import load_model
@@ -35,6 +35,7 @@ from auditor.policy import (
     Finding,
     LoadedPack,
     check_assignments,
+    check_metrics,
     check_waivers,
     evaluate,
     judging_rules,
@@ -83,6 +84,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     spec, raw = load_spec(spec_path)
     base = spec_path.parent.resolve()
     packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
+    check_metrics(packs, {**ALWAYS, **REGISTRY}, {*ALWAYS, *(name for name, _ in spec.evidence_items())})
     check_waivers(spec.waivers, packs, spec_file=spec_path)
     check_assignments(spec.findings, packs, spec_file=spec_path)
     if spec.output.templates is not None:
@@ -168,24 +170,30 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
                        feature_units={name: info["unit"] for name, info in prepared.features.items()
                                       if info.get("unit")})
 
-    results: dict[str, EvidenceResult] = {"dataset": dataset_result(prepared.data),
-                                          "governance": governance_result(spec)}
+    always = always_present_options(spec)
+    results = {name: _run_plugin(ALWAYS[name], always[name], ctx)[0] for name in ALWAYS}
     seconds: dict[str, float] = {}
     try:
         with core_limit(chosen.jobs):
             items, plan, choice = planned(prepared, ctx.workers)  # cost model and budget (auditor/cost.py)
-            estimates = [item.seconds for item in plan.items]
-            with progress.task("Evidence items", len(items), overall=True) as overall:
-                for index, (name, options) in enumerate(items):
-                    progress.item(name, estimates[index], later=sum(estimates[index + 1:]) + plan.render_seconds)
-                    ctx.executor.heavy = estimates[index] >= AUTO_MIN_SECONDS  # `auto`: the pool for long items
-                    results[name], seconds[name] = _run_plugin(name, options, ctx)
+            requested = dict(items)  # as the budget chose them
+            estimate = {name: item.seconds for (name, _), item in zip(items, plan.items, strict=True)}
+            order = run_order(list(requested))  # items another uses run first (EvidencePlugin.uses)
+            with progress.task("Evidence items", len(order), overall=True) as overall:
+                for index, name in enumerate(order):
+                    later = sum(estimate[n] for n in order[index + 1:]) + plan.render_seconds
+                    progress.item(name, estimate[name], later=later)
+                    ctx.executor.heavy = estimate[name] >= AUTO_MIN_SECONDS  # `auto`: the pool for long items
+                    plugin = REGISTRY[name]
+                    ctx.inputs = {used: results[used] for used in plugin.uses if used in results}
+                    results[name], seconds[name] = _run_plugin(plugin, requested[name], ctx)
                     overall.advance()
     finally:
         ctx.executor.close()
+        ctx.inputs = {}
+    results = {name: results[name] for name in [*ALWAYS, *requested]}  # report and detections in spec order
 
-    requested = {"dataset", "governance", *(name for name, _ in spec.evidence_items())}
-    findings = evaluate(prepared.packs, results, requested=requested, waivers=list(spec.waivers), today=today)
+    findings = evaluate(prepared.packs, results, requested=set(results), waivers=list(spec.waivers), today=today)
     not_judged = unjudged(all_detections(results), findings)
     verdict = opinion(findings, not_judged)
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
@@ -251,9 +259,9 @@ def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
                          where="executor.address", fix="start the scheduler or correct the address") from None
 
 
-def _run_plugin(name: str, options: Any, ctx: AuditContext) -> tuple[EvidenceResult, float]:
+def _run_plugin(plugin: EvidencePlugin, options: Any, ctx: AuditContext) -> tuple[EvidenceResult, float]:
     """Run one plugin; an unexpected failure becomes an ERROR result so the other evidence still runs."""
-    plugin = REGISTRY[name]
+    name = plugin.name
     rows_before = ctx.model.rows_evaluated
     start = time.perf_counter()
     try:
@@ -267,47 +275,6 @@ def _run_plugin(name: str, options: Any, ctx: AuditContext) -> tuple[EvidenceRes
     return result, round(time.perf_counter() - start, 3)
 
 
-def dataset_result(data: RankingData) -> EvidenceResult:
-    """Data facts as an always-present evidence item, so rules can address `dataset.*`."""
-    from auditor.diff import feature_distributions
-
-    result = EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
-                            records=feature_distributions(data.X, data.feature_names),
-                            summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} "
-                                    "features.")
-    facts = result.metrics
-    citation = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
-    if facts.get("dataset.all_zero_label_queries_share", 0.0) > DEGENERATE_SHARE:
-        share = facts["dataset.all_zero_label_queries_share"]
-        result.detect("queries-without-relevant-documents", "Many audited queries have no relevant document",
-                      f"{share:.0%} of the queries ({int(facts['dataset.all_zero_label_queries'])}) have only "
-                      "zero relevance labels: their ranking quality is set by convention, not measured.",
-                      severity="minor", citation=citation, judged_by=("dataset.all_zero_label_queries_share",),
-                      value=share)
-    if facts["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
-        share = facts["dataset.single_doc_queries_share"]
-        result.detect("single-document-queries", "Many audited queries hold a single document",
-                      f"{share:.0%} of the queries ({int(facts['dataset.single_doc_queries'])}) have one document: "
-                      "they have no ranking and are left out of every within-query measure.", severity="minor",
-                      citation=citation, judged_by=("dataset.single_doc_queries_share",), value=share)
-    if data.sample is not None:
-        sample = data.sample
-        result.summary = (f"A stratified sample: {data.n_docs:,} documents in {data.n_queries:,} of the file's "
-                          f"{sample.population_queries:,} queries ({sample.population_docs:,} documents), "
-                          f"{data.n_features} features.")
-        result.tables.append(Table(
-            title="Query sample by stratum (query length × label mix)",
-            columns=["stratum", "queries in the file", "sampled", "share sampled"],
-            rows=[[s["stratum"], s["queries"], s["sampled"], round(s["sampled"] / max(s["queries"], 1), 4)]
-                  for s in sample.strata],
-            note="Proportional allocation (largest remainders), seeded by the spec's seed. Every query-level "
-                 "figure and interval in this report is estimated over the sampled queries."))
-    return result
-
-
-DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
-
-
 def not_produced(result: EvidenceResult) -> None:
     """Evidence that was requested but did not come is itself a finding: the audit is narrower than asked."""
     if result.status == "ok":
@@ -319,27 +286,16 @@ def not_produced(result: EvidenceResult) -> None:
                   citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 
 
-def governance_result(spec: AuditSpec) -> EvidenceResult:
-    """Facts about the audit record itself (signed, retention, stated purpose...), so rules can address
-    `governance.*` (documentation and record-keeping duties)."""
-    meta = spec.audit
-    metrics = {
-        "governance.signed": float(spec.signing is not None),
-        "governance.retention_years": float(meta.retention_years or 0),
-        "governance.purpose_stated": float(bool(meta.purpose and meta.purpose.strip())),
-        "governance.owner_stated": float(bool(meta.owner and meta.owner.strip())),
-        "governance.period_stated": float(bool(meta.period and meta.period.strip())),
-        "governance.limitations_recorded": float(len(meta.limitations)),
-        "governance.baseline_present": float(spec.baseline is not None),
-        "governance.intended_use_stated": float(bool(meta.intended_use and meta.intended_use.strip())),
-        "governance.human_oversight_stated": float(bool(meta.human_oversight and meta.human_oversight.strip())),
-        "governance.independence_stated": float(bool(meta.independence and meta.independence.strip())),
-        "governance.auditor_stated": float(bool(meta.auditor and meta.auditor.strip())),
-        "governance.features_described": float(len(spec.features) > 0 or spec.feature_dictionary is not None),
-    }
-    return EvidenceResult(name="governance", metrics=metrics,
-                          summary="Dated run" + (", signed" if spec.signing is not None else ", not signed") +
-                                  (f", kept {meta.retention_years} years" if meta.retention_years else "") + ".")
+def always_present_options(spec: AuditSpec) -> dict[str, Any]:
+    """The options of the items every audit has (`evidence.ALWAYS`): the governance facts read from the spec."""
+    from auditor.evidence.dataset import DatasetOptions
+    from auditor.evidence.governance import GovernanceOptions
+
+    return {"dataset": DatasetOptions(),
+            "governance": GovernanceOptions(audit=spec.audit.model_dump(), signed=spec.signing is not None,
+                                            baseline_present=spec.baseline is not None,
+                                            features_described=len(spec.features) > 0
+                                            or spec.feature_dictionary is not None)}
 
 
 def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult], findings: list[Finding],

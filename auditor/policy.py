@@ -14,14 +14,18 @@ import operator
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from auditor.errors import InputError
+from auditor.evidence import ALWAYS_PRESENT
 from auditor.files import MAX_YAML_BYTES, read_bytes
-from auditor.spec import StrictModel, Waiver, validate_yaml
 from auditor.yaml_io import parse_yaml
+from auditor.yaml_models import StrictModel, validate_yaml
+
+if TYPE_CHECKING:
+    from auditor.spec import Waiver
 
 Severity = Literal["critical", "major", "minor", "info"]
 Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "SKIPPED"]
@@ -225,9 +229,6 @@ class LoadedPack:
         return kinds
 
 
-ALWAYS_PRESENT = ("dataset", "governance")
-
-
 @dataclass(frozen=True)
 class Finding:
     """One rule's verdict, with what was measured, what was required and why, as a sentence too."""
@@ -266,6 +267,23 @@ def bundled_policies_dir() -> Path:
 
 def builtin_pack_names() -> list[str]:
     return sorted(p.stem for p in bundled_policies_dir().glob("*.yaml"))
+
+
+def check_metrics(packs: list[LoadedPack], plugins: dict[str, Any], requested: set[str]) -> None:
+    """A rule naming a metric that its evidence kind cannot emit is bad input when the packs load, not an ERROR
+    finding after the whole audit ran: one line with the pack file, the rule id and the closest names the kind
+    declares. `plugins` maps kind → plugin (`emits`, `metric_examples`: auditor.evidence.base.EvidencePlugin);
+    rules on kinds that are not `requested` are SKIPPED at evaluation and not checked here."""
+    for loaded in packs:
+        for rule in loaded.pack.rules:
+            plugin = plugins.get(rule.evidence)
+            if rule.metric is None or rule.evidence not in requested or plugin is None or plugin.emits(rule.metric):
+                continue
+            near = difflib.get_close_matches(rule.metric, plugin.metric_examples(), n=3, cutoff=0.4)
+            raise InputError(f"rule {rule.id} names the metric '{rule.metric}', which '{rule.evidence}' does not "
+                             "emit", file=loaded.path,
+                             fix=f"closest: {', '.join(near)}" if near else
+                                 f"see docs/metrics.md for the metrics of '{rule.evidence}'")
 
 
 def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None, where: str = "policies",

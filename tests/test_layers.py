@@ -68,3 +68,15 @@ def test_the_layer_check_sees_a_violation(tmp_path: Path) -> None:
             test_algorithm_packages_import_nothing_from_the_layers_above("explain")
     finally:
         probe.unlink()
+
+
+def test_the_policies_load_without_the_spec_or_scipy_stats() -> None:
+    """Policy tooling reads packs with the YAML helpers of `auditor.yaml_models`, not through the spec (which builds
+    the evidence registry); the evidence modules import scipy.stats only when they compute."""
+    code = ("import sys, auditor.policy\n"
+            "print(sorted(m for m in ('auditor.spec', 'scipy.stats', 'auditor.evidence.confidence') "
+            "if m in sys.modules))\n"
+            "import auditor.spec\n"
+            "print('scipy.stats' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["[]", "False"], out.stdout

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from auditor.checks.estimate import estimate
+
 
 @dataclass(frozen=True)
 class Attention:
@@ -190,20 +192,10 @@ def bootstrap_of_means(values: np.ndarray, statistic: Callable[[np.ndarray], np.
                        level: float = 0.95) -> tuple[float, float, float]:
     """A statistic of column means (e.g. a ratio of two means) with its percentile-bootstrap interval, resampling
     whole rows (queries, the sampling unit). `values` is (queries × m); `statistic` maps an (…, m) array of means
-    to (…). Fewer than two rows: the value and no interval (NaN)."""
-    values = np.asarray(values, dtype=np.float64)
-    value = float(statistic(values.mean(axis=0)[None, :])[0]) if len(values) else float("nan")
-    if len(values) < 2:
-        return value, float("nan"), float("nan")
-    means = values[rng.integers(0, len(values), size=(n_resamples, len(values)))].mean(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        draws = statistic(means)
-    draws = draws[np.isfinite(draws)]
-    if draws.size < n_resamples // 2:
-        return value, float("nan"), float("nan")
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(draws, [tail, 1.0 - tail])
-    return value, float(low), float(high)
+    to (…). Fewer than two rows: the value and no interval (NaN). The `statistic` form of
+    `checks.estimate.estimate`."""
+    found = estimate(values, rng, statistic=statistic, n_resamples=n_resamples, level=level)
+    return found.mean, found.low, found.high
 
 
 def ratio(means: np.ndarray) -> np.ndarray:

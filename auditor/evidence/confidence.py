@@ -66,6 +66,15 @@ HOW_TO_READ = (
     "reasons should have visibly lower validity and decision-path accuracy than unflagged ones."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "confidence.{explanations|excluded_queries|fragile_queries|fragile_queries_share|flagged_fraction}",
+    "confidence.flagged_fraction.{ci95_low|ci95_high}",
+    "confidence.reason.{criterion}.share",
+    "confidence.validation.{measure}_gap",
+    "confidence.validation.{measure}_gap.{ci95_low|ci95_high}",
+    "confidence.{method}.flagged_fraction",
+)
+
 
 class Thresholds(EvidenceOptions):
     validity: float = Field(0.5, description="Flag when validity (Kendall tau) is below this.")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from auditor.checks.estimate import estimate
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table, check_explanation_size
@@ -84,6 +85,17 @@ HOW_TO_READ = (
     "normalised vectors (1 = same, 0.5 = unrelated in direction, 1/3 = opposite) and top-K AUC (1 = the explainer's "
     "most important features are exactly the path's top K; 0.5 = chance). Cells are mean ± standard deviation over "
     "documents. A low figure means the explanation points at features the model did not use for that document."
+)
+
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "decision_path.{additivity.max_abs_error|bias|docs|queries|top_k}",
+    "decision_path.depth.{mean|min|max}",
+    "decision_path.{method}.{rows|degenerate_docs|fallback_docs}",
+    "decision_path.{method}.{frequency|value_change}.{auc|spearman|spearman_abs|euclidean}.{mean|std|ci95_low"
+    "|ci95_high|undefined|depth_spearman}",
+    "decision_path.{method}.{frequency|value_change}.{auc|spearman|spearman_abs|euclidean}.mean@k{k}",
+    "decision_path.{method}.{attributions|coefficients|contributions}.{frequency|value_change}.{auc|spearman"
+    "|spearman_abs|euclidean}.mean",
 )
 
 
@@ -187,11 +199,10 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     for (name, kind, metric), series in values.items():
         arr = np.array(series, dtype=np.float64)
         finite = arr[np.isfinite(arr)]
-        low, high = query_bootstrap(arr, owner_arr, len(chosen), rng)
         prefix = f"decision_path.{name}.{kind}.{metric}"
-        metrics[f"{prefix}.mean"] = float(finite.mean()) if finite.size else float("nan")
+        metrics.update(estimate(arr, rng, clusters=owner_arr, n_clusters=len(chosen), quantiles=(0.025, 0.975))
+                       .metrics(prefix))  # quantiles as written before the estimates were brought together
         metrics[f"{prefix}.std"] = float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
-        metrics[f"{prefix}.ci95_low"], metrics[f"{prefix}.ci95_high"] = low, high
         metrics[f"{prefix}.undefined"] = float(arr.size - finite.size)
         metrics[f"{prefix}.depth_spearman"] = spearman(depth_arr[np.isfinite(arr)], finite) \
             if finite.size > 2 else float("nan")
@@ -283,21 +294,6 @@ def _form(name: str, kind: str, option: str) -> str:
     if option != "auto":
         return option
     return "contributions" if kind == "value_change" else "coefficients"
-
-
-def query_bootstrap(values: np.ndarray, owner: np.ndarray, n_queries: int, rng: np.random.Generator, *,
-                    n_resamples: int = 2000) -> tuple[float, float]:
-    """95% percentile interval of the mean over documents, resampling whole queries (the sampling unit)."""
-    finite = np.isfinite(values)
-    if finite.sum() < 2 or n_queries < 2:
-        return float("nan"), float("nan")
-    sums = np.bincount(owner[finite], weights=values[finite], minlength=n_queries)
-    counts = np.bincount(owner[finite], minlength=n_queries).astype(np.float64)
-    take = rng.integers(0, n_queries, size=(n_resamples, n_queries))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums[take].sum(axis=1) / counts[take].sum(axis=1)
-    low, high = np.nanquantile(means, [0.025, 0.975])
-    return float(low), float(high)
 
 
 def _metric_labels(top_k: int) -> dict[str, str]:

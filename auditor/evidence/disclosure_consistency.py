@@ -3,9 +3,10 @@ most important first) match the model's actual main parameters?
 
 The measured order comes from exact TreeSHAP (as `global_importance`): the within-query view (what changes the
 order of documents inside a query) is the headline, the per-query view a second source, and an interpretable
-surrogate's importance a third when the `surrogate` evidence ran earlier in the audit. A model without exact
-TreeSHAP (ONNX, a Python function) is measured the same way on the surrogate's exact per-document contributions,
-when the `surrogate` evidence ran earlier (else SKIPPED, saying so); the note gives the surrogate's fidelity.
+surrogate's importance a third when the audit requests the `surrogate` evidence too (this plugin `uses` it: the
+engine runs it first, whatever the spec order). A model without exact TreeSHAP (ONNX, a Python function) is
+measured the same way on the surrogate's exact per-document contributions, when the audit requests the
+`surrogate` evidence (else SKIPPED, saying so); the note gives the surrogate's fidelity.
 Reported: rank correlation of the declared order with each measured order, influential parameters that are not
 declared, declared parameters that are not main ones, and how stable the measured order is across bootstrap
 samples of queries.
@@ -13,13 +14,10 @@ samples of queries.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from pydantic import Field
-from scipy.stats import kendalltau
 
-from auditor.checks.ranking import bootstrap_interval
+from auditor.checks.estimate import estimate
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
 from auditor.evidence.global_importance import importance_by_query
@@ -46,6 +44,16 @@ HOW_TO_READ = (
     "re-measures the order on bootstrap samples of queries: a low value means the order itself is uncertain."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "disclosure.{undeclared_main|undeclared_share|declared_not_main|main_parameters|measured_on_surrogate"
+    "|rank_correlation}",
+    "disclosure.rank_correlation.{within_query|per_query|surrogate}",
+    "disclosure.per_query.rank_correlation",
+    "disclosure.per_query.rank_correlation.{mean|ci95_low|ci95_high}",
+    "disclosure.stability.{kendall|weighted_kendall|main_set_overlap}.{mean|p05}",
+    "disclosure.stability.{main_set_agreement|undeclared_share}",
+)
+
 
 def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:
     """Every declared parameter is a feature of the data, listed once (bad input before any evidence runs)."""
@@ -62,16 +70,14 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     check(options, data)
     names = list(data.feature_names)
     summary = importance_by_query(ctx)
-    surrogate = _surrogate_importance(ctx)
+    fitted = ctx.used("surrogate")
+    surrogate = _surrogate_importance(fitted, data.n_features)
     if summary is None:  # no exact TreeSHAP (ONNX, a Python function): measure on the surrogate's contributions
-        from auditor.surrogate import importance_by_query as surrogate_summary
-
-        measured = surrogate_summary(ctx)
+        measured = None if fitted is None else fitted.shared.get("importance_by_query")
         if measured is None:
             result.status = "skipped"
             result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with: "
-                            "list the `surrogate` evidence before `disclosure_consistency` to measure them on its "
-                            "interpretable surrogate")
+                            "request the `surrogate` evidence too to measure them on its interpretable surrogate")
             return result
         summary, tau = measured
         surrogate = None  # the headline is the surrogate already: no third source repeating it
@@ -89,8 +95,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     if surrogate is not None:
         sources["surrogate"] = surrogate
     elif result.metrics["disclosure.measured_on_surrogate"] == 0.0:
-        result.notes.append("No surrogate importance: list the `surrogate` evidence before `disclosure_consistency` "
-                            "in the spec to compare the declaration with the surrogate's effects too.")
+        result.notes.append("No surrogate importance: request the `surrogate` evidence too to compare the declaration "
+                            "with the surrogate's effects.")
 
     metrics = result.metrics
     within = _shares(views["within_query"])
@@ -111,10 +117,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     per_query_tau = np.array([_tau_declared(row, declared) for row in per_query_within], dtype=np.float64)
     finite = per_query_tau[np.isfinite(per_query_tau)]
     rng = ctx.rng("disclosure_consistency")
-    low, high = bootstrap_interval(finite, rng)
-    metrics["disclosure.per_query.rank_correlation.mean"] = float(finite.mean()) if finite.size else np.nan
-    metrics["disclosure.per_query.rank_correlation.ci95_low"] = low
-    metrics["disclosure.per_query.rank_correlation.ci95_high"] = high
+    metrics.update(estimate(finite, rng).metrics("disclosure.per_query.rank_correlation"))
     multi = [q for q in range(data.n_queries) if data.query_ptr[q + 1] - data.query_ptr[q] > 1]
     result.per_query["disclosure.per_query.rank_correlation"] = {
         data.query_ids[q]: round(float(t), 6) for q, t in zip(multi, per_query_tau, strict=True) if np.isfinite(t)}
@@ -173,6 +176,8 @@ def _tau_declared(importance: np.ndarray, declared: list[int]) -> float:
     values = importance[declared]
     if np.all(values == values[0]):
         return float("nan")
+    from scipy.stats import kendalltau  # here, not at import: the spec and policies load without scipy.stats
+
     return float(kendalltau(-np.arange(len(declared)), values).statistic)
 
 
@@ -186,6 +191,8 @@ def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int]
     product of their shares, and the overlap of the sample's main set with the full one weighted by share. The
     strict ones are kept beside them: plain Kendall tau over every feature, the share of samples whose main set is
     exactly the same, and the share in which some influential parameter is undeclared."""
+    from scipy.stats import kendalltau
+
     n = per_query_within.shape[0]
     keys = ("kendall.mean", "kendall.p05", "weighted_kendall.mean", "weighted_kendall.p05", "main_set_overlap.mean",
             "main_set_overlap.p05", "main_set_agreement", "undeclared_share")
@@ -233,18 +240,14 @@ def weighted_overlap(a: list[int], b: list[int], weights: np.ndarray) -> float:
     return sum(float(weights[f]) for f in set(a) & set(b)) / union if union > 0 else 1.0
 
 
-def _surrogate_importance(ctx: AuditContext) -> np.ndarray | None:
-    """Per-feature importance of the ILMART surrogate when the `surrogate` evidence ran earlier in this audit;
-    None otherwise."""
-    try:
-        from auditor import surrogate  # type: ignore[attr-defined]
-    except ImportError:
+def _surrogate_importance(fitted: EvidenceResult | None, n_features: int) -> np.ndarray | None:
+    """Per-feature importance of the ILMART surrogate the `surrogate` evidence fitted in this audit (a pair effect's
+    importance split evenly between its two features); None when it was not requested or did not produce one."""
+    values = None if fitted is None else fitted.shared.get("feature_importance")
+    if values is None:
         return None
-    function: Any = getattr(surrogate, "feature_importance", None)
-    if function is None:
-        return None
-    values = np.asarray(function(ctx), dtype=np.float64)
-    return values if values.shape == (ctx.data.n_features,) else None
+    values = np.asarray(values, dtype=np.float64)
+    return values if values.shape == (n_features,) else None
 
 
 def _shares(values: np.ndarray) -> np.ndarray:

@@ -89,6 +89,20 @@ HOW_TO_READ = (
     "set alike for every document shows what the feature itself is worth. 95% intervals over queries."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "exposure.{groups|queries}",
+    "exposure.expected_exposure.{disparity|loss|relevance}.{mean|ci95_low|ci95_high}",
+    "exposure.{feature}.{expected_exposure.disparity|expected_exposure.loss|expected_exposure.relevance"
+    "|awrf}.{mean|ci95_low|ci95_high}",
+    "exposure.{feature}.{value}.{queries|excess}",
+    "exposure.{own|max|min|{feature}.{value}}.{exposure_share|merit_share|ratio|disparate_treatment"
+    "|counterfactual.exposure_share|counterfactual.share_change|counterfactual.ratio}",
+    "exposure.{own|max|min|{feature}.{value}}.{exposure_share|merit_share|ratio|disparate_treatment"
+    "|counterfactual.exposure_share|counterfactual.share_change|counterfactual.ratio"
+    "|counterfactual.rank_shift}.{ci95_low|ci95_high}",
+    "exposure.{own|max|min|{feature}.{value}}.counterfactual.rank_shift.{mean|max}",
+)
+
 _MAX_ROWS = 1_000_000
 _MISSING = "missing"
 

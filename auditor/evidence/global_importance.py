@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
-from scipy.stats import spearmanr
 
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
@@ -64,6 +63,11 @@ HOW_TO_READ = (
     "the stated share of the within-query importance."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "global_importance.{additivity.max_abs_error|score_rounding.max_abs|main_parameters"
+    "|rank_agreement_global_vs_within|top1_share|top3_share|unused_features}",
+)
+
 
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     from auditor.report.plots import bar_chart, fmt_share  # here, not at import: the spec loads no matplotlib
@@ -99,6 +103,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     metrics["global_importance.top1_share"] = float(within[order[0]])
     metrics["global_importance.top3_share"] = float(within[order[:3]].sum())
     metrics["global_importance.unused_features"] = float(np.sum(views["global"] == 0))
+    from scipy.stats import spearmanr  # here, not at import: the spec and policies load without scipy.stats
+
     rho = spearmanr(views["global"], views["within_query"]).statistic if len(names) > 1 else 1.0
     metrics["global_importance.rank_agreement_global_vs_within"] = float(np.nan_to_num(rho, nan=1.0))
 

@@ -85,6 +85,16 @@ HOW_TO_READ = (
     "exhaustive optimum is the best validity any set of the same size can reach, where it was affordable."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "local.{queries|excluded_queries|k}",
+    "local.{method}.validity",
+    "local.{method}.{validity|completeness}.{mean|median|ci95_low|ci95_high}",
+    "local.{method}.validity.mean@k{k}",
+    "local.{method}.{rows|share_of_optimum|set_size.mean|degenerate_docs|fallback_docs|coalitions.mean"
+    "|underdetermined_share}",
+    "local.{method}.convergence.agreement.{mean|ci95_low|ci95_high}",
+)
+
 
 @dataclass
 class _Tally:

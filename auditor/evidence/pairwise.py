@@ -35,6 +35,10 @@ HOW_TO_READ = (
     "method) unknown features are filled from similar training documents, so correlated features are respected."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "pairwise.{efficiency.max_abs_error|exact_pairs|margin.mean|pairs|queries|rows|top_feature_share.mean}",
+)
+
 
 class RaiPairOptions(EvidenceOptions):
     measurements: int | None = Field(None, ge=1, description="M, Bernoulli measurements (default ~2s·log(D/s), "

@@ -19,8 +19,8 @@ import re
 import numpy as np
 from pydantic import Field
 
+from auditor.checks.estimate import Estimate, estimate
 from auditor.checks.influence import per_query_influence
-from auditor.checks.ranking import bootstrap_interval
 from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
@@ -42,6 +42,18 @@ HOW_TO_READ = (
     "document's actual value moves it compared with the parameter masked; 'gain low → high' is how many places "
     "a document climbs when the parameter goes from its lowest to its highest value (positive: the parameter "
     "pushes documents up; about zero: no effect). Intervals are 95% bootstrap intervals over queries."
+)
+
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "influence.{parameters|queries}",
+    "influence.{feature}.{rank_shift|sweep_gain}",
+    "influence.{feature}.{rank_shift|sweep_gain|sweep_range}.{mean|ci95_low|ci95_high}",
+    "influence.{feature}.{rank_shift|sweep_range}.max",
+    "influence.{feature}.{topk_changed_share|affected_docs_share}",
+    "influence.{feature}.topk_changed_share.{ci95_low|ci95_high}",
+    "influence.max.rank_shift.{mean|ci95_low|ci95_high}",
+    "influence.max.{sweep_gain.max_abs|topk_changed_share}",
+    "influence.max.{sweep_gain.max_abs|topk_changed_share}.{ci95_low|ci95_high}",
 )
 
 _MAX_ROWS = 1_000_000
@@ -114,15 +126,12 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
         per_query = per_query_influence(scores, masked[p], swept[p], ptr, k=options.top_k)
         stats = {}
         for measure in ("rank_shift", "sweep_gain", "sweep_range", "topk_changed"):
-            values = per_query[measure]
-            finite = values[np.isfinite(values)]
-            low, high = bootstrap_interval(finite, rng, n_resamples=options.resamples)
-            stats[measure] = (float(finite.mean()) if finite.size else np.nan, low, high)
-            label = "topk_changed_share" if measure == "topk_changed" else f"{measure}.mean"
-            prefix = label.removesuffix(".mean")
-            metrics[f"{key}.{label}"] = stats[measure][0]
-            metrics[f"{key}.{prefix}.ci95_low"] = low
-            metrics[f"{key}.{prefix}.ci95_high"] = high
+            found = estimate(per_query[measure], rng, n_resamples=options.resamples)
+            stats[measure] = (found.mean, found.low, found.high)
+            if measure == "topk_changed":  # a share: the interval beside `<key>.topk_changed_share` itself
+                metrics.update(found.metrics(f"{key}.topk_changed_share", mean=""))
+            else:
+                metrics.update(found.metrics(f"{key}.{measure}"))
         metrics[f"{key}.rank_shift.max"] = float(np.nanmax(per_query["max_shift"]))
         metrics[f"{key}.sweep_range.max"] = float(np.nanmax(per_query["max_range"]))
         metrics[f"{key}.affected_docs_share"] = float(np.nanmean(per_query["affected"]))
@@ -154,9 +163,9 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                          int(metrics[f"{key}.sweep_range.max"]), _r(stats["topk_changed"][0]),
                          "yes" if detected else "no"])
     for measure, (value, low, high) in worst.items():
-        metrics[f"influence.max.{measure}"] = float(value)
         stem = measure.removesuffix(".mean")
-        metrics[f"influence.max.{stem}.ci95_low"], metrics[f"influence.max.{stem}.ci95_high"] = low, high
+        metrics.update(Estimate(float(value), low, high, len(queries)).metrics(
+            f"influence.max.{stem}", mean="mean" if stem != measure else ""))
     metrics["influence.parameters"] = float(len(features))
     metrics["influence.queries"] = float(len(queries))
     result.tables.append(Table(

@@ -7,7 +7,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from auditor.checks.ranking import bootstrap_interval, per_query_ap, per_query_ndcg
+from auditor.checks.estimate import estimate
+from auditor.checks.ranking import per_query_ap, per_query_ndcg
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 
 
@@ -32,6 +33,12 @@ HOW_TO_READ = (
     "(1 = the labelled best order, 0 = no relevant document in the top k). Each query counts once; the table gives "
     "the mean over queries with a 95% bootstrap interval, the spread, and the weakest queries. MAP is the mean, "
     "over queries, of the precision at each relevant document."
+)
+
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "ranking_quality.{queries|single_doc_queries|all_zero_label_queries}",
+    "ranking_quality.ndcg@{k}",
+    "ranking_quality.{ndcg@{k}|map}.{mean|std|ci95_low|ci95_high|min|p10|median|max|share_low|queries}",
 )
 
 
@@ -103,12 +110,10 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
 
 def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np.random.Generator,
                low: float) -> list:
-    finite = values[np.isfinite(values)]
-    low_ci, high_ci = bootstrap_interval(finite, rng)
+    found = estimate(values, rng)
+    finite, low_ci, high_ci = found.values, found.low, found.high
     stats = {
-        "mean": finite.mean() if len(finite) else np.nan,
         "std": finite.std(ddof=1) if len(finite) > 1 else np.nan,
-        "ci95_low": low_ci, "ci95_high": high_ci,
         "min": finite.min() if len(finite) else np.nan,
         "p10": np.quantile(finite, 0.1) if len(finite) else np.nan,
         "median": np.median(finite) if len(finite) else np.nan,
@@ -116,8 +121,10 @@ def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np
         "share_low": float(np.mean(finite < low)) if len(finite) else np.nan,
         "queries": float(len(finite)),
     }
+    metrics.update(found.metrics(name))
     for key, value in stats.items():
         metrics[f"{name}.{key}"] = float(value)
+    stats["mean"] = found.mean
     label = name.removeprefix("ranking_quality.")
     return [label, _round(stats["mean"]), f"{_round(low_ci)} – {_round(high_ci)}", _round(stats["std"]),
             _round(stats["min"]), _round(stats["median"]), _round(stats["max"]), _round(stats["share_low"]),

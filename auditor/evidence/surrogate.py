@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
-from auditor.checks.ranking import bootstrap_interval
+from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.global_importance import summarize
 
@@ -80,9 +80,16 @@ HOW_TO_READ = (
     "by how much they move the audited documents' scores on average."
 )
 
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "surrogate.{decomposition.max_abs_error|n_interactions|n_main_effects|n_trees|training.synthetic_documents}",
+    "surrogate.fidelity.{queries|explained_share|main_effects.explained_share}",
+    "surrogate.fidelity.{kendall|ndcg@{k}}.{mean|ci95_low|ci95_high|min|p10}",
+    "surrogate.fidelity.main_effects.{kendall|ndcg@{k}}.mean",
+    "surrogate.labels.ndcg@{k}.{model|surrogate}",
+)
+
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
-    from auditor.surrogate import IMPORTANCE_KEY, SUMMARY_KEY
     from auditor.surrogate.decompose import decompose, effect_name, effect_record
     from auditor.surrogate.fidelity import fidelity
     from auditor.surrogate.ilmart import IlmartConfig
@@ -116,23 +123,24 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     per_feature = np.zeros(data.n_features)
     for e, effect in enumerate(parts.effects):
         per_feature[list(effect.features)] += importance[e] / len(effect.features)
-    ctx.memo(IMPORTANCE_KEY, lambda: per_feature)  # read by disclosure_consistency when it runs after this
+    result.shared["feature_importance"] = per_feature  # read by disclosure_consistency, which uses this item
 
     main_fid = fidelity(fit.main_booster.predict(data.X, raw_score=True), blackbox, data.query_ptr)
     full_fid = fidelity(surrogate, blackbox, data.query_ptr)
     taus = np.asarray(full_fid["kendall"], dtype=np.float64)
     # For a model without exact TreeSHAP, disclosure_consistency measures the main parameters on these.
-    ctx.memo(SUMMARY_KEY, lambda: (summarize(_per_feature(contrib, parts, data.n_features), data.query_ptr),
-                                   float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan")))
+    result.shared["importance_by_query"] = (summarize(_per_feature(contrib, parts, data.n_features), data.query_ptr),
+                                            float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan"))
     m = result.metrics
     for label, fid in (("", full_fid), ("main_effects.", main_fid)):
         for measure in ("kendall", "ndcg@10"):
-            values = np.asarray(fid[measure])
+            values = np.asarray(fid[measure], dtype=np.float64)
             kept = values[np.isfinite(values)]
-            m[f"surrogate.fidelity.{label}{measure}.mean"] = float(kept.mean()) if kept.size else float("nan")
-            if not label:
-                low, high = bootstrap_interval(kept, ctx.rng(f"surrogate/fidelity/{measure}"))
-                m[f"surrogate.fidelity.{measure}.ci95_low"], m[f"surrogate.fidelity.{measure}.ci95_high"] = low, high
+            if label:
+                m[f"surrogate.fidelity.{label}{measure}.mean"] = float(kept.mean()) if kept.size else float("nan")
+            else:
+                m.update(estimate(kept, ctx.rng(f"surrogate/fidelity/{measure}")).metrics(
+                    f"surrogate.fidelity.{measure}"))
                 m[f"surrogate.fidelity.{measure}.min"] = float(kept.min()) if kept.size else float("nan")
                 m[f"surrogate.fidelity.{measure}.p10"] = float(np.percentile(kept, 10)) if kept.size else float("nan")
         m[f"surrogate.fidelity.{label}explained_share"] = float(fid["explained"])

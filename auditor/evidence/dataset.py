@@ -1,0 +1,59 @@
+"""Evidence `dataset` (always present): facts about the audited data as metrics, so rules can address `dataset.*`
+(documents, queries, degenerate queries, the query sample), and the per-feature distributions a later run's
+"since last review" section compares."""
+
+from __future__ import annotations
+
+from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+
+DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
+CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
+
+
+METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+    "dataset.{n_queries|n_docs|n_features|single_doc_queries|single_doc_queries_share|missing_values"
+    "|all_zero_label_queries|all_zero_label_queries_share|sample_share}",
+    "dataset.docs_per_query.{min|mean|max}",
+    "dataset.population.{n_queries|n_docs}",
+)
+
+
+class DatasetOptions(EvidenceOptions):
+    """No options: the data is the spec's `dataset:`."""
+
+
+def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
+    from auditor.diff import feature_distributions
+
+    data = ctx.data
+    result = EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
+                            records=feature_distributions(data.X, data.feature_names),
+                            summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} "
+                                    "features.")
+    facts = result.metrics
+    if facts.get("dataset.all_zero_label_queries_share", 0.0) > DEGENERATE_SHARE:
+        share = facts["dataset.all_zero_label_queries_share"]
+        result.detect("queries-without-relevant-documents", "Many audited queries have no relevant document",
+                      f"{share:.0%} of the queries ({int(facts['dataset.all_zero_label_queries'])}) have only "
+                      "zero relevance labels: their ranking quality is set by convention, not measured.",
+                      severity="minor", citation=CITATION, judged_by=("dataset.all_zero_label_queries_share",),
+                      value=share)
+    if facts["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
+        share = facts["dataset.single_doc_queries_share"]
+        result.detect("single-document-queries", "Many audited queries hold a single document",
+                      f"{share:.0%} of the queries ({int(facts['dataset.single_doc_queries'])}) have one document: "
+                      "they have no ranking and are left out of every within-query measure.", severity="minor",
+                      citation=CITATION, judged_by=("dataset.single_doc_queries_share",), value=share)
+    if data.sample is not None:
+        sample = data.sample
+        result.summary = (f"A stratified sample: {data.n_docs:,} documents in {data.n_queries:,} of the file's "
+                          f"{sample.population_queries:,} queries ({sample.population_docs:,} documents), "
+                          f"{data.n_features} features.")
+        result.tables.append(Table(
+            title="Query sample by stratum (query length × label mix)",
+            columns=["stratum", "queries in the file", "sampled", "share sampled"],
+            rows=[[s["stratum"], s["queries"], s["sampled"], round(s["sampled"] / max(s["queries"], 1), 4)]
+                  for s in sample.strata],
+            note="Proportional allocation (largest remainders), seeded by the spec's seed. Every query-level "
+                 "figure and interval in this report is estimated over the sampled queries."))
+    return result
