@@ -1,0 +1,241 @@
+"""Listwise attributions (RankingSHAP, RankSHAP), their ground-truth reference and background masking."""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+import pytest
+
+from auditor.checks.listwise_reference import (
+    agreement,
+    exact_shapley,
+    footrule_at,
+    l1_normalised,
+    reference_shapley,
+)
+from auditor.checks.validity import kendall_tau_b, measure_sets
+from auditor.explain.base import QueryView
+from auditor.explain.listwise import (
+    BackgroundMasking,
+    BackgroundValiditySearch,
+    ListwiseShap,
+    RankGame,
+    RowMasker,
+    expected_validity,
+    tie_aware_ndcg,
+)
+from auditor.masking import Masker, keep_masks
+from auditor.models.base import CountingRanker
+from auditor.models.callable import CallableRanker
+from auditor.models.lightgbm import LightGBMRanker
+
+
+@pytest.fixture(scope="module")
+def real_query(lambdamart) -> tuple[CountingRanker, QueryView, Masker]:
+    """The conftest LambdaMART (6 features) on its largest training query, masked by the training mean."""
+    booster, X, _, sizes = lambdamart
+    model = CountingRanker(LightGBMRanker(booster))
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    q = int(np.argmax(sizes))
+    docs = X[ptr[q]:ptr[q + 1]]
+    query = QueryView(X=docs, scores=model.predict(docs), query_id="q", background=X)
+    return model, query, Masker.from_background(X, "mean")
+
+
+def brute_force(model: CountingRanker, query: QueryView, masker: Masker, value) -> np.ndarray:
+    """Shapley values by the permutation definition, every coalition through the validity measure's own masking."""
+    f = query.n_features
+    cache: dict[frozenset[int], float] = {}
+
+    def v(coalition: frozenset[int]) -> float:
+        if coalition not in cache:
+            masked = masker.masked_scores(model, query.X, keep_masks([tuple(coalition)], f))
+            cache[coalition] = float(value(query.scores, masked)[0])
+        return cache[coalition]
+
+    phi = np.zeros(f)
+    for order in itertools.permutations(range(f)):
+        before: frozenset[int] = frozenset()
+        for player in order:
+            phi[player] += v(before | {player}) - v(before)
+            before = before | {player}
+    return phi / factorial(f)
+
+
+@pytest.mark.parametrize("objective", ["kendall", "ndcg"])
+def test_exact_matches_brute_force_on_real_lightgbm(real_query, objective) -> None:
+    model, query, masker = real_query
+    explainer = ListwiseShap(objective, estimator="exact")  # type: ignore[arg-type]
+    result = explainer.explain(model, query, masker, np.random.default_rng(0))
+    value = kendall_tau_b if objective == "kendall" else (lambda ref, c: tie_aware_ndcg(ref, c, 10))
+    expected = brute_force(model, query, masker, value)
+    np.testing.assert_allclose(result.values, expected, atol=1e-6)
+    assert abs(result.values.sum() - (result.full_value - result.empty_value)) < 1e-9  # efficiency
+    assert result.full_value == pytest.approx(1.0)
+    # v(∅) is computed: every document masked to the mean row ties, which tau-b counts as 0 (validity's rule)
+    assert result.empty_value == pytest.approx(
+        float(value(query.scores, masker.masked_scores(model, query.X, np.zeros((1, 6), dtype=bool)))[0]))
+
+
+def test_rankingshap_values_are_validity_differences(real_query) -> None:
+    """The game is the validity measure: v(S) equals measure_sets' validity of S for every S."""
+    model, query, masker = real_query
+    game = RankGame(model, query.X, query.scores, masker, players=np.arange(6))
+    sets = [s for size in range(7) for s in itertools.combinations(range(6), size)]
+    validity, _ = measure_sets(model, query.X, query.scores, masker, sets)
+    np.testing.assert_allclose(game(keep_masks(sets, 6)), validity, atol=1e-12)
+
+
+def test_one_model_call_per_batch(real_query) -> None:
+    model, query, masker = real_query
+    calls = []
+
+    class Spy(CountingRanker):
+        def predict(self, X: np.ndarray) -> np.ndarray:
+            calls.append(X.shape[0])
+            return super().predict(X)
+
+    spy = Spy(model.inner)
+    result = ListwiseShap(estimator="exact").explain(spy, query, masker, np.random.default_rng(0))
+    m = len(result.players)
+    assert calls == [2 ** m * query.n_docs]
+    assert result.n_model_rows == 2 ** m * query.n_docs
+
+
+def linear_query() -> tuple[CountingRanker, QueryView, Masker]:
+    """f = x0 + x1 + 0.5·x2 (feature 3 ignored, features 0 and 1 interchangeable: column 1 copies column 0)."""
+    model = CountingRanker(CallableRanker(lambda X: X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + 0 * X[:, 3], "test:lin", 4))
+    rng = np.random.default_rng(5)
+    X = rng.random((12, 4))
+    X[:, 1] = X[:, 0]
+    background = rng.random((50, 4))
+    background[:, 1] = background[:, 0]
+    query = QueryView(X=X, scores=model.predict(X), query_id="q", background=background)
+    return model, query, Masker.from_background(background, "mean")
+
+
+@pytest.mark.parametrize("estimator", ["exact", "kernel", "permutation"])
+@pytest.mark.parametrize("objective", ["kendall", "ndcg"])
+def test_missingness_symmetry_efficiency(estimator, objective) -> None:
+    model, query, masker = linear_query()
+    result = ListwiseShap(objective, estimator=estimator, nsamples=60).explain(  # type: ignore[arg-type]
+        model, query, masker, np.random.default_rng(1))
+    assert result.values[3] == 0.0  # ignored feature: a null player
+    assert abs(result.values.sum() - (result.full_value - result.empty_value)) < 1e-9
+    if estimator == "exact":
+        assert result.values[0] == pytest.approx(result.values[1], abs=1e-12)
+    assert result.values[0] > result.values[2] > 0
+
+
+def wider_query(n_features: int = 9):
+    """An interacting callable model on 9 features: exact reference still cheap (512 coalitions)."""
+    weights = np.linspace(1.0, 0.1, n_features)
+
+    def score(X: np.ndarray) -> np.ndarray:
+        return X @ weights + 0.8 * X[:, 0] * X[:, 4] - 0.6 * np.maximum(X[:, 2] - 0.5, 0) * X[:, 7]
+
+    model = CountingRanker(CallableRanker(score, "test:wide", n_features))
+    rng = np.random.default_rng(9)
+    X = rng.random((30, n_features))
+    background = rng.random((80, n_features))
+    return model, QueryView(X=X, scores=model.predict(X), query_id="q", background=background), background
+
+
+@pytest.mark.parametrize("estimator", ["kernel", "permutation"])
+def test_sampling_estimators_converge_within_their_interval(estimator) -> None:
+    model, query, background = wider_query()
+    masker = Masker.from_background(background, "mean")
+    exact = ListwiseShap(estimator="exact").explain(model, query, masker, np.random.default_rng(0)).values
+    errors, covered = [], []
+    for nsamples in (60, 480):
+        result = ListwiseShap(estimator=estimator, nsamples=nsamples).explain(  # type: ignore[arg-type]
+            model, query, masker, np.random.default_rng(7))
+        errors.append(np.abs(result.values - exact).max())
+        covered.append(np.mean(np.abs(result.values - exact) <= result.half_width + 1e-12))
+    assert errors[1] < errors[0]
+    assert min(covered) >= 0.75  # 95% intervals: most of the 9 features covered at each budget
+
+
+def test_background_masking_one_mean_row_equals_mean_masking(real_query) -> None:
+    model, query, masker = real_query
+    rows = RowMasker(masker.fill.copy())
+    a = ListwiseShap(estimator="exact").explain(model, query, masker, np.random.default_rng(0))
+    b = ListwiseShap(estimator="exact").explain(model, query, rows, np.random.default_rng(0))
+    np.testing.assert_array_equal(a.values, b.values)
+    sets = [(0,), (0, 1), (2, 3, 4)]
+    np.testing.assert_allclose(expected_validity(model, query.X, query.scores, rows, sets)[0],
+                               measure_sets(model, query.X, query.scores, masker, sets)[0], atol=1e-12)
+
+
+def test_background_validity_is_the_mean_tau_over_rows(real_query) -> None:
+    model, query, _ = real_query
+    rows = BackgroundMasking(rows=5).draw(query.background, np.random.default_rng(2))
+    calls = []
+
+    class Spy(CountingRanker):
+        def predict(self, X: np.ndarray) -> np.ndarray:
+            calls.append(X.shape[0])
+            return super().predict(X)
+
+    sets = [(0, 1), (3,)]
+    validity, completeness = expected_validity(Spy(model.inner), query.X, query.scores, rows, sets)
+    assert calls == [2 * len(sets) * query.n_docs * 5]  # sets and complements × docs × rows, one call
+    for s, v, c in zip(sets, validity, completeness, strict=True):
+        taus = [measure_sets(model, query.X, query.scores, Masker("mean", row[None, :]), [s]) for row in rows.fill]
+        assert v == pytest.approx(np.mean([t[0][0] for t in taus]), abs=1e-12)
+        assert c == pytest.approx(np.mean([t[1][0] for t in taus]), abs=1e-12)
+
+
+def test_background_search_optimises_expected_validity(real_query) -> None:
+    model, query, _ = real_query
+    rows = BackgroundMasking(rows=4).draw(query.background, np.random.default_rng(2))
+    chosen = BackgroundValiditySearch().select(model, query, 2, rows, np.random.default_rng(0))
+    every = list(itertools.combinations(range(6), 2))
+    values = expected_validity(model, query.X, query.scores, rows, every)[0]
+    assert expected_validity(model, query.X, query.scores, rows, [chosen])[0][0] == pytest.approx(values.max())
+
+
+def test_background_masking_options() -> None:
+    assert BackgroundMasking.model_validate({"strategy": "background", "rows": 7}).rows == 7
+    with pytest.raises(ValueError):
+        BackgroundMasking.model_validate({"strategy": "background", "samples": 7})
+    with pytest.raises(ValueError):
+        BackgroundMasking.model_validate({"strategy": "background", "rows": 0})
+
+
+def test_reference_and_peer_metrics() -> None:
+    # v(S) = Σ_{i∈S} a_i + b·[0,1 ⊆ S]: Shapley = a_i, plus b/2 to players 0 and 1
+    a, b = np.array([0.3, -0.2, 0.5, 0.0]), 0.4
+
+    def game(masks: np.ndarray) -> np.ndarray:
+        return masks @ a + b * (masks[:, 0] & masks[:, 1])
+
+    expected = a + np.array([b / 2, b / 2, 0, 0])
+    ref = reference_shapley(game, 4, np.random.default_rng(0))
+    assert ref.exact
+    np.testing.assert_allclose(ref.values, expected, atol=1e-12)
+    sampled = reference_shapley(game, 4, np.random.default_rng(0), max_exact=2, permutations=400)
+    assert not sampled.exact
+    assert np.all(np.abs(sampled.values - expected) <= sampled.half_width + 1e-12)
+    assert sampled.values.sum() == pytest.approx(expected.sum())
+    codes = np.arange(16)
+    masks = ((codes[:, None] >> np.arange(4)) & 1).astype(bool)
+    np.testing.assert_allclose(exact_shapley(game(masks), 4), expected, atol=1e-12)
+    assert footrule_at(expected, expected) == 0 and l1_normalised(expected, 3 * expected) == pytest.approx(0)
+    # estimate order [2, 0, 1, 3] vs reference order [0, 2, 1, 3]: features 0 and 2 swap places
+    estimate = np.array([0.4, 0.1, 0.9, 0.0])
+    assert footrule_at(estimate, expected, 1) == 1 and footrule_at(estimate, expected) == 2
+    assert set(agreement(estimate, expected)) == {"footrule@3", "footrule@10", "footrule@all", "l1"}
+
+
+def test_tie_aware_ndcg() -> None:
+    reference = np.array([3.0, 2.0, 1.0, 0.0])
+    assert tie_aware_ndcg(reference, reference[None, :])[0] == pytest.approx(1.0)
+    all_tied = tie_aware_ndcg(reference, np.zeros((1, 4)))[0]
+    gains = np.array([3, 2, 1, 0.0])
+    discounts = 1 / np.log2(np.arange(2, 6))
+    assert all_tied == pytest.approx(gains.mean() * discounts.sum() / (gains @ discounts))
+    reversed_ = tie_aware_ndcg(reference, reference[None, ::-1].copy())[0]
+    assert 0 < reversed_ < all_tied < 1
