@@ -239,3 +239,11 @@ def test_tie_aware_ndcg() -> None:
     assert all_tied == pytest.approx(gains.mean() * discounts.sum() / (gains @ discounts))
     reversed_ = tie_aware_ndcg(reference, reference[None, ::-1].copy())[0]
     assert 0 < reversed_ < all_tied < 1
+
+
+def test_top_k_sets() -> None:
+    model, query, masker = linear_query()
+    result = ListwiseShap(estimator="exact").explain(model, query, masker, np.random.default_rng(0))
+    assert result.top_k(2) == (0, 1) and result.top_k(3, signed=True) == (0, 1, 2)
+    result.values = np.array([0.1, -0.5, 0.3, 0.0])
+    assert result.top_k(2) == (1, 2) and result.top_k(2, signed=True) == (2, 0)

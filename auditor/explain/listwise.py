@@ -200,9 +200,14 @@ class ListwiseResult:
     n_model_rows: int
     seconds: float
 
-    def top_k(self, k: int) -> tuple[int, ...]:
-        """The explanation set: top-k features by |φ|, ties to the lower index (as every attribution explainer)."""
-        return set_from_attributions(self.values[None, :], k, docs=1)
+    def top_k(self, k: int, *, signed: bool = False) -> tuple[int, ...]:
+        """The explanation set: top-k features by |φ|, ties to the lower index (as every attribution explainer);
+        `signed`: by φ itself, as the papers' preservation checks take "the top-k features" (a feature with a large
+        negative φ makes the masked ranking *less* like the model's, so it is left out)."""
+        if not signed:
+            return set_from_attributions(self.values[None, :], k, docs=1)
+        order = np.lexsort((np.arange(self.values.shape[0]), -self.values))
+        return tuple(int(f) for f in order[:k])
 
 
 class ListwiseShap:
