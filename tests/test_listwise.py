@@ -247,3 +247,13 @@ def test_top_k_sets() -> None:
     assert result.top_k(2) == (0, 1) and result.top_k(3, signed=True) == (0, 1, 2)
     result.values = np.array([0.1, -0.5, 0.3, 0.0])
     assert result.top_k(2) == (1, 2) and result.top_k(2, signed=True) == (2, 0)
+
+
+def test_options_build_the_explainers() -> None:
+    from auditor.explain.listwise import ListwiseShapOptions, rankingshap, rankshap
+
+    options = ListwiseShapOptions.model_validate({"estimator": "permutation", "nsamples": 100, "cutoff": 5})
+    assert rankingshap(options).name == "rankingshap" and rankshap(options).name == "rankshap"
+    assert rankshap(options).cutoff == 5 and rankingshap().estimator == "auto"
+    with pytest.raises(ValueError):
+        ListwiseShapOptions.model_validate({"estimator": "exact", "samples": 3})

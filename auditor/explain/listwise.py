@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -291,12 +291,29 @@ class ListwiseShap:
         return self.explain(model, query, masker, rng).values[None, :]
 
 
-def rankingshap(**options: object) -> ListwiseShap:
-    return ListwiseShap("kendall", **options)  # type: ignore[arg-type]
+class ListwiseShapOptions(BaseModel):
+    """Spec options of `rankingshap` / `rankshap` (for the explainer registry: one nested options model)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    estimator: Estimator = Field("auto", description="auto: exact when at most `max_exact` features play, else "
+                                                     "kernel; exact; kernel (KernelSHAP); permutation (antithetic).")
+    nsamples: Annotated[int, Field(ge=10)] | Literal["auto"] = Field(
+        "auto", description="Coalitions for kernel/permutation. auto: 2M + 2048 (shap's rule).")
+    max_exact: int = Field(12, ge=0, le=20, description="Exact Shapley values up to this many playing features.")
+    cutoff: int | None = Field(10, ge=1, description="RankSHAP's nDCG cut-off (null: the whole list).")
+
+    def build(self, objective: Objective) -> ListwiseShap:
+        return ListwiseShap(objective, estimator=self.estimator, nsamples=self.nsamples, max_exact=self.max_exact,
+                            cutoff=self.cutoff)
 
 
-def rankshap(**options: object) -> ListwiseShap:
-    return ListwiseShap("ndcg", **options)  # type: ignore[arg-type]
+def rankingshap(options: ListwiseShapOptions | None = None) -> ListwiseShap:
+    return (options or ListwiseShapOptions()).build("kendall")
+
+
+def rankshap(options: ListwiseShapOptions | None = None) -> ListwiseShap:
+    return (options or ListwiseShapOptions()).build("ndcg")
 
 
 # ------------------------------------------------------------------------------- validity under any masking
