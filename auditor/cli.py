@@ -340,12 +340,12 @@ def train_ilmart(
 ) -> None:
     """Train an interpretable ILMART ranker (paper 002) on the spec's background data and labels; audit it with a
     spec whose `model.path` is the written file."""
+    from auditor.engine import train_ilmart
     from auditor.surrogate.ilmart import IlmartConfig
-    from auditor.surrogate.train import train_from_spec
 
     config = IlmartConfig(n_interactions=interactions, max_features=max_features, learning_rate=learning_rate,
                           num_leaves=leaves)
-    fit, ndcg = _guard(lambda: train_from_spec(spec, out, config=config, validation_share=validation_share),
+    fit, ndcg = _guard(lambda: train_ilmart(spec, out, config=config, validation_share=validation_share),
                        debug=debug)
     typer.echo(f"{out}: {len(fit.main_features)} main-effect features, {len(fit.pairs)} pairs, "
                f"{fit.main_trees}+{fit.interaction_trees} trees"

@@ -90,9 +90,9 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
         check_templates(spec.output.templates)
     model = load_model(spec.model, base_dir=base, spec_file=spec_path)
     seed = spec.seed if seed is None else seed
-    data = _load_data(spec.dataset, model, seed, "dataset")
+    data = load_dataset(spec.dataset, model, seed, "dataset")
     _check_rankable(data, spec.dataset.path)
-    background = _load_data(spec.background, model, seed, "background") if spec.background is not None else None
+    background = load_dataset(spec.background, model, seed, "background") if spec.background is not None else None
     for index, (name, options) in enumerate(spec.evidence_items()):  # options that name features of the data
         if REGISTRY[name].check is not None:
             try:
@@ -130,7 +130,9 @@ def _check_rankable(data: RankingData, path: Path) -> None:
                              "it ranks")
 
 
-def _load_data(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingData:
+def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingData:
+    """The data a spec's `dataset:` or `background:` (`role`) names, read for this model: its feature count and
+    names, the query sample drawn from the stream `<role>/sample` of `seed`."""
     names = read_feature_names(ds.feature_names) if ds.feature_names else None
     return load_ranking_data(
         ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
@@ -539,3 +541,43 @@ def _version(distribution: str) -> str:
 
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def train_ilmart(spec_path: Path, out: Path, *, config: Any, validation_share: float = 0.2,
+                    seed: int | None = None) -> tuple[Any, dict[str, float]]:
+    """`auditor train-ilmart`: ILMART on the spec's `background` (training) data with its labels, saved as a
+    LightGBM model file at `out` (never overwritten); returns the fit and nDCG@10 on the spec's dataset."""
+    from dataclasses import replace
+
+    from auditor.checks.ranking import per_query_ndcg
+    from auditor.surrogate.train import fit_on_labels
+
+    if out.exists():
+        raise InputError("the file exists already", file=out, fix="choose another --out or move the file away")
+    spec, _ = load_spec(spec_path)  # model and data only: no policies, templates or signing keys are needed
+    model = load_model(spec.model, base_dir=Path(spec_path).parent.resolve(), spec_file=spec_path)
+    if spec.background is None:
+        raise InputError("the spec has no `background` (training) data to train on", file=spec_path,
+                         fix="add `background: {path: train.csv}` with relevance labels")
+    used_seed = spec.seed if seed is None else seed
+    train = load_dataset(spec.background, model, used_seed, "background")
+    if train.y is None:
+        raise InputError("the background data has no relevance labels", file=spec_path,
+                         fix="set `background.label_column` to the label column")
+    rng = np.random.default_rng([spec.seed if seed is None else seed, *b"train-ilmart"])
+    config = replace(config, seed=spec.seed if seed is None else seed)
+    fit = fit_on_labels(train, rng, validation_share=validation_share, config=config)
+    text = fit.booster.model_to_string()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", file=out, fix="choose another --out") from None
+    test = load_dataset(spec.dataset, model, used_seed, "dataset")
+    summary: dict[str, float] = {}
+    if test.y is not None:
+        for label, booster in (("ilmart", fit.main_booster), ("ilmarti", fit.booster)):
+            scores = booster.predict(test.X, raw_score=True)
+            summary[label] = float(per_query_ndcg(scores, test.y, test.query_ptr, [10])[:, 0].mean())
+    return fit, summary

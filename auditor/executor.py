@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -25,56 +24,21 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from auditor.threads import (  # the budgets live in a module of their own: models and explainers read them
+    THREADS_ENV,
+    cpu_count,
+    thread_budget,
+)
+
 if TYPE_CHECKING:
     from auditor.evidence.base import AuditContext
 
 Kind = Literal["auto", "serial", "processes", "dask"]
-THREADS_ENV = "AUDITOR_THREADS"  # threads one task may use (LightGBM predict, numba, thread pools); set in workers
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
 _PRELOAD = ["numpy", "lightgbm", "auditor.executor", "auditor.evidence.local_explanations",
             "auditor.evidence.pairwise", "auditor.explain.perturb"]
-
-
-def cpu_count() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
-
-
-_here = threading.local()
-
-
-@contextmanager
-def threads_here(count: int) -> Iterator[None]:
-    """A budget for the calling thread only: each thread of a pool that already fills the cores says 1, so the
-    LightGBM calls it makes run on one thread while other threads keep their own budget."""
-    before = getattr(_here, "threads", None)
-    _here.threads = max(1, count)
-    try:
-        yield
-    finally:
-        _here.threads = before
-
-
-def thread_budget_here() -> int | None:
-    """The calling thread's own budget (`threads_here`), None when it has none."""
-    return getattr(_here, "threads", None)
-
-
-def thread_budget(default: int | None = None) -> int:
-    """Threads one piece of work may use: the calling thread's own budget (`threads_here`), else 1 inside an
-    executor's worker (the workers already fill the cores), else `default` (all CPUs when None)."""
-    here = thread_budget_here()
-    if here is not None:
-        return here
-    value = os.environ.get(THREADS_ENV)
-    if value:
-        return max(1, int(value))
-    return cpu_count() if default is None else default
 
 
 @dataclass(frozen=True)

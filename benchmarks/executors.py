@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.evidence.local_explanations import METHOD_ORDER, LocalExplanationsOptions, run  # noqa: E402
+from auditor.evidence.explainers import method_names  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions, run  # noqa: E402
 from auditor.executor import core_limit, make_executor  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 
@@ -33,7 +34,7 @@ RUNS = {"jobs1": ("serial", 1, 1), "serial-threads": ("serial", 1, None), "jobs2
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=None, help="a seeded sample of queries (default: all)")
-    parser.add_argument("--methods", nargs="+", default=None, choices=METHOD_ORDER)
+    parser.add_argument("--methods", nargs="+", default=None, choices=method_names())
     parser.add_argument("--k-curve", type=int, nargs="*", default=None, help="sizes for the effect-of-k curve "
                         "(default: the evidence's [3, 5, 7, 10]; give none to skip it and its exhaustive optimum)")
     parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS),

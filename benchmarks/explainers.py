@@ -37,15 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.validity import has_order  # noqa: E402
-from auditor.evidence.local_explanations import (  # noqa: E402
-    ATTRIBUTION_BASES,
-    LABELS,
-    LocalExplanationsOptions,
-    explainers_for,
-)
-from auditor.executor import threads_here  # noqa: E402
+from auditor.evidence.explainers import build  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
+from auditor.explain import registry  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.perturb import parallel_map, workers  # noqa: E402
+from auditor.threads import threads_here  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 
 
@@ -136,7 +133,7 @@ def main() -> None:
     ctx, _ = context(None, 7)
     data, model, masker = ctx.data, ctx.model, ctx.masker()
     options = LocalExplanationsOptions(k=args.k, lime={"shared_samples": not args.per_document_draws})
-    explainers = explainers_for(options)
+    explainers = build(options)
     scores = ctx.scores()
     queries = [i for i in range(data.n_queries) if has_order(scores[data.query_slice(i)])][: args.queries]
     views = [QueryView(X=data.X[data.query_slice(i)], scores=scores[data.query_slice(i)], query_id=data.query_ids[i],
@@ -147,15 +144,16 @@ def main() -> None:
     print("| method | seconds | model rows | rows/s | LightGBM alone, tiled test rows (s) | ratio, tiled rows "
           "| LightGBM alone, the method's rows (s) | overhead ratio | ratio range | seconds beyond the model |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
-    bases = {m[:-1]: ATTRIBUTION_BASES[m[:-1]] for m in options.methods if m[:-1] in ATTRIBUTION_BASES}
-    runs = [(LABELS[f"{prefix}5"].replace("-5", "") + " (top 5 docs)", base, True) for prefix, base in bases.items()]
-    runs += [(LABELS[m], m, False) for m in options.methods if m[:-1] not in ATTRIBUTION_BASES]
+    chosen = [registry.method(m) for m in options.methods]
+    bases = list(dict.fromkeys(m.explainer.name for m in chosen if m.attribution))
+    runs = [(registry.EXPLAINERS[base].label + " (top 5 docs)", base, True) for base in bases]
+    runs += [(m.label, m.name, False) for m in chosen if not m.attribution]
     if args.only:
         runs = [run for run in runs if run[1] in args.only]
     threads = 1 if args.sequential else workers()
     for label, key, attribution in runs:
         explainer = explainers[key]
-        many = attribution and hasattr(explainer, "attribute_many") and not args.per_query_calls
+        many = attribution and registry.EXPLAINERS[key].batches and not args.per_query_calls
 
         # Untimed first run, recorded: it also loads the compiled kernels and builds the background's sampler.
         with Recorder(model) as recorder:

@@ -28,7 +28,8 @@ import auditor.explain.exs as exs  # noqa: E402
 import auditor.explain.lirme as lirme  # noqa: E402
 import auditor.explain.perturb as perturb  # noqa: E402
 from auditor.checks.validity import has_order  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions, explainers_for  # noqa: E402
+from auditor.evidence.explainers import build  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 
@@ -72,7 +73,7 @@ def main() -> None:
     data, model, masker = ctx.data, ctx.model, ctx.masker()
     model.predict = timed(seconds, "the model (LightGBM)", model.predict)
     options = LocalExplanationsOptions(k=5, lime={"shared_samples": not args.per_document_draws})
-    explainer = explainers_for(options)[args.method]
+    explainer = build(options)[args.method]
     scores = ctx.scores()
     queries = [i for i in range(data.n_queries) if has_order(scores[data.query_slice(i)])]
     views = [QueryView(X=data.X[data.query_slice(i)], scores=scores[data.query_slice(i)],

@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 from auditor.engine import prepare  # noqa: E402
 from auditor.evidence import REGISTRY  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
-from auditor.evidence.local_explanations import LABELS, LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.explainers import method_names  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.executor import core_limit, make_executor  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
@@ -65,7 +66,8 @@ def show(label: str, seconds: float, result, rows: int) -> None:
     print("| method | validity | 95% interval | predicted rerun agreement | model rows | seconds |")
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     cost = {row[0]: row for table in result.tables if table.title.startswith("Cost") for row in table.rows}
-    for key, label_ in LABELS.items():
+    for key in [*method_names(), "optimum"]:
+        label_ = label(key)
         v = m.get(f"local.{key}.validity.mean")
         if v is None:
             continue

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from auditor.data import load_ranking_data  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.local_explanations import LABELS, LocalExplanationsOptions, run  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions, label, run  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
 
@@ -82,13 +82,13 @@ def main() -> None:
               "| --- | --- | --- | --- | --- |"]
     for method in LocalExplanationsOptions().methods:
         paper = PAPER_LISTWISE.get(method, (None, None))
-        lines.append(f"| {LABELS[method]} | {fmt(metric(main_run, method, 'validity.mean'))} | {fmt(paper[0])} | "
+        lines.append(f"| {label(method)} | {fmt(metric(main_run, method, 'validity.mean'))} | {fmt(paper[0])} | "
                      f"{fmt(metric(main_run, method, 'completeness.mean'))} | {fmt(paper[1])} |")
     lines += ["", "## Effect of k on mean validity", "", "| method | k = 3 | k = 5 | k = 7 | k = 10 |",
               "| --- | --- | --- | --- | --- |"]
     for method in LocalExplanationsOptions().methods:
         values = [fmt(metric(main_run, method, f"validity.mean@k{k}")) for k in (3, 5, 7, 10)]
-        lines.append(f"| {LABELS[method]} | " + " | ".join(values) + " |")
+        lines.append(f"| {label(method)} | " + " | ".join(values) + " |")
 
     start = time.perf_counter()
     k3 = run(ctx, LocalExplanationsOptions(k=3, k_curve=[], queries=queries, optimum_max_subsets=20_000))
@@ -97,13 +97,13 @@ def main() -> None:
     lines += ["", f"## k = 3 against the exhaustive optimum (paper's ListWise optimum: {PAPER_OPTIMUM_K3})", "",
               "| method | mean validity | share of optimum |", "| --- | --- | --- |"]
     for method in [*LocalExplanationsOptions().methods, "optimum"]:
-        lines.append(f"| {LABELS[method]} | {fmt(metric(k3, method, 'validity.mean'))} | "
+        lines.append(f"| {label(method)} | {fmt(metric(k3, method, 'validity.mean'))} | "
                      f"{fmt(metric(k3, method, 'share_of_optimum'))} |")
     lines += ["", f"Optimum mean validity at k = 3: {fmt(optimum)}.", "",
               "## Cost (rows evaluated, all sizes of k in the main run; k = 3 run for the optimum)", "",
               "| method | model rows (main) | model rows (k = 3) |", "| --- | --- | --- |"]
     for method in [*LocalExplanationsOptions().methods, "optimum"]:
-        lines.append(f"| {LABELS[method]} | {int(metric(main_run, method, 'rows') or 0):,} | "
+        lines.append(f"| {label(method)} | {int(metric(main_run, method, 'rows') or 0):,} | "
                      f"{int(metric(k3, method, 'rows') or 0):,} |")
     lines += ["", f"Wall time: main run {seconds_main:.0f} s, k = 3 run with optimum {seconds_k3:.0f} s."]
     text = "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ from auditor.checks.ranking import per_query_ndcg  # noqa: E402
 from auditor.data import load_ranking_data  # noqa: E402
 from auditor.evidence import decision_path_accuracy, global_importance, local_explanations  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.local_explanations import LABELS, LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions, label  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
 from auditor.models.xgboost import load_xgboost  # noqa: E402
@@ -125,7 +125,7 @@ def main() -> None:
               "completeness XGBoost | paper ListWise |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for method in methods:
         paper = valid.PAPER_LISTWISE.get(method, (None, None))
-        lines.append(f"| {LABELS[method]} | " + " | ".join(
+        lines.append(f"| {label(method)} | " + " | ".join(
             [fmt(metric(main_runs[k], method, "validity.mean")) for k in MODELS] + [fmt(paper[0])]
             + [fmt(metric(main_runs[k], method, "completeness.mean")) for k in MODELS] + [fmt(paper[1])]) + " |")
     lines += ["", "## Effect of k on mean validity (LightGBM / XGBoost)", "",
@@ -133,14 +133,14 @@ def main() -> None:
     for method in methods:
         cells = [" / ".join(fmt(metric(main_runs[key], method, f"validity.mean@k{k}")) for key in MODELS)
                  for k in (3, 5, 7, 10)]
-        lines.append(f"| {LABELS[method]} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label(method)} | " + " | ".join(cells) + " |")
     if k3_runs:
         lines += ["", f"## k = 3 against the exhaustive optimum (paper's ListWise optimum: "
                       f"{valid.PAPER_OPTIMUM_K3})", "",
                   "| method | validity LightGBM | share of optimum | validity XGBoost | share of optimum |",
                   "| --- | --- | --- | --- | --- |"]
         for method in [*methods, "optimum"]:
-            lines.append(f"| {LABELS[method]} | " + " | ".join(
+            lines.append(f"| {label(method)} | " + " | ".join(
                 f"{fmt(metric(k3_runs[k], method, 'validity.mean'))} | "
                 f"{fmt(metric(k3_runs[k], method, 'share_of_optimum'))}" for k in MODELS) + " |")
 

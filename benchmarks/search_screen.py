@@ -32,11 +32,12 @@ sys.path.insert(0, str(ROOT))
 from auditor.checks.validity import has_order, measure_sets  # noqa: E402
 from auditor.engine import prepare  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions, explainers_for  # noqa: E402
-from auditor.executor import threads_here  # noqa: E402
+from auditor.evidence.explainers import build  # noqa: E402
+from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.search import Exhaustive  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.threads import threads_here  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 
 METHODS = ["greedy", "greedy_cover", "greedy_cover_eps", "validity_search", "optimum"]
@@ -48,7 +49,7 @@ def run(spec: Path, methods: list[str], ks: list[int], queries: int | None, over
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=s.seed,
                        background=prepared.background, masking=s.masking.strategy, masking_samples=s.masking.samples)
     options = LocalExplanationsOptions(**overrides)
-    explainers = explainers_for(options)
+    explainers = build(options)
     masker, background = ctx.masker(), ctx.reference_rows()
     data, scores = ctx.data, ctx.scores()
     chosen = ctx.query_sample(queries, "local/queries")

@@ -668,14 +668,14 @@ def c_onnx_feature_count(tmp: Path) -> Case:
     from onnx import TensorProto, helper, numpy_helper
 
     graph = helper.make_graph([helper.make_node("ReduceSum", ["features", "axes"], ["score"], keepdims=0)], "g",
-                              [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", 12])],
+                              [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", N + 1])],
                               [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["rows"])],
                               [numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     (tmp / "model.onnx").write_bytes(model.SerializeToString())
     spec = write_spec(tmp, model={"path": "model.onnx"})
-    return Case(spec, tmp / "test.csv", None, ("the data has 11 features but the model expects 12",))
+    return Case(spec, tmp / "test.csv", None, (f"the data has {N} features but the model expects {N + 1}",))
 
 
 CASES = [

@@ -13,6 +13,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeRegressor
 
 import auditor.checks.decision_path as dp
+from auditor.explain import registry
 from auditor.trees import LEAF, TreeEnsemble
 from tests.conftest import shared_data_dir, write_spec
 from tests.test_cli import evidence, report
@@ -307,18 +308,23 @@ def _bookstore_context(n_queries: int = 5):
 SMALL = {"kernelshap": {"nsamples": 64}, "lime": {"samples": 300}}
 
 
-@pytest.mark.parametrize("name", ["treeshap", "kernelshap", "lirme", "exs"])
+@pytest.mark.parametrize("name", [e.name for e in registry.attribution_explainers()])
 def test_an_explainers_result_for_a_document_does_not_depend_on_later_documents(name: str) -> None:
-    """What lets decision_path_accuracy reuse local_explanations' top-5 attributions for its top 3."""
-    from auditor.evidence.local_explanations import LocalExplanationsOptions, explainers_for
+    """What lets decision_path_accuracy reuse local_explanations' top-5 attributions for its top 3: every
+    attribution explainer the registry calls `reusable` (with these options) must pass."""
+    from auditor.evidence.explainers import build
+    from auditor.evidence.local_explanations import LocalExplanationsOptions
     from auditor.explain.base import QueryView
 
+    options = LocalExplanationsOptions(**SMALL)
+    entry = registry.EXPLAINERS[name]
+    assert entry.reusable(entry.settings(options))
     ctx = _bookstore_context(2)
-    explainer = explainers_for(LocalExplanationsOptions(**SMALL))[name]
+    explainer = build(options)[name]
     part = ctx.data.query_slice(0)
     query = QueryView(X=ctx.data.X[part], scores=ctx.scores()[part], query_id="q", background=ctx.reference().X)
-    five = explainer.attribute(ctx.model, query, query.top_docs(5), ctx.masker(), np.random.default_rng(1))
-    three = explainer.attribute(ctx.model, query, query.top_docs(3), ctx.masker(), np.random.default_rng(1))
+    five = explainer.attribute(ctx.model, query, query.top_docs(5), ctx.masker(), np.random.default_rng(1)).values
+    three = explainer.attribute(ctx.model, query, query.top_docs(3), ctx.masker(), np.random.default_rng(1)).values
     assert np.abs(five).sum() > 0
     np.testing.assert_array_equal(five[:3], three)
 
@@ -336,7 +342,7 @@ def test_decision_paths_reuse_the_attributions_local_explanations_made() -> None
         methods=["treeshap5", "shap5", "lirme5", "exs5"], k=3, k_curve=[], optimum_max_subsets=0, **SMALL))
     shared = evidence.run(ctx, options)
     assert all(alone.metrics[f"decision_path.{name}.rows"] > 0 for name in ("kernelshap", "lirme", "exs"))
-    assert all(shared.metrics[f"decision_path.{name}.rows"] == 0 for name in evidence.EXPLAINERS)
+    assert all(shared.metrics[f"decision_path.{name}.rows"] == 0 for name in evidence.DecisionPathOptions().explainers)
     assert shared.records == alone.records
     assert {k: v for k, v in shared.metrics.items() if not k.endswith(".rows")} == \
         {k: v for k, v in alone.metrics.items() if not k.endswith(".rows")}

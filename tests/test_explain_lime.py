@@ -166,7 +166,7 @@ def test_lirme_finds_the_two_features_the_model_uses(explainer: Lirme, backgroun
     query = query_of(model, background)
     docs = query.top_docs(3)
     attributions = explainer.attribute(model, query, docs, Masker.from_background(background),
-                                       np.random.default_rng(0))
+                                       np.random.default_rng(0)).values
     assert attributions.shape == (3, F)
     for row in attributions:
         assert two_largest(row) == {UNIFORM, SIGNED}
@@ -180,9 +180,9 @@ def test_exs_finds_the_two_features_the_model_uses(label: str, background: np.nd
     query = query_of(model, background)
     explainer = Exs(label=label, top_k=6)  # type: ignore[arg-type]
     doc = query.top_docs(6)[-1:]
-    attributions = explainer.attribute(model, query, doc, Masker.from_background(background),
-                                       np.random.default_rng(0))
-    assert explainer.last_degenerate == 0
+    found = explainer.attribute(model, query, doc, Masker.from_background(background), np.random.default_rng(0))
+    attributions = found.values
+    assert found.n_degenerate == 0 and found.n_fallback == 0
     assert two_largest(attributions[0]) == {UNIFORM, SIGNED}
     assert attributions[0, UNIFORM] > 0  # a higher label means better placed, as the score
 
@@ -193,7 +193,7 @@ def test_exs_squared_loss_explains_the_top_document(label: str, background: np.n
     query = query_of(model, background)
     explainer = Exs(label=label, top_k=3, loss="squared_epsilon_insensitive")  # type: ignore[arg-type]
     attributions = explainer.attribute(model, query, query.top_docs(2), Masker.from_background(background),
-                                       np.random.default_rng(0))
+                                       np.random.default_rng(0)).values
     for row in attributions:
         assert two_largest(row) == {UNIFORM, SIGNED}
 
@@ -204,10 +204,10 @@ def test_exs_l1_on_rare_positive_labels_is_reported_as_degenerate(background: np
     query = query_of(model, background)
     explainer = Exs(n_samples=1000, label="topk", top_k=1)
     last = query.top_docs(query.n_docs)[-1:]
-    attributions = explainer.attribute(model, query, last, Masker.from_background(background),
-                                       np.random.default_rng(0))
-    assert explainer.last_degenerate == 1
-    np.testing.assert_array_equal(attributions, 0.0)
+    found = explainer.attribute(model, query, last, Masker.from_background(background), np.random.default_rng(0))
+    assert found.n_degenerate == 1 and found.degenerate.tolist() == [True]
+    np.testing.assert_array_equal(found.values, 0.0)
+    assert found.head(1).n_degenerate == 1 and found.head(0).n_degenerate == 0
 
 
 def test_lirme_coefficients_are_per_standard_deviation(background: np.ndarray):
@@ -216,7 +216,7 @@ def test_lirme_coefficients_are_per_standard_deviation(background: np.ndarray):
     explainer = Lirme()
     docs = query.top_docs(2)
     attributions = explainer.attribute(model, query, docs, Masker.from_background(background),
-                                       np.random.default_rng(0))
+                                       np.random.default_rng(0)).values
     sigma = background.std(axis=0)
     for row, d in zip(attributions, docs, strict=True):
         assert row[UNIFORM] == pytest.approx(2.0 * sigma[UNIFORM], rel=0.05)
@@ -265,7 +265,7 @@ def test_constant_model_gives_zero_attributions(background: np.ndarray):
     query = query_of(model, background)
     masker = Masker.from_background(background)
     for explainer in (Lirme(n_samples=200), Exs(n_samples=200, label="topk"), Exs(n_samples=200)):
-        out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0))
+        out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0)).values
         np.testing.assert_array_equal(out, 0.0)
 
 
@@ -281,7 +281,7 @@ def test_one_model_call_per_attribute_call(explainer: Lirme | Exs, background: n
     assert model.calls == 1
     assert model.rows_evaluated == 4 * 300
     empty = explainer.attribute(model, query, np.array([], dtype=int), Masker.from_background(background),
-                                np.random.default_rng(0))
+                                np.random.default_rng(0)).values
     assert empty.shape == (0, F) and model.calls == 1
 
 
@@ -291,9 +291,9 @@ def test_deterministic_for_a_seed(make: Callable[[], Lirme | Exs], background: n
     query = query_of(model, background)
     masker = Masker.from_background(background)
     docs = query.top_docs(3)
-    one = make().attribute(model, query, docs, masker, np.random.default_rng(3))
-    again = make().attribute(model, query, docs, masker, np.random.default_rng(3))
-    other = make().attribute(model, query, docs, masker, np.random.default_rng(4))
+    one = make().attribute(model, query, docs, masker, np.random.default_rng(3)).values
+    again = make().attribute(model, query, docs, masker, np.random.default_rng(3)).values
+    other = make().attribute(model, query, docs, masker, np.random.default_rng(4)).values
     np.testing.assert_array_equal(one, again)
     assert not np.array_equal(one, other)
 
@@ -306,7 +306,7 @@ def test_real_lambdamart(lambdamart):
     query = QueryView(X=Xq, scores=model.predict(Xq), query_id="q0", background=X)
     masker = Masker.from_background(X)
     for explainer in (Lirme(n_samples=1000), Exs(n_samples=1000)):
-        out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0))
+        out = explainer.attribute(model, query, query.top_docs(2), masker, np.random.default_rng(0)).values
         assert out.shape == (2, X.shape[1]) and np.isfinite(out).all()
         assert int(np.argmax(np.abs(out[0]))) == 0
 
@@ -325,12 +325,13 @@ def test_shared_samples_score_fewer_rows_and_match_for_one_document(lambdamart) 
     masker = Masker.from_background(X)
     docs = query.top_docs(3)
     before = model.rows_evaluated
-    shared = Lirme(n_samples=300, shared_samples=True).attribute(model, query, docs, masker, np.random.default_rng(4))
+    shared = Lirme(n_samples=300, shared_samples=True).attribute(model, query, docs, masker,
+                                                                 np.random.default_rng(4)).values
     assert model.rows_evaluated - before == len(docs) + 300 - 1
     assert shared.shape == (3, X.shape[1]) and np.abs(shared).sum() > 0
     one_shared = Lirme(n_samples=300, shared_samples=True).attribute(model, query, docs[:1], masker,
-                                                                     np.random.default_rng(4))
-    one_plain = Lirme(n_samples=300).attribute(model, query, docs[:1], masker, np.random.default_rng(4))
+                                                                     np.random.default_rng(4)).values
+    one_plain = Lirme(n_samples=300).attribute(model, query, docs[:1], masker, np.random.default_rng(4)).values
     np.testing.assert_array_equal(one_shared, one_plain)
 
 
@@ -353,16 +354,17 @@ def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool
     docs[2] = np.array([], dtype=int)
     masker = Masker.from_background(X)
     explainer = make(shared)
-    single, degenerate = [], 0
-    for i, (q, d) in enumerate(zip(queries, docs, strict=True)):
-        single.append(explainer.attribute(model, q, d, masker, np.random.default_rng([7, i])))
-        degenerate += getattr(explainer, "last_degenerate", 0)
+    found = [explainer.attribute(model, q, d, masker, np.random.default_rng([7, i]))
+             for i, (q, d) in enumerate(zip(queries, docs, strict=True))]
+    single = [one.values for one in found]
     rows, model.rows_evaluated, model.calls = model.rows_evaluated, 0, 0
     monkeypatch.setattr(perturb, "BLOCK_ROWS", 10**9)
     batched = make(shared)
-    many = batched.attribute_many(model, queries, docs, masker,
-                                  [np.random.default_rng([7, i]) for i in range(len(queries))])
-    assert getattr(batched, "last_degenerate", 0) == degenerate
+    returned = batched.attribute_many(model, queries, docs, masker,
+                                      [np.random.default_rng([7, i]) for i in range(len(queries))])
+    # the per-document counts travel with each query's values (no state left on the explainer)
+    assert [(r.n_degenerate, r.n_fallback) for r in returned] == [(f.n_degenerate, f.n_fallback) for f in found]
+    many = [r.values for r in returned]
     assert model.calls == 1 and model.rows_evaluated == rows
     assert [m.shape for m in many] == [s.shape for s in single] and many[2].shape == (0, X.shape[1])
     for one, batch in zip(single, many, strict=True):
@@ -370,8 +372,8 @@ def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool
     # A small row budget splits the queries into several model calls; the results do not change.
     model.calls = 0
     monkeypatch.setattr(perturb, "BLOCK_ROWS", 900)
-    blocks = make(shared).attribute_many(model, queries, docs, masker,
-                                         [np.random.default_rng([7, i]) for i in range(len(queries))])
+    blocks = [r.values for r in make(shared).attribute_many(
+        model, queries, docs, masker, [np.random.default_rng([7, i]) for i in range(len(queries))])]
     assert model.calls > 1
     for one, batch in zip(single, blocks, strict=True):
         np.testing.assert_array_equal(batch, one)
@@ -379,8 +381,8 @@ def test_attribute_many_equals_one_call_per_query(lambdamart, make, shared: bool
     model.calls = 0
     monkeypatch.setattr(perturb, "BLOCK_ROWS", 10**9)
     monkeypatch.setattr(perturb, "BLOCK_BYTES", 900 * 8 * X.shape[1])
-    wide = make(shared).attribute_many(model, queries, docs, masker,
-                                       [np.random.default_rng([7, i]) for i in range(len(queries))])
+    wide = [r.values for r in make(shared).attribute_many(
+        model, queries, docs, masker, [np.random.default_rng([7, i]) for i in range(len(queries))])]
     assert model.calls > 1
     for one, batch in zip(single, wide, strict=True):
         np.testing.assert_array_equal(batch, one)
@@ -421,8 +423,8 @@ def test_blocks_run_concurrently_one_model_thread_each_with_the_same_results(lam
     def run(threads: int) -> tuple[list[np.ndarray], ThreadRecorder]:
         monkeypatch.setattr(perturb, "workers", lambda: threads)
         model = ThreadRecorder(booster)
-        out = make().attribute_many(model, queries, docs, masker,
-                                    [np.random.default_rng([7, i]) for i in range(len(queries))])
+        out = [r.values for r in make().attribute_many(
+            model, queries, docs, masker, [np.random.default_rng([7, i]) for i in range(len(queries))])]
         return out, model
 
     monkeypatch.setattr(perturb, "MIN_BLOCK_ROWS", 500)  # several blocks from this small data
@@ -438,7 +440,7 @@ def test_blocks_run_concurrently_one_model_thread_each_with_the_same_results(lam
 def test_thread_budget_here_is_per_thread() -> None:
     import threading
 
-    from auditor.executor import thread_budget, threads_here
+    from auditor.threads import thread_budget, threads_here
 
     seen = {}
     with threads_here(1):
@@ -709,8 +711,8 @@ def test_exs_uses_the_exact_solver_on_a_real_model(lambdamart):
     model = CountingRanker(LightGBMRanker(booster))
     query = QueryView(X=X[: sizes[0]], scores=model.predict(X[: sizes[0]]), query_id="q", background=X)
     explainer = Exs(n_samples=1000)
-    explainer.attribute(model, query, query.top_docs(3), Masker.from_background(X), np.random.default_rng(0))
-    assert explainer.last_fallback == 0
+    found = explainer.attribute(model, query, query.top_docs(3), Masker.from_background(X), np.random.default_rng(0))
+    assert found.n_fallback == 0 and found.fallback.shape == (3,)
 
 
 def _bookstore_context():
@@ -753,7 +755,8 @@ def test_evidence_batches_queries_without_changing_anything(monkeypatch) -> None
     keys = [k for k in plain_ctx._memo if k[0] == "attributions"]
     assert keys and sorted(keys, key=str) == sorted((k for k in batched_ctx._memo if k[0] == "attributions"), key=str)
     for key in keys:
-        np.testing.assert_array_equal(batched_ctx._memo[key], plain_ctx._memo[key])
+        np.testing.assert_array_equal(batched_ctx._memo[key].values, plain_ctx._memo[key].values)
+        assert batched_ctx._memo[key].n_degenerate == plain_ctx._memo[key].n_degenerate
     assert batched.records == plain.records
     assert batched.metrics == plain.metrics and batched.metrics["local.exs5.rows"] > 0
 

@@ -59,7 +59,7 @@ def test_treeshap_path_equals_shap(lambdamart):
     booster, X, _, _ = lambdamart
     model = CountingRanker(LightGBMRanker(booster))
     query = _query(X, model, X)
-    ours = TreeShap().attribute(model, query, DOCS, Masker.from_background(X), np.random.default_rng(0))
+    ours = TreeShap().attribute(model, query, DOCS, Masker.from_background(X), np.random.default_rng(0)).values
     expected = shap.TreeExplainer(booster).shap_values(X[:5])
     assert ours.shape == (5, 6)
     np.testing.assert_allclose(ours, expected, atol=1e-6, rtol=0)
@@ -72,7 +72,7 @@ def test_treeshap_interventional_equals_shap_and_is_built_once(lambdamart):
     background = np.concatenate([X, X[:200]])  # 1131 rows: more than the 1000 TreeSHAP keeps
     query = _query(X, model, background)
     explainer = TreeShap(mode="interventional")
-    ours = explainer.attribute(model, query, DOCS, Masker.from_background(X), np.random.default_rng(0))
+    ours = explainer.attribute(model, query, DOCS, Masker.from_background(X), np.random.default_rng(0)).values
     rows = explainer.background_rows(background)
     assert rows.shape == (1000, 6)
     # shap keeps only 100 rows of a bare-array background (`maskers.Independent`'s default max_samples): hand it
@@ -105,9 +105,9 @@ def test_treeshap_sklearn_both_modes():
     model = CountingRanker(SklearnTreeRanker(estimator))
     query = QueryView(X=X[:10], scores=estimator.predict(X[:10]), query_id="q", background=X[:100])
     masker = Masker.from_background(X)
-    path = TreeShap().attribute(model, query, DOCS, masker, rng)
+    path = TreeShap().attribute(model, query, DOCS, masker, rng).values
     np.testing.assert_allclose(path, shap.TreeExplainer(estimator).shap_values(X[:5]), atol=1e-6, rtol=0)
-    interventional = TreeShap("interventional").attribute(model, query, DOCS, masker, rng)
+    interventional = TreeShap("interventional").attribute(model, query, DOCS, masker, rng).values
     reference = shap.TreeExplainer(estimator, data=X[:100], feature_perturbation="interventional")
     np.testing.assert_allclose(interventional, reference.shap_values(X[:5]), atol=1e-6, rtol=0)
 
@@ -161,9 +161,9 @@ def test_kernelshap_exact_batched_equals_one_document_at_a_time(lambdamart):
     query = _query(X, model, X)
     masker = Masker.from_background(X)
     explainer = KernelShap(nsamples=62)
-    together = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(0))
+    together = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(0)).values
     for d in DOCS:
-        alone = explainer.attribute(model, query, np.array([d]), masker, np.random.default_rng(0))
+        alone = explainer.attribute(model, query, np.array([d]), masker, np.random.default_rng(0)).values
         np.testing.assert_allclose(together[d], alone[0], atol=1e-12, rtol=0)
 
 
@@ -183,11 +183,11 @@ def test_kernelshap_counts_rows_and_calls_predict_once(lambdamart, twelve):
     counter = _CountCalls(model)
     explainer = KernelShap(nsamples=300, background="sample", background_size=20)
     masker = Masker.from_background(X12)
-    first = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(3))
+    first = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(3)).values
     assert (model.rows_evaluated, counter.calls) == (20 + 5 + 5 * 300 * 20, 1)
     # Past max_rows the same rows go in several calls, with the same result.
     small = KernelShap(nsamples=300, background="sample", background_size=20, max_rows=7000)
-    again = small.attribute(model, query, DOCS, masker, np.random.default_rng(3))
+    again = small.attribute(model, query, DOCS, masker, np.random.default_rng(3)).values
     np.testing.assert_array_equal(first, again)
     assert counter.calls == 1 + 5
 
@@ -198,9 +198,9 @@ def test_kernelshap_is_deterministic_given_rng(twelve):
     query = _query(X, model, X)
     masker = Masker.from_background(X)
     explainer = KernelShap(nsamples=150, background="sample", background_size=10)
-    a = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(42))
-    b = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(42))
-    c = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(43))
+    a = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(42)).values
+    b = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(42)).values
+    c = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(43)).values
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
@@ -218,7 +218,7 @@ def test_kernelshap_gives_nothing_to_features_the_model_ignores():
     model = CountingRanker(CallableRanker(interacting, "m:interacting", 6))
     query = QueryView(X=X[:10, :6], scores=interacting(X[:10]), query_id="q", background=X[:, :6])
     phi = KernelShap(nsamples=62, background="sample", background_size=15).attribute(
-        model, query, DOCS, Masker.from_background(X[:, :6]), np.random.default_rng(0))
+        model, query, DOCS, Masker.from_background(X[:, :6]), np.random.default_rng(0)).values
     others = [1, 2, 4, 5]
     assert np.abs(phi[:, others]).max() <= 1e-9
     assert np.abs(phi[:, [0, 3]]).min() > 1e-3
@@ -226,7 +226,8 @@ def test_kernelshap_gives_nothing_to_features_the_model_ignores():
     # from any sample (with an interaction it would not, and the others would get sampling noise).
     model = CountingRanker(CallableRanker(additive, "m:additive", 12))
     query = QueryView(X=X[:10], scores=additive(X[:10]), query_id="q", background=X)
-    phi = KernelShap(nsamples=100).attribute(model, query, DOCS, Masker.from_background(X), np.random.default_rng(0))
+    phi = KernelShap(nsamples=100).attribute(model, query, DOCS, Masker.from_background(X),
+                                             np.random.default_rng(0)).values
     others = [f for f in range(12) if f not in (0, 3)]
     assert np.abs(phi[:, others]).max() <= 1e-9
 
@@ -241,7 +242,7 @@ def test_kernelshap_skips_features_equal_to_the_background():
     model = CountingRanker(CallableRanker(score, "m:score", 5))
     query = QueryView(X=X[:10], scores=score(X[:10]), query_id="q", background=X)
     masker = Masker.from_background(X)
-    phi = KernelShap(nsamples=14).attribute(model, query, DOCS, masker, np.random.default_rng(0))
+    phi = KernelShap(nsamples=14).attribute(model, query, DOCS, masker, np.random.default_rng(0)).values
     assert np.all(phi[:, 2] == 0)
     # With feature 2 out, M = 4 and 14 = 2^4 − 2 coalitions enumerate everything (as in shap): exact values.
     expected = shap.KernelExplainer(score, masker.fill).shap_values(X[:5], nsamples=14, l1_reg=False, silent=True)
@@ -266,14 +267,14 @@ def test_kernelshap_sampling_matches_shap_statistically(twelve):
     masker = Masker.from_background(X)
     f = _raw(booster)
 
-    exact = KernelShap(nsamples=4094).attribute(model, query, DOCS, masker, np.random.default_rng(0))
+    exact = KernelShap(nsamples=4094).attribute(model, query, DOCS, masker, np.random.default_rng(0)).values
     shap_exact = shap.KernelExplainer(f, masker.fill).shap_values(X[:2], nsamples=4094, l1_reg=False, silent=True)
     np.testing.assert_allclose(exact[:2], shap_exact, atol=1e-6, rtol=0)
     scale = np.abs(exact).max()
 
     ours_rmse, shap_rmse = [], []
     for seed in range(12):
-        ours = KernelShap(nsamples=300).attribute(model, query, DOCS, masker, np.random.default_rng(100 + seed))
+        ours = KernelShap(nsamples=300).attribute(model, query, DOCS, masker, np.random.default_rng(100 + seed)).values
         ours_rmse.append(np.sqrt(np.mean((ours - exact) ** 2)))
         assert np.abs(ours - exact).max() < 0.02 * scale
     for seed in range(6):
@@ -349,8 +350,8 @@ def test_kernelshap_exact_equals_interventional_treeshap_on_the_same_game(lambda
     model = CountingRanker(LightGBMRanker(booster))
     masker = Masker.from_background(X)
     query = QueryView(X=X[:10], scores=booster.predict(X[:10], raw_score=True), query_id="q", background=masker.fill)
-    kernel = KernelShap(nsamples=62).attribute(model, query, DOCS, masker, np.random.default_rng(0))
-    tree = TreeShap(mode="interventional").attribute(model, query, DOCS, masker, np.random.default_rng(0))
+    kernel = KernelShap(nsamples=62).attribute(model, query, DOCS, masker, np.random.default_rng(0)).values
+    tree = TreeShap(mode="interventional").attribute(model, query, DOCS, masker, np.random.default_rng(0)).values
     np.testing.assert_allclose(kernel, tree, atol=1e-6, rtol=0)
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext
-from auditor.evidence.local_explanations import LocalExplanationsOptions, explainers_for, run
+from auditor.evidence.explainers import build
+from auditor.evidence.local_explanations import LocalExplanationsOptions, run
 from auditor.models.base import CountingRanker
 from auditor.models.lightgbm import LightGBMRanker
 from tests.conftest import make_queries
@@ -65,9 +66,10 @@ def test_kernelshap_convergence_check_warns_when_the_sets_move_with_the_sample(f
 def test_confidence_rerun_scales_the_automatic_sample_count():
     options = LocalExplanationsOptions()
     assert options.kernelshap.nsamples == "auto"
-    assert explainers_for(options, sample_scale=0.5)["kernelshap"].samples_for(40) == (2 * 40 + 2048) // 2
+    assert build(options, scale=0.5)["kernelshap"].samples_for(40) == (2 * 40 + 2048) // 2
     fixed = LocalExplanationsOptions(kernelshap={"nsamples": 300})
-    assert explainers_for(fixed, sample_scale=0.5)["kernelshap"].samples_for(40) == 300  # scaled in the options
+    assert build(fixed, scale=0.5)["kernelshap"].samples_for(40) == 150  # a fixed count is scaled by the factory
+    assert build(fixed)["kernelshap"].samples_for(40) == 300
     with pytest.raises(ValueError):
         LocalExplanationsOptions(kernelshap={"nsamples": 5})
 

@@ -119,7 +119,7 @@ def test_xgboost_interventional_treeshap_adds_up(rows: np.ndarray) -> None:
         ranker = CountingRanker(model)
         view = QueryView(X=rows[:12], scores=ranker.predict(rows[:12]), query_id="q", background=rows[100:400])
         explainer = TreeShap(mode="interventional", background_size=300)
-        phi = explainer.attribute(ranker, view, np.arange(12), None, np.random.default_rng(0))
+        phi = explainer.attribute(ranker, view, np.arange(12), None, np.random.default_rng(0)).values
         exact_trees = replace(model.trees, float32_sum=False)  # XGBoost's sums without its float32 rounding
         base = np.mean(exact_trees.predict(rows[100:400]))
         exact = model.reference_scores(rows[:12], view.scores) if hasattr(model, "reference_scores") else view.scores
@@ -194,7 +194,7 @@ def test_onnx_scores_in_batches_as_onnxruntime_does(rows: np.ndarray) -> None:
     ranker.BATCH = 7
     np.testing.assert_array_equal(ranker.predict(rows), scores)
     again = pickle.loads(pickle.dumps(ranker))  # a worker process makes its own session, with one thread
-    from auditor.executor import threads_here
+    from auditor.threads import threads_here
 
     with threads_here(1):
         np.testing.assert_array_equal(again.predict(rows), scores)

@@ -27,7 +27,6 @@ from auditor.checks.confidence import (
     set_weights,
     verdict,
 )
-from auditor.checks.decision_path import ground_truth, top_k_auc
 from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
@@ -39,25 +38,22 @@ from auditor.evidence.base import (
     check_explanation_size,
     size_notes,
 )
-from auditor.evidence.local_explanations import (
-    ATTRIBUTION_BASES,
-    LABELS,
-    GreedyOptions,
-    KernelShapOptions,
-    LimeOptions,
-    LocalExplanationsOptions,
-    SearchOptions,
+from auditor.evidence.explainers import (
     attributions,
-    explainers_for,
+    build,
+    explanation,
     explanation_set,
+    judged_method_names,
+    method_list,
+    methods_validator,
+    with_sections,
 )
 from auditor.executor import split
-from auditor.explain.base import QueryView, set_from_attributions
+from auditor.explain import registry
+from auditor.explain.base import Attributions, QueryView, set_from_attributions
+from auditor.models.capabilities import tree_ensemble
 
-Method = Literal["shap1", "shap5", "treeshap1", "treeshap5", "lirme1", "lirme5", "exs1", "exs5", "greedy",
-                 "greedy_cover", "greedy_cover_eps", "validity_search"]
 Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
-DETERMINISTIC = {"treeshap1", "treeshap5", "validity_search"}  # a second run gives the same set
 HOW_TO_READ = (
     "An explanation is flagged when a reviewer should not rely on it, with every reason that applies: it does not "
     "reproduce the ranking (low validity), explainers that reproduce the ranking at least as well point at "
@@ -82,8 +78,10 @@ class Thresholds(EvidenceOptions):
 
 
 class ConfidenceOptions(EvidenceOptions):
-    methods: list[Method] = Field(["treeshap5", "lirme5", "exs5", "greedy_cover_eps", "validity_search"],
-                                  min_length=1, description="Explainers whose explanations are judged.")
+    methods: list[str] = method_list(["treeshap5", "lirme5", "exs5", "greedy_cover_eps", "validity_search"],
+                                     allowed=judged_method_names,
+                                     description="Explainers whose explanations are judged (the registry's "
+                                                 "methods but baselines such as RANDOM).")
     k: int = Field(5, ge=1, description="Explanation size (as in local_explanations).")
     queries: int | None = Field(None, ge=1, description="Judge a seeded sample of this many queries (default all).")
     criteria: list[Criterion] = Field(list(Criterion.__args__), min_length=1, description="Criteria applied.")
@@ -93,15 +91,16 @@ class ConfidenceOptions(EvidenceOptions):
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
     max_listed: int = Field(40, ge=0, description="Flagged explanations listed in the report.")
-    kernelshap: KernelShapOptions = KernelShapOptions()
-    lime: LimeOptions = LimeOptions()
-    greedy: GreedyOptions = GreedyOptions()
-    search: SearchOptions = SearchOptions()
 
-    @field_validator("methods", "criteria")
+    _methods = methods_validator("methods", judged_method_names)
+
+    @field_validator("criteria")
     @classmethod
     def _unique(cls, value: list[Any]) -> list[Any]:
         return list(dict.fromkeys(value))
+
+
+ConfidenceOptions = with_sections(ConfidenceOptions)  # type: ignore[misc]  # the explainers' option sections
 
 
 def check(options: ConfidenceOptions, data: RankingData) -> None:
@@ -111,26 +110,21 @@ def check(options: ConfidenceOptions, data: RankingData) -> None:
 
 
 def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
-    from auditor.evidence.decision_path_accuracy import tree_ensemble
-
     result = EvidenceResult(name="confidence", how_to_read=HOW_TO_READ)
     data, scores, masker = ctx.data, ctx.scores(), ctx.masker()
     result.notes += size_notes([options.k], data.n_features)
     ensemble, _ = tree_ensemble(ctx.model)
-    methods = [m for m in options.methods if ensemble is not None or not m.startswith("treeshap")]
+    methods = [m for m in options.methods if ensemble is not None or not registry.method(m).explainer.needs_trees]
     if len(methods) < len(options.methods):
         result.notes.append("TreeSHAP needs a tree model: not judged.")
     criteria = set(options.criteria)
     if ensemble is None and "path_accuracy" in criteria:
         criteria.discard("path_accuracy")
         result.notes.append("Decision-path accuracy needs a tree model: that criterion is not applied.")
-    local = LocalExplanationsOptions(methods=methods, k=options.k, kernelshap=options.kernelshap, lime=options.lime,
-                                     greedy=options.greedy, search=options.search)
-    base_value = _kernelshap_base(ctx, masker, options) if any(m.startswith("shap") for m in methods) else None
-    tree_bias = _treeshap_bias(ctx) if "additivity" in criteria and any(m.startswith("treeshap") for m in methods) \
-        else None
-    job = _Job(options=options, local=local, methods=methods, criteria=criteria, ensemble=ensemble,
-               base_value=base_value, tree_bias=tree_bias)
+    bases = {registry.method(m).explainer.base_value for m in methods}
+    base_values = {"masking": _masking_base(ctx, masker, options) if "masking" in bases else None,
+                   "tree": _treeshap_bias(ctx) if "additivity" in criteria and "tree" in bases else None}
+    job = _Job(options=options, methods=methods, criteria=criteria, ensemble=ensemble, base_values=base_values)
     # the stream local_explanations samples from: with the same `queries`, both judge the same queries
     chosen = ctx.query_sample(options.queries, "local/queries")
     known = _known_by_query(ctx, set(chosen))  # local_explanations' attributions and sets: not computed again
@@ -153,12 +147,10 @@ class _Job:
     """What every block of queries needs besides its rows (sent with each task)."""
 
     options: ConfidenceOptions
-    local: LocalExplanationsOptions
     methods: list[str]
     criteria: set[str]
     ensemble: Any  # the trees in array form (decision-path ground truth), or None
-    base_value: float | None
-    tree_bias: float | None
+    base_values: dict[str, float | None]  # φ0 of additive explainers, by `Explainer.base_value`
 
 
 def _known_by_query(ctx: AuditContext, queries: set[int]) -> dict[int, dict[Any, Any]]:
@@ -173,16 +165,19 @@ def _known_by_query(ctx: AuditContext, queries: set[int]) -> dict[int, dict[Any,
 def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], int]:
     """An executor task: every criterion for every method on a block of queries. Each query draws from its own
     streams; what local_explanations already computed arrives with the payload and joins the memo."""
+    from auditor.checks.decision_path import ground_truth  # numba: loaded by the task, not by the spec
     from auditor.explain.perturb import SamplerCache
 
-    options, local, methods, criteria, ensemble = job.options, job.local, job.methods, job.criteria, job.ensemble
+    options, methods, criteria, ensemble = job.options, job.methods, job.criteria, job.ensemble
     masker, background = ctx.masker(), ctx.reference_rows()
-    explainers = explainers_for(local)
-    rerun = explainers_for(_scaled(local, options.rerun_fraction), sample_scale=options.rerun_fraction)
-    sampler = SamplerCache().get(background) if any(m[:-1] in ("lirme", "exs") for m in methods) else None
+    explainers = build(options)
+    rerun = build(options, scale=options.rerun_fraction)
+    chosen = {m: registry.method(m) for m in methods}
+    sampler = SamplerCache().get(background) if any(c.explainer.surrogate for c in chosen.values()) else None
     # a near tie is the query's property, not the explanation's: it is reported apart and flags nothing
     thresholds = {c: getattr(options.thresholds, c) for c in criteria if c != "margin"}
-    docs_needed = max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [options.margin_docs])
+    attribution_count = max([c.docs for c in chosen.values() if c.attribution] + [1])
+    docs_needed = max([c.docs for c in chosen.values() if c.attribution] + [options.margin_docs])
     units: list[dict[str, Any]] = []
     excluded = 0
     for qi, X, scores, query_id, known in payload:
@@ -193,11 +188,11 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
             excluded += 1
             continue
         top = query.top_docs(docs_needed)
-        attribution_docs = query.top_docs(max([int(m[-1]) for m in methods if m[:-1] in ATTRIBUTION_BASES] + [1]))
-        attrs = {ATTRIBUTION_BASES[m[:-1]]: attributions(ctx, local, explainers, ATTRIBUTION_BASES[m[:-1]], query,
-                                                         qi, attribution_docs, masker)
-                 for m in methods if m[:-1] in ATTRIBUTION_BASES}
-        sets = {m: _set(ctx, local, explainers, attrs, m, query, qi, options.k, masker) for m in methods}
+        attribution_docs = query.top_docs(attribution_count)
+        attrs = {c.explainer.name: attributions(ctx, options, explainers, c.explainer.name, query, qi,
+                                                attribution_docs, masker)
+                 for c in chosen.values() if c.attribution}
+        sets = {m: _set(ctx, options, explainers, attrs, m, query, qi, options.k, masker) for m in methods}
         validity, _ = measure_sets(ctx.model, query.X, query.scores, masker, [sets[m] for m in methods])
         truth = ground_truth(ensemble, query.X[top]) if ensemble is not None else None
         margin = score_margin(query.scores, options.margin_docs)
@@ -205,64 +200,55 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
         for i, m in enumerate(methods):
             measures: dict[str, float] = {"validity": float(validity[i]), "margin": margin}
             measures["agreement"] = agreement([sets[o] for o in methods], validity, i)
-            if "stability" in criteria and m not in DETERMINISTIC:
+            if "stability" in criteria and not chosen[m].explainer.deterministic:
                 again = _rerun(ctx, rerun, m, query, qi, options.k, masker, attribution_docs)
                 measures["stability"] = set_overlap(sets[m], again)
             if truth is not None:
                 measures["path_accuracy"] = _path_accuracy(m, attrs, sets[m], truth, query, top, sampler,
                                                            options.path_top_k)
             if "additivity" in criteria:
-                measures["additivity"] = _additivity(m, attrs, query, attribution_docs, job.base_value, job.tree_bias)
+                measures["additivity"] = _additivity(m, attrs, query, attribution_docs, job.base_values)
             judged = verdict(measures, thresholds)
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
                           "verdict": judged, "fragile": fragile})
     return units, excluded
 
 
-def _scaled(local: LocalExplanationsOptions, fraction: float) -> LocalExplanationsOptions:
-    if fraction >= 1:
-        return local
-    lime = local.lime.model_copy(update={"samples": max(50, int(local.lime.samples * fraction))})
-    shap = local.kernelshap if local.kernelshap.nsamples == "auto" else \
-        local.kernelshap.model_copy(update={"nsamples": max(10, int(local.kernelshap.nsamples * fraction))})
-    greedy = local.greedy.model_copy(update={"pairs": max(1, int(local.greedy.pairs * fraction))})
-    return local.model_copy(update={"lime": lime, "kernelshap": shap, "greedy": greedy})
+def _set(ctx: AuditContext, options: ConfidenceOptions, explainers: dict[str, Any], attrs: dict[str, Attributions],
+         name: str, query: QueryView, qi: int, k: int, masker: Any) -> tuple[int, ...]:
+    method = registry.method(name)
+    if method.attribution:
+        return set_from_attributions(attrs[method.explainer.name].values, k, docs=method.docs)
+    return explanation_set(ctx, options, explainers, name, query, qi, k, masker)
 
 
-def _set(ctx: AuditContext, local: LocalExplanationsOptions, explainers: dict[str, Any], attrs: dict[str, np.ndarray],
-         method: str, query: QueryView, qi: int, k: int, masker: Any) -> tuple[int, ...]:
-    if method[:-1] in ATTRIBUTION_BASES:
-        return set_from_attributions(attrs[ATTRIBUTION_BASES[method[:-1]]], k, docs=int(method[-1]))
-    return explanation_set(ctx, local, explainers, method, query, qi, k, masker)
-
-
-def _rerun(ctx: AuditContext, explainers: dict[str, Any], method: str, query: QueryView, qi: int, k: int, masker: Any,
+def _rerun(ctx: AuditContext, explainers: dict[str, Any], name: str, query: QueryView, qi: int, k: int, masker: Any,
            docs: np.ndarray) -> tuple[int, ...]:
-    rng = ctx.rng(f"confidence/rerun/{method}/{qi}")
-    if method[:-1] in ATTRIBUTION_BASES:
-        base = ATTRIBUTION_BASES[method[:-1]]
-        values = explainers[base].attribute(ctx.model, query, docs, masker, rng)
-        return set_from_attributions(values, k, docs=int(method[-1]))
-    return explainers[method].select(ctx.model, query, k, masker, rng)
+    rng = ctx.rng(f"confidence/rerun/{name}/{qi}")
+    method = registry.method(name)
+    if method.attribution:
+        values = explainers[method.explainer.name].attribute(ctx.model, query, docs, masker, rng).values
+        return set_from_attributions(values, k, docs=method.docs)
+    return explainers[name].select(ctx.model, query, k, masker, rng)
 
 
-def _path_accuracy(method: str, attrs: dict[str, np.ndarray], chosen: tuple[int, ...], truth: Any, query: QueryView,
+def _path_accuracy(name: str, attrs: dict[str, Attributions], chosen: tuple[int, ...], truth: Any, query: QueryView,
                    top: np.ndarray, sampler: Any, top_k: int) -> float:
     """Top-K AUC against the value change along the decision paths of the documents the explanation covers: each
     document for attributions (averaged), the summed |value change| of the top documents for sets."""
-    from auditor.evidence.decision_path_accuracy import explanation
+    from auditor.checks.decision_path import top_k_auc
 
-    if method[:-1] in ATTRIBUTION_BASES:
-        base = ATTRIBUTION_BASES[method[:-1]]
-        form = "contributions" if base in ("lirme", "exs") else "attributions"
-        docs = int(method[-1])
-        return float(np.mean([top_k_auc(explanation(attrs[base][j], query.X[top[j]], sampler, "value_change", form),
-                                        truth.value_change[j], top_k) for j in range(min(docs, len(top)))]))
+    method = registry.method(name)
+    if method.attribution:
+        values = attrs[method.explainer.name].values
+        form = "contributions" if method.explainer.surrogate else "attributions"
+        return float(np.mean([top_k_auc(explanation(values[j], query.X[top[j]], sampler, "value_change", form),
+                                        truth.value_change[j], top_k) for j in range(min(method.docs, len(top)))]))
     summed = np.abs(truth.value_change[:len(top)]).sum(axis=0)
     return top_k_auc(set_weights(chosen, query.n_features), summed, top_k)
 
 
-def _kernelshap_base(ctx: AuditContext, masker: Any, options: ConfidenceOptions) -> float | None:
+def _masking_base(ctx: AuditContext, masker: Any, options: ConfidenceOptions) -> float | None:
     """φ0 of KernelSHAP with the masking background (the mean score of the fill rows); None for sampled ones."""
     if options.kernelshap.background != "masking":
         return None
@@ -275,15 +261,16 @@ def _treeshap_bias(ctx: AuditContext) -> float | None:
     return None if contributions is None else float(np.asarray(contributions)[0, -1])
 
 
-def _additivity(method: str, attrs: dict[str, np.ndarray], query: QueryView, docs: np.ndarray,
-                base_value: float | None, tree_bias: float | None) -> float:
+def _additivity(name: str, attrs: dict[str, Attributions], query: QueryView, docs: np.ndarray,
+                base_values: dict[str, float | None]) -> float:
     """max |Σφ − (score − φ0)| over the explained documents / the query's score range; NaN for surrogates and sets."""
     spread = float(np.ptp(query.scores)) or 1.0
-    used = docs[:int(method[-1])] if method[:-1] in ATTRIBUTION_BASES else docs[:0]
-    base = {"treeshap": tree_bias, "kernelshap": base_value}.get(ATTRIBUTION_BASES.get(method[:-1], ""))
+    method = registry.method(name)
+    base = base_values.get(method.explainer.base_value) if method.attribution else None
     if base is None:
         return float("nan")
-    phi = attrs[ATTRIBUTION_BASES[method[:-1]]][:len(used)]
+    used = docs[:method.docs]
+    phi = attrs[method.explainer.name].values[:len(used)]
     return float(np.abs(phi.sum(axis=1) - (query.scores[used] - base)).max() / spread)
 
 
@@ -307,7 +294,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         mine = np.array([u["verdict"].flagged for u in units if u["method"] == m])
         metrics[f"confidence.{m}.flagged_fraction"] = float(mine.mean())
         reasons = Counter(c for u in units if u["method"] == m for c in u["verdict"].criteria)
-        per_method.append([LABELS[m], len(mine), int(mine.sum()), _r(mine.mean()),
+        per_method.append([registry.label(m), len(mine), int(mine.sum()), _r(mine.mean()),
                            ", ".join(f"{c} {n}" for c, n in reasons.most_common()) or "—"])
     for criterion in CRITERIA:
         if criterion in criteria and criterion != "margin":
@@ -323,7 +310,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     result.tables.append(Table(
         title="Explanations not to rely on, with the reasons",
         columns=["query", "explainer", "explanation set", "validity", "reasons"],
-        rows=[[u["query"], LABELS[u["method"]], ", ".join(names[f] for f in u["set"]),
+        rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
                _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)] for u in listed],
         note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order.", body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
@@ -334,7 +321,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     _validation(result, ctx, units, criteria)
     worst = max(methods, key=lambda m: metrics[f"confidence.{m}.flagged_fraction"])
     result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({flagged.mean():.0%}); most "
-                      f"often {LABELS[worst]} ({metrics[f'confidence.{worst}.flagged_fraction']:.0%}).")
+                      f"often {registry.label(worst)} ({metrics[f'confidence.{worst}.flagged_fraction']:.0%}).")
     if "margin" in criteria:
         result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
                            "rankings are near ties at the top (listed apart).")

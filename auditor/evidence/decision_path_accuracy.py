@@ -16,28 +16,37 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from auditor.checks.decision_path import METRICS, NodeValues, auc_curve, ground_truth, similarity, spearman
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table, check_explanation_size
-from auditor.evidence.global_importance import reference_scores
-from auditor.evidence.local_explanations import ATTRIBUTION_BASES, KernelShapOptions, LimeOptions
-from auditor.explain.base import QueryView
-from auditor.report.plots import fmt, line_chart
+from auditor.evidence.explainers import (
+    attribution_names,
+    attributions,
+    attributions_many,
+    build,
+    explanation,
+    method_list,
+    methods_validator,
+    reusable_attributions,
+    with_sections,
+)
+from auditor.explain import registry
+from auditor.explain.base import Attributions, QueryView
+from auditor.models.capabilities import reference_scores, tree_ensemble
 
-Explainer = Literal["treeshap", "kernelshap", "lirme", "exs"]
-EXPLAINERS: list[str] = list(Explainer.__args__)
-assert set(EXPLAINERS) == set(ATTRIBUTION_BASES.values())  # the same attribution explainers local_explanations runs
 GroundTruthKind = Literal["value_change", "frequency"]
 SurrogateForm = Literal["auto", "coefficients", "contributions"]
-SURROGATES = ("lirme", "exs")  # linear surrogates: coefficients per std, or coef·(x−μ)/σ contributions
-LABELS = {"treeshap": "TreeSHAP", "kernelshap": "KernelSHAP", "lirme": "LIRME", "exs": "EXS"}
+NodeValues = Literal["count_weighted", "internal"]  # auditor.checks.decision_path.NodeValues (which loads numba)
 GT_LABELS = {"value_change": "GT value change", "frequency": "GT frequency"}
 CURVE_MAX_K = 10
 
 
 class DecisionPathOptions(EvidenceOptions):
-    explainers: list[Explainer] = Field(EXPLAINERS, min_length=1, description="Attribution explainers to compare.")
+    explainers: list[str] = method_list(
+        # the exact explainers (TreeSHAP: the trees' own attribution) first, then the registry's order
+        sorted(attribution_names(), key=lambda name: not registry.EXPLAINERS[name].needs_trees),
+        allowed=attribution_names, description="Attribution explainers to compare (the registry's attribution "
+                                               "explainers: auditor/explain/registry.py).")
     ground_truth: list[GroundTruthKind] = Field(["value_change", "frequency"], min_length=1,
                                                 description="Ground truths from the decision paths "
                                                             "(Rahnama & Bütepage 2022).")
@@ -53,13 +62,17 @@ class DecisionPathOptions(EvidenceOptions):
         "auto", description="LIRME/EXS explanation compared with the ground truth. auto: contributions "
                             "coef·(x−μ)/σ for value change, |coefficients| for frequency.")
     depth_bins: int = Field(4, ge=1, description="Quantile bins of path depth (when depths take more than 8 values).")
-    kernelshap: KernelShapOptions = KernelShapOptions()
-    lime: LimeOptions = LimeOptions()
 
-    @field_validator("explainers", "ground_truth")
+    _explainers = methods_validator("explainers", attribution_names)
+
+    @field_validator("ground_truth")
     @classmethod
     def _unique(cls, value: list[Any]) -> list[Any]:
         return list(dict.fromkeys(value))
+
+
+# the attribution explainers' option sections (`kernelshap:`, `lime:`), from the registry
+DecisionPathOptions = with_sections(DecisionPathOptions, ("attribution",))  # type: ignore[misc]
 
 
 HOW_TO_READ = (
@@ -80,6 +93,8 @@ def check(options: DecisionPathOptions, data: RankingData) -> None:
 
 
 def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
+    from auditor.checks.decision_path import auc_curve, ground_truth, similarity, spearman  # numba: at run time
+
     result = EvidenceResult(name="decision_path_accuracy", how_to_read=HOW_TO_READ)
     ensemble, reason = tree_ensemble(ctx.model)
     if ensemble is None:
@@ -108,9 +123,10 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     from auditor.explain.perturb import SamplerCache
 
     background = ctx.reference().X
-    sampler = SamplerCache().get(background) if any(e in SURROGATES for e in options.explainers) else None
+    sampler = SamplerCache().get(background) if any(registry.EXPLAINERS[e].surrogate for e in options.explainers) \
+        else None
     masker = ctx.masker()
-    explainers = _explainers(options)
+    explainers = build(options)
     ks = list(range(1, min(CURVE_MAX_K, data.n_features - 1) + 1))
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     forms: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
@@ -118,12 +134,11 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     owner, depth, records = [], [], []
     rows_used: dict[str, int] = defaultdict(int)
     seconds: dict[str, float] = defaultdict(float)
-    degenerate = 0
     views = {qi: QueryView(X=data.X[data.query_slice(qi)], scores=scores[data.query_slice(qi)],
                            query_id=data.query_ids[qi], background=background) for qi in chosen}
-    explained_by = _attributions(ctx, options, explainers, views, masker, rows_used, seconds)
-    if "exs" in options.explainers:  # EXS gives zeros exactly for the documents whose surrogate was constant
-        degenerate = sum(int(np.sum(~explained_by["exs"][qi].any(axis=1))) for qi in chosen)
+    found = _attributions(ctx, options, explainers, views, masker, rows_used, seconds)
+    explained_by = {name: {qi: np.asarray(a.values, dtype=np.float64) for qi, a in by_query.items()}
+                    for name, by_query in found.items()}
     for index, qi in enumerate(ctx.progress.track(chosen, description="Decision-path accuracy", total=len(chosen))):
         part = data.query_slice(qi)
         query = views[qi]
@@ -141,7 +156,7 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
                 per: dict[str, float | None] = {}
                 for kind in options.ground_truth:
                     g = truth.value_change[at] if kind == "value_change" else truth.frequency[at]
-                    if name in SURROGATES:
+                    if registry.EXPLAINERS[name].surrogate:
                         candidates = {form: explanation(raw, query.X[d], sampler, kind, form)
                                       for form in ("coefficients", "contributions")}
                         for form, e in candidates.items():
@@ -166,11 +181,7 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     metrics["decision_path.depth.mean"] = float(depth_arr.mean())
     metrics["decision_path.depth.min"] = float(depth_arr.min())
     metrics["decision_path.depth.max"] = float(depth_arr.max())
-    if "exs" in options.explainers:
-        metrics["decision_path.exs.degenerate_docs"] = float(degenerate)
-        if degenerate:
-            result.notes.append(f"EXS found no explanation (a constant surrogate) for {degenerate} document(s): "
-                                "their attributions are zero, so Spearman is undefined for them.")
+    _report_counts(result, options, found, chosen)
     owner_arr = np.array(owner)
     rng = ctx.rng("decision_path/intervals")
     for (name, kind, metric), series in values.items():
@@ -205,29 +216,46 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
 
 def _attributions(ctx: AuditContext, options: DecisionPathOptions, explainers: dict[str, Any],
                   views: dict[int, QueryView], masker: Any, rows_used: dict[str, int],
-                  seconds: dict[str, float]) -> dict[str, dict[int, np.ndarray]]:
+                  seconds: dict[str, float]) -> dict[str, dict[int, Attributions]]:
     """Each explainer's attributions of each query's top documents, shared with `local_explanations`: the same
     streams and memo entries, so documents it already explained (e.g. its top 5 when we need the top 3) cost
-    nothing here, and the rest are batched across queries where the explainer can (`attribute_many`)."""
-    from auditor.evidence.local_explanations import attributions, attributions_many, reusable_attributions
-
-    local = _local_options(options)
-    out: dict[str, dict[int, np.ndarray]] = {}
+    nothing here, and the rest are batched across queries where the explainer `batches`."""
+    out: dict[str, dict[int, Attributions]] = {}
     for name in ctx.progress.track(options.explainers, description="Decision-path attributions",
                                    total=len(options.explainers)):
         rows_before, begin = ctx.model.rows_evaluated, time.perf_counter()
-        found = {qi: reusable_attributions(ctx, local, name, view, qi, options.docs_per_query)
+        found = {qi: reusable_attributions(ctx, options, name, view, qi, options.docs_per_query)
                  for qi, view in views.items()}
         missing = [(view, qi, view.top_docs(options.docs_per_query)) for qi, view in views.items()
                    if found[qi] is None]
-        if missing and hasattr(explainers[name], "attribute_many"):
-            attributions_many(ctx, local, explainers, name, missing, masker)
-        out[name] = {qi: np.asarray(found[qi] if found[qi] is not None else attributions(
-            ctx, local, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker), dtype=np.float64)
+        if missing and registry.EXPLAINERS[name].batches:
+            attributions_many(ctx, options, explainers, name, missing, masker)
+        out[name] = {qi: found[qi] if found[qi] is not None else attributions(
+            ctx, options, explainers, name, view, qi, view.top_docs(options.docs_per_query), masker)
             for qi, view in views.items()}
         rows_used[name] += ctx.model.rows_evaluated - rows_before
         seconds[name] += time.perf_counter() - begin
     return out
+
+
+def _report_counts(result: EvidenceResult, options: DecisionPathOptions, found: dict[str, dict[int, Attributions]],
+                   chosen: list[int]) -> None:
+    """Documents an explainer that can leave some without explanation did so for (`.degenerate_docs`), and those
+    its fallback solver fitted (`.fallback_docs`), with a note when > 0."""
+    for name in options.explainers:
+        entry = registry.EXPLAINERS[name]
+        if entry.degenerate:
+            count = sum(found[name][qi].n_degenerate for qi in chosen)
+            result.metrics[f"decision_path.{name}.degenerate_docs"] = float(count)
+            if count:
+                result.notes.append(f"{entry.label} found no explanation ({entry.degenerate}) for {count} "
+                                    "document(s): their attributions are zero, so Spearman is undefined for them.")
+        if entry.fallback:
+            count = sum(found[name][qi].n_fallback for qi in chosen)
+            result.metrics[f"decision_path.{name}.fallback_docs"] = float(count)
+            if count:
+                result.notes.append(f"{entry.label} fitted {count} document(s) with its fallback solver "
+                                    f"({entry.fallback}).")
 
 
 def _additivity(ensemble: Any, X: np.ndarray, scores: np.ndarray, values: NodeValues, reference: Any,
@@ -235,6 +263,8 @@ def _additivity(ensemble: Any, X: np.ndarray, scores: np.ndarray, values: NodeVa
     """max |bias + Σ value change − score| over every document, in chunks: the ground truth of all documents is
     checked but never held (two documents × features arrays would be the audit's largest). For XGBoost the score
     is the exact sum of its trees (`global_importance.reference_scores`)."""
+    from auditor.checks.decision_path import ground_truth
+
     worst = 0.0
     for begin in range(0, X.shape[0], chunk):
         truth = ground_truth(ensemble, X[begin:begin + chunk], values=values)
@@ -243,53 +273,12 @@ def _additivity(ensemble: Any, X: np.ndarray, scores: np.ndarray, values: NodeVa
     return worst
 
 
-def tree_ensemble(model: Any) -> tuple[Any, str]:
-    """The model's trees in array form (`Ranker.tree_ensemble()`, which tree models have), or (None, why not)."""
-    from auditor.trees import UnsupportedModel
-
-    kind = getattr(model, "kind", "?")
-    build = getattr(getattr(model, "inner", model), "tree_ensemble", None)
-    if build is None:
-        return None, (f"a '{kind}' model has no decision paths to take a ground truth from; decision-path accuracy "
-                      "needs a tree model (LightGBM, scikit-learn trees, XGBoost or CatBoost)")
-    try:
-        return build(), ""
-    except UnsupportedModel as exc:
-        return None, f"this tree model has a part the decision-path ground truth does not cover: {exc}"
-
-
-def explanation(raw: np.ndarray, x: np.ndarray, sampler: Any, kind: str, form: str) -> np.ndarray:
-    """The vector compared with ground truth `kind`: contributions keep their sign for value change; frequency has
-    no sign, so it is compared with |attribution|."""
-    e = raw
-    if form == "contributions":
-        from auditor.explain.lirme import contributions
-
-        e = contributions(raw, x, sampler.mean, sampler.std)
-    return np.abs(e) if kind == "frequency" else e
-
-
 def _form(name: str, kind: str, option: str) -> str:
-    if name not in SURROGATES:
+    if not registry.EXPLAINERS[name].surrogate:
         return "attributions"
     if option != "auto":
         return option
     return "contributions" if kind == "value_change" else "coefficients"
-
-
-def _explainers(options: DecisionPathOptions) -> dict[str, Any]:
-    """The attribution explainers, configured exactly as `local_explanations` configures them."""
-    from auditor.evidence.local_explanations import explainers_for
-
-    every = explainers_for(_local_options(options))
-    return {name: every[name] for name in options.explainers}
-
-
-def _local_options(options: DecisionPathOptions) -> Any:
-    """The `local_explanations` options our explainer settings correspond to (its memo keys use them)."""
-    from auditor.evidence.local_explanations import LocalExplanationsOptions
-
-    return LocalExplanationsOptions(kernelshap=options.kernelshap, lime=options.lime)
 
 
 def query_bootstrap(values: np.ndarray, owner: np.ndarray, n_queries: int, rng: np.random.Generator, *,
@@ -312,14 +301,16 @@ def _metric_labels(top_k: int) -> dict[str, str]:
             "euclidean": "Euclidean"}
 
 
-ROW_ORDER = ("auc", "spearman", "spearman_abs", "euclidean")  # the paper's Table 3 order, |·| added
-assert set(ROW_ORDER) == set(METRICS)
+ROW_ORDER = ("auc", "spearman", "spearman_abs", "euclidean")  # the paper's Table 3 order, |·| added (the keys of
+# `checks.decision_path.similarity`; tests/test_decision_path.py keeps them equal)
 
 
 def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             curve_means: dict[tuple[str, str], np.ndarray], depth: np.ndarray,
             values: dict[tuple[str, str, str], list[float]], forms: dict[tuple[str, str, str, str], list[float]],
             rows_used: dict[str, int], seconds: dict[str, float], n_docs: int, n_queries: int) -> None:
+    from auditor.report.plots import fmt, line_chart  # here, not at import: the spec loads no matplotlib
+
     metrics = result.metrics
     names = options.explainers
     labels = _metric_labels(options.top_k)
@@ -333,7 +324,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
 
     result.tables.append(Table(
         title="Explanation accuracy against decision-path ground truth (layout of Rahnama & Bütepage 2022, Table 3)",
-        columns=["ground truth", "similarity", *[LABELS[n] for n in names]],
+        columns=["ground truth", "similarity", *[registry.label(n) for n in names]],
         rows=[[GT_LABELS[kind], labels[metric], *[cell(n, kind, metric) for n in names]]
               for kind in options.ground_truth for metric in ROW_ORDER],
         note=(f"Mean ± standard deviation over {n_docs} documents (the top {options.docs_per_query} of each of "
@@ -343,14 +334,14 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
               + "; every explainer is compared by |attribution| with frequency (which has no sign). Undefined "
                 "values (a constant vector) are left out: see `.undefined` in the metrics."),
     ))
-    surrogates = [n for n in names if n in SURROGATES]
+    surrogates = [n for n in names if registry.EXPLAINERS[n].surrogate]
     if surrogates:
         rows = []
         for name in surrogates:
             for form in ("coefficients", "contributions"):
                 for kind in options.ground_truth:
                     used = _form(name, kind, options.surrogate_form) == form
-                    rows.append([LABELS[name], form, GT_LABELS[kind], "yes" if used else "",
+                    rows.append([registry.label(name), form, GT_LABELS[kind], "yes" if used else "",
                                  *[_r(metrics.get(f"decision_path.{name}.{form}.{kind}.{m}.mean")) for m in ROW_ORDER]])
         result.tables.append(Table(
             title="Surrogate explainers: coefficient form against contribution form",
@@ -376,18 +367,18 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
                        for n in names for metric in by_depth]])
         result.tables.append(Table(
             title=f"Accuracy by decision-path depth, {GT_LABELS[kind]}",
-            columns=["path depth", "docs", *[f"{LABELS[n]} {labels[m]}" for n in names for m in by_depth]],
+            columns=["path depth", "docs", *[f"{registry.label(n)} {labels[m]}" for n in names for m in by_depth]],
             rows=rows,
             note="Depth: split nodes on the document's path, averaged over the trees. Mean per bin; the last row "
                  "gives the Spearman correlation between depth and accuracy over all documents "
                  "(Rahnama & Bütepage 2022, section 5.5).", body_rows=0))
     if ks:
-        series = {f"{LABELS[n]} · {GT_LABELS[kind]}": [float(v) for v in curve_means[(n, kind)]]
+        series = {f"{registry.label(n)} · {GT_LABELS[kind]}": [float(v) for v in curve_means[(n, kind)]]
                   for kind in options.ground_truth for n in names}
         result.tables.append(Table(
             title="Top-K AUC by K (mean over documents)",
             columns=["explainer", "ground truth", *[f"K = {k}" for k in ks]],
-            rows=[[LABELS[n], GT_LABELS[kind], *[_r(v) for v in curve_means[(n, kind)]]]
+            rows=[[registry.label(n), GT_LABELS[kind], *[_r(v) for v in curve_means[(n, kind)]]]
                   for kind in options.ground_truth for n in names], body_rows=0))  # the figure shows it
         result.figures.append(Figure(
             title="Top-K AUC against decision-path ground truth",
@@ -400,13 +391,14 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
     result.tables.append(Table(
         title="Cost per explainer",
         columns=["explainer", "model rows", "rows per document", "seconds"],
-        rows=[*[[LABELS[n], int(rows_used[n]), _r(rows_used[n] / max(n_docs, 1), 1), _r(seconds[n], 3)] for n in names],
+        rows=[*[[registry.label(n), int(rows_used[n]), _r(rows_used[n] / max(n_docs, 1), 1), _r(seconds[n], 3)]
+                for n in names],
               ["Ground truth (all documents)", 0, 0.0, _r(seconds["ground truth"], 4)]],
         note="Ground truth reads the trees and costs no model rows. Seconds are wall time.", volatile=True))
     parts = []
     for kind in options.ground_truth:
         best = max(names, key=lambda n, k=kind: _nan_low(metrics.get(f"decision_path.{n}.{k}.spearman.mean")))
-        parts.append(f"against {GT_LABELS[kind].replace('GT ', '')} {LABELS[best]} agrees best (Spearman "
+        parts.append(f"against {GT_LABELS[kind].replace('GT ', '')} {registry.label(best)} agrees best (Spearman "
                      f"{_fmt(metrics.get(f'decision_path.{best}.{kind}.spearman.mean'))}, AUC "
                      f"{_fmt(metrics.get(f'decision_path.{best}.{kind}.auc.mean'))})")
     result.summary = f"On {n_docs} documents of {n_queries} queries, " + "; ".join(parts) + "."

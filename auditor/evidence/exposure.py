@@ -35,7 +35,6 @@ from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.parameter_influence import check_feature_names, metric_name
-from auditor.report.plots import fmt, fmt_positions, fmt_share, fmt_value, is_yes_no, share_dots, value_text
 
 
 class ExposureOptions(EvidenceOptions):
@@ -131,6 +130,8 @@ def check(options: ExposureOptions, data: RankingData) -> None:
 
 
 def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
+    from auditor.report.plots import fmt
+
     data = ctx.data
     result = EvidenceResult(name="exposure", how_to_read=HOW_TO_READ)
     if not options.groups():
@@ -290,6 +291,8 @@ def _value_stats(result: EvidenceResult, key: str, actual: QueryGroups, cf: dict
 def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixed: np.ndarray,
                     rng: np.random.Generator, resamples: int) -> list[str]:
     """AWRF and group expected exposure over the queries that hold at least two values of the group."""
+    from auditor.report.plots import fmt
+
     key = f"exposure.{metric_name(name)}"
     keep = mixed & np.isfinite(actual.awrf)
     if keep.sum() < 2:
@@ -356,6 +359,8 @@ def _put_stat(result: EvidenceResult, name: str, stat: tuple[float, float, float
 
 
 def _detect(result: EvidenceResult, stats: dict, labels: dict, options: ExposureOptions) -> None:
+    from auditor.report.plots import fmt, fmt_positions, fmt_share
+
     own = {(column, value_name(value)) for column, value in options.own.items()}
     for (column, value), s in stats.items():
         if not s:
@@ -404,6 +409,8 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
 def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions, queries: list[int],
             group_rows: list, measure_rows: list, figure_rows: list, focus: list, attention: Attention,
             stats: dict, labels: dict) -> None:
+    from auditor.report.plots import fmt, fmt_share, share_dots
+
     data = ctx.data
     model = (f"custom weights for ranks 1–{len(attention.vector)}" if attention.kind == "custom" else
              {"log": "1/log2(1 + rank)", "geometric": f"geometric, patience {attention.patience:g}",
@@ -475,6 +482,8 @@ def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int],
                   options: ExposureOptions) -> None:
     """The `top_queries` queries with the largest exposure share above merit share, for the value `_focus` picks per
     group column: every figure in evidence.json (`records`), the first three in a note of the section."""
+    from auditor.report.plots import fmt_share
+
     chosen = [item for name in dict.fromkeys(item[0] for item in focus)
               if (item := _focus(focus, name, options)) is not None]
     for name, value, v, label, actual, cf, contested in chosen:
@@ -500,6 +509,8 @@ def _counts(group_rows: list) -> str:
 
 def _group_row(label: str, s: dict, n_queries: int) -> list:
     """A row of the group table; its last cell (the queries counted) goes to the note."""
+    from auditor.report.plots import fmt, fmt_positions, fmt_share
+
     row = [label, fmt_share(s["exposure_share"][0]), fmt_share(s["merit_share"][0]), _with_interval(s["ratio"], fmt)]
     if "counterfactual.exposure_share" in s:
         worth, worst = s["counterfactual.rank_shift.mean"][0], s["counterfactual.rank_shift.max"][0]
@@ -509,6 +520,8 @@ def _group_row(label: str, s: dict, n_queries: int) -> list:
 
 
 def _label(name: str, value: float, unit: str | None) -> str:
+    from auditor.report.plots import fmt_value, is_yes_no, value_text
+
     if not math.isfinite(value):
         return f"{name} = {_MISSING}"
     if is_yes_no(unit):

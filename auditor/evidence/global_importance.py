@@ -17,9 +17,9 @@ the one used.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
@@ -37,11 +37,11 @@ from auditor.evidence.base import (
     representative_query,
     representative_text,
 )
-from auditor.report.plots import bar_chart, fmt, fmt_share
+from auditor.models.capabilities import FAST_TREESHAP_MIN_DOCS, reference_scores
+from auditor.models.capabilities import fast_treeshap as _fast_treeshap
 
 if TYPE_CHECKING:
-    from auditor.fast_treeshap import FastTreeShap
-    from auditor.models.base import CountingRanker
+    pass
 
 
 class GlobalImportanceOptions(EvidenceOptions):
@@ -66,6 +66,8 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
+    from auditor.report.plots import bar_chart, fmt_share  # here, not at import: the spec loads no matplotlib
+
     data = ctx.data
     result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
     plotted = _plotted_rows(ctx, options)
@@ -145,7 +147,7 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
     of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
     query (the caveat of paper 000). Only the `keep` rows' φ exist here (`_treeshap_pass`), which these plots
     need."""
-    from auditor.report.plots import axis_label, beeswarm, is_yes_no, scatter
+    from auditor.report.plots import axis_label, beeswarm, fmt, is_yes_no, scatter
 
     data, names = ctx.data, ctx.data.feature_names
 
@@ -188,7 +190,7 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
     """The waterfall of the query's top document (score units and rank positions) and the decision plot of its
     top 5 documents."""
     from auditor.explain.waterfall import positions_worth, waterfall
-    from auditor.report.plots import decision_plot, fmt_positions, fmt_signed, value_text
+    from auditor.report.plots import decision_plot, fmt, fmt_positions, fmt_signed, value_text
     from auditor.report.plots import waterfall as waterfall_plot
 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
@@ -262,7 +264,6 @@ def check(options: GlobalImportanceOptions, data: RankingData) -> None:
 
 # Below this many documents LightGBM's pred_contrib takes well under a second, less than loading our compiled
 # kernel (0.5 s once per process; compiling it into numba's cache the first time takes about 10 s).
-FAST_TREESHAP_MIN_DOCS = 1_000
 
 
 IMPORTANCE_KEY = ("treeshap_importance_by_query",)
@@ -425,28 +426,6 @@ def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> 
         kept[here] = phi[keep[here] - start]
     return _Pass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(), kept=kept,
                  method=method, rounding=rounding)
-
-
-def reference_scores(model: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """`(rows, scores) -> what TreeSHAP adds up to`: the model's own scores, or for a library that sums in float32
-    (XGBoost) the exact sum of its trees, once the array form has reproduced the library's scores bit for bit
-    (`XGBoostRanker.reference_scores`). The difference is reported as `global_importance.score_rounding.max_abs`."""
-    method = getattr(getattr(model, "inner", model), "reference_scores", None)
-    return method if method is not None else (lambda rows, scores: scores)
-
-
-def _fast_treeshap(model: CountingRanker) -> FastTreeShap | None:
-    """Our TreeSHAP for a LightGBM model the array form covers; None otherwise (the model's own is used)."""
-    from auditor.fast_treeshap import FastTreeShap
-    from auditor.trees import TreeEnsemble, UnsupportedModel
-
-    booster = getattr(getattr(model, "inner", model), "booster", None)
-    if model.kind != "lightgbm" or booster is None:
-        return None
-    try:
-        return FastTreeShap(TreeEnsemble.from_lightgbm(booster.dump_model()))
-    except UnsupportedModel:  # categorical splits, multiclass, paths of more than 63 features: pred_contrib
-        return None
 
 
 def importance_views(phi: np.ndarray, query_ptr: np.ndarray) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -24,71 +24,34 @@ from auditor.evidence.base import (
     check_explanation_size,
     size_notes,
 )
+from auditor.evidence.explainers import (
+    attributions,
+    attributions_many,
+    build,
+    explanation_set,
+    is_tree,
+    method_list,
+    method_names,
+    methods_validator,
+    with_sections,
+)
 from auditor.executor import split
-from auditor.explain.base import QueryView, set_from_attributions
+from auditor.explain import registry
+from auditor.explain.base import Attributions, QueryView, set_from_attributions
 
-Method = Literal["random", "shap1", "shap5", "treeshap1", "treeshap5", "lirme1", "lirme5", "exs1", "exs5",
-                 "greedy", "greedy_cover", "greedy_cover_eps", "validity_search"]
-METHOD_ORDER: list[str] = list(Method.__args__)  # the paper's Table 2 order, then the rest, then ours
-LABELS = {"random": "RANDOM", "shap1": "SHAP-1 (KernelSHAP)", "shap5": "SHAP-5 (KernelSHAP)",
-          "treeshap1": "TreeSHAP-1", "treeshap5": "TreeSHAP-5", "lirme1": "LIRME-1", "lirme5": "LIRME-5",
-          "exs1": "EXS-1", "exs5": "EXS-5", "greedy": "GREEDY", "greedy_cover": "GREEDY-COVER",
-          "greedy_cover_eps": "GREEDY-COVER-ε", "validity_search": "Validity search (ours)",
-          "optimum": "Exhaustive optimum"}
-ATTRIBUTION_BASES = {"shap": "kernelshap", "treeshap": "treeshap", "lirme": "lirme", "exs": "exs"}
+OPTIMUM_LABEL = "Exhaustive optimum"
 BATCH_QUERIES = 64  # queries whose LIRME/EXS samples are drawn together and scored in few large model calls
-GREEDY_METHODS = ("greedy", "greedy_cover", "greedy_cover_eps")
 
 
-class KernelShapOptions(EvidenceOptions):
-    nsamples: Annotated[int, Field(ge=10)] | Literal["auto"] = Field(
-        "auto", description="Coalitions per document. auto: 2M + 2048 (shap's rule; M = the document's features that "
-                            "differ from the background), or all 2^M − 2 (exact) when fewer; a number fixes it "
-                            "(paper 000: 200, no better than random sets at 136 features).")
-    agreement_floor: float = Field(
-        0.6, ge=0, le=1, description="Convergence check: when two runs with fresh coalitions would choose explanation "
-                                     "sets sharing less than this share of their features on average (jackknife "
-                                     "estimate), the estimate is reported as still noisy.")
-    background: Literal["masking", "sample"] = Field(
-        "masking", description="`masking`: the masking replacement (one mean row by default); `sample`: rows "
-                               "drawn from the background data.")
-    background_size: int = Field(100, ge=1, description="Rows for background `sample`.")
-
-
-class LimeOptions(EvidenceOptions):
-    samples: int = Field(2000, ge=50, description="Perturbed samples per document (papers: 2000).")
-    shared_samples: bool = Field(
-        True, description="The top documents of a query share one set of draws (each still gets `samples` "
-                          "samples from the same distribution): 5x fewer model rows. false: draws per document.")
-    penalty: Literal["ridge", "lasso"] = Field("ridge", description="LIRME surrogate penalty.")
-    exs_label: Literal["score", "topk", "rank"] = Field("score", description="EXS label mode.")
-    exs_top_k: int = Field(5, ge=1, description="k of the EXS top-k and rank label modes.")
-    exs_loss: Literal["auto", "epsilon_insensitive", "squared_epsilon_insensitive"] = Field(
-        "auto", description="EXS SVR loss. auto: the paper's epsilon-insensitive loss for label `score`; squared "
-                            "for `topk`/`rank`, where the L1 fit to mostly-zero labels is a constant (no explanation).")
-
-
-CANDIDATES_DESCRIPTION = ("Features the search tries per query, on data with more features than this: the N with "
-                          "the largest within-query TreeSHAP spread (tree models; not exact, measured to keep the "
-                          "unscreened sets on 136 features up to k = 5). null: every feature. Features whose value "
-                          "routes like the masking value for every document are free either way.")
-CANDIDATES = 60  # on MQ2008 (46 features) any screen below 46 changed sets, so it never narrows below 60 features
-
-
-class GreedyOptions(EvidenceOptions):
-    pairs: int = Field(50, ge=1, description="Concordant pairs sampled per query (paper: 50 on MQ2008).")
-    seeds: int = Field(3, ge=1, description="First features to restart from (paper: 3).")
-    candidates: int | None = Field(CANDIDATES, ge=1, description=CANDIDATES_DESCRIPTION)
-
-
-class SearchOptions(EvidenceOptions):
-    beam: int = Field(5, ge=1, description="Sets kept per size in the beam search.")
-    max_rows: int = Field(500_000, ge=1000, description="Model rows per query and k, at most.")
-    candidates: int | None = Field(CANDIDATES, ge=1, description=CANDIDATES_DESCRIPTION)
+def label(method: str) -> str:
+    """A method's report label (the exhaustive optimum is not a method one chooses)."""
+    return OPTIMUM_LABEL if method == "optimum" else registry.label(method)
 
 
 class LocalExplanationsOptions(EvidenceOptions):
-    methods: list[Method] = Field(METHOD_ORDER, min_length=1, description="Explainers to run and compare.")
+    methods: list[str] = method_list(method_names(), allowed=method_names,
+                                     description="Explainers to run and compare (the registry's methods: "
+                                                 "auditor/explain/registry.py).")
     k: int = Field(5, ge=1, description="Explanation size for the main comparison (paper: 5).")
     k_curve: list[int] = Field([3, 5, 7, 10], description="Sizes for the effect-of-k curve ([] to skip).")
     queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
@@ -97,15 +60,17 @@ class LocalExplanationsOptions(EvidenceOptions):
     validity_floor: float = Field(0.5, ge=0, le=1, description="An explainer whose mean validity is below this "
                                                               "(its whole interval) is reported as not reproducing "
                                                               "the rankings (as confidence's validity threshold).")
-    kernelshap: KernelShapOptions = KernelShapOptions()
-    lime: LimeOptions = LimeOptions()
-    greedy: GreedyOptions = GreedyOptions()
-    search: SearchOptions = SearchOptions()
 
-    @field_validator("methods", "k_curve")
+    _methods = methods_validator("methods", method_names)
+
+    @field_validator("k_curve")
     @classmethod
     def _unique(cls, value: list[Any]) -> list[Any]:
         return list(dict.fromkeys(value))
+
+
+# the explainers' option sections (`kernelshap:`, `lime:`, `greedy:`, `search:`), from the registry
+LocalExplanationsOptions = with_sections(LocalExplanationsOptions)  # type: ignore[misc]
 
 
 HOW_TO_READ = (
@@ -159,7 +124,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
                             f"only {data.n_features} features.")
         options = options.model_copy(update={"k_curve": [k for k in options.k_curve if k < data.n_features]})
     result.notes += size_notes(sorted({options.k, *options.k_curve}), data.n_features)
-    methods = [m for m in options.methods if not (m.startswith("treeshap") and not _is_tree(ctx))]
+    methods = [m for m in options.methods if not (registry.method(m).explainer.needs_trees and not is_tree(ctx))]
     skipped = [m for m in options.methods if m not in methods]
     if skipped:
         result.notes.append(f"Not run on a '{ctx.model.kind}' model (needs trees): {', '.join(skipped)}.")
@@ -187,11 +152,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
             agreement.setdefault(method, []).extend(values)
         for key, part in block.tallies.items():
             tallies.setdefault(key, _Tally()).extend(part)
-    degenerate = tallies.pop(("exs:degenerate", 0), None)
-    if degenerate is not None:
-        result.notes.append(f"EXS found no explanation (a constant surrogate) for {degenerate.rows} document(s); "
-                            "their attributions are zero. A squared loss (`lime.exs_loss`) avoids this.")
-        result.metrics["local.exs.degenerate_docs"] = float(degenerate.rows)
+    _report_counts(result, methods, tallies)
     _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
     _report_convergence(result, ctx, options, agreement, coalitions, underdetermined)
     result.records = records
@@ -228,7 +189,7 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
     streams, so the values do not depend on how queries are split into blocks."""
     options, methods, sizes = job.options, job.methods, job.sizes
     masker, background = ctx.masker(), ctx.reference_rows()
-    explainers = explainers_for(options)
+    explainers = build(options)
     views = [(qi, QueryView(X=X, scores=scores, query_id=query_id, background=background, spread=spread))
              for qi, X, scores, query_id, spread in payload]
     tallies: dict[tuple[str, int], _Tally] = {}
@@ -239,21 +200,21 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
         if not has_order(query.scores):
             block.excluded += 1
             continue
-        attributions = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes)
-        _convergence(ctx, options, methods, query, qi, block)
+        found = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes)
+        _convergence(options, methods, found, block)
         for k in sizes:
             sets, names = [], []
-            for method in methods:
-                tally = tallies.setdefault((method, k), _Tally())
-                if method[:-1] in ATTRIBUTION_BASES:
-                    base, docs = ATTRIBUTION_BASES[method[:-1]], int(method[-1])
-                    sets.append(set_from_attributions(attributions[base], k, docs=docs))
+            for name in methods:
+                tally = tallies.setdefault((name, k), _Tally())
+                method = registry.method(name)
+                if method.attribution:
+                    sets.append(set_from_attributions(found[method.explainer.name].values, k, docs=method.docs))
                 else:
                     rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-                    sets.append(explanation_set(ctx, options, explainers, method, query, qi, k, masker))
+                    sets.append(explanation_set(ctx, options, explainers, name, query, qi, k, masker))
                     tally.rows += ctx.model.rows_evaluated - rows_before
                     tally.seconds += time.perf_counter() - start
-                names.append(method)
+                names.append(name)
             optimum = _optimum(ctx, query, k, masker, options, qi, tallies)
             if optimum is not None:
                 sets.append(optimum)
@@ -271,45 +232,53 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
     return block
 
 
-def _convergence(ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str], query: QueryView, qi: int,
+def _convergence(options: LocalExplanationsOptions, methods: list[str], found: dict[str, Attributions],
                  block: _Block) -> None:
-    """KernelSHAP's convergence check for one query: per variant (shap1, shap5), the mean over pairs of its
-    jackknife pseudo-replicates of |S_g ∩ S_h| / k, the sets at the main k (the agreement two runs with fresh
-    coalitions would have; 1 where every coalition was enumerated)."""
-    variants = [m for m in methods if m[:-1] == "shap"]
-    if not variants:
-        return
-    found = kernelshap_convergence(ctx, options, qi, query.top_docs(max(int(m[-1]) for m in variants)))
-    if found is None or found["replicates"] is None:
-        return
-    replicates = found["replicates"]
-    for method in variants:
-        sets = [set(set_from_attributions(r, options.k, docs=int(method[-1]))) for r in replicates]
-        pairs = [len(a & b) / max(len(a), 1) for i, a in enumerate(sets) for b in sets[i + 1:]]
-        block.agreement.setdefault(method, []).append(float(np.mean(pairs)))
-    block.coalitions.extend(int(c) for c in found["coalitions"])
-    block.underdetermined.extend(bool(u) for u in found["underdetermined"])
+    """The convergence check of an explainer whose attributions carry jackknife replicates (KernelSHAP) for one
+    query: per method (shap1, shap5), the mean over pairs of its pseudo-replicates of |S_g ∩ S_h| / k, the sets at
+    the main k (the agreement two runs with fresh coalitions would have; 1 where every coalition was
+    enumerated)."""
+    for name, attrs in found.items():
+        diagnostics = attrs.diagnostics or {}
+        replicates = diagnostics.get("replicates")
+        if replicates is None:
+            continue
+        for method in _methods_of(methods, name):
+            docs = registry.method(method).docs
+            sets = [set(set_from_attributions(r, options.k, docs=docs)) for r in replicates]
+            pairs = [len(a & b) / max(len(a), 1) for i, a in enumerate(sets) for b in sets[i + 1:]]
+            block.agreement.setdefault(method, []).append(float(np.mean(pairs)))
+        block.coalitions.extend(int(c) for c in diagnostics["coalitions"])
+        block.underdetermined.extend(bool(u) for u in diagnostics["underdetermined"])
+
+
+def _methods_of(methods: list[str], explainer: str) -> list[str]:
+    """The chosen methods that use this attribution explainer (e.g. shap1 and shap5 for kernelshap)."""
+    return [m for m in methods if registry.method(m).attribution and registry.method(m).explainer.name == explainer]
 
 
 def _screen_spread(ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str], chosen: list[int],
                    result: EvidenceResult) -> dict[int, np.ndarray] | None:
     """The within-query TreeSHAP spread of the audited queries, in one pass, when a search narrows its candidates
-    (`greedy.candidates` / `search.candidates` below the feature count, tree model); None otherwise. Notes which
+    (a selection explainer's `candidates` option below the feature count, tree model); None otherwise. Notes which
     searches were narrowed."""
     from auditor.explain.screen import treeshap_spread
 
     n_features = ctx.data.n_features
-    narrowed = {m: count for m, count in (*((m, options.greedy.candidates) for m in GREEDY_METHODS),
-                                          ("validity_search", options.search.candidates))
-                if m in methods and count is not None and count < n_features}
-    if not narrowed or not _is_tree(ctx) or not chosen:
+    narrowed = {}
+    for m in [m for m in registry.methods() if m in methods]:
+        entry = registry.method(m).explainer
+        count = getattr(entry.settings(options), "candidates", None) if entry.kind == "selection" else None
+        if count is not None and count < n_features:
+            narrowed[m] = count
+    if not narrowed or not is_tree(ctx) or not chosen:
         return None
     rows = np.concatenate([np.arange(*ctx.data.query_ptr[qi:qi + 2]) for qi in chosen])
     sizes = [int(np.diff(ctx.data.query_ptr[qi:qi + 2])[0]) for qi in chosen]
     found = treeshap_spread(ctx.model, ctx.data.X[rows], np.concatenate([[0], np.cumsum(sizes)]))
     if found is None:
         return None
-    labels = ", ".join(f"{LABELS[m]} {count}" for m, count in narrowed.items())
+    labels = ", ".join(f"{label(m)} {count}" for m, count in narrowed.items())
     result.notes.append(f"On these {n_features} features the searches tried, per query, only the features with the "
                         f"largest within-query TreeSHAP spread ({labels}; `greedy.candidates` / `search.candidates`: "
                         "null tries all). On 136-feature benchmark data 60 candidates kept the unscreened sets of "
@@ -318,68 +287,25 @@ def _screen_spread(ctx: AuditContext, options: LocalExplanationsOptions, methods
     return {qi: found[i] for i, qi in enumerate(chosen)}
 
 
-def _is_tree(ctx: AuditContext) -> bool:
-    """Whether the model has exact TreeSHAP: tree models have an array form, and XGBoost and CatBoost models say why
-    not (`trees_problem`) when theirs does not reproduce them."""
-    inner = getattr(ctx.model, "inner", ctx.model)
-    return hasattr(inner, "tree_ensemble") and not getattr(inner, "trees_problem", "")
-
-
-def explainers_for(options: LocalExplanationsOptions, *, sample_scale: float = 1.0) -> dict[str, Any]:
-    """The explainers `options` configure, by name; `sample_scale` < 1 shrinks KernelSHAP's automatic sample count
-    (confidence's shorter stability rerun; fixed counts are scaled in the options themselves)."""
-    from auditor.explain.exs import Exs
-    from auditor.explain.greedy import Greedy
-    from auditor.explain.kernelshap import KernelShap
-    from auditor.explain.lirme import Lirme
-    from auditor.explain.search import Exhaustive, RandomSet, ValiditySearch
-    from auditor.explain.treeshap import TreeShap
-
-    lime = options.lime
-    return {
-        "kernelshap": KernelShap(nsamples=options.kernelshap.nsamples, background=options.kernelshap.background,
-                                 background_size=options.kernelshap.background_size,
-                                 scale=sample_scale if options.kernelshap.nsamples == "auto" else 1.0),
-        "treeshap": TreeShap(),
-        "lirme": Lirme(n_samples=lime.samples, penalty=lime.penalty, shared_samples=lime.shared_samples),
-        "exs": Exs(n_samples=lime.samples, label=lime.exs_label, top_k=lime.exs_top_k, loss=_exs_loss(lime),
-                   shared_samples=lime.shared_samples),
-        "random": RandomSet(),
-        **{v: Greedy(v, n_pairs=options.greedy.pairs, seeds=options.greedy.seeds,  # type: ignore[arg-type]
-                     candidates=options.greedy.candidates)
-           for v in ("greedy", "greedy_cover", "greedy_cover_eps")},
-        "validity_search": ValiditySearch(beam=options.search.beam, max_rows=options.search.max_rows,
-                                          candidates=options.search.candidates),
-        "optimum": Exhaustive(max_subsets=options.optimum_max_subsets),
-    }
-
-
-_explainers = explainers_for  # the name decision_path_accuracy and benchmarks/explainers.py import
-
-
-def _exs_loss(lime: LimeOptions) -> str:
-    if lime.exs_loss != "auto":
-        return lime.exs_loss
-    return "epsilon_insensitive" if lime.exs_label == "score" else "squared_epsilon_insensitive"
+def _used_explainers(methods: list[str]) -> dict[str, list[str]]:
+    """{attribution explainer: its chosen methods}, in registry order."""
+    return {e.name: _methods_of(methods, e.name) for e in registry.attribution_explainers()
+            if _methods_of(methods, e.name)}
 
 
 def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: QueryView, methods: list[str],
                   explainers: dict[str, Any], masker: Any, qi: int, tallies: dict[tuple[str, int], _Tally],
-                  sizes: list[int]) -> dict[str, np.ndarray]:
-    """Attribute the top documents once per base explainer; "-1" and "-5" variants share the work (and cost)."""
-    out: dict[str, np.ndarray] = {}
-    for prefix, base in ATTRIBUTION_BASES.items():
-        variants = [m for m in methods if m[:-1] == prefix]
-        if not variants:
-            continue
-        docs = query.top_docs(max(int(m[-1]) for m in variants))
+                  sizes: list[int]) -> dict[str, Attributions]:
+    """Attribute the top documents once per explainer; its "-1" and "-5" methods share the work (and cost)."""
+    out: dict[str, Attributions] = {}
+    for name, variants in _used_explainers(methods).items():
+        docs = query.top_docs(max(registry.method(m).docs for m in variants))
         rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-        out[base] = attributions(ctx, options, explainers, base, query, qi, docs, masker)
-        # EXS gives zeros exactly for the documents whose surrogate was constant (counted per query, so the count
-        # does not depend on which call computed the attributions)
-        degenerate = int(np.sum(~out[base].any(axis=1))) if hasattr(explainers[base], "last_degenerate") else 0
-        if degenerate:
-            tallies.setdefault((f"{base}:degenerate", 0), _Tally()).rows += int(degenerate)
+        out[name] = attributions(ctx, options, explainers, name, query, qi, docs, masker)
+        # counted per query, so the counts do not depend on which call computed the attributions
+        for what, count in (("degenerate", out[name].n_degenerate), ("fallback", out[name].n_fallback)):
+            if count:
+                tallies.setdefault((f"{name}:{what}", 0), _Tally()).rows += count
         rows, seconds = ctx.model.rows_evaluated - rows_before, time.perf_counter() - start
         for method in variants:
             tally = tallies.setdefault((method, sizes[0]), _Tally())
@@ -391,17 +317,16 @@ def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: Q
 def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions, block: list[tuple[int, QueryView]],
                            methods: list[str], explainers: dict[str, Any], masker: Any,
                            tallies: dict[tuple[str, int], _Tally], sizes: list[int]) -> None:
-    """Attribute the top documents of a block of queries at once where the explainer can (`attribute_many`: the
-    samples of many queries scored in one model call), into the memo `attributions` reads: same keys, same values
-    (each query still draws from its own stream). Rows and seconds go to the same tallies as `_attributions`."""
+    """Attribute the top documents of a block of queries at once where the explainer `batches` (the samples of
+    many queries scored in one model call), into the memo `attributions` reads: same keys, same values (each query
+    still draws from its own stream). Rows and seconds go to the same tallies as `_attributions`."""
     views = [(qi, view) for qi, view in block if has_order(view.scores)]
-    for prefix, base in ATTRIBUTION_BASES.items():
-        variants = [m for m in methods if m[:-1] == prefix]
-        if not variants or not hasattr(explainers[base], "attribute_many"):
+    for name, variants in _used_explainers(methods).items():
+        if not registry.EXPLAINERS[name].batches:
             continue
-        count = max(int(m[-1]) for m in variants)
+        count = max(registry.method(m).docs for m in variants)
         rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-        attributions_many(ctx, options, explainers, base, [(view, qi, view.top_docs(count)) for qi, view in views],
+        attributions_many(ctx, options, explainers, name, [(view, qi, view.top_docs(count)) for qi, view in views],
                           masker)
         rows, seconds = ctx.model.rows_evaluated - rows_before, time.perf_counter() - start
         for method in variants:
@@ -410,85 +335,24 @@ def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions,
             tally.seconds += seconds
 
 
-def _config(options: LocalExplanationsOptions, name: str) -> str:
-    """The options an explainer's output depends on, as a memo key part."""
-    part = {"kernelshap": options.kernelshap, "lirme": options.lime, "exs": options.lime,
-            "greedy": options.greedy, "greedy_cover": options.greedy, "greedy_cover_eps": options.greedy,
-            "validity_search": options.search}.get(name)
-    return part.model_dump_json() if part is not None else ""
-
-
-def attributions(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
-                 query: QueryView, qi: int, docs: np.ndarray, masker: Any) -> np.ndarray:
-    """One attribution explainer on one query's top documents, computed once per audit (shared with `confidence`).
-    KernelSHAP also leaves its convergence check in the memo (`kernelshap_convergence`)."""
-    key = _attribution_key(options, ctx, base, qi, docs)
-    if base == "kernelshap" and not ctx.memoized(key):
-        result = explainers[base].explain(ctx.model, query, docs, masker, ctx.rng(f"local/{base}/{qi}"))
-        ctx.memo(("convergence", *key[1:]), lambda: {"replicates": result.replicates, "coalitions": result.coalitions,
-                                                    "underdetermined": result.underdetermined})
-        return ctx.memo(key, lambda: result.values)
-    return ctx.memo(key, lambda: explainers[base].attribute(ctx.model, query, docs, masker,
-                                                            ctx.rng(f"local/{base}/{qi}")))
-
-
-def kernelshap_convergence(ctx: AuditContext, options: LocalExplanationsOptions, qi: int, docs: np.ndarray
-                           ) -> dict[str, np.ndarray] | None:
-    """The jackknife replicates and coalition counts KernelSHAP left for these documents, if it ran on them."""
-    key = ("convergence", *_attribution_key(options, ctx, "kernelshap", qi, docs)[1:])
-    return ctx.memo(key, lambda: None) if ctx.memoized(key) else None
-
-
-def attributions_many(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], base: str,
-                      items: list[tuple[QueryView, int, np.ndarray]], masker: Any) -> None:
-    """Fill the memo of `attributions` for many (query, qi, docs) at once with the explainer's `attribute_many`
-    (same streams, same values: only the model calls are batched); entries already there are not recomputed."""
-    todo = [(query, qi, docs) for query, qi, docs in items
-            if not ctx.memoized(_attribution_key(options, ctx, base, qi, docs))]
-    if not todo:
-        return
-    values = explainers[base].attribute_many(ctx.model, [q for q, _, _ in todo], [d for _, _, d in todo], masker,
-                                             [ctx.rng(f"local/{base}/{qi}") for _, qi, _ in todo])
-    for (_, qi, docs), value in zip(todo, values, strict=True):
-        ctx.memo(_attribution_key(options, ctx, base, qi, docs), lambda value=value: value)
-
-
-# How many top documents `reusable_attributions` looks for beyond the ones asked (local_explanations asks for 5).
-REUSE_MAX_DOCS = 10
-
-
-def reusable_attributions(ctx: AuditContext, options: LocalExplanationsOptions, base: str, query: QueryView, qi: int,
-                          count: int) -> np.ndarray | None:
-    """The attributions of the query's top `count` documents taken from an entry `attributions` already holds for
-    MORE top documents (same explainer, options, masking and stream), or None.
-
-    Valid because an explainer's result for a document does not depend on the documents listed after it: TreeSHAP
-    is per document; KernelSHAP draws its background, then each document's design in order; LIRME draws each
-    document's samples in order (or one shared set), and fits each document alone; EXS with shared draws labels
-    every document on the same shift (tested for all four). EXS with per-document draws shifts by all drawn
-    scores, so it is not reused."""
-    if base == "exs" and not options.lime.shared_samples:
-        return None
-    wanted = query.top_docs(count)
-    for more in range(count + 1, min(query.n_docs, REUSE_MAX_DOCS) + 1):
-        docs = query.top_docs(more)
-        key = _attribution_key(options, ctx, base, qi, docs)
-        if np.array_equal(docs[:count], wanted) and ctx.memoized(key):
-            return ctx.memo(key, lambda: None)[:count]
-    return None
-
-
-def _attribution_key(options: LocalExplanationsOptions, ctx: AuditContext, base: str, qi: int,
-                     docs: np.ndarray) -> tuple[Any, ...]:
-    return ("attributions", base, _config(options, base), ctx.masking, qi, tuple(int(d) for d in docs))
-
-
-def explanation_set(ctx: AuditContext, options: LocalExplanationsOptions, explainers: dict[str, Any], method: str,
-                    query: QueryView, qi: int, k: int, masker: Any) -> tuple[int, ...]:
-    """One set explainer's choice for one query and k, computed once per audit (shared with `confidence`)."""
-    key = ("set", method, _config(options, method), ctx.masking, qi, k)
-    return ctx.memo(key, lambda: explainers[method].select(ctx.model, query, k, masker,
-                                                           ctx.rng(f"local/{method}/{k}/{qi}")))
+def _report_counts(result: EvidenceResult, methods: list[str], tallies: dict[tuple[str, int], _Tally]) -> None:
+    """Documents an attribution explainer left without explanation (`local.<name>.degenerate_docs`, when any) or
+    fitted with its fallback solver (`local.<name>.fallback_docs`, whenever it ran), with a note when > 0."""
+    for name in _used_explainers(methods):
+        entry = registry.EXPLAINERS[name]
+        degenerate = tallies.pop((f"{name}:degenerate", 0), None)
+        if degenerate is not None:
+            result.notes.append(f"{entry.label} found no explanation ({entry.degenerate}) for {degenerate.rows} "
+                                "document(s); their attributions are zero." + (f" {entry.degenerate_fix}"
+                                                                               if entry.degenerate_fix else ""))
+            result.metrics[f"local.{name}.degenerate_docs"] = float(degenerate.rows)
+        fallback = tallies.pop((f"{name}:fallback", 0), None)
+        if entry.fallback:
+            count = fallback.rows if fallback is not None else 0
+            result.metrics[f"local.{name}.fallback_docs"] = float(count)
+            if count:
+                result.notes.append(f"{entry.label} fitted {count} document(s) with its fallback solver "
+                                    f"({entry.fallback}).")
 
 
 def _optimum(ctx: AuditContext, query: QueryView, k: int, masker: Any, options: LocalExplanationsOptions, qi: int,
@@ -535,7 +399,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         share = float(v.mean() / optimum_mean) if optimum_mean else None
         if share is not None:
             metrics[f"local.{method}.share_of_optimum"] = share
-        table_rows.append([LABELS[method], _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
+        table_rows.append([label(method), _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
                            _r(c.mean()), f"{_r(c_low)} – {_r(c_high)}", _r(share) if share is not None else None])
     result.tables.append(Table(
         title=f"Validity and completeness of explanation sets, k = {k} (layout of Singh et al. 2020, Table 2)",
@@ -552,7 +416,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
     result.tables.append(Table(
         title="Cost per method (all sizes of k)",
         columns=["method", "model rows", "rows per query", "seconds"],
-        rows=[[LABELS[m], int(metrics[f"local.{m}.rows"]), _r(metrics[f"local.{m}.rows"] / max(n_chosen, 1), 1),
+        rows=[[label(m), int(metrics[f"local.{m}.rows"]), _r(metrics[f"local.{m}.rows"] / max(n_chosen, 1), 1),
                _r(sum(tallies[(m, s)].seconds for s in sizes if (m, s) in tallies), 3)]
               for m in [*methods, "optimum"] if metrics.get(f"local.{m}.rows")],
         note="-1 and -5 variants share one attribution run, so both show its cost. Seconds are wall time.",
@@ -569,28 +433,28 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         result.tables.append(Table(
             title="Effect of k on mean validity",
             columns=["method", *[f"k = {s}" for s in sizes]],
-            rows=[[LABELS[m], *[_r(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
+            rows=[[label(m), *[_r(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
             note="The exhaustive optimum appears only for the sizes where it was affordable.",
             body_rows=0))  # the figure below draws it
         result.figures.append(Figure(
             title="Mean validity by explanation size",
-            svg=line_chart(sizes, {LABELS[m]: v for m, v in curve.items()}, xlabel="k (features in the set)",
+            svg=line_chart(sizes, {label(m): v for m, v in curve.items()}, xlabel="k (features in the set)",
                            ylabel="mean validity"),
             caption="Higher is better; a method that stays low needs many features to reproduce the ranking.",
             description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
                         f"{len(curve)} methods; at k = {sizes[-1]}: "
-                        + ", ".join(f"{LABELS[m]} {fmt(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
+                        + ", ".join(f"{label(m)} {fmt(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
                         + "."))
     if rows_k:
         from auditor.report.plots import box_plot
 
         result.figures.append(Figure(
             title=f"Validity per query, k = {k}",
-            svg=box_plot({LABELS[m]: tallies[(m, k)].validity for m in rows_k}, ylabel="validity (Kendall tau-b)"),
+            svg=box_plot({label(m): tallies[(m, k)].validity for m in rows_k}, ylabel="validity (Kendall tau-b)"),
             caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
                     "means some queries' explanations do not reproduce their ranking.",
             description=f"Box plot of validity per query at k = {k}, medians: "
-                        + ", ".join(f"{LABELS[m]} {fmt(np.median(tallies[(m, k)].validity))}" for m in rows_k
+                        + ", ".join(f"{label(m)} {fmt(np.median(tallies[(m, k)].validity))}" for m in rows_k
                                     if tallies[(m, k)].validity) + "."))
     _detect(result, options, [m for m in rows_k if m != "optimum"])
     contenders = [m for m in rows_k if m != "optimum"]
@@ -598,11 +462,11 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
     if best is not None:
         counts = Counter(f for s in tallies[(best, k)].sets for f in s)
         result.tables.append(Table(
-            title=f"Features most often in the {LABELS[best]} explanation sets (k = {k})",
+            title=f"Features most often in the {label(best)} explanation sets (k = {k})",
             columns=["feature", "queries", "share of queries"],
             rows=[[names[f], n, _r(n / len(tallies[(best, k)].sets))] for f, n in
                   sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]]))
-        result.summary = (f"At k = {k}, {LABELS[best]} gives the most valid explanations (mean validity "
+        result.summary = (f"At k = {k}, {label(best)} gives the most valid explanations (mean validity "
                           f"{metrics[f'local.{best}.validity.mean']:.3f})"
                           + (f"; the best possible is {optimum_mean:.3f}." if optimum_mean else "."))
 
@@ -632,10 +496,10 @@ def _report_convergence(result: EvidenceResult, ctx: AuditContext, options: Loca
         if share > 0.5:
             why = (f"{share:.0%} of the documents had fewer coalitions than twice their features, too few to "
                    f"determine the regression (predicted agreement of two runs' sets {v.mean():.0%})")
-        result.notes.append(f"{LABELS[method]}: the estimate is still noisy: {why}; coalitions per document: "
+        result.notes.append(f"{label(method)}: the estimate is still noisy: {why}; coalitions per document: "
                             f"{np.mean(coalitions):.0f} ({how}). Raise `kernelshap.nsamples`.")
         result.detect(
-            "explainer-estimate-noisy", f"{LABELS[method]} estimates have not converged",
+            "explainer-estimate-noisy", f"{label(method)} estimates have not converged",
             f"At k = {options.k}, {why}: the features KernelSHAP names depend on its random sample as much as on the "
             "model. More coalitions (`kernelshap.nsamples`) are needed before its sets are shown as reasons.",
             severity="minor", citation="EU AI Act (Reg. 2024/1689) Art. 13(1) — output interpretable; Reg. (EU) "
@@ -661,15 +525,15 @@ def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: 
         judged_by = (f"local.{method}.validity.mean", f"local.{method}.validity")
         if random_high is not None and np.isfinite(random_high) and mean <= random_high:
             result.detect(
-                "explainer-no-better-than-random", f"{LABELS[method]} explanations are no better than random "
-                f"feature sets", f"At k = {options.k}, {LABELS[method]} has {shown}; RANDOM sets reach "
+                "explainer-no-better-than-random", f"{label(method)} explanations are no better than random "
+                f"feature sets", f"At k = {options.k}, {label(method)} has {shown}; RANDOM sets reach "
                 f"{random_mean:.3f} (up to {random_high:.3f}). Its explanations should not be shown to users or "
                 "reviewers as the reasons for a ranking.", severity="major", citation=citation,
                 judged_by=judged_by, value=mean, interval=(low, high))
         elif np.isfinite(high) and high < options.validity_floor:
             result.detect(
-                "explanations-below-validity-floor", f"{LABELS[method]} explanations do not reproduce the rankings",
-                f"At k = {options.k}, {LABELS[method]} has {shown}, below the floor of {options.validity_floor:g}: "
+                "explanations-below-validity-floor", f"{label(method)} explanations do not reproduce the rankings",
+                f"At k = {options.k}, {label(method)} has {shown}, below the floor of {options.validity_floor:g}: "
                 "the features it names keep too few document pairs in order to explain the ranking.",
                 severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high))
 

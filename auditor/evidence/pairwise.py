@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -22,7 +22,10 @@ from auditor.evidence.base import (
     representative_text,
 )
 from auditor.executor import split
-from auditor.explain.pairwise import AsiPair, ConditionalFill, PairExplanation, RaiPair
+
+if TYPE_CHECKING:
+    from auditor.explain.pairwise import AsiPair, PairExplanation, RaiPair
+
 
 HOW_TO_READ = (
     "Each row takes two neighbouring documents of a query's ranking, A (placed higher) and B (the next one), and "
@@ -222,6 +225,8 @@ def _explain_pairs(ctx: AuditContext, explainer: AsiPair | RaiPair,
 
 
 def _explainer(ctx: AuditContext, options: PairwiseOptions) -> AsiPair | RaiPair:
+    from auditor.explain.pairwise import AsiPair, ConditionalFill, RaiPair
+
     if options.fill == "masking":
         reference = ctx.masker().fill
     else:

@@ -9,7 +9,6 @@ from pydantic import Field, field_validator
 
 from auditor.checks.ranking import bootstrap_interval, per_query_ap, per_query_ndcg
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
-from auditor.report.plots import histogram
 
 
 class RankingQualityOptions(EvidenceOptions):
@@ -37,6 +36,8 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
+    from auditor.report.plots import histogram
+
     data = ctx.data
     result = EvidenceResult(name="ranking_quality", how_to_read=HOW_TO_READ)
     if data.y is None:

@@ -25,7 +25,7 @@ On the bookstore (5 pairs): tau 0.858 with 15 leaves, 0.863 with 8 (0.870 with 6
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
@@ -33,26 +33,10 @@ from pydantic import Field
 from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.global_importance import summarize
-from auditor.report.plots import (
-    HeatAxis,
-    LevelPanel,
-    StepPanel,
-    axis_label,
-    cell_limit,
-    fmt,
-    fmt_signed,
-    fmt_value,
-    is_yes_no,
-    pair_cells,
-    pair_heatmaps,
-    step_curves,
-)
-from auditor.surrogate import IMPORTANCE_KEY, SUMMARY_KEY
-from auditor.surrogate.decompose import Decomposition, Effect, decompose, effect_name, effect_record
-from auditor.surrogate.fidelity import fidelity
-from auditor.surrogate.ilmart import IlmartConfig
-from auditor.surrogate.train import fit_surrogate
-from auditor.trees import TreeEnsemble
+
+if TYPE_CHECKING:
+    from auditor.surrogate.decompose import Decomposition, Effect
+
 
 
 class SurrogateOptions(EvidenceOptions):
@@ -98,6 +82,13 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
+    from auditor.surrogate import IMPORTANCE_KEY, SUMMARY_KEY
+    from auditor.surrogate.decompose import decompose, effect_name, effect_record
+    from auditor.surrogate.fidelity import fidelity
+    from auditor.surrogate.ilmart import IlmartConfig
+    from auditor.surrogate.train import fit_surrogate
+    from auditor.trees import TreeEnsemble
+
     result = EvidenceResult(name="surrogate", how_to_read=HOW_TO_READ)
     data, reference = ctx.data, ctx.reference()
     names = data.feature_names
@@ -217,6 +208,22 @@ PAIRS_PER_FIGURE = 6  # three rows of two heatmaps: one page
 
 def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
              order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
+    from auditor.report.plots import (
+        HeatAxis,
+        LevelPanel,
+        StepPanel,
+        axis_label,
+        cell_limit,
+        fmt,
+        fmt_signed,
+        fmt_value,
+        is_yes_no,
+        pair_cells,
+        pair_heatmaps,
+        step_curves,
+    )
+    from auditor.surrogate.decompose import effect_name
+
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
     offsets = contrib.mean(axis=0)
     figures: list[Figure] = []  # the effects table above gives each effect's importance and share

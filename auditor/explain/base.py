@@ -9,7 +9,7 @@ search, RANDOM, exhaustive) return the set directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -54,13 +54,43 @@ class Explanation:
     info: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, eq=False)  # arrays inside: compare `values` (and the flags) explicitly
+class Attributions:
+    """What an attribution explainer returns for one query's documents: `values` (len(docs) × F), rows in the
+    order of the documents asked; per document, whether it got no explanation (`degenerate`: its row is zeros) and
+    whether a fallback solver fitted it (`fallback`); `diagnostics` holds explainer-specific checks with one entry
+    per document along their first axis or as documents' values (KernelSHAP: its convergence). Values, not state
+    kept on the explainer, so a result can be shared (memo, worker processes) and counted wherever it is used."""
+
+    values: np.ndarray
+    degenerate: np.ndarray | None = None  # bool per document; None: none
+    fallback: np.ndarray | None = None  # bool per document; None: none
+    diagnostics: dict[str, Any] | None = None
+
+    @property
+    def n_degenerate(self) -> int:
+        return 0 if self.degenerate is None else int(np.sum(self.degenerate))
+
+    @property
+    def n_fallback(self) -> int:
+        return 0 if self.fallback is None else int(np.sum(self.fallback))
+
+    def head(self, count: int) -> Attributions:
+        """The first `count` documents' attributions (an explainer's result for a document does not depend on the
+        documents after it, where the registry says it is `reusable`)."""
+        return Attributions(values=self.values[:count],
+                            degenerate=None if self.degenerate is None else self.degenerate[:count],
+                            fallback=None if self.fallback is None else self.fallback[:count],
+                            diagnostics=None)
+
+
 class AttributionExplainer(Protocol):
-    """Attributes each given document's score to the features: (len(docs) × F)."""
+    """Attributes each given document's score to the features."""
 
     name: str
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
-                  rng: np.random.Generator) -> np.ndarray: ...
+                  rng: np.random.Generator) -> Attributions: ...
 
 
 class SetExplainer(Protocol):

@@ -9,8 +9,8 @@ documents in ONE model call, and fits per document, on the standardised samples 
 SVR of scikit-learn's `LinearSVR(epsilon=0, C)` (intercept penalised, as liblinear does). The fit is solved
 EXACTLY by `svr.py` (~10× faster than liblinear, which took ~50 ms a fit and stops at tol 1e-4, up to ~1 % of the
 largest coefficient away from the optimum); liblinear remains the fallback when the exact L1 finish cannot be
-certified (`last_fallback`). libsvm's `SVR(kernel="linear")` solves nearly the same problem (unpenalised
-intercept: coefficient correlation 0.99999 on a 2000 × 46 test) but took ~2.7 s a fit.
+certified (marked per document in `Attributions.fallback`). libsvm's `SVR(kernel="linear")` solves nearly the
+same problem (unpenalised intercept: coefficient correlation 0.99999 on a 2000 × 46 test) but took ~2.7 s a fit.
 
 Labels for a sample d′ of document d (`label=`):
 - "score": 1 − (s_top − s(d′))/s_top, s_top the best score among the query's documents. LambdaMART scores are
@@ -28,9 +28,10 @@ If a document's labels are all equal the surrogate is undefined: its attribution
 Loss: `loss="epsilon_insensitive"` (default) is the standard SVR of the paper (L1 loss; with epsilon 0 it is a
 weighted median regression). On the 0/1 "topk" and graded "rank" labels it is often DEGENERATE: when the
 kernel-weighted share of positive samples is well below (or above) one half, the constant 0 (or 1) is the optimal
-fit and the coefficients come out as solver noise (~1e-12). Such fits are reported as zeros and counted in
-`last_degenerate`, so callers can see how many documents had no explanation. `loss="squared_epsilon_insensitive"`
-(an L2-loss linear SVR, close to a ridge fit) does not degenerate; it is offered, not the default.
+fit and the coefficients come out as solver noise (~1e-12). Such fits are reported as zeros and marked in
+`Attributions.degenerate`, so callers can see how many documents had no explanation.
+`loss="squared_epsilon_insensitive"` (an L2-loss linear SVR, close to a ridge fit) does not degenerate; it is
+offered, not the default.
 
 Attributions are the SVR coefficients per background standard deviation, like LIRME's.
 """
@@ -42,7 +43,7 @@ from typing import Literal
 
 import numpy as np
 
-from auditor.explain.base import QueryView
+from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import (
     Perturbed,
     SamplerCache,
@@ -106,50 +107,45 @@ class Exs:
         self.C = C
         self.loss: Loss = loss
         self.max_iter = max_iter
-        self.last_degenerate = 0  # documents of the last `attribute` call whose surrogate was constant (zeros)
-        self.last_fallback = 0  # documents of the last call the exact L1 solver left to liblinear
         self._samplers = SamplerCache()
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
-                  rng: np.random.Generator) -> np.ndarray:
-        """(len(docs) × F) SVR coefficients per std. `masker` is unused: EXS perturbs with background samples."""
+                  rng: np.random.Generator) -> Attributions:
+        """(len(docs) × F) SVR coefficients per std, with the documents whose surrogate was constant (zeros) and
+        those the exact L1 solver left to liblinear. `masker` is unused: EXS perturbs with background samples."""
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
         with single_threaded_blas():  # tiny fits: BLAS threads only add overhead (see lirme.py)
-            out, self.last_degenerate, self.last_fallback = self._fit_query(drawn, query)
-        return out
+            return self._fit_query(drawn, query)
 
     def attribute_many(self, model: CountingRanker, queries: Sequence[QueryView], docs: Sequence[np.ndarray],
-                       masker: Masker, rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+                       masker: Masker, rngs: Sequence[np.random.Generator]) -> list[Attributions]:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
-        `attribute` call per query, but the samples of a block of queries are scored in ONE model call.
-        `last_degenerate` / `last_fallback` then count over all these queries."""
+        `attribute` call per query, but the samples of a block of queries are scored in ONE model call."""
         with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
-            fits = map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
+            return map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
                               lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query),
                               shared=self.shared_samples)
-        self.last_degenerate = sum(degenerate for _, degenerate, _ in fits)
-        self.last_fallback = sum(fallback for _, _, fallback in fits)
-        return [values for values, _, _ in fits]
 
-    def _fit_query(self, drawn: Perturbed | None, query: QueryView) -> tuple[np.ndarray, int, int]:
-        """The query's attributions, and how many of its documents were degenerate / left to liblinear."""
+    def _fit_query(self, drawn: Perturbed | None, query: QueryView) -> Attributions:
+        """The query's attributions, with its documents that were degenerate / left to liblinear."""
         if drawn is None:
-            return np.zeros((0, query.n_features)), 0, 0
+            none = np.zeros(0, dtype=bool)
+            return Attributions(values=np.zeros((0, query.n_features)), degenerate=none, fallback=none)
         out = np.zeros((drawn.docs.size, query.n_features))
         both = np.concatenate([drawn.scores.reshape(-1), query.scores])
         shift_min, shift_range = float(both.min()), float(np.ptp(both))
-        degenerate = fallback = 0
+        degenerate = np.zeros(drawn.docs.size, dtype=bool)
+        fallback = np.zeros(drawn.docs.size, dtype=bool)
         for i, d in enumerate(drawn.docs):
             y = exs_labels(drawn.scores[i], query.scores, int(d), self.label, self.top_k, shift_min, shift_range)
             coef = np.zeros(query.n_features)
             if np.ptp(y) > 0:
-                coef, fell_back = self._fit(drawn.Z[i], y, drawn.weights[i])
-                fallback += fell_back
+                coef, fallback[i] = self._fit(drawn.Z[i], y, drawn.weights[i])
             if np.abs(coef).max() < NULL_FIT:
-                degenerate += 1
+                degenerate[i] = True
                 coef = np.zeros(query.n_features)
             out[i] = coef
-        return out, degenerate, fallback
+        return Attributions(values=out, degenerate=degenerate, fallback=fallback)
 
     def _fit(self, Z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, bool]:
         """The SVR's exact minimiser (`svr.py`), and whether liblinear had to be used (the L1 solver's exact

@@ -41,7 +41,7 @@ from typing import Literal
 
 import numpy as np
 
-from auditor.explain.base import QueryView
+from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import single_threaded_blas
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
@@ -107,8 +107,13 @@ class KernelShap:
         return n if self.scale >= 1 else max(10, int(n * self.scale))
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
-                  rng: np.random.Generator) -> np.ndarray:
-        return self.explain(model, query, docs, masker, rng).values
+                  rng: np.random.Generator) -> Attributions:
+        """φ of each document, with the convergence check as diagnostics: `replicates` (G × docs × F, the
+        jackknife pseudo-replicates), `coalitions` and `underdetermined` per document."""
+        result = self.explain(model, query, docs, masker, rng)
+        return Attributions(values=result.values, diagnostics={
+            "replicates": result.replicates, "coalitions": result.coalitions,
+            "underdetermined": result.underdetermined})
 
     def background_rows(self, query: QueryView, masker: Masker, rng: np.random.Generator) -> np.ndarray:
         """The rows that stand in for absent features: the masker's fill, or a sample of the query's background."""

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 from numba import njit
 
-from auditor.explain.base import QueryView
+from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import (
     Perturbed,
     SamplerCache,
@@ -68,21 +68,22 @@ class Lirme:
         self._samplers = SamplerCache()
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
-                  rng: np.random.Generator) -> np.ndarray:
+                  rng: np.random.Generator) -> Attributions:
         """(len(docs) × F) coefficients per std. `masker` is unused: LIRME perturbs with background samples."""
         drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
         # The fits are tiny (n_samples × F); threaded BLAS only adds overhead there, and on a busy machine
         # OpenBLAS threads made one 2000 × 46 Gram matrix 100× slower (60 ms instead of 0.5 ms).
         with single_threaded_blas():
-            return self._fit_query(drawn, query.n_features)
+            return Attributions(values=self._fit_query(drawn, query.n_features))
 
     def attribute_many(self, model: CountingRanker, queries: Sequence[QueryView], docs: Sequence[np.ndarray],
-                       masker: Masker, rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+                       masker: Masker, rngs: Sequence[np.random.Generator]) -> list[Attributions]:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
         `attribute` call per query, but the samples of a block of queries are scored in ONE model call."""
         with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
             return map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
-                              lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query.n_features),
+                              lambda drawn: Attributions(values=self._fit_query(drawn.perturbed(self.n_samples),
+                                                                                drawn.query.n_features)),
                               shared=self.shared_samples)
 
     def _fit_query(self, drawn: Perturbed | None, n_features: int) -> np.ndarray:

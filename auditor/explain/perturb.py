@@ -31,9 +31,9 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtr
 
-from auditor.executor import threads_here
 from auditor.explain.inverse_normal import CENTRAL, central, tail
 from auditor.models.base import CountingRanker
+from auditor.threads import threads_here
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -469,7 +469,7 @@ def _score_block(model: CountingRanker, block: list, n_samples: int, shared: boo
 def workers() -> int:
     """Threads for the per-query work of a batch (drawing, standardising, fitting): the CPUs this process may run
     on, at most 8 (one inside an executor's worker). LightGBM's predict uses every core as well."""
-    from auditor.executor import thread_budget
+    from auditor.threads import thread_budget
 
     return max(1, min(8, thread_budget()))
 

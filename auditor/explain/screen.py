@@ -87,7 +87,7 @@ def routing_for(model: CountingRanker) -> Routing | None:
         return _ROUTING[inner]
     except (KeyError, TypeError):
         pass
-    from auditor.evidence.decision_path_accuracy import tree_ensemble
+    from auditor.models.capabilities import tree_ensemble
 
     ensemble, _ = tree_ensemble(model)
     routing = Routing.from_ensemble(ensemble) if ensemble is not None else None
@@ -166,10 +166,10 @@ def treeshap_spread(model: CountingRanker, X: np.ndarray, query_ptr: np.ndarray)
     """(queries × F) Σ_d |φ_f(d) − mean_d φ_f| per query, φ the path-dependent TreeSHAP of the model (auditor's
     FastTreeShap for LightGBM from 1,000 documents, else the model's own contributions; rows counted as model
     rows either way); None for a model without TreeSHAP."""
-    from auditor.evidence.global_importance import FAST_TREESHAP_MIN_DOCS, _fast_treeshap
+    from auditor.models.capabilities import FAST_TREESHAP_MIN_DOCS, fast_treeshap
 
     X = np.asarray(X, dtype=np.float64)
-    fast = _fast_treeshap(model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
+    fast = fast_treeshap(model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
     if fast is not None:
         model.rows_evaluated += X.shape[0]  # as CountingRanker.contributions counts pred_contrib's
         contributions = fast.contributions(X)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from auditor.explain.base import QueryView
+from auditor.explain.base import Attributions, QueryView
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 
@@ -37,14 +37,14 @@ class TreeShap:
         self._cache: tuple[CountingRanker, str, Any, int] | None = None
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
-                  rng: np.random.Generator) -> np.ndarray:
+                  rng: np.random.Generator) -> Attributions:
         X = np.asarray(query.X, dtype=np.float64)[np.asarray(docs, dtype=np.intp).reshape(-1)]
         if self.mode == "path":
             contributions = model.contributions(X)
             if contributions is None:
                 raise ValueError(f"TreeSHAP needs a tree model ({TREE_KINDS}); this model is '{model.kind}': use "
                                  "kernelshap instead")
-            return np.asarray(contributions, dtype=np.float64)[:, :-1]
+            return Attributions(values=np.asarray(contributions, dtype=np.float64)[:, :-1])
         explainer, n_background = self._explainer(model, query.background)
         X = _rows_for_shap(model, X)
         phi = np.asarray(explainer.shap_values(X, check_additivity=False), dtype=np.float64).reshape(X.shape)
@@ -52,7 +52,7 @@ class TreeShap:
         # (document, background row) pair through every tree, so it costs as much as scoring that many rows.
         # Count them, so that the audit's model-row figures compare honestly with KernelSHAP's.
         model.rows_evaluated += X.shape[0] * n_background
-        return phi
+        return Attributions(values=phi)
 
     def background_rows(self, background: np.ndarray) -> np.ndarray:
         """At most `background_size` rows, evenly spaced through the background (so not only its first queries)."""

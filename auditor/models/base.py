@@ -83,7 +83,7 @@ class CountingRanker:
 def thread_count() -> int:
     """Threads one model call may use: the calling thread's budget, one inside an executor's worker, else every
     CPU this process may run on (`auditor.executor.thread_budget`)."""
-    from auditor.executor import thread_budget
+    from auditor.threads import thread_budget
 
     return thread_budget()
 

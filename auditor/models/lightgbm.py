@@ -86,7 +86,7 @@ class LightGBMRanker:
 def _threads() -> dict[str, int]:
     """The calling thread's own budget (a pool thread: 1), one thread inside an executor's worker (the workers
     fill the cores), LightGBM's default elsewhere."""
-    from auditor.executor import THREADS_ENV, thread_budget, thread_budget_here
+    from auditor.threads import THREADS_ENV, thread_budget, thread_budget_here
 
     if thread_budget_here() is not None or THREADS_ENV in os.environ:
         return {"num_threads": thread_budget()}

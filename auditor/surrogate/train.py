@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -117,44 +116,3 @@ def fit_on_labels(data: RankingData, rng: np.random.Generator, *, validation_sha
 def _lightgbm_names(names: list[str]) -> list[str]:
     """LightGBM refuses spaces and JSON special characters in feature names: replace them by '_'."""
     return [re.sub(r'[\s,:"\[\]{}]', "_", name) for name in names]
-
-
-def train_from_spec(spec_path: Path, out: Path, *, config: IlmartConfig, validation_share: float = 0.2,
-                    seed: int | None = None) -> tuple[IlmartFit, dict[str, float]]:
-    """`auditor train-ilmart`: ILMART on the spec's `background` (training) data with its labels, saved as a
-    LightGBM model file at `out` (never overwritten); returns the fit and nDCG@10 on the spec's dataset."""
-    from auditor.checks.ranking import per_query_ndcg
-    from auditor.engine import _load_data
-    from auditor.errors import InputError
-    from auditor.models import load_model
-    from auditor.spec import load_spec
-
-    if out.exists():
-        raise InputError("the file exists already", file=out, fix="choose another --out or move the file away")
-    spec, _ = load_spec(spec_path)  # model and data only: no policies, templates or signing keys are needed
-    model = load_model(spec.model, base_dir=Path(spec_path).parent.resolve(), spec_file=spec_path)
-    if spec.background is None:
-        raise InputError("the spec has no `background` (training) data to train on", file=spec_path,
-                         fix="add `background: {path: train.csv}` with relevance labels")
-    used_seed = spec.seed if seed is None else seed
-    train = _load_data(spec.background, model, used_seed, "background")
-    if train.y is None:
-        raise InputError("the background data has no relevance labels", file=spec_path,
-                         fix="set `background.label_column` to the label column")
-    rng = np.random.default_rng([spec.seed if seed is None else seed, *b"train-ilmart"])
-    config = replace(config, seed=spec.seed if seed is None else seed)
-    fit = fit_on_labels(train, rng, validation_share=validation_share, config=config)
-    text = fit.booster.model_to_string()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("x", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise InputError(f"cannot write ({exc.strerror})", file=out, fix="choose another --out") from None
-    test = _load_data(spec.dataset, model, used_seed, "dataset")
-    summary: dict[str, float] = {}
-    if test.y is not None:
-        for label, booster in (("ilmart", fit.main_booster), ("ilmarti", fit.booster)):
-            scores = booster.predict(test.X, raw_score=True)
-            summary[label] = float(per_query_ndcg(scores, test.y, test.query_ptr, [10])[:, 0].mean())
-    return fit, summary

@@ -1,0 +1,156 @@
+"""What the explainer evidence shares (`local_explanations`, `confidence`, `decision_path_accuracy`): the spec's
+method lists and option sections taken from the explainer registry (`auditor/explain/registry.py`), and the
+attributions and explanation sets computed once per audit through the memo. Not a plugin: plugins import it, never
+each other.
+
+Memo keys name everything a value depends on: ("attributions", explainer, its options, masking, query, documents)
+and ("set", method, its options, masking, query, k); each draws from the stream `local/<name>/<query>` (sets:
+`local/<method>/<k>/<query>`), so whichever item computes it first, the value is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from pydantic import Field, create_model, field_validator
+
+from auditor.evidence.base import AuditContext, EvidenceOptions
+from auditor.explain import registry
+from auditor.explain.base import Attributions, QueryView
+
+# How many top documents `reusable_attributions` looks for beyond the ones asked (local_explanations asks for 5).
+REUSE_MAX_DOCS = 10
+
+
+# --- spec options ------------------------------------------------------------------------------------------------
+
+def with_sections(model: type[EvidenceOptions], kinds: tuple[registry.Kind, ...] = ("attribution", "selection")
+                  ) -> type[EvidenceOptions]:
+    """`model` with one field per options section of the registry's explainers of these kinds (`kernelshap:`,
+    `lime:`, ...), each defaulting to the section's defaults: a new explainer's options reach every item that
+    runs it without editing these items."""
+    fields: dict[str, Any] = {name: (options, options()) for name, options in registry.sections(kinds).items()}
+    return create_model(model.__name__, __base__=model, __module__=model.__module__, __doc__=model.__doc__,
+                        **fields)
+
+
+def method_list(default: list[str], *, allowed: Callable[[], list[str]], description: str) -> Any:
+    """A `methods:`-style field: a non-empty list of registry names (checked by `check_methods`), the allowed ones
+    listed in the JSON Schema."""
+    def schema(extra: dict[str, Any]) -> None:
+        extra.setdefault("items", {})["enum"] = allowed()
+
+    return Field(default, min_length=1, description=description, json_schema_extra=schema)
+
+
+def methods_validator(field: str, allowed: Callable[[], list[str]], what: str = "explainer") -> Any:
+    """The validator of a `method_list` field: known names, duplicates dropped (first kept)."""
+    def check(cls: Any, value: list[str]) -> list[str]:
+        return registry.check_names(value, allowed(), what)
+
+    return field_validator(field)(classmethod(check))  # type: ignore[arg-type]
+
+
+def method_names() -> list[str]:
+    return list(registry.methods())
+
+
+def judged_method_names() -> list[str]:
+    """The methods whose explanations someone might rely on (every one but baselines such as RANDOM)."""
+    return [name for name, m in registry.methods().items() if not m.explainer.baseline]
+
+
+def attribution_names() -> list[str]:
+    return [e.name for e in registry.attribution_explainers()]
+
+
+# --- explainers and shared work ----------------------------------------------------------------------------------
+
+class Explainers(dict):  # type: ignore[type-arg]
+    """The registered explainers configured by an item's options, by name, each built on first use (so a worker
+    imports only the explainers it runs, and an item need not hold the sections of explainers it does not run)."""
+
+    def __init__(self, settings: Any, scale: float) -> None:
+        super().__init__()
+        self.settings, self.scale = settings, scale
+
+    def __missing__(self, name: str) -> Any:
+        built = self[name] = registry.EXPLAINERS[name].build(self.settings, scale=self.scale)
+        return built
+
+
+def build(settings: Any, *, scale: float = 1.0) -> dict[str, Any]:
+    """The registered explainers configured by `settings` (an item's options, which hold the sections), by name;
+    `scale` < 1: shorter runs with that share of the samples (confidence's stability rerun)."""
+    return Explainers(settings, scale)
+
+
+def is_tree(ctx: AuditContext) -> bool:
+    """Whether the model has exact TreeSHAP: tree models have an array form, and XGBoost and CatBoost models say why
+    not (`trees_problem`) when theirs does not reproduce them."""
+    inner = getattr(ctx.model, "inner", ctx.model)
+    return hasattr(inner, "tree_ensemble") and not getattr(inner, "trees_problem", "")
+
+
+def attribution_key(settings: Any, ctx: AuditContext, name: str, qi: int, docs: np.ndarray) -> tuple[Any, ...]:
+    return ("attributions", name, registry.EXPLAINERS[name].config(settings), ctx.masking, qi,
+            tuple(int(d) for d in docs))
+
+
+def attributions(ctx: AuditContext, settings: Any, explainers: dict[str, Any], name: str, query: QueryView, qi: int,
+                 docs: np.ndarray, masker: Any) -> Attributions:
+    """One attribution explainer on one query's top documents, computed once per audit."""
+    return ctx.memo(attribution_key(settings, ctx, name, qi, docs),
+                    lambda: explainers[name].attribute(ctx.model, query, docs, masker, ctx.rng(f"local/{name}/{qi}")))
+
+
+def attributions_many(ctx: AuditContext, settings: Any, explainers: dict[str, Any], name: str,
+                      items: list[tuple[QueryView, int, np.ndarray]], masker: Any) -> None:
+    """Fill the memo of `attributions` for many (query, qi, docs) at once with the explainer's `attribute_many`
+    (same streams, same values: only the model calls are batched); entries already there are not recomputed."""
+    todo = [(query, qi, docs) for query, qi, docs in items
+            if not ctx.memoized(attribution_key(settings, ctx, name, qi, docs))]
+    if not todo:
+        return
+    values = explainers[name].attribute_many(ctx.model, [q for q, _, _ in todo], [d for _, _, d in todo], masker,
+                                             [ctx.rng(f"local/{name}/{qi}") for _, qi, _ in todo])
+    for (_, qi, docs), value in zip(todo, values, strict=True):
+        ctx.memo(attribution_key(settings, ctx, name, qi, docs), lambda value=value: value)
+
+
+def reusable_attributions(ctx: AuditContext, settings: Any, name: str, query: QueryView, qi: int,
+                          count: int) -> Attributions | None:
+    """The attributions of the query's top `count` documents taken from an entry the memo already holds for MORE
+    top documents (same explainer, options, masking and stream), or None. Valid where the registry says the
+    explainer is `reusable` with these options (tested per explainer)."""
+    entry = registry.EXPLAINERS[name]
+    if not entry.reusable(entry.settings(settings)):
+        return None
+    wanted = query.top_docs(count)
+    for more in range(count + 1, min(query.n_docs, REUSE_MAX_DOCS) + 1):
+        docs = query.top_docs(more)
+        key = attribution_key(settings, ctx, name, qi, docs)
+        if np.array_equal(docs[:count], wanted) and ctx.memoized(key):
+            return ctx.memo(key, lambda: None).head(count)
+    return None
+
+
+def explanation_set(ctx: AuditContext, settings: Any, explainers: dict[str, Any], method: str, query: QueryView,
+                    qi: int, k: int, masker: Any) -> tuple[int, ...]:
+    """One selection explainer's set for one query and k, computed once per audit."""
+    key = ("set", method, registry.EXPLAINERS[method].config(settings), ctx.masking, qi, k)
+    return ctx.memo(key, lambda: explainers[method].select(ctx.model, query, k, masker,
+                                                           ctx.rng(f"local/{method}/{k}/{qi}")))
+
+
+def explanation(raw: np.ndarray, x: np.ndarray, sampler: Any, kind: str, form: str) -> np.ndarray:
+    """The vector compared with decision-path ground truth `kind`: contributions keep their sign for value change;
+    frequency has no sign, so it is compared with |attribution|."""
+    e = raw
+    if form == "contributions":
+        from auditor.explain.lirme import contributions
+
+        e = contributions(raw, x, sampler.mean, sampler.std)
+    return np.abs(e) if kind == "frequency" else e

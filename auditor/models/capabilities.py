@@ -1,0 +1,50 @@
+"""What a loaded ranker can do beyond scoring, asked the same way by every layer: its trees in array form, the
+scores TreeSHAP adds up to, and auditor's own TreeSHAP for it. Evidence and explainers ask these, never kind
+names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+FAST_TREESHAP_MIN_DOCS = 1_000  # from this many documents auditor's TreeSHAP beats LightGBM's pred_contrib
+
+
+def tree_ensemble(model: Any) -> tuple[Any, str]:
+    """The model's trees in array form (`Ranker.tree_ensemble()`, which tree models have), or (None, why not)."""
+    from auditor.trees import UnsupportedModel
+
+    kind = getattr(model, "kind", "?")
+    build = getattr(getattr(model, "inner", model), "tree_ensemble", None)
+    if build is None:
+        return None, (f"a '{kind}' model has no decision paths to take a ground truth from; decision-path accuracy "
+                      "needs a tree model (LightGBM, scikit-learn trees, XGBoost or CatBoost)")
+    try:
+        return build(), ""
+    except UnsupportedModel as exc:
+        return None, f"this tree model has a part the decision-path ground truth does not cover: {exc}"
+
+
+def reference_scores(model: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """`(rows, scores) -> what TreeSHAP adds up to`: the model's own scores, or for a library that sums in float32
+    (XGBoost) the exact sum of its trees, once the array form has reproduced the library's scores bit for bit
+    (`XGBoostRanker.reference_scores`). The difference is reported as `global_importance.score_rounding.max_abs`."""
+    method = getattr(getattr(model, "inner", model), "reference_scores", None)
+    return method if method is not None else (lambda rows, scores: scores)
+
+
+def fast_treeshap(model: Any) -> Any:
+    """Our TreeSHAP (`auditor.fast_treeshap.FastTreeShap`) for a LightGBM model the array form covers; None
+    otherwise (the model's own is used)."""
+    from auditor.fast_treeshap import FastTreeShap
+    from auditor.trees import TreeEnsemble, UnsupportedModel
+
+    booster = getattr(getattr(model, "inner", model), "booster", None)
+    if model.kind != "lightgbm" or booster is None:
+        return None
+    try:
+        return FastTreeShap(TreeEnsemble.from_lightgbm(booster.dump_model()))
+    except UnsupportedModel:  # categorical splits, multiclass, paths of more than 63 features: pred_contrib
+        return None
