@@ -28,6 +28,7 @@ from auditor.evidence.explainers import (
     attributions,
     attributions_many,
     build,
+    default_method_names,
     explanation_set,
     is_tree,
     method_list,
@@ -49,9 +50,10 @@ def label(method: str) -> str:
 
 
 class LocalExplanationsOptions(EvidenceOptions):
-    methods: list[str] = method_list(method_names(), allowed=method_names,
+    methods: list[str] = method_list(default_method_names(), allowed=method_names,
                                      description="Explainers to run and compare (the registry's methods: "
-                                                 "auditor/explain/registry.py).")
+                                                 "auditor/explain/registry.py; default: all but the listwise "
+                                                 "rankingshap and rankshap, which are opt-in).")
     k: int = Field(5, ge=1, description="Explanation size for the main comparison (paper: 5).")
     k_curve: list[int] = Field([3, 5, 7, 10], description="Sizes for the effect-of-k curve ([] to skip).")
     queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")

@@ -35,15 +35,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from auditor.checks.listwise_reference import coalition_masks, exact_shapley, permutation_shapley
 from auditor.checks.validity import kendall_tau_b
-from auditor.explain.base import QueryView, set_from_attributions
+from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.explain.kernelshap import coalition_design, solve_with_jackknife
+from auditor.explain.options import ListwiseShapOptions
 from auditor.explain.screen import inert_features
 from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
@@ -285,27 +286,12 @@ class ListwiseShap:
         se = replicates.std(axis=0)  # pseudo-replicates: their spread (ddof 0) is the jackknife standard error
         return phi, T_975_JACKKNIFE * se, empty, full
 
-    # The AttributionExplainer shape, so the registry can treat it like the others: one row, `docs` ignored.
+    # The AttributionExplainer shape, so the registry can treat it like the others: one row for the whole query
+    # (`docs` ignored; the registry entry says `per_document=False`), the full result in the diagnostics.
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: AnyMasker,
-                  rng: np.random.Generator) -> np.ndarray:
-        return self.explain(model, query, masker, rng).values[None, :]
-
-
-class ListwiseShapOptions(BaseModel):
-    """Spec options of `rankingshap` / `rankshap` (for the explainer registry: one nested options model)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    estimator: Estimator = Field("auto", description="auto: exact when at most `max_exact` features play, else "
-                                                     "kernel; exact; kernel (KernelSHAP); permutation (antithetic).")
-    nsamples: Annotated[int, Field(ge=10)] | Literal["auto"] = Field(
-        "auto", description="Coalitions for kernel/permutation. auto: 2M + 2048 (shap's rule).")
-    max_exact: int = Field(12, ge=0, le=20, description="Exact Shapley values up to this many playing features.")
-    cutoff: int | None = Field(10, ge=1, description="RankSHAP's nDCG cut-off (null: the whole list).")
-
-    def build(self, objective: Objective) -> ListwiseShap:
-        return ListwiseShap(objective, estimator=self.estimator, nsamples=self.nsamples, max_exact=self.max_exact,
-                            cutoff=self.cutoff)
+                  rng: np.random.Generator) -> Attributions:
+        result = self.explain(model, query, masker, rng)
+        return Attributions(values=result.values[None, :], diagnostics={"listwise": result})
 
 
 def rankingshap(options: ListwiseShapOptions | None = None) -> ListwiseShap:
