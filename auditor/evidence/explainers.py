@@ -58,8 +58,10 @@ def method_names() -> list[str]:
 
 
 def judged_method_names() -> list[str]:
-    """The methods whose explanations someone might rely on (every one but baselines such as RANDOM)."""
-    return [name for name, m in registry.methods().items() if not m.explainer.baseline]
+    """The methods whose explanations someone might rely on (every one but baselines such as RANDOM), judged under
+    the audit's masking (so not the search under local explanations' background rows)."""
+    return [name for name, m in registry.methods().items()
+            if not m.explainer.baseline and not m.explainer.background_rows]
 
 
 def default_method_names() -> list[str]:

@@ -66,6 +66,8 @@ class Explainer:
     fallback: str = ""  # the fallback some documents' fits may take ("" = none)
     per_document: bool = True  # attribution: one row per document asked; False: one row for the whole query
     # (listwise), one method named as the explainer, no decision-path comparison (its ground truth is per document)
+    background_rows: bool = False  # selection: plays validity under an item's background rows (value-averaged
+    # masking, `local_explanations.background_rows`) instead of the audit's masking
     by_default: bool = True  # among the methods an item runs when the spec lists none (costly newcomers: opt-in)
 
     def build(self, settings: Any, *, scale: float = 1.0) -> Any:
@@ -132,6 +134,12 @@ def _exs(o: LimeOptions, scale: float) -> Any:
                shared_samples=o.shared_samples)
 
 
+def _background_search(o: SearchOptions, scale: float) -> Any:
+    from auditor.explain.listwise import BackgroundValiditySearch
+
+    return BackgroundValiditySearch(beam=o.beam, max_rows=o.max_rows)
+
+
 def _listwise(objective: str) -> Callable[[ListwiseShapOptions, float], Any]:
     def make(o: ListwiseShapOptions, scale: float) -> Any:
         from auditor.explain.listwise import ListwiseShap
@@ -184,6 +192,8 @@ EXPLAINERS: dict[str, Explainer] = {e.name: e for e in (
               "greedy"),
     Explainer("validity_search", "Validity search (ours)", "selection", _validity_search, SearchOptions, "search",
               deterministic=True),
+    Explainer("background_search", "Validity search, background rows (ours)", "selection", _background_search,
+              SearchOptions, "search", deterministic=True, background_rows=True, by_default=False),
     # listwise Shapley values of the query's ranking (issue 26): one row a query, opt-in (2^M coalitions a query)
     Explainer("rankingshap", "RankingSHAP (listwise)", "attribution", _listwise("kendall"), ListwiseShapOptions,
               "rankingshap", docs=(1,), per_document=False, by_default=False),
