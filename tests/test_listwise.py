@@ -257,3 +257,103 @@ def test_options_build_the_explainers() -> None:
     assert rankshap(options).cutoff == 5 and rankingshap().estimator == "auto"
     with pytest.raises(ValueError):
         ListwiseShapOptions.model_validate({"estimator": "exact", "samples": 3})
+
+
+# --- wiring: registry, spec, evidence (issue 26) -------------------------------------------------------------------
+
+def test_listwise_explainers_are_registered_once_per_query_and_left_out_of_decision_paths() -> None:
+    from auditor.evidence.decision_path_accuracy import DecisionPathOptions
+    from auditor.evidence.explainers import attribution_names, judged_method_names
+    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.explain import registry
+
+    methods = registry.methods()
+    assert methods["rankingshap"].label == "RankingSHAP (listwise)" and methods["rankshap"].docs == 1
+    assert not {"rankingshap1", "rankingshap5"} & set(methods)
+    assert {"rankingshap", "rankshap"} <= set(judged_method_names())  # confidence may judge them
+    assert not {"rankingshap", "rankshap"} & set(attribution_names())  # decision paths: per document only
+    with pytest.raises(ValueError, match="unknown explainer 'rankingshap'"):
+        DecisionPathOptions(explainers=["rankingshap"])
+    assert "rankingshap" not in LocalExplanationsOptions().methods  # opt-in: 2^M coalitions a query
+    options = LocalExplanationsOptions(methods=["rankingshap"], rankingshap={"estimator": "kernel"})
+    assert options.rankingshap.estimator == "kernel" and options.rankshap.estimator == "auto"
+
+
+def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
+    from auditor.evidence import confidence, local_explanations
+    from tests.test_decision_path import _bookstore_context
+
+    ctx = _bookstore_context(3)
+    local = local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
+        methods=["rankingshap", "rankshap", "validity_search", "background_search"], k=3, k_curve=[],
+        optimum_max_subsets=0, background_rows=10, rankshap={"estimator": "permutation", "nsamples": 200}))
+    assert local.status == "ok"
+    labels = [row[0] for row in local.tables[0].rows]
+    assert {"RankingSHAP (listwise)", "RankSHAP (listwise)", "Validity search, background rows (ours)"} <= set(labels)
+    assert local.tables[0].columns[-1] == "validity, 10 background rows"
+    assert all(row[-1] is not None for row in local.tables[0].rows)
+    for m in ("rankingshap", "rankshap", "validity_search", "background_search"):
+        assert -1 <= local.metrics[f"local.{m}.validity_rows.mean"] <= 1
+    # the search fitted to the rows is at least as valid under them as the one fitted to the mean row, per query
+    rows_fit = [r["validity_rows"] for r in local.records if r["method"] == "background_search"]
+    mean_fit = [r["validity_rows"] for r in local.records if r["method"] == "validity_search"]
+    assert sum(rows_fit) >= sum(mean_fit) - 1e-9
+    # exact on the bookstore (12 features): its own reference; the sampled RankSHAP is compared with exact values
+    assert local.metrics["local.rankingshap.reference.l1.mean"] == 0
+    assert 0 < local.metrics["local.rankshap.reference.l1.mean"] < 0.5
+    reference = next(t for t in local.tables if t.title.startswith("Listwise attributions against exact"))
+    assert reference.columns[3:] == ["footrule@3", "footrule@10", "footrule@all", "L1"]
+    figure = next(f for f in local.figures if f.title.startswith("What orders this query's results"))
+    assert "<title>" in figure.svg, figure.svg[:600]
+    assert "aria-label" in figure.svg and "<desc" in figure.svg
+    assert "RankingSHAP (listwise)" in figure.description
+
+    judged = confidence.run(ctx, confidence.ConfidenceOptions(methods=["rankingshap", "treeshap5"], k=3,
+                                                              criteria=["validity", "path_accuracy"]))
+    assert "confidence.rankingshap.flagged_fraction" in judged.metrics
+    assert "RankingSHAP (listwise)" in [row[0] for row in judged.tables[0].rows]
+
+
+def test_spec_background_rows_masking(tmp_path) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+    from auditor.spec import MaskingSpec, load_spec
+    from tests.conftest import BOOKSTORE
+
+    rows = MaskingSpec.model_validate({"strategy": "background", "rows": 30})
+    assert rows.rows == 30 and rows.samples == 30  # one masked score = the mean over the same rows
+    assert MaskingSpec.model_validate({"strategy": "background", "samples": 30}).rows is None
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    for key in ("signing", "findings"):
+        spec.pop(key)
+    spec["dataset"]["path"] = str(BOOKSTORE / "test.csv")
+    spec["background"]["path"] = str(BOOKSTORE / "train.csv")
+    spec["model"]["path"] = str(BOOKSTORE / "model.txt")
+    spec["evidence"] = [{"local_explanations": {"methods": ["rankingshap", "background_search"], "k": 3}}]
+
+    def write(masking: dict, local: dict | None = None) -> str:
+        spec["masking"] = masking
+        if local is not None:
+            spec["evidence"] = [{"local_explanations": local}]
+        path = tmp_path / "audit.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        return str(path)
+
+    loaded, _ = load_spec(write({"strategy": "background", "rows": 40}))
+    [(_, options)] = loaded.evidence_items()
+    assert options.background_rows == 40  # the spec's rows reach local explanations
+    runner = CliRunner()
+    assert runner.invoke(app, ["validate", write({"strategy": "background", "rows": 40})]).exit_code == 0
+    for masking, local, message in (
+            ({"strategy": "background", "rows": 0}, None, "rows"),
+            ({"strategy": "mean", "rows": 10}, None, "strategy: background"),
+            ({"strategy": "background", "rows": 10, "samples": 10}, None, "give one"),
+            ({"strategy": "mean"}, {"methods": ["background_search"]}, "background_rows"),
+            ({"strategy": "mean"}, {"methods": ["rankingshap"], "rankingshap": {"estimator": "exakt"}}, "estimator"),
+            ({"strategy": "mean"}, {"methods": ["rankingshap"], "background_rows": 0}, "background_rows")):
+        result = runner.invoke(app, ["validate", write(masking, local)])
+        assert result.exit_code == 2, (masking, local, result.output)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines

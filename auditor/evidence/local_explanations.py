@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.validity import has_order, measure_sets
@@ -76,13 +76,6 @@ class LocalExplanationsOptions(EvidenceOptions):
 
     _methods = methods_validator("methods", method_names)
 
-    @model_validator(mode="after")
-    def _rows_search_needs_rows(self) -> LocalExplanationsOptions:
-        if "background_search" in self.methods and self.background_rows is None:
-            raise ValueError("`background_search` optimises validity under background rows: set `background_rows: "
-                             "N` here or the spec's `masking: {strategy: background, rows: N}`")
-        return self
-
     @field_validator("k_curve")
     @classmethod
     def _unique(cls, value: list[Any]) -> list[Any]:
@@ -133,6 +126,12 @@ def check(options: LocalExplanationsOptions, data: RankingData) -> None:
     """`k` and the sizes of the effect-of-k curve a user chose leave features out (the default curve is cut to the
     data's width in `run`, with a note)."""
     check_explanation_size(options.k, data.n_features, where="k")
+    if "background_search" in options.methods and options.background_rows is None:
+        from auditor.errors import InputError
+
+        raise InputError("`background_search` optimises validity under background rows, and none are set",
+                         where="methods", fix="set `background_rows: N` here, or the spec's `masking: {strategy: "
+                                              "background, rows: N}`")
     if "k_curve" in options.model_fields_set:
         for index, k in enumerate(options.k_curve):
             check_explanation_size(k, data.n_features, where=f"k_curve.{index}")
