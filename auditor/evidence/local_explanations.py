@@ -492,19 +492,19 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             metrics[f"local.{method}.share_of_optimum"] = share
         row = [label(method), _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
                _r(c.mean()), f"{_r(c_low)} – {_r(c_high)}", _r(share) if share is not None else None]
-        if options.background_rows is not None:
-            row.append(_rows_stats(metrics, ctx, method, tally))
+        if options.background_rows is not None:  # in place of the median (in evidence.json): the table stays narrow
+            row[3] = _rows_stats(metrics, ctx, method, tally)
         table_rows.append(row)
     rows_column = [] if options.background_rows is None else [
         f"validity, {options.background_rows} background rows"]
     rows_note = "" if options.background_rows is None else (
-        f" Last column: validity as the listwise peers measure it, each removed feature replaced by each of "
+        f" Fourth column: validity as the listwise peers measure it, each removed feature replaced by each of "
         f"{options.background_rows} background rows in turn and tau averaged (95% interval in evidence.json); a set "
         "fitted to one masking need not reproduce the ranking under the other.")
     result.tables.append(Table(
         title=f"Validity and completeness of explanation sets, k = {k} (layout of Singh et al. 2020, Table 2)",
-        columns=["method", "validity", "95% interval", "median", "completeness", "95% interval", "share of optimum",
-                 *rows_column],
+        columns=["method", "validity", "95% interval", *(rows_column or ["median"]), "completeness", "95% interval",
+                 "share of optimum"],
         rows=table_rows,
         note=(f"{n_chosen - excluded} queries; {excluded} left out (fewer than two documents or all scores tied). "
               f"Masking: {ctx.masking} of the background data; Kendall tau-b; a masked ranking that ties every "
@@ -615,6 +615,10 @@ def _report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalEx
                                 "costly; `reference_max_players`).")
     if rows:
         metrics["local.listwise.reference.rows"] = float(listwise.reference_rows)
+    if rows and listwise.reference_rows == 0 and not listwise.reference_skipped:  # every estimate exact: a note
+        result.notes.append(", ".join(registry.label(n) for n in shown) + ": exact Shapley values on every query "
+                            "(all 2^M coalitions), so each is its own reference (footrule and L1 against it: 0).")
+    elif rows:
         result.tables.append(Table(
             title="Listwise attributions against exact Shapley values",
             columns=["method", "queries", "skipped", "footrule@3", "footrule@10", "footrule@all", "L1"],
@@ -627,7 +631,7 @@ def _report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalEx
     names = ctx.data.feature_names
     results = {n: listwise.figure[n] for n in registry.EXPLAINERS if n in listwise.figure}
     strongest = np.max([np.abs(r.values) for r in results.values()], axis=0)
-    top = [int(f) for f in np.lexsort((np.arange(strongest.shape[0]), -strongest))[:8] if strongest[f] > 0]
+    top = [int(f) for f in np.lexsort((np.arange(strongest.shape[0]), -strongest))[:6] if strongest[f] > 0]
     if not top:
         return
     query_id = ctx.data.query_ids[figure_query]
