@@ -490,17 +490,16 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         share = float(v.mean() / optimum_mean) if optimum_mean else None
         if share is not None:
             metrics[f"local.{method}.share_of_optimum"] = share
-        row = [label(method), _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
-               _r(c.mean()), f"{_r(c_low)} – {_r(c_high)}", _r(share) if share is not None else None]
+        row = [label(method), _r(v.mean()), _interval(v_low, v_high), _r(np.median(v)),
+               _r(c.mean()), _interval(c_low, c_high), _r(share) if share is not None else None]
         if options.background_rows is not None:  # in place of the median (in evidence.json): the table stays narrow
             row[3] = _rows_stats(metrics, ctx, method, tally)
         table_rows.append(row)
     rows_column = [] if options.background_rows is None else [
         f"validity, {options.background_rows} background rows"]
     rows_note = "" if options.background_rows is None else (
-        f" Fourth column: validity as the listwise peers measure it, each removed feature replaced by each of "
-        f"{options.background_rows} background rows in turn and tau averaged (95% interval in evidence.json); a set "
-        "fitted to one masking need not reproduce the ranking under the other.")
+        f" Column 4: tau averaged over {options.background_rows} masked rankings, one per background row (the "
+        "listwise peers' validity).")
     result.tables.append(Table(
         title=f"Validity and completeness of explanation sets, k = {k} (layout of Singh et al. 2020, Table 2)",
         columns=["method", "validity", "95% interval", *(rows_column or ["median"]), "completeness", "95% interval",
@@ -509,7 +508,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         note=(f"{n_chosen - excluded} queries; {excluded} left out (fewer than two documents or all scores tied). "
               f"Masking: {ctx.masking} of the background data; Kendall tau-b; a masked ranking that ties every "
               "document counts as tau = 0. Per-document explainers use the top document (-1) or the sum of "
-              "|attributions| over the top 5 (-5); listwise ones (RankingSHAP, RankSHAP) the query's one row."
+              "|attributions| over the top 5 (-5); listwise ones the query's one row."
               + rows_note),
     ))
     for method in [*methods, "optimum"]:
@@ -616,8 +615,8 @@ def _report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalEx
     if rows:
         metrics["local.listwise.reference.rows"] = float(listwise.reference_rows)
     if rows and listwise.reference_rows == 0 and not listwise.reference_skipped:  # every estimate exact: a note
-        result.notes.append(", ".join(registry.label(n) for n in shown) + ": exact Shapley values on every query "
-                            "(all 2^M coalitions), so each is its own reference (footrule and L1 against it: 0).")
+        result.notes.append(", ".join(registry.label(n) for n in shown) + ": exact on every query, so its own "
+                            "reference (footrule and L1: 0).")
     elif rows:
         result.tables.append(Table(
             title="Listwise attributions against exact Shapley values",
@@ -631,7 +630,7 @@ def _report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalEx
     names = ctx.data.feature_names
     results = {n: listwise.figure[n] for n in registry.EXPLAINERS if n in listwise.figure}
     strongest = np.max([np.abs(r.values) for r in results.values()], axis=0)
-    top = [int(f) for f in np.lexsort((np.arange(strongest.shape[0]), -strongest))[:6] if strongest[f] > 0]
+    top = [int(f) for f in np.lexsort((np.arange(strongest.shape[0]), -strongest))[:5] if strongest[f] > 0]
     if not top:
         return
     query_id = ctx.data.query_ids[figure_query]
@@ -717,6 +716,11 @@ def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: 
                 f"At k = {options.k}, {label(method)} has {shown}, below the floor of {options.validity_floor:g}: "
                 "the features it names keep too few document pairs in order to explain the ranking.",
                 severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high))
+
+
+def _interval(low: float, high: float) -> str:
+    """An interval cell with 3 decimals (as the figures), short enough to stay on one line in print."""
+    return f"{low:.3f} – {high:.3f}" if np.isfinite(low) and np.isfinite(high) else "–"
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

@@ -362,7 +362,7 @@ def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float],
     labels = list(series)
     colors = [_COLOR, "#d08c2b", _GREY][:len(labels)]
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.8 + 0.17 * max(len(names), 1) * max(len(labels), 1)))
+        fig, ax = plt.subplots(figsize=(6.4, 0.75 + 0.16 * max(len(names), 1) * max(len(labels), 1)))
         height = 0.8 / max(len(labels), 1)
         rows = np.arange(len(names))[::-1].astype(float)
         widest = 1e-12
