@@ -153,7 +153,27 @@ class MaskingSpec(StrictModel):
     strategy: Literal["mean", "median", "zero", "background"] = Field(
         "mean", description="Replace masked features by the background mean (default), median, zero, or by "
                             "background rows (the masked score is the mean over `samples` rows).")
-    samples: int = Field(20, ge=1, le=1000, description="Background rows for strategy `background`.")
+    samples: int = Field(20, ge=1, le=1000, description="Background rows for strategy `background`: a masked "
+                                                       "score is the mean score over them.")
+    rows: int | None = Field(
+        None, ge=1, le=1000, description="Strategy `background` measured as the listwise peers do: validity is the "
+                                         "tau averaged over N masked rankings, one per background row (local "
+                                         "explanations report it beside the score-averaged one; `background_search` "
+                                         "optimises it). Explainers that need one masked score take the mean over "
+                                         "the same N rows (as `samples: N`). Give `rows` or `samples`, not both.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rows_are_samples_too(cls, data: Any) -> Any:
+        """`rows: N` masks with the same N rows as `samples: N` (so every evidence item sees the same rows)."""
+        if isinstance(data, dict) and data.get("rows") is not None:
+            if "samples" in data:
+                raise ValueError("`rows` (tau averaged over background rows) and `samples` (scores averaged over "
+                                 "them) are two measures of the same rows: give one")
+            if data.get("strategy") != "background":
+                raise ValueError("`rows` are background rows: set `strategy: background`")
+            data = {**data, "samples": data["rows"]}
+        return data
 
 
 class ExecutorSpec(StrictModel):
@@ -309,11 +329,16 @@ class AuditSpec(StrictModel):
         return data
 
     def evidence_items(self) -> list[tuple[str, Any]]:
-        """(name, options) pairs in spec order."""
+        """(name, options) pairs in spec order. `masking.rows` becomes the default `background_rows` of the items
+        that measure validity under background rows (local_explanations)."""
         out = []
         for item in self.evidence:
             name = next(iter(type(item).model_fields))
-            out.append((name, getattr(item, name)))
+            options = getattr(item, name)
+            if self.masking.rows is not None and "background_rows" in type(options).model_fields and \
+                    "background_rows" not in options.model_fields_set:
+                options = options.model_copy(update={"background_rows": self.masking.rows})
+            out.append((name, options))
         return out
 
 

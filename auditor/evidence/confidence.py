@@ -245,11 +245,12 @@ def _rerun(ctx: AuditContext, explainers: dict[str, Any], name: str, query: Quer
 def _path_accuracy(name: str, attrs: dict[str, Attributions], chosen: tuple[int, ...], truth: Any, query: QueryView,
                    top: np.ndarray, sampler: Any, top_k: int) -> float:
     """Top-K AUC against the value change along the decision paths of the documents the explanation covers: each
-    document for attributions (averaged), the summed |value change| of the top documents for sets."""
+    document for attributions (averaged), the summed |value change| of the top documents for sets and for listwise
+    attributions (one row for the whole query, judged by its set as a set is)."""
     from auditor.checks.decision_path import top_k_auc
 
     method = registry.method(name)
-    if method.attribution:
+    if method.attribution and method.explainer.per_document:
         values = attrs[method.explainer.name].values
         form = "contributions" if method.explainer.surrogate else "attributions"
         return float(np.mean([top_k_auc(explanation(values[j], query.X[top[j]], sampler, "value_change", form),

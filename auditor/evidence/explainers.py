@@ -58,12 +58,20 @@ def method_names() -> list[str]:
 
 
 def judged_method_names() -> list[str]:
-    """The methods whose explanations someone might rely on (every one but baselines such as RANDOM)."""
-    return [name for name, m in registry.methods().items() if not m.explainer.baseline]
+    """The methods whose explanations someone might rely on (every one but baselines such as RANDOM), judged under
+    the audit's masking (so not the search under local explanations' background rows)."""
+    return [name for name, m in registry.methods().items()
+            if not m.explainer.baseline and not m.explainer.background_rows]
+
+
+def default_method_names() -> list[str]:
+    return registry.default_methods()
 
 
 def attribution_names() -> list[str]:
-    return [e.name for e in registry.attribution_explainers()]
+    """The attribution explainers compared with per-document ground truth (decision paths): listwise ones, whose
+    one row explains the whole query, are not among them."""
+    return [e.name for e in registry.attribution_explainers() if e.per_document]
 
 
 # --- explainers and shared work ----------------------------------------------------------------------------------
@@ -95,8 +103,10 @@ def is_tree(ctx: AuditContext) -> bool:
 
 
 def attribution_key(settings: Any, ctx: AuditContext, name: str, qi: int, docs: np.ndarray) -> tuple[Any, ...]:
-    return ("attributions", name, registry.EXPLAINERS[name].config(settings), ctx.masking, qi,
-            tuple(int(d) for d in docs))
+    """A listwise explainer's row does not depend on the documents asked: one entry a query."""
+    entry = registry.EXPLAINERS[name]
+    return ("attributions", name, entry.config(settings), ctx.masking, qi,
+            tuple(int(d) for d in docs) if entry.per_document else ())
 
 
 def attributions(ctx: AuditContext, settings: Any, explainers: dict[str, Any], name: str, query: QueryView, qi: int,
@@ -137,10 +147,17 @@ def reusable_attributions(ctx: AuditContext, settings: Any, name: str, query: Qu
     return None
 
 
+def masking_key(ctx: AuditContext, masker: Any) -> str:
+    """The masking part of a memo key: the audit's, or the background rows a value-averaged measure uses."""
+    if getattr(masker, "strategy", "") == "background_rows":
+        return f"background_rows:{masker.n_fill}"
+    return ctx.masking
+
+
 def explanation_set(ctx: AuditContext, settings: Any, explainers: dict[str, Any], method: str, query: QueryView,
                     qi: int, k: int, masker: Any) -> tuple[int, ...]:
     """One selection explainer's set for one query and k, computed once per audit."""
-    key = ("set", method, registry.EXPLAINERS[method].config(settings), ctx.masking, qi, k)
+    key = ("set", method, registry.EXPLAINERS[method].config(settings), masking_key(ctx, masker), qi, k)
     return ctx.memo(key, lambda: explainers[method].select(ctx.model, query, k, masker,
                                                            ctx.rng(f"local/{method}/{k}/{qi}")))
 

@@ -22,12 +22,15 @@ from auditor.evidence.base import (
     Figure,
     Table,
     check_explanation_size,
+    representative_query,
+    representative_text,
     size_notes,
 )
 from auditor.evidence.explainers import (
     attributions,
     attributions_many,
     build,
+    default_method_names,
     explanation_set,
     is_tree,
     method_list,
@@ -49,9 +52,10 @@ def label(method: str) -> str:
 
 
 class LocalExplanationsOptions(EvidenceOptions):
-    methods: list[str] = method_list(method_names(), allowed=method_names,
+    methods: list[str] = method_list(default_method_names(), allowed=method_names,
                                      description="Explainers to run and compare (the registry's methods: "
-                                                 "auditor/explain/registry.py).")
+                                                 "auditor/explain/registry.py; default: all but the listwise "
+                                                 "rankingshap and rankshap, which are opt-in).")
     k: int = Field(5, ge=1, description="Explanation size for the main comparison (paper: 5).")
     k_curve: list[int] = Field([3, 5, 7, 10], description="Sizes for the effect-of-k curve ([] to skip).")
     queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
@@ -60,6 +64,15 @@ class LocalExplanationsOptions(EvidenceOptions):
     validity_floor: float = Field(0.5, ge=0, le=1, description="An explainer whose mean validity is below this "
                                                               "(its whole interval) is reported as not reproducing "
                                                               "the rankings (as confidence's validity threshold).")
+    background_rows: int | None = Field(
+        None, ge=1, le=1000, description="Also measure validity and completeness as the listwise peers do, beside the "
+                                         "audit's masking: each removed feature replaced by each of N background "
+                                         "rows in turn, tau averaged over the N masked rankings (drawn once, seeded). "
+                                         "Default: the spec's `masking.rows`; null: not measured.")
+    reference_max_players: int = Field(
+        12, ge=0, le=16, description="Listwise explainers (rankingshap, rankshap): compare each query's values with "
+                                     "the exact Shapley values when at most this many features play (2^M "
+                                     "coalitions); 0: never.")
 
     _methods = methods_validator("methods", method_names)
 
@@ -93,6 +106,9 @@ METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence
     "local.{method}.{rows|share_of_optimum|set_size.mean|degenerate_docs|fallback_docs|coalitions.mean"
     "|underdetermined_share}",
     "local.{method}.convergence.agreement.{mean|ci95_low|ci95_high}",
+    "local.{method}.{validity_rows.{mean|ci95_low|ci95_high}|completeness_rows.mean}",  # under background rows
+    "local.{method}.reference.{queries|{footrule3|footrule10|footrule_all|l1}.mean}",  # listwise vs exact Shapley
+    "local.listwise.reference.rows",
 )
 
 
@@ -105,11 +121,15 @@ class _Tally:
     sets: list[tuple[int, ...]] = field(default_factory=list)
     rows: int = 0
     seconds: float = 0.0
+    validity_rows: list[float] = field(default_factory=list)  # under the background rows (main k only)
+    completeness_rows: list[float] = field(default_factory=list)
 
     def extend(self, other: _Tally) -> None:
         """Append another block's queries (blocks arrive in query order)."""
         self.validity.extend(other.validity)
         self.completeness.extend(other.completeness)
+        self.validity_rows.extend(other.validity_rows)
+        self.completeness_rows.extend(other.completeness_rows)
         self.sets.extend(other.sets)
         self.rows += other.rows
         self.seconds += other.seconds
@@ -119,6 +139,12 @@ def check(options: LocalExplanationsOptions, data: RankingData) -> None:
     """`k` and the sizes of the effect-of-k curve a user chose leave features out (the default curve is cut to the
     data's width in `run`, with a note)."""
     check_explanation_size(options.k, data.n_features, where="k")
+    if "background_search" in options.methods and options.background_rows is None:
+        from auditor.errors import InputError
+
+        raise InputError("`background_search` optimises validity under background rows, and none are set",
+                         where="methods", fix="set `background_rows: N` here, or the spec's `masking: {strategy: "
+                                              "background, rows: N}`")
     if "k_curve" in options.model_fields_set:
         for index, k in enumerate(options.k_curve):
             check_explanation_size(k, data.n_features, where=f"k_curve.{index}")
@@ -141,7 +167,10 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     sizes = sorted({options.k, *options.k_curve})
     scores = ctx.scores()
     chosen = ctx.query_sample(options.queries, "local/queries")
-    job = _Job(options=options, methods=methods, sizes=sizes, feature_names=data.feature_names)
+    figure_query = representative_query(data.query_sizes(), chosen) if any(
+        not registry.method(m).explainer.per_document for m in methods if registry.method(m).attribution) else None
+    job = _Job(options=options, methods=methods, sizes=sizes, feature_names=data.feature_names,
+               figure_query=figure_query)
     spread = _screen_spread(ctx, options, methods, chosen, result)
     blocks = split(chosen, ctx.workers, most=BATCH_QUERIES)
     payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi],
@@ -152,6 +181,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     agreement: dict[str, list[float]] = {}
     coalitions: list[int] = []
     underdetermined: list[bool] = []
+    listwise = _Block(excluded=0, records=[], tallies={})  # the listwise parts of every block, gathered
     with ctx.progress.task(f"Local explanations ({len(chosen)} queries)", len(chosen)) as ticker:
         outcomes = list(ctx.run_tasks(_explain_block, job, payloads, size=len(chosen), ticker=ticker))
     for block in outcomes:
@@ -161,11 +191,18 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
         underdetermined.extend(block.underdetermined)
         for method, values in block.agreement.items():
             agreement.setdefault(method, []).extend(values)
+        for name, values in block.reference.items():
+            listwise.reference.setdefault(name, []).extend(values)
+        for name, count in block.reference_skipped.items():
+            listwise.reference_skipped[name] = listwise.reference_skipped.get(name, 0) + count
+        listwise.reference_rows += block.reference_rows
+        listwise.figure.update(block.figure)
         for key, part in block.tallies.items():
             tallies.setdefault(key, _Tally()).extend(part)
     _report_counts(result, methods, tallies)
     _report(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
     _report_convergence(result, ctx, options, agreement, coalitions, underdetermined)
+    _report_listwise(result, ctx, options, listwise, figure_query)
     result.records = records
     for record in records:  # per-query values at the evidence's k, for per-query policy rules
         result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
@@ -180,6 +217,7 @@ class _Job:
     methods: list[str]
     sizes: list[int]
     feature_names: list[str]
+    figure_query: int | None = None  # the query whose listwise attributions are drawn
 
 
 @dataclass
@@ -192,6 +230,10 @@ class _Block:
     agreement: dict[str, list[float]] = field(default_factory=dict)  # shap1/shap5: predicted rerun agreement a query
     coalitions: list[int] = field(default_factory=list)  # KernelSHAP's coalitions per explained document
     underdetermined: list[bool] = field(default_factory=list)  # per explained document (fewer coalitions than 2M)
+    reference: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # listwise: agreement per query
+    reference_skipped: dict[str, int] = field(default_factory=dict)  # listwise: queries with too many players
+    reference_rows: int = 0
+    figure: dict[str, Any] = field(default_factory=dict)  # listwise results of the figure's query, by explainer
 
 
 def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -> _Block:
@@ -200,6 +242,7 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
     streams, so the values do not depend on how queries are split into blocks."""
     options, methods, sizes = job.options, job.methods, job.sizes
     masker, background = ctx.masker(), ctx.reference_rows()
+    rows_masker = background_rows_masker(ctx, options.background_rows)
     explainers = build(options)
     views = [(qi, QueryView(X=X, scores=scores, query_id=query_id, background=background, spread=spread))
              for qi, X, scores, query_id, spread in payload]
@@ -213,6 +256,7 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
             continue
         found = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes)
         _convergence(options, methods, found, block)
+        _listwise_reference(ctx, options, query, qi, found, masker, block, job.figure_query)
         for k in sizes:
             sets, names = [], []
             for name in methods:
@@ -222,7 +266,8 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
                     sets.append(set_from_attributions(found[method.explainer.name].values, k, docs=method.docs))
                 else:
                     rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-                    sets.append(explanation_set(ctx, options, explainers, name, query, qi, k, masker))
+                    played = rows_masker if method.explainer.background_rows else masker
+                    sets.append(explanation_set(ctx, options, explainers, name, query, qi, k, played))
                     tally.rows += ctx.model.rows_evaluated - rows_before
                     tally.seconds += time.perf_counter() - start
                 names.append(name)
@@ -231,15 +276,25 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
                 sets.append(optimum)
                 names.append("optimum")
             validity, completeness = measure_sets(ctx.model, query.X, query.scores, masker, sets)
-            for method, chosen_set, v, c in zip(names, sets, validity, completeness, strict=True):
+            under_rows = None
+            if rows_masker is not None and k == options.k:
+                from auditor.explain.listwise import expected_validity
+
+                under_rows = expected_validity(ctx.model, query.X, query.scores, rows_masker, sets)
+            for i, (method, chosen_set, v, c) in enumerate(zip(names, sets, validity, completeness, strict=True)):
                 tally = tallies.setdefault((method, k), _Tally())
                 tally.validity.append(float(v))
                 tally.completeness.append(float(c))
                 tally.sets.append(chosen_set)
                 if k == options.k:
-                    records.append({"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
-                                    "selected": [job.feature_names[f] for f in chosen_set],
-                                    "validity": round(float(v), 6), "completeness": round(float(c), 6)})
+                    record = {"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
+                              "selected": [job.feature_names[f] for f in chosen_set],
+                              "validity": round(float(v), 6), "completeness": round(float(c), 6)}
+                    if under_rows is not None:
+                        tally.validity_rows.append(float(under_rows[0][i]))
+                        tally.completeness_rows.append(float(under_rows[1][i]))
+                        record["validity_rows"] = round(float(under_rows[0][i]), 6)
+                    records.append(record)
         ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return block
 
@@ -262,6 +317,45 @@ def _convergence(options: LocalExplanationsOptions, methods: list[str], found: d
             block.agreement.setdefault(method, []).append(float(np.mean(pairs)))
         block.coalitions.extend(int(c) for c in diagnostics["coalitions"])
         block.underdetermined.extend(bool(u) for u in diagnostics["underdetermined"])
+
+
+def background_rows_masker(ctx: AuditContext, rows: int | None) -> Any:
+    """The value-averaged masking of `background_rows` (None when not asked): N background rows drawn from the
+    stream `masking` — the very rows `masking: {strategy: background, rows: N}` gives the audit's masking."""
+    if rows is None:
+        return None
+    from auditor.explain.listwise import BackgroundMasking
+
+    return BackgroundMasking(rows=rows).draw(ctx.reference_rows(), ctx.rng("masking"))
+
+
+def _listwise_reference(ctx: AuditContext, options: LocalExplanationsOptions, query: QueryView, qi: int,
+                        found: dict[str, Attributions], masker: Any, block: _Block, figure_query: int | None) -> None:
+    """Per listwise explainer on one query: the peers' agreement with the exact Shapley values of the same game
+    (free when the explainer was exact itself: its values are the reference), or a skip when more than
+    `reference_max_players` features play; the whole result for the figure's query."""
+    from auditor.checks.listwise_reference import agreement, coalition_masks, exact_shapley
+
+    for name, attrs in found.items():
+        result = (attrs.diagnostics or {}).get("listwise")
+        if result is None:
+            continue
+        if qi == figure_query:
+            block.figure[name] = result
+        m = len(result.players)
+        if result.estimator == "exact":
+            reference = result.values
+        elif m <= options.reference_max_players:
+            explainer = registry.EXPLAINERS[name].build(options)
+            rows_before = ctx.model.rows_evaluated
+            game = explainer.game(ctx.model, query, masker)
+            reference = np.zeros_like(result.values)
+            reference[game.players] = exact_shapley(game(coalition_masks(game.m)), game.m)
+            block.reference_rows += ctx.model.rows_evaluated - rows_before
+        else:
+            block.reference_skipped[name] = block.reference_skipped.get(name, 0) + 1
+            continue
+        block.reference.setdefault(name, []).append(agreement(result.values, reference))
 
 
 def _methods_of(methods: list[str], explainer: str) -> list[str]:
@@ -411,16 +505,26 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         share = float(v.mean() / optimum_mean) if optimum_mean else None
         if share is not None:
             metrics[f"local.{method}.share_of_optimum"] = share
-        table_rows.append([label(method), _r(v.mean()), f"{_r(v_low)} – {_r(v_high)}", _r(np.median(v)),
-                           _r(c.mean()), f"{_r(c_low)} – {_r(c_high)}", _r(share) if share is not None else None])
+        row = [label(method), _r(v.mean()), _interval(v_low, v_high), _r(np.median(v)),
+               _r(c.mean()), _interval(c_low, c_high), _r(share) if share is not None else None]
+        if options.background_rows is not None:  # in place of the median (in evidence.json): the table stays narrow
+            row[3] = _rows_stats(metrics, ctx, method, tally)
+        table_rows.append(row)
+    rows_column = [] if options.background_rows is None else [
+        f"validity, {options.background_rows} background rows"]
+    rows_note = "" if options.background_rows is None else (
+        f" Column 4: tau averaged over {options.background_rows} masked rankings, one per background row (the "
+        "listwise peers' validity).")
     result.tables.append(Table(
         title=f"Validity and completeness of explanation sets, k = {k} (layout of Singh et al. 2020, Table 2)",
-        columns=["method", "validity", "95% interval", "median", "completeness", "95% interval", "share of optimum"],
+        columns=["method", "validity", "95% interval", *(rows_column or ["median"]), "completeness", "95% interval",
+                 "share of optimum"],
         rows=table_rows,
         note=(f"{n_chosen - excluded} queries; {excluded} left out (fewer than two documents or all scores tied). "
               f"Masking: {ctx.masking} of the background data; Kendall tau-b; a masked ranking that ties every "
               "document counts as tau = 0. Per-document explainers use the top document (-1) or the sum of "
-              "|attributions| over the top 5 (-5)."),
+              "|attributions| over the top 5 (-5); listwise ones the query's one row."
+              + rows_note),
     ))
     for method in [*methods, "optimum"]:
         rows = sum(tallies[(method, s)].rows for s in sizes if (method, s) in tallies)
@@ -481,6 +585,85 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
         result.summary = (f"At k = {k}, {label(best)} gives the most valid explanations (mean validity "
                           f"{metrics[f'local.{best}.validity.mean']:.3f})"
                           + (f"; the best possible is {optimum_mean:.3f}." if optimum_mean else "."))
+
+
+def _rows_stats(metrics: dict[str, float], ctx: AuditContext, method: str, tally: _Tally) -> float | None:
+    """Validity and completeness under the background rows (`local.<method>.validity_rows.*`); the mean shown."""
+    if not tally.validity_rows:
+        return None
+    v, c = np.array(tally.validity_rows), np.array(tally.completeness_rows)
+    low, high = bootstrap_interval(v, ctx.rng(f"local/intervals/rows/{method}"))
+    for key, value in {"validity_rows.mean": v.mean(), "validity_rows.ci95_low": low,
+                       "validity_rows.ci95_high": high, "completeness_rows.mean": c.mean()}.items():
+        metrics[f"local.{method}.{key}"] = float(value)
+    return _r(v.mean())
+
+
+REFERENCE_METRICS = {"footrule@3": "footrule3", "footrule@10": "footrule10", "footrule@all": "footrule_all",
+                     "l1": "l1"}
+
+
+def _report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, listwise: _Block,
+                     figure_query: int | None) -> None:
+    """The listwise explainers against the exact Shapley values of their game (a table and
+    `local.<name>.reference.*`), and the figure of the representative query's attributions."""
+    from auditor.report.plots import fmt_signed, listwise_bars
+
+    metrics = result.metrics
+    shown = [n for n in registry.EXPLAINERS if n in listwise.reference or n in listwise.reference_skipped]
+    rows = []
+    for name in shown:
+        found = listwise.reference.get(name, [])
+        skipped = listwise.reference_skipped.get(name, 0)
+        metrics[f"local.{name}.reference.queries"] = float(len(found))
+        means = {}
+        for key, short in REFERENCE_METRICS.items():
+            if found:
+                means[key] = float(np.mean([a[key] for a in found]))
+                metrics[f"local.{name}.reference.{short}.mean"] = means[key]
+        rows.append([registry.label(name), len(found), skipped,
+                     *[_r(means[key], 3) if key in means else None for key in REFERENCE_METRICS]])
+        if skipped:
+            result.notes.append(f"{registry.label(name)}: {skipped} queries not compared with exact Shapley values "
+                                f"(more than {options.reference_max_players} features play: 2^M coalitions too "
+                                "costly; `reference_max_players`).")
+    if rows:
+        metrics["local.listwise.reference.rows"] = float(listwise.reference_rows)
+    if rows and listwise.reference_rows == 0 and not listwise.reference_skipped:  # every estimate exact: a note
+        result.notes.append(", ".join(registry.label(n) for n in shown) + ": exact on every query, so its own "
+                            "reference (footrule and L1: 0).")
+    elif rows:
+        result.tables.append(Table(
+            title="Listwise attributions against exact Shapley values",
+            columns=["method", "queries", "skipped", "footrule@3", "footrule@10", "footrule@all", "L1"],
+            rows=rows,
+            note="Mean per query. Spearman's footrule over the reference's top 3, 10 and all features (features "
+                 "ordered by signed value; 0 = the same order) and the L1 distance of the two vectors each divided "
+                 "by its L1 norm (0–2). An exact estimate is its own reference (0 by construction)."))
+    if figure_query is None or not listwise.figure:
+        return
+    names = ctx.data.feature_names
+    results = {n: listwise.figure[n] for n in registry.EXPLAINERS if n in listwise.figure}
+    strongest = np.max([np.abs(r.values) for r in results.values()], axis=0)
+    top = [int(f) for f in np.lexsort((np.arange(strongest.shape[0]), -strongest))[:5] if strongest[f] > 0]
+    if not top:
+        return
+    query_id = ctx.data.query_ids[figure_query]
+    size = int(ctx.data.query_sizes()[figure_query])
+    series = {registry.label(n): (r.values[top], r.half_width[top]) for n, r in results.items()}
+    result.figures.append(Figure(
+        title=f"What orders this query's results (query {query_id})",
+        svg=listwise_bars([names[f] for f in top], series, xlabel="Shapley value of the ranking game"),
+        caption=(f"Each bar is a feature's Shapley value in the game \"how much of the model's order of this query's "
+                 f"{size} documents does keeping the feature reproduce\" (RankingSHAP: Kendall tau; RankSHAP: nDCG "
+                 "of the model's own order); the values sum to 1 − v(∅): "
+                 + ", ".join(f"{registry.label(n)} {fmt_signed(1 - r.empty_value)}" for n, r in results.items())
+                 + ". Error bars: 95% intervals of sampled estimates (none: exact). "
+                 + representative_text(query_id, size).capitalize() + "."),
+        description=(f"Bar chart of listwise attributions for query {query_id}, features by strength: "
+                     + "; ".join(f"{registry.label(n)} " + ", ".join(f"{names[f]} {fmt_signed(r.values[f])}"
+                                                                     for f in top[:4])
+                                 for n, r in results.items()) + ".")))
 
 
 def _report_convergence(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions,
@@ -548,6 +731,11 @@ def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: 
                 f"At k = {options.k}, {label(method)} has {shown}, below the floor of {options.validity_floor:g}: "
                 "the features it names keep too few document pairs in order to explain the ranking.",
                 severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high))
+
+
+def _interval(low: float, high: float) -> str:
+    """An interval cell with 3 decimals (as the figures), short enough to stay on one line in print."""
+    return f"{low:.3f} – {high:.3f}" if np.isfinite(low) and np.isfinite(high) else "–"
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

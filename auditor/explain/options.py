@@ -1,10 +1,11 @@
 """The options models of the explainers that take options (the spec's `kernelshap:`, `lime:`, `greedy:`,
-`search:` sections of local_explanations, confidence and decision_path_accuracy). Pure pydantic: importing this
-module loads no explainer and no ML library, so the spec can be validated without them."""
+`search:`, `rankingshap:`, `rankshap:` sections of local_explanations, confidence and decision_path_accuracy).
+Pure pydantic: importing this module loads no explainer and no ML library, so the spec can be validated without
+them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,3 +61,21 @@ class SearchOptions(ExplainerOptions):
     beam: int = Field(5, ge=1, description="Sets kept per size in the beam search.")
     max_rows: int = Field(500_000, ge=1000, description="Model rows per query and k, at most.")
     candidates: int | None = Field(CANDIDATES, ge=1, description=CANDIDATES_DESCRIPTION)
+
+
+class ListwiseShapOptions(ExplainerOptions):
+    """Spec options of `rankingshap` / `rankshap` (listwise Shapley values, auditor/explain/listwise.py)."""
+
+    estimator: Literal["auto", "exact", "kernel", "permutation"] = Field(
+        "auto", description="auto: exact when at most `max_exact` features play, else kernel; exact; kernel "
+                            "(KernelSHAP); permutation (antithetic pairs).")
+    nsamples: Annotated[int, Field(ge=10)] | Literal["auto"] = Field(
+        "auto", description="Coalitions for kernel/permutation. auto: 2M + 2048 (shap's rule).")
+    max_exact: int = Field(12, ge=0, le=20, description="Exact Shapley values up to this many playing features.")
+    cutoff: int | None = Field(10, ge=1, description="RankSHAP's nDCG cut-off (null: the whole list).")
+
+    def build(self, objective: Literal["kendall", "ndcg"]) -> Any:
+        from auditor.explain.listwise import ListwiseShap
+
+        return ListwiseShap(objective, estimator=self.estimator, nsamples=self.nsamples, max_exact=self.max_exact,
+                            cutoff=self.cutoff)

@@ -8,6 +8,9 @@ Kinds:
 - `attribution`: `attribute(model, query, docs, masker, rng) -> Attributions` (docs × F; `attribute_many` too when
   it `batches`). Each entry gives methods `<method><n>` for its `docs` counts: the explanation set is the top-k
   features by |attribution| of the top document (n = 1) or summed over the top n documents (paper 000).
+  A listwise explainer (`per_document=False`: RankingSHAP, RankSHAP) returns one row for the whole query whatever
+  the documents asked; its one method is its name and its set the top-k features of that row. It is left out of
+  `decision_path_accuracy`, whose ground truth is per document.
 - `selection`: `select(model, query, k, masker, rng) -> tuple[int, ...]`, the set itself; the method is its name.
 
 Importing this module loads no explainer (factories import their module when called) and no ML library.
@@ -19,7 +22,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from auditor.explain.options import ExplainerOptions, GreedyOptions, KernelShapOptions, LimeOptions, SearchOptions
+from auditor.explain.options import (
+    ExplainerOptions,
+    GreedyOptions,
+    KernelShapOptions,
+    LimeOptions,
+    ListwiseShapOptions,
+    SearchOptions,
+)
 
 Kind = Literal["attribution", "selection"]
 
@@ -54,6 +64,11 @@ class Explainer:
     degenerate: str = ""  # what it means when a document gets no explanation ("" = never happens)
     degenerate_fix: str = ""
     fallback: str = ""  # the fallback some documents' fits may take ("" = none)
+    per_document: bool = True  # attribution: one row per document asked; False: one row for the whole query
+    # (listwise), one method named as the explainer, no decision-path comparison (its ground truth is per document)
+    background_rows: bool = False  # selection: plays validity under an item's background rows (value-averaged
+    # masking, `local_explanations.background_rows`) instead of the audit's masking
+    by_default: bool = True  # among the methods an item runs when the spec lists none (costly newcomers: opt-in)
 
     def build(self, settings: Any, *, scale: float = 1.0) -> Any:
         """The explainer configured by `settings` (an evidence item's options, which hold every section)."""
@@ -119,6 +134,22 @@ def _exs(o: LimeOptions, scale: float) -> Any:
                shared_samples=o.shared_samples)
 
 
+def _background_search(o: SearchOptions, scale: float) -> Any:
+    from auditor.explain.listwise import BackgroundValiditySearch
+
+    return BackgroundValiditySearch(beam=o.beam, max_rows=o.max_rows)
+
+
+def _listwise(objective: str) -> Callable[[ListwiseShapOptions, float], Any]:
+    def make(o: ListwiseShapOptions, scale: float) -> Any:
+        from auditor.explain.listwise import ListwiseShap
+
+        nsamples = o.nsamples if o.nsamples == "auto" else _scaled(o.nsamples, scale, 10)
+        return ListwiseShap(objective, estimator=o.estimator, nsamples=nsamples,  # type: ignore[arg-type]
+                            max_exact=o.max_exact, cutoff=o.cutoff)
+    return make
+
+
 def _random(o: None, scale: float) -> Any:
     from auditor.explain.search import RandomSet
 
@@ -161,6 +192,13 @@ EXPLAINERS: dict[str, Explainer] = {e.name: e for e in (
               "greedy"),
     Explainer("validity_search", "Validity search (ours)", "selection", _validity_search, SearchOptions, "search",
               deterministic=True),
+    Explainer("background_search", "Validity search, background rows (ours)", "selection", _background_search,
+              SearchOptions, "search", deterministic=True, background_rows=True, by_default=False),
+    # listwise Shapley values of the query's ranking (issue 26): one row a query, opt-in (2^M coalitions a query)
+    Explainer("rankingshap", "RankingSHAP (listwise)", "attribution", _listwise("kendall"), ListwiseShapOptions,
+              "rankingshap", docs=(1,), per_document=False, by_default=False),
+    Explainer("rankshap", "RankSHAP (listwise)", "attribution", _listwise("ndcg"), ListwiseShapOptions, "rankshap",
+              docs=(1,), per_document=False, by_default=False),
 )}
 
 
@@ -168,13 +206,20 @@ def methods() -> dict[str, Method]:
     """Every method the spec's `methods:` lists accept, by name, in registry order."""
     out: dict[str, Method] = {}
     for e in EXPLAINERS.values():
-        if e.kind == "attribution":
+        if e.kind == "attribution" and not e.per_document:
+            out[e.name] = Method(e.name, e.label, e, 1)
+        elif e.kind == "attribution":
             for n in e.docs:
                 name = f"{e.method or e.name}{n}"
                 out[name] = Method(name, (e.method_label or f"{e.label}-{{docs}}").format(docs=n), e, n)
         else:
             out[e.name] = Method(e.name, e.label, e)
     return out
+
+
+def default_methods() -> list[str]:
+    """The methods an item runs when its spec lists none: every method but the opt-in ones."""
+    return [name for name, m in methods().items() if m.explainer.by_default]
 
 
 def method(name: str) -> Method:

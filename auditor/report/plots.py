@@ -354,6 +354,38 @@ def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, x
         return to_svg(fig)
 
 
+def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float], Sequence[float]]], *,
+                  xlabel: str) -> str:
+    """Signed horizontal bars of listwise attributions, one group of bars per feature (top to bottom in the given
+    order), one bar per explainer (`series`: label → (values, 95% half-widths)), each with an error bar where the
+    half-width is above 0 and its value at its end. Small: one query's summary."""
+    labels = list(series)
+    colors = [_COLOR, "#d08c2b", _GREY][:len(labels)]
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 0.75 + 0.16 * max(len(names), 1) * max(len(labels), 1)))
+        height = 0.8 / max(len(labels), 1)
+        rows = np.arange(len(names))[::-1].astype(float)
+        widest = 1e-12
+        for i, (label, (values, half)) in enumerate(series.items()):
+            values, half = np.asarray(values, dtype=float), np.asarray(half, dtype=float)
+            y = rows + 0.4 - height * (i + 0.5)
+            ax.barh(y, values, height=height * 0.9, color=colors[i % len(colors)], label=label,
+                    xerr=np.where(half > 0, half, np.nan), error_kw={"elinewidth": 0.8, "capsize": 2})
+            widest = max(widest, float(np.max(np.abs(values) + half, initial=0.0)))
+            for yy, value, h in zip(y, values, half, strict=True):
+                _bar_label(ax, value + (h if value >= 0 else -h), yy, fmt_signed(value), value)
+        ax.axvline(0, color=_GREY, linewidth=0.8)
+        lowest = min(float(np.min(np.asarray(v, dtype=float) - np.asarray(h, dtype=float), initial=0.0))
+                     for v, h in series.values())
+        ax.set_xlim(1.45 * lowest - 0.12 * widest, 1.45 * widest)
+        ax.set_yticks(rows, [_short(name) for name in names], fontsize=8)
+        ax.set_xlabel(xlabel)
+        if len(labels) > 1:
+            ax.legend(loc="lower right", frameon=False, fontsize=7)
+        fig.tight_layout()
+        return to_svg(fig)
+
+
 def box_plot(groups: dict[str, Sequence[float]], *, ylabel: str) -> str:
     """Distribution per group (median, quartiles, whiskers at 1.5 IQR), groups in the given order."""
     with matplotlib.rc_context(_STYLE):
