@@ -170,3 +170,18 @@ def test_colours_have_enough_contrast() -> None:
             assert _contrast(colours[text], background) >= 4.5, (text, background)
     for status in ("pass", "warn", "fail", "error", "skip", "waived"):
         assert _contrast("#ffffff", colours[status]) >= 4.5, status
+
+
+def test_every_metric_of_the_demo_is_declared_by_its_kind(demo: Path) -> None:
+    """Packs are checked at load against the metric names each kind declares (EvidencePlugin.metrics): a name the
+    demo (every evidence kind) emits but its kind does not declare would be refused in a pack."""
+    import json
+
+    from auditor.evidence import ALWAYS, REGISTRY
+
+    kinds = {**REGISTRY, **ALWAYS}
+    document = json.loads((demo / "evidence.json").read_text())
+    undeclared = [(kind, name) for kind, result in document["evidence"].items()
+                  for name in [*result.get("metrics", {}), *result.get("per_query", {})]
+                  if not kinds[kind].emits(name)]
+    assert not undeclared, undeclared[:10]
