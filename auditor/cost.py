@@ -255,7 +255,7 @@ def _pairwise(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, 
         per_pair = options.permutations * f * 2
     fill = 23 if options.fill == "adaptive" else 1  # adaptive: weighted training neighbours per coalition
     rows = pairs * per_pair * fill
-    return queries, int(rows), 2e-7 * rows * f ** 0.5, f"{pairs} pairs × {options.permutations} permutations of " \
+    return queries, int(rows), 5e-6 * rows, f"{pairs} pairs × {options.permutations} permutations of " \
                                                        f"{f} features"
 
 
