@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -36,7 +37,7 @@ AUDITOR = [sys.executable, "-m", "auditor"]
 PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
 
 
-def wide_spec(features: int, queries: int, out: Path | None = None) -> Path:
+def wide_spec(features: int, queries: int, out: Path | None = None, *, budget: float | None = None) -> Path:
     """The full default spec on the wide data (prepared once): every evidence kind, all packs, HTML + PDF."""
     from wide_data import feature_names, prepare
 
@@ -47,7 +48,9 @@ def wide_spec(features: int, queries: int, out: Path | None = None) -> Path:
     spec["evidence"] = [*spec["evidence"], {"exposure": {"group": [names[0]], "own": {names[0]: 0}}}]
     spec["policies"] = PACKS
     spec["output"] = {"dir": "runs", "formats": ["html", "pdf"]}
-    path = folder / "full.yaml"
+    if budget is not None:
+        spec["budget"] = {"minutes": budget}
+    path = folder / ("full.yaml" if budget is None else f"budget{budget:g}.yaml")
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
 
@@ -75,24 +78,30 @@ def estimate(spec: Path) -> float:
 
 def audit(spec: Path, jobs: int | None) -> dict:
     """`auditor report` in a fresh process: wall seconds, peak RSS (MB), the run folder."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     started = time.perf_counter()
     run = subprocess.run([*AUDITOR, "report", str(spec), *(["--jobs", str(jobs)] if jobs else [])],
                          capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if run.returncode not in (0, 1):
         raise SystemExit(f"audit failed ({run.returncode}): {run.stderr[-2000:]}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu_before
     folder = Path(run.stdout.strip()).parent
     (folder / "progress.log").write_text(run.stderr)
-    return {"wall": wall, "peak_mb": max(peak, before) / 1024, "folder": folder,
+    return {"wall": wall, "cpu": cpu, "peak_mb": max(peak, before) / 1024, "folder": folder,
             "evidence": json.loads((folder / "evidence.json").read_text())}
 
 
 def show(label: str, estimated: float, measured: dict) -> None:
     doc = measured["evidence"]
+    budget = doc.get("budget")
+    if budget:
+        print("\nbudget: " + " ".join(budget["choices"]))
     print(f"\n## {label}: {measured['wall']:.0f} s wall ({measured['wall'] / 60:.1f} min), peak RSS "
-          f"{measured['peak_mb']:.0f} MB; validate estimated {estimated:.0f} s (actual / estimate "
+          f"{measured['peak_mb']:.0f} MB, CPU {measured['cpu']:.0f} s (user + system, all processes; load "
+          f"{os.getloadavg()[0]:.1f}); validate estimated {estimated:.0f} s (actual / estimate "
           f"{measured['wall'] / estimated:.2f}); opinion {doc['opinion']}; run {measured['folder']}")
     print("| evidence | queries | rows est. | rows | s est. | s | actual / est. |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -128,12 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="`auditor report --jobs` (default: the spec's, every CPU)")
     parser.add_argument("--curve", type=int, nargs="*", help="feature counts for the explainer-time curve")
     parser.add_argument("--curve-queries", type=int, default=5)
+    parser.add_argument("--budget", type=float, help="add `budget: {minutes: N}` to the wide spec")
     args = parser.parse_args(argv)
     if args.curve:
         curve(args.curve, args.curve_queries)
         return 0
     specs = [(str(args.spec), copied_spec(args.spec))] if args.spec else \
-        [(f"{args.features} features, {q} queries", wide_spec(args.features, q)) for q in args.queries]
+        [(f"{args.features} features, {q} queries", wide_spec(args.features, q, budget=args.budget))
+         for q in args.queries]
     for label, spec in specs:
         estimated = estimate(spec)
         show(label, estimated, audit(spec, args.jobs))

@@ -50,7 +50,7 @@ def test_run_records_estimate_against_actual_and_an_unmet_budget_is_said(booksto
     # local_explanations' own sample (8) is smaller than the budget's minimum: kept, so no sentence claims it
     assert not any("local_explanations, " in s or "local_explanations audit" in s for s in budget["choices"])
     html = report.read_text()
-    assert "Cost of the audit: estimated and actual" in html and "Seconds, estimated" not in html  # no timings
+    assert "Cost of the audit: estimated before it ran, and actual" in html and "Seconds est." not in html
     assert "cannot be met even at the minimum" in html  # a limitation, and in the summary's "not covered"
     assert html.count("Time budget (0.01 minutes)") >= 1
 

@@ -30,7 +30,10 @@ def _light_spec(folder: Path, evidence: list) -> Path:
 
 
 def test_lines_without_a_terminal_in_order_and_none_when_quiet(bookstore: Path) -> None:
-    spec = _light_spec(bookstore, [{"ranking_quality": {}}, LIGHT_LOCAL, LIGHT_PAIRWISE, LIGHT_SURROGATE])
+    spec = _light_spec(bookstore, [{"ranking_quality": {}}, LIGHT_LOCAL, LIGHT_PAIRWISE, LIGHT_SURROGATE,
+                                   {"disclosure_consistency": {"declared": ["genre_match", "price_in_range"]}},
+                                   {"parameter_influence": {"sensitive": ["sponsored"]}},
+                                   {"exposure": {"group": ["own_brand"]}}])
     run = _cli(spec)
     assert run.returncode in (0, 1), run.stderr
     lines = [line for line in run.stderr.splitlines() if line.startswith("[")]
@@ -48,7 +51,11 @@ def test_lines_without_a_terminal_in_order_and_none_when_quiet(bookstore: Path) 
     assert marks == sorted(marks)
     surrogate = [line for line in lines if line.split("] ", 1)[1].startswith("surrogate: ")]
     assert surrogate and surrogate[-1].endswith(tuple("0123456789s")) and "done in" in surrogate[-1]
-    assert "Evidence items 4/4 (100%) done" in lines[-1]
+    for item, what in (("disclosure_consistency", "Stability of the measured order (200 samples of queries) 200/200"),
+                       ("parameter_influence", "Parameter influence (80 queries) 1/1"),
+                       ("exposure", "Exposure by group value (80 queries) 2/2")):
+        assert any(f"{item}: {what} (100%) done" in line for line in lines), item
+    assert "Evidence items 7/7 (100%) done" in lines[-1]
     assert all(re.match(r"\[(\d+h)?(\d+m)?\d+s\] ", line) for line in lines)
     quiet = _cli(_light_spec(bookstore, [{"ranking_quality": {}}]), "--quiet")
     assert quiet.returncode in (0, 1) and quiet.stderr == ""

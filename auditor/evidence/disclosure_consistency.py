@@ -14,6 +14,8 @@ samples of queries.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from pydantic import Field
 
@@ -122,7 +124,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     result.per_query["disclosure.per_query.rank_correlation"] = {
         data.query_ids[q]: round(float(t), 6) for q, t in zip(multi, per_query_tau, strict=True) if np.isfinite(t)}
 
-    stability = _stability(per_query_within, within, main, undeclared, declared, options, rng)
+    with ctx.progress.task(f"Stability of the measured order ({options.resamples} samples of queries)",
+                           options.resamples) as ticker:
+        stability = _stability(per_query_within, within, main, undeclared, declared, options, rng, ticker.advance)
     metrics.update(stability)
 
     declared_rank = {f: i + 1 for i, f in enumerate(declared)}
@@ -182,8 +186,8 @@ def _tau_declared(importance: np.ndarray, declared: list[int]) -> float:
 
 
 def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int], undeclared: list[int],
-               declared: list[int], options: DisclosureConsistencyOptions, rng: np.random.Generator
-               ) -> dict[str, float]:
+               declared: list[int], options: DisclosureConsistencyOptions, rng: np.random.Generator,
+               tick: Callable[[], None] = lambda: None) -> dict[str, float]:
     """The measured order re-computed on bootstrap samples of queries, compared with the full-data one.
 
     Two measures weigh features by their importance, so that a wide model with a stable top is not called unstable
@@ -200,6 +204,7 @@ def _stability(per_query_within: np.ndarray, within: np.ndarray, main: list[int]
         return {f"disclosure.stability.{key}": np.nan for key in keys}
     taus, weighted, overlaps, same, flagged = [], [], [], 0, 0
     for _ in range(options.resamples):
+        tick()
         sample = per_query_within[rng.integers(0, n, size=n)].mean(axis=0)
         shares = _shares(sample)
         taus.append(kendalltau(within, shares).statistic)

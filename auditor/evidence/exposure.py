@@ -179,6 +179,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     group_rows, measure_rows, focus, figure_rows = [], [], [], []
     stats: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
     labels: dict[tuple[str, str], str] = {}
+    ticker = ctx.progress.task(f"Exposure by group value ({len(queries)} queries)", sum(len(g) for g in values))
     for feature, grid, cf_scores in zip(features, values, swept, strict=True):
         name = names[feature]
         unit = ctx.feature_units.get(name)
@@ -188,6 +189,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
                              query_of_row) if cf_scores is not None else None
         mixed = np.sum(actual.count > 0, axis=1) >= 2
         for v, value in enumerate(grid):
+            ticker.advance()
             key = f"exposure.{metric_name(name)}.{value_name(value)}"
             label = _label(name, value, unit)
             contested = (actual.count[:, v] > 0) & mixed & np.isfinite(actual.exposure_share[:, v])
@@ -208,6 +210,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
                                 f"{_with_interval(stats[(name, value_name(shown[1]))]['disparate_treatment'], fmt)} "
                                 "(Singh & Joachims 2018; 1 = exposure in proportion to relevance)")
         measure_rows.extend(_group_measures(result, name, actual, mixed, rng, options.resamples))
+    ticker.close()
     _document_measures(result, actual, rng, options.resamples)
     _aggregates(result, stats, options)
     _detect(result, stats, labels, options)

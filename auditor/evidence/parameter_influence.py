@@ -120,7 +120,9 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     # the largest value over parameters, with the interval of the parameter that has it (rules judge with intervals)
     worst = {"rank_shift.mean": (0.0, 0.0, 0.0), "sweep_gain.max_abs": (0.0, 0.0, 0.0),
              "topk_changed_share": (0.0, 0.0, 0.0)}
+    ticker = ctx.progress.task(f"Parameter influence ({len(queries)} queries)", len(features))
     for p, (feature, grid) in enumerate(zip(features, grids, strict=True)):
+        ticker.advance()
         name = names[feature]
         key = f"influence.{metric_name(name)}"
         per_query = per_query_influence(scores, masked[p], swept[p], ptr, k=options.top_k)
@@ -162,6 +164,7 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                          int(metrics[f"{key}.rank_shift.max"]), _r(gain), _interval(stats["sweep_gain"]),
                          int(metrics[f"{key}.sweep_range.max"]), _r(stats["topk_changed"][0]),
                          "yes" if detected else "no"])
+    ticker.close()
     for measure, (value, low, high) in worst.items():
         stem = measure.removesuffix(".mean")
         metrics.update(Estimate(float(value), low, high, len(queries)).metrics(
