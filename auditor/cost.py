@@ -203,12 +203,33 @@ def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list
     return rows + optimum + n * sets * 2 * len(ks)  # validity and completeness of every set
 
 
+FLOPS = 1e9  # the linear algebra of the explainers' fits, per second (numpy on the shared 2-core VM; fitted at 700
+# features, where it dominates: 140 s a query measured, ~150 s estimated)
+EXS_NEWTON_STEPS = 10  # EXS's Newton iterations per fit (each forms X^T W X over the samples)
+
+
+def _fit_seconds(methods: list[str], local: Any, features: int) -> float:
+    """Seconds per query of the explainers' own fits, which grow with F² and dominate on very wide data:
+    KernelSHAP's weighted regression per document (coalitions × F², once and once per jackknife group), LIRME's
+    ridge and EXS's Newton steps (samples × F² per document)."""
+    from auditor.explain.kernelshap import JACKKNIFE_GROUPS
+
+    f2, flops = features * features, 0.0
+    for base, per_fit in (("shap", _coalitions(local.kernelshap, features) * f2 * (1 + JACKKNIFE_GROUPS)),
+                          ("lirme", local.lime.samples * f2), ("exs", local.lime.samples * f2 * EXS_NEWTON_STEPS)):
+        docs = [int(m[-1]) for m in methods if m[:-1] == base]
+        if docs:
+            flops += max(docs) * per_fit
+    return flops / FLOPS
+
+
 def _local_explanations(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries)
     ks = sorted({options.k, *[k for k in options.k_curve if k < shape.features]})
     rows = queries * _local_rows(options, list(options.methods), shape, n, ks, shared=False)
     pool = POOL_START if queries >= 64 and shape.workers > 1 else 0.0
-    explain = 2e-7 * rows * shape.features ** 0.5  # building masked rows, fits, Kendall taus
+    explain = 2e-7 * rows * shape.features ** 0.5 + queries * _fit_seconds(list(options.methods), options,
+                                                                            shape.features)
     return queries, int(rows), pool + explain, (f"{queries} queries × ~{n:.0f} documents, {len(options.methods)} "
                                                 f"explainers, k = {', '.join(map(str, ks))}")
 
@@ -227,7 +248,10 @@ def _confidence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int
     rerun_methods = [m for m in options.methods if not registry.method(m).explainer.deterministic]
     rerun = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=False)
     rows = queries * (first + rerun + n * len(options.methods))
-    return queries, int(rows), 2e-7 * rows * shape.features ** 0.5, (
+    rerun_methods = [m for m in options.methods if m not in deterministic]
+    fits = queries * (options.rerun_fraction * _fit_seconds(rerun_methods, local, shape.features)
+                      + (0.0 if reused else _fit_seconds(list(options.methods), local, shape.features)))
+    return queries, int(rows), 2e-7 * rows * shape.features ** 0.5 + fits, (
         f"{queries} queries, {len(options.methods)} explainers rerun for stability"
         + ("; first runs shared with local_explanations" if reused else ""))
 
