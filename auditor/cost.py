@@ -212,14 +212,19 @@ def _fit_seconds(methods: list[str], local: Any, features: int) -> float:
     """Seconds per query of the explainers' own fits, which grow with F² and dominate on very wide data:
     KernelSHAP's weighted regression per document (coalitions × F², once and once per jackknife group), LIRME's
     ridge and EXS's Newton steps (samples × F² per document)."""
+    from auditor.explain import registry
     from auditor.explain.kernelshap import JACKKNIFE_GROUPS
 
     f2, flops = features * features, 0.0
-    for base, per_fit in (("shap", _coalitions(local.kernelshap, features) * f2 * (1 + JACKKNIFE_GROUPS)),
-                          ("lirme", local.lime.samples * f2), ("exs", local.lime.samples * f2 * EXS_NEWTON_STEPS)):
-        docs = [int(m[-1]) for m in methods if m[:-1] == base]
-        if docs:
-            flops += max(docs) * per_fit
+    per_fit = {"kernelshap": _coalitions(local.kernelshap, features) * f2 * (1 + JACKKNIFE_GROUPS),
+               "lirme": local.lime.samples * f2, "exs": local.lime.samples * f2 * EXS_NEWTON_STEPS}
+    docs: dict[str, int] = {}  # explainer -> the most top documents its methods explain
+    for name in methods:
+        chosen = registry.methods().get(name)
+        if chosen is not None and chosen.explainer.name in per_fit:
+            docs[chosen.explainer.name] = max(docs.get(chosen.explainer.name, 0), chosen.docs)
+    for explainer, n in docs.items():
+        flops += n * per_fit[explainer]
     return flops / FLOPS
 
 
@@ -248,7 +253,6 @@ def _confidence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int
     rerun_methods = [m for m in options.methods if not registry.method(m).explainer.deterministic]
     rerun = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=False)
     rows = queries * (first + rerun + n * len(options.methods))
-    rerun_methods = [m for m in options.methods if m not in deterministic]
     fits = queries * (options.rerun_fraction * _fit_seconds(rerun_methods, local, shape.features)
                       + (0.0 if reused else _fit_seconds(list(options.methods), local, shape.features)))
     return queries, int(rows), 2e-7 * rows * shape.features ** 0.5 + fits, (

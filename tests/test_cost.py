@@ -44,7 +44,7 @@ def test_run_records_estimate_against_actual_and_an_unmet_budget_is_said(booksto
     assert list(compared) == [name for item in EVIDENCE for name in item]
     for name, c in compared.items():  # model rows are estimated within a factor of 2 (exactly counted after)
         assert c["rows"] > 0 and 0.5 <= c["estimated_rows"] / c["rows"] <= 2.0, (name, c)
-        assert c["seconds"] is not None and c["estimated_seconds"] > 0
+        assert c["seconds"] is not None and c["estimated_seconds"] >= 0  # rounded: a fast item may show 0.0
     budget = doc["budget"]
     assert budget["fits"] is False and budget["queries"] == MIN_QUERIES and budget["reduced_sizes"] is True
     # local_explanations' own sample (8) is smaller than the budget's minimum: kept, so no sentence claims it

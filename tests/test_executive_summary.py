@@ -131,6 +131,11 @@ def test_glossary_covers_every_explainer_and_references_are_complete() -> None:
     for word in ("TreeSHAP", "KernelSHAP", "LIRME", "EXS", "GREEDY", "ASIPair", "RAIPair", "ILMART", "Validity",
                  "Completeness", "nDCG", "Masking", "RANDOM"):
         assert word in terms, word
+    from auditor.explain import registry
+
+    for explainer in registry.EXPLAINERS.values():  # every explainer a spec can name, by its report label
+        label = explainer.label.replace(" (ours)", "").split(" (")[0].split(",")[0]
+        assert label in terms, label
     for short, full in REFERENCES.values():
         assert short and re.search(r"\(\d{4}\)|\d{4}/\d+", full), full
     cited = {short for short, _ in REFERENCES.values()}

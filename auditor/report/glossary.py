@@ -42,6 +42,12 @@ GLOSSARY: list[tuple[str, str]] = [
     ("Validity search", "This tool's search for the k features with the highest validity, with restarts; compared "
                         "with the exhaustive optimum where that is affordable."),
     ("RANDOM", "Randomly chosen feature sets: the floor any explainer must beat."),
+    ("RankingSHAP, RankSHAP (listwise)", "One Shapley value per feature for the whole ranking of a query: how much "
+                                         "the feature contributes to keeping the model's order, by Kendall's tau "
+                                         "(Heuss et al. 2025), or its top positions, by an nDCG-like value "
+                                         "(Chowdhury et al. 2025), when the other features are masked."),
+    ("Background rows", "Masking by each of N rows of the reference data in turn instead of its mean, and averaging: "
+                        "how the listwise papers measure validity. The best feature set depends on the masking."),
     ("Masking", "Replacing a feature's value by a neutral one (the reference data's mean by default) to see what "
                 "the model does without it."),
     ("Validity", "How well the explanation's features alone reproduce the query's ranking: Kendall's tau between "
@@ -101,6 +107,12 @@ REFERENCES: dict[str, tuple[str, str]] = {
     "lundberg2020": ("Lundberg et al. 2020", "Lundberg, S. M., Erion, G., Chen, H., et al. (2020). From local "
                                              "explanations to global understanding with explainable AI for trees. "
                                              "Nature Machine Intelligence 2, 56–67."),
+    "heuss2025": ("Heuss et al. 2025", "Heuss, M., de Rijke, M., Anand, A. (2025). RankingSHAP – Faithful "
+                                        "Listwise Feature Attribution Explanations for Ranking Models. Proc. SIGIR "
+                                        "2025."),
+    "chowdhury2025": ("Chowdhury et al. 2025", "Chowdhury, T., Zick, Y., Allan, J. (2025). RankSHAP: Shapley "
+                                               "Value Based Feature Attributions for Learning to Rank. Proc. ICLR "
+                                               "2025. arXiv:2405.01848."),
     "verma2019": ("Verma & Ganguly 2019", "Verma, M., Ganguly, D. (2019). LIRME: Locally Interpretable Ranking "
                                           "Model Explanation. Proc. SIGIR 2019, 1281–1284."),
     "singh2019": ("Singh & Anand 2019", "Singh, J., Anand, A. (2019). EXS: Explainable Search Using Local Model "
