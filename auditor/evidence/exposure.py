@@ -35,6 +35,7 @@ from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.parameter_influence import check_feature_names, metric_name
+from auditor.evidence.sweeps import swept_scores
 
 
 class ExposureOptions(EvidenceOptions):
@@ -103,7 +104,6 @@ METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence
     "exposure.{own|max|min|{feature}.{value}}.counterfactual.rank_shift.{mean|max}",
 )
 
-_MAX_ROWS = 1_000_000
 _MISSING = "missing"
 
 
@@ -173,7 +173,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     attention = _attention(options, relevance)
     features = [names.index(g) for g in options.groups()]
     values = [np.unique(X[:, f]) for f in features]
-    swept = _counterfactual_scores(ctx, X, features, values) if options.counterfactual else [None] * len(features)
+    swept = swept_scores(ctx, X, features, values) if options.counterfactual else [None] * len(features)
 
     rng = ctx.rng("exposure")
     group_rows, measure_rows, focus, figure_rows = [], [], [], []
@@ -231,25 +231,6 @@ def _codes(column: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """The index in `grid` (np.unique's sorted values, NaN last) of each document's value."""
     codes = np.searchsorted(grid[np.isfinite(grid)], column)
     return np.where(np.isfinite(column), codes, len(grid) - 1).astype(np.int64)
-
-
-def _counterfactual_scores(ctx: AuditContext, X: np.ndarray, features: list[int],
-                           grids: list[np.ndarray]) -> list[np.ndarray]:
-    """Scores (values × documents) per group column with that column set to each of its values for every
-    document; all rows stacked and scored in as few predict calls as `_MAX_ROWS` allows."""
-    blocks = []
-    for feature, grid in zip(features, grids, strict=True):
-        block = np.repeat(X[None, :, :], len(grid), axis=0)
-        block[:, :, feature] = grid[:, None]
-        blocks.append(block.reshape(-1, X.shape[1]))
-    stacked = np.concatenate(blocks)
-    scores = np.concatenate([ctx.model.predict(stacked[i:i + _MAX_ROWS]) for i in range(0, len(stacked), _MAX_ROWS)])
-    out, start = [], 0
-    for grid in grids:
-        size = len(grid) * X.shape[0]
-        out.append(scores[start:start + size].reshape(len(grid), X.shape[0]))
-        start += size
-    return out
 
 
 def _counterfactual(scores: np.ndarray, relevance: np.ndarray, codes: np.ndarray, ptr: np.ndarray,

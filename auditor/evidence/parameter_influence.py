@@ -24,6 +24,7 @@ from auditor.checks.influence import per_query_influence
 from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.evidence.sweeps import swept_scores
 
 
 class ParameterInfluenceOptions(EvidenceOptions):
@@ -112,7 +113,7 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     keep[np.arange(len(features)), features] = False
     masked = masker.masked_scores(ctx.model, X, keep, max_rows=_MAX_ROWS)  # (P × n), one call per block
     grids = [sweep_values(reference[:, f], options.sweep_points) for f in features]
-    swept = _swept_scores(ctx, X, features, grids)
+    swept = swept_scores(ctx, X, features, grids)
 
     rng = ctx.rng("parameter_influence")
     metrics = result.metrics
@@ -192,24 +193,6 @@ def _abs(stat: tuple[float, float, float]) -> tuple[float, float, float]:
     if not np.isfinite(low):
         return abs(value), low, high
     return abs(value), (0.0 if low <= 0 <= high else min(abs(low), abs(high))), max(abs(low), abs(high))
-
-
-def _swept_scores(ctx: AuditContext, X: np.ndarray, features: list[int], grids: list[np.ndarray]) -> list[np.ndarray]:
-    """Scores (m × n) per parameter with that parameter set to each grid value; all rows stacked and scored in
-    as few predict calls as `_MAX_ROWS` allows."""
-    blocks = []
-    for feature, grid in zip(features, grids, strict=True):
-        block = np.repeat(X[None, :, :], len(grid), axis=0)
-        block[:, :, feature] = grid[:, None]
-        blocks.append(block.reshape(-1, X.shape[1]))
-    stacked = np.concatenate(blocks)
-    scores = np.concatenate([ctx.model.predict(stacked[i:i + _MAX_ROWS]) for i in range(0, len(stacked), _MAX_ROWS)])
-    out, start = [], 0
-    for grid in grids:
-        size = len(grid) * X.shape[0]
-        out.append(scores[start:start + size].reshape(len(grid), X.shape[0]))
-        start += size
-    return out
 
 
 def _by_query(ctx: AuditContext, queries: list[int], values: np.ndarray) -> dict[str, float]:
