@@ -167,6 +167,8 @@ def test_every_figure_is_labelled_and_untrusted_names_stay_text():
         plots.step_curves([plots.LevelPanel(evil[0], ["no", "yes"], [-0.1, 0.2], [0.6, 0.4]),
                            plots.StepPanel(evil[1], np.array([1.0, 2.0]), np.array([0.0, 0.1, 0.2]),
                                            np.array([0.5, 1.5, 2.5, 30.0]))], ylabel="effect"),
+        plots.listwise_bars(evil, {"RankingSHAP <i>": ([0.3, -0.1, 0.05, 0.0], [0.02, 0.0, 0.01, 0.0])},
+                            xlabel="$value$"),
     ]
     for svg in svgs:
         figure = Figure(title="Why <script> $x$", svg=svg, description="One sentence & more.")
