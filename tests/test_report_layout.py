@@ -138,6 +138,16 @@ def test_the_html_fits_a_phone_and_a_desktop_in_chromium(demo: Path, width: int,
     (tmp_path / f"report-{width}.png").write_bytes(view.screenshot)
 
 
+def test_prose_sets_backticked_names_as_code_and_escapes_first(demo: Path) -> None:
+    from auditor.report.render import prose
+
+    assert prose("update `declared` and re-run") == "update <code>declared</code> and re-run"
+    assert prose("`<script>` & `a`b") == "<code>&lt;script&gt;</code> &amp; <code>a</code>b"
+    html = (demo / "report.html").read_text()
+    body = html.split('<pre class="spec">')[0]  # the spec listing keeps its text as written
+    assert "`" not in re.sub(r"<pre[^>]*>.*?</pre>", "", body, flags=re.S), "a backtick reached the reader"
+
+
 def test_numbers_follow_one_convention() -> None:
     from auditor.report.render import _num, cell
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
@@ -41,9 +42,19 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     )
     env.filters["num"] = _num
     env.filters["pct"] = _pct
+    env.filters["prose"] = prose
     env.globals["cell"] = cell
     env.globals["aspect"] = aspect
     return env
+
+
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
+def prose(text: Any) -> Markup:
+    """Report text (rule rationales, remedies, notes, limitations) escaped, with its `backticked` names set as code
+    rather than shown with their backticks; the escaping comes first, so no text can inject markup."""
+    return Markup(_TICKED.sub(r"<code>\1</code>", str(escape(text))))
 
 
 def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
