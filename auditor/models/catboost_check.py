@@ -23,13 +23,13 @@ disagree scores differently from what it shows. Two defences, both on every load
 
 from __future__ import annotations
 
-import json
 import math
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.models.json_dump import parse_json_dump
 from auditor.models.rehearsal import MiB, rehearse
 
 CHILD = Path(__file__).with_name("_catboost_child.py")
@@ -56,18 +56,9 @@ def file_format(data: bytes, *, file: Path) -> str:
 
 
 def parse_json(text: bytes, *, file: Path, what: str = "the model") -> dict[str, Any]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", file=file, where=f"{exc.lineno}:{exc.colno}",
-                         fix=SAVE_AGAIN) from None
-    except (RecursionError, UnicodeDecodeError) as exc:
-        problem = "nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
-        raise InputError(f"{what} is not a CatBoost JSON model ({problem})", file=file, fix=SAVE_AGAIN) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("features_info"), dict):
-        raise InputError("not a CatBoost JSON model (no `features_info` object)", file=file,
-                         fix="export the model with CatBoost's `model.save_model('model.json', format='json')`")
-    return doc
+    return parse_json_dump(text, file=file, library="a CatBoost", key="features_info", save_again=SAVE_AGAIN,
+                           save_json="export the model with CatBoost's "
+                                     "`model.save_model('model.json', format='json')`", what=what)
 
 
 class _Bad(Exception):

@@ -23,13 +23,13 @@ The legacy binary format (before XGBoost 1.0's JSON; no longer read by XGBoost 3
 
 from __future__ import annotations
 
-import json
 import math
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.models.json_dump import parse_json_dump
 from auditor.models.rehearsal import MiB, rehearse
 
 CHILD = Path(__file__).with_name("_xgboost_child.py")
@@ -58,18 +58,8 @@ def file_format(data: bytes, *, file: Path) -> str:
 
 
 def parse_json(text: bytes, *, file: Path, what: str = "the model") -> dict[str, Any]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", file=file, where=f"{exc.lineno}:{exc.colno}",
-                         fix=SAVE_AGAIN) from None
-    except (RecursionError, UnicodeDecodeError) as exc:
-        problem = "nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
-        raise InputError(f"{what} is not an XGBoost JSON model ({problem})", file=file, fix=SAVE_AGAIN) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("learner"), dict):
-        raise InputError("not an XGBoost JSON model (no `learner` object)", file=file,
-                         fix="save the model with XGBoost's `booster.save_model('model.json')`")
-    return doc
+    return parse_json_dump(text, file=file, library="an XGBoost", key="learner", save_again=SAVE_AGAIN,
+                           save_json="save the model with XGBoost's `booster.save_model('model.json')`", what=what)
 
 
 class _Bad(Exception):
