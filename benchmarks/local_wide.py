@@ -26,6 +26,7 @@ from auditor.evidence import REGISTRY  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
 from auditor.evidence.explainers import method_names  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.local_explanations import label as method_label  # noqa: E402
 from auditor.executor import core_limit, make_executor  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
@@ -56,9 +57,9 @@ def run_once(spec: Path, overrides: dict, jobs: int) -> tuple[float, object, int
     return seconds, result, ctx.model.rows_evaluated
 
 
-def show(label: str, seconds: float, result, rows: int) -> None:
+def show(title: str, seconds: float, result, rows: int) -> None:
     m = result.metrics
-    print(f"\n## {label}: {seconds:.1f} s, {rows:,} model rows, {int(m['local.queries'])} queries, "
+    print(f"\n## {title}: {seconds:.1f} s, {rows:,} model rows, {int(m['local.queries'])} queries, "
           f"k = {int(m['local.k'])}")
     if "local.kernelshap.coalitions.mean" in m:
         print(f"KernelSHAP coalitions per document: {m['local.kernelshap.coalitions.mean']:.0f}; underdetermined "
@@ -67,7 +68,7 @@ def show(label: str, seconds: float, result, rows: int) -> None:
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     cost = {row[0]: row for table in result.tables if table.title.startswith("Cost") for row in table.rows}
     for key in [*method_names(), "optimum"]:
-        label_ = label(key)
+        label_ = method_label(key)
         v = m.get(f"local.{key}.validity.mean")
         if v is None:
             continue

@@ -756,3 +756,24 @@ class CallCounterOf(CountingRanker):
     def predict(self, X: np.ndarray) -> np.ndarray:
         self.calls += 1
         return super().predict(X)
+
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_finish_reads_at_most_as_many_samples_as_coefficients(seed: int):
+    """At a smoothing level wide enough to take two more samples in than the optimum interpolates (more than there
+    are coefficients), the finish keeps the smallest residuals and certifies the same optimum (it used to give up
+    and smooth further: on 700-feature fits, stage after stage)."""
+    from auditor.explain.svr import _finish, _residuals, l1_svr, l2_svr
+
+    Z, y, w = _svr_problem(seed, n=600, F=40)
+    coef, ok = l1_svr(Z, y, w, l2_svr(Z, y, w))
+    assert ok
+    r = np.empty(len(y))
+    _residuals(Z, y, coef, r)
+    tight = 1e-9 * np.abs(y).max()
+    assert np.sum(np.abs(r) <= tight) == Z.shape[1] + 1  # the optimum interpolates as many samples as coefficients
+    wide = np.sort(np.abs(r[np.abs(r) > tight]))[1] * 1.0001
+    again, certified = _finish(Z, y, w, r, wide)
+    assert certified
+    np.testing.assert_allclose(again, coef, atol=1e-9 * np.abs(coef).max())

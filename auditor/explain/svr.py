@@ -32,6 +32,8 @@ from numba import njit
 
 # Relative tolerances of the exact finish's checks (residual signs and dual bounds): rounding, not approximation.
 CHECK_TOL = 1e-9
+PIVOTS = 60  # active-set corrections of a smoothed solution's pattern before smoothing further...
+SPARE = 2  # ...tried when it interpolates at most this many samples more than there are coefficients
 
 
 def l2_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -152,59 +154,99 @@ def _cholesky_solve(A, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
-    """The exact L1 optimum for the pattern read off residuals r at smoothing mu, and whether it checks out."""
+def _solve_pattern(X, y, c, state):  # pragma: no cover - compiled
+    """The KKT solution for a pattern (state 0: the sample is interpolated, ±1: its residual has that sign and its
+    dual is ±c), checked: returns v, whether it is the optimum, and whether a corrected pattern was written into
+    `state` (interpolated samples whose dual leaves its bound go to the bound; bounded samples whose residual
+    changed sign become interpolated)."""
     n, n_features = X.shape
     p = n_features + 1
-    inside = np.empty(n, dtype=np.int64)
     m = 0
-    u = np.zeros(p)
     for i in range(n):
-        if abs(r[i]) <= mu:
-            if m == p:
-                return u, False  # more interpolated samples than coefficients: not a vertex we can solve for
-            inside[m] = i
+        if state[i] == 0:
             m += 1
+    u = np.zeros(p)
+    inside = np.empty(m, dtype=np.int64)
+    XE = np.empty((m, p))
+    a = 0
+    for i in range(n):
+        if state[i] == 0:
+            inside[a] = i
+            for f in range(n_features):
+                XE[a, f] = X[i, f]
+            XE[a, n_features] = 1.0
+            a += 1
         else:
-            s = c[i] if r[i] > 0 else -c[i]
+            s = c[i] * state[i]
             for f in range(n_features):
                 u[f] += s * X[i, f]
             u[n_features] += s
-    A = np.empty((m, m))
+    A = XE @ XE.T
     rhs = np.empty(m)
     for a in range(m):
-        i = inside[a]
-        xu = u[n_features]
-        for f in range(n_features):
-            xu += X[i, f] * u[f]
-        rhs[a] = y[i] - xu
-        for b in range(a, m):
-            j = inside[b]
-            s = 1.0
-            for f in range(n_features):
-                s += X[i, f] * X[j, f]
-            A[a, b] = s
-            A[b, a] = s
+        xu = 0.0
+        for f in range(p):
+            xu += XE[a, f] * u[f]
+        rhs[a] = y[inside[a]] - xu
     alpha, ok = _cholesky_solve(A, rhs)
     if not ok:
-        return u, False
+        return u, False, False
     v = u.copy()
     for a in range(m):
-        i = inside[a]
-        if abs(alpha[a]) > c[i] * (1.0 + CHECK_TOL) + 1e-300:
-            return v, False
-        for f in range(n_features):
-            v[f] += alpha[a] * X[i, f]
-        v[n_features] += alpha[a]
+        for f in range(p):
+            v[f] += alpha[a] * XE[a, f]
     scale = 1.0
     for i in range(n):
         scale = max(scale, abs(y[i]))
     check = np.empty(n)
     _residuals(X, y, v, check)
+    # One correction a pivot (whole-set swaps cycle on wide problems): the interpolated sample whose dual left its
+    # bound the furthest goes to that bound; else the bounded sample whose residual took the other sign the
+    # furthest is interpolated, if the coefficients allow one more.
+    out, worst = -1, CHECK_TOL
+    for a in range(m):
+        excess = abs(alpha[a]) / max(c[inside[a]], 1e-300) - 1.0
+        if excess > worst:
+            worst, out = excess, a
+    if out >= 0:
+        state[inside[out]] = 1 if alpha[out] > 0 else -1
+        return v, False, True
+    into, worst = -1, CHECK_TOL * scale
     for i in range(n):
-        if abs(r[i]) > mu and check[i] * r[i] < 0.0 and abs(check[i]) > CHECK_TOL * scale:
-            return v, False
-    return v, True
+        if state[i] != 0 and check[i] * state[i] < 0.0 and abs(check[i]) > worst:
+            worst, into = abs(check[i]), i
+    if into < 0:
+        return v, True, False
+    if m == p:
+        return v, False, False
+    state[into] = 0
+    return v, False, True
+
+
+@njit(cache=True, nogil=True)
+def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
+    """The exact L1 optimum for the pattern read off residuals r at smoothing mu, corrected by up to `PIVOTS`
+    primal-dual active-set steps (Hintermüller, Ito & Kunisch 2002) when its check fails, and whether the
+    solution checks out (it then satisfies the optimality conditions: it is the optimum, however it was found)."""
+    n, p = X.shape[0], X.shape[1] + 1
+    state = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        state[i] = 1 if r[i] > 0 else -1
+    order = np.argsort(np.abs(r))  # the interpolated samples: |r| ≤ mu, at most the p smallest
+    if n > p + SPARE and abs(r[order[p + SPARE]]) <= mu:
+        return np.zeros(p), False  # far more than p inside: this smoothing is too coarse to read a pattern from
+    for j in range(min(p, n)):
+        if abs(r[order[j]]) > mu:
+            break
+        state[order[j]] = 0
+    v = np.zeros(X.shape[1] + 1)
+    for _pivot in range(PIVOTS):
+        v, optimal, changed = _solve_pattern(X, y, c, state)
+        if optimal:
+            return v, True
+        if not changed:
+            break
+    return v, False
 
 
 @njit(cache=True, nogil=True)
