@@ -21,6 +21,7 @@ twice), the report rendering, and the budget's choices (auditor/budget.py).
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,12 +30,16 @@ from typing import Any
 import numpy as np
 
 from auditor.data import RankingData
+from auditor.executor import AUTO_MIN_QUERIES, AUTO_MIN_SECONDS
+from auditor.threads import cpu_count
 
 GREEDY_SHARE = 0.55  # of the worst case C·n·Σ_k(1 + seeds·(k − 1)) rows (bookstore 0.53, wide data 0.5)
 SEARCH_SHARE = 0.6  # of beam·C·n·Σ_k k (bookstore 0.61)
 MASKED_KINDS = ("local_explanations", "confidence", "decision_path_accuracy")  # rows mostly masked (below)
 PROBE_KEEP = 5  # features a masked probe row keeps (the searches' sets: k ≤ 10); the rest at the mean
 POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors")
+POOLED_KINDS = ("local_explanations", "confidence", "pairwise")  # their queries go to the executor's pool...
+POOL_EFFICIENCY = 0.9  # ...which runs them this close to `workers` times as fast (wide data: 1.96 with 2 workers)
 RENDER_SECONDS = {"html": 5.0, "pdf": 40.0}  # start-up and rendering, measured on the bookstore and wide data
 
 
@@ -48,7 +53,7 @@ class Shape:
     background_docs: int
     background_queries: int
     rows_per_second: float
-    workers: int = 1
+    workers: float = 1  # worker processes' worth of free cores (free_workers)
     masked_rows_per_second: float | None = None  # rows with most features at the mean (None: as documents)
     feature_names: tuple[str, ...] = ()
     reference: np.ndarray | None = field(default=None, repr=False)  # the background rows (sweep grids)
@@ -86,10 +91,26 @@ class ItemCost:
     rows: int
     seconds: float
     basis: str = ""
+    serial_seconds: float | None = None  # in this process alone (`auto` starts the pool from AUTO_MIN_SECONDS)
+
+    @property
+    def heavy(self) -> bool:
+        """Long enough for `auto` to run its queries in worker processes (auditor/executor.py)."""
+        return (self.serial_seconds if self.serial_seconds is not None else self.seconds) >= AUTO_MIN_SECONDS
 
     def to_json(self) -> dict[str, Any]:
         return {"queries": self.queries, "rows": int(self.rows), "seconds": round(self.seconds, 1),
                 "basis": self.basis}
+
+
+def free_workers(workers: int) -> float:
+    """How many worker processes' worth of cores this machine gives now: `workers`, less what other work kept busy
+    over the last minute (load average), at least 1."""
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not on Unix
+        busy = 0.0
+    return max(1.0, min(float(workers), cpu_count() - busy))
 
 
 @dataclass
@@ -203,39 +224,38 @@ def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list
     return rows + optimum + n * sets * 2 * len(ks)  # validity and completeness of every set
 
 
-FLOPS = 1e9  # the linear algebra of the explainers' fits, per second (numpy on the shared 2-core VM; fitted at 700
-# features, where it dominates: 140 s a query measured, ~150 s estimated)
-EXS_NEWTON_STEPS = 10  # EXS's Newton iterations per fit (each forms X^T W X over the samples)
+# Seconds of the explainers' own fits per document (they grow faster than the model rows and dominate on very wide
+# data), fitted on the wide synthetic data at 136 and 700 features (benchmarks/local_wide.py, serial, one thread):
+KERNELSHAP_FIT = 2.4e-10  # × coalitions × F²: the normal equations (BLAS) and their 11 solves — 0.4 s at 700
+LIRME_FIT = (1.2e-10, 0.05)  # × samples × F², + per document: the ridge fit — 0.07 s at 136
+EXS_FIT = (1.5e-9, 2.2e-8)  # × samples × F², × F³: the exact L1 SVR's Newton steps and finish — 0.11 s at 136, 9 s
+# at 700
 
 
 def _fit_seconds(methods: list[str], local: Any, features: int) -> float:
-    """Seconds per query of the explainers' own fits, which grow with F² and dominate on very wide data:
-    KernelSHAP's weighted regression per document (coalitions × F², once and once per jackknife group), LIRME's
-    ridge and EXS's Newton steps (samples × F² per document)."""
+    """Seconds per query of the explainers' own fits: KernelSHAP's weighted regression per document (with its
+    jackknife), LIRME's ridge and EXS's exact SVR per document, for the most top documents any method explains."""
     from auditor.explain import registry
-    from auditor.explain.kernelshap import JACKKNIFE_GROUPS
 
-    f2, flops = features * features, 0.0
-    per_fit = {"kernelshap": _coalitions(local.kernelshap, features) * f2 * (1 + JACKKNIFE_GROUPS),
-               "lirme": local.lime.samples * f2, "exs": local.lime.samples * f2 * EXS_NEWTON_STEPS}
+    f2, n = float(features) ** 2, local.lime.samples
+    per_fit = {"kernelshap": KERNELSHAP_FIT * _coalitions(local.kernelshap, features) * f2,
+               "lirme": LIRME_FIT[0] * n * f2 + LIRME_FIT[1],
+               "exs": EXS_FIT[0] * n * f2 + EXS_FIT[1] * f2 * features}
     docs: dict[str, int] = {}  # explainer -> the most top documents its methods explain
     for name in methods:
         chosen = registry.methods().get(name)
         if chosen is not None and chosen.explainer.name in per_fit:
             docs[chosen.explainer.name] = max(docs.get(chosen.explainer.name, 0), chosen.docs)
-    for explainer, n in docs.items():
-        flops += n * per_fit[explainer]
-    return flops / FLOPS
+    return sum(n_docs * per_fit[explainer] for explainer, n_docs in docs.items())
 
 
 def _local_explanations(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries)
     ks = sorted({options.k, *[k for k in options.k_curve if k < shape.features]})
     rows = queries * _local_rows(options, list(options.methods), shape, n, ks, shared=False)
-    pool = POOL_START if queries >= 64 and shape.workers > 1 else 0.0
     explain = 2e-7 * rows * shape.features ** 0.5 + queries * _fit_seconds(list(options.methods), options,
                                                                             shape.features)
-    return queries, int(rows), pool + explain, (f"{queries} queries × ~{n:.0f} documents, {len(options.methods)} "
+    return queries, int(rows), explain, (f"{queries} queries × ~{n:.0f} documents, {len(options.methods)} "
                                                 f"explainers, k = {', '.join(map(str, ks))}")
 
 
@@ -359,8 +379,14 @@ def estimate_item(name: str, options: Any, shape: Shape, earlier: set[str]) -> I
     queries, rows, extra, basis = estimator(options, shape, earlier)
     speed = shape.masked_rows_per_second if name in MASKED_KINDS and shape.masked_rows_per_second else \
         shape.rows_per_second
-    seconds = rows / speed + extra
-    return ItemCost(name=name, queries=queries, rows=rows, seconds=seconds, basis=basis)
+    serial = rows / speed + extra
+    seconds = serial
+    pooled = (serial >= AUTO_MIN_SECONDS and queries >= 2) or queries >= AUTO_MIN_QUERIES
+    if name in POOLED_KINDS and pooled and shape.workers > 1:
+        share = max(1.0, min(shape.workers, queries) * POOL_EFFICIENCY)
+        seconds = serial / share + POOL_START
+        basis += f"; worker processes, {share:.1f}× as fast"
+    return ItemCost(name=name, queries=queries, rows=rows, seconds=seconds, basis=basis, serial_seconds=serial)
 
 
 def estimate_items(items: list[tuple[str, Any]], shape: Shape) -> list[ItemCost]:
@@ -398,7 +424,7 @@ def plan_audit(prepared: Any, items: list[tuple[str, Any]] | None = None, *, wor
     rows_per_second, masked, probe_seconds = speed or probe_speed(prepared.model, prepared.data.X)
     items = prepared.spec.evidence_items() if items is None else items
     shape = shape_of(prepared.data, prepared.background, prepared.model, rows_per_second=rows_per_second,
-                     masked_rows_per_second=masked, workers=workers)
+                     masked_rows_per_second=masked, workers=free_workers(workers))
     return Plan(items=estimate_items(items, shape),
                 render_seconds=render_seconds(list(prepared.spec.output.formats), len(items)),
                 rows_per_second=rows_per_second, masked_rows_per_second=masked, probe_seconds=probe_seconds)
