@@ -308,6 +308,25 @@ def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
     assert "aria-label" in figure.svg and "<desc" in figure.svg
     assert "RankingSHAP (listwise)" in figure.description
 
+    # with background rows, RankingSHAP plays the published game: tau averaged over the rows' masked rankings
+    rows_masker = local_explanations.background_rows_masker(ctx, 10)
+    played = {key[4]: value for key, value in ctx._memo.items() if key[:2] == ("attributions", "rankingshap")}
+    assert played and all(key[3] == "background_rows:10" for key in ctx._memo if key[:2] == ("attributions",
+                                                                                                "rankingshap"))
+    differs = 0
+    for qi, attrs in played.items():
+        s = ctx.data.query_slice(qi)
+        view = QueryView(X=ctx.data.X[s], scores=ctx.scores()[s], query_id=ctx.data.query_ids[qi],
+                         background=ctx.reference_rows())
+        exact = ListwiseShap("kendall", estimator="exact")
+        tau_averaged = exact.explain(ctx.model, view, rows_masker, np.random.default_rng(0)).values
+        np.testing.assert_allclose(attrs.values[0], tau_averaged, atol=1e-12)
+        score_averaged = exact.explain(ctx.model, view, Masker(fill=rows_masker.fill, strategy="background"),
+                                       np.random.default_rng(0)).values
+        differs += not np.allclose(tau_averaged, score_averaged, atol=1e-6)
+    assert differs  # the two games are not the same game
+    assert "10 background rows in turn" in figure.caption
+
     judged = confidence.run(ctx, confidence.ConfidenceOptions(methods=["rankingshap", "treeshap5"], k=3,
                                                               criteria=["validity", "path_accuracy"]))
     assert "confidence.rankingshap.flagged_fraction" in judged.metrics

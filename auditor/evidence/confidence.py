@@ -46,8 +46,10 @@ from auditor.evidence.explainers import (
     judged_method_names,
     method_list,
     methods_validator,
+    played_masker,
     with_sections,
 )
+from auditor.evidence.local_explanations import background_rows_masker, check_background_search
 from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
@@ -100,6 +102,10 @@ class ConfidenceOptions(EvidenceOptions):
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
     max_listed: int = Field(40, ge=0, description="Flagged explanations listed in the report.")
+    background_rows: int | None = Field(
+        None, ge=1, le=1000, description="Background rows the listwise explainers and `background_search` play on "
+                                         "(tau averaged over N masked rankings), as in local_explanations. Default: "
+                                         "the spec's `masking.rows`; null: the audit's masking.")
 
     _methods = methods_validator("methods", judged_method_names)
 
@@ -116,6 +122,7 @@ def check(options: ConfidenceOptions, data: RankingData) -> None:
     """Sets and top-K lists that leave features out (a set of every feature is valid whatever the explainer)."""
     check_explanation_size(options.k, data.n_features, where="k")
     check_explanation_size(options.path_top_k, data.n_features, where="path_top_k")
+    check_background_search(options)
 
 
 def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
@@ -179,6 +186,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
 
     options, methods, criteria, ensemble = job.options, job.methods, job.criteria, job.ensemble
     masker, background = ctx.masker(), ctx.reference_rows()
+    rows_masker = background_rows_masker(ctx, options.background_rows)
     explainers = build(options)
     rerun = build(options, scale=options.rerun_fraction)
     chosen = {m: registry.method(m) for m in methods}
@@ -199,9 +207,10 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
         top = query.top_docs(docs_needed)
         attribution_docs = query.top_docs(attribution_count)
         attrs = {c.explainer.name: attributions(ctx, options, explainers, c.explainer.name, query, qi,
-                                                attribution_docs, masker)
+                                                attribution_docs, played_masker(c.explainer.name, masker, rows_masker))
                  for c in chosen.values() if c.attribution}
-        sets = {m: _set(ctx, options, explainers, attrs, m, query, qi, options.k, masker) for m in methods}
+        sets = {m: _set(ctx, options, explainers, attrs, m, query, qi, options.k,
+                        played_masker(chosen[m].explainer.name, masker, rows_masker)) for m in methods}
         validity, _ = measure_sets(ctx.model, query.X, query.scores, masker, [sets[m] for m in methods])
         truth = ground_truth(ensemble, query.X[top]) if ensemble is not None else None
         margin = score_margin(query.scores, options.margin_docs)
@@ -209,8 +218,9 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
         for i, m in enumerate(methods):
             measures: dict[str, float] = {"validity": float(validity[i]), "margin": margin}
             measures["agreement"] = agreement([sets[o] for o in methods], validity, i)
-            if "stability" in criteria and not chosen[m].explainer.deterministic:
-                again = _rerun(ctx, rerun, m, query, qi, options.k, masker, attribution_docs)
+            if "stability" in criteria and not _deterministic(chosen[m], attrs):
+                again = _rerun(ctx, rerun, m, query, qi, options.k,
+                               played_masker(chosen[m].explainer.name, masker, rows_masker), attribution_docs)
                 measures["stability"] = set_overlap(sets[m], again)
             if truth is not None:
                 measures["path_accuracy"] = _path_accuracy(m, attrs, sets[m], truth, query, top, sampler,
@@ -222,6 +232,16 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
                           "verdict": judged, "fragile": fragile})
         ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return units, excluded
+
+
+def _deterministic(method: Any, attrs: dict[str, Attributions]) -> bool:
+    """No second run can differ: a deterministic explainer, or a listwise one that enumerated every coalition
+    (its exact estimator: the values are the Shapley values themselves)."""
+    if method.explainer.deterministic:
+        return True
+    found = attrs.get(method.explainer.name)
+    result = (found.diagnostics or {}).get("listwise") if found is not None else None
+    return result is not None and result.estimator == "exact"
 
 
 def _set(ctx: AuditContext, options: ConfidenceOptions, explainers: dict[str, Any], attrs: dict[str, Attributions],

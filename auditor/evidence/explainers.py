@@ -102,17 +102,29 @@ def is_tree(ctx: AuditContext) -> bool:
     return hasattr(inner, "tree_ensemble") and not getattr(inner, "trees_problem", "")
 
 
-def attribution_key(settings: Any, ctx: AuditContext, name: str, qi: int, docs: np.ndarray) -> tuple[Any, ...]:
+def attribution_key(settings: Any, ctx: AuditContext, name: str, qi: int, docs: np.ndarray,
+                    masker: Any = None) -> tuple[Any, ...]:
     """A listwise explainer's row does not depend on the documents asked: one entry a query."""
     entry = registry.EXPLAINERS[name]
-    return ("attributions", name, entry.config(settings), ctx.masking, qi,
+    return ("attributions", name, entry.config(settings), masking_key(ctx, masker), qi,
             tuple(int(d) for d in docs) if entry.per_document else ())
+
+
+def played_masker(name: str, masker: Any, rows_masker: Any) -> Any:
+    """The masking an explainer plays on: an item's background rows (value-averaged, `background_rows: N`) for
+    the explainers whose game is the peers' — the listwise attributions (RankingSHAP's published game averages
+    tau over the rows) and the background-rows search — else the audit's masking."""
+    entry = registry.EXPLAINERS[name]
+    if rows_masker is not None and (entry.background_rows or (entry.kind == "attribution" and
+                                                              not entry.per_document)):
+        return rows_masker
+    return masker
 
 
 def attributions(ctx: AuditContext, settings: Any, explainers: dict[str, Any], name: str, query: QueryView, qi: int,
                  docs: np.ndarray, masker: Any) -> Attributions:
     """One attribution explainer on one query's top documents, computed once per audit."""
-    return ctx.memo(attribution_key(settings, ctx, name, qi, docs),
+    return ctx.memo(attribution_key(settings, ctx, name, qi, docs, masker),
                     lambda: explainers[name].attribute(ctx.model, query, docs, masker, ctx.rng(f"local/{name}/{qi}")))
 
 
@@ -121,13 +133,13 @@ def attributions_many(ctx: AuditContext, settings: Any, explainers: dict[str, An
     """Fill the memo of `attributions` for many (query, qi, docs) at once with the explainer's `attribute_many`
     (same streams, same values: only the model calls are batched); entries already there are not recomputed."""
     todo = [(query, qi, docs) for query, qi, docs in items
-            if not ctx.memoized(attribution_key(settings, ctx, name, qi, docs))]
+            if not ctx.memoized(attribution_key(settings, ctx, name, qi, docs, masker))]
     if not todo:
         return
     values = explainers[name].attribute_many(ctx.model, [q for q, _, _ in todo], [d for _, _, d in todo], masker,
                                              [ctx.rng(f"local/{name}/{qi}") for _, qi, _ in todo])
     for (_, qi, docs), value in zip(todo, values, strict=True):
-        ctx.memo(attribution_key(settings, ctx, name, qi, docs), lambda value=value: value)
+        ctx.memo(attribution_key(settings, ctx, name, qi, docs, masker), lambda value=value: value)
 
 
 def reusable_attributions(ctx: AuditContext, settings: Any, name: str, query: QueryView, qi: int,
@@ -147,8 +159,9 @@ def reusable_attributions(ctx: AuditContext, settings: Any, name: str, query: Qu
     return None
 
 
-def masking_key(ctx: AuditContext, masker: Any) -> str:
-    """The masking part of a memo key: the audit's, or the background rows a value-averaged measure uses."""
+def masking_key(ctx: AuditContext, masker: Any = None) -> str:
+    """The masking part of a memo key: the audit's (or None), or the background rows a value-averaged measure
+    uses."""
     if getattr(masker, "strategy", "") == "background_rows":
         return f"background_rows:{masker.n_fill}"
     return ctx.masking

@@ -36,6 +36,7 @@ from auditor.evidence.explainers import (
     method_list,
     method_names,
     methods_validator,
+    played_masker,
     with_sections,
 )
 from auditor.executor import split
@@ -67,8 +68,9 @@ class LocalExplanationsOptions(EvidenceOptions):
     background_rows: int | None = Field(
         None, ge=1, le=1000, description="Also measure validity and completeness as the listwise peers do, beside the "
                                          "audit's masking: each removed feature replaced by each of N background "
-                                         "rows in turn, tau averaged over the N masked rankings (drawn once, seeded). "
-                                         "Default: the spec's `masking.rows`; null: not measured.")
+                                         "rows in turn, tau averaged over the N masked rankings (drawn once, seeded); "
+                                         "the listwise explainers (rankingshap, rankshap) play that game too, as "
+                                         "published. Default: the spec's `masking.rows`; null: not measured.")
     reference_max_players: int = Field(
         12, ge=0, le=16, description="Listwise explainers (rankingshap, rankshap): compare each query's values with "
                                      "the exact Shapley values when at most this many features play (2^M "
@@ -135,16 +137,21 @@ class _Tally:
         self.seconds += other.seconds
 
 
-def check(options: LocalExplanationsOptions, data: RankingData) -> None:
-    """`k` and the sizes of the effect-of-k curve a user chose leave features out (the default curve is cut to the
-    data's width in `run`, with a note)."""
-    check_explanation_size(options.k, data.n_features, where="k")
+def check_background_search(options: Any) -> None:
+    """`background_search` plays validity under the item's background rows: they must be set."""
     if "background_search" in options.methods and options.background_rows is None:
         from auditor.errors import InputError
 
         raise InputError("`background_search` optimises validity under background rows, and none are set",
                          where="methods", fix="set `background_rows: N` here, or the spec's `masking: {strategy: "
                                               "background, rows: N}`")
+
+
+def check(options: LocalExplanationsOptions, data: RankingData) -> None:
+    """`k` and the sizes of the effect-of-k curve a user chose leave features out (the default curve is cut to the
+    data's width in `run`, with a note)."""
+    check_explanation_size(options.k, data.n_features, where="k")
+    check_background_search(options)
     if "k_curve" in options.model_fields_set:
         for index, k in enumerate(options.k_curve):
             check_explanation_size(k, data.n_features, where=f"k_curve.{index}")
@@ -249,14 +256,14 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
     tallies: dict[tuple[str, int], _Tally] = {}
     records: list[dict[str, Any]] = []
     block = _Block(excluded=0, records=records, tallies=tallies)
-    _prefetch_attributions(ctx, options, views, methods, explainers, masker, tallies, sizes)
+    _prefetch_attributions(ctx, options, views, methods, explainers, masker, tallies, sizes, rows_masker)
     for qi, query in views:
         if not has_order(query.scores):
             block.excluded += 1
             continue
-        found = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes)
+        found = _attributions(ctx, options, query, methods, explainers, masker, qi, tallies, sizes, rows_masker)
         _convergence(options, methods, found, block)
-        _listwise_reference(ctx, options, query, qi, found, masker, block, job.figure_query)
+        _listwise_reference(ctx, options, query, qi, found, rows_masker or masker, block, job.figure_query)
         for k in sizes:
             sets, names = [], []
             for name in methods:
@@ -266,7 +273,7 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
                     sets.append(set_from_attributions(found[method.explainer.name].values, k, docs=method.docs))
                 else:
                     rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-                    played = rows_masker if method.explainer.background_rows else masker
+                    played = played_masker(name, masker, rows_masker)
                     sets.append(explanation_set(ctx, options, explainers, name, query, qi, k, played))
                     tally.rows += ctx.model.rows_evaluated - rows_before
                     tally.seconds += time.perf_counter() - start
@@ -401,13 +408,15 @@ def _used_explainers(methods: list[str]) -> dict[str, list[str]]:
 
 def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: QueryView, methods: list[str],
                   explainers: dict[str, Any], masker: Any, qi: int, tallies: dict[tuple[str, int], _Tally],
-                  sizes: list[int]) -> dict[str, Attributions]:
-    """Attribute the top documents once per explainer; its "-1" and "-5" methods share the work (and cost)."""
+                  sizes: list[int], rows_masker: Any = None) -> dict[str, Attributions]:
+    """Attribute the top documents once per explainer; its "-1" and "-5" methods share the work (and cost). The
+    listwise explainers play on the item's background rows when it has them (`played_masker`)."""
     out: dict[str, Attributions] = {}
     for name, variants in _used_explainers(methods).items():
         docs = query.top_docs(max(registry.method(m).docs for m in variants))
         rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
-        out[name] = attributions(ctx, options, explainers, name, query, qi, docs, masker)
+        out[name] = attributions(ctx, options, explainers, name, query, qi, docs,
+                                 played_masker(name, masker, rows_masker))
         # counted per query, so the counts do not depend on which call computed the attributions
         for what, count in (("degenerate", out[name].n_degenerate), ("fallback", out[name].n_fallback)):
             if count:
@@ -422,7 +431,7 @@ def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: Q
 
 def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions, block: list[tuple[int, QueryView]],
                            methods: list[str], explainers: dict[str, Any], masker: Any,
-                           tallies: dict[tuple[str, int], _Tally], sizes: list[int]) -> None:
+                           tallies: dict[tuple[str, int], _Tally], sizes: list[int], rows_masker: Any = None) -> None:
     """Attribute the top documents of a block of queries at once where the explainer `batches` (the samples of
     many queries scored in one model call), into the memo `attributions` reads: same keys, same values (each query
     still draws from its own stream). Rows and seconds go to the same tallies as `_attributions`."""
@@ -433,7 +442,7 @@ def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions,
         count = max(registry.method(m).docs for m in variants)
         rows_before, start = ctx.model.rows_evaluated, time.perf_counter()
         attributions_many(ctx, options, explainers, name, [(view, qi, view.top_docs(count)) for qi, view in views],
-                          masker)
+                          played_masker(name, masker, rows_masker))
         rows, seconds = ctx.model.rows_evaluated - rows_before, time.perf_counter() - start
         for method in variants:
             tally = tallies.setdefault((method, sizes[0]), _Tally())
@@ -656,7 +665,11 @@ def _report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalEx
         svg=listwise_bars([names[f] for f in top], series, xlabel="Shapley value of the ranking game"),
         caption=(f"Each bar is a feature's Shapley value in the game \"how much of the model's order of this query's "
                  f"{size} documents does keeping the feature reproduce\" (RankingSHAP: Kendall tau; RankSHAP: nDCG "
-                 "of the model's own order); the values sum to 1 − v(∅): "
+                 "of the model's own order; "
+                 + ("the features left out masked as everywhere in this audit" if options.background_rows is None
+                    else f"the features left out replaced by each of {options.background_rows} background rows in "
+                         "turn, the value averaged, as published")
+                 + "); the values sum to 1 − v(∅): "
                  + ", ".join(f"{registry.label(n)} {fmt_signed(1 - r.empty_value)}" for n, r in results.items())
                  + ". Error bars: 95% intervals of sampled estimates (none: exact). "
                  + representative_text(query_id, size).capitalize() + "."),
