@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from auditor.models.base import CountingRanker
+from auditor.models.base import CountingRanker, rows_per_call
 
 Strategy = Literal["mean", "median", "zero", "background"]
 
@@ -59,7 +59,7 @@ class Masker:
         """Scores (C × n) of the documents with only the kept features, in as few predict calls as memory allows."""
         keep = np.asarray(keep, dtype=bool).reshape(-1, X.shape[1])
         n, per_candidate = X.shape[0], X.shape[0] * self.n_fill
-        step = max(1, max_rows // max(per_candidate, 1))
+        step = max(1, rows_per_call(X.shape[1], max_rows) // max(per_candidate, 1))
         out = np.empty((keep.shape[0], n))
         for start in range(0, keep.shape[0], step):
             block = keep[start:start + step]

@@ -121,3 +121,21 @@ def test_every_coalition_of_a_pair_is_scored_in_one_predict(ranker):
     finally:
         model.inner.predict = original  # type: ignore[method-assign]
     assert len(calls) == 1 and calls[0] > 64
+
+
+def test_wide_pairs_are_scored_in_chunks_that_fit_memory(ranker, monkeypatch):
+    """On wide data the rows of every coalition at once would not fit (700 features: 11 GB, a worker was killed):
+    with a small cell budget the game scores in several calls, none above the budget, and the values are the same."""
+    import auditor.models.base as base
+
+    _, model, X = ranker
+    game = PairGame(model, X[0], X[1], ConditionalFill(X[:50], "adaptive"))
+    masks = np.random.default_rng(0).random((40, X.shape[1])) < 0.5
+    whole = game.values(masks)
+    calls = []
+    original = model.inner.predict
+    monkeypatch.setattr(base, "MAX_CELLS", 250 * X.shape[1])  # 250 rows a call: two or so coalitions
+    monkeypatch.setattr(model.inner, "predict", lambda rows: (calls.append(len(rows)), original(rows))[1])
+    np.testing.assert_array_equal(game.values(masks), whole)
+    assert len(calls) > 1 and max(calls) <= 250
+    assert base.rows_per_call(700) * 700 <= base.MAX_CELLS

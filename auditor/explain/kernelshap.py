@@ -44,7 +44,7 @@ import numpy as np
 from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import single_threaded_blas
 from auditor.masking import Masker
-from auditor.models.base import CountingRanker
+from auditor.models.base import CountingRanker, rows_per_call
 
 BackgroundKind = Literal["masking", "sample"]
 JACKKNIFE_GROUPS = 10
@@ -178,7 +178,8 @@ class KernelShap:
         """
         n_bg, n_features = bg.shape
         n_head = n_bg + X.shape[0]  # the first call also scores the background (φ0) and the documents (f(x))
-        per_batch = max(1, (self.max_rows - n_head) // n_bg)
+        max_rows = rows_per_call(n_features, self.max_rows)
+        per_batch = max(1, (max_rows - n_head) // n_bg)
         head = None
         out = np.empty(keep.shape[0] * n_bg)
         start = 0
@@ -196,7 +197,7 @@ class KernelShap:
                 head = scores[:n_head]
             out[start * n_bg:stop * n_bg] = scores[lead:]
             start = stop
-            per_batch = max(1, self.max_rows // n_bg)
+            per_batch = max(1, max_rows // n_bg)
         return head, out
 
 

@@ -47,7 +47,7 @@ from auditor.explain.kernelshap import coalition_design, solve_with_jackknife
 from auditor.explain.options import ListwiseShapOptions
 from auditor.explain.screen import inert_features
 from auditor.masking import Masker, keep_masks
-from auditor.models.base import CountingRanker
+from auditor.models.base import CountingRanker, rows_per_call
 
 Objective = Literal["kendall", "ndcg"]
 Estimator = Literal["auto", "exact", "kernel", "permutation"]
@@ -162,7 +162,7 @@ class RankGame:
         """Values of full-width keep-masks (C × F)."""
         keep = np.asarray(keep, dtype=bool).reshape(-1, self.X.shape[1])
         n, n_fill = self.X.shape[0], self.fill.shape[0]
-        step = max(1, self.max_rows // max(n * n_fill, 1))
+        step = max(1, rows_per_call(self.X.shape[1], self.max_rows) // max(n * n_fill, 1))
         out = np.empty(keep.shape[0])
         for start in range(0, keep.shape[0], step):
             block = keep[start:start + step]

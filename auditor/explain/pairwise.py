@@ -28,7 +28,7 @@ from typing import Literal
 import numba
 import numpy as np
 
-from auditor.models.base import CountingRanker
+from auditor.models.base import CountingRanker, rows_per_call
 
 PairFunction = Literal["margin", "probability"]
 FillKind = Literal["adaptive", "masking"]
@@ -82,6 +82,12 @@ class ConditionalFill:
     @property
     def adaptive(self) -> bool:
         return self.kind == "adaptive"
+
+    @property
+    def rows_per_side(self) -> int:
+        """The most reference rows `select` gives one document of a coalition."""
+        n = self.reference.shape[0]
+        return n if self.kind == "masking" else min(self.max_neighbours, n)
 
     def select(self, x_a: np.ndarray, x_b: np.ndarray, known: np.ndarray,
                log_weights: tuple[np.ndarray, np.ndarray] | None = None
@@ -138,8 +144,21 @@ class PairGame:
 
     def values(self, masks: np.ndarray, log_weights: list[tuple[np.ndarray, np.ndarray]] | None = None
                ) -> np.ndarray:
-        """v(T) for each boolean keep-mask (C × D); `log_weights` (per mask, for A and B) when already known."""
+        """v(T) for each boolean keep-mask (C × D); `log_weights` (per mask, for A and B) when already known. The
+        masks are scored in chunks whose rows fit one predict call (`rows_per_call`): on wide data the rows of
+        every coalition at once would not fit in memory."""
         masks = np.asarray(masks, dtype=bool).reshape(-1, self.n_features)
+        out = np.empty(masks.shape[0])
+        limit, start, rows = rows_per_call(self.n_features, _MAX_ROWS), 0, 0
+        for i in range(masks.shape[0] + 1):
+            width = 2 if i == masks.shape[0] or masks[i].all() else 2 * self.fill.rows_per_side
+            if i == masks.shape[0] or (rows + width > limit and i > start):
+                out[start:i] = self._chunk(masks[start:i], None if log_weights is None else log_weights[start:i])
+                start, rows = i, 0
+            rows += width
+        return out
+
+    def _chunk(self, masks: np.ndarray, log_weights: list[tuple[np.ndarray, np.ndarray]] | None) -> np.ndarray:
         plans, blocks = [], []
         for i, mask in enumerate(masks):
             if mask.all():  # everything known: the documents themselves
