@@ -45,7 +45,8 @@ def wide_spec(features: int, queries: int, out: Path | None = None, *, budget: f
     base = prepare(folder, features, test_queries=queries)
     spec = yaml.safe_load(base.read_text())
     names = feature_names(features)
-    spec["evidence"] = [*spec["evidence"], {"exposure": {"group": [names[0]], "own": {names[0]: 0}}}]
+    group = _group_column(folder / "test.parquet", names)
+    spec["evidence"] = [*spec["evidence"], {"exposure": {"group": [group], "own": {group: 0}}}]
     spec["policies"] = PACKS
     spec["output"] = {"dir": "runs", "formats": ["html", "pdf"]}
     if budget is not None:
@@ -53,6 +54,15 @@ def wide_spec(features: int, queries: int, out: Path | None = None, *, budget: f
     path = folder / ("full.yaml" if budget is None else f"budget{budget:g}.yaml")
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+def _group_column(test: Path, names: list[str]) -> str:
+    """The first feature with 2-20 values in the test data, the exposure evidence's group column (a count column
+    takes more values as queries are added)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(test, columns=names)
+    return next(name for name in names if 2 <= frame[name].nunique(dropna=False) <= 20)
 
 
 def copied_spec(spec: Path) -> Path:
