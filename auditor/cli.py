@@ -21,6 +21,7 @@ from typer.exceptions import Abort, TyperException
 
 from auditor import __version__
 from auditor.errors import InputError
+from auditor.files import write_new
 
 
 class OneLineErrors(TyperGroup):
@@ -267,7 +268,7 @@ def schema(out: Annotated[Path | None, typer.Option("--out", "-o", help="Write t
     if out is None:
         typer.echo(text, nl=False)
     else:
-        _guard(lambda: _write_new(out, text))
+        _guard(lambda: write_new(out, text))
         typer.echo(str(out))
 
 
@@ -285,7 +286,7 @@ def diff(
     def action() -> dict[str, Any]:
         result = compare(load_run(run_a), load_run(run_b), old_name=run_a.name, new_name=run_b.name, file=run_b)
         if html is not None:
-            _write_new(html, render_html(result))
+            write_new(html, render_html(result))
         return result
 
     typer.echo(text_table(_guard(action, debug=debug)), nl=False)
@@ -343,7 +344,7 @@ def init(
 
     text = _guard(lambda: starter_spec(model=model, dataset=dataset, spec_path=out, policies=policy or ["starter"],
                                        title=title, organisation=organisation))
-    _guard(lambda: _write_new(out, text))
+    _guard(lambda: write_new(out, text))
     typer.echo(str(out))
 
 
@@ -374,17 +375,6 @@ def train_ilmart(
     typer.echo(f"{out}: {len(fit.main_features)} main-effect features, {len(fit.pairs)} pairs, "
                f"{fit.main_trees}+{fit.interaction_trees} trees"
                + "".join(f"; {k} nDCG@10 on the dataset {v:.4f}" for k, v in ndcg.items()))
-
-
-def _write_new(path: Path, text: str) -> None:
-    if path.exists():
-        raise InputError("the file exists already", file=path, fix="choose another --out or move the file away")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("x", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise InputError(f"cannot write ({exc.strerror})", file=path, fix="choose another --out") from None
 
 
 def _version_callback(value: bool) -> None:

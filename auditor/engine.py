@@ -28,6 +28,7 @@ from auditor.errors import InputError
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidencePlugin, EvidenceResult, Progress
 from auditor.executor import Executor, core_limit
+from auditor.files import write_new
 from auditor.hashing import sha256_file
 from auditor.models import load_model
 from auditor.models.base import CountingRanker, Ranker
@@ -566,12 +567,7 @@ def train_ilmart(spec_path: Path, out: Path, *, config: Any, validation_share: f
     config = replace(config, seed=spec.seed if seed is None else seed)
     fit = fit_on_labels(train, rng, validation_share=validation_share, config=config)
     text = fit.booster.model_to_string()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("x", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise InputError(f"cannot write ({exc.strerror})", file=out, fix="choose another --out") from None
+    write_new(out, text)
     test = load_dataset(spec.dataset, model, used_seed, "dataset")
     summary: dict[str, float] = {}
     if test.y is not None:

@@ -1,4 +1,5 @@
-"""Reading files we were handed: regular files only, with a size cap where the content is parsed whole.
+"""Reading files we were handed: regular files only, with a size cap where the content is parsed whole (and writing
+new files, never over an existing one).
 
 A FIFO, a device (`/dev/urandom`) or a socket named as an input would block or read without end; a 20 GB "spec"
 would exhaust memory before the parser could object. Every reader of a user-named file goes through here.
@@ -17,6 +18,19 @@ MAX_YAML_BYTES = 1 * MiB  # specs and policy packs: a real one is a few KB
 MAX_JSON_BYTES = 256 * MiB  # evidence.json of a run (baseline, diff)
 MAX_SMALL_BYTES = 16 * MiB  # feature-name lists, query files, keys, certificates
 MAX_MODEL_BYTES = 1024 * MiB  # a model file, read whole (5,000 trees of 511 leaves are ~400 MB of text)
+
+
+def write_new(path: Path, text: str) -> None:
+    """Write a file that must not exist yet (never overwrite a user's file): an existing path or an OS error is
+    one InputError naming the file and the fix."""
+    if path.exists():
+        raise InputError("the file exists already", file=path, fix="choose another --out or move the file away")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror})", file=path, fix="choose another --out") from None
 
 
 def kind_of(mode: int) -> str:

@@ -46,6 +46,7 @@ from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.explain.kernelshap import coalition_design, solve_with_jackknife
 from auditor.explain.options import ListwiseShapOptions
 from auditor.explain.screen import inert_features
+from auditor.explain.search import extend_beam
 from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker, rows_per_call
 
@@ -363,12 +364,7 @@ class BackgroundValiditySearch:
         beam: list[tuple[int, ...]] = [()]
         beam_values = np.zeros(1)
         for _ in range(k):
-            found: dict[frozenset[int], tuple[int, ...]] = {}
-            for chosen in beam:
-                for f in pool:
-                    if f not in chosen:
-                        found.setdefault(frozenset((*chosen, f)), (*chosen, f))
-            sets = list(found.values())
+            sets = extend_beam(beam, pool)
             if spent + cost(sets) > self.max_rows and len(beam) > 1:  # narrow the beam to the best set
                 sets = [s for s in sets if s[:-1] == beam[0]]
             vals = values(sets)

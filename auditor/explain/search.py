@@ -44,6 +44,16 @@ def _best(sets: list[tuple[int, ...]], values: np.ndarray, count: int) -> list[i
     return order[:count]
 
 
+def extend_beam(beam: list[tuple[int, ...]], pool: list[int]) -> list[tuple[int, ...]]:
+    """Every set of the beam with one more feature of the pool, each distinct set once (in first-found order)."""
+    found: dict[frozenset[int], tuple[int, ...]] = {}
+    for chosen in beam:
+        for f in pool:
+            if f not in chosen:
+                found.setdefault(frozenset((*chosen, f)), (*chosen, f))
+    return list(found.values())
+
+
 class ValiditySearch:
     """Beam + swap search maximising validity directly (our method)."""
 
@@ -65,12 +75,7 @@ class ValiditySearch:
         beam: list[tuple[int, ...]] = [()]
         best_values = np.zeros(1)
         for _ in range(k):
-            candidates: dict[frozenset[int], tuple[int, ...]] = {}
-            for chosen in beam:
-                for f in pool:
-                    if f not in chosen:
-                        candidates.setdefault(frozenset((*chosen, f)), (*chosen, f))
-            sets = list(candidates.values())
+            sets = extend_beam(beam, pool)
             affordable = max(len(pool), (self.max_rows - scorer.rows) // max(rows_per_set, 1))
             if scorer.cost(sets) // max(rows_per_set, 1) > affordable:  # narrow the beam to fit the budget
                 width = max(1, len(beam) * affordable // len(sets))
