@@ -7,22 +7,21 @@ citation and a rationale. Results are plain data so evidence.json, the report an
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import hashlib
 import math
 import operator
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from auditor.errors import InputError
+from auditor.errors import InputError, shorten
 from auditor.evidence import ALWAYS_PRESENT
 from auditor.files import MAX_YAML_BYTES, read_bytes
 from auditor.yaml_io import parse_yaml
-from auditor.yaml_models import StrictModel, validate_yaml
+from auditor.yaml_models import StrictModel, nearest, validate_yaml
 
 if TYPE_CHECKING:
     from auditor.spec import Waiver
@@ -33,7 +32,14 @@ Opinion = Literal["positive", "positive with comments", "negative", "no policy a
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
         "!=": operator.ne}
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+# One way to read a run of digits (`\d+\.?\d*` had n, and `between A and B` n² splits to try before failing), so
+# matching is linear; text longer than MAX_CONDITION_CHARS is refused before any pattern sees it.
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+MAX_CONDITION_CHARS = 200  # `between 0.25 and 0.75` is 21
+MAX_EXTENDS_DEPTH = 32  # packs extending packs (the built-in model-governance is 2 deep): bounds the recursion
+MAX_NAME_CHARS = 64  # rule ids, pack names, evidence kinds: they reach every message, table and difflib
+MAX_METRIC_CHARS = 200  # the longest built-in metric name is 42
+_BUILTIN_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _CONDITION = re.compile(rf"^\s*(<=|>=|==|!=|<|>)\s*({_NUMBER})\s*$")
 _BETWEEN = re.compile(rf"^\s*(between|outside)\s+({_NUMBER})\s+and\s+({_NUMBER})\s*$", re.IGNORECASE)
 
@@ -51,17 +57,15 @@ class Condition(StrictModel):
     def _from_text(cls, data: Any) -> Any:
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             data = str(data)
-        if isinstance(data, str):
-            match = _CONDITION.match(data)
-            if match:
-                return {"op": match.group(1), "value": float(match.group(2))}
-            between = _BETWEEN.match(data)
-            if between:
-                return {"op": between.group(1).lower(), "value": float(between.group(2)),
-                        "high": float(between.group(3))}
-            raise ValueError(f"'{data}' is not a condition; write e.g. '< 0.5' or 'between 0.2 and 0.8' "
-                             f"(operators: {' '.join(_OPS)} between outside)")
-        return data
+        return parse_condition(data) if isinstance(data, str) else data
+
+    @field_validator("value", "high")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        """A NaN threshold makes every comparison false, so its rule could never fail; ±inf is no requirement."""
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"a threshold must be a finite number, not {value}; write a number such as 0.5")
+        return value
 
     @model_validator(mode="after")
     def _bounds(self) -> Condition:
@@ -119,13 +123,29 @@ class Condition(StrictModel):
         return f"{self.op} {self.value:g}"
 
 
+def parse_condition(text: str) -> dict[str, Any]:
+    """`< 0.5` or `between 0.2 and 0.8` as the mapping form; overlong text is refused unread."""
+    if len(text) > MAX_CONDITION_CHARS:
+        raise ValueError(f"a condition is at most {MAX_CONDITION_CHARS} characters, this one has {len(text):,}; "
+                         "write e.g. '< 0.5' or 'between 0.2 and 0.8'")
+    match = _CONDITION.match(text)
+    if match:
+        return {"op": match.group(1), "value": float(match.group(2))}
+    between = _BETWEEN.match(text)
+    if between:
+        return {"op": between.group(1).lower(), "value": float(between.group(2)), "high": float(between.group(3))}
+    raise ValueError(f"'{shorten(text, 60)}' is not a condition; write e.g. '< 0.5' or 'between 0.2 and 0.8' "
+                     f"(operators: {' '.join(_OPS)} between outside)")
+
+
 class Rule(StrictModel):
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=MAX_NAME_CHARS)
     title: str
-    evidence: str = Field(description="Evidence kind that produces the metric (`dataset` and `governance` are "
-                                      "always present).")
-    metric: str | None = Field(None, description="The metric judged; leave out for a rule that only requires "
-                                                 "the evidence (`required: true`).")
+    evidence: str = Field(max_length=MAX_NAME_CHARS, description="Evidence kind that produces the metric "
+                                                                 "(`dataset` and `governance` are always present).")
+    metric: str | None = Field(None, max_length=MAX_METRIC_CHARS,
+                               description="The metric judged; leave out for a rule that only requires the evidence "
+                                           "(`required: true`).")
     per_query: Condition | None = Field(None, description="Condition each query must meet; `fail_if`/`warn_if` "
                                                           "then judge the share of queries that meet it.")
     required: bool = Field(False, description="The evidence must be present: absent or not applicable is FAIL, "
@@ -170,11 +190,12 @@ class Rule(StrictModel):
 
 
 class PolicyPack(StrictModel):
-    pack: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    pack: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=MAX_NAME_CHARS)
     title: str
     version: str
     description: str = ""
-    extends: list[str] = Field([], description="Packs (built-in names or paths relative to this file) whose "
+    extends: list[str] = Field([], description="Packs (built-in names, or paths relative to this file that stay "
+                                               "in its folder: no absolute path, `..` or link leading out) whose "
                                                "rules this pack includes; a rule with the same id here replaces "
                                                "the inherited one.")
     requires: list[str] = Field([], description="Evidence kinds the pack needs (`auditor init --policy` requests "
@@ -211,12 +232,19 @@ class LoadedPack:
     parents: tuple[LoadedPack, ...] = ()  # the packs it `extends`, loaded (each with its own parents)
 
     def ancestors(self) -> list[LoadedPack]:
-        """Every pack this one extends, directly or not, parents before children, each once."""
+        """Every pack this one extends, directly or not, parents before children, each once (one visit a pack:
+        packs that extend the same packs in a diamond would otherwise be walked once per path, 2^levels)."""
         out: list[LoadedPack] = []
-        for parent in self.parents:
-            for item in [*parent.ancestors(), parent]:
-                if all(o.path != item.path for o in out):
-                    out.append(item)
+        seen: set[Path] = set()
+
+        def visit(pack: LoadedPack) -> None:
+            for parent in pack.parents:
+                if parent.path not in seen:
+                    visit(parent)
+                    seen.add(parent.path)
+                    out.append(parent)
+
+        visit(self)
         return out
 
     def evidence(self) -> list[str]:
@@ -279,7 +307,7 @@ def check_metrics(packs: list[LoadedPack], plugins: dict[str, Any], requested: s
             plugin = plugins.get(rule.evidence)
             if rule.metric is None or rule.evidence not in requested or plugin is None or plugin.emits(rule.metric):
                 continue
-            near = difflib.get_close_matches(rule.metric, plugin.metric_examples(), n=3, cutoff=0.4)
+            near = nearest(rule.metric, plugin.metric_examples(), n=3, cutoff=0.4)
             raise InputError(f"rule {rule.id} names the metric '{rule.metric}', which '{rule.evidence}' does not "
                              "emit", file=loaded.path,
                              fix=f"closest: {', '.join(near)}" if near else
@@ -287,45 +315,93 @@ def check_metrics(packs: list[LoadedPack], plugins: dict[str, Any], requested: s
 
 
 def load_pack(ref: str, *, base_dir: Path, spec_file: Path | None = None, where: str = "policies",
-              _chain: tuple[Path, ...] = ()) -> LoadedPack:
+              _loaded: dict[Path, LoadedPack] | None = None) -> LoadedPack:
     """A pack by built-in name (`starter`) or by path (relative to `base_dir`, the folder of the file naming it),
-    with the packs it `extends` loaded too (a cycle is bad input)."""
-    looks_like_path = "/" in ref or ref.endswith((".yaml", ".yml"))
-    path = (base_dir / ref) if looks_like_path else bundled_policies_dir() / f"{ref}.yaml"
-    if not path.exists():
-        if looks_like_path:
-            raise InputError(f"no policy file '{ref}'", file=spec_file, where=where,
-                             fix=f"check the path (relative to {'the spec' if where == 'policies' else 'this file'}"
-                                 "'s folder)")
-        names = builtin_pack_names()
-        near = difflib.get_close_matches(ref, names, n=1)
-        raise InputError(f"no built-in policy pack '{ref}'", file=spec_file, where=where,
-                         fix=(f"did you mean '{near[0]}'?" if near else f"built-in packs: {', '.join(names)}"))
+    with the packs it `extends` loaded too (a cycle is bad input). The spec and the command line may name any
+    path; a pack's own `extends` stays inside that pack's folder (`_locate`)."""
+    return _load(ref, base_dir, named_by=spec_file, where=where, chain=(), loaded={} if _loaded is None else _loaded)
+
+
+def _load(ref: str, base_dir: Path, *, named_by: Path | None, where: str, chain: tuple[Path, ...],
+          loaded: dict[Path, LoadedPack]) -> LoadedPack:
+    """One pack and its parents, each file read once (`loaded`, by resolved path), at most MAX_EXTENDS_DEPTH deep."""
+    path = _locate(ref, base_dir, confined=bool(chain), named_by=named_by, where=where)  # chain: an `extends`
     resolved = path.resolve()
-    if resolved in _chain:
-        cycle = " -> ".join(p.stem for p in (*_chain, resolved))
-        raise InputError(f"packs extend each other in a cycle ({cycle})", file=spec_file, where=where,
+    if resolved in chain:
+        cycle = " -> ".join(p.stem for p in (*chain, resolved))
+        raise InputError(f"packs extend each other in a cycle ({cycle})", file=named_by, where=where,
                          fix="remove one of the `extends` entries")
+    if resolved in loaded:
+        return loaded[resolved]
+    if len(chain) > MAX_EXTENDS_DEPTH:
+        raise InputError(f"packs extend packs more than {MAX_EXTENDS_DEPTH} levels deep", file=named_by, where=where,
+                         fix="extend the pack with the rules instead of the packs between")
     text = read_bytes(path, limit=MAX_YAML_BYTES, what="policy pack")
-    raw, marks = parse_yaml(text.decode("utf-8", errors="replace"), path)
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:  # not a pack: none of its bytes may reach the message
+        raise InputError("the policy pack is not UTF-8 text", file=path,
+                         fix="give a YAML pack saved as UTF-8") from None
+    raw, marks = parse_yaml(decoded, path)
     pack = validate_yaml(PolicyPack, raw, marks, path)
     parents = []
     for index, parent in enumerate(pack.extends):
         line, column = marks.get(("extends", index)) or marks.get(("extends",)) or (0, 0)
-        parents.append(load_pack(parent, base_dir=path.parent, spec_file=path, where=f"{line}:{column}",
-                                 _chain=(*_chain, resolved)))
-    return LoadedPack(pack=pack, path=path, sha256=hashlib.sha256(text).hexdigest(), parents=tuple(parents))
+        parents.append(_load(parent, path.parent, named_by=path, where=f"{line}:{column}", chain=(*chain, resolved),
+                             loaded=loaded))
+    loaded[resolved] = LoadedPack(pack=pack, path=path, sha256=hashlib.sha256(text).hexdigest(),
+                                  parents=tuple(parents))
+    return loaded[resolved]
+
+
+def _locate(ref: str, base_dir: Path, *, confined: bool, named_by: Path | None, where: str) -> Path:
+    """The file a pack reference names. `confined` (a pack's `extends`, untrusted): relative, without `..`, and
+    inside `base_dir` once links are followed, so a pack cannot have the auditor read (and quote) other files."""
+    if "/" not in ref and not ref.endswith((".yaml", ".yml")):
+        path = bundled_policies_dir() / f"{ref}.yaml"
+        if _BUILTIN_NAME.fullmatch(ref) and path.is_file():
+            return path
+        names = builtin_pack_names()
+        near = nearest(ref, names, cutoff=0.6)
+        raise InputError(f"no built-in policy pack '{shorten(ref, 60)}'", file=named_by, where=where,
+                         fix=(f"did you mean '{near[0]}'?" if near else f"built-in packs: {', '.join(names)}"))
+    if confined and not _inside(ref, base_dir):
+        raise InputError(f"extends '{shorten(ref, 80)}', which is outside this pack's folder", file=named_by,
+                         where=where, fix="name a built-in pack, or a file in this pack's folder by a relative path "
+                                          "without '..' (copy it there rather than link to it)")
+    path = base_dir / ref
+    try:
+        found = path.exists()
+    except (OSError, ValueError):  # a NUL byte, a name longer than the file system allows
+        found = False
+    if not found:
+        raise InputError(f"no policy file '{shorten(ref, 80)}'", file=named_by, where=where,
+                         fix=f"check the path (relative to {'this file' if confined else 'the spec'}'s folder)")
+    return path
+
+
+def _inside(ref: str, folder: Path) -> bool:
+    """Whether `ref` is a relative path without `..` whose file, links followed, is inside `folder`."""
+    relative = PurePosixPath(ref)
+    if relative.is_absolute() or ".." in relative.parts:
+        return False
+    try:
+        return (folder / relative).resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links: refused as well (fail closed)
+        return False
 
 
 def load_packs(refs: list[str], *, base_dir: Path, spec_file: Path | None = None) -> list[LoadedPack]:
     """The packs a spec names, with the packs they extend placed before them (each once). A rule id defined in
     a pack and in one it extends is an override: the extending pack's rule replaces the inherited one. The same
     id in two unrelated packs, or a pack listed twice, is bad input."""
+    _refuse_repeats(refs, base_dir, spec_file)
+    loaded_files: dict[Path, LoadedPack] = {}
     ordered: list[LoadedPack] = []
     applied: set[Path] = set()
     direct: set[Path] = set()
     for ref in refs:
-        loaded = load_pack(ref, base_dir=base_dir, spec_file=spec_file)
+        loaded = load_pack(ref, base_dir=base_dir, spec_file=spec_file, _loaded=loaded_files)
         for ancestor in loaded.ancestors():
             if ancestor.path.resolve() not in applied:
                 applied.add(ancestor.path.resolve())
@@ -359,13 +435,27 @@ def load_packs(refs: list[str], *, base_dir: Path, spec_file: Path | None = None
     return packs
 
 
+def _refuse_repeats(refs: list[str], base_dir: Path, spec_file: Path | None) -> None:
+    """A pack listed twice, named before any pack is read (in one pass: the same pack 1,000 times took 43 s to
+    load, then blamed its first rule for being "in both 'starter' and 'starter'")."""
+    first: dict[Path, int] = {}
+    for index, ref in enumerate(refs):
+        key = _locate(ref, base_dir, confined=False, named_by=spec_file, where="policies").resolve()
+        if key in first:
+            raise InputError(f"policy pack '{shorten(ref, 80)}' is listed more than once (first as "
+                             f"policies.{first[key]})", file=spec_file, where=f"policies.{index}",
+                             fix="list each pack once")
+        first[key] = index
+
+
 def check_waivers(waivers: list[Waiver], packs: list[LoadedPack], *, spec_file: Path | None = None) -> None:
     """A waiver for a rule no pack has is a typo, not a no-op: refuse it before any work is done."""
     ids = [rule.id for loaded in packs for rule in loaded.pack.rules]
     for index, waiver in enumerate(waivers):
         if waiver.rule not in ids:
-            near = difflib.get_close_matches(waiver.rule, ids, n=1, cutoff=0.5)
-            raise InputError(f"waiver for unknown rule '{waiver.rule}'", file=spec_file, where=f"waivers.{index}",
+            near = nearest(waiver.rule, ids, cutoff=0.5)
+            raise InputError(f"waiver for unknown rule '{shorten(waiver.rule, 60)}'", file=spec_file,
+                             where=f"waivers.{index}",
                              fix=(f"did you mean '{near[0]}'?" if near else "name a rule of the applied packs"))
 
 
@@ -374,8 +464,8 @@ def check_assignments(assignments: list[Any], packs: list[LoadedPack], *, spec_f
     ids = [rule.id for loaded in packs for rule in loaded.pack.rules]
     for index, assignment in enumerate(assignments):
         if assignment.rule not in ids:
-            near = difflib.get_close_matches(assignment.rule, ids, n=1, cutoff=0.5)
-            raise InputError(f"owner assigned to unknown rule '{assignment.rule}'", file=spec_file,
+            near = nearest(assignment.rule, ids, cutoff=0.5)
+            raise InputError(f"owner assigned to unknown rule '{shorten(assignment.rule, 60)}'", file=spec_file,
                              where=f"findings.{index}",
                              fix=(f"did you mean '{near[0]}'?" if near else "name a rule of the applied packs"))
 
@@ -433,7 +523,7 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
     if rule.per_query is not None:
         per_query = getattr(result, "per_query", {}) or {}
         if rule.metric not in per_query:
-            near = difflib.get_close_matches(rule.metric, list(per_query), n=1, cutoff=0.6)
+            near = nearest(rule.metric, list(per_query), cutoff=0.6)
             hint = f" (did you mean '{near[0]}'?)" if near else \
                 (f" (per-query values: {', '.join(sorted(per_query))})" if per_query else "")
             return finding("ERROR", None, f"'{rule.evidence}' gives no per-query values of '{rule.metric}'{hint}")
@@ -446,7 +536,7 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         shown = f"{value:.1%} of {len(values)} queries have {rule.metric} {rule.per_query.text()}"
     else:
         if rule.metric not in result.metrics:
-            near = difflib.get_close_matches(rule.metric, list(result.metrics), n=1, cutoff=0.6)
+            near = nearest(rule.metric, list(result.metrics), cutoff=0.6)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             return finding("ERROR", None, f"metric '{rule.metric}' is not produced by '{rule.evidence}'{hint}")
         value = float(result.metrics[rule.metric])

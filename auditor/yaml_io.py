@@ -5,6 +5,8 @@ stack. Loads no ML library, so `auditor.spec` and `auditor.policy` stay quick to
 
 from __future__ import annotations
 
+import calendar
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +17,84 @@ from auditor.errors import InputError
 KEY_MARK = "\0key"
 MAX_NODES = 100_000  # values after expanding aliases; a real spec or pack has a few hundred
 MAX_DEPTH = 64  # nesting of mappings and lists; a real spec is under 10 deep
+MAX_NUMBER_CHARS = 100  # a YAML number; `1:1:1...` (base 60) costs one big multiplication a digit
 
 Marks = dict[tuple, tuple[int, int]]
+_DAY = re.compile(r"(\d{4})-(\d\d?)-(\d\d?)")
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.@-]{0,63}")
+
+
+def shown_key(key: str) -> str:
+    """A key for an error line: quoted when it is a name (`datset`), else not at all. A file that is not YAML can
+    still parse as a mapping (a line of /etc/shadow ends in `:::`, so the whole line is a key)."""
+    return f"'{key}'" if _NAME.fullmatch(key) else "(not shown: not a name)"
+
+
+def day_problem(text: str) -> str | None:
+    """Why `YYYY-MM-DD...` names no day ("February 2026 has 28 days"), or None when it does or is no such text.
+    Python's own words ("day is out of range for month") do not say which part is wrong."""
+    match = _DAY.match(text)
+    if match is None:
+        return None
+    year, month, day = (int(part) for part in match.groups())
+    if year < 1:
+        return "there is no year 0"
+    if not 1 <= month <= 12:
+        return f"there is no month {month}"
+    days = calendar.monthrange(year, month)[1]
+    if not 1 <= day <= days:
+        return f"{calendar.month_name[month]} {year} has {days} days"
+    return None
+
+
+class _BadValue(Exception):
+    """A scalar refused while constructing, with its place (converted to an InputError by parse_yaml)."""
+
+    def __init__(self, problem: str, fix: str, node: yaml.Node) -> None:
+        super().__init__(problem)
+        self.problem, self.fix, self.mark = problem, fix, node.start_mark
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader with numbers of bounded length and dates that name their fault and place (PyYAML raises a bare
+    ValueError without either)."""
+
+    def construct_bounded_number(self, node: yaml.ScalarNode) -> Any:
+        """No real number is 100 characters long; a long one costs PyYAML quadratic time (base 60)."""
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise _BadValue(f"a number of {len(node.value):,} characters",
+                            f"numbers here have at most {MAX_NUMBER_CHARS} characters", node)
+        if node.tag.endswith(":int"):
+            return self.construct_yaml_int(node)
+        return self.construct_yaml_float(node)
+
+    def construct_checked_timestamp(self, node: yaml.ScalarNode) -> Any:
+        """`2026-02-30` unquoted: PyYAML's ValueError has no place and does not say what is wrong."""
+        try:
+            return self.construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            problem = day_problem(node.value) or "it is not a valid date and time"
+            raise _BadValue(f"{node.value[:40]} does not exist: {problem}", "write a day that exists (YYYY-MM-DD)",
+                            node) from None
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_bounded_number)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_bounded_number)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _BoundedLoader.construct_checked_timestamp)
+
+
+def _unquoted(problem: str) -> str:
+    """PyYAML's problem without the document text it quotes (an alias or tag name, a token): in a file that is
+    not YAML at all, that text is whatever the file holds. One quoted character (`'\\t'`) says enough."""
+    return _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= 6 or m.group(0)[1] == "<" else "(not shown)",
+                       problem)
 
 
 def parse_yaml(text: str, path: Path) -> tuple[Any, Marks]:
     """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _BoundedLoader(text)
         try:
             node = loader.get_single_node()
             if node is not None:
@@ -34,14 +106,19 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, Marks]:
         mark = exc.problem_mark or exc.context_mark
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else None
         problem = (exc.problem or exc.context or "invalid YAML").strip()
-        if "python/" in problem or "could not determine a constructor" in problem:
-            tag = problem.split("'")[1] if "'" in problem else "a Python tag"
-            raise InputError(f"YAML tag {tag} is not allowed (specs are plain data)", file=path, where=where,
+        if "could not determine a constructor" in problem:
+            tag = problem.split("'")[1] if "'" in problem else ""
+            named = f"YAML tag {tag[:80]}" if "python/" in tag else "a YAML tag (`!name`)"
+            raise InputError(f"{named} is not allowed (specs are plain data)", file=path, where=where,
                              fix="remove the tag") from None
-        raise InputError(f"invalid YAML: {problem}", file=path, where=where,
+        raise InputError(f"invalid YAML: {_unquoted(problem)}", file=path, where=where,
                          fix="check indentation, colons and quotes on that line") from None
+    except _BadValue as exc:
+        raise InputError(exc.problem, file=path, where=f"{exc.mark.line + 1}:{exc.mark.column + 1}",
+                         fix=exc.fix) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {str(exc).splitlines()[0]}", file=path, fix="check the YAML syntax") from None
+        raise InputError(f"invalid YAML: {_unquoted(str(exc).splitlines()[0])}", file=path,
+                         fix="check the YAML syntax") from None
     except RecursionError:
         raise InputError(f"the YAML is nested too deeply (more than {MAX_DEPTH} levels)", file=path,
                          fix="flatten it: a spec or policy pack is a few levels deep") from None
@@ -107,7 +184,7 @@ def _collect_marks(node: yaml.Node, loc: tuple, marks: Marks, path: Path) -> Non
                                  where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
                                  fix="write the key as a word")
             if key in seen:
-                raise InputError(f"key '{key}' appears twice", file=path,
+                raise InputError(f"key {shown_key(key)} appears twice", file=path,
                                  where=f"{key_node.start_mark.line + 1}:{key_node.start_mark.column + 1}",
                                  fix="keep one of them")
             seen.add(key)

@@ -4,19 +4,43 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from auditor.errors import InputError
-from auditor.yaml_io import KEY_MARK
+from auditor.errors import InputError, shorten
+from auditor.yaml_io import KEY_MARK, day_problem, shown_key
 
 M = TypeVar("M", bound=BaseModel)
+MAX_SUGGESTED = 100  # longest name given to difflib, whose matching is quadratic in the lengths
+
+
+def nearest(word: str, names: Sequence[str], *, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """difflib's close matches with bounded work: a name longer than MAX_SUGGESTED (a megabyte key, say) is no
+    typo of a real name, so it is not compared."""
+    if len(word) > MAX_SUGGESTED:
+        return []
+    return difflib.get_close_matches(word, [name for name in names if len(name) <= MAX_SUGGESTED], n=n,
+                                     cutoff=cutoff)
+
+
+def _existing_day(value: Any) -> Any:
+    """`'2026-02-30'` written as text: say which part does not exist (pydantic says "day value is outside expected
+    range", which reads as a format error)."""
+    if isinstance(value, str):
+        problem = day_problem(value)
+        if problem is not None:
+            raise ValueError(f"{shorten(value, 40)} does not exist: {problem}; write a day that exists (YYYY-MM-DD)")
+    return value
+
+
+Day = Annotated[dt.date, BeforeValidator(_existing_day)]  # a date in a spec; YAML's own dates are checked on load
 
 
 class StrictModel(BaseModel):
@@ -50,10 +74,10 @@ def yaml_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, i
     kind = error["type"]
     if kind == "extra_forbidden":
         allowed = _allowed_keys(root, loc[:-1], tags)
-        near = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
+        near = nearest(str(loc[-1]), allowed, cutoff=0.5)
         fix = f"did you mean '{near[0]}'?" if near else f"allowed keys: {', '.join(allowed)}"
-        return InputError(f"unknown key '{loc[-1]}' in {'.'.join(map(str, loc[:-1])) or 'the spec'}", file=path,
-                          where=where, fix=fix)
+        return InputError(f"unknown key {shown_key(str(loc[-1]))} in {'.'.join(map(str, loc[:-1])) or 'the spec'}",
+                          file=path, where=where, fix=fix)
     if kind == "missing":
         return InputError(f"missing required key '{dotted}'", file=path, where=where,
                           fix=f"add `{loc[-1]}:` under {'.'.join(map(str, loc[:-1])) or 'the top level'}")
@@ -62,17 +86,39 @@ def yaml_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, i
         names = list(tags)
         if isinstance(given, dict) and len(given) == 1:
             name = str(next(iter(given)))
-            near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+            near = nearest(name, names, cutoff=0.5)
             fix = f"did you mean '{near[0]}'?" if near else f"known kinds: {', '.join(names)}"
-            return InputError(f"unknown evidence kind '{name}' in {dotted}", file=path, where=where, fix=fix)
+            return InputError(f"unknown evidence kind {shown_key(name)} in {dotted}", file=path, where=where,
+                              fix=fix)
         return InputError(f"{dotted} must be one `name: {{options}}` entry", file=path, where=where,
                           fix=f"write e.g. `- ranking_quality: {{}}`; kinds: {', '.join(names)}")
     if kind == "value_error":  # our own validators: the message already says what and how
         message, _, fix = error["msg"].removeprefix("Value error, ").partition("; ")
         return InputError(f"{dotted}: {message}", file=path, where=where, fix=fix or _fix_for(kind, loc))
-    shown = repr(error["input"])[:60] if "input" in error and not isinstance(error["input"], dict) else ""
+    if not loc:  # not a mapping at all: the file may be anything, so none of it is quoted
+        return InputError(f"the top level must be a mapping of keys ({', '.join(list(root.model_fields)[:3])}, ...), "
+                          f"not {_kind(error.get('input'))}", file=path, where=where,
+                          fix="give the right file, or write its keys at the top level")
+    shown = _shown(error.get("input"))
     return InputError(f"{dotted}: {error['msg']}" + (f" (got {shown})" if shown else ""),
                       file=path, where=where, fix=_fix_for(kind, loc))
+
+
+def _shown(value: Any) -> str:
+    """A wrong scalar, quoted short. Reached only for a mapping whose every key is the model's (unknown keys are
+    reported first), so a file that is not ours shows at most its key names."""
+    if isinstance(value, (dict, list)) or value is None:
+        return ""
+    return shorten(repr(value), 60)
+
+
+def _kind(value: Any) -> str:
+    """A YAML value's kind in words, for a top level that is not a mapping."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    return "empty" if value is None else f"a single {type(value).__name__} value"
 
 
 def _fix_for(kind: str, loc: tuple) -> str:

@@ -97,7 +97,7 @@ def test_builtin_pack_loads_and_duplicate_ids_refused(tmp_path: Path) -> None:
     assert starter.pack.pack == "starter" and len(starter.sha256) == 64
     with pytest.raises(InputError, match="did you mean 'starter'"):
         load_pack("startr", base_dir=tmp_path)
-    with pytest.raises(InputError, match="in both"):
+    with pytest.raises(InputError, match="listed more than once"):
         load_packs(["starter", "starter"], base_dir=tmp_path)
 
 
