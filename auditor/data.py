@@ -6,8 +6,12 @@ in `RankingData`, whose documents of a query are contiguous and keep the file's 
 
 from __future__ import annotations
 
-import gzip
+import io
+import os
 import re
+import stat
+import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -16,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from auditor.errors import InputError
-from auditor.files import check_regular
+from auditor.files import MAX_SMALL_BYTES, MiB, check_regular, kind_of, open_inflated, read_inflated
 
 if TYPE_CHECKING:
     from auditor.sampling import QuerySample
@@ -29,6 +33,17 @@ _SUFFIX_FORMATS: dict[str, DataFormat] = {
     ".train": "svmlight", ".test": "svmlight", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet",
 }
 _DOCID_IN_COMMENT = re.compile(rb"#[^\n]*?docid\s*=\s*(\S+)")
+
+# Bounds on what a data file may make the audit build (docs/security.md, "Data files"); both are spec keys.
+MAX_DATA_BYTES = 4096 * MiB  # `dataset.max_bytes`: the file's text + parsed arrays + the dense matrix, estimated
+MAX_DOCS_PER_QUERY = 2_000  # `dataset.max_docs_per_query`: evidence builds documents² arrays per query (MQ2008
+# has at most 121 documents a query, MSLR-WEB30K 1,251, LightGBM's lambdarank example 27)
+MAX_COLUMNS = 20_000  # CSV/Parquet columns (the widest LTR sets: Yahoo 700, Istella 220)
+_OTHER_COMPRESSIONS = ((b"PK\x03\x04", "zip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
+                       (b"\x28\xb5\x2f\xfd", "zstd"))
+_MAX_BYTES_FIX = ("if this machine has the memory, raise `dataset.max_bytes`; else audit a smaller file (Parquet "
+                  "with `dataset.sample_queries` reads one row group at a time)")
+_LINE_BYTES, _PAIR_BYTES, _FIELD_BYTES = 64, 12, 24  # parser memory per SVMlight line and pair, per CSV field
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,7 @@ class RankingData:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     sample: QuerySample | None = None  # set when these queries are a stratified sample of the file's
+    query_file: Path | None = None  # the group-size file read beside an SVMlight file (named or by convention)
 
     @property
     def n_docs(self) -> int:
@@ -114,29 +130,33 @@ def load_ranking_data(
     max_label: int = 31,
     sample_queries: int | None = None,
     sample_rng: np.random.Generator | None = None,
+    max_bytes: int = MAX_DATA_BYTES,
+    max_docs_per_query: int | None = MAX_DOCS_PER_QUERY,
 ) -> RankingData:
     """Read a ranking dataset and check it. `n_features` (the model's) pads sparse files and catches mismatches.
     `sample_queries`: keep a stratified sample of that many queries (auditor/sampling.py), drawn with
-    `sample_rng`; Parquet files are then read one row group at a time, keeping only the sampled queries' rows."""
+    `sample_rng`; Parquet files are then read one row group at a time, keeping only the sampled queries' rows.
+    `max_bytes` bounds the memory reading takes and `max_docs_per_query` the audited queries' length, so that a
+    hostile file is one error line, not an exhausted machine (docs/security.md)."""
     path = Path(path)
     check_regular(path, what="data file")
     fmt = format or infer_format(path)
-    sample = None
+    sample, group_file = None, None
     if fmt == "svmlight":
-        X, y, qids, doc_ids = _read_svmlight(path, n_features=n_features, zero_based=zero_based,
-                                             query_file=query_file)
+        X, y, qids, doc_ids, group_file = _read_svmlight(path, n_features=n_features, zero_based=zero_based,
+                                                         query_file=query_file, max_bytes=max_bytes)
         names = None
     else:
         columns = dict(query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
                        feature_columns=feature_columns, model_feature_names=model_feature_names)
         if fmt == "parquet" and sample_queries is not None:
             frame, sample = _read_parquet_sample(path, query_column, label_column, sample_queries,
-                                                 sample_rng or np.random.default_rng(0))
+                                                 sample_rng or np.random.default_rng(0), max_bytes)
             X, y, qids, doc_ids, names = _split_frame(frame, path, **columns)
         elif fmt == "parquet":
-            X, y, qids, doc_ids, names = _read_parquet_by_row_group(path, **columns)
+            X, y, qids, doc_ids, names = _read_parquet_by_row_group(path, max_bytes=max_bytes, **columns)
         else:
-            X, y, qids, doc_ids, names = _split_frame(_read_frame(path, fmt), path, **columns)
+            X, y, qids, doc_ids, names = _split_frame(_read_frame(path, fmt, max_bytes), path, **columns)
     if X.shape[0] == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     if n_features is not None and X.shape[1] != n_features:
@@ -152,11 +172,13 @@ def load_ranking_data(
         _check_unique_documents(qids, doc_ids, path, place)
     X, y, qids, doc_ids, ptr, query_ids = _group_by_query(X, y, qids, doc_ids, notes)
     data = RankingData(X=X, y=y, query_ptr=ptr, query_ids=query_ids, doc_ids=doc_ids, feature_names=names,
-                       source=str(path), notes=notes, sample=sample)
+                       source=str(path), notes=notes, sample=sample, query_file=group_file)
     if sample_queries is not None and sample is None:  # formats read whole: sample after reading
         data = sample_data(data, sample_queries, sample_rng or np.random.default_rng(0))
     if data.sample is not None:
         data.notes.append(data.sample.describe(data.n_docs))
+    if max_docs_per_query is not None:
+        _check_query_length(data, path, max_docs_per_query)
     return data
 
 
@@ -173,11 +195,13 @@ def sample_data(data: RankingData, count: int, rng: np.random.Generator) -> Rank
     np.cumsum(sizes[sample.chosen], out=ptr[1:])
     return RankingData(X=data.X[rows], y=None if data.y is None else data.y[rows], query_ptr=ptr,
                        query_ids=[data.query_ids[q] for q in sample.chosen], doc_ids=[data.doc_ids[r] for r in rows],
-                       feature_names=data.feature_names, source=data.source, notes=list(data.notes), sample=sample)
+                       feature_names=data.feature_names, source=data.source, notes=list(data.notes), sample=sample,
+                       query_file=data.query_file)
 
 
 def _read_parquet_sample(path: Path, query_column: str, label_column: str | None, count: int,
-                         rng: np.random.Generator) -> tuple[pd.DataFrame, QuerySample]:
+                         rng: np.random.Generator, max_bytes: int = MAX_DATA_BYTES
+                         ) -> tuple[pd.DataFrame, QuerySample]:
     """Sample queries from the query (and label) columns alone, then read the file one row group at a time and
     keep only the sampled queries' rows: memory ≈ those two columns + one row group + the sample."""
     import pyarrow as pa
@@ -188,12 +212,16 @@ def _read_parquet_sample(path: Path, query_column: str, label_column: str | None
 
     try:
         file = pq.ParquetFile(path)
+        width = file.metadata.num_columns
+    except Exception as exc:  # pyarrow raises its own types for corrupt files
+        raise _parquet_error(exc, path) from None
+    _check_columns(width, path)
+    try:
         columns = file.schema_arrow.names
         wanted = [c for c in (query_column, label_column) if c is not None and c in columns]
         keys = file.read(columns=wanted) if query_column in columns else None
-    except Exception as exc:  # pyarrow raises its own types for corrupt files
-        raise InputError(f"cannot read this parquet file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
-                         fix="check that it is a valid parquet file") from None
+    except Exception as exc:
+        raise _parquet_error(exc, path) from None
     if keys is None:
         _need_column(query_column, columns, "query_column", path)
     qids = keys.column(query_column).cast(pa.string()).to_numpy(zero_copy_only=False)
@@ -218,13 +246,20 @@ def _read_parquet_sample(path: Path, query_column: str, label_column: str | None
         table = file.read_row_group(group)
         mask = pc.is_in(table.column(query_column).cast(pa.string()), value_set=keep)
         parts.append(table.filter(mask))
-    return pa.concat_tables(parts).to_pandas(), sample
+    kept = pa.concat_tables(parts)
+    _check_matrix(kept.num_rows, kept.num_columns, path, max_bytes)
+    return kept.to_pandas(), sample
+
+
+def _parquet_error(exc: Exception, path: Path) -> InputError:
+    return InputError(f"cannot read this parquet file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
+                      fix="check that it is a valid parquet file")
 
 
 def read_feature_names(path: Path) -> list[str]:
     """One feature name a line; blank lines and `#` comments skipped. LETOR's `1:name` prefix is accepted."""
     names = []
-    for line in _read_text(path).splitlines():
+    for line in _read_text(path, "feature-names file").splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -237,36 +272,42 @@ def read_feature_names(path: Path) -> list[str]:
 # --- SVMlight / LETOR -------------------------------------------------------------------------------------------
 
 def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"],
-                   query_file: Path | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None]:
-    from auditor.svmlight import SvmlightError, parse
+                   query_file: Path | None, max_bytes: int = MAX_DATA_BYTES
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None]:
+    from auditor.svmlight import BIG_INDEX, BIG_QID, SvmlightError, parse
 
-    raw = _read_bytes(path)
+    tally = _Tally()
+    raw = _read_data(path, max_bytes, tally.svmlight)
     if not raw.strip():
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     try:
-        parsed = parse(raw)
+        parsed = parse(raw, (tally.newlines, tally.colons))
     except SvmlightError as exc:
         line = raw.split(b"\n", exc.line)[exc.line - 1] if exc.line > 0 else b""
+        fix = ("the file was not written as SVMlight/LETOR by this data's tools: feature indices and qids are "
+               "small integers" if exc.code in (BIG_INDEX, BIG_QID)
+               else "each line must be `label qid:N index:value ... [# comment]`")
         raise InputError(f"not valid SVMlight/LETOR ({_why_bad(line) or 'malformed line'})", file=path,
-                         where=str(exc.line),
-                         fix="each line must be `label qid:N index:value ... [# comment]`") from None
+                         where=str(exc.line), fix=fix) from None
     if parsed.labels.size == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     doc_ids = _svmlight_doc_ids(raw, parsed.labels.size) if b"#" in raw else None
     del raw  # the file's bytes are the largest object here: free them before the dense matrix exists
-    X = _dense(parsed, path, n_features=n_features, zero_based=zero_based)
+    X = _dense(parsed, path, n_features=n_features, zero_based=zero_based, max_bytes=max_bytes)
     if query_file is not None or not parsed.has_qid:
         side = query_file or _side_query_file(path)
         if side is None:
             raise InputError("the file has no `qid:` fields and no query side file", file=path,
                              fix="add `qid:` to each line, or set `dataset.query_file` to a file of group sizes")
-        qid = _qids_from_group_sizes(side, X.shape[0])
+        origin = "" if query_file is not None else f" (read by convention as the query file of {path.name})"
+        qid = _qids_from_group_sizes(side, X.shape[0], origin)
     else:
-        qid = parsed.qids
-    return X, parsed.labels, qid.astype(str), doc_ids
+        side, qid = None, parsed.qids
+    return X, parsed.labels, qid.astype(str), doc_ids, side
 
 
-def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"]) -> np.ndarray:
+def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"],
+           max_bytes: int = MAX_DATA_BYTES) -> np.ndarray:
     """CSR pairs → dense rows. `auto`: one-based unless some index is 0 (the convention of SVMlight tools)."""
     from auditor.svmlight import fill_dense
 
@@ -284,6 +325,7 @@ def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Lit
             raise InputError(f"the data has feature indices beyond the model's {n_features} features", file=path,
                              fix="use the dataset the model was trained for")
         width = n_features
+    _check_matrix(parsed.labels.shape[0], width, path, max_bytes)
     X = np.zeros((parsed.labels.shape[0], width))
     fill_dense(parsed.indptr, indices, parsed.values, shift, X)
     return X
@@ -299,6 +341,8 @@ def _svmlight_doc_ids(raw: bytes, n_docs: int) -> list[str] | None:
 
 def _why_bad(line: bytes) -> str:
     """Say what is wrong with one malformed SVMlight line (only runs after the parser found it)."""
+    from auditor.svmlight import MAX_INDEX, MAX_QID  # numba: imported only when SVMlight is read
+
     body = line.split(b"#", 1)[0].split()
     if not body:
         return ""
@@ -313,9 +357,14 @@ def _why_bad(line: bytes) -> str:
         if key == b"qid":
             if not value.isdigit():
                 return f"qid '{value.decode(errors='replace')[:30]}' is not an integer"
+            if _beyond(value, MAX_QID):
+                return f"qid {_digits(value)} is out of range (query ids go up to {MAX_QID:,})"
             continue
         if not key.isdigit():
             return f"feature index '{key.decode(errors='replace')[:30]}' is not an integer"
+        if _beyond(key, MAX_INDEX):
+            return (f"feature index {_digits(key)} (in '{_digits(token)}') is out of range (indices go up to "
+                    f"{MAX_INDEX:,})")
         try:
             float(value)
         except ValueError:
@@ -323,50 +372,111 @@ def _why_bad(line: bytes) -> str:
     return ""
 
 
+def _beyond(digits: bytes, most: int) -> bool:
+    """Whether ASCII digits say more than `most` (without int() of a 5,000-digit string, which Python refuses)."""
+    digits = digits.lstrip(b"0") or b"0"
+    return len(digits) > len(str(most)) or int(digits) > most
+
+
+def _digits(token: bytes) -> str:
+    """A token for an error line, at most 40 characters."""
+    text = token.decode(errors="replace")
+    return text if len(text) <= 40 else f"{text[:30]}…({len(text)} characters)"
+
+
 def _side_query_file(path: Path) -> Path | None:
-    """LightGBM's convention: `X.query` (or `X.group`) next to `X` holds the group sizes."""
+    """LightGBM's convention: `X.query` (or `X.group`) next to `X` holds the group sizes. The spec never names it,
+    so it is held to more than a named file: a regular file, inside the data file's folder (links followed)."""
     stem = path.with_suffix("") if path.suffix == ".gz" else path
     for candidate in (Path(f"{stem}.query"), Path(f"{stem}.group")):
-        if candidate.is_file():
-            return candidate
+        try:
+            info = os.stat(candidate)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise InputError(f"cannot read the query side file of {path.name} ({exc.strerror})", file=candidate,
+                             fix="remove it, or name the query file in `dataset.query_file`") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"the query side file of {path.name} is {kind_of(info.st_mode)}, not a regular file",
+                             file=candidate, fix="remove it, or name the query file in `dataset.query_file`")
+        if candidate.resolve().parent not in (path.parent.resolve(), path.resolve().parent):
+            raise InputError(f"the query side file of {path.name} links outside the data file's folder",
+                             file=candidate, fix="copy the group sizes next to the data file, or name the file "
+                                                 "in `dataset.query_file`")
+        return candidate
     return None
 
 
-def _qids_from_group_sizes(side: Path, n_rows: int) -> np.ndarray:
-    try:
-        sizes = np.array([int(v) for v in _read_text(side).split()], dtype=np.int64)
-    except ValueError:
-        raise InputError("the query file must hold one integer group size a line", file=side,
-                         fix="write the number of documents of each query, in row order") from None
-    if sizes.sum() != n_rows or np.any(sizes <= 0):
-        raise InputError(f"group sizes add up to {int(sizes.sum())} but the data has {n_rows} rows", file=side,
-                         fix="use the query file that belongs to this data file")
-    return np.repeat(np.arange(len(sizes)), sizes)
+def _qids_from_group_sizes(side: Path, n_rows: int, origin: str = "") -> np.ndarray:
+    """Query index per row from group sizes. Each size is checked as a Python int before any arithmetic: sizes of
+    2^62 wrap in int64 to the row count, and `np.repeat` then writes past its array."""
+    fix = "write the number of documents of each query (1 or more), in row order, one a line"
+    sizes: list[int] = []
+    for number, line in enumerate(_read_text(side, "query file").splitlines(), start=1):
+        for token in line.split():
+            try:
+                size = int(token)
+            except ValueError:
+                raise InputError(f"'{token[:30]}' is not an integer group size{origin}", file=side,
+                                 where=str(number), fix=fix) from None
+            if not 1 <= size <= n_rows:
+                problem = "is not positive" if size < 1 else f"is more than the data's {n_rows:,} rows"
+                raise InputError(f"group size {_short_int(size)} {problem}{origin}", file=side, where=str(number),
+                                 fix=fix)
+            sizes.append(size)
+    if sum(sizes) != n_rows:
+        raise InputError(f"group sizes add up to {sum(sizes):,} but the data has {n_rows:,} rows{origin}",
+                         file=side, fix="use the query file that belongs to this data file")
+    return np.repeat(np.arange(len(sizes)), np.asarray(sizes, dtype=np.int64))
+
+
+def _short_int(value: int) -> str:
+    """An integer for an error line: whole when short, else its first digits and length."""
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}…({len(text)} digits)"
 
 
 # --- CSV / Parquet ----------------------------------------------------------------------------------------------
 
-def _read_frame(path: Path, fmt: DataFormat) -> pd.DataFrame:
+def _read_frame(path: Path, fmt: DataFormat, max_bytes: int = MAX_DATA_BYTES) -> pd.DataFrame:
+    """A CSV file as a frame, streamed to pandas through the memory cap (inflated when gzip); its columns are
+    counted from the header before pandas builds any."""
+    sep = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
+    with open_inflated(path, limit=max_bytes, what="data file", cost=_csv_cost(sep), fix=_MAX_BYTES_FIX) as stream:
+        try:
+            head = stream.peek(1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _unreadable(exc, fmt, path) from None
+        _check_compression(head[:16], path)
+        _check_columns(head.split(b"\n", 1)[0].count(sep.encode()) + 1, path)
+        return _parse_csv(stream, sep, path)
+
+
+def _parse_csv(stream: io.BufferedReader, sep: str, path: Path) -> pd.DataFrame:
     try:
-        if fmt == "csv":
-            sep = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-            return pd.read_csv(path, sep=sep)
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pandas()
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        if isinstance(exc, pd.errors.EmptyDataError):
-            raise InputError("the dataset has no documents", file=path,
-                             fix="point `dataset.path` at a non-empty file") from None
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read this {fmt} file ({first})", file=path,
-                         fix=f"check that it is a valid {fmt} file") from None
-    except Exception as exc:  # pyarrow raises its own types for corrupt files
-        raise InputError(f"cannot read this {fmt} file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
-                         fix=f"check that it is a valid {fmt} file") from None
+        return pd.read_csv(stream, sep=sep)
+    except InputError:
+        raise  # a cap passed while pandas read
+    except pd.errors.EmptyDataError:
+        raise InputError("the dataset has no documents", file=path,
+                         fix="point `dataset.path` at a non-empty file") from None
+    except Exception as exc:  # pandas' parser errors, bad UTF-8, a cut .gz, and whatever else pandas raises
+        raise _unreadable(exc, "csv", path) from None
 
 
-def _read_parquet_by_row_group(path: Path, **columns):
+def _unreadable(exc: Exception, fmt: str, path: Path) -> InputError:
+    first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+    return InputError(f"cannot read this {fmt} file ({first})", file=path, fix=f"check that it is a valid {fmt} file")
+
+
+def _check_columns(count: int, path: Path) -> None:
+    """A CSV or Parquet file of more than MAX_COLUMNS columns is refused before its columns are built."""
+    if count > MAX_COLUMNS:
+        raise InputError(f"the file has {count:,} columns, more than the {MAX_COLUMNS:,} allowed", file=path,
+                         fix="write a file with the query, label, document id and the model's feature columns only")
+
+
+def _read_parquet_by_row_group(path: Path, max_bytes: int = MAX_DATA_BYTES, **columns):
     """A whole Parquet file, one row group at a time into one preallocated float64 matrix: the peak is the matrix
     plus one row group, not the matrix plus an Arrow table plus a pandas frame of the whole file."""
     import pyarrow.parquet as pq
@@ -377,6 +487,7 @@ def _read_parquet_by_row_group(path: Path, **columns):
     except Exception as exc:  # pyarrow raises its own types for corrupt files
         raise InputError(f"cannot read this parquet file ({type(exc).__name__}: {str(exc)[:120]})", file=path,
                          fix="check that it is a valid parquet file") from None
+    _check_columns(file.metadata.num_columns, path)
     X = None
     labels, qids, doc_ids, names, start = [], [], [], None, 0
     for group in range(file.num_row_groups):
@@ -389,6 +500,7 @@ def _read_parquet_by_row_group(path: Path, **columns):
             continue
         part_X, part_y, part_q, part_d, names = _split_frame(frame, path, row_offset=start, **columns)
         if X is None:
+            _check_matrix(n_rows, part_X.shape[1], path, max_bytes)
             X = np.empty((n_rows, part_X.shape[1]), dtype=np.float64)
         X[start:start + len(part_X)] = part_X
         start += len(part_X)
@@ -402,15 +514,22 @@ def _read_parquet_by_row_group(path: Path, **columns):
     return X[:start], y, np.concatenate(qids), ids, names
 
 
-def _need_column(column: str, columns: list[str], key: str, path: Path) -> None:
-    """A spec key naming a column the file lacks: one line with the nearest column name, or the columns there are."""
-    if column not in columns:
+def _need_column(column: str, columns: list[str], key: str, path: Path, present: set[str] | None = None) -> None:
+    """A spec key naming a column the file lacks: one line with the nearest column name, or the columns there are.
+    `present`: the columns as a set, for callers that ask once per column (a list scan each time is quadratic)."""
+    if column not in (present if present is not None else columns):
         import difflib
 
         near = difflib.get_close_matches(column, columns, n=1)
         hint = f"did you mean '{near[0]}'?" if near else f"columns are: {', '.join(columns[:12])}"
         raise InputError(f"no column '{column}' (from `dataset.{key}`)", file=path,
                          fix=f"{hint} Set `dataset.{key}` to the right column")
+
+
+def _numeric_columns(frame: pd.DataFrame, columns: list[str]) -> set[str]:
+    """Names of the numeric columns, one dtype test per distinct dtype (not one `frame[c]` per column)."""
+    numeric = {dtype: pd.api.types.is_numeric_dtype(dtype) for dtype in set(frame.dtypes)}
+    return {name for name, dtype in zip(columns, frame.dtypes, strict=True) if numeric[dtype]}
 
 
 def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_column: str | None,
@@ -421,30 +540,37 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
                          fix="point `dataset.path` at a non-empty file")
     columns = [str(c) for c in frame.columns]
     frame.columns = columns
+    present = set(columns)
+    if len(present) < len(columns):
+        repeated = next(c for c, n in Counter(columns).items() if n > 1)
+        raise InputError(f"column '{repeated[:40]}' appears more than once", file=path,
+                         fix="give every column its own name")
 
     def need(column: str, key: str) -> None:
-        _need_column(column, columns, key, path)
+        _need_column(column, columns, key, path, present)
 
     need(query_column, "query_column")
-    if label_column is not None and label_column not in columns:
+    if label_column is not None and label_column not in present:
         if label_column != "label":
             need(label_column, "label_column")
         label_column = None
     if doc_id_column is not None:
         need(doc_id_column, "doc_id_column")
     reserved = {query_column, label_column, doc_id_column} - {None}
+    numeric = _numeric_columns(frame, columns)
     if feature_columns is None:
-        if model_feature_names and set(model_feature_names) <= set(columns):
+        if model_feature_names and set(model_feature_names) <= present:
             feature_columns = list(model_feature_names)  # the model's order, whatever the file's order
         else:
-            feature_columns = [c for c in columns if c not in reserved and pd.api.types.is_numeric_dtype(frame[c])]
-            skipped = [c for c in columns if c not in reserved and c not in feature_columns]
-            if skipped:
-                raise InputError(f"column '{skipped[0]}' is not numeric", file=path,
+            candidates = [c for c in columns if c not in reserved]
+            skipped = next((c for c in candidates if c not in numeric), None)
+            if skipped is not None:
+                raise InputError(f"column '{skipped}' is not numeric", file=path,
                                  fix="list the feature columns in `dataset.feature_columns`, or drop that column")
+            feature_columns = candidates
     for column in feature_columns:
         need(column, "feature_columns")
-        if not pd.api.types.is_numeric_dtype(frame[column]):
+        if column not in numeric:
             bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
             row = int(np.argmax(bad.to_numpy()))
             where = str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}"
@@ -577,19 +703,69 @@ def _codes_by_first_appearance(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 # --- files ----------------------------------------------------------------------------------------------------
 
-def _read_bytes(path: Path) -> bytes:
-    check_regular(path, what="data file")
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(2)
-        if head == b"\x1f\x8b":
-            with gzip.open(path, "rb") as handle:
-                return handle.read()
-        return path.read_bytes()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise InputError(f"cannot read the file ({exc.__class__.__name__}: {exc})", file=path,
-                         fix="check the path and that the file is readable") from None
+def _read_data(path: Path, max_bytes: int, cost) -> bytes:
+    """A data file's bytes (inflated when gzip), refused as soon as the memory reading it will take passes
+    `max_bytes` (the text plus `cost`, the parser's arrays per chunk) or a gzip file inflates like a bomb. Other
+    compressions are named (pandas would inflate them by the file name, without a cap)."""
+    raw = read_inflated(path, limit=max_bytes, what="data file", cost=cost, fix=_MAX_BYTES_FIX)
+    _check_compression(raw[:16], path)
+    return raw
 
 
-def _read_text(path: Path) -> str:
-    return _read_bytes(path).decode("utf-8", errors="replace")
+def _check_compression(head: bytes, path: Path) -> None:
+    for magic, kind in _OTHER_COMPRESSIONS:
+        if head.startswith(magic) and (kind != "bzip2" or head[4:10] == b"1AY&SY"):
+            raise InputError(f"this file is {kind}-compressed; data files are read plain or gzip-compressed",
+                             file=path, fix="decompress it, or compress it with gzip")
+
+
+@dataclass
+class _Tally:
+    """Newlines and colons counted while the file streams in: the memory the SVMlight parser will allocate (per
+    line: label, qid, offsets; per `:`: a pair) and, counted once, its array bounds."""
+
+    newlines: int = 0
+    colons: int = 0
+
+    def svmlight(self, chunk: bytes) -> int:
+        newlines, colons = chunk.count(b"\n"), chunk.count(b":")
+        self.newlines += newlines
+        self.colons += colons
+        return _LINE_BYTES * newlines + _PAIR_BYTES * colons
+
+
+def _csv_cost(sep: str):
+    """Bytes pandas and the feature matrix take for CSV text: per field (a separator or a line end)."""
+    mark = sep.encode()
+    return lambda chunk: _FIELD_BYTES * (chunk.count(mark) + chunk.count(b"\n"))
+
+
+def _read_text(path: Path, what: str) -> str:
+    """A small side file (feature names, group sizes), inflated when gzip, at most MAX_SMALL_BYTES."""
+    return read_inflated(path, limit=MAX_SMALL_BYTES, what=what).decode("utf-8", errors="replace")
+
+
+def _check_matrix(rows: int, width: int, path: Path, max_bytes: int) -> None:
+    """The dense float64 feature matrix must fit `max_bytes` (a sparse file or a model of 10^6 features would
+    otherwise allocate rows × 10^6 × 8 bytes)."""
+    need = rows * width * 8
+    if need > max_bytes:
+        raise InputError(f"the feature matrix ({rows:,} rows × {width:,} features) would take {need / MiB:,.0f} "
+                         f"MiB, more than the {max_bytes / MiB:,.0f} MiB allowed", file=path,
+                         fix="if this machine has the memory, raise `dataset.max_bytes`; else audit fewer rows")
+
+
+def _check_query_length(data: RankingData, path: Path, most: int) -> None:
+    """Evidence builds documents² arrays per query (Kendall's tau over pairs, ranks among the others): a query of
+    20,000 documents asks for 3 GiB per array. Refuse it here, with the query and what to do."""
+    sizes = data.query_sizes()
+    if sizes.size == 0 or int(sizes.max()) <= most:
+        return
+    longest = int(np.argmax(sizes))
+    n, over = int(sizes[longest]), int(np.sum(sizes > most))
+    longer = f"{over:,} of the {len(sizes):,} queries {'is' if over == 1 else 'are'} longer"
+    raise InputError(f"query '{data.query_ids[longest][:40]}' has {n:,} documents, more than the {most:,} a query "
+                     f"may have ({longer}): the audit compares every pair of a query's documents "
+                     f"({n * n * 8 / 2**30:,.1f} GiB per array for this one)", file=path,
+                     fix="keep the top documents of each query (e.g. a first stage's top "
+                         f"{most:,}), or raise `dataset.max_docs_per_query` if this machine has the memory and time")

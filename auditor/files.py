@@ -7,8 +7,13 @@ would exhaust memory before the parser could object. Every reader of a user-name
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import os
 import stat
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from auditor.errors import InputError
@@ -18,6 +23,9 @@ MAX_YAML_BYTES = 1 * MiB  # specs and policy packs: a real one is a few KB
 MAX_JSON_BYTES = 256 * MiB  # evidence.json of a run (baseline, diff)
 MAX_SMALL_BYTES = 16 * MiB  # feature-name lists, query files, keys, certificates
 MAX_MODEL_BYTES = 1024 * MiB  # a model file, read whole (5,000 trees of 511 leaves are ~400 MB of text)
+MAX_INFLATE_RATIO = 100  # a gzip file may inflate to this many times its size (real LETOR: 5x, MQ2008 and
+INFLATE_FLOOR = 64 * MiB  # LightGBM's example) once past this many bytes; a decompression bomb: 200-1000x
+_CHUNK = 4 * MiB
 
 
 def write_new(path: Path, text: str) -> None:
@@ -81,3 +89,117 @@ def read_bytes(path: Path, *, limit: int | None = None, what: str = "file") -> b
         raise InputError(f"the {what} is larger than the {limit / MiB:g} MiB allowed", file=path,
                          fix=f"give the right file (a {what} is never this large)")
     return data
+
+
+def read_inflated(path: Path, *, limit: int, what: str = "file", cost: Callable[[bytes], int] | None = None,
+                  fix: str | None = None) -> bytes:
+    """The bytes of a regular file, inflated when it is gzip, under the caps of `open_inflated`."""
+    out = io.BytesIO()
+    with open_inflated(path, limit=limit, what=what, cost=cost, fix=fix) as stream:
+        try:
+            while chunk := stream.read(_CHUNK):
+                out.write(chunk)
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise InputError(f"cannot read the {what} ({exc.__class__.__name__}: {exc})", file=path,
+                             fix="check that the file is complete (a cut or damaged .gz cannot be inflated)") from None
+    return out.getvalue()
+
+
+@contextlib.contextmanager
+def open_inflated(path: Path, *, limit: int, what: str = "file", cost: Callable[[bytes], int] | None = None,
+                  fix: str | None = None) -> Iterator[io.BufferedReader]:
+    """A regular file as a binary stream, inflated when it is gzip, that raises InputError as soon as a cap is
+    passed, before memory is spent: the bytes plus `cost(chunk)` (what parsing them will build, estimated by the
+    caller) within `limit`, and a gzip file inflating at most MAX_INFLATE_RATIO times its size (past
+    INFLATE_FLOOR)."""
+    fix = fix or f"give the right file (a {what} is never this large)"
+    with _open_regular(path, what) as raw:
+        size = os.fstat(raw.fileno()).st_size
+        compressed = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        if not compressed and size > limit:
+            raise InputError(_over(what, limit, size, estimate=False, inflated=False), file=path, fix=fix)
+        source = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        meter = _Meter(raw, path, compressed, limit=limit, what=what, cost=cost, fix=fix)
+        yield io.BufferedReader(_Capped(source, meter), buffer_size=_CHUNK)
+
+
+def _open_regular(path: Path, what: str) -> io.BufferedReader:
+    """Open non-blocking and check the type on the descriptor (a FIFO swapped in after a check cannot block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InputError(f"no such {what}", file=path, fix="check the path") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} ({exc.strerror})", file=path,
+                         fix="check the path and its permissions") from None
+    handle = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        handle.close()
+        raise InputError(f"this is {kind_of(mode)}, not a regular {what}", file=path,
+                         fix=f"give the path of a regular {what}")
+    return handle
+
+
+class _Meter:
+    """Stream and count: the cap and the inflation ratio, checked on every chunk as it arrives."""
+
+    def __init__(self, raw: io.BufferedReader, path: Path, compressed: bool, *, limit: int, what: str,
+                 cost: Callable[[bytes], int] | None, fix: str) -> None:
+        self.raw, self.path, self.compressed, self.limit = raw, path, compressed, limit
+        self.what, self.cost, self.fix = what, cost, fix
+        self.seen = self.spent = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.seen += len(chunk)
+        self.spent += len(chunk) + (self.cost(chunk) if self.cost is not None else 0)
+        if self.spent > self.limit:
+            raise InputError(_over(self.what, self.limit, self.seen, estimate=self.cost is not None,
+                                   inflated=self.compressed), file=self.path, fix=self.fix)
+        read = max(self.raw.tell(), 1)
+        if self.compressed and self.seen > max(INFLATE_FLOOR, MAX_INFLATE_RATIO * read):
+            raise InputError(f"this gzip file inflates more than {MAX_INFLATE_RATIO} times its size ("
+                             f"{_size(read)} read gave {_size(self.seen)}): a decompression bomb, or data too "
+                             "repetitive to read compressed", file=self.path,
+                             fix="if the file is genuine, decompress it (`gunzip -k`) and name the plain file")
+
+
+class _Capped(io.RawIOBase):
+    """A raw stream over `source` whose every chunk goes through the meter; fills the caller's buffer (a gzip
+    stream returns short reads), so a peek at the start sees a whole first chunk."""
+
+    def __init__(self, source: io.BufferedIOBase, meter: _Meter) -> None:
+        self.source, self.meter = source, meter
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        view = memoryview(buffer).cast("B")
+        filled = 0
+        while filled < len(view):
+            chunk = self.source.read(len(view) - filled)
+            if not chunk:
+                break
+            self.meter.add(chunk)
+            view[filled:filled + len(chunk)] = chunk
+            filled += len(chunk)
+        return filled
+
+
+def _over(what: str, limit: int, seen: int, *, estimate: bool, inflated: bool) -> str:
+    """The message of a cap: the file's size, or the memory reading it would take (text and parsed arrays)."""
+    size = f"{_size(seen)}{' inflated' if inflated else ''}"
+    if not estimate:
+        return f"the {what} is larger than the {_size(limit)} allowed ({size})"
+    return (f"reading the {what} would take more than the {_size(limit)} allowed (its text and the arrays parsed "
+            f"from it, estimated after {size})")
+
+
+def _size(count: int) -> str:
+    """Bytes in the unit a reader takes in at a glance: 64 bytes, 16 MiB, 4 GiB."""
+    for unit, name in ((1 << 30, "GiB"), (MiB, "MiB"), (1 << 10, "KiB")):
+        if count >= unit:
+            return f"{count / unit:,.1f}".removesuffix(".0") + f" {name}"
+    return f"{count} bytes"

@@ -18,7 +18,11 @@ from numba import njit
 _POW10 = np.array([10.0**i for i in range(23)])
 
 # error codes returned by the parser (line numbers are 1-based file lines)
-OK, BAD_LABEL, BAD_PAIR, BAD_INDEX, BAD_VALUE, BAD_QID = 0, 1, 2, 3, 4, 5
+OK, BAD_LABEL, BAD_PAIR, BAD_INDEX, BAD_VALUE, BAD_QID, BIG_INDEX, BIG_QID = 0, 1, 2, 3, 4, 5, 6, 7
+# Integers are read exactly up to these bounds and refused beyond them: indices are stored as int32 and qids as
+# int64, where 2^32 + 3 would become feature 3 and 2^64 + 241 query 241.
+MAX_INDEX = 2**31 - 1
+MAX_QID = 10**18 - 1
 
 
 @dataclass(frozen=True)
@@ -105,12 +109,14 @@ def _number(buf: np.ndarray, i: int, end: int, pow10: np.ndarray) -> tuple[float
 
 
 @njit(cache=True)
-def _integer(buf: np.ndarray, j: int, end: int) -> tuple[int, int, int]:
-    """Digits at buf[j:end] as an integer: (value, next index, number of digits)."""
+def _integer(buf: np.ndarray, j: int, end: int, most: int) -> tuple[int, int, int]:
+    """Digits at buf[j:end] as an integer: (value, next index, number of digits). A value above `most` is
+    returned as `most + 1` (it never wraps), so the caller can refuse it."""
     value = 0
     digits = 0
     while j < end and 48 <= buf[j] <= 57:
-        value = value * 10 + (buf[j] - 48)
+        d = buf[j] - 48
+        value = most + 1 if value > (most - d) // 10 else value * 10 + d
         digits += 1
         j += 1
     return value, j, digits
@@ -167,18 +173,24 @@ def _parse(buf: np.ndarray, n_lines: int, n_pairs: int, pow10: np.ndarray):
             if j >= body_end:
                 break
             if body_end - j > 4 and buf[j] == 113 and buf[j + 1] == 105 and buf[j + 2] == 100 and buf[j + 3] == 58:
-                q, j, digits = _integer(buf, j + 4, body_end)  # after "qid:"
+                q, j, digits = _integer(buf, j + 4, body_end, MAX_QID)  # after "qid:"
                 if digits == 0 or (j < body_end and not _is_space(buf[j])):
                     return (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, row,
                             line_no, BAD_QID)
+                if q > MAX_QID:
+                    return (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, row,
+                            line_no, BIG_QID)
                 qids[row] = q
                 has_qid = True
                 continue
-            index, j, digits = _integer(buf, j, body_end)
+            index, j, digits = _integer(buf, j, body_end, MAX_INDEX)
             if digits == 0 or j >= body_end or buf[j] != 58:
                 code = BAD_INDEX if digits == 0 and j < body_end and buf[j] != 58 else BAD_PAIR
                 return (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, row,
                         line_no, code)
+            if index > MAX_INDEX:
+                return (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, row,
+                        line_no, BIG_INDEX)
             j += 1
             value, j, exact = _number(buf, j, body_end, pow10)
             if j < body_end and not _is_space(buf[j]):
@@ -212,11 +224,13 @@ class SvmlightError(ValueError):
         super().__init__(f"line {line}: code {code}")
 
 
-def parse(raw: bytes) -> Parsed:
-    """Parse SVMlight/LETOR bytes. Raises SvmlightError(line, code) on the first malformed line."""
+def parse(raw: bytes, counts: tuple[int, int] | None = None) -> Parsed:
+    """Parse SVMlight/LETOR bytes. Raises SvmlightError(line, code) on the first malformed line. `counts`: the
+    newlines and colons of `raw` when the reader counted them already (while it streamed the file)."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     # Upper bounds for the arrays (every line a document, every ':' a pair): C-speed counts, no extra pass.
-    n_lines, n_pairs = raw.count(b"\n") + 1, raw.count(b":")
+    newlines, colons = counts if counts is not None else (raw.count(b"\n"), raw.count(b":"))
+    n_lines, n_pairs = newlines + 1, colons
     (labels, qids, has_qid, indptr, indices, values, lines, lstart, cstart, cend, inexact, rows, line_no,
      code) = _parse(buf, n_lines, n_pairs, _POW10)
     if code != OK:
