@@ -180,7 +180,7 @@ def test_onnx_scores_in_batches_as_onnxruntime_does(rows: np.ndarray) -> None:
     import onnxruntime as ort
 
     ranker = load_onnx(RANKERS / "mlp.onnx")
-    with pytest.raises(ValueError, match="returned nan for 40 of"):  # the MLP cannot score missing values
+    with pytest.raises(InputError, match="returned nan for 40 of"):  # the MLP cannot score missing values
         ranker.predict(rows)
     rows = rows[~np.isnan(rows).any(axis=1)]
     assert ranker.n_features == 11 and ranker.contributions(rows) is None

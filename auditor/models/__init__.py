@@ -101,4 +101,7 @@ def load_model(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None)
                              spec_file=spec_file)
     assert ref.path is not None and ref.kind is not None  # guaranteed by ModelSpec's validator
     loader: Any = KINDS[ref.kind].load
-    return loader(ref.path, ref.trust)
+    ranker = loader(ref.path, ref.trust)
+    if getattr(ranker, "source", None) is None:
+        ranker.source = ref.path  # the file an error about its scores names (`base.check_scores`)
+    return ranker

@@ -8,6 +8,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from auditor.errors import InputError
+
+MAX_SCORE = 1e30  # |score| beyond this is refused: far above any ranker's, and sums of squares of millions of such
+# scores stay finite in float64 (XGBoost sums its trees in float32, whose largest number is 3.4e38)
+SCORE_FIX = ("the model must give every row a finite score: check the data for values it cannot take (missing "
+             "values, values far outside its training range) and the model for divisions or logarithms of features")
+
 
 @runtime_checkable
 class Ranker(Protocol):
@@ -67,7 +74,9 @@ class CountingRanker:
     def predict(self, X: np.ndarray) -> np.ndarray:
         with self._count_lock:
             self.rows_evaluated += int(X.shape[0])
-        return np.asarray(self.inner.predict(X), dtype=np.float64).reshape(-1)
+        scores = np.asarray(self.inner.predict(X), dtype=np.float64).reshape(-1)
+        check_scores(scores, int(X.shape[0]), file=getattr(self.inner, "source", None))
+        return scores
 
     def contributions(self, X: np.ndarray) -> np.ndarray | None:
         out = self.inner.contributions(X)
@@ -78,6 +87,28 @@ class CountingRanker:
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+
+BOUND_FIX = "retrain the model, or save it again if the file was edited (a ranker's leaf values are small numbers)"
+
+
+def bound_problem(bound: float, how: str) -> str:
+    """The refusal of a tree model whose scores the sum of each tree's largest |leaf| does not keep in range."""
+    return f"a score can reach {bound:.3g} ({how}), beyond ±{MAX_SCORE:.0e}: the model's scores may be infinite"
+
+
+def check_scores(scores: np.ndarray, rows: int, *, file: Any, where: str | None = None) -> None:
+    """InputError naming the model's file unless there is one finite score within ±MAX_SCORE per row: a NaN or an
+    infinite score ranks nothing, and every measure computed from it would be silently meaningless."""
+    if scores.shape[0] != rows:
+        raise InputError(f"the model returned {scores.shape[0]} scores for {rows} rows", file=file, where=where,
+                         fix="export or write the model to give one score per input row (output [rows] or "
+                             "[rows, 1])")
+    bad = np.flatnonzero(~(np.abs(scores) <= MAX_SCORE))  # NaN compares false
+    if bad.size:
+        raise InputError(f"the model returned {scores[bad[0]]:.6g} for {bad.size} of {rows} rows (first: row "
+                         f"{bad[0]}); scores must be finite and within ±{MAX_SCORE:.0e}", file=file, where=where,
+                         fix=SCORE_FIX)
 
 
 def thread_count() -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from auditor.errors import InputError
+from auditor.models.base import check_scores
 
 
 class CallableRanker:
@@ -17,16 +18,16 @@ class CallableRanker:
 
     kind = "callable"
 
-    def __init__(self, function: Any, entry: str, n_features: int | None) -> None:
+    def __init__(self, function: Any, entry: str, n_features: int | None, source: Path | None = None) -> None:
         self.function = function
         self.entry = entry
         self.n_features = n_features
         self.feature_names = None
+        self.source = source  # the module's file: where an error about its scores points
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         scores = np.asarray(self.function(X), dtype=np.float64).reshape(-1)
-        if scores.shape[0] != X.shape[0]:
-            raise ValueError(f"{self.entry} returned {scores.shape[0]} scores for {X.shape[0]} rows")
+        check_scores(scores, X.shape[0], file=self.source or self.entry, where=self.entry.partition(":")[2])
         return scores
 
     def contributions(self, X: np.ndarray) -> None:
@@ -57,4 +58,5 @@ def load_callable(entry: str, *, trust: bool, search_path: Path, n_features: int
     if not callable(function):
         raise InputError(f"'{module_name}' has no function '{attr}'", file=spec_file, where="model.entry",
                          fix="name a function that takes a 2-D array and returns one score per row")
-    return CallableRanker(function, entry, n_features)
+    source = getattr(module, "__file__", None)
+    return CallableRanker(function, entry, n_features, Path(source) if source else None)

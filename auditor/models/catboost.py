@@ -21,6 +21,7 @@ from auditor.errors import InputError
 from auditor.files import MAX_MODEL_BYTES, read_bytes
 from auditor.models.base import checked_ensemble, thread_count
 from auditor.models.catboost_check import SAVE_AGAIN, check_model, file_format, parse_json, rehearse_catboost
+from auditor.models.json_dump import check_json_size
 
 
 def _catboost() -> Any:
@@ -102,6 +103,7 @@ def load_catboost(path: Path) -> CatBoostRanker:
     data = read_bytes(path, limit=MAX_MODEL_BYTES, what="model file")
     fmt = file_format(data, file=path)
     if fmt == "json":
+        check_json_size(len(data), file=path, library="CatBoost")
         check_model(parse_json(data, file=path), file=path)
     exported = rehearse_catboost(data, fmt, file=path)
     export = parse_json(exported, file=path, what="the model as CatBoost read it")

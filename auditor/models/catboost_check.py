@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.models.json_dump import parse_json_dump
+from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
+from auditor.models.json_dump import json_cap, parse_json_dump
 from auditor.models.rehearsal import MiB, rehearse
 
 CHILD = Path(__file__).with_name("_catboost_child.py")
@@ -134,10 +135,13 @@ def _check(doc: dict[str, Any]) -> None:
         raise _Bad("oblivious_trees", "the trees are not a list")
     if oblivious and other:
         raise _Bad("trees", "a model has either oblivious or non-symmetric trees, not both")
-    for index, tree in enumerate(oblivious):
-        _check_oblivious(tree, f"oblivious_trees.{index}", split_of, borders)
-    for index, tree in enumerate(other):
-        _check_non_symmetric(tree, f"trees.{index}", split_of, borders)
+    scale, total = abs(float(pair[0])), 0.0  # a score is scale × (the leaves it reaches, summed) + bias
+    for key, trees, check in (("oblivious_trees", oblivious, _check_oblivious), ("trees", other, _check_non_symmetric)):
+        for index, tree in enumerate(trees):
+            total += check(tree, f"{key}.{index}", split_of, borders)
+            if not scale * total + abs(float(bias)) <= MAX_SCORE:
+                how = f"the bias plus the scale times the largest leaf of each of {key} 0 to {index}"
+                raise _Bad(f"{key}.{index}", bound_problem(scale * total + abs(float(bias)), how), BOUND_FIX)
 
 
 def _check_split(split: Any, where: str, split_of: list[tuple[int, float]], borders: list[list[float]]) -> None:
@@ -157,7 +161,8 @@ def _check_split(split: Any, where: str, split_of: list[tuple[int, float]], bord
                    f"{str(border)[:30]} of feature {feature} (CatBoost would use the first)")
 
 
-def _check_oblivious(tree: Any, where: str, split_of: list[tuple[int, float]], borders: list[list[float]]) -> None:
+def _check_oblivious(tree: Any, where: str, split_of: list[tuple[int, float]], borders: list[list[float]]) -> float:
+    """Check one oblivious tree; return its largest |leaf value|."""
     if not isinstance(tree, dict) or not isinstance(tree.get("splits"), list):
         raise _Bad(where, "an oblivious tree is not an object with splits")
     splits = tree["splits"]
@@ -178,11 +183,14 @@ def _check_oblivious(tree: Any, where: str, split_of: list[tuple[int, float]], b
                    f"{len(values)} and {len(weights)}")
     if any(not _finite(v) for v in values) or any(not _finite(w) or w < 0 for w in weights):
         raise _Bad(where, "a leaf value or weight is not a finite number (weights: not negative)")
+    return float(max(map(abs, values)))
 
 
 def _check_non_symmetric(tree: Any, where: str, split_of: list[tuple[int, float]], borders: list[list[float]]
-                         ) -> None:
+                         ) -> float:
+    """Check one non-symmetric tree; return its largest |leaf value|."""
     stack: list[tuple[Any, int]] = [(tree, 0)]
+    largest = 0.0
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
@@ -199,6 +207,9 @@ def _check_non_symmetric(tree: Any, where: str, split_of: list[tuple[int, float]
                        "train the ranker with one output (YetiRank, PairLogit, QueryRMSE, RMSE, ...)")
         elif not _finite(node.get("value")) or not _finite(node.get("weight", 0)) or node.get("weight", 0) < 0:
             raise _Bad(where, "a leaf value or weight is not a finite number (weights: not negative)")
+        else:
+            largest = max(largest, abs(float(node["value"])))
+    return largest
 
 
 def rehearse_catboost(data: bytes, fmt: str, *, file: Path) -> bytes:
@@ -206,5 +217,5 @@ def rehearse_catboost(data: bytes, fmt: str, *, file: Path) -> bytes:
     process fails, crashes, runs out of memory or time."""
     memory = 2048 * MiB + 32 * len(data)  # the interpreter, catboost's extension (~1 GiB mapped), the model
     _, payload = rehearse(CHILD, [fmt], data, file=file, library="CatBoost", fix=SAVE_AGAIN, memory=memory,
-                          timeout=REHEARSAL_SECONDS + len(data) / MiB)
+                          timeout=REHEARSAL_SECONDS + len(data) / MiB, payload_limit=json_cap("CatBoost"))
     return payload

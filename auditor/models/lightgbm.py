@@ -13,6 +13,7 @@ import numpy as np
 
 from auditor.errors import InputError
 from auditor.files import MAX_MODEL_BYTES, read_bytes
+from auditor.models.json_dump import check_json_size
 from auditor.models.lightgbm_check import check_json_dump, check_model_text, model_text, rehearse_load
 
 _MISSING_CODES = {"None": 0, "Zero": 1, "NaN": 2}
@@ -105,6 +106,7 @@ def load_lightgbm(path: Path) -> LightGBMRanker:
     a throw-away process before this process loads it, so a damaged file is one InputError, never a crash."""
     data = read_bytes(path, limit=MAX_MODEL_BYTES, what="model file")
     if data.lstrip()[:1] == b"{":
+        check_json_size(len(data), file=path, library="LightGBM")
         try:
             dump = json.loads(data)
         except json.JSONDecodeError as exc:

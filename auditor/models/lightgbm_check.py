@@ -26,6 +26,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from auditor.errors import InputError
+from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
 from auditor.models.rehearsal import rehearse
 
 MAX_LEAVES = 131_072  # LightGBM's own limit on num_leaves
@@ -174,8 +175,9 @@ def _check_header(header: dict[str, tuple[str, int]], tree_line: int) -> int:
 # --- the trees ------------------------------------------------------------------------------------------------
 
 def _check_trees(lines: list[str], at: int, n_features: int) -> int:
-    """Every `Tree=i` block from line index `at`; returns the index of the `end of trees` line."""
-    index = 0
+    """Every `Tree=i` block from line index `at`; returns the index of the `end of trees` line. The trees' largest
+    leaves together bound every score: beyond MAX_SCORE they are refused (1e308 twice is inf)."""
+    index, bound = 0, 0.0
     while True:
         while at < len(lines) and lines[at] == "":
             at += 1
@@ -202,11 +204,15 @@ def _check_trees(lines: list[str], at: int, n_features: int) -> int:
                 raise _Bad(at + 1, f"tree {index}: `{match[1]}` appears twice")
             fields[match[1]] = (match[2], at + 1)
             at += 1
-        _check_tree(index, fields, at, n_features)
+        bound += _check_tree(index, fields, at, n_features)
+        if not bound <= MAX_SCORE:
+            how = f"the largest leaf of each of trees 0 to {index}, summed"
+            raise _Bad(fields["leaf_value"][1], f"tree {index}: {bound_problem(bound, how)}", BOUND_FIX)
         index += 1
 
 
-def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_features: int) -> None:
+def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_features: int) -> float:
+    """Check one tree; return its largest |leaf value|."""
     where = f"tree {index}"
     for key in ("num_leaves", "num_cat", "leaf_value"):
         if key not in fields:
@@ -221,9 +227,9 @@ def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_feat
     num_cat = _int(*fields["num_cat"], "num_cat", 0, n - 1)
     if "shrinkage" in fields:
         _floats(fields["shrinkage"], where, "shrinkage", 1, finite=True)
-    _floats(fields["leaf_value"], where, "leaf_value", n, finite=True)
+    largest = max(abs(float(v)) for v in _floats(fields["leaf_value"], where, "leaf_value", n, finite=True))
     if n == 1:  # LightGBM reads nothing else of a one-leaf tree (it writes its other arrays empty)
-        return
+        return largest
     if "leaf_weight" in fields:
         _floats(fields["leaf_weight"], where, "leaf_weight", n, finite=True)
     if "leaf_count" in fields:
@@ -255,6 +261,7 @@ def _check_tree(index: int, fields: dict[str, tuple[str, int]], end: int, n_feat
     categorical = [i for i, d in enumerate(decisions) if d & 1]
     if categorical or num_cat:
         _check_categories(categorical, thresholds, num_cat, fields, where, end)
+    return largest
 
 
 def _values(field: tuple[str, int], where: str, key: str, count: int, pattern: re.Pattern[str], kind: str,

@@ -1,10 +1,13 @@
 """ONNX models (neural rankers exported from PyTorch, TensorFlow, scikit-learn, ...), run with ONNX Runtime on CPU.
 
 Loading: the bytes are read once and the graph checked (`onnx_check.check_graph`: standard operators only, no
-Loop, no external tensors, one float input [rows × features], one score output); ONNX Runtime then creates a
-session and scores probe rows in a throw-away process. This process creates its one `InferenceSession` from the
-same bytes when it first scores, with as many intra-op threads as the audit's core budget allows there (one in an
-executor's worker), no custom-operator library, and ONNX Runtime's log off the terminal.
+Loop, no function named like an operator, no external tensors, one float input [rows × features], one score
+output); ONNX Runtime then creates a session, scores probe rows and measures the memory of growing batches in a
+throw-away process, from which the batch size is chosen (`onnx_scoring.plan_batches`). Scores are computed in a
+long-lived child process (`onnx_scoring.Scorer`), started when this process first scores, with as many intra-op
+threads as the audit's core budget allows there (one in an executor's worker), no custom-operator library, a
+time limit on every call and a memory cap; whatever goes wrong there — and a score that is not a finite number,
+or one score too many or too few — is one InputError line naming the model file.
 
 Not a tree model: `contributions` is None, so tree-only evidence (exact TreeSHAP, decision paths) is SKIPPED with
 the reason and everything model-agnostic runs through `predict`.
@@ -12,6 +15,7 @@ the reason and everything model-agnostic runs through `predict`.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,10 @@ import numpy as np
 
 from auditor.errors import InputError
 from auditor.files import MAX_MODEL_BYTES, read_bytes
-from auditor.models.base import thread_count
+from auditor.models.base import check_scores, thread_count
 from auditor.models.onnx_check import Graph, check_graph, rehearse_onnx
+from auditor.models.onnx_scoring import MAX_BATCH, BatchPlan, Scorer, memory_budget, plan_batches
+from auditor.models.rehearsal import MiB
 
 
 def _onnxruntime() -> Any:
@@ -35,26 +41,29 @@ def _onnxruntime() -> Any:
 
 
 class OnnxRanker:
-    """An ONNX graph as a Ranker: one score per row, from one InferenceSession, in batches of `BATCH` rows."""
+    """An ONNX graph as a Ranker: one score per row, from a child process's InferenceSession, in batches of `BATCH`
+    rows (chosen from the memory the rehearsal measured)."""
 
     kind = "onnx"
     # One session, whose intra-op threads already use the budget: calls take turns.
     concurrent_predict = False
-    BATCH = 65_536  # rows per run: large enough to amortise the call, small enough to bound a wide graph's memory
 
-    def __init__(self, data: bytes, graph: Graph, path: Path) -> None:
+    def __init__(self, data: bytes, graph: Graph, path: Path, plan: BatchPlan | None = None) -> None:
         self.data = data
         self.graph = graph
         self.path = path
+        self.source = path
+        self.plan = plan or BatchPlan(MAX_BATCH, 0, 0.0)
+        self.BATCH = self.plan.rows
         self.n_features = graph.n_features
         self.feature_names = list(graph.feature_names) if graph.feature_names else None
         self._dtype = np.float32 if graph.dtype == "float32" else np.float64
-        self._session: Any = None
+        self._scorer: Scorer | None = None
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_session"] = None  # a session cannot be pickled: each process makes its own from the bytes
+        state["_scorer"] = None  # a child process is not pickled: each process starts its own from the bytes
         state.pop("_lock", None)
         return state
 
@@ -62,33 +71,36 @@ class OnnxRanker:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def session(self) -> Any:
-        if self._session is None:
-            ort = _onnxruntime()
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            options.intra_op_num_threads = thread_count()
-            options.inter_op_num_threads = 1
-            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            self._session = ort.InferenceSession(self.data, sess_options=options,
-                                                 providers=["CPUExecutionProvider"])
-        return self._session
+    def scorer(self) -> Scorer:
+        """This process's child (a process that unpickled the ranker, or forked, starts its own)."""
+        if self._scorer is None or self._scorer.owner != os.getpid():
+            memory = 2048 * MiB + 16 * len(self.data) + 2 * memory_budget()  # the rehearsal's cap, two calls' worth
+            self._scorer = Scorer(self.data, self.graph, file=self.path, threads=thread_count(), memory=memory,
+                                  plan=self.plan)
+        return self._scorer
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
         with self._lock:
-            session = self.session()
             for start in range(0, X.shape[0], self.BATCH):
                 rows = np.ascontiguousarray(X[start:start + self.BATCH], dtype=self._dtype)
-                scores = np.asarray(session.run([self.graph.output_name], {self.graph.input_name: rows})[0])
-                if scores.size != rows.shape[0]:
-                    raise ValueError(f"the ONNX model returned {scores.size} scores for {rows.shape[0]} rows")
-                out[start:start + rows.shape[0]] = scores.reshape(-1)
-        bad = np.flatnonzero(~np.isfinite(out))
-        if bad.size:  # a ranking of NaN is no ranking: say so rather than let every measure go quiet
-            raise ValueError(f"the ONNX model returned {out[bad[0]]} for {bad.size} of {out.size} rows (first: "
-                             f"row {bad[0]}); it needs inputs it can score (no missing values?)")
+                out[start:start + rows.shape[0]] = self._score(rows)
+        check_scores(out, X.shape[0], file=self.path)  # a ranking of NaN is no ranking: say so
         return out
+
+    def _score(self, rows: np.ndarray) -> np.ndarray:
+        """One batch's scores; InputError (the scorer then stopped) when the child fails or the count is wrong."""
+        scorer = self.scorer()
+        try:
+            scores = scorer.score(rows)
+        except InputError:
+            scorer.close(kill=True)
+            self._scorer = None
+            raise
+        if scores.size != rows.shape[0]:
+            raise InputError(f"the model returned {scores.size} scores for {rows.shape[0]} rows", file=self.path,
+                             fix="export it with one score per input row: output shape [rows] or [rows, 1]")
+        return scores
 
     def contributions(self, X: np.ndarray) -> None:
         return None
@@ -105,5 +117,5 @@ def load_onnx(path: Path) -> OnnxRanker:
     _onnxruntime()
     data = read_bytes(path, limit=MAX_MODEL_BYTES, what="model file")
     graph = check_graph(data, file=path)
-    rehearse_onnx(data, graph, file=path)
-    return OnnxRanker(data, graph, path)
+    outcome = rehearse_onnx(data, graph, file=path, max_rows=MAX_BATCH)
+    return OnnxRanker(data, graph, path, plan_batches(outcome, file=path))

@@ -10,6 +10,10 @@ native code sees the bytes (the protobuf is parsed by the `onnx` package's Pytho
 - `Loop`, whose iteration count can come from the data, so no probe row can bound its run time (measured: a
   `Loop` of 10^13 iterations hangs ONNX Runtime's session until it is killed); `Scan` and `If` stay, their work is
   bounded by their inputs;
+- model-local functions named like an operator ONNX Runtime registers (standard or its contrib domains, e.g.
+  `('', 'Loop')` or `('com.microsoft', 'Gelu')`): ONNX Runtime resolves a node to its own operator first, so such
+  a function shows one body and runs another operator (a real `Loop`, a contrib kernel). Function bodies are
+  checked by the same rules, with their own opset imports;
 - tensors kept in external files (`data_location: EXTERNAL`): a model would read files named by its author from
   beside it (ONNX Runtime refuses absolute paths but reads relative ones);
 - anything but one input — a float or double tensor [rows × features] with a fixed feature count and a free row
@@ -17,13 +21,15 @@ native code sees the bytes (the protobuf is parsed by the `onnx` package's Pytho
   (comma-separated, our convention: ONNX has no field for them) must name each input column once.
 
 `rehearse_onnx` then creates the session and scores probe rows in a throw-away process (`_onnx_child.py`), so a
-graph that crashes, exhausts memory or hangs ONNX Runtime does so there. Random cuts and byte changes of the
+graph that crashes, exhausts memory or hangs ONNX Runtime does so there; it also measures the memory of batches
+of rows, from which `onnx_scoring.plan_batches` chooses the audit's batch size. Random cuts and byte changes of the
 example's graph (61 cuts, 150 changes) were all refused cleanly by ONNX Runtime itself; the rehearsal is the
 defence for what a crafted graph may do that those did not (docs/security.md).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,15 +82,12 @@ def check_graph(data: bytes, *, file: Path) -> Graph:
         raise InputError("not an ONNX model (no graph)", file=file,
                          fix="save the model with `onnx.save(model, 'model.onnx')`")
     _check_text(model, file)
-    functions = {(f.domain, f.name) for f in model.functions}
-    local = {domain for domain, _ in functions}
-    for opset in model.opset_import:
-        if opset.domain not in STANDARD and opset.domain not in local:
-            raise InputError(f"the model imports operator domain '{opset.domain[:60]}', which is not standard ONNX",
-                             file=file, where="opset_import",
-                             fix=f"{_EXPORT}; custom operators are not run (no custom-operator library is loaded)")
+    functions = _local_functions(model, file)
+    _check_opsets(model.opset_import, functions, "opset_import", file)
     for function in model.functions:
-        _check_nodes(function.node, functions, f"function {function.name}", file)
+        where = f"function {function.name[:60]}"
+        _check_opsets(function.opset_import, functions, f"{where}.opset_import", file)
+        _check_nodes(function.node, functions, where, file)
     _check_nodes(model.graph.node, functions, "graph", file)
     for where, tensor in _tensors(model):
         if tensor.data_location == _EXTERNAL or len(tensor.external_data):
@@ -116,6 +119,58 @@ def _check_text(model: Any, file: Path) -> None:
                 stack.extend(values)
 
 
+def _domain(domain: str) -> str:
+    """`ai.onnx` and "" are one domain, for ONNX Runtime as for the standard."""
+    return "" if domain == "ai.onnx" else domain
+
+
+@functools.cache
+def runtime_operators() -> frozenset[tuple[str, str]]:
+    """Every (domain, operator) ONNX Runtime or the `onnx` package defines, at any version: the standard's and
+    ONNX Runtime's contrib domains (`com.microsoft`, ...). ONNX Runtime resolves a node to these before any
+    model-local function of the same name."""
+    onnx = _onnx()
+    names = {(_domain(s.domain), s.name) for s in onnx.defs.get_all_schemas_with_history()}
+    try:
+        from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+        names |= {(_domain(s.domain), s.name) for s in state.get_all_operator_schema()}
+    except (ImportError, AttributeError):  # pragma: no cover - every onnxruntime 1.x has it
+        raise InputError("cannot list ONNX Runtime's operators to check the model's functions",
+                         fix="reinstall onnxruntime (`pip install 'auditor[onnx]'`)") from None
+    return frozenset(names)
+
+
+def _local_functions(model: Any, file: Path) -> set[tuple[str, str]]:
+    """The (domain, name) of each function the model defines; refused when ONNX Runtime has an operator of that
+    name (it would run its operator, not the body shown) or when two functions share it."""
+    functions: set[tuple[str, str]] = set()
+    taken = runtime_operators()
+    for function in model.functions:
+        key = (_domain(function.domain), function.name)
+        where = f"function {function.name[:60]}"
+        if key in taken:
+            raise InputError(f"the model defines a function '{function.name[:60]}' in domain "
+                             f"'{function.domain[:60]}', the name of an ONNX Runtime operator: ONNX Runtime would run "
+                             "its operator, not the function's body", file=file, where=where,
+                             fix=f"{_EXPORT}; give model-local functions a domain of their own")
+        if key in functions:
+            raise InputError(f"the model defines function '{function.name[:60]}' of domain "
+                             f"'{function.domain[:60]}' twice", file=file, where=where, fix=_EXPORT)
+        functions.add(key)
+    return functions
+
+
+def _check_opsets(opsets: Any, functions: set[tuple[str, str]], where: str, file: Path) -> None:
+    """Imported domains are the standard's or those of the model's own functions."""
+    local = {domain for domain, _ in functions}
+    for opset in opsets:
+        if opset.domain not in STANDARD and opset.domain not in local:
+            raise InputError(f"the model imports operator domain '{opset.domain[:60]}', which is not standard ONNX",
+                             file=file, where=where,
+                             fix=f"{_EXPORT}; custom operators are not run (no custom-operator library is loaded)")
+
+
 def _check_nodes(nodes: Any, functions: set[tuple[str, str]], where: str, file: Path) -> None:
     """Every node, in this graph and the subgraphs of its attributes, runs a standard operator or a local function."""
     onnx = _onnx()
@@ -123,7 +178,7 @@ def _check_nodes(nodes: Any, functions: set[tuple[str, str]], where: str, file: 
     while stack:
         node, place = stack.pop()
         domain = node.domain
-        if (domain, node.op_type) in functions:
+        if (_domain(domain), node.op_type) in functions:  # never an operator's name: `_local_functions`
             pass
         elif domain not in STANDARD:
             raise InputError(f"node '{node.name[:60]}' runs '{node.op_type[:60]}' from domain '{domain[:60]}', "
@@ -230,9 +285,12 @@ def _output(graph: Any, file: Path) -> str:
     return value.name
 
 
-def rehearse_onnx(data: bytes, graph: Graph, *, file: Path) -> None:
-    """Create the session and score probe rows in a throw-away process; InputError if that fails, crashes, runs out
-    of memory or time."""
+def rehearse_onnx(data: bytes, graph: Graph, *, file: Path, max_rows: int = 65_536) -> dict[str, Any]:
+    """Create the session and score probe rows in a throw-away process, then probe the memory of batches up to
+    `max_rows` rows (`_onnx_child.memory_probe`); its report, or InputError if that fails, crashes, runs out of
+    memory or time."""
     memory = 2048 * MiB + 16 * len(data)  # the interpreter, ONNX Runtime, the weights and their working copies
-    rehearse(CHILD, [graph.input_name, str(graph.n_features), graph.dtype], data, file=file, library="ONNX Runtime",
-             fix=_EXPORT, memory=memory, timeout=REHEARSAL_SECONDS + len(data) / MiB)
+    outcome, _ = rehearse(CHILD, [graph.input_name, str(graph.n_features), graph.dtype, str(max_rows)], data,
+                          file=file, library="ONNX Runtime", fix=_EXPORT, memory=memory,
+                          timeout=REHEARSAL_SECONDS + len(data) / MiB)
+    return outcome

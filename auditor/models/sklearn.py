@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from auditor.errors import InputError
+from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
 
 SUPPORTED = (
     "DecisionTreeRegressor", "ExtraTreeRegressor", "GradientBoostingRegressor", "RandomForestRegressor",
@@ -113,6 +114,7 @@ def check_trees(estimator: Any, path: Path) -> None:
         members = [(f"estimators_.{i}", member) for i, member in enumerate(stages)]
         if not members:
             raise InputError("the ensemble has no trees (estimators_ is empty)", file=path, fix=fix)
+    bound = 0.0  # the sum of each tree's largest |value| bounds a score (forests average, boosting shrinks)
     for where, member in members:
         tree = getattr(member, "tree_", None)
         if tree is None or getattr(member, "n_features_in_", n_features) != n_features:
@@ -121,6 +123,10 @@ def check_trees(estimator: Any, path: Path) -> None:
         problem = _tree_problem(tree, int(n_features))
         if problem is not None:
             raise InputError(problem, file=path, where=where, fix=fix)
+        bound += float(np.abs(np.asarray(tree.value)).max())
+        if not bound <= MAX_SCORE:
+            raise InputError(bound_problem(bound, f"the largest value of each tree up to {where}, summed"),
+                             file=path, where=where, fix=BOUND_FIX)
 
 
 def _tree_problem(tree: Any, n_features: int) -> str | None:

@@ -21,6 +21,7 @@ import numpy as np
 from auditor.errors import InputError
 from auditor.files import MAX_MODEL_BYTES, read_bytes
 from auditor.models.base import checked_ensemble, thread_count
+from auditor.models.json_dump import check_json_size
 from auditor.models.xgboost_check import SAVE_AGAIN, check_model, file_format, parse_json, rehearse_xgboost
 
 
@@ -160,6 +161,7 @@ def load_xgboost(path: Path) -> XGBoostRanker:
     data = read_bytes(path, limit=MAX_MODEL_BYTES, what="model file")
     fmt = file_format(data, file=path)
     if fmt == "json":
+        check_json_size(len(data), file=path, library="XGBoost")
         model = parse_json(data, file=path)
         check_model(model, file=path)
         rehearse_xgboost(data, file=path)

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.models.json_dump import parse_json_dump
+from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
+from auditor.models.json_dump import json_cap, parse_json_dump
 from auditor.models.rehearsal import MiB, rehearse
 
 CHILD = Path(__file__).with_name("_xgboost_child.py")
@@ -151,11 +152,16 @@ def _check(doc: dict[str, Any]) -> None:
     if isinstance(cats, dict) and any(cats.get(k) for k in ("enc", "feature_segments", "sorted_idx")):
         raise _Bad("gradient_booster.model.cats", "categorical features are not audited",
                    "one-hot encode the categorical features and train again")
+    bound = abs(float(base[0]))  # the margin every score starts from, and each tree's largest leaf
     for index, tree in enumerate(trees):
-        _check_tree(tree, index, n_features)
+        bound += _check_tree(tree, index, n_features)
+        if not bound <= MAX_SCORE:  # XGBoost sums in float32 (at most 3.4e38): 1e308 is inf already
+            how = f"base_score plus the largest leaf of each of trees 0 to {index}"
+            raise _Bad(f"trees.{index}", bound_problem(bound, how), BOUND_FIX)
 
 
-def _check_tree(tree: Any, index: int, n_features: int) -> None:
+def _check_tree(tree: Any, index: int, n_features: int) -> float:
+    """Check one tree; return its largest |leaf value| (a leaf's value is its `split_conditions` entry)."""
     where = f"trees.{index}"
     if not isinstance(tree, dict):
         raise _Bad(where, "a tree is not an object")
@@ -197,12 +203,13 @@ def _check_tree(tree: Any, index: int, n_features: int) -> None:
     parents, features = arrays["parents"], arrays["split_indices"]
     reached = [False] * n
     reached[0] = True
-    level, depth, count = [0], 0, 1
+    level, depth, count, largest = [0], 0, 1, 0.0
     while level:
         following = []
         for node in level:
             a, b = left[node], right[node]
             if a == -1 and b == -1:
+                largest = max(largest, abs(arrays["split_conditions"][node]))
                 continue
             if a == -1 or b == -1:
                 raise _Bad(where, f"node {node} has one child")
@@ -230,6 +237,7 @@ def _check_tree(tree: Any, index: int, n_features: int) -> None:
         raise _Bad(where, f"the root's parent is {parents[0]}, not none")
     if n - count != deleted:
         raise _Bad(where, f"{n - count} node(s) are not reachable from the root (num_deleted={deleted})")
+    return float(largest)
 
 
 def rehearse_xgboost(data: bytes, *, file: Path) -> bytes:
@@ -243,5 +251,6 @@ def rehearse_xgboost(data: bytes, *, file: Path) -> bytes:
                          fix="reinstall xgboost (`pip install 'auditor[xgboost]'`)")
     memory = 2048 * MiB + 32 * len(data)  # the interpreter, OpenMP, the JSON document and the trees
     _, payload = rehearse(CHILD, [library], data, file=file, library="XGBoost", fix=SAVE_AGAIN, memory=memory,
-                          timeout=REHEARSAL_SECONDS + len(data) / MiB, site_packages=False)
+                          timeout=REHEARSAL_SECONDS + len(data) / MiB, site_packages=False,
+                          payload_limit=json_cap("XGBoost"))
     return payload
