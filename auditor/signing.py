@@ -10,6 +10,9 @@
   unlisted paths, the predicate against evidence.json, the PDF signature (intact, trusted, covering the entire
   file, by the certificate the predicate names) and the evidence.json attached to the PDF against the folder's.
   One verdict line per artifact; pyHanko's own log (tracebacks of a failed path validation) stays off the terminal.
+  The folder is an adversary's: JSON is read strictly (`strict_json`: no duplicate key, no NaN, 64 levels), the
+  walk is bounded and opens nothing but regular files (`_walk`, `_open_regular`), every entry that is not a listed
+  regular file fails, and every printed string is escaped (`shown`).
 
 Passphrases come from an environment variable (or a prompt in `auditor keygen`), never from the command line.
 """
@@ -23,14 +26,16 @@ import hashlib
 import json
 import logging
 import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, read_bytes
+from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.hashing import sha256_file
 
 BUNDLE_NAME = "bundle.dsse.json"
@@ -40,6 +45,11 @@ PREDICATE_TYPE = "urn:auditor:audit-run:v1"
 PDF_FIELD = "AuditorCertification"
 KEY_FILES = {"p12": "signer.p12", "cert": "signer-cert.pem", "bundle": "bundle-ed25519.pem",
              "bundle_pub": "bundle-ed25519.pub.pem"}
+# What `verify` reads from a run folder it does not trust: a signed run is a few regular files, one level deep.
+MAX_WALK_DEPTH = 32  # levels of folders walked below the run folder
+MAX_WALK_ENTRIES = 100_000  # files, folders and anything else walked; also the most subjects a statement may list
+MAX_JSON_DEPTH = 64  # evidence.json is 8 levels deep, the statement 5
+SHOWN_CHARS = 300  # an untrusted string is cut to this many characters on a verdict line
 
 
 # --- keys ---------------------------------------------------------------------------------------------------------
@@ -245,8 +255,20 @@ class Verdict:
     skipped: bool = False
 
     def line(self) -> str:
+        """One printed line, whatever the subject and message hold: both may carry names and strings from the run
+        folder, the bundle or a certificate, and a newline there would print a forged verdict line."""
         status = "SKIP" if self.skipped else ("OK" if self.ok else "FAIL")
-        return f"{status:<4} {self.subject}: {self.message}"
+        return f"{status:<4} {shown(self.subject)}: {shown(self.message, limit=2 * SHOWN_CHARS)}"
+
+
+def shown(text: str, *, limit: int = SHOWN_CHARS) -> str:
+    """`text` as one printable line, as the report shows untrusted strings (`auditor.display.shown`: controls, bidi
+    and invisible characters as ⟨U+202E⟩, mixed scripts marked), a byte of a file name that is not UTF-8 as `\\xff`,
+    cut to about `limit` characters."""
+    from auditor.display import shown as display
+
+    bytes_shown = re.sub("[\udc80-\udcff]", lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
+    return display(bytes_shown, limit=limit, run=limit)
 
 
 def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None = None) -> list[Verdict]:
@@ -255,55 +277,61 @@ def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None 
     if not run_dir.is_dir():
         raise InputError("no such run folder", file=run_dir, fix="give the folder that holds bundle.dsse.json")
     bundle = run_dir / BUNDLE_NAME
-    if not bundle.is_file():
+    if not os.path.lexists(bundle):
         raise InputError(f"no {BUNDLE_NAME} in this folder (the run was not signed)", file=run_dir,
                          fix="sign runs with a `signing:` block in the spec")
     public = _load_pubkey(pubkey) if pubkey is not None else None
     trusted = _load_cert(trust) if trust is not None else None
 
-    verdicts: list[Verdict] = []
     statement, envelope_verdict = _check_envelope(bundle, public)
-    verdicts.append(envelope_verdict)
     if statement is None:
-        return verdicts
-
-    listed: set[str] = set()
+        return [envelope_verdict]
     root = run_dir.resolve()
-    for subject in statement.get("subject", []):
-        verdicts.append(_check_subject(subject, root, listed))
-    for path in sorted(p for p in run_dir.rglob("*") if p.is_file() or p.is_symlink()):
-        name = path.relative_to(run_dir).as_posix()
-        if name != BUNDLE_NAME and name not in listed:
-            verdicts.append(Verdict(False, name, "present but not listed in the bundle (added after signing)"))
+    listed: set[str] = set()
+    verdicts = [envelope_verdict]
+    verdicts += [_check_subject(subject, root, listed, authentic=envelope_verdict.ok)
+                 for subject in statement["subject"]]
+    verdicts += _check_folder(root, listed)
     predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
-    evidence = _read_json(run_dir / "evidence.json") if "evidence.json" in listed else None
-    if isinstance(evidence, dict):
-        verdicts.append(_check_predicate(predicate, evidence))
-    pdf = run_dir / "report.pdf"
-    if "report.pdf" in listed and pdf.is_file() and not pdf.is_symlink():
+    return verdicts + _check_contents(root, listed, predicate, trusted)
+
+
+def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any) -> list[Verdict]:
+    """What evidence.json and report.pdf say, beyond their hashes: the predicate's claims, the PDF's signature and
+    its attachment."""
+    verdicts: list[Verdict] = []
+    evidence = None
+    if "evidence.json" in listed:
+        evidence, problem = _read_evidence(root / "evidence.json")
+        verdicts.append(_check_predicate(predicate, evidence) if problem is None
+                        else Verdict(False, "evidence.json (predicate)", f"not compared: {problem}"))
+    if "report.pdf" in listed:
         try:
-            data = read_bytes(pdf, limit=MAX_JSON_BYTES, what="PDF")
-        except InputError as exc:
-            verdicts.append(Verdict(False, "report.pdf (signature)", exc.problem))
-            return verdicts
+            data = _read_regular(root / "report.pdf", limit=MAX_JSON_BYTES)
+        except _Unreadable as exc:
+            return [*verdicts, Verdict(False, "report.pdf (signature)", f"not checked: {exc}")]
         signer = predicate.get("signer") if isinstance(predicate.get("signer"), dict) else {}
         verdicts.append(check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256")))
         verdicts.append(check_pdf_evidence(data, evidence))
     return verdicts
 
 
-def _read_json(path: Path) -> Any:
-    """A JSON file of the run folder, or None when it cannot be read (its own verdict says why)."""
+def _read_evidence(path: Path) -> tuple[Any, str | None]:
+    """The run folder's evidence.json, strictly parsed, or why it cannot be compared."""
     try:
-        return json.loads(read_bytes(path, limit=MAX_JSON_BYTES, what="evidence file").decode("utf-8"))
-    except (InputError, ValueError, RecursionError):
-        return None
+        return strict_json(_read_regular(path, limit=MAX_JSON_BYTES), "evidence.json"), None
+    except _Unreadable as exc:
+        return None, f"evidence.json is {exc}"
+    except BadJSON as exc:
+        return None, str(exc)
 
 
-def _check_predicate(predicate: dict[str, Any], evidence: dict[str, Any]) -> Verdict:
+def _check_predicate(predicate: dict[str, Any], evidence: Any) -> Verdict:
     """What the signed statement says about the run (audit, opinion, seed, day, schema) is what evidence.json
     says: the bundle vouches for these values, so they must be the run's."""
     name = "evidence.json (predicate)"
+    if not isinstance(evidence, dict):
+        return Verdict(False, name, "not compared: evidence.json is not a JSON object")
     run = evidence.get("run") if isinstance(evidence.get("run"), dict) else {}
     facts = {"audit": evidence.get("audit"), "opinion": evidence.get("opinion"), "seed": evidence.get("seed"),
              "evaluated_on": run.get("evaluated_on"), "evidence_schema": evidence.get("schema")}
@@ -313,32 +341,135 @@ def _check_predicate(predicate: dict[str, Any], evidence: dict[str, Any]) -> Ver
     return Verdict(True, name, "audit, opinion, seed and evaluation day as the bundle's predicate states")
 
 
+# --- strict JSON: what verify parses from the folder ----------------------------------------------------------------
+
+class BadJSON(ValueError):
+    """JSON that verify refuses: not UTF-8, not JSON, a duplicate key, NaN or Infinity, nested too deeply."""
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def strict_json(data: bytes, what: str) -> Any:
+    """Parse `data` refusing what parsers disagree on: with a key twice, Python's json keeps the last value and
+    others the first, so a forged `payload` before the genuine one would show two readers two documents."""
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise BadJSON(f"{what} is not UTF-8") from None
+    except _DuplicateKey as exc:
+        raise BadJSON(f"duplicate key {str(exc.args[0])[:40]!r} in {what}") from None
+    except RecursionError:
+        raise BadJSON(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except json.JSONDecodeError as exc:
+        raise BadJSON(f"{what} is not JSON ({exc.msg}, line {exc.lineno})") from None
+    except ValueError as exc:  # NaN or Infinity
+        raise BadJSON(f"{what} is not JSON ({exc})") from None
+    if _too_deep(value):
+        raise BadJSON(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether `value` nests more than MAX_JSON_DEPTH levels (iterative: the comparisons after it recurse)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            if level > MAX_JSON_DEPTH:
+                return True
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+# --- reading files of the run folder: regular files only, never blocking --------------------------------------------
+
+class _Unreadable(Exception):
+    """A path verify will not read; the message says what it is ("missing", "a FIFO (named pipe)", ...)."""
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+def _kind(mode: int) -> str:
+    return "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
+
+
+def _open_regular(path: Path, *, follow: bool) -> BinaryIO:
+    """`path` opened for reading only if it is a regular file: checked before opening (opening a FIFO blocks, a
+    device may act) and again on the descriptor, opened non-blocking (something swapped in between)."""
+    try:
+        mode = os.stat(path, follow_symlinks=follow).st_mode
+        if not stat.S_ISREG(mode):
+            raise _Unreadable(f"{_kind(mode)}, not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    except (FileNotFoundError, NotADirectoryError):
+        raise _Unreadable("missing", missing=True) from None
+    except OSError as exc:
+        raise _Unreadable(f"unreadable ({exc.strerror or type(exc).__name__})") from None
+    except ValueError:  # a NUL, or a lone surrogate from JSON: no file can have this name
+        raise _Unreadable("missing (a name no file can have)", missing=True) from None
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise _Unreadable("replaced while being read: not a regular file")
+    return handle
+
+
+def _read_regular(path: Path, *, limit: int) -> bytes:
+    """The bytes of a regular file of the run folder (a symbolic link is refused), at most `limit` of them."""
+    with _open_regular(path, follow=False) as handle:
+        too_large = os.fstat(handle.fileno()).st_size > limit
+        data = b"" if too_large else handle.read(limit + 1)  # + 1: the file may grow while it is read
+    if too_large or len(data) > limit:
+        raise _Unreadable(f"larger than the {limit >> 20} MiB allowed")
+    return data
+
+
+def _hash_regular(path: Path, *, follow: bool) -> str:
+    digest = hashlib.sha256()
+    with _open_regular(path, follow=follow) as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- the envelope -------------------------------------------------------------------------------------------------
+
 def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, Verdict]:
     from cryptography.exceptions import InvalidSignature
 
     try:
-        envelope = json.loads(read_bytes(bundle, limit=MAX_SMALL_BYTES, what="bundle").decode("utf-8"))
-        payload = base64.b64decode(envelope["payload"], validate=True)
-        signatures = envelope["signatures"]
-        statement = json.loads(payload)
-        if envelope["payloadType"] != PAYLOAD_TYPE or statement.get("_type") != STATEMENT_TYPE:
-            raise ValueError("not an in-toto Statement v1 envelope")
-        if not isinstance(statement.get("subject"), list):
-            raise ValueError("the statement has no subject list")
-    except InputError as exc:
-        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope ({exc.problem})")
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope ({str(exc).splitlines()[0][:100]})")
+        statement, payload, signatures = _parse_envelope(_read_regular(bundle, limit=MAX_SMALL_BYTES))
+    except _Unreadable as exc:
+        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope (the bundle is {exc})")
+    except ValueError as exc:
+        return None, Verdict(False, BUNDLE_NAME, f"unreadable envelope ({str(exc)[:160]})")
     if public is None:
         return statement, Verdict(False, BUNDLE_NAME, "signature not checked: no --pubkey given (hashes below are "
                                                       "checked against an unauthenticated list)")
     wanted = keyid(public)
-    message = pae(envelope["payloadType"], payload)
+    message = pae(PAYLOAD_TYPE, payload)
     for entry in signatures:
-        if not isinstance(entry, dict) or entry.get("keyid") not in (wanted, None, ""):
+        if not isinstance(entry, dict) or entry.get("keyid") not in (wanted, None, "") \
+                or not isinstance(entry.get("sig"), str):
             continue
         try:
-            public.verify(base64.b64decode(entry.get("sig", ""), validate=True), message)
+            public.verify(base64.b64decode(entry["sig"], validate=True), message)
         except (InvalidSignature, ValueError):
             continue
         predicate = statement.get("predicate")
@@ -354,42 +485,171 @@ def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, V
                                                   "was edited or signed by another key)")
 
 
-def _check_subject(subject: Any, root: Path, listed: set[str]) -> Verdict:
+def _parse_envelope(data: bytes) -> tuple[dict[str, Any], bytes, list[Any]]:
+    """(statement, payload bytes, signatures) of a DSSE envelope; ValueError naming what is wrong with its shape."""
+    import binascii
+
+    envelope = strict_json(data, "the envelope")
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
+        raise ValueError(f"not a DSSE envelope with payloadType {PAYLOAD_TYPE}")
+    if not isinstance(envelope.get("payload"), str) or not isinstance(envelope.get("signatures"), list):
+        raise ValueError("the envelope's payload is not a string or its signatures not a list")
+    try:
+        payload = base64.b64decode(envelope["payload"], validate=True)
+    except binascii.Error:
+        raise ValueError("the payload is not base64") from None
+    statement = strict_json(payload, "the statement")
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        raise ValueError("not an in-toto Statement v1")
+    if not isinstance(statement.get("subject"), list):
+        raise ValueError("the statement has no subject list")
+    if len(statement["subject"]) > MAX_WALK_ENTRIES:
+        raise ValueError(f"the statement lists more than {MAX_WALK_ENTRIES:,} subjects")
+    return statement, payload, envelope["signatures"]
+
+
+# --- subjects and the folder ----------------------------------------------------------------------------------------
+
+def _check_subject(subject: Any, root: Path, listed: set[str], *, authentic: bool) -> Verdict:
+    """One subject of the statement: its path refused, or its file re-hashed."""
     if not isinstance(subject, dict) or not isinstance(subject.get("name"), str):
         return Verdict(False, "?", "malformed subject in the bundle")
     name = subject["name"]
-    expected = (subject.get("digest") or {}).get("sha256")
-    annotations = subject.get("annotations") or {}
-    kind = annotations.get("kind", "artifact")
+    digest, annotations = subject.get("digest"), subject.get("annotations", {})
+    if not isinstance(digest, dict) or not isinstance(annotations, dict):
+        return Verdict(False, name, "malformed subject in the bundle (digest and annotations must be objects)")
+    refused = _refused_path(name)
+    if refused is not None:
+        return Verdict(False, name, refused)
+    if annotations.get("kind", "artifact") == "input":
+        role = str(annotations.get("role", "input"))
+        return _check_input(name, root / name, digest.get("sha256"), role, authentic=authentic)
+    return _check_artifact(name, root, digest.get("sha256"), listed)
+
+
+def _refused_path(name: str) -> str | None:
+    if not name:
+        return "empty path in the bundle: refused"
+    if "\\" in name:
+        return "backslash in a path in the bundle: refused"
+    if "\x00" in name:
+        return "NUL in a path in the bundle: refused"
+    try:
+        os.fsencode(name)
+    except UnicodeEncodeError:
+        return "a lone surrogate in a path in the bundle (no file can have this name): refused"
+    if PurePosixPath(name).is_absolute() or Path(name).is_absolute():
+        return "absolute path in the bundle: refused"
+    return None
+
+
+def _check_artifact(name: str, root: Path, expected: Any, listed: set[str]) -> Verdict:
+    """A file of the run folder: listed once, by its plain relative path, a regular file (not a link) inside."""
     pure = PurePosixPath(name)
-    if "\\" in name or pure.is_absolute() or Path(name).is_absolute() or not name:
-        return Verdict(False, name, "absolute path in the bundle: refused")
-    if kind != "input":
-        if ".." in pure.parts:
-            return Verdict(False, name, "`..` in an artifact path: refused")
-        listed.add(pure.as_posix())
-        path = root / pure
-        if not path.is_file() or path.is_symlink() or not path.resolve().is_relative_to(root):
-            return Verdict(False, name, "listed in the bundle but missing from the run folder")
-        return _compare(name, path, expected)
-    role = annotations.get("role", "input")
+    if ".." in pure.parts:
+        return Verdict(False, name, "`..` in an artifact path: refused")
+    if pure.as_posix() != name:
+        return Verdict(False, name, "not a plain relative path (`.`, `//` or a trailing `/`): refused")
+    if name in listed:
+        return Verdict(False, name, "listed twice in the bundle: refused")
+    listed.add(name)
     path = root / pure
-    if not path.exists():
-        return Verdict(True, name, f"{role}: not present (input outside the run folder; not checked)", skipped=True)
-    if not path.is_file():
-        return Verdict(False, name, f"{role}: not a regular file")
-    verdict = _compare(name, path, expected)
+    try:
+        inside = Path(os.path.realpath(path.parent)).is_relative_to(root)
+    except (OSError, ValueError):
+        inside = False
+    if not inside:
+        return Verdict(False, name, "its folder is a link out of the run folder, or unreadable: refused")
+    try:
+        actual = _hash_regular(path, follow=False)
+    except _Unreadable as exc:
+        if exc.missing:
+            return Verdict(False, name, "listed in the bundle but missing from the run folder")
+        return Verdict(False, name, f"listed in the bundle, but {exc}")
+    return _compare(name, actual, expected)
+
+
+def _check_input(name: str, path: Path, expected: Any, role: str, *, authentic: bool) -> Verdict:
+    """An input the audit read, outside the run folder: re-hashed when still there, and only when the bundle is
+    authenticated (a forged bundle could name any file of the verifier's and have a prefix of its hash printed)."""
+    if not authentic:
+        return Verdict(True, name, f"{role}: not checked (the bundle is not authenticated, so paths it names "
+                                   "outside the run folder are not read)", skipped=True)
+    try:
+        actual = _hash_regular(path, follow=True)
+    except _Unreadable as exc:
+        if exc.missing:
+            return Verdict(True, name, f"{role}: not present (input outside the run folder; not checked)",
+                           skipped=True)
+        return Verdict(False, name, f"{role}: {exc}")
+    verdict = _compare(name, actual, expected)
     verdict.message = f"{role}: {verdict.message}"
     return verdict
 
 
-def _compare(name: str, path: Path, expected: Any) -> Verdict:
+def _compare(name: str, actual: str, expected: Any) -> Verdict:
     if not isinstance(expected, str):
         return Verdict(False, name, "no sha256 in the bundle")
-    actual = sha256_file(path)
     if actual == expected:
         return Verdict(True, name, "sha256 matches")
     return Verdict(False, name, f"sha256 differs (file changed since signing): {actual[:12]}… ≠ {expected[:12]}…")
+
+
+def _check_folder(root: Path, listed: set[str]) -> list[Verdict]:
+    """Every entry of the run folder that is not a listed regular file fails: a file or folder added after signing,
+    a FIFO, socket, device or link (none is ever opened). An entry inside an unlisted folder is counted in that
+    folder's line, not given its own."""
+    entries, limit = _walk(root)
+    folders = {parent.as_posix() for name in listed for parent in PurePosixPath(name).parents} - {"."}
+    unlisted: dict[str, int] = {}  # name -> lstat mode, of the topmost entries nothing vouches for
+    inside: dict[str, int] = {}  # unlisted folder -> entries below it
+    for name, mode in sorted(entries):
+        if name in listed or name == BUNDLE_NAME or (stat.S_ISDIR(mode) and name in folders):
+            continue
+        parent = next((up for up in map(str, PurePosixPath(name).parents) if up in unlisted), None)
+        if parent is not None:
+            inside[parent] = inside.get(parent, 0) + 1
+        else:
+            unlisted[name] = mode
+    verdicts = [Verdict(False, name, _unlisted(mode, inside.get(name, 0))) for name, mode in unlisted.items()]
+    if limit is not None:
+        verdicts.append(Verdict(False, "(run folder)", limit))
+    return verdicts
+
+
+def _unlisted(mode: int, inside: int) -> str:
+    if stat.S_ISREG(mode):
+        return "present but not listed in the bundle (added after signing)"
+    if stat.S_ISDIR(mode):
+        holds = f", with {inside:,} entries inside" if inside else ""
+        return f"a folder that holds no file listed in the bundle{holds} (added after signing)"
+    return f"{_kind(mode)}, not a regular file listed in the bundle (added after signing)"
+
+
+def _walk(root: Path) -> tuple[list[tuple[str, int]], str | None]:
+    """(relative name, lstat mode) of every entry below `root`, links not followed; iterative, and stopped with the
+    reason at MAX_WALK_DEPTH levels or MAX_WALK_ENTRIES entries (3,000 nested folders overflowed a recursive
+    walk)."""
+    entries: list[tuple[str, int]] = []
+    stack: list[tuple[str, str, int]] = [(str(root), "", 1)]
+    while stack:
+        folder, prefix, depth = stack.pop()
+        try:
+            with os.scandir(folder) as scan:
+                for entry in scan:
+                    if len(entries) >= MAX_WALK_ENTRIES:
+                        return entries, f"more than {MAX_WALK_ENTRIES:,} entries: not walked further (a signed " \
+                                        "run holds a few files)"
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    entries.append((prefix + entry.name, mode))
+                    if stat.S_ISDIR(mode) and depth >= MAX_WALK_DEPTH:
+                        return entries, f"folders nested more than {MAX_WALK_DEPTH} levels deep " \
+                                        f"({prefix + entry.name}): not walked further"
+                    if stat.S_ISDIR(mode):
+                        stack.append((entry.path, f"{prefix}{entry.name}/", depth + 1))
+        except OSError as exc:
+            return entries, f"cannot read the folder {prefix or '.'} ({exc.strerror or type(exc).__name__})"
+    return entries, None
 
 
 def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = None) -> Verdict:
@@ -465,11 +725,11 @@ def check_pdf_evidence(data: bytes, evidence: Any) -> Verdict:
         return Verdict(False, name, "not compared: the folder's evidence.json does not read as a JSON object")
     with _quiet_pyhanko():
         try:
-            attached = json.loads(_attachment(data, ATTACHMENT).decode("utf-8"))
+            attached = strict_json(_attachment(data, ATTACHMENT), "the attachment")
         except _NoAttachment as exc:
             return Verdict(False, name, str(exc))
-        except (ValueError, RecursionError):
-            return Verdict(False, name, "the attachment does not read as JSON")
+        except BadJSON as exc:
+            return Verdict(False, name, f"the attachment does not read as JSON ({exc})")
         except Exception as exc:
             return Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")
     if not isinstance(attached, dict):
