@@ -20,6 +20,7 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, TyperException
 
 from auditor import __version__
+from auditor.display import terminal
 from auditor.errors import InputError
 from auditor.files import write_new
 
@@ -39,7 +40,7 @@ class OneLineErrors(TyperGroup):
             else:
                 ctx = getattr(exc, "ctx", None)
                 where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-                typer.echo(f"error: {exc.format_message()}{where}".replace("\n", " "), err=True)
+                typer.echo(f"error: {terminal(exc.format_message() + where)}", err=True)
                 code = 2
         except Abort:
             typer.echo("aborted: nothing was written", err=True)
@@ -71,7 +72,7 @@ def _guard(action: Callable[[], T], *, debug: bool = False) -> T:
     try:
         return action()
     except InputError as exc:
-        typer.echo(f"error: {exc.one_line()}", err=True)
+        typer.echo(f"error: {terminal(exc.one_line())}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         typer.echo("interrupted: nothing was written", err=True)
@@ -80,7 +81,8 @@ def _guard(action: Callable[[], T], *, debug: bool = False) -> T:
         if debug:
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
-        typer.echo(f"internal error: {type(exc).__name__}: {first} (run again with --debug for the traceback)",
+        typer.echo(f"internal error: {type(exc).__name__}: {terminal(first)} (run again with --debug for the "
+                   "traceback)",
                    err=True)
         raise typer.Exit(3) from None
 
@@ -158,7 +160,7 @@ def report(
         with _progress(quiet) as progress:
             return run_audit(spec, out=out, seed=seed, progress=progress,
                              executor=_executor_override(spec, jobs, executor, scheduler),
-                             notify=None if quiet else lambda note: typer.echo(f"note: {note}", err=True))
+                             notify=None if quiet else lambda note: typer.echo(f"note: {terminal(note)}", err=True))
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}
@@ -170,7 +172,7 @@ def report(
             shown += f"; {len(run.unjudged)} detection{'s' * (len(run.unjudged) != 1)} not judged by any rule"
         typer.echo(f"opinion: {run.opinion} ({shown})", err=True)
         for sentence in (run.budget or {}).get("choices", []):
-            typer.echo(f"budget: {sentence}", err=True)
+            typer.echo(f"budget: {terminal(sentence)}", err=True)
     shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
                        if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
@@ -241,9 +243,9 @@ def validate(spec: SpecArg, quiet: Annotated[bool, typer.Option("--quiet", "-q",
     if not quiet:
         from auditor.cost import plan_audit, plan_lines
         from auditor.engine import budget_choice
-        from auditor.executor import cpu_count
+        from auditor.executor import usable_jobs
 
-        jobs = prepared.spec.executor.jobs or cpu_count()
+        jobs = usable_jobs(prepared.spec.executor.jobs, prepared.spec.executor.address)
         choice = _guard(lambda: budget_choice(prepared), debug=debug)
         items = choice.items if choice is not None else None
         for line in plan_lines(_guard(lambda: plan_audit(prepared, items, workers=jobs), debug=debug)):
@@ -289,7 +291,8 @@ def diff(
             write_new(html, render_html(result))
         return result
 
-    typer.echo(text_table(_guard(action, debug=debug)), nl=False)
+    typer.echo("".join(terminal(line) + "\n" for line in text_table(_guard(action, debug=debug)).splitlines()),
+               nl=False)
 
 
 @policies_app.command("list")
@@ -299,7 +302,7 @@ def policies_list() -> None:
 
     for name in builtin_pack_names():
         pack = _guard(lambda name=name: load_pack(name, base_dir=Path.cwd())).pack
-        typer.echo(f"{pack.pack:<20} {len(pack.rules):>3} rules  {pack.title}")
+        typer.echo(terminal(f"{pack.pack:<20} {len(pack.rules):>3} rules  {pack.title}"))
 
 
 @policies_app.command("show")
@@ -314,9 +317,9 @@ def policies_show(name: Annotated[str, typer.Argument(help="Built-in pack name o
     packs = _guard(lambda: load_packs([name], base_dir=Path.cwd()))
     pack = packs[-1].pack
     console = Console(width=max(Console().width, 160), highlight=False, soft_wrap=False)
-    console.print(f"{pack.title} (pack {pack.pack}, version {pack.version})", markup=False)
+    console.print(terminal(f"{pack.title} (pack {pack.pack}, version {pack.version})"), markup=False)
     if pack.description:
-        console.print(pack.description.strip(), markup=False)
+        console.print(terminal(pack.description.strip(), lines=True), markup=False)
     if len(packs) > 1:
         console.print("extends: " + ", ".join(p.pack.pack for p in packs[:-1]), markup=False)
     console.print("evidence needed: " + ", ".join(packs[-1].evidence()), markup=False)
@@ -325,8 +328,8 @@ def policies_show(name: Annotated[str, typer.Argument(help="Built-in pack name o
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "metric"))
     for loaded in packs:
         for rule in loaded.pack.rules:
-            table.add_row(rule.id, loaded.pack.pack, rule.severity, rule.evidence, rule.metric or "—",
-                          rule.requirement(), rule.citation)
+            table.add_row(*(terminal(cell) for cell in (rule.id, loaded.pack.pack, rule.severity, rule.evidence,
+                                                        rule.metric or "—", rule.requirement(), rule.citation)))
     console.print(table)
 
 

@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from auditor.display import code_point, flagged
 from auditor.errors import InputError
 from auditor.files import MAX_SMALL_BYTES, read_bytes
 
@@ -59,3 +60,17 @@ def _read_csv(path: Path) -> list[tuple[int, str, dict]]:
         raise InputError(f"not valid CSV ({exc})", file=path, where=str(reader.line_num),
                          fix="check quotes and commas on that line") from None
     return rows
+
+
+def name_warning(name: str, most: int = 8) -> str | None:
+    """Why a feature's name is not what it looks like, by code point: letters of another script mixed in (a
+    Cyrillic "ѕponsored", U+0455, passes for the paid-placement flag), letters that only look Latin, characters
+    nobody sees. The dictionary prints it beside the name; None for a plain name."""
+    found = flagged(name)
+    if not found:
+        return None
+    listed = "; ".join(f"{code_point(char)} at position {position} "
+                       f"({'invisible' if why.startswith('invisible') else 'a letter of another script'})"
+                       for position, char, why in found[:most])
+    more = f"; and {len(found) - most} more" if len(found) > most else ""
+    return f"⚠ This name is not what it looks like: {listed}{more}."

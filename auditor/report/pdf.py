@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from auditor.display import TITLE_CHARS, shown
 from auditor.report.render import templates_dir
 
 PDF_VARIANT = "pdf/a-3a"  # tagged (structure for screen readers), with evidence.json attached
@@ -94,8 +95,8 @@ def render_pdf(html: str, *, attachment: bytes, date: dt.datetime, attachment_na
         stamp = date.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         document.metadata.created = stamp
         document.metadata.modified = stamp
-        if title:
-            document.metadata.title = title
+        if title:  # a viewer shows it in its title bar: no bidi override, no megabyte of text
+            document.metadata.title = shown(title, limit=TITLE_CHARS)
         document.metadata.generator = "auditor"
         return document.write_pdf(pdf_variant=PDF_VARIANT, pdf_tags=True, attachments=[evidence])
     finally:

@@ -2,7 +2,9 @@
 
 Text stays text (`svg.fonttype = none`): searchable, accessible, and escaped by matplotlib's SVG writer, which
 matters because feature names come from untrusted files. Mathtext is off (`text.parse_math`): a feature named
-`$x$` is drawn as written, and one named `$\\frac$` no longer stops the figure from rendering.
+`$x$` is drawn as written, and one named `$\\frac$` no longer stops the figure from rendering. Every text of a
+figure (tick labels, titles, legends, annotations) goes through `auditor.display.shown` once, in `to_svg`: a name's
+bidi overrides and invisible characters show as ⟨U+202E⟩, mixed-script letters are marked, long names are cut.
 
 Numbers drawn in figures follow one convention (`fmt`, `fmt_value`, `fmt_share`, `fmt_positions`): 3 significant
 figures, feature values as the data holds them (a year stays 2019), shares as %, rank positions with one decimal.
@@ -16,6 +18,7 @@ import hashlib
 import html
 import io
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,7 +30,10 @@ import numpy as np
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.text import Text
+from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
+
+from auditor.display import shown
 
 _STYLE = {
     "svg.hashsalt": "auditor",
@@ -119,14 +125,65 @@ def label_svg(svg: str, title: str, description: str) -> str:
         return svg
     ident = "desc-" + hashlib.sha256((title + "\0" + description + "\0" + svg).encode()).hexdigest()[:12]
     end = svg.index(">")
-    title_text, description_text = html.escape(title, quote=True), html.escape(description, quote=True)
+    title_text = html.escape(shown(title), quote=True)
+    description_text = html.escape(shown(description), quote=True)
     attributes = f' role="img" aria-label="{title_text}" aria-describedby="{ident}"'
     return (svg[:end] + attributes + ">" + f"\n <title>{title_text}</title>\n <desc id=\"{ident}\">"
             + f"{description_text}</desc>" + svg[end + 1:])
 
 
-def to_svg(fig: plt.Figure) -> str:
-    """Serialise and close a figure; strip the XML prolog so it can be inlined in HTML."""
+PLOT_CHARS = 200  # characters of one line of text in a figure
+_MULTILINE: weakref.WeakSet = weakref.WeakSet()  # texts this module writes on several lines itself
+
+
+class _Shown(Formatter):
+    """Tick labels through `shown`: whatever the wrapped formatter writes (names given to `set_yticks` become a
+    function of a dict in matplotlib 3.11, so wrapping is the one place every label passes)."""
+
+    def __init__(self, inner: Formatter) -> None:
+        self.inner = inner
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return shown(self.inner(x, pos), limit=PLOT_CHARS)
+
+    def format_ticks(self, values: Sequence[float]) -> list[str]:
+        return [shown(label, limit=PLOT_CHARS) for label in self.inner.format_ticks(values)]
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        self.inner.set_locs(locs)
+
+    def get_offset(self) -> str:
+        return shown(self.inner.get_offset(), limit=PLOT_CHARS)
+
+
+def show_texts(fig: plt.Figure) -> None:
+    """Every text of `fig` as `auditor.display.shown`, once: tick labels (each axis's formatters wrapped; shared
+    axes share them), titles, axis and legend labels, annotations. Texts this module wrote on several lines keep
+    their line breaks; in any other text, names included, a line break is marked like other control characters."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if not isinstance(axis.get_major_formatter(), _Shown):
+                axis.set_major_formatter(_Shown(axis.get_major_formatter()))
+            if not isinstance(axis.get_minor_formatter(), _Shown):
+                axis.set_minor_formatter(_Shown(axis.get_minor_formatter()))
+    seen: set[int] = set()
+    for text in fig.findobj(Text):
+        if id(text) in seen:
+            continue
+        seen.add(id(text))
+        value = text.get_text()
+        if text in _MULTILINE:
+            text.set_text("\n".join(shown(line, limit=PLOT_CHARS) for line in value.split("\n")))
+        elif value:
+            text.set_text(shown(value, limit=PLOT_CHARS))
+
+
+def to_svg(fig: plt.Figure, *, tight: dict | None = None) -> str:
+    """Serialise and close a figure, its texts shown (`show_texts`) first; `tight`: `tight_layout` options, applied
+    after that (a marker lengthens a label); strip the XML prolog so it can be inlined in HTML."""
+    show_texts(fig)
+    if tight is not None:
+        fig.tight_layout(**tight)
     buffer = io.StringIO()
     with matplotlib.rc_context(_STYLE):
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight", dpi=150)
@@ -350,8 +407,7 @@ def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, x
             ax.set_xlabel(xlabel)
         axes[0, 0].legend(handles=[Patch(color=_UP, label=up_label), Patch(color=_DOWN, label=down_label)],
                           loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=2, frameon=False, fontsize=8)
-        fig.tight_layout(h_pad=1.0)
-        return to_svg(fig)
+        return to_svg(fig, tight={"h_pad": 1.0})
 
 
 def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float], Sequence[float]]], *,
@@ -382,8 +438,7 @@ def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float],
         ax.set_xlabel(xlabel)
         if len(labels) > 1:
             ax.legend(loc="lower right", frameon=False, fontsize=7)
-        fig.tight_layout()
-        return to_svg(fig)
+        return to_svg(fig, tight={})
 
 
 def box_plot(groups: dict[str, Sequence[float]], *, ylabel: str) -> str:
@@ -492,8 +547,9 @@ def _level_panel(ax: plt.Axes, panel: LevelPanel) -> None:
     low, high = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
     span = (high - low) or 1.0
     for x, value, share in zip(positions, values, panel.shares, strict=True):
-        ax.text(x, value + (0.04 if value >= 0 else -0.04) * span, f"{fmt_signed(value)}\n{fmt_share(share)} of docs",
-                ha="center", va="bottom" if value >= 0 else "top", fontsize=6.5)
+        _MULTILINE.add(ax.text(x, value + (0.04 if value >= 0 else -0.04) * span,
+                               f"{fmt_signed(value)}\n{fmt_share(share)} of docs",
+                               ha="center", va="bottom" if value >= 0 else "top", fontsize=6.5))
     ax.set_xticks(positions, [_short(level, 14) for level in panel.levels])
     ax.set_xlim(-0.7, len(values) - 0.3)
     ax.set_ylim(low - 0.45 * span, high + 0.45 * span)
@@ -575,7 +631,8 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
             ax.set_yticks(y_ticks, y_labels, fontsize=6.5)
             ax.set_xlabel(_short(x_axis.label, 40), fontsize=8)
             ax.set_ylabel(_short(y_axis.label, 40), fontsize=8)
-            ax.set_title(title.replace(" × ", " ×\n") if len(title) > 32 else title, fontsize=9)  # no overlap
+            _MULTILINE.add(ax.set_title(title.replace(" × ", " ×\n") if len(title) > 32 else title,
+                                        fontsize=9))  # on two lines: no overlap
             ax.spines[["top", "right"]].set_visible(True)
         for ax in list(axes.flat)[len(grids):]:
             ax.set_visible(False)

@@ -1,4 +1,9 @@
-"""HTML report from the evidence document: Jinja2, autoescaped everywhere, self-contained (inline CSS and SVG)."""
+"""HTML report from the evidence document: Jinja2, autoescaped everywhere, self-contained (inline CSS and SVG).
+
+Every string a template prints goes through `auditor.display.shown` once (the environment's `finalize`, `prose`,
+table cells, the `shown` filter) before autoescape: names from untrusted files cannot reorder the report's text
+(bidi overrides), hide characters, pass for another name (mixed scripts) or stall WeasyPrint (10,000 characters).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
+from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
@@ -39,7 +46,10 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_finalize,  # every string a template prints passes `shown` once, then autoescape
     )
+    env.filters["shown"] = shown_html
+    env.globals.update(NAME_CHARS=NAME_CHARS, TITLE_CHARS=TITLE_CHARS)
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["prose"] = prose
@@ -52,9 +62,24 @@ _TICKED = re.compile(r"`([^`\n]+)`")
 
 
 def prose(text: Any) -> Markup:
-    """Report text (rule rationales, remedies, notes, limitations) escaped, with its `backticked` names set as code
-    rather than shown with their backticks; the escaping comes first, so no text can inject markup."""
-    return Markup(_TICKED.sub(r"<code>\1</code>", str(escape(text))))
+    """Report text (rule rationales, remedies, notes, limitations) shown (`auditor.display.shown`: names in it may
+    hide characters or run for pages) and escaped, with its `backticked` names set as code rather than shown with
+    their backticks; the escaping comes first, so no text can inject markup."""
+    return Markup(_TICKED.sub(r"<code>\1</code>", str(escape(shown(text, lines=True)))))
+
+
+def _finalize(value: Any) -> Any:
+    """What `{{ ... }}` prints: a plain string as `shown` (line breaks kept: HTML shows them as spaces), before
+    autoescape; markup (filters that showed it already, macros, our SVG) and numbers pass unchanged."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return shown(value, lines=True)
+    return value
+
+
+def shown_html(value: Any, limit: int = TEXT_CHARS, lines: bool = False) -> Markup:
+    """The `shown` filter: `{{ name|shown(NAME_CHARS) }}` for a name standing alone (a feature in the dictionary,
+    a file, the title), line breaks marked too, escaped here since its markup is not finalized again."""
+    return Markup(escape(shown(value, limit=limit, lines=lines)))
 
 
 def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
@@ -76,13 +101,15 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     features_all, features_shown = feature_rows(document, importance)
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
                    features_all=features_all, features_shown=features_shown,
-                   spec_text=spec_text, limitations=_limitations(document, results), signer=signer, timings=timings,
+                   spec_text=shown_html(spec_text, SPEC_CHARS, lines=True),
+                   limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, REGISTRY), importance=importance,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
                    section_titles={s["name"]: s["title"] for s in sections})
     return with_policy(render_template("report.html.j2", context, templates))
 
 
+SPEC_CHARS = 200_000  # of the spec as written, in the appendix (the file itself is hashed in the manifest)
 FEATURES_SHOWN = 15  # wider data shows its most important features in Scope, all of them in Appendix A
 
 
@@ -91,7 +118,8 @@ def feature_rows(document: dict[str, Any], importance: dict[str, Any]) -> tuple[
     else the FEATURES_SHOWN most important (by within-query share; data order when importance is unknown)."""
     described = document.get("feature_dictionary") or {}
     rows = [{"name": name, "meaning": (described.get(name) or {}).get("meaning"),
-             "unit": (described.get(name) or {}).get("unit"), "share": importance.get(name)}
+             "unit": (described.get(name) or {}).get("unit"), "share": importance.get(name),
+             "warning": name_warning(name)}
             for name in document["inputs"]["dataset"].get("feature_names", [])]
     if len(rows) <= FEATURES_SHOWN + 1:
         return rows, rows
@@ -250,7 +278,9 @@ _SIZE = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"')
 
 def cell(value: Any, column: str) -> str:
     """A table cell by what its column holds: shares as percentages, positions with one decimal, other numbers
-    by `_num`."""
+    by `_num`; text (ids, names) as `shown` with its line breaks marked."""
+    if isinstance(value, str):
+        return shown_html(value)
     name = column.lower()
     if isinstance(value, float) and not isinstance(value, bool):
         if "share" in name and 0 <= value <= 1:
