@@ -24,10 +24,11 @@ import numpy as np
 
 from auditor import __version__, feature_dictionary
 from auditor.data import RankingData, load_ranking_data, read_feature_names
-from auditor.errors import InputError
+from auditor.errors import InputError, shorten
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidencePlugin, EvidenceResult, Progress
-from auditor.executor import Executor, core_limit
+from auditor.evidence.dataset import add_score_facts
+from auditor.executor import Executor, core_limit, usable_jobs
 from auditor.files import write_new
 from auditor.hashing import sha256_file
 from auditor.models import load_model
@@ -46,6 +47,7 @@ from auditor.policy import (
 )
 from auditor.signing import SigningMaterial
 from auditor.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
+from auditor.threads import cpu_count
 
 EVIDENCE_SCHEMA = "auditor.evidence/v1"
 _LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "lightgbm", "shap", "pydantic", "jinja2", "matplotlib")
@@ -143,7 +145,8 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
         model_feature_names=model.feature_names, query_column=ds.query_column, label_column=ds.label_column,
         doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
         zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label,
-        sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]))
+        sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]),
+        max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query)
 
 
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
@@ -164,6 +167,9 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     seed = spec.seed if seed is None else seed
     today = today or started.date()
     chosen = executor if executor is not None else spec.executor
+    if chosen.jobs is not None and usable_jobs(chosen.jobs, chosen.address) < chosen.jobs:
+        (notify or (lambda _: None))(f"{chosen.jobs} jobs asked for, but this machine has {cpu_count()} cores: "
+                                     f"using {cpu_count()}")
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=seed, progress=progress,
                        background=prepared.background, masking=spec.masking.strategy,
                        masking_samples=spec.masking.samples,
@@ -193,6 +199,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     finally:
         ctx.executor.close()
         ctx.inputs = {}
+    add_score_facts(results["dataset"], ctx)  # the scores the items computed: how much order they give
     results = {name: results[name] for name in [*ALWAYS, *requested]}  # report and detections in spec order
 
     findings = evaluate(prepared.packs, results, requested=set(results), waivers=list(spec.waivers), today=today)
@@ -338,9 +345,8 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
                                "n_docs": prepared.data.n_docs, "n_queries": prepared.data.n_queries,
                                "n_features": prepared.data.n_features,
                                "feature_names": prepared.data.feature_names}
-    for key in ("feature_names", "query_file"):
-        extra = getattr(ds, key)
-        if extra is not None:
+    for key, extra in (("feature_names", ds.feature_names), ("query_file", prepared.data.query_file)):
+        if extra is not None:  # the query file also when read by convention (`X.query` beside `X`)
             dataset[f"{key}_file"] = {"file": extra.name, "sha256": sha256_file(extra)}
     out = {"model": model, "dataset": dataset}
     if spec.feature_dictionary is not None:
@@ -403,12 +409,17 @@ def check_output_folder(out_dir: Path) -> None:
     """Refuse an output folder that is not a folder, or that lies inside a run folder: a run nested in another
     would add files to it after signing and break its verification."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError("the output path exists and is not a folder", file=out_dir, fix="choose another `--out`")
-    for folder in [out_dir.absolute(), *out_dir.absolute().parents]:
-        if (folder / "evidence.json").is_file() or (folder / "bundle.dsse.json").is_file():
-            raise InputError(f"the output folder is inside the run folder {folder}", file=out_dir,
-                             fix="choose an `--out` outside any run folder (runs are never nested)")
+    try:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise InputError("the output path exists and is not a folder", file=out_dir,
+                             fix="choose another `--out`")
+        for folder in [out_dir.absolute(), *out_dir.absolute().parents]:
+            if (folder / "evidence.json").is_file() or (folder / "bundle.dsse.json").is_file():
+                raise InputError(f"the output folder is inside the run folder {folder}", file=out_dir,
+                                 fix="choose an `--out` outside any run folder (runs are never nested)")
+    except OSError as exc:  # a name too long, a loop of links
+        raise InputError(f"cannot use this output folder ({exc.strerror or exc})", file=shorten(str(out_dir)),
+                         fix="choose another `--out`") from None
 
 
 def remove_stale_temporaries(out_dir: Path, *, now: dt.datetime | None = None) -> list[Path]:
@@ -480,9 +491,9 @@ def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
     if spec.model.path is not None:
         out.append(("model", spec.model.path))
     out.append(("dataset", spec.dataset.path))
-    for key in ("feature_names", "query_file"):
-        if getattr(spec.dataset, key) is not None:
-            out.append((f"dataset {key}", getattr(spec.dataset, key)))
+    for key, extra in (("feature_names", spec.dataset.feature_names), ("query_file", prepared.data.query_file)):
+        if extra is not None:
+            out.append((f"dataset {key}", extra))
     if spec.background is not None:
         out.append(("background", spec.background.path))
     if spec.feature_dictionary is not None:

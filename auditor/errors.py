@@ -27,3 +27,10 @@ class InputError(Exception):
             text += f"; {self.fix.rstrip('.')}"
         parts.append(text)
         return ": ".join(parts).replace("\n", " ")
+
+
+def shorten(text: str, most: int = 160) -> str:
+    """A path or name for an error line: whole when short, else its start and end with the length between."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most // 2]}…({len(text):,} characters)…{text[-most // 2:]}"

@@ -84,12 +84,13 @@ def core_limit(cores: int | None) -> Iterator[None]:
     if cores is None:
         yield
         return
+    cores = max(1, min(cores, cpu_count()))
     before = os.environ.get(THREADS_ENV)
-    os.environ[THREADS_ENV] = str(max(1, cores))
+    os.environ[THREADS_ENV] = str(cores)
     import numba
 
     numba_before = numba.get_num_threads()
-    numba.set_num_threads(min(max(1, cores), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(cores, numba.config.NUMBA_NUM_THREADS))
     try:
         yield
     finally:
@@ -306,9 +307,17 @@ class DaskExecutor:
             self._cluster.close()
 
 
+def usable_jobs(jobs: int | None, address: str | None = None) -> int:
+    """The cores an audit may use: `jobs` at most the CPUs of this machine (more workers than cores only slow the
+    audit down, and tens of thousands of OpenMP threads abort libgomp); a remote Dask cluster takes `jobs` as it is."""
+    if jobs is None:
+        return cpu_count()
+    return jobs if address is not None else min(jobs, cpu_count())
+
+
 def make_executor(kind: Kind = "auto", jobs: int | None = None, address: str | None = None) -> Executor:
     """The executor a spec (`executor:`) and the command line (`--jobs`) ask for. jobs=None: every CPU."""
-    workers = cpu_count() if jobs is None else jobs
+    workers = usable_jobs(jobs, address)
     if kind == "serial" or (kind in ("auto", "processes") and workers <= 1):
         return SerialExecutor()
     if kind == "processes":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -19,23 +18,35 @@ from pydantic import (
     model_validator,
 )
 
-from auditor.errors import InputError
+from auditor.data import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY
+from auditor.errors import InputError, shorten
 from auditor.evidence import REGISTRY
 from auditor.files import MAX_YAML_BYTES, kind_of, read_bytes
 from auditor.yaml_io import parse_yaml
-from auditor.yaml_models import M, StrictModel
+from auditor.yaml_models import Day, M, StrictModel
 from auditor.yaml_models import validate_yaml as _validate_yaml
 
 
 def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", "any"]) -> Path:
     base = (info.context or {}).get("base_dir")
-    path = value.expanduser()
+    try:
+        path = value.expanduser()
+    except RuntimeError:  # `~` with no HOME and no password entry, or `~someone` who does not exist
+        raise ValueError(f"cannot tell which home folder '{shorten(str(value))}' starts from; "
+                         "write the full path") from None
     if base is not None and not path.is_absolute():
         path = Path(base) / path
     if want == "any":
         return path
+    try:
+        return _checked(path, want)
+    except OSError as exc:  # a name too long, a loop of links, a folder we may not read
+        raise ValueError(f"cannot open {shorten(str(path))} ({exc.strerror or exc}); check the path") from None
+
+
+def _checked(path: Path, want: Literal["file", "dir"]) -> Path:
     if not path.exists():
-        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {path}; "
+        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {shorten(str(path))}; "
                          "check the path (relative paths start from the spec's folder)")
     if want == "file" and path.is_dir():
         raise ValueError(f"{path} is a folder, but a file is expected here; give the path of the file inside it")
@@ -103,8 +114,8 @@ class ModelSpec(StrictModel):
     entry: str | None = Field(None, description="`module:function` for kind `callable` (needs `trust: true`).")
     trust: bool = Field(False, description="Allow pickles and Python callables, which run code when loaded.")
     version: str | None = Field(None, min_length=1, description="The model's version in the owner's registry.")
-    training_date: dt.date | None = Field(None, strict=False, description="When the model was trained "
-                                                                          "(YYYY-MM-DD).")
+    training_date: Day | None = Field(None, strict=False, description="When the model was trained "
+                                                                      "(YYYY-MM-DD).")
 
     @model_validator(mode="after")
     def _kind_and_source(self) -> ModelSpec:
@@ -145,6 +156,13 @@ class DatasetSpec(StrictModel):
         None, ge=1, description="Audit a stratified sample of this many queries (by query length and label mix, "
                                 "seeded by the spec's seed). Parquet is then read one row group at a time, keeping "
                                 "only the sampled queries: memory stays bounded on files larger than RAM.")
+    max_bytes: int = Field(
+        MAX_DATA_BYTES, ge=1 << 20, description="Most memory reading the data may take, in bytes: the file's text "
+                                                "(inflated) with the arrays parsed from it, estimated while reading, "
+                                                "and the dense feature matrix. Default 4 GiB.")
+    max_docs_per_query: int = Field(
+        MAX_DOCS_PER_QUERY, ge=2, description="Most documents a query may have: the audit compares every pair of "
+                                              "a query's documents (MSLR-WEB30K has at most 1,251).")
 
 
 class MaskingSpec(StrictModel):
@@ -222,7 +240,7 @@ class Assignment(StrictModel):
 
     rule: str = Field(min_length=1, description="Rule id, e.g. P2B-4.")
     owner: str = Field(min_length=1, description="Person or team responsible for the remedy.")
-    due: dt.date = Field(strict=False, description="Date the remedy is due (YYYY-MM-DD).")
+    due: Day = Field(strict=False, description="Date the remedy is due (YYYY-MM-DD).")
     note: str | None = Field(None, description="What was agreed.")
 
 
@@ -232,7 +250,7 @@ class Waiver(StrictModel):
     rule: str = Field(min_length=1, description="Rule id, e.g. BASE-1.")
     justification: str = Field(min_length=1)
     approver: str = Field(min_length=1)
-    expires: dt.date = Field(strict=False, description="Last day the waiver applies (YYYY-MM-DD).")
+    expires: Day = Field(strict=False, description="Last day the waiver applies (YYYY-MM-DD).")
 
 
 class OutputSpec(StrictModel):

@@ -20,6 +20,7 @@ from auditor.executor import (
     SerialExecutor,
     WorkerState,
     core_limit,
+    cpu_count,
     make_executor,
     split,
     thread_budget,
@@ -106,7 +107,7 @@ def test_split_balances_blocks_across_workers() -> None:
 def test_make_executor_kinds_and_thread_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     assert make_executor("serial").kind == "serial"
     assert make_executor("processes", 1).kind == "serial"  # one worker: no processes to start
-    assert make_executor("processes", 3).workers == 3
+    assert make_executor("processes", 3).workers == min(3, cpu_count())  # never more workers than cores
     assert isinstance(make_executor("auto", 2), AutoExecutor)
     monkeypatch.setenv(THREADS_ENV, "1")
     assert thread_budget() == 1

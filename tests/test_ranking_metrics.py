@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import lightgbm as lgb
 import numpy as np
 import pytest
@@ -43,10 +45,29 @@ def test_ndcg_hand_computed() -> None:
     assert linear == pytest.approx((2 / np.log2(3) + 1 / np.log2(4)) / (2 + 1 / np.log2(3)))
 
 
-def test_ties_keep_file_order() -> None:
+def test_ties_are_averaged_over_their_orders_so_file_order_decides_nothing() -> None:
     labels = np.array([0.0, 1.0])
-    assert ndcg_at(np.array([1.0, 1.0]), labels, [1])[0] == 0.0  # the first document stays first
-    assert ndcg_at(np.array([1.0, 1.0]), labels[::-1].copy(), [1])[0] == 1.0
+    assert ndcg_at(np.array([1.0, 1.0]), labels, [1])[0] == 0.5  # either document first, equally likely
+    assert ndcg_at(np.array([1.0, 1.0]), labels[::-1].copy(), [1])[0] == 0.5
+    assert average_precision(np.array([1.0, 1.0]), labels) == pytest.approx(0.75)  # (1 + 1/2) / 2
+
+
+def test_tie_aware_metrics_equal_the_mean_over_every_order_of_the_tied_documents() -> None:
+    """Oracle: enumerate every tie-break of small queries with many ties and average nDCG and AP."""
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(1, 7))
+        labels = rng.integers(0, 3, n).astype(float)
+        scores = rng.integers(0, 3, n).astype(float)
+        ndcgs, aps = [], []
+        for tie_break in itertools.permutations(range(n)):
+            strict = np.empty(n)
+            strict[np.lexsort((np.array(tie_break), -scores))] = np.arange(n, 0, -1)
+            ndcgs.append(ndcg_at(strict, labels, [1, 3, 10]))
+            aps.append(average_precision(strict, labels))
+        assert ndcg_at(scores, labels, [1, 3, 10]) == pytest.approx(np.mean(ndcgs, axis=0))
+        ap = average_precision(scores, labels)
+        assert (np.isnan(ap) and np.isnan(aps).all()) or ap == pytest.approx(np.mean(aps))
 
 
 @pytest.mark.parametrize(("convention", "expected"), [("one", 1.0), ("zero", 0.0)])

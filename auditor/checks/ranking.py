@@ -3,7 +3,9 @@
 Conventions (LightGBM's, so our numbers match its `ndcg@k` metric):
 - gain of grade r: 2^r − 1 ("exponential"), or r ("linear");
 - discount at rank i (1-based): 1 / log2(i + 1);
-- documents are sorted by score, descending; tied scores keep the file order (a stable sort, as LightGBM);
+- documents are sorted by score, descending; documents with tied scores share their positions: a metric is its
+  expected value over every order of the tied documents (McSherry & Najork 2008), so the file's order never decides
+  it (LightGBM keeps the file order; without ties the two agree);
 - a query whose labels are all zero has no ideal DCG: it counts as 1 ("one", LightGBM), 0 ("zero"), or is left
   out of the mean ("skip");
 - k larger than the query: the cut-off is the query's length.
@@ -27,17 +29,46 @@ def rank_order(scores: np.ndarray) -> np.ndarray:
     return np.argsort(-scores, kind="stable")
 
 
+def tie_groups(sorted_scores: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal scores in a descending array, with its end appended."""
+    n = len(sorted_scores)
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]]) if n else np.zeros(0, int)
+    return np.r_[starts, n]
+
+
+def expected_in_ties(values: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """`values` in rank order, each replaced by the mean over its tie group: at a position held by tied documents,
+    the expected value when their order is drawn uniformly."""
+    order = rank_order(scores)
+    ranked = values[order].astype(np.float64)
+    bounds = tie_groups(scores[order])
+    if len(bounds) - 1 == len(ranked):  # no ties
+        return ranked
+    sums = np.add.reduceat(ranked, bounds[:-1]) if len(ranked) else ranked
+    sizes = np.diff(bounds)
+    return np.repeat(sums / sizes, sizes)
+
+
+def tied_share(scores: np.ndarray) -> float:
+    """Share of documents whose score equals another document's in the query (0: a strict order)."""
+    if len(scores) < 2:
+        return 0.0
+    sizes = np.diff(tie_groups(np.sort(scores)[::-1]))
+    return float(np.sum(sizes[sizes > 1]) / len(scores))
+
+
 def _gains(labels: np.ndarray, gain: Gain) -> np.ndarray:
     return np.exp2(labels) - 1.0 if gain == "exponential" else labels.astype(np.float64)
 
 
 def ndcg_at(scores: np.ndarray, labels: np.ndarray, cutoffs: list[int], *, gain: Gain = "exponential",
             all_zero: AllZero = "one") -> np.ndarray:
-    """nDCG at each cut-off for one query (NaN where `all_zero='skip'` leaves the query out)."""
+    """nDCG at each cut-off for one query (NaN where `all_zero='skip'` leaves the query out); tie-aware: the
+    expected DCG over the orders of tied documents (by linearity, each tied position gets its group's mean gain)."""
     gains = _gains(labels, gain)
     n = len(labels)
     discounts = 1.0 / np.log2(np.arange(2, n + 2))
-    dcg = np.cumsum(gains[rank_order(scores)] * discounts)
+    dcg = np.cumsum(expected_in_ties(gains, scores) * discounts)
     ideal = np.cumsum(np.sort(gains)[::-1] * discounts)
     out = np.empty(len(cutoffs))
     for j, k in enumerate(cutoffs):
@@ -50,13 +81,25 @@ def ndcg_at(scores: np.ndarray, labels: np.ndarray, cutoffs: list[int], *, gain:
 
 
 def average_precision(scores: np.ndarray, labels: np.ndarray, *, relevant_from: int = 1) -> float:
-    """AP with documents of grade ≥ `relevant_from` relevant; NaN when the query has no relevant document."""
-    relevant = labels[rank_order(scores)] >= relevant_from
-    hits = np.cumsum(relevant)
-    if hits[-1] == 0:
+    """AP with documents of grade ≥ `relevant_from` relevant; NaN when the query has no relevant document.
+    Tie-aware (McSherry & Najork 2008): the expected AP over the orders of tied documents. In a tie group of n
+    documents, r of them relevant, after `before` documents of which `hits` relevant, position i is relevant with
+    probability r/n and then has 1 + (i−1)(r−1)/(n−1) relevant documents of the group at or above it."""
+    order = rank_order(scores)
+    relevant = (labels[order] >= relevant_from).astype(np.float64)
+    total = relevant.sum()
+    if total == 0:
         return float("nan")
-    precision = hits / np.arange(1, len(labels) + 1)
-    return float(np.sum(precision[relevant]) / hits[-1])
+    bounds = tie_groups(scores[order])
+    value, hits = 0.0, 0.0
+    for start, end in itertools.pairwise(bounds):
+        n, r = end - start, relevant[start:end].sum()
+        if r:
+            i = np.arange(1, n + 1)
+            above = hits + 1 + (i - 1) * ((r - 1) / (n - 1) if n > 1 else 0.0)
+            value += float(np.sum((r / n) * above / (start + i)))
+        hits += r
+    return value / total
 
 
 def per_query_ndcg(scores: np.ndarray, labels: np.ndarray, query_ptr: np.ndarray, cutoffs: list[int], *,

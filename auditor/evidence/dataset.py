@@ -4,15 +4,19 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
 
 DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
+UNORDERED_SHARE = 0.5  # share of queries the model leaves without any order beyond which nothing it ranks is audited
 CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
 
 
 METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
     "dataset.{n_queries|n_docs|n_features|single_doc_queries|single_doc_queries_share|missing_values"
-    "|all_zero_label_queries|all_zero_label_queries_share|sample_share}",
+    "|all_zero_label_queries|all_zero_label_queries_share|sample_share|tied_score_queries|tied_score_queries_share"
+    "|tied_docs_share}",
     "dataset.docs_per_query.{min|mean|max}",
     "dataset.population.{n_queries|n_docs}",
 )
@@ -57,3 +61,31 @@ def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
             note="Proportional allocation (largest remainders), seeded by the spec's seed. Every query-level "
                  "figure and interval in this report is estimated over the sampled queries."))
     return result
+
+
+def add_score_facts(result: EvidenceResult, ctx: AuditContext) -> None:
+    """How much order the model's scores give (added once the evidence items ran, so the scores are the ones they
+    computed): a query whose documents all score alike has no ranking, and a model that leaves most queries so is
+    degenerate whatever its nDCG (tie-aware, nDCG is then the random-order baseline). Multi-document queries only."""
+    from auditor.checks.ranking import tied_share
+
+    data, scores = ctx.data, ctx.scores()
+    sizes = data.query_sizes()
+    multi = [i for i in range(data.n_queries) if sizes[i] > 1]
+    unordered = sum(1 for i in multi if np.ptp(scores[data.query_slice(i)]) == 0)
+    share = unordered / len(multi) if multi else 0.0
+    facts = result.metrics
+    facts["dataset.tied_score_queries"] = float(unordered)
+    facts["dataset.tied_score_queries_share"] = share
+    facts["dataset.tied_docs_share"] = float(np.mean([tied_share(scores[data.query_slice(i)]) for i in multi])
+                                             if multi else 0.0)
+    if share > DEGENERATE_SHARE:
+        result.detect("rankings-without-order",
+                      "The model gives every document the same score in most queries" if share > UNORDERED_SHARE
+                      else "The model gives every document the same score in many queries",
+                      f"In {unordered} of {len(multi)} queries with several documents ({share:.0%}) every document "
+                      "gets the same score: the model puts them in no order, so its rankings there are decided by "
+                      "whatever breaks the tie downstream, not by the model, and no figure of this report describes "
+                      "them.", severity="critical" if share > UNORDERED_SHARE else "major",
+                      citation="EU AI Act (Reg. 2024/1689) Art. 15(1) — an appropriate level of accuracy",
+                      judged_by=("dataset.tied_score_queries_share",), value=share)

@@ -75,7 +75,8 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
         rows=rows,
         note=(f"Gain {options.gain}; queries whose labels are all 0 ({int(all_zero.sum())}) count as "
               f"{ {'one': '1', 'zero': '0', 'skip': 'left out'}[options.all_zero_queries] } for nDCG and are left out "
-              f"of MAP; {_single_note(int(single.sum()))}ties in scores keep file order."),
+              f"of MAP; {_single_note(int(single.sum()))}documents with tied scores share their positions (the "
+              "expected value over their orders, so the file's order decides nothing)."),
     ))
     headline = max(options.cutoffs)
     col = options.cutoffs.index(headline)
