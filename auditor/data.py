@@ -39,6 +39,8 @@ MAX_DATA_BYTES = 4096 * MiB  # `dataset.max_bytes`: the file's text + parsed arr
 MAX_DOCS_PER_QUERY = 2_000  # `dataset.max_docs_per_query`: evidence builds documents² arrays per query (MQ2008
 # has at most 121 documents a query, MSLR-WEB30K 1,251, LightGBM's lambdarank example 27)
 MAX_COLUMNS = 20_000  # CSV/Parquet columns (the widest LTR sets: Yahoo 700, Istella 220)
+MAX_FEATURE_VALUE = 1e30  # |feature value| beyond this is refused: means and variances over such values overflow
+# (1e308 + 1e308 = inf, inf - inf = NaN), and float32 models (XGBoost, ONNX) read anything beyond 3.4e38 as infinite
 _OTHER_COMPRESSIONS = ((b"PK\x03\x04", "zip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
                        (b"\x28\xb5\x2f\xfd", "zstd"))
 _MAX_BYTES_FIX = ("if this machine has the memory, raise `dataset.max_bytes`; else audit a smaller file (Parquet "
@@ -94,9 +96,15 @@ class RankingData:
             "dataset.missing_values": float(np.isnan(self.X).sum()),
         }
         if self.y is not None:
-            all_zero = np.maximum.reduceat(self.y, self.query_ptr[:-1]) <= 0
+            highest = np.maximum.reduceat(self.y, self.query_ptr[:-1])
+            all_zero = highest <= 0
             out["dataset.all_zero_label_queries"] = float(all_zero.sum())
             out["dataset.all_zero_label_queries_share"] = float(all_zero.mean())
+            # queries of several documents that all carry one grade: every order of them is ideal (nDCG 1)
+            multi = sizes > 1
+            one_grade = (highest == np.minimum.reduceat(self.y, self.query_ptr[:-1])) & multi
+            out["dataset.single_label_queries"] = float(one_grade.sum())
+            out["dataset.single_label_queries_share"] = float(one_grade.sum() / max(int(multi.sum()), 1))
         if self.sample is not None:
             out["dataset.population.n_queries"] = float(self.sample.population_queries)
             out["dataset.population.n_docs"] = float(self.sample.population_docs)
@@ -141,10 +149,11 @@ def load_ranking_data(
     path = Path(path)
     check_regular(path, what="data file")
     fmt = format or infer_format(path)
-    sample, group_file = None, None
+    sample, group_file, lines_are_rows, row_lines = None, None, False, np.zeros(0, dtype=np.int64)
     if fmt == "svmlight":
-        X, y, qids, doc_ids, group_file = _read_svmlight(path, n_features=n_features, zero_based=zero_based,
-                                                         query_file=query_file, max_bytes=max_bytes)
+        X, y, qids, doc_ids, group_file, row_lines = _read_svmlight(path, n_features=n_features,
+                                                                    zero_based=zero_based, query_file=query_file,
+                                                                    max_bytes=max_bytes)
         names = None
     else:
         columns = dict(query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
@@ -156,7 +165,8 @@ def load_ranking_data(
         elif fmt == "parquet":
             X, y, qids, doc_ids, names = _read_parquet_by_row_group(path, max_bytes=max_bytes, **columns)
         else:
-            X, y, qids, doc_ids, names = _split_frame(_read_frame(path, fmt, max_bytes), path, **columns)
+            frame, lines_are_rows = _read_frame(path, fmt, max_bytes, (query_column, doc_id_column))
+            X, y, qids, doc_ids, names = _split_frame(frame, path, lines_are_rows=lines_are_rows, **columns)
     if X.shape[0] == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     if n_features is not None and X.shape[1] != n_features:
@@ -164,8 +174,9 @@ def load_ranking_data(
                          fix="use the dataset the model was trained for, or the model that matches this data")
     notes: list[str] = []
     names = _feature_names(feature_names, names, model_feature_names, X.shape[1], path)
-    place = _row_place(fmt)
+    place = (lambda row: str(int(row_lines[row]))) if fmt == "svmlight" else _row_place(fmt, lines_are_rows)
     X = _apply_nan_policy(X, path, nan_policy, notes, names, place)
+    _check_magnitude(X, path, names, place)
     if y is not None:
         _check_labels(y, path, max_label, place)
     if doc_ids is not None:
@@ -258,12 +269,18 @@ def _parquet_error(exc: Exception, path: Path) -> InputError:
 
 def read_feature_names(path: Path) -> list[str]:
     """One feature name a line; blank lines and `#` comments skipped. LETOR's `1:name` prefix is accepted."""
-    names = []
-    for line in _read_text(path, "feature-names file").splitlines():
+    names: list[str] = []
+    first: dict[str, int] = {}
+    for number, line in enumerate(_read_text(path, "feature-names file").splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        names.append(re.sub(r"^\d+\s*[:\t ]\s*", "", line) if re.match(r"^\d+\s*[:\t ]\s*\S", line) else line)
+        name = re.sub(r"^\d+\s*[:\t ]\s*", "", line) if re.match(r"^\d+\s*[:\t ]\s*\S", line) else line
+        if name in first:  # two features of one name: rules, the dictionary and metrics would mean either
+            raise InputError(f"feature name '{name[:40]}' is given twice (first on line {first[name]})", file=path,
+                             where=str(number), fix="give every feature its own name")
+        first[name] = number
+        names.append(name)
     if not names:
         raise InputError("the feature-names file has no names", file=path, fix="write one feature name a line")
     return names
@@ -273,7 +290,9 @@ def read_feature_names(path: Path) -> list[str]:
 
 def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"],
                    query_file: Path | None, max_bytes: int = MAX_DATA_BYTES
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None]:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None, Path | None, np.ndarray]:
+    """Arrays of an SVMlight/LETOR file, its query side file (if read) and each document's file line (blank and
+    comment lines shift them: errors name the line, not the row)."""
     from auditor.svmlight import BIG_INDEX, BIG_QID, SvmlightError, parse
 
     tally = _Tally()
@@ -291,7 +310,7 @@ def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Lit
                          where=str(exc.line), fix=fix) from None
     if parsed.labels.size == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
-    doc_ids = _svmlight_doc_ids(raw, parsed.labels.size) if b"#" in raw else None
+    doc_ids = _svmlight_doc_ids(raw, parsed, path) if b"#" in raw else None
     del raw  # the file's bytes are the largest object here: free them before the dense matrix exists
     X = _dense(parsed, path, n_features=n_features, zero_based=zero_based, max_bytes=max_bytes)
     if query_file is not None or not parsed.has_qid:
@@ -303,7 +322,7 @@ def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Lit
         qid = _qids_from_group_sizes(side, X.shape[0], origin)
     else:
         side, qid = None, parsed.qids
-    return X, parsed.labels, qid.astype(str), doc_ids, side
+    return X, parsed.labels, qid.astype(str), doc_ids, side, parsed.lines
 
 
 def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"],
@@ -331,11 +350,23 @@ def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Lit
     return X
 
 
-def _svmlight_doc_ids(raw: bytes, n_docs: int) -> list[str] | None:
-    """LETOR's `#docid = GX...` comments, one regex pass; None unless every document has exactly one."""
+def _svmlight_doc_ids(raw: bytes, parsed, path: Path) -> list[str] | None:
+    """LETOR's `#docid = GX...` comments, one regex pass; None when no comment names a document. A file where
+    some do is refused at the first document without exactly one: dropping every id for it (as before) made each
+    document a made-up `241:0` and switched off the check for repeated documents, without a word."""
     ids = _DOCID_IN_COMMENT.findall(raw)
-    if len(ids) != n_docs:
+    if not ids:
         return None
+    fix = "give every document one `# docid = ...` comment, or remove them all"
+    if len(ids) != parsed.labels.size or bool(np.any(parsed.comment_end <= parsed.comment_start)):
+        for row, (start, end) in enumerate(zip(parsed.comment_start, parsed.comment_end, strict=True)):
+            count = len(_DOCID_IN_COMMENT.findall(b"#" + raw[start:end])) if end > start else 0
+            if count != 1:  # the first document that has not exactly one
+                problem = f"{count} `docid =` comments" if count else "no `docid =` comment"
+                raise InputError(f"this document has {problem}, where the file names documents by one each",
+                                 file=path, where=str(int(parsed.lines[row])), fix=fix)
+        raise InputError(f"{len(ids):,} `docid =` comments for {parsed.labels.size:,} documents: a line without "
+                         "a document names one", file=path, fix=fix)
     return [i.decode("utf-8", "replace") for i in ids]
 
 
@@ -438,23 +469,44 @@ def _short_int(value: int) -> str:
 
 # --- CSV / Parquet ----------------------------------------------------------------------------------------------
 
-def _read_frame(path: Path, fmt: DataFormat, max_bytes: int = MAX_DATA_BYTES) -> pd.DataFrame:
+def _read_frame(path: Path, fmt: DataFormat, max_bytes: int = MAX_DATA_BYTES,
+                ids: tuple[str | None, ...] = ()) -> tuple[pd.DataFrame, bool]:
     """A CSV file as a frame, streamed to pandas through the memory cap (inflated when gzip); its columns are
-    counted from the header before pandas builds any."""
+    counted from the header before pandas builds any. The `ids` columns (query and document ids) are read as the
+    text they are: as numbers, `007` and `7` were one query and `1e3` and `1000` one document. Also returns whether
+    each data row is one line (else a line break inside quotes, or a blank line, shifts the lines: rows are then
+    named `row N`)."""
     sep = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-    with open_inflated(path, limit=max_bytes, what="data file", cost=_csv_cost(sep), fix=_MAX_BYTES_FIX) as stream:
+    tally = _CsvTally(sep.encode())
+    with open_inflated(path, limit=max_bytes, what="data file", cost=tally.count, fix=_MAX_BYTES_FIX) as stream:
         try:
             head = stream.peek(1)
         except (OSError, EOFError, zlib.error) as exc:
             raise _unreadable(exc, fmt, path) from None
         _check_compression(head[:16], path)
+        _check_text(head, sep, path)
         _check_columns(head.split(b"\n", 1)[0].count(sep.encode()) + 1, path)
-        return _parse_csv(stream, sep, path)
+        frame = _parse_csv(stream, sep, path, {column: str for column in ids if column is not None})
+    return frame, tally.lines() == len(frame) + 1
 
 
-def _parse_csv(stream: io.BufferedReader, sep: str, path: Path) -> pd.DataFrame:
+def _check_text(head: bytes, sep: str, path: Path) -> None:
+    """UTF-16 text, and a header split by another separator, named for what they are (pandas says "cannot decode
+    byte 0xff", and a `;` file reads as one column)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError("this file is UTF-16 text; data files are read as UTF-8", file=path,
+                         fix="save it as UTF-8 (e.g. `iconv -f UTF-16 -t UTF-8`)")
+    header = head.split(b"\n", 1)[0]
+    other = next((mark for mark in (",", ";", "\t", "|") if mark != sep and mark.encode() in header), None)
+    if sep.encode() not in header and other is not None:
+        shown, expected = ("tabs" if mark == "\t" else f"`{mark}`" for mark in (other, sep))
+        raise InputError(f"the header is separated by {shown}, not by {expected}", file=path, where="1",
+                         fix="save a `.csv` file separated by commas and a `.tsv` file by tabs")
+
+
+def _parse_csv(stream: io.BufferedReader, sep: str, path: Path, dtype: dict[str, type]) -> pd.DataFrame:
     try:
-        return pd.read_csv(stream, sep=sep)
+        return pd.read_csv(stream, sep=sep, dtype=dtype)
     except InputError:
         raise  # a cap passed while pandas read
     except pd.errors.EmptyDataError:
@@ -534,7 +586,10 @@ def _numeric_columns(frame: pd.DataFrame, columns: list[str]) -> set[str]:
 
 def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_column: str | None,
                  doc_id_column: str | None, feature_columns: list[str] | None,
-                 model_feature_names: list[str] | None, row_offset: int = 0):
+                 model_feature_names: list[str] | None, row_offset: int = 0, lines_are_rows: bool = False):
+    """Arrays from a frame of a CSV or Parquet file. Data row r is named by its file line when `lines_are_rows`
+    (a CSV file without line breaks in fields), else as `row N` (counted from `row_offset`)."""
+    place = (lambda row: str(row + 2)) if lines_are_rows else (lambda row: f"row {row_offset + row + 1}")
     if len(frame) == 0:
         raise InputError("the dataset has no documents (only a header)", file=path,
                          fix="point `dataset.path` at a non-empty file")
@@ -558,6 +613,7 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         need(doc_id_column, "doc_id_column")
     reserved = {query_column, label_column, doc_id_column} - {None}
     numeric = _numeric_columns(frame, columns)
+    given = feature_columns is not None
     if feature_columns is None:
         if model_feature_names and set(model_feature_names) <= present:
             feature_columns = list(model_feature_names)  # the model's order, whatever the file's order
@@ -568,15 +624,19 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
                 raise InputError(f"column '{skipped}' is not numeric", file=path,
                                  fix="list the feature columns in `dataset.feature_columns`, or drop that column")
             feature_columns = candidates
+    _check_model_order(feature_columns, model_feature_names, path, given=given)
     for column in feature_columns:
         need(column, "feature_columns")
         if column not in numeric:
-            bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
-            row = int(np.argmax(bad.to_numpy()))
-            where = str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}"
-            raise InputError(f"feature column '{column}' holds a non-number ('{str(frame[column].iloc[row])[:30]}')",
-                             file=path, where=where,
-                             fix="feature values must be numbers")
+            bad = (pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()).to_numpy()
+            row = int(np.argmax(bad))
+            value = frame[column].iloc[row]
+            if not bad.any():  # every value reads as a number: the column's type is what is wrong
+                kind = "text" if isinstance(value, str) else f"{type(value).__name__} values"
+                raise InputError(f"feature column '{column}' holds {kind} ('{str(value)[:30]}'), not numbers",
+                                 file=path, where=place(row), fix="store it as a float or integer column")
+            raise InputError(f"feature column '{column}' holds a non-number ('{str(value)[:30]}')",
+                             file=path, where=place(row), fix="feature values must be numbers")
     if not feature_columns:
         raise InputError("no feature columns found", file=path, fix="list them in `dataset.feature_columns`")
     X = frame[feature_columns].to_numpy(dtype=np.float64, copy=True)
@@ -586,8 +646,7 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         if labels.isna().any():
             row = int(np.argmax(labels.isna().to_numpy()))
             raise InputError(f"label '{frame[label_column].iloc[row]}' is not a number", file=path,
-                             where=str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}",
-                             fix="labels must be non-negative integer grades")
+                             where=place(row), fix="labels must be non-negative integer grades")
         y = labels.to_numpy(dtype=np.float64)
     for column, key in ((query_column, "query_column"), (doc_id_column, "doc_id_column")):
         missing = frame[column].isna().to_numpy().copy() if column is not None else None
@@ -596,8 +655,7 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         if missing is not None and missing.any():
             row = int(np.argmax(missing))
             raise InputError(f"the {'query' if key == 'query_column' else 'document'} id in column '{column}' is "
-                             "missing", file=path,
-                             where=str(row + 2) if path.suffix != ".parquet" else f"row {row_offset + row + 1}",
+                             "missing", file=path, where=place(row),
                              fix=f"give every row a {'query' if key == 'query_column' else 'document'} id")
     qids = frame[query_column].astype(str).to_numpy(dtype=object)
     doc_ids = frame[doc_id_column].astype(str).tolist() if doc_id_column else None
@@ -606,13 +664,29 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
 
 # --- checks -------------------------------------------------------------------------------------------------
 
-def _row_place(fmt: DataFormat):
-    """How to name data row r in an error: the file line for text formats (CSV has a header line; SVMlight has
-    one document a line), else `row N` (Parquet)."""
-    if fmt == "csv":
+def _check_model_order(columns: list[str], model: list[str] | None, path: Path, *, given: bool) -> None:
+    """Columns feed the model by position. When the model names its features and a column carries the name of the
+    model's feature at another position, the model would read it as the wrong feature: a column renamed (`price`
+    to `Price`) and moved made the model read n_reviews as price, without a word."""
+    if not model or len(model) != len(columns) or _generic_names(model):  # another count: refused as such later
+        return
+    index = {name: i for i, name in enumerate(model)}
+    for position, column in enumerate(columns):
+        if index.get(column, position) != position:
+            wanted = f"'{model[position][:40]}'"
+            fix = ("list `dataset.feature_columns` in the model's order" if given else
+                   "name the columns as the model does, or list the model's features in `dataset.feature_columns` "
+                   "in the model's order")
+            raise InputError(f"column '{column[:40]}' would be the model's feature {position + 1} ({wanted}), but the "
+                             f"model has '{column[:40]}' as its feature {index[column] + 1}", file=path, fix=fix)
+
+
+def _row_place(fmt: DataFormat, lines_are_rows: bool):
+    """How to name data row r of a CSV or Parquet file in an error: the file line for CSV whose rows are lines
+    (a header line, then one row a line), else `row N` (Parquet, and CSV with line breaks in fields or blank
+    lines). SVMlight names the line each document was read from."""
+    if fmt == "csv" and lines_are_rows:
         return lambda row: str(row + 2)
-    if fmt == "svmlight":
-        return lambda row: str(row + 1)
     return lambda row: f"row {row + 1}"
 
 
@@ -629,6 +703,25 @@ def _apply_nan_policy(X: np.ndarray, path: Path, policy: NanPolicy, notes: list[
     X[bad] = np.nan  # in place: every reader returns a matrix of its own (a copy would double the peak)
     notes.append(f"{int(bad.sum())} missing or infinite feature values were passed to the model as missing (NaN).")
     return X
+
+
+def _check_magnitude(X: np.ndarray, path: Path, names: list[str], place) -> None:
+    """Finite values beyond ±MAX_FEATURE_VALUE are refused: the background mean of 1e308 and -1e308 is NaN (the sum
+    overflows), so masking silently put "missing" where the spec says the mean. Reductions only (no copy of X)."""
+    if X.size == 0 or not (np.fmax.reduce(X, axis=None) > MAX_FEATURE_VALUE
+                           or np.fmin.reduce(X, axis=None) < -MAX_FEATURE_VALUE):  # fmax/fmin skip NaN
+        return
+    step = max(1, (1 << 20) // max(X.shape[1], 1))  # rows of about a million values at a time
+    first, count = (0, 0), 0
+    for start in range(0, X.shape[0], step):
+        hits = np.argwhere(np.abs(X[start:start + step]) > MAX_FEATURE_VALUE)
+        if hits.size and not count:
+            first = (int(hits[0][0]) + start, int(hits[0][1]))
+        count += len(hits)
+    row, col = first
+    raise InputError(f"feature '{names[col][:40]}' has the value {X[row, col]:.4g}, beyond ±{MAX_FEATURE_VALUE:.0e} "
+                     f"({count:,} such value(s)): means and variances over it overflow", file=path,
+                     where=place(row), fix="rescale the feature (e.g. its logarithm), or mark such values as missing")
 
 
 def _check_labels(y: np.ndarray, path: Path, max_label: int, place) -> None:
@@ -734,10 +827,29 @@ class _Tally:
         return _LINE_BYTES * newlines + _PAIR_BYTES * colons
 
 
-def _csv_cost(sep: str):
-    """Bytes pandas and the feature matrix take for CSV text: per field (a separator or a line end)."""
-    mark = sep.encode()
-    return lambda chunk: _FIELD_BYTES * (chunk.count(mark) + chunk.count(b"\n"))
+@dataclass
+class _CsvTally:
+    """CSV text as it streams in: the bytes pandas and the feature matrix will take (per field: a separator or a
+    line end), and its lines (ignoring line ends at the end of the file), to tell whether each row is one line."""
+
+    sep: bytes
+    newlines: int = 0
+    trailing: int = 0  # line ends after the last other byte so far
+    empty: bool = True
+
+    def count(self, chunk: bytes) -> int:
+        newlines = chunk.count(b"\n")
+        self.newlines += newlines
+        body = chunk.rstrip(b"\r\n")
+        if body:
+            self.empty = False
+            self.trailing = chunk[len(body):].count(b"\n")
+        else:
+            self.trailing += newlines
+        return _FIELD_BYTES * (chunk.count(self.sep) + newlines)
+
+    def lines(self) -> int:
+        return 0 if self.empty else self.newlines - self.trailing + 1
 
 
 def _read_text(path: Path, what: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,14 @@ def build(inline: dict[str, Any], file: Path | None, names: list[str], *, spec_f
     """{feature: {"meaning", "unit"}} for the features described; unknown names are bad input with the nearest."""
     out: dict[str, dict] = {}
     if file is not None:
-        for line, name, info in _read_csv(file):
-            _known(name, names, file=file, where=str(line))
+        known, first = set(names), {}
+        for line, name, info in _read_csv(file):  # checked row by row: a bad file stops at its first bad row
+            if name not in known:
+                _known(name, names, file=file, where=str(line))
+            if name in first:  # the later row replaced the earlier one, without a word
+                raise InputError(f"feature '{name[:40]}' is described twice (first on line {first[name]})", file=file,
+                                 where=str(line), fix="describe each feature once")
+            first[name] = line
             out[name] = info
     for name, info in inline.items():
         _known(name, names, file=spec_file, where=f"features.{name}")
@@ -36,7 +43,7 @@ def _known(name: str, names: list[str], *, file: Path, where: str) -> None:
                          fix=f"did you mean '{near[0]}'?" if near else "use the data's feature names")
 
 
-def _read_csv(path: Path) -> list[tuple[int, str, dict]]:
+def _read_csv(path: Path) -> Iterator[tuple[int, str, dict]]:
     try:
         text = read_bytes(path, limit=MAX_SMALL_BYTES, what="feature dictionary").decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -46,7 +53,6 @@ def _read_csv(path: Path) -> list[tuple[int, str, dict]]:
     if "name" not in columns or "meaning" not in columns:
         raise InputError("the feature dictionary needs the columns `name` and `meaning` (and optionally `unit`)",
                          file=path, where="1", fix="add a header line: name,meaning,unit")
-    rows = []
     try:
         for row in reader:
             row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if isinstance(v, str)}
@@ -55,11 +61,10 @@ def _read_csv(path: Path) -> list[tuple[int, str, dict]]:
             if not row.get("meaning"):
                 raise InputError(f"feature '{row['name']}' has no meaning", file=path, where=str(reader.line_num),
                                  fix="say in a few words what the feature measures")
-            rows.append((reader.line_num, row["name"], {"meaning": row["meaning"], "unit": row.get("unit") or None}))
+            yield reader.line_num, row["name"], {"meaning": row["meaning"], "unit": row.get("unit") or None}
     except csv.Error as exc:
         raise InputError(f"not valid CSV ({exc})", file=path, where=str(reader.line_num),
                          fix="check quotes and commas on that line") from None
-    return rows
 
 
 def name_warning(name: str, most: int = 8) -> str | None:

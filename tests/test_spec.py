@@ -20,7 +20,7 @@ dataset:
 evidence:
   - ranking_quality: {cutoffs: [10, 5, 5]}
   - global_importance
-  - ranking_quality:
+  - surrogate:
 """
 
 
@@ -40,7 +40,7 @@ def load(folder: Path, text: str):
 def test_good_spec_short_forms_and_paths(folder: Path) -> None:
     spec, raw = load(folder, GOOD)
     items = spec.evidence_items()
-    assert [name for name, _ in items] == ["ranking_quality", "global_importance", "ranking_quality"]
+    assert [name for name, _ in items] == ["ranking_quality", "global_importance", "surrogate"]
     assert items[0][1].cutoffs == [5, 10]  # sorted, de-duplicated
     assert spec.model.kind == "lightgbm"  # inferred from .txt
     assert spec.dataset.path == (folder / "test.csv").resolve()

@@ -15,8 +15,8 @@ CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and suf
 
 METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
     "dataset.{n_queries|n_docs|n_features|single_doc_queries|single_doc_queries_share|missing_values"
-    "|all_zero_label_queries|all_zero_label_queries_share|sample_share|tied_score_queries|tied_score_queries_share"
-    "|tied_docs_share}",
+    "|all_zero_label_queries|all_zero_label_queries_share|single_label_queries|single_label_queries_share"
+    "|sample_share|tied_score_queries|tied_score_queries_share|tied_docs_share}",
     "dataset.docs_per_query.{min|mean|max}",
     "dataset.population.{n_queries|n_docs}",
 )
@@ -42,6 +42,15 @@ def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
                       "zero relevance labels: their ranking quality is set by convention, not measured.",
                       severity="minor", citation=CITATION, judged_by=("dataset.all_zero_label_queries_share",),
                       value=share)
+    if facts.get("dataset.single_label_queries_share", 0.0) > UNORDERED_SHARE:
+        share, count = facts["dataset.single_label_queries_share"], int(facts["dataset.single_label_queries"])
+        result.detect("labels-without-order", "The relevance labels do not tell a better ranking from a worse one",
+                      f"In {share:.0%} of the queries with several documents ({count}) every document has the "
+                      "same relevance label: any order of them is ideal, so nDCG and MAP "
+                      "there are 1 or set by convention whatever the model does, and the ranking-quality figures "
+                      "measure almost nothing.", severity="critical",
+                      citation="EU AI Act (Reg. 2024/1689) Art. 15(1) — an appropriate level of accuracy",
+                      judged_by=("dataset.single_label_queries_share",), value=share)
     if facts["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
         share = facts["dataset.single_doc_queries_share"]
         result.detect("single-document-queries", "Many audited queries hold a single document",

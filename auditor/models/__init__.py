@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from auditor.errors import InputError
 from auditor.models.base import CountingRanker, Ranker
 
 if TYPE_CHECKING:
@@ -104,4 +105,18 @@ def load_model(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None)
     ranker = loader(ref.path, ref.trust)
     if getattr(ranker, "source", None) is None:
         ranker.source = ref.path  # the file an error about its scores names (`base.check_scores`)
+    _check_names(ranker.feature_names, ref.path)
     return ranker
+
+
+def _check_names(names: list[str] | None, path: Path) -> None:
+    """A model that names a feature twice is refused: data columns are matched to the model's features by name, so
+    `price` named in the place of `n_reviews` fed the price column to both, without a word."""
+    first: dict[str, int] = {}
+    for index, name in enumerate(names or []):
+        if name in first:
+            raise InputError(f"the model names feature '{name[:40]}' twice (features {first[name] + 1} and "
+                             f"{index + 1})", file=path,
+                             fix="save the model with one name per feature (the data's columns are matched to "
+                                 "them by name)")
+        first[name] = index

@@ -302,9 +302,15 @@ def check_templates(folder: Path) -> None:
     env = environment(folder)
     root = folder.resolve()
     for path in sorted(folder.rglob("*")):
-        if path.is_symlink() and not path.resolve().is_relative_to(root):
-            raise InputError("a link to a file outside the templates folder", file=path,
-                             fix="copy the file into the folder instead of linking to it")
+        if path.is_symlink():
+            try:
+                target = path.resolve(strict=True)
+            except (OSError, RuntimeError):  # a link to nothing, or a loop of links (exit 3 before)
+                raise InputError("a link that leads nowhere (its target does not exist, or it links to itself)",
+                                 file=path, fix="remove the link, or copy the file into the folder") from None
+            if not target.is_relative_to(root):
+                raise InputError("a link to a file outside the templates folder", file=path,
+                                 fix="copy the file into the folder instead of linking to it")
         if not path.is_dir() and not path.is_file():
             raise InputError(f"this is {kind_of(path.stat().st_mode)}, not a regular file", file=path,
                              fix="remove it from the templates folder")
