@@ -6,6 +6,7 @@ Exit codes: 0 done (no finding at the --fail-on level), 1 done with such a findi
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import sys
@@ -54,6 +55,11 @@ app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True,
                   help="Audit learning-to-rank models and write the evidence regulators ask for.")
 policies_app = typer.Typer(no_args_is_help=True, help="List and show policy packs.")
 app.add_typer(policies_app, name="policies")
+findings_app = typer.Typer(no_args_is_help=True, help="Findings across reviews (the register): list them, record "
+                                                        "a response or a risk acceptance.")
+app.add_typer(findings_app, name="findings")
+register_app = typer.Typer(no_args_is_help=True, help="The register of audits.")
+app.add_typer(register_app, name="register")
 
 T = TypeVar("T")
 
@@ -149,10 +155,14 @@ def report(
     = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address "
                                                   "(tcp://host:8786); implies --executor dask.")] = None,
+    register: Annotated[str | None, typer.Option("--register", help="The register: an SQLite file, a "
+                                                 "postgresql:// URL, or `off` (default: the spec's `register:`, "
+                                                 "else register.sqlite in the output folder).")] = None,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
-    """Run the audit a spec describes; write evidence.json and report.html into a new run folder."""
+    """Run the audit a spec describes; write evidence.json and report.html into a new run folder, and record it
+    in the register."""
     from auditor.engine import run_audit
     from auditor.policy import exit_code
 
@@ -160,7 +170,8 @@ def report(
         with _progress(quiet) as progress:
             return run_audit(spec, out=out, seed=seed, progress=progress,
                              executor=_executor_override(spec, jobs, executor, scheduler),
-                             notify=None if quiet else lambda note: typer.echo(f"note: {terminal(note)}", err=True))
+                             notify=None if quiet else lambda note: typer.echo(f"note: {terminal(note)}", err=True),
+                             register=register)
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}
@@ -176,6 +187,10 @@ def report(
     shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
                        if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
+    if run.register_error is not None:  # the run is written; the register is an index of it, rebuilt from folders
+        typer.echo(f"error: {terminal(run.register_error.one_line())} (the run folder was written; once the "
+                   "register is fixed, `auditor register rebuild` indexes it)", err=True)
+        raise typer.Exit(2)
     raise typer.Exit(exit_code(run.findings, fail_on.value))
 
 
@@ -209,14 +224,19 @@ def verify(
                                             show_default=False)],
     trust: Annotated[Path | None, typer.Option(help="Certificate (PEM/DER) trusted to sign report.pdf.")] = None,
     pubkey: Annotated[Path | None, typer.Option(help="Ed25519 public key (PEM) trusted to sign the bundle.")] = None,
+    approver_trust: Annotated[list[Path] | None, typer.Option("--approver-trust", help="Certificate (PEM/DER) of "
+                                                              "an approver whose sign-off is trusted "
+                                                              "(repeatable).")] = None,
     debug: Debug = False,
 ) -> None:
-    """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature.
+    """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature, the
+    approver's sign-off.
 
     Exit 0 when everything holds, 1 when anything does not, 2 on bad input."""
     from auditor.signing import verify_run
 
-    verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey), debug=debug)
+    verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey, approver_trust=approver_trust),
+                      debug=debug)
     for verdict in verdicts:
         typer.echo(verdict.line())
     failed = [v for v in verdicts if not v.ok]
@@ -224,6 +244,50 @@ def verify(
         typer.echo(f"verdict: NOT VERIFIED ({len(failed)} problem{'s' if len(failed) > 1 else ''})")
         raise typer.Exit(1)
     typer.echo("verdict: VERIFIED")
+
+
+@app.command()
+def approve(
+    run_dir: Annotated[Path, typer.Argument(help="A signed run folder (holds bundle.dsse.json).",
+                                            show_default=False)],
+    as_: Annotated[str, typer.Option("--as", help='Who approves, and in which role: "Jane Roe, Head of Model '
+                                     'Risk".', show_default=False)],
+    key: Annotated[Path, typer.Option("--key", help="The approver's PKCS#12 key and certificate (not the tool's "
+                                      "signing key).", show_default=False)],
+    reject: Annotated[bool, typer.Option("--reject", help="Record a rejection (needs --reason).")] = False,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why (required with --reject).")] = None,
+    register: Annotated[str | None, typer.Option("--register", help="The register: an SQLite file, a "
+                                                 "postgresql:// URL, or `off` (default: register.sqlite beside "
+                                                 "the run folder, when there is one).")] = None,
+    passphrase_env: Annotated[str, typer.Option("--passphrase-env", help="Environment variable holding the key's "
+                                                "passphrase; prompted for when it is not set.")] = "AUDITOR_KEY_PASS",
+    debug: Debug = False,
+) -> None:
+    """Sign off a signed run (four eyes): a signed statement over its bundle, written as approval.dsse.json in
+    the run folder and recorded in the register. Exit 0 when recorded, 2 on bad input."""
+    from auditor import approval
+
+    if reject and not (reason or "").strip():
+        typer.echo('error: --reject needs --reason "why the run is rejected"', err=True)
+        raise typer.Exit(2)
+    run = _guard(lambda: approval.inspect_run(run_dir), debug=debug)  # before the passphrase: nothing to ask
+    store, note = _guard(lambda: approval.open_register(run_dir, register), debug=debug)
+    with contextlib.ExitStack() as stack:
+        if store is not None:
+            stack.callback(store.close)
+        passphrase = os.environ.get(passphrase_env)
+        if passphrase is None:
+            passphrase = typer.prompt(f"Passphrase of {key.name} ({passphrase_env} is not set)", hide_input=True,
+                                      err=True)
+        signer = _guard(lambda: approval.load_approver(key, passphrase, passphrase_env=passphrase_env), debug=debug)
+        written = _guard(lambda: approval.write_approval(run, signer, name=as_, reason=reason,
+                                                         decision="rejected" if reject else "approved"), debug=debug)
+        typer.echo(f"{written.predicate['decision']}: {terminal(str(run_dir))} by "
+                   f"{terminal(written.predicate['approver'])} (certificate {terminal(signer.subject)})", err=True)
+        typer.echo(str(written.path))
+        if store is not None:
+            note = _guard(lambda: approval.record(store, run_dir, written, run.bundle_sha256), debug=debug)
+        typer.echo(f"note: {terminal(note)}", err=True)
 
 
 @app.command()
@@ -394,3 +458,152 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version_ca
     # detects reaches the report instead. Worker processes inherit the setting through the environment.
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     warnings.simplefilter("ignore")
+
+
+# --- governance: the register and its findings ----------------------------------------------------------------------
+
+REGISTER_ENV = "AUDITOR_REGISTER"
+RegisterOption = Annotated[str | None, typer.Option(
+    "--register", help=f"The register: an SQLite file or a postgresql:// URL (default: ${REGISTER_ENV}, else "
+                       "reports/register.sqlite).")]
+AsOption = Annotated[str | None, typer.Option("--as", help="Who records this (default: $USER).")]
+
+
+class FindingStatus(StrEnum):
+    open = "open"
+    responded = "responded"
+    accepted = "accepted"
+    overdue = "overdue"
+    remediated = "remediated"
+
+
+def _open_register(register: str | None) -> Any:
+    from auditor.register.store import Register
+
+    return Register(register or os.environ.get(REGISTER_ENV) or "reports/register.sqlite", create=False)
+
+
+def _day(text: str, option: str) -> str:
+    from auditor.yaml_io import day_problem
+
+    problem = day_problem(text)
+    if problem is not None:
+        raise InputError(f"{text[:40]} is not a day that exists ({problem})", where=option,
+                         fix="write the day as YYYY-MM-DD")
+    return text
+
+
+@findings_app.command("list")
+def findings_list(system: Annotated[str | None, typer.Option(help="Only this system (spec `model.name`).")] = None,
+                  status: Annotated[FindingStatus | None, typer.Option(help="Only findings in this status.")] = None,
+                  register: RegisterOption = None, debug: Debug = False) -> None:
+    """Every finding of the register with its status today, first day seen, owner, due date and last response."""
+    def action() -> list[dict[str, Any]]:
+        rows = _open_register(register).findings(system=system, today=dt.date.today())
+        return [r for r in rows if status is None or r["state"].status == status.value]
+
+    rows = _guard(action, debug=debug)
+    if not rows:
+        typer.echo("no findings" + (f" of {terminal(system)}" if system else "") +
+                   (f" in status {status.value}" if status else ""))
+        return
+    typer.echo(f"{'finding':<48} {'status':<11} {'severity':<9} {'first seen':<11} {'owner':<24} due")
+    for r in rows:
+        now = r["state"]
+        typer.echo(terminal(f"{r['id']:<48} {now.status:<11} {r['severity']:<9} {now.first_seen:<11} "
+                            f"{(now.owner or '—'):<24} {now.due or '—'}"))
+
+
+@findings_app.command("show")
+def findings_show(finding: Annotated[str, typer.Argument(help="The finding's id, e.g. catalogue-ranker/BASE-8.")],
+                  register: RegisterOption = None, debug: Debug = False) -> None:
+    """One finding and every event of its life."""
+    row = _guard(lambda: _open_register(register).finding(finding, today=dt.date.today()), debug=debug)
+    now = row["state"]
+    typer.echo(terminal(f"{row['id']}: {row['title']} ({row['severity']}) — {now.status}, first seen "
+                        f"{now.first_seen}"))
+    for e in now.events:
+        details = ", ".join(f"{k} {v}" for k, v in e.to_json().items() if k not in ("event", "on_day", "actor"))
+        typer.echo(terminal(f"  {e.on_day}  {e.event:<10} by {e.actor}" + (f": {details}" if details else "")))
+
+
+@findings_app.command("respond")
+def findings_respond(
+    finding: Annotated[str, typer.Argument(help="The finding's id, e.g. catalogue-ranker/BASE-8.")],
+    owner: Annotated[str, typer.Option(help="Who owns the remedy (person or team).")],
+    due: Annotated[str, typer.Option(help="When the remedy is due (YYYY-MM-DD).")],
+    response: Annotated[str, typer.Option(help="The management response: what will be done.")],
+    as_: AsOption = None, register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """Record the management response to a finding: owner, due date and what will be done."""
+    from auditor.register.lifecycle import Event
+    from auditor.register.review import actor
+
+    def action() -> None:
+        store = _open_register(register)
+        store.finding(finding, today=dt.date.today())  # an unknown id: the nearest ones
+        store.add_event(finding, Event("responded", dt.date.today().isoformat(), as_ or actor(), owner=owner,
+                                       due=_day(due, "--due"), response=response))
+
+    _guard(action, debug=debug)
+    typer.echo(terminal(f"{finding}: responded (owner {owner}, due {due})"))
+
+
+@findings_app.command("accept")
+def findings_accept(
+    finding: Annotated[str, typer.Argument(help="The finding's id, e.g. catalogue-ranker/BASE-8.")],
+    approver: Annotated[str, typer.Option(help="Who accepts the risk.")],
+    until: Annotated[str, typer.Option(help="Last day the acceptance holds (YYYY-MM-DD).")],
+    reason: Annotated[str, typer.Option(help="Why the risk is accepted.")],
+    as_: AsOption = None, register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """Record a risk acceptance of a finding, with its approver and the day it lapses."""
+    from auditor.register.lifecycle import Event
+    from auditor.register.review import actor
+
+    def action() -> None:
+        store = _open_register(register)
+        store.finding(finding, today=dt.date.today())
+        store.add_event(finding, Event("accepted", dt.date.today().isoformat(), as_ or actor(), approver=approver,
+                                       until=_day(until, "--until"), reason=reason))
+
+    _guard(action, debug=debug)
+    typer.echo(terminal(f"{finding}: accepted by {approver} until {until}"))
+
+
+@register_app.command("rebuild")
+def register_rebuild(
+    folder: Annotated[Path, typer.Argument(help="The folder holding the run folders (e.g. reports).")],
+    register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """Index every run folder under FOLDER that the register lacks, in the order they were evaluated."""
+    from auditor.register.rebuild import rebuild
+
+    added = _guard(lambda: rebuild(folder, register or str(folder / "register.sqlite")), debug=debug)
+    typer.echo(f"{len(added)} run(s) indexed" + "".join(f"\n  {terminal(p.name)}" for p in added))
+
+
+@app.command()
+def history(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the site (made if missing). The site's own "
+                                      "pages there (index.html and <system>.html) are replaced; a file of those "
+                                      "names that `auditor history` did not write is refused; other files are left "
+                                      "alone.", show_default=False)],
+    system: Annotated[str | None, typer.Option(help="Only this system (spec `model.name`).")] = None,
+    register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """Write the register's history as a static HTML site for the board: a portfolio page (index.html) and a page
+    per system with its reviews, approvals, trends of the key numbers and every finding's events. No server, no
+    script: open index.html from disk. Exit 0 when written, 2 on bad input."""
+    from auditor.register.history import write_site
+
+    def action() -> list[Path]:
+        store = _open_register(register)
+        try:
+            return write_site(store, out, system=system, today=dt.date.today())
+        finally:
+            store.close()
+
+    written = _guard(action, debug=debug)
+    typer.echo(f"{len(written)} page(s) written", err=True)
+    typer.echo(str(written[0]))

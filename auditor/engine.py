@@ -77,6 +77,7 @@ class AuditRun:
     results: dict[str, EvidenceResult] = field(default_factory=dict)
     unjudged: list[Detection] = field(default_factory=list)  # detections no applied rule judges
     budget: dict[str, Any] | None = None  # what the spec's budget chose (evidence.json `budget`)
+    register_error: InputError | None = None  # the register could not be read or written: the run still was
 
 
 def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None) -> PreparedAudit:
@@ -139,28 +140,43 @@ def _check_rankable(data: RankingData, path: Path) -> None:
 def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingData:
     """The data a spec's `dataset:` or `background:` (`role`) names, read for this model: its feature count and
     names, the query sample drawn from the stream `<role>/sample` of `seed`."""
-    names = read_feature_names(ds.feature_names) if ds.feature_names else None
-    return load_ranking_data(
-        ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
-        model_feature_names=model.feature_names, query_column=ds.query_column, label_column=ds.label_column,
-        doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
-        zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label,
-        sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]),
-        max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query)
+    try:
+        names = read_feature_names(ds.feature_names) if ds.feature_names else None
+        return load_ranking_data(
+            ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
+            model_feature_names=model.feature_names, query_column=ds.query_column, label_column=ds.label_column,
+            doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
+            zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label,
+            sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]),
+            max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query)
+    except InputError as exc:  # the readers' fixes name `dataset.` keys: for the background, name its own
+        if role == "dataset":
+            raise
+        problem, fix = (text.replace("`dataset.", f"`{role}.") if text else text for text in (exc.problem, exc.fix))
+        raise InputError(problem, file=exc.file, where=exc.where, fix=fix) from None
 
 
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
               progress: Progress | None = None, today: dt.date | None = None,
-              executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None) -> AuditRun:
-    """Run the audit a spec describes and write its run folder. Returns where it went and the verdicts.
-    `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler); `notify` receives
-    one-line notes for the person running it (e.g. stale temporary folders removed)."""
+              executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None,
+              register: str | None = None) -> AuditRun:
+    """Run the audit a spec describes, write its run folder and record it in the register. Returns where it went
+    and the verdicts. `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler),
+    `register` the spec's register (`off`: none); `notify` receives one-line notes for the person running it
+    (e.g. stale temporary folders removed). A register that cannot be used does not stop the run: its folder is
+    written without the register's sections and `register_error` says why."""
+    from auditor.register import review as reviews
+
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress, seed=seed)
     spec = prepared.spec
     out_dir = out if out is not None else spec.output.dir
     check_output_folder(out_dir)  # before any evidence runs
+    review = reviews.open_review(reviews.location(spec, out_dir, register), reviews.system_name(spec))
+    if review.error is not None:
+        (notify or (lambda _: None))(f"the register cannot be used ({review.error.problem}); the run is written "
+                                     "without it")
     for folder in remove_stale_temporaries(out_dir):
         (notify or (lambda _: None))(f"removed {folder}, the temporary folder of a run that was stopped more than a "
                                      "day ago")
@@ -212,14 +228,29 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
                                       "executor": {"kind": ctx.executor.kind, "workers": ctx.executor.workers}})
     if choice is not None:  # what the budget chose and why: deterministic, so outside the run block
         document["budget"] = choice.to_json()
-    if prepared.baseline is not None:  # the "since last review" section
+    block = reviews.review_block(review, document)
+    if block is not None:  # the system's findings as this review leaves them (the register's view)
+        document["review"] = block
+    previous = (prepared.baseline, spec.baseline.name) if prepared.baseline is not None else \
+        (review.previous["document"], review.previous["run_name"]) if review.previous is not None else None
+    if previous is not None:  # the "since last review" section: the baseline, else the register's last review
         from auditor.diff import compare
 
-        document["since_last_review"] = compare(prepared.baseline, document, old_name=spec.baseline.name,
-                                                new_name="this run", file=prepared.spec_path)
+        try:
+            document["since_last_review"] = compare(previous[0], document, old_name=previous[1],
+                                                    new_name="this run", file=prepared.spec_path)
+        except InputError:
+            if prepared.baseline is not None:
+                raise
+            # a review recorded by an auditor of another evidence schema: no comparison, said in the review block
+            document["review"]["previous"]["not_compared"] = "recorded by an auditor of another evidence schema"
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
+    try:
+        reviews.record(review, document, run_dir)
+    except InputError as exc:
+        review.error = exc
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged,
-                    budget=document.get("budget"))
+                    budget=document.get("budget"), register_error=review.error)
 
 
 def planned(prepared: PreparedAudit, workers: int) -> tuple[list[tuple[str, Any]], Any, Any]:
@@ -291,7 +322,7 @@ def not_produced(result: EvidenceResult) -> None:
     failed = result.status == "error"
     result.detect("evidence-not-produced", f"Requested evidence {'failed' if failed else 'does not apply'}: "
                   f"{result.name}", f"'{result.name}' {'failed' if failed else 'was skipped'}: {result.error}",
-                  severity="major" if failed else "minor",
+                  severity="major" if failed else "minor", subject=result.name,
                   citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 
 
@@ -390,8 +421,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
             from auditor.signing import sign_run
 
             sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document))
-        final = _free_name(out_dir, f"{_slug(spec.audit.title)}-{started.strftime('%Y%m%dT%H%M%SZ')}")
-        os.rename(tmp, final)
+        final = _rename_free(tmp, out_dir, f"{_slug(spec.audit.title)}-{started.strftime('%Y%m%dT%H%M%SZ')}")
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _write_error(exc, out_dir) from None
@@ -414,6 +444,10 @@ def check_output_folder(out_dir: Path) -> None:
             raise InputError("the output path exists and is not a folder", file=out_dir,
                              fix="choose another `--out`")
         for folder in [out_dir.absolute(), *out_dir.absolute().parents]:
+            if folder.is_symlink() and not folder.exists():  # found only at the rename, after all the evidence ran
+                raise InputError(f"the output folder {'is' if folder == out_dir.absolute() else 'lies in'} a link "
+                                 f"that leads nowhere ({folder}: its target does not exist, or it links to itself)",
+                                 file=out_dir, fix="remove the link or choose another `--out`")
             if (folder / "evidence.json").is_file() or (folder / "bundle.dsse.json").is_file():
                 raise InputError(f"the output folder is inside the run folder {folder}", file=out_dir,
                                  fix="choose an `--out` outside any run folder (runs are never nested)")
@@ -530,11 +564,30 @@ def _plain(value: Any) -> Any:
 
 
 def _free_name(out_dir: Path, stem: str) -> Path:
+    """The first of `stem`, `stem-2`, ... that names nothing in `out_dir` (a broken link is something)."""
     candidate, n = out_dir / stem, 1
-    while candidate.exists():
+    while os.path.lexists(candidate):
         n += 1
         candidate = out_dir / f"{stem}-{n}"
     return candidate
+
+
+def _rename_free(tmp: Path, out_dir: Path, stem: str, *, attempts: int = 100) -> Path:
+    """Rename the finished run to a free name. Another run finishing in the same second can take the name between
+    the check and the rename (the rename then fails: its folder is not empty): take the next free name."""
+    import errno
+
+    for _ in range(attempts - 1):
+        final = _free_name(out_dir, stem)
+        try:
+            os.rename(tmp, final)
+            return final
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                raise
+    final = _free_name(out_dir, stem)
+    os.rename(tmp, final)
+    return final
 
 
 def _slug(title: str) -> str:

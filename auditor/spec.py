@@ -75,6 +75,18 @@ InputFolder = Annotated[Path, Strict(False), AfterValidator(_folder)]
 OutputPath = Annotated[Path, Strict(False), AfterValidator(_any_path)]
 
 
+def _register(value: str | bool, info: ValidationInfo) -> str | bool:
+    """A register: `false` (none), a `postgresql://` URL as written, or a path (relative to the spec's folder)."""
+    if value is True:
+        raise ValueError("`register: true` names no register; give a path or a postgresql:// URL (or false for none)")
+    if value is False or "://" in value:
+        return value
+    return str(_any_path(Path(value), info))
+
+
+RegisterLocation = Annotated[str | bool, AfterValidator(_register)]
+
+
 class AuditMeta(StrictModel):
     """Who audits what, and why: printed on the report's cover."""
 
@@ -113,6 +125,10 @@ class ModelSpec(StrictModel):
                           "set `xgboost` or `catboost` for theirs).")
     entry: str | None = Field(None, description="`module:function` for kind `callable` (needs `trust: true`).")
     trust: bool = Field(False, description="Allow pickles and Python callables, which run code when loaded.")
+    name: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$",
+                             description="The audited system's stable name across versions (e.g. catalogue-ranker): "
+                                         "the register follows its findings and figures from review to review. "
+                                         "Without it, the audit's title.")
     version: str | None = Field(None, min_length=1, description="The model's version in the owner's registry.")
     training_date: Day | None = Field(None, strict=False, description="When the model was trained "
                                                                       "(YYYY-MM-DD).")
@@ -329,7 +345,13 @@ class AuditSpec(StrictModel):
     signing: SigningSpec | None = Field(None, description="Sign the run (PDF signature and DSSE bundle).")
     baseline: InputFolder | None = Field(None, description="Run folder of the previous review (holds "
                                                            "evidence.json): the report gets a 'since last review' "
-                                                           "section comparing this run with it.")
+                                                           "section comparing this run with it (without it: the "
+                                                           "system's previous review in the register).")
+    register_location: RegisterLocation | None = Field(  # `register:` (BaseModel's metaclass has a `register`)
+        None, alias="register",
+        description="The register of audits and findings: a path (an SQLite file, relative to the spec), a "
+                    "postgresql:// URL (a team's shared register), or false for none. Default: register.sqlite in "
+                    "the output folder (docs/governance.md).")
 
     @model_validator(mode="before")
     @classmethod
@@ -378,7 +400,32 @@ def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
         raise InputError("the spec must be a mapping of keys (audit, model, dataset, evidence, ...)", file=path,
                          where="1:1", fix="start from `auditor init`")
     spec = validate_yaml(AuditSpec, raw, marks, path, context={"base_dir": path.parent.resolve()})
+    _refuse_repeats(spec, marks, path)
     return spec, raw
+
+
+def _refuse_repeats(spec: AuditSpec, marks: dict[tuple, tuple[int, int]], path: Path) -> None:
+    """Lists whose repeats were silently dropped or doubled: an evidence kind listed twice (its results are kept by
+    name, so the later item replaced the first without a word) and a feature column listed twice (two features of
+    one name)."""
+    lists: list[tuple[tuple, list[str]]] = [(("evidence",), [name for name, _ in spec.evidence_items()])]
+    for role in ("dataset", "background"):
+        ds = getattr(spec, role)
+        if ds is not None and ds.feature_columns:
+            lists.append(((role, "feature_columns"), list(ds.feature_columns)))
+    for loc, names in lists:
+        first: dict[str, int] = {}
+        for index, name in enumerate(names):
+            if name in first:
+                line, column = marks.get((*loc, index), (0, 0))
+                dotted = ".".join(map(str, loc))
+                what = "evidence kind" if loc == ("evidence",) else "column"
+                fix = (f"merge their options into one `- {name}:` item" if loc == ("evidence",) else
+                       "list each column once")
+                raise InputError(f"{dotted}.{index}: {what} '{shorten(name, 60)}' is listed more than once (first as "
+                                 f"{dotted}.{first[name]})", file=path, where=f"{line}:{column}" if line else None,
+                                 fix=fix)
+            first[name] = index
 
 
 def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]], path: Path, *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,39 @@ def mq2008_trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "audit.yaml").write_text(text.replace("../../../shared/data/MQ2008/Fold1/test.txt",
                                                     str(fold1 / "test.txt")))
     return folder
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Any:
+    """A real PostgreSQL server for the session (tests/postgres.py); skips with the reason when none can start."""
+    from tests import postgres
+
+    if postgres.binaries() is None:
+        pytest.skip("PostgreSQL is not installed (Debian package `postgresql`; .ci/run installs it)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'auditor[postgres]')")
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="auditor-postgres-"))  # under /tmp: the server's user must reach it
+    try:
+        context = postgres.server(folder)
+        url = context.__enter__()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not start: {exc}")
+    yield url
+    context.__exit__(None, None, None)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the session's server."""
+    import re
+
+    from tests import postgres
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
+    return postgres.fresh_database(postgres_server, name)

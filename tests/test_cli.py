@@ -58,9 +58,9 @@ def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
 
 
 def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
-    out = bookstore / "out"
-    _, first = report(bookstore / "audit.yaml", "--out", str(out))
-    _, second = report(bookstore / "audit.yaml", "--out", str(out))
+    out = bookstore / "out"  # same spec, seed and register state (a fresh register each): the same evidence
+    _, first = report(bookstore / "audit.yaml", "--out", str(out), "--register", str(bookstore / "a.sqlite"))
+    _, second = report(bookstore / "audit.yaml", "--out", str(out), "--register", str(bookstore / "b.sqlite"))
     assert first.parent != second.parent  # a new run folder each time, nothing overwritten
     a, b = evidence(first), evidence(second)
     assert a.pop("run") and b.pop("run")

@@ -101,7 +101,7 @@ def test_the_summary_lists_every_unjudged_detection_and_every_rule() -> None:
     assert [g["head"].rule for g in summary["act_on"]] == ["B-1"]  # one finding for the same requirement ...
     assert [f.rule for f in summary["act_on"][0]["rules"]] == ["B-1", "A-1"]  # ... citing both rules
     assert summary["act_on"][0]["citations"] == ["Law 2", "Law 1"]
-    assert summary["act_on"][0]["assignment"]["owner"] == "Team"
+    assert summary["act_on"][0]["record"]["owner"] == "Team"  # without a register: the spec's `findings:`
     assert summary["act_on"][0]["remedy"] == "collect more queries"
     assert [d["title"] for d in summary["unjudged"]] == ["Something found"]
     assert any("inconclusive" in s for s in summary["why"]) and any("no rule" in s for s in summary["why"])

@@ -51,8 +51,8 @@ def _fonts(data: bytes) -> dict[str, bool]:
 
 def test_pdf_is_pdfa3a_with_evidence_attached_and_deterministic(bookstore: Path) -> None:
     spec = write_spec(bookstore, output={"dir": "reports", "formats": ["html", "pdf"]})
-    first = run_audit(spec, today=DAY).run_dir
-    second = run_audit(spec, today=DAY).run_dir
+    first = run_audit(spec, today=DAY, register=str(bookstore / "a.sqlite")).run_dir  # the same register state:
+    second = run_audit(spec, today=DAY, register=str(bookstore / "b.sqlite")).run_dir  # a fresh register each
     assert first != second
     for name in ("report.html", "report.pdf"):  # same inputs + seed => same bytes (only evidence.json's run varies)
         assert hashlib.sha256((first / name).read_bytes()).digest() == \

@@ -80,12 +80,14 @@ class Detection:
     value: float | None = None
     interval: tuple[float, float] | None = None
     evidence: str = ""
+    subject: str = ""  # what it is about when the kind can occur several times (a feature, an explainer, a group):
+    # with the kind, the finding's stable key across reviews (auditor/register/lifecycle.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "title": self.title, "message": self.message, "severity": self.severity,
                 "citation": self.citation, "judged_by": list(self.judged_by), "value": _plain(self.value),
                 "interval": None if self.interval is None else [_plain(v) for v in self.interval],
-                "evidence": self.evidence}
+                "evidence": self.evidence, "subject": self.subject}
 
 
 @dataclass
@@ -111,11 +113,11 @@ class EvidenceResult:
 
     def detect(self, kind: str, title: str, message: str, *, severity: Literal["critical", "major", "minor"],
                citation: str, judged_by: tuple[str, ...] = (), value: float | None = None,
-               interval: tuple[float, float] | None = None) -> None:
+               interval: tuple[float, float] | None = None, subject: str = "") -> None:
         """Record a detection of this evidence item (see `Detection`)."""
         self.detections.append(Detection(kind=kind, title=title, message=message, severity=severity,
                                          citation=citation, judged_by=judged_by, value=value, interval=interval,
-                                         evidence=self.name))
+                                         evidence=self.name, subject=subject))
 
     def to_json(self) -> dict[str, Any]:
         out = {

@@ -417,7 +417,8 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                         f"{label} (95% interval {low:+.3f} to {high:+.3f}, which includes no difference): the flags "
                         "cannot be relied on to tell good explanations from bad ones here.", severity="minor",
                         citation="EU AI Act (Reg. 2024/1689) Art. 14(4)(b) — awareness of over-reliance on output",
-                        judged_by=(f"confidence.validation.{measure}_gap",), value=gap, interval=(low, high))
+                        judged_by=(f"confidence.validation.{measure}_gap",), value=gap, interval=(low, high),
+                        subject=measure)
             mean_f = float(values[keep & flags].mean()) if (keep & flags).any() else float("nan")
             mean_u = float(values[keep & ~flags].mean()) if (keep & ~flags).any() else float("nan")
             rows.append([label, source, comparison, int((keep & flags).sum()), int((keep & ~flags).sum()),

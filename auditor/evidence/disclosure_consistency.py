@@ -158,7 +158,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
             f"'{names[f]}' carries {within[f]:.1%} of what orders documents within a query (rank {rank} of "
             f"{len(names)} features) but is not among the parameters the business declares.",
             severity="major", citation="Reg. (EU) 2019/1150 (P2B) Art. 5(1) — the main parameters determining ranking",
-            judged_by=("disclosure.undeclared_main", "disclosure.undeclared_share"), value=float(within[f]))
+            judged_by=("disclosure.undeclared_main", "disclosure.undeclared_share"), value=float(within[f]),
+            subject=names[f])
     flagged = ", ".join(names[f] for f in undeclared)
     result.summary = (f"Declared order vs measured: tau = {metrics['disclosure.rank_correlation']:.2f}; "
                       + (f"undeclared influential parameter(s): {flagged}." if undeclared else

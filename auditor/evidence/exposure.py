@@ -383,7 +383,7 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
                           "products; Reg. (EU) 2019/1150 (P2B) Art. 7 — differentiated treatment of own goods"
                           if is_own else
                           "Reg. (EU) 2022/2065 (DSA) Art. 34(1)(b) — systemic risks to non-discrimination"),
-                judged_by=judged, value=r, interval=(low, high))
+                judged_by=judged, value=r, interval=(low, high), subject=label)
         change = s.get("counterfactual.share_change")
         if change is not None and math.isfinite(change[1]) and change[1] > 0:
             shift = s["counterfactual.rank_shift.mean"][0]
@@ -399,6 +399,7 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
                           "treatment of own products" if is_own else
                           "Reg. (EU) 2019/1150 (P2B) Art. 5(1) — main parameters, and Art. 7 — differentiated "
                           "treatment"),
+                subject=label,
                 judged_by=(f"{key}.counterfactual.share_change", "exposure.max.counterfactual.share_change")
                 + (("exposure.own.counterfactual.share_change",) if is_own else ()),
                 value=change[0], interval=(change[1], change[2]))

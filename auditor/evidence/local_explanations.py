@@ -713,7 +713,7 @@ def _report_convergence(result: EvidenceResult, ctx: AuditContext, options: Loca
             severity="minor", citation="EU AI Act (Reg. 2024/1689) Art. 13(1) — output interpretable; Reg. (EU) "
                                        "2019/1150 Art. 5(1)",
             judged_by=(f"{name}.mean", "local.kernelshap.underdetermined_share"), value=float(v.mean()),
-            interval=(low, high))
+            interval=(low, high), subject=method)
 
 
 def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: list[str]) -> None:
@@ -737,13 +737,14 @@ def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: 
                 f"feature sets", f"At k = {options.k}, {label(method)} has {shown}; RANDOM sets reach "
                 f"{random_mean:.3f} (up to {random_high:.3f}). Its explanations should not be shown to users or "
                 "reviewers as the reasons for a ranking.", severity="major", citation=citation,
-                judged_by=judged_by, value=mean, interval=(low, high))
+                judged_by=judged_by, value=mean, interval=(low, high), subject=method)
         elif np.isfinite(high) and high < options.validity_floor:
             result.detect(
                 "explanations-below-validity-floor", f"{label(method)} explanations do not reproduce the rankings",
                 f"At k = {options.k}, {label(method)} has {shown}, below the floor of {options.validity_floor:g}: "
                 "the features it names keep too few document pairs in order to explain the ranking.",
-                severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high))
+                severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high),
+                subject=method)
 
 
 def _interval(low: float, high: float) -> str:

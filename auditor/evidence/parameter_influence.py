@@ -160,7 +160,7 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                 judged_by=(f"{key}.rank_shift.mean", f"{key}.sweep_gain.mean", f"{key}.topk_changed_share",
                            "influence.max.rank_shift.mean", "influence.max.sweep_gain.max_abs",
                            "influence.max.topk_changed_share"),
-                value=shift, interval=(s_low, s_high))
+                value=shift, interval=(s_low, s_high), subject=name)
         rows_out.append([name, _grid_text(grid), _r(stats["rank_shift"][0]), _interval(stats["rank_shift"]),
                          int(metrics[f"{key}.rank_shift.max"]), _r(gain), _interval(stats["sweep_gain"]),
                          int(metrics[f"{key}.sweep_range.max"]), _r(stats["topk_changed"][0]),

@@ -18,14 +18,15 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
     findings = [Finding(**{**f, "interval": tuple(f["interval"]) if f.get("interval") else None})
                 for f in document.get("findings", [])]
     groups = group_findings(findings)
-    assignments = {a["rule"]: a for a in document.get("assignments", [])}
+    records = _records(document)
     detections = document.get("detections", [])
-    unjudged = [d for d in detections if not d.get("judged_by_rules")]
-    act_on = [_group(g, assignments, detections) for g in groups if g[0].status in ACT_ON]
-    passed = [_group(g, assignments, detections) for g in groups if g[0].status not in ACT_ON]
+    unjudged = [{**d, "record": records.get(_detection_key(d))} for d in detections if not d.get("judged_by_rules")]
+    act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
+    passed = [_group(g, records, detections) for g in groups if g[0].status not in ACT_ON]
     return {
         "opinion": document.get("opinion", ""),
         "why": why(document.get("opinion", ""), groups, unjudged),
+        "since": since_last_review(document),
         "act_on": act_on,
         "passed": passed,
         "unjudged": unjudged,
@@ -80,7 +81,50 @@ def why(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]
     return out
 
 
-def _group(group: list[Finding], assignments: dict[str, dict], detections: list[dict[str, Any]]) -> dict[str, Any]:
+def _records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each finding's life as the register records it (`review.findings`, by rule id or detection key); without a
+    register, the spec's `findings:` as the owner, due date and response."""
+    review = document.get("review") or {}
+    if "findings" in review:
+        return {f["key"]: f for f in review["findings"]}
+    return {a["rule"]: {"owner": a["owner"], "due": str(a["due"]), "response": a.get("note")}
+            for a in document.get("assignments", [])}
+
+
+def _detection_key(detection: dict[str, Any]) -> str:
+    from auditor.register.lifecycle import finding_key
+
+    return finding_key(detection)
+
+
+def since_last_review(document: dict[str, Any]) -> dict[str, Any] | None:
+    """What the summary opens with when the register knows the system: the previous review, findings opened,
+    remediated and overdue, status changes and inputs changed; or that this is the system's first review."""
+    review = document.get("review")
+    if not review:
+        return None
+    if "error" in review:
+        return {"error": review["error"], "system": review["system"]}
+    rows = review.get("findings", [])
+    diff = document.get("since_last_review") or {}
+    return {"system": review["system"], "previous": review.get("previous"),
+            "opened": [r for r in rows if _new_now(r)],
+            "reopened": [r for r in rows if any(e["event"] == "reopened" and e.get("run") == "this review"
+                                                for e in r.get("events", []))],
+            "remediated": [r for r in rows if r["status"] == "remediated"],
+            "overdue": [r for r in rows if r["status"] == "overdue"],
+            "status_changes": diff.get("findings", []),
+            "inputs_changed": [i["input"] for i in diff.get("inputs", []) if i.get("changed")],
+            "metrics_moved": len(diff.get("metrics", [])), "first": review.get("previous") is None}
+
+
+def _new_now(row: dict[str, Any]) -> bool:
+    """A finding this review opened (its first event is this review's)."""
+    events = row.get("events", [])
+    return bool(events) and events[0]["event"] == "opened" and events[0].get("run") == "this review"
+
+
+def _group(group: list[Finding], records: dict[str, dict], detections: list[dict[str, Any]]) -> dict[str, Any]:
     head = group[0]
     rules = [f.rule for f in group]
     return {
@@ -89,7 +133,7 @@ def _group(group: list[Finding], assignments: dict[str, dict], detections: list[
         "citations": list(dict.fromkeys(f.citation for f in group)),
         "remedy": next((f.remedy for f in group if f.remedy), ""),
         "rationale": head.rationale,
-        "assignment": next((assignments[r] for r in rules if r in assignments), None),
+        "record": next((records[r] for r in rules if r in records), None),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],
         "measured": measured(head),
     }

@@ -1,0 +1,180 @@
+"""Findings across reviews, as pure functions of an evidence document and a finding's events.
+
+A finding is a rule that FAILed, WARNed or was WAIVED, or a detection no applied rule judges. Its id is stable per
+audited system (`catalogue-ranker/BASE-8`, `catalogue-ranker/explainer-no-better-than-random:lirme5`), so the same
+problem found again next quarter is the same finding. Its status is read from its append-only events:
+
+    opened ─► responded (owner, due date, response) ─► remediated (a later review no longer shows it)
+       │            │                                      │
+       └──► accepted (approver, until) ◄───────────────────┘ reopened when it comes back
+
+A finding open or responded past its due date is *overdue*; an acceptance past its `until` no longer holds. A
+finding is remediated only by a review that could have shown it (its rule judged and PASSed, or the evidence that
+detects it ran); a rule SKIPPED or a pack left out says nothing about it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+SHOWN_STATUSES = ("FAIL", "WARN", "WAIVED")  # rule statuses that make a finding
+JUDGED = ("PASS", "WARN", "FAIL", "WAIVED")  # rule statuses of a rule that looked at its metric
+STATUSES = ("open", "responded", "accepted", "overdue", "remediated")
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A finding as one review shows it."""
+
+    key: str  # the rule id, or `<detection kind>[:<subject>]`
+    source: str  # "rule" or "detection"
+    title: str
+    severity: str
+    shown_as: str  # the rule's status, or "DETECTED"
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of a finding's history (the register's `finding_events` row, without its ids)."""
+
+    event: str  # opened, seen, responded, accepted, remediated, reopened
+    on_day: str
+    actor: str
+    run: str | None = None  # the review's run folder name, for events a review made
+    owner: str | None = None
+    due: str | None = None
+    response: str | None = None
+    approver: str | None = None
+    until: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class State:
+    """Where a finding stands after its events, on a given day."""
+
+    status: str = "open"
+    first_seen: str = ""
+    last_seen: str = ""
+    owner: str | None = None
+    due: str | None = None
+    response: str | None = None
+    approver: str | None = None
+    until: str | None = None
+    reason: str | None = None
+    remediated_in: str | None = None
+    events: list[Event] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if v is not None and k != "events"}
+        out["events"] = [e.to_json() for e in self.events]
+        return out
+
+
+def finding_key(detection: dict[str, Any]) -> str:
+    """A detection's key: its kind, and what it is about when the kind can occur several times (a feature, an
+    explainer, a group)."""
+    subject = detection.get("subject") or ""
+    return f"{detection['kind']}:{subject}" if subject else str(detection["kind"])
+
+
+def observed(document: dict[str, Any]) -> list[Observed]:
+    """The findings an evidence document shows: rules FAILed, WARNed or WAIVED, and detections no rule judges."""
+    out = [Observed(f["rule"], "rule", f["title"], f["severity"], f["status"])
+           for f in document.get("findings", []) if f["status"] in SHOWN_STATUSES]
+    seen = {o.key for o in out}
+    for d in document.get("detections", []):
+        key = finding_key(d)
+        if not d.get("judged_by_rules") and key not in seen:
+            seen.add(key)
+            out.append(Observed(key, "detection", d["title"], d["severity"], "DETECTED", d.get("evidence", "")))
+    return out
+
+
+def could_show(document: dict[str, Any], key: str, source: str, evidence: str) -> bool:
+    """Whether this review looked where the finding was: its rule judged its metric, or its evidence ran."""
+    if source == "rule":
+        return any(f["rule"] == key and f["status"] in JUDGED for f in document.get("findings", []))
+    return document.get("evidence", {}).get(evidence, {}).get("status") == "ok"
+
+
+def state(events: list[Event], today: dt.date) -> State:
+    """A finding's status on `today` from its events (oldest first)."""
+    now = State(events=list(events))
+    held = "open"  # the status an acceptance falls back to when it lapses
+    for e in events:
+        now.last_seen = e.on_day if e.event in ("opened", "seen", "reopened") else now.last_seen
+        if e.event in ("opened", "reopened"):
+            now.first_seen = now.first_seen or e.on_day
+            now.status = held = "open"
+            now.remediated_in = None
+        elif e.event == "responded":
+            now.owner, now.due, now.response = e.owner, e.due, e.response
+            if now.status != "remediated":
+                now.status = held = "responded"
+        elif e.event == "accepted":
+            now.approver, now.until, now.reason = e.approver, e.until, e.reason
+            if now.status != "remediated":
+                now.status = "accepted"
+        elif e.event == "remediated":
+            now.status, now.remediated_in = "remediated", e.run
+    if now.status == "accepted" and now.until is not None and dt.date.fromisoformat(now.until) < today:
+        now.status = held  # the acceptance lapsed
+    if now.status in ("open", "responded") and now.due is not None and dt.date.fromisoformat(now.due) < today:
+        now.status = "overdue"
+    return now
+
+
+def review_events(document: dict[str, Any], known: dict[str, tuple[Observed, list[Event]]], *, run: str,
+                  day: str, actor: str, assignments: list[dict[str, Any]], waivers: list[dict[str, Any]]
+                  ) -> dict[str, tuple[Observed, list[Event]]]:
+    """The events one review adds, per finding key: `known` holds the system's findings so far (how they were
+    last observed, and their events). Findings this review shows are opened, seen or reopened; findings it could
+    have shown but does not are remediated; the spec's `findings:` (owner, due, note) and `waivers:` are recorded as
+    responses and acceptances when they differ from the last ones."""
+    added: dict[str, tuple[Observed, list[Event]]] = {}
+    today = dt.date.fromisoformat(day)
+    shown = {o.key: o for o in observed(document)}
+    for key, seen in shown.items():
+        if key not in known:
+            added[key] = (seen, [Event("opened", day, actor, run)])
+        else:
+            was = state(known[key][1], today).status
+            added[key] = (seen, [Event("reopened" if was == "remediated" else "seen", day, actor, run)])
+    for key, (before, history) in known.items():
+        if key not in shown and state(history, today).status != "remediated" and \
+                could_show(document, key, before.source, before.evidence):
+            added[key] = (before, [Event("remediated", day, actor, run)])
+    for a in assignments:  # the spec's `findings:` seed the responses
+        key = a["rule"]
+        if key not in added and key not in known:
+            continue
+        history = known.get(key, (None, []))[1] + added.get(key, (None, []))[1]
+        now = state(history, today)
+        if (now.owner, now.due, now.response) != (a["owner"], str(a["due"]), a.get("note")):
+            _append(added, known, key, Event("responded", day, actor, owner=a["owner"], due=str(a["due"]),
+                                             response=a.get("note")))
+    for w in waivers:  # the spec's waivers are risk acceptances
+        key = w["rule"]
+        if key not in added and key not in known:
+            continue
+        history = known.get(key, (None, []))[1] + added.get(key, (None, []))[1]
+        now = state(history, today)
+        if (now.approver, now.until, now.reason) != (w["approver"], str(w["expires"]), w["justification"]):
+            _append(added, known, key, Event("accepted", day, actor, approver=w["approver"], until=str(w["expires"]),
+                                             reason=w["justification"]))
+    return added
+
+
+def _append(added: dict[str, tuple[Observed, list[Event]]], known: dict[str, tuple[Observed, list[Event]]],
+            key: str, event: Event) -> None:
+    if key in added:
+        added[key][1].append(event)
+    else:
+        added[key] = (known[key][0], [event])

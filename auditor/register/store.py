@@ -1,0 +1,348 @@
+"""The register of audits: an SQLite file by default, a PostgreSQL database for a team's shared register.
+
+Every write is one transaction (SQLite: WAL and `BEGIN IMMEDIATE`, so two audits finishing at once queue for the
+write lock instead of deadlocking; PostgreSQL: a transaction, findings inserted with ON CONFLICT DO NOTHING), so two
+audits recording at once are both recorded and neither is half-recorded. A fault (a locked or damaged file, a
+register from a newer auditor, a server that cannot be reached) is an `InputError` naming the register and the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from auditor.register import schema as s
+from auditor.register.lifecycle import Event, Observed, review_events, state
+
+SQLITE_BUSY_SECONDS = 60  # how long a writer waits for another audit's transaction
+_REBUILD_FIX = "move the file aside and re-index the run folders: `auditor register rebuild REPORTS-FOLDER`"
+
+
+def register_url(location: str | Path) -> str:
+    """A SQLAlchemy URL for a register location: a `postgresql://` (or `sqlite://`) URL as given, a path as SQLite."""
+    text = str(location)
+    if text.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+        return "postgresql+psycopg://" + text.split("://", 1)[1]
+    if text.startswith("sqlite://"):
+        return text
+    return f"sqlite:///{Path(text).expanduser().absolute()}"
+
+
+class Register:
+    """One register, opened (and migrated to this auditor's schema) on construction."""
+
+    def __init__(self, location: str | Path, *, create: bool = True) -> None:
+        from sqlalchemy import create_engine, event
+
+        self.location = str(location)
+        self.url = register_url(location)
+        self.sqlite = self.url.startswith("sqlite")
+        if self.sqlite:
+            path = Path(self.url.removeprefix("sqlite:///"))
+            if not create and not path.exists():
+                raise InputError("no register here", file=self.location,
+                                 fix="give `--register` the register.sqlite of your reports folder, or its "
+                                     "postgresql:// URL")
+            if path.exists() and not path.is_file():
+                raise InputError("the register is not a regular file", file=self.location,
+                                 fix="give the path of the register.sqlite file")
+            if not create and path.stat().st_size == 0:  # reading must not turn any empty file into a register
+                raise InputError("this file is empty, not a register", file=self.location,
+                                 fix="give the register.sqlite that `auditor report` wrote in your reports folder")
+            if create:
+                with self._errors_of_folder(path.parent):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_engine(self.url, connect_args={"timeout": SQLITE_BUSY_SECONDS,
+                                                                "isolation_level": None})
+
+            @event.listens_for(self.engine, "connect")
+            def _pragmas(dbapi: Any, _record: Any) -> None:
+                cursor = dbapi.cursor()
+                cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_SECONDS * 1000}")
+                cursor.execute("PRAGMA foreign_keys = ON")
+                cursor.close()
+
+            @event.listens_for(self.engine, "begin")
+            def _immediate(connection: Any) -> None:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            try:
+                import psycopg  # noqa: F401 - SQLAlchemy's PostgreSQL driver
+            except ImportError:
+                raise InputError("a PostgreSQL register needs the psycopg package", file=self.location,
+                                 fix="pip install 'auditor[postgres]'") from None
+            self.engine = create_engine(self.url, connect_args={"connect_timeout": 10}, pool_pre_ping=True)
+        self.shown = self.location if self.sqlite else self.engine.url.render_as_string(hide_password=True)
+        with self._errors():
+            self._migrate()
+
+    # --- faults ---------------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors_of_folder(self, folder: Path) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise InputError(f"cannot make the register's folder {folder} ({exc.strerror or exc})",
+                             file=self.location, fix="check the path and that it is writable") from None
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Database faults as one line naming the register and the fix."""
+        from sqlalchemy import exc
+
+        try:
+            yield
+        except exc.OperationalError as error:
+            text = str(error.orig or error).splitlines()[0]
+            if "locked" in text:
+                raise InputError(f"the register stayed locked by another process for {SQLITE_BUSY_SECONDS} s",
+                                 file=self.shown, fix="let the other audit finish and run this again") from None
+            if self.sqlite and ("not a database" in text or "malformed" in text):
+                raise InputError(f"the register is damaged ({text})", file=self.shown, fix=_REBUILD_FIX) from None
+            if self.sqlite:
+                raise InputError(f"cannot use the register ({text})", file=self.shown,
+                                 fix="check the path and that this folder is writable") from None
+            raise InputError(f"cannot reach the register ({text})", file=self.shown,
+                             fix="check the URL and that the PostgreSQL server is running; the password comes from "
+                                 "PGPASSWORD or ~/.pgpass") from None
+        except exc.DatabaseError as error:
+            text = str(error.orig or error).splitlines()[0]
+            raise InputError(f"the register is damaged ({text})", file=self.shown, fix=_REBUILD_FIX) from None
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._errors(), self.engine.begin() as connection:
+            yield connection
+
+    # --- schema ---------------------------------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        from sqlalchemy import inspect, select, text
+
+        with self.engine.begin() as connection:
+            if not self.sqlite:  # one migrator at a time on a shared server
+                connection.execute(text("SELECT pg_advisory_xact_lock(2026112634)"))
+            version = 0
+            if inspect(connection).has_table("meta"):
+                row = connection.execute(select(s.meta.c.value).where(s.meta.c.key == "schema_version")).first()
+                version = int(row[0]) if row else 0
+            if version > s.SCHEMA_VERSION:
+                raise InputError(f"the register was written by a newer auditor (schema version {version}; this one "
+                                 f"reads up to {s.SCHEMA_VERSION})", file=self.shown,
+                                 fix="upgrade auditor (pip install -U auditor) before using this register")
+            for migrate in s.MIGRATIONS[version:]:
+                migrate(connection)
+            if version < s.SCHEMA_VERSION:
+                connection.execute(s.meta.delete().where(s.meta.c.key == "schema_version"))
+                connection.execute(s.meta.insert().values(key="schema_version", value=str(s.SCHEMA_VERSION)))
+
+    def schema_version(self) -> int:
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            return int(connection.execute(select(s.meta.c.value).where(s.meta.c.key == "schema_version")).scalar())
+
+    # --- reading --------------------------------------------------------------------------------------------------
+
+    def known(self, system: str, connection: Any | None = None) -> dict[str, tuple[Observed, list[Event]]]:
+        """The system's findings, each as last observed, with its events oldest first."""
+        from sqlalchemy import select
+
+        with self._maybe(connection) as conn:
+            rows = conn.execute(select(s.findings).where(s.findings.c.system == system)).mappings().all()
+            names = dict(conn.execute(select(s.runs.c.id, s.runs.c.run_name)
+                                      .where(s.runs.c.system == system)).all())
+            history = conn.execute(select(s.events).join(s.findings, s.events.c.finding_id == s.findings.c.id)
+                                   .where(s.findings.c.system == system).order_by(s.events.c.id)).mappings().all()
+        out: dict[str, tuple[Observed, list[Event]]] = {
+            r["key"]: (Observed(r["key"], r["source"], r["title"], r["severity"], "", r["evidence"]), [])
+            for r in rows}
+        keys = {r["id"]: r["key"] for r in rows}
+        for e in history:
+            out[keys[e["finding_id"]]][1].append(_event(e, names))
+        return out
+
+    def previous(self, system: str) -> dict[str, Any] | None:
+        """The system's latest recorded review (its row, with `document`: its evidence.json), or None."""
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            row = connection.execute(select(s.runs).where(s.runs.c.system == system)
+                                     .order_by(s.runs.c.evaluated_on.desc(), s.runs.c.id.desc()).limit(1)
+                                     ).mappings().first()
+        if row is None:
+            return None
+        return {**{k: v for k, v in row.items() if k != "evidence_gz"},
+                "document": json.loads(zlib.decompress(row["evidence_gz"]))}
+
+    def runs(self, system: str | None = None) -> list[dict[str, Any]]:
+        """Recorded reviews, oldest first (without their documents)."""
+        from sqlalchemy import select
+
+        columns = [c for c in s.runs.c if c.name != "evidence_gz"]
+        query = select(*columns).order_by(s.runs.c.system, s.runs.c.evaluated_on, s.runs.c.id)
+        if system is not None:
+            query = query.where(s.runs.c.system == system)
+        with self._errors(), self.engine.connect() as connection:
+            return [dict(r) for r in connection.execute(query).mappings()]
+
+    def document(self, run_id: int) -> dict[str, Any]:
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            blob = connection.execute(select(s.runs.c.evidence_gz).where(s.runs.c.id == run_id)).scalar_one()
+        return json.loads(zlib.decompress(blob))
+
+    def findings(self, *, system: str | None = None, today: dt.date) -> list[dict[str, Any]]:
+        """Every finding with its state on `today`: id, system, key, title, severity, first run, and `state`."""
+        from sqlalchemy import select
+
+        query = select(s.findings).order_by(s.findings.c.system, s.findings.c.first_seen, s.findings.c.id)
+        if system is not None:
+            query = query.where(s.findings.c.system == system)
+        with self._errors(), self.engine.connect() as connection:
+            rows = connection.execute(query).mappings().all()
+            names = dict(connection.execute(select(s.runs.c.id, s.runs.c.run_name)).all())
+            history: dict[str, list[Event]] = {}
+            for e in connection.execute(select(s.events).order_by(s.events.c.id)).mappings():
+                history.setdefault(e["finding_id"], []).append(_event(e, names))
+        return [{**dict(r), "state": state(history.get(r["id"], []), today)} for r in rows]
+
+    def finding(self, finding_id: str, *, today: dt.date) -> dict[str, Any]:
+        """One finding by id; an unknown id is bad input with the nearest ids."""
+        everything = self.findings(today=today)
+        for row in everything:
+            if row["id"] == finding_id:
+                return row
+        import difflib
+
+        near = difflib.get_close_matches(finding_id, [r["id"] for r in everything], n=3)
+        raise InputError(f"no finding '{finding_id}' in the register", file=self.shown,
+                         fix=f"did you mean {', '.join(near)}?" if near else
+                             "`auditor findings list` shows the ids")
+
+    # --- writing --------------------------------------------------------------------------------------------------
+
+    def record(self, document: dict[str, Any], *, system: str, run_dir: Path, evidence_sha256: str,
+               bundle_sha256: str | None, actor: str) -> int:
+        """Record one review and what it does to the system's findings, in one transaction. Returns its run id."""
+        recorded_at = _now()
+        day = document["run"]["evaluated_on"]
+        with self._write() as connection:
+            run_id = connection.execute(s.runs.insert().values(
+                system=system, model_version=(document["inputs"]["model"].get("version")),
+                title=document["audit"]["title"], period=document["audit"].get("period"), evaluated_on=day,
+                started_at=document["run"]["started_at"], recorded_at=recorded_at, opinion=document["opinion"],
+                seed=document.get("seed"), spec_sha256=document["spec"]["sha256"], evidence_sha256=evidence_sha256,
+                bundle_sha256=bundle_sha256, run_dir=str(Path(run_dir).absolute()), run_name=Path(run_dir).name,
+                inputs=json.dumps(document["inputs"], sort_keys=True),
+                evidence_gz=zlib.compress(json.dumps(document, sort_keys=True).encode(), 6),
+                tool_version=document["tool"]["version"])).inserted_primary_key[0]
+            _results(connection, run_id, document)
+            known = self.known(system, connection)
+            added = review_events(document, known, run=Path(run_dir).name, day=day, actor=actor,
+                                  assignments=document.get("assignments", []), waivers=document.get("waivers", []))
+            for key, (seen, new_events) in added.items():
+                finding_id = f"{system}/{key}"
+                if key not in known:
+                    _insert_finding(connection, self.sqlite, id=finding_id, system=system, key=key,
+                                    source=seen.source, title=seen.title, severity=seen.severity,
+                                    evidence=seen.evidence, first_run=run_id, first_seen=day)
+                for e in new_events:
+                    connection.execute(s.events.insert().values(
+                        finding_id=finding_id, run_id=run_id if e.run else None, at=recorded_at,
+                        **{k: v for k, v in e.to_json().items() if k != "run"}))
+        return int(run_id)
+
+    def add_event(self, finding_id: str, event: Event) -> None:
+        """A response or an acceptance from the command line (`auditor findings respond|accept`)."""
+        with self._write() as connection:
+            connection.execute(s.events.insert().values(finding_id=finding_id, at=_now(),
+                                                        **{k: v for k, v in event.to_json().items() if k != "run"}))
+
+    def record_approval(self, *, run_dir: Path, bundle_sha256: str, decision: str, approver: str,
+                        reason: str | None, statement_sha256: str) -> None:
+        from sqlalchemy import select
+
+        with self._write() as connection:
+            run_id = connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir == str(Path(run_dir).absolute()))
+                                        ).scalar()
+            connection.execute(s.approvals.insert().values(
+                run_id=run_id, bundle_sha256=bundle_sha256, decision=decision, approver=approver, reason=reason,
+                at=_now(), statement_sha256=statement_sha256))
+
+    def approvals(self) -> list[dict[str, Any]]:
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            return [dict(r) for r in connection.execute(select(s.approvals).order_by(s.approvals.c.id)).mappings()]
+
+    def has_run(self, run_dir: Path) -> bool:
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            return connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir == str(Path(run_dir).absolute()))
+                                      ).first() is not None
+
+    @contextmanager
+    def _maybe(self, connection: Any | None) -> Iterator[Any]:
+        if connection is not None:
+            yield connection
+        else:
+            with self._errors(), self.engine.connect() as conn:
+                yield conn
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _results(connection: Any, run_id: int, document: dict[str, Any]) -> None:
+    """Rule verdicts, detections and metrics of one review."""
+    from auditor.register.lifecycle import finding_key
+
+    rules = [{"run_id": run_id, "pack": f["pack"], "rule": f["rule"], "title": f["title"], "severity": f["severity"],
+              "status": f["status"], "metric": f.get("metric"), "value": _number(f.get("value")),
+              "ci_low": _number((f.get("interval") or [None, None])[0]),
+              "ci_high": _number((f.get("interval") or [None, None])[1])} for f in document.get("findings", [])]
+    found = [{"run_id": run_id, "finding_key": finding_key(d), "kind": d["kind"], "title": d["title"],
+              "severity": d["severity"], "evidence": d.get("evidence", ""), "value": _number(d.get("value")),
+              "judged": int(bool(d.get("judged_by_rules")))} for d in document.get("detections", [])]
+    values = [{"run_id": run_id, "name": name, "value": _number(value)}
+              for result in document.get("evidence", {}).values() for name, value in result.get("metrics", {}).items()]
+    for table, rows in ((s.rule_results, rules), (s.detections, found), (s.metrics, values)):
+        if rows:
+            connection.execute(table.insert(), rows)
+
+
+def _insert_finding(connection: Any, sqlite: bool, **values: Any) -> None:
+    """Insert a finding unless another audit recording at the same moment already did."""
+    if sqlite:
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert
+    connection.execute(insert(s.findings).values(**values).on_conflict_do_nothing(index_elements=["id"]))
+
+
+def _event(row: Any, run_names: dict[int, str]) -> Event:
+    return Event(event=row["event"], on_day=row["on_day"], actor=row["actor"],
+                 run=run_names.get(row["run_id"]) if row["run_id"] is not None else None, owner=row["owner"],
+                 due=row["due"], response=row["response"], approver=row["approver"], until=row["until"],
+                 reason=row["reason"])
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
