@@ -673,3 +673,36 @@ def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence
         ax.set_xlabel("share of the queries' attention")
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, frameon=False, fontsize=7)
         return to_svg(fig)
+
+
+def trend_chart(labels: Sequence[str], values: Sequence[float | None], lows: Sequence[float | None],
+                highs: Sequence[float | None], *, ylabel: str, share: bool = False, gid: str = "points") -> str:
+    """One measure across reviews, oldest left: a dot per review that has it (the line `gid` joins them: its
+    markers are the points), its 95% interval as a bar where there is one, and its value beside it. `labels`
+    name the reviews on the x axis (their days); a review without the measure leaves its place empty."""
+    as_float = [math.nan if v is None else float(v) for v in values]
+    x = np.arange(len(labels), dtype=float)
+    text = fmt_share if share else fmt
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 2.5))
+        present = [i for i, v in enumerate(as_float) if math.isfinite(v)]
+        for i in present:
+            low, high = lows[i], highs[i]
+            if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+                ax.plot([x[i], x[i]], [low, high], color=_COLOR, alpha=0.45, linewidth=3.5, solid_capstyle="butt")
+        ax.plot(x[present], [as_float[i] for i in present], color=_COLOR, marker="o", markersize=5, linewidth=1.2,
+                gid=gid)
+        for i in present:
+            ax.annotate(text(as_float[i]), (x[i], as_float[i]), xytext=(6, 0), textcoords="offset points",
+                        va="center", fontsize=7.5)
+        ax.set_xticks(x, list(labels), rotation=30 if len(labels) > 6 else 0,
+                      ha="right" if len(labels) > 6 else "center")
+        ax.set_xlim(-0.5, len(labels) - 0.3)
+        ax.margins(y=0.15)
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0) if share else
+                                     FuncFormatter(lambda v, _pos: fmt(v)))
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", color="#e6e9ee", linewidth=0.6)
+        ax.set_axisbelow(True)
+        return to_svg(fig)
