@@ -12,7 +12,8 @@
   One verdict line per artifact; pyHanko's own log (tracebacks of a failed path validation) stays off the terminal.
   The folder is an adversary's: JSON is read strictly (`strict_json`: no duplicate key, no NaN, 64 levels), the
   walk is bounded and opens nothing but regular files (`_walk`, `_open_regular`), every entry that is not a listed
-  regular file fails, and every printed string is escaped (`shown`).
+  regular file fails, and every printed string is escaped (`shown`). An approver's sign-off (approval.dsse.json,
+  `auditor.approval`) is the one file allowed beside the listed ones, and is checked last.
 
 Passphrases come from an environment variable (or a prompt in `auditor keygen`), never from the command line.
 """
@@ -39,6 +40,7 @@ from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.hashing import sha256_file
 
 BUNDLE_NAME = "bundle.dsse.json"
+APPROVAL_NAME = "approval.dsse.json"  # the approver's sign-off, written after signing (auditor/approval.py)
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "urn:auditor:audit-run:v1"
@@ -271,8 +273,12 @@ def shown(text: str, *, limit: int = SHOWN_CHARS) -> str:
     return display(bytes_shown, limit=limit, run=limit)
 
 
-def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None = None) -> list[Verdict]:
-    """Every check on a signed run folder; the run holds when every verdict is ok (skipped ones included)."""
+def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None = None,
+               approver_trust: list[Path] | None = None) -> list[Verdict]:
+    """Every check on a signed run folder; the run holds when every verdict is ok (skipped ones included). The
+    approver's sign-off (approval.dsse.json), when present, is checked last (`auditor.approval.check_approval`)."""
+    from auditor.approval import check_approval, load_trusted
+
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError("no such run folder", file=run_dir, fix="give the folder that holds bundle.dsse.json")
@@ -282,6 +288,7 @@ def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None 
                          fix="sign runs with a `signing:` block in the spec")
     public = _load_pubkey(pubkey) if pubkey is not None else None
     trusted = _load_cert(trust) if trust is not None else None
+    approvers = load_trusted(approver_trust)
 
     statement, envelope_verdict = _check_envelope(bundle, public)
     if statement is None:
@@ -293,7 +300,13 @@ def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None 
                  for subject in statement["subject"]]
     verdicts += _check_folder(root, listed)
     predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
-    return verdicts + _check_contents(root, listed, predicate, trusted)
+    verdicts += _check_contents(root, listed, predicate, trusted)
+    try:
+        bundle_sha256: str | None = _hash_regular(bundle, follow=False)
+    except _Unreadable:
+        bundle_sha256 = None
+    return verdicts + check_approval(root, bundle_sha256=bundle_sha256, bundle_predicate=predicate,
+                                     trusted=approvers)
 
 
 def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any) -> list[Verdict]:
@@ -604,7 +617,8 @@ def _check_folder(root: Path, listed: set[str]) -> list[Verdict]:
     unlisted: dict[str, int] = {}  # name -> lstat mode, of the topmost entries nothing vouches for
     inside: dict[str, int] = {}  # unlisted folder -> entries below it
     for name, mode in sorted(entries):
-        if name in listed or name == BUNDLE_NAME or (stat.S_ISDIR(mode) and name in folders):
+        if name in listed or name == BUNDLE_NAME or (stat.S_ISDIR(mode) and name in folders) \
+                or (name == APPROVAL_NAME and stat.S_ISREG(mode)):  # checked on its own line
             continue
         parent = next((up for up in map(str, PurePosixPath(name).parents) if up in unlisted), None)
         if parent is not None:
@@ -672,7 +686,9 @@ def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = 
         roots = [_to_asn1(trusted)] if trusted is not None else []
         context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail")
         try:
-            status = validate_pdf_signature(signatures[0], context)
+            # the signature must cover the entire file (below), so no later revision exists to analyse: pyHanko's
+            # difference analysis reads every object of an amended file again and took 18-100 s on the demo's
+            status = validate_pdf_signature(signatures[0], context, skip_diff=True)
         except Exception as exc:
             return Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")
     problems = []
