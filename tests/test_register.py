@@ -175,6 +175,13 @@ def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None
     assert [r["run_name"] for r in runs] == [q1.name, q2.name, q3.name]
     assert [r["opinion"] for r in runs][-1] != "negative"
 
+    _cli("history", "--out", str(tmp_path / "board"), "--register", register_location)  # the board's view
+    page = (tmp_path / "board" / "catalogue-ranker.html").read_text()
+    assert all(run.name in page for run in (q1, q2, q3))
+    figures = re.findall(r"<figure.*?</figure>", page, flags=re.S)
+    assert any("nDCG@10" in f for f in figures) and any("undeclared" in f.lower() for f in figures), \
+        "the trends of nDCG and of the undeclared share"
+
 
 # --- faults: never lost, never half-recorded, one line each ----------------------------------------------------------
 
