@@ -13,6 +13,9 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 import yaml
+from typer.testing import CliRunner
+
+from auditor.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"
@@ -149,3 +152,36 @@ def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> str:
 
     name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
     return postgres.fresh_database(postgres_server, name)
+
+
+PASS = "correct horse battery staple"
+
+
+def _keygen(folder: Path) -> Path:
+    result = CliRunner().invoke(app, ["keygen", "--out", str(folder), "--passphrase-env", "TEST_KEY_PASS"],
+                                env={"TEST_KEY_PASS": PASS})
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+@pytest.fixture(scope="session")
+def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One signed bookstore run (light spec) and its keys, for the session (tests/test_signing.py and the
+    modules that verify or approve runs); tests copy the run folder before tampering."""
+    root = tmp_path_factory.mktemp("signed")
+    folder = root / "bookstore"
+    folder.mkdir()
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    keys = _keygen(root / "keys")
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
+    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+    spec["signing"] = {"key": "../keys/signer.p12", "passphrase_env": "TEST_KEY_PASS",
+                       "bundle_key": "../keys/bundle-ed25519.pem"}
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = CliRunner().invoke(app, ["report", str(folder / "audit.yaml"), "--quiet", "--fail-on", "never"],
+                                env={"TEST_KEY_PASS": PASS})
+    assert result.exit_code == 0, result.output
+    run = Path(result.stdout.strip()).parent
+    return {"run": run, "keys": keys, "spec": folder / "audit.yaml"}

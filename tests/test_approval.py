@@ -18,10 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests import test_signing
 from tests.test_signing import PASS, _copy
 
-signed = test_signing.signed  # the signed run and its keys, made once for this module
 runner = CliRunner()
 AS = "Jane Roe, Head of Model Risk"
 

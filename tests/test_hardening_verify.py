@@ -22,10 +22,7 @@ from typing import Any
 import pytest
 
 from auditor import signing
-from tests import test_signing
 from tests.test_signing import PASS, _bundle_key, _copy, _statement, verify
-
-signed = test_signing.signed  # the signed run and its keys, made once for this module
 
 
 def _sign_payload(run: Path, payload: bytes) -> None:

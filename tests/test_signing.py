@@ -11,48 +11,19 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.conftest import BOOKSTORE, LIGHT
+from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen  # noqa: F401 (the signed run: conftest)
 
 runner = CliRunner()
-PASS = "correct horse battery staple"
-
-
-def _keygen(folder: Path) -> Path:
-    result = runner.invoke(app, ["keygen", "--out", str(folder), "--passphrase-env", "TEST_KEY_PASS"],
-                           env={"TEST_KEY_PASS": PASS})
-    assert result.exit_code == 0, result.output
-    return folder
-
-
-@pytest.fixture(scope="module")
-def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One signed bookstore run (light spec) and its keys; tests copy the run folder before tampering."""
-    root = tmp_path_factory.mktemp("signed")
-    folder = root / "bookstore"
-    folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
-    keys = _keygen(root / "keys")
-    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
-    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
-    spec["signing"] = {"key": "../keys/signer.p12", "passphrase_env": "TEST_KEY_PASS",
-                       "bundle_key": "../keys/bundle-ed25519.pem"}
-    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    result = runner.invoke(app, ["report", str(folder / "audit.yaml"), "--quiet", "--fail-on", "never"],
-                           env={"TEST_KEY_PASS": PASS})
-    assert result.exit_code == 0, result.output
-    run = Path(result.stdout.strip()).parent
-    return {"run": run, "keys": keys, "spec": folder / "audit.yaml"}
-
-
 def _copy(signed: dict[str, Path], name: str) -> Path:
     """A copy of the signed run next to it (same relative paths to the inputs)."""
     target = signed["run"].parent / name
+    for n in range(2, 1000):  # the run is shared by the session's modules: a name once
+        if not target.exists():
+            break
+        target = signed["run"].parent / f"{name}-{n}"
     shutil.copytree(signed["run"], target)
     return target
 

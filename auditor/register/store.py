@@ -166,7 +166,8 @@ class Register:
             for r in rows}
         keys = {r["id"]: r["key"] for r in rows}
         for e in history:
-            out[keys[e["finding_id"]]][1].append(_event(e, names))
+            if e["finding_id"] in keys:  # a finding another review made after the first query: not ours to read
+                out[keys[e["finding_id"]]][1].append(_event(e, names))
         return out
 
     def previous(self, system: str) -> dict[str, Any] | None:
@@ -236,6 +237,10 @@ class Register:
         recorded_at = _now()
         day = document["run"]["evaluated_on"]
         with self._write() as connection:
+            if not self.sqlite:  # one review of a system at a time (SQLite's BEGIN IMMEDIATE does this for all)
+                from sqlalchemy import text
+
+                connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:system))"), {"system": system})
             run_id = connection.execute(s.runs.insert().values(
                 system=system, model_version=(document["inputs"]["model"].get("version")),
                 title=document["audit"]["title"], period=document["audit"].get("period"), evaluated_on=day,
