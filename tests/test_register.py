@@ -158,7 +158,7 @@ def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None
                                                                    register_location))
     text = _text(q2)
     assert f"Since the last review of catalogue-ranker ( {q1.name} " in text
-    assert "Owner Search &amp; Discovery team, due 2027-03-31" in text
+    assert "owner Search &amp; Discovery team, due 2027-03-31" in text
     assert "Response Declare sales volume in the terms" in text
     doc2 = json.loads((q2 / "evidence.json").read_text())
     assert doc2["since_last_review"]["old"] == q1.name and "baseline" not in doc2["spec"]["content"]

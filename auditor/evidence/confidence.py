@@ -101,7 +101,7 @@ class ConfidenceOptions(EvidenceOptions):
     path_top_k: int = Field(5, ge=1, description="K of the decision-path top-K AUC.")
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
-    max_listed: int = Field(40, ge=0, description="Flagged explanations listed in the report.")
+    max_listed: int = Field(30, ge=0, description="Flagged explanations listed in the report.")
     background_rows: int | None = Field(
         None, ge=1, le=1000, description="Background rows the listwise explainers and `background_search` play on "
                                          "(tau averaged over N masked rankings), as in local_explanations. Default: "

@@ -133,10 +133,17 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "citations": list(dict.fromkeys(f.citation for f in group)),
         "remedy": next((f.remedy for f in group if f.remedy), ""),
         "rationale": head.rationale,
-        "record": next((records[r] for r in rules if r in records), None),
+        "record": _record(rules, records),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],
         "measured": measured(head),
     }
+
+
+def _record(rules: list[str], records: dict[str, dict]) -> dict[str, Any] | None:
+    """The register's record of a finding that several packs' rules judge: the one someone answered (an owner or
+    an acceptance), else the first."""
+    found = [records[r] for r in rules if r in records]
+    return next((r for r in found if r.get("owner") or r.get("approver")), found[0] if found else None)
 
 
 def measured(finding: Finding) -> str:
