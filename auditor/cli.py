@@ -222,21 +222,31 @@ def keygen(
 def verify(
     run_dir: Annotated[Path, typer.Argument(help="A signed run folder (holds bundle.dsse.json).",
                                             show_default=False)],
-    trust: Annotated[Path | None, typer.Option(help="Certificate (PEM/DER) trusted to sign report.pdf.")] = None,
-    pubkey: Annotated[Path | None, typer.Option(help="Ed25519 public key (PEM) trusted to sign the bundle.")] = None,
+    trust: Annotated[list[Path] | None, typer.Option(help="Certificates (PEM/DER, or a folder of them) trusted "
+                                                           "to sign report.pdf and to timestamp it "
+                                                           "(repeatable).")] = None,
+    pubkey: Annotated[Path | None, typer.Option(help="Public key (PEM) trusted to sign the bundle.")] = None,
     approver_trust: Annotated[list[Path] | None, typer.Option("--approver-trust", help="Certificate (PEM/DER) of "
                                                               "an approver whose sign-off is trusted "
                                                               "(repeatable).")] = None,
+    inputs: Annotated[bool, typer.Option("--inputs", help="Also re-hash every input the bundle names (model, "
+                                         "data, packs, templates); one not found fails.")] = False,
+    inputs_root: Annotated[Path | None, typer.Option("--inputs-root", help="Look for the inputs in this folder "
+                                                     "too (by their recorded relative paths, then by name).",
+                                                     show_default=False)] = None,
+    at: Annotated[str | None, typer.Option("--at", help="Validate as of this time (ISO 8601, e.g. "
+                                           "2031-01-01T00:00:00Z) instead of now.", show_default=False)] = None,
     debug: Debug = False,
 ) -> None:
-    """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature, the
-    approver's sign-off.
+    """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature and its
+    trusted time, the approver's sign-off; with --inputs, the inputs too.
 
     Exit 0 when everything holds, 1 when anything does not, 2 on bad input."""
-    from auditor.signing import verify_run
+    from auditor.signing import parse_moment, verify_run
 
-    verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey, approver_trust=approver_trust),
-                      debug=debug)
+    verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey, approver_trust=approver_trust,
+                                         inputs=inputs or inputs_root is not None, inputs_root=inputs_root,
+                                         at=parse_moment(at)), debug=debug)
     for verdict in verdicts:
         typer.echo(verdict.line())
     failed = [v for v in verdicts if not v.ok]

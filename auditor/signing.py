@@ -273,10 +273,16 @@ def shown(text: str, *, limit: int = SHOWN_CHARS) -> str:
     return display(bytes_shown, limit=limit, run=limit)
 
 
-def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None = None,
-               approver_trust: list[Path] | None = None) -> list[Verdict]:
+def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey: Path | None = None,
+               approver_trust: list[Path] | None = None, inputs: bool = False, inputs_root: Path | None = None,
+               at: dt.datetime | None = None) -> list[Verdict]:
     """Every check on a signed run folder; the run holds when every verdict is ok (skipped ones included). The
-    approver's sign-off (approval.dsse.json), when present, is checked last (`auditor.approval.check_approval`)."""
+    approver's sign-off (approval.dsse.json), when present, is checked last (`auditor.approval.check_approval`).
+
+    `trust`: certificates (PEM files, possibly several in one, or folders of them) trusted for the signer and the
+    time-stamping authority. `inputs`: every input the bundle names must be found and match (`inputs_root`: where
+    to look besides the recorded paths). `at`: validate as of this time instead of now (the expiry of a
+    certificate, years later)."""
     from auditor.approval import check_approval, load_trusted
 
     run_dir = Path(run_dir)
@@ -287,7 +293,7 @@ def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None 
         raise InputError(f"no {BUNDLE_NAME} in this folder (the run was not signed)", file=run_dir,
                          fix="sign runs with a `signing:` block in the spec")
     public = _load_pubkey(pubkey) if pubkey is not None else None
-    trusted = _load_cert(trust) if trust is not None else None
+    trusted = load_trust(trust)
     approvers = load_trusted(approver_trust)
 
     statement, envelope_verdict = _check_envelope(bundle, public)
@@ -296,8 +302,8 @@ def verify_run(run_dir: Path, *, trust: Path | None = None, pubkey: Path | None 
     root = run_dir.resolve()
     listed: set[str] = set()
     verdicts = [envelope_verdict]
-    verdicts += [_check_subject(subject, root, listed, authentic=envelope_verdict.ok)
-                 for subject in statement["subject"]]
+    verdicts += [_check_subject(subject, root, listed, authentic=envelope_verdict.ok, inputs=inputs,
+                                inputs_root=inputs_root) for subject in statement["subject"]]
     verdicts += _check_folder(root, listed)
     predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
     verdicts += _check_contents(root, listed, predicate, trusted)
@@ -523,7 +529,8 @@ def _parse_envelope(data: bytes) -> tuple[dict[str, Any], bytes, list[Any]]:
 
 # --- subjects and the folder ----------------------------------------------------------------------------------------
 
-def _check_subject(subject: Any, root: Path, listed: set[str], *, authentic: bool) -> Verdict:
+def _check_subject(subject: Any, root: Path, listed: set[str], *, authentic: bool, inputs: bool = False,
+                   inputs_root: Path | None = None) -> Verdict:
     """One subject of the statement: its path refused, or its file re-hashed."""
     if not isinstance(subject, dict) or not isinstance(subject.get("name"), str):
         return Verdict(False, "?", "malformed subject in the bundle")
@@ -536,7 +543,8 @@ def _check_subject(subject: Any, root: Path, listed: set[str], *, authentic: boo
         return Verdict(False, name, refused)
     if annotations.get("kind", "artifact") == "input":
         role = str(annotations.get("role", "input"))
-        return _check_input(name, root / name, digest.get("sha256"), role, authentic=authentic)
+        return _check_input(name, root / name, digest.get("sha256"), role, authentic=authentic, required=inputs,
+                            inputs_root=inputs_root)
     return _check_artifact(name, root, digest.get("sha256"), listed)
 
 
@@ -582,7 +590,8 @@ def _check_artifact(name: str, root: Path, expected: Any, listed: set[str]) -> V
     return _compare(name, actual, expected)
 
 
-def _check_input(name: str, path: Path, expected: Any, role: str, *, authentic: bool) -> Verdict:
+def _check_input(name: str, path: Path, expected: Any, role: str, *, authentic: bool, required: bool = False,
+                 inputs_root: Path | None = None) -> Verdict:
     """An input the audit read, outside the run folder: re-hashed when still there, and only when the bundle is
     authenticated (a forged bundle could name any file of the verifier's and have a prefix of its hash printed)."""
     if not authentic:
@@ -838,6 +847,49 @@ def _load_pubkey(path: Path) -> Any:
     if not isinstance(key, ed25519.Ed25519PublicKey):
         raise InputError("not an Ed25519 public key", file=path, fix="give bundle-ed25519.pub.pem")
     return key
+
+
+def parse_moment(text: str | None) -> dt.datetime | None:
+    """`--at`: an ISO 8601 time (a date alone is its midnight UTC; no zone means UTC)."""
+    if text is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"not an ISO 8601 time: {shown(text, limit=60)}", where="--at",
+                         fix="write e.g. 2031-01-01 or 2031-01-01T12:00:00Z") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def load_trust(paths: Path | list[Path] | None) -> list[Any]:
+    """Certificates from PEM/DER files (a PEM file may hold several) and folders of them (*.pem, *.crt, *.cer,
+    *.der), as cryptography certificates; an empty list when none is given."""
+    from cryptography import x509
+
+    if paths is None:
+        return []
+    found: list[Any] = []
+    for path in [paths] if isinstance(paths, Path) else paths:
+        path = Path(path)
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in {".pem", ".crt", ".cer", ".der"}
+                       and p.is_file()) if path.is_dir() else [path]
+        if path.is_dir() and not files:
+            raise InputError("no certificate files (*.pem, *.crt, *.cer, *.der) in this folder", file=path,
+                             fix="give the folder that holds the trusted certificates, or the files")
+        for file in files:
+            data = read_bytes(file, limit=MAX_SMALL_BYTES, what="certificate")
+            if b"-----BEGIN" in data:
+                try:
+                    certs = x509.load_pem_x509_certificates(data)
+                except ValueError:
+                    certs = []
+                if not certs:
+                    raise InputError("no X.509 certificate in this PEM file", file=file,
+                                     fix="give signer-cert.pem from `auditor keygen`, or the CA's certificate")
+                found += certs
+            else:
+                found.append(_load_cert(file))
+    return found
 
 
 def _load_cert(path: Path) -> Any:

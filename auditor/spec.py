@@ -283,16 +283,48 @@ class OutputSpec(StrictModel):
                           "replaces the default of the same name; `custom.css` is added after the default CSS.")
 
 
+class Pkcs11Spec(StrictModel):
+    """A signing key held by a PKCS#11 token (an HSM, a smart card, SoftHSM2): it signs there and never leaves it."""
+
+    module: InputFile = Field(description="The token's PKCS#11 library, e.g. /usr/lib/softhsm/libsofthsm2.so.")
+    token: str = Field(min_length=1, description="The token's label.")
+    key_label: str = Field(min_length=1, description="Label of the RSA private key on the token.")
+    cert_label: str | None = Field(None, description="Label of its certificate on the token (default: key_label).")
+    cert: InputFile | None = Field(None, description="The certificate as a file (PEM/DER), when the token holds "
+                                                     "none.")
+
+
 class SigningSpec(StrictModel):
     """Sign the run: a PAdES signature in report.pdf and a DSSE bundle over every file (see docs/signing.md)."""
 
-    key: InputFile = Field(description="PKCS#12 file (.p12) with the RSA signing key and its X.509 certificate "
-                                       "(`auditor keygen` makes one).")
+    key: InputFile | None = Field(None, description="PKCS#12 file (.p12) with the RSA signing key and its X.509 "
+                                                    "certificate (`auditor keygen` makes one); or `pkcs11`.")
+    pkcs11: Pkcs11Spec | None = Field(None, description="Sign with a key held by a PKCS#11 token instead of `key`.")
     passphrase_env: str = Field("AUDITOR_KEY_PASS", min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                                 description="Name of the environment variable that holds the passphrase of "
                                             "`key` and `bundle_key` (never the passphrase itself).")
-    bundle_key: InputFile = Field(description="Ed25519 private key (PEM, encrypted with the same passphrase) that "
-                                              "signs bundle.dsse.json.")
+    pin_env: str = Field("AUDITOR_PKCS11_PIN", min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                         description="Name of the environment variable that holds the token's user PIN.")
+    bundle_key: InputFile | None = Field(None, description="Ed25519 private key (PEM, encrypted with the "
+                                                           "passphrase) that signs bundle.dsse.json; with `pkcs11` "
+                                                           "and no bundle_key, the token's key signs it.")
+    chain: list[InputFile] = Field([], description="CA certificates (PEM/DER) from the signer's issuer up to the "
+                                                   "root, embedded for long-term validation (default: those in "
+                                                   "the PKCS#12 file).")
+    timestamp_url: str | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2000,
+                                      description="An RFC 3161 time-stamping authority: the PDF signature gets its "
+                                                  "timestamp (PAdES B-T), the validation data and a document "
+                                                  "timestamp follow (B-LTA), and the bundle's signature is "
+                                                  "timestamped too. Also AUDITOR_TSA_URL or --timestamp-url.")
+
+    @model_validator(mode="after")
+    def _one_key(self) -> SigningSpec:
+        if (self.key is None) == (self.pkcs11 is None):
+            raise ValueError("name the signing key once: either `key` (a PKCS#12 file) or `pkcs11` (a token)")
+        if self.key is not None and self.bundle_key is None:
+            raise ValueError("`bundle_key` is missing: the Ed25519 key that signs bundle.dsse.json "
+                             "(`auditor keygen` makes one)")
+        return self
 
 
 def _evidence_union() -> Any:
