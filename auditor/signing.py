@@ -692,7 +692,7 @@ def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = 
             return Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")
         if len(signatures) != 1:
             return Verdict(False, name, f"expected one signature, found {len(signatures)}")
-        roots = [_to_asn1(trusted)] if trusted is not None else []
+        roots = [_to_asn1(cert) for cert in trusted]
         context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail")
         try:
             # the signature must cover the entire file (below), so no later revision exists to analyse: pyHanko's
@@ -707,7 +707,7 @@ def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = 
         problems.append("does not cover the entire file (bytes added after signing)")
     if status.docmdp_ok is False:
         problems.append("changes after certification")
-    if trusted is None:
+    if not trusted:
         problems.append("signer not checked: no --trust certificate given")
     elif not status.trusted:
         problems.append("signer not trusted by the --trust certificate")
