@@ -158,6 +158,10 @@ def report(
     register: Annotated[str | None, typer.Option("--register", help="The register: an SQLite file, a "
                                                  "postgresql:// URL, or `off` (default: the spec's `register:`, "
                                                  "else register.sqlite in the output folder).")] = None,
+    timestamp_url: Annotated[str | None, typer.Option("--timestamp-url", help="An RFC 3161 TSA for the signed "
+                                                      "run's trusted time (default: the spec's signing."
+                                                      "timestamp_url, else $AUDITOR_TSA_URL).",
+                                                      show_default=False)] = None,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -171,7 +175,7 @@ def report(
             return run_audit(spec, out=out, seed=seed, progress=progress,
                              executor=_executor_override(spec, jobs, executor, scheduler),
                              notify=None if quiet else lambda note: typer.echo(f"note: {terminal(note)}", err=True),
-                             register=register)
+                             register=register, timestamp_url=timestamp_url)
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}

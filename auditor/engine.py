@@ -80,9 +80,10 @@ class AuditRun:
     register_error: InputError | None = None  # the register could not be read or written: the run still was
 
 
-def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None) -> PreparedAudit:
+def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None,
+            timestamp_url: str | None = None) -> PreparedAudit:
     """Load and check everything the audit needs; raises InputError on the first problem. `seed` overrides the
-    spec's (it draws the dataset's query sample)."""
+    spec's (it draws the dataset's query sample), `timestamp_url` the spec's TSA."""
     progress = progress or Progress()
     spec_path = Path(spec_path)
     spec, raw = load_spec(spec_path)
@@ -113,7 +114,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     if spec.signing is not None:  # keys and passphrase are checked before any evidence runs
         from auditor.signing import load_material
 
-        signing = load_material(spec.signing, spec_file=spec_path)
+        signing = load_material(spec.signing, spec_file=spec_path, timestamp_url=timestamp_url)
     baseline = None
     if spec.baseline is not None:  # a previous run: readable, and of this evidence schema
         from auditor.diff import load_run
@@ -159,7 +160,7 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
               progress: Progress | None = None, today: dt.date | None = None,
               executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None,
-              register: str | None = None) -> AuditRun:
+              register: str | None = None, timestamp_url: str | None = None) -> AuditRun:
     """Run the audit a spec describes, write its run folder and record it in the register. Returns where it went
     and the verdicts. `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler),
     `register` the spec's register (`off`: none); `notify` receives one-line notes for the person running it
@@ -169,7 +170,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
 
     progress = progress or Progress()
     started = _utc_now()
-    prepared = prepare(spec_path, progress=progress, seed=seed)
+    prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url)
     spec = prepared.spec
     out_dir = out if out is not None else spec.output.dir
     check_output_folder(out_dir)  # before any evidence runs
@@ -518,21 +519,50 @@ def reproducible_document(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
-    """(role, path) of every input file the audit read: listed, with sha256, in the signed bundle."""
+    """(role, path) of every input file the audit read: listed, with sha256, in the signed bundle.
+
+    Not listed: the signing keys (secrets; the certificate and key ids are in the predicate), the register (a
+    database the run itself writes to), modules a callable model's module imports, and the tool's bundled report
+    templates (part of the tool, whose version the predicate states)."""
     spec = prepared.spec
     out: list[tuple[str, Path]] = [("spec", prepared.spec_path)]
     out += [(f"policy pack {p.pack.pack}", p.path) for p in prepared.packs]
     if spec.model.path is not None:
         out.append(("model", spec.model.path))
-    out.append(("dataset", spec.dataset.path))
-    for key, extra in (("feature_names", spec.dataset.feature_names), ("query_file", prepared.data.query_file)):
-        if extra is not None:
-            out.append((f"dataset {key}", extra))
-    if spec.background is not None:
-        out.append(("background", spec.background.path))
+    source = getattr(prepared.model, "source", None)
+    if spec.model.kind == "callable" and isinstance(source, Path) and source.is_file():
+        out.append(("model module", source))  # the file of `model.entry`'s module (the code that scores)
+    for role, ds, data in (("dataset", spec.dataset, prepared.data), ("background", spec.background,
+                                                                        prepared.background)):
+        if ds is None:
+            continue
+        out.append((role, ds.path))
+        query_file = data.query_file if data is not None else ds.query_file  # named, or read by convention
+        for key, extra in (("feature_names", ds.feature_names), ("query_file", query_file)):
+            if extra is not None:
+                out.append((f"{role} {key}", extra))
     if spec.feature_dictionary is not None:
         out.append(("feature dictionary", spec.feature_dictionary))
+    if spec.output.templates is not None:
+        out += [(f"template {name}", path) for name, path in _template_files(spec.output.templates)]
+    if spec.baseline is not None:  # the previous run the 'since last review' section compares with
+        baseline = spec.baseline / "evidence.json" if spec.baseline.is_dir() else spec.baseline
+        out.append(("baseline evidence", baseline))
     return out
+
+
+def _template_files(folder: Path) -> list[tuple[str, Path]]:
+    """(name relative to `folder`, path) of every regular file under an organisation's template folder, in name
+    order. Links are not followed: `check_templates` allows only links to files inside the folder, which are
+    listed by their own names."""
+    out = []
+    for parent, folders, files in os.walk(folder, followlinks=False):
+        folders.sort()
+        for name in sorted(files):
+            path = Path(parent, name)
+            if not path.is_symlink() and path.is_file():
+                out.append((path.relative_to(folder).as_posix(), path))
+    return sorted(out)
 
 
 def bundle_predicate(document: dict[str, Any]) -> dict[str, Any]:

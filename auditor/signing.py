@@ -40,6 +40,7 @@ from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.hashing import sha256_file
 
 BUNDLE_NAME = "bundle.dsse.json"
+TOKEN_NAME = "bundle.tsr"  # the RFC 3161 token over the bundle's signature (auditor.trusted_time)
 APPROVAL_NAME = "approval.dsse.json"  # the approver's sign-off, written after signing (auditor/approval.py)
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -118,56 +119,94 @@ def _write_private(path: Path, data: bytes) -> None:
 
 @dataclass
 class SigningMaterial:
-    """Loaded keys: the PDF signer (pyHanko), its certificate, and the Ed25519 bundle key."""
+    """Loaded keys: the PDF signer (pyHanko), its certificate, the bundle key (an Ed25519 key, or the token's key),
+    the CA chain for long-term validation, and the TSA to ask for trusted time."""
 
     signer: Any
     certificate: Any  # cryptography x509.Certificate
-    bundle_key: Any  # Ed25519PrivateKey
-    key_path: Path
-    bundle_key_path: Path
+    bundle_key: Any  # Ed25519PrivateKey, or a token_keys.TokenKey
+    key_path: Path | None
+    bundle_key_path: Path | None
     details: dict[str, str] = field(default_factory=dict)
+    chain: list[Any] = field(default_factory=list)  # cryptography certificates above the signer's
+    timestamp_url: str | None = None
+    timestamp_roots: list[Any] = field(default_factory=list)
+    token: Any = None  # the open PKCS#11 session, closed by close()
+
+    def close(self) -> None:
+        if self.token is not None:
+            self.token.close()
 
 
-def load_material(signing: Any, *, spec_file: Path) -> SigningMaterial:
-    """Load the keys a spec's `signing` block names; every problem is one InputError line."""
+def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = None) -> SigningMaterial:
+    """Load the keys a spec's `signing` block names; every problem is one InputError line. `timestamp_url` (the
+    CLI's --timestamp-url) wins over the spec's, which wins over $AUDITOR_TSA_URL."""
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
     from cryptography.hazmat.primitives.serialization import pkcs12
     from pyhanko.sign.signers import SimpleSigner
 
+    from auditor import trusted_time
+
     env = signing.passphrase_env
-    passphrase = os.environ.get(env)
-    if passphrase is None:
-        raise InputError(f"the environment variable {env} is not set", file=spec_file,
-                         where="signing.passphrase_env", fix=f"export {env} with the key's passphrase")
-    secret = passphrase.encode("utf-8")
-    data = _read(signing.key, spec_file)
-    try:
-        key, cert, _extra = pkcs12.load_key_and_certificates(data, secret)
-    except ValueError:
-        raise InputError(f"cannot open the PKCS#12 key: wrong passphrase in {env}, or not a PKCS#12 file",
-                         file=signing.key, fix=f"check {env} and the file") from None
-    if key is None or cert is None:
-        raise InputError("the PKCS#12 file holds no private key and certificate", file=signing.key,
-                         fix="export the key together with its certificate")
-    if not isinstance(key, rsa.RSAPrivateKey):
+    secret = b""
+    if signing.key is not None or signing.bundle_key is not None:
+        passphrase = os.environ.get(env)
+        if passphrase is None:
+            raise InputError(f"the environment variable {env} is not set", file=spec_file,
+                             where="signing.passphrase_env", fix=f"export {env} with the key's passphrase")
+        secret = passphrase.encode("utf-8")
+    chain = [c for path in signing.chain for c in load_trust(Path(path))]
+    token = None
+    if signing.pkcs11 is not None:
+        from auditor.token_keys import open_token_key
+
+        token = open_token_key(signing.pkcs11, signing.pin_env, spec_file=spec_file, chain=chain)
+        signer, cert = token.signer, token.certificate
+    else:
+        data = _read(signing.key, spec_file)
+        try:
+            key, cert, extra = pkcs12.load_key_and_certificates(data, secret)
+        except ValueError:
+            raise InputError(f"cannot open the PKCS#12 key: wrong passphrase in {env}, or not a PKCS#12 file",
+                             file=signing.key, fix=f"check {env} and the file") from None
+        if key is None or cert is None:
+            raise InputError("the PKCS#12 file holds no private key and certificate", file=signing.key,
+                             fix="export the key together with its certificate")
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise InputError("the signing key is not RSA (ECDSA would turn report.pdf into PDF 2.0, not PDF/A-3)",
+                             file=signing.key, fix="use an RSA key (auditor keygen makes RSA-3072)")
+        chain = chain or list(extra)
+        signer = SimpleSigner.load_pkcs12_data(data, other_certs=[_to_asn1(c) for c in chain], passphrase=secret)
+    if not isinstance(cert.public_key(), rsa.RSAPublicKey):
+        if token is not None:
+            token.close()
         raise InputError("the signing key is not RSA (ECDSA would turn report.pdf into PDF 2.0, not PDF/A-3)",
-                         file=signing.key, fix="use an RSA key (auditor keygen makes RSA-3072)")
-    signer = SimpleSigner.load_pkcs12_data(data, other_certs=[], passphrase=secret)
-    try:
-        bundle_key = serialization.load_pem_private_key(_read(signing.bundle_key, spec_file), password=secret)
-    except (ValueError, TypeError):
-        raise InputError(f"cannot open the bundle key: wrong passphrase in {env}, or not a PEM private key",
-                         file=signing.bundle_key, fix=f"check {env} and the file") from None
-    if not isinstance(bundle_key, ed25519.Ed25519PrivateKey):
-        raise InputError("the bundle key is not an Ed25519 key", file=signing.bundle_key,
-                         fix="use the bundle-ed25519.pem that `auditor keygen` writes")
+                         file=spec_file, where="signing.pkcs11", fix="use an RSA key on the token")
+    if signing.bundle_key is not None:
+        try:
+            bundle_key = serialization.load_pem_private_key(_read(signing.bundle_key, spec_file), password=secret)
+        except (ValueError, TypeError):
+            raise InputError(f"cannot open the bundle key: wrong passphrase in {env}, or not a PEM private key",
+                             file=signing.bundle_key, fix=f"check {env} and the file") from None
+        if not isinstance(bundle_key, ed25519.Ed25519PrivateKey):
+            raise InputError("the bundle key is not an Ed25519 key", file=signing.bundle_key,
+                             fix="use the bundle-ed25519.pem that `auditor keygen` writes")
+    else:
+        bundle_key = token
+    url = timestamp_url or signing.timestamp_url or trusted_time.default_url()
+    roots = [c for path in [*signing.timestamp_roots, *trusted_time.default_roots()] for c in load_trust(Path(path))]
     details = {"subject": cert.subject.rfc4514_string(),
                "certificate_sha256": cert.fingerprint(hashes.SHA256()).hex(),
                "not_after": cert.not_valid_after_utc.date().isoformat(),
                "bundle_keyid": keyid(bundle_key.public_key())}
+    if token is not None:
+        details["key_store"] = f"PKCS#11 token {signing.pkcs11.token}"
+    if url:
+        details["timestamp_authority"] = url
     return SigningMaterial(signer=signer, certificate=cert, bundle_key=bundle_key, key_path=signing.key,
-                           bundle_key_path=signing.bundle_key, details=details)
+                           bundle_key_path=signing.bundle_key, details=details, chain=chain, timestamp_url=url,
+                           timestamp_roots=roots, token=token)
 
 
 def _read(path: Path, spec_file: Path) -> bytes:
@@ -178,9 +217,15 @@ def _read(path: Path, spec_file: Path) -> bytes:
 
 
 def keyid(public_key: Any) -> str:
-    """sha256 of the raw Ed25519 public key, hex: the `keyid` of DSSE signatures."""
+    """The `keyid` of DSSE signatures, hex: sha256 of the raw Ed25519 public key, or of the SubjectPublicKeyInfo
+    (DER) of another key (a token's RSA key)."""
     from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
 
+    if not isinstance(public_key, ed25519.Ed25519PublicKey):
+        from auditor.token_keys import token_keyid
+
+        return token_keyid(public_key)
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()
 
@@ -188,18 +233,63 @@ def keyid(public_key: Any) -> str:
 # --- PDF signature ------------------------------------------------------------------------------------------------
 
 def sign_pdf(pdf: bytes, material: SigningMaterial) -> bytes:
-    """PAdES B-B, certifying signature that allows no changes, in an invisible field."""
+    """PAdES certifying signature that allows no changes, in an invisible field: B-B, or with a TSA B-LTA (the
+    signature's timestamp, then the validation data in the DSS, then a document timestamp)."""
     from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
     from pyhanko.sign import fields, signers
 
+    from auditor import trusted_time
+
     writer = IncrementalPdfFileWriter(BytesIO(pdf))
+    lta: dict[str, Any] = {}
+    stamper = None
+    if material.timestamp_url:
+        from pyhanko_certvalidator import ValidationContext
+
+        stamper = trusted_time.timestamper(material.timestamp_url)
+        roots = _signing_roots(material)
+        lta = {"embed_validation_info": True, "use_pades_lta": True,
+               "validation_context": ValidationContext(
+                   trust_roots=[_to_asn1(c) for c in roots], other_certs=[_to_asn1(c) for c in material.chain],
+                   allow_fetching=True, revocation_mode="soft-fail")}
     meta = signers.PdfSignatureMetadata(
         field_name=PDF_FIELD, certify=True, docmdp_permissions=fields.MDPPerm.NO_CHANGES,
         subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
-        reason="Audit report certified by auditor", name=material.details.get("subject"))
-    out = signers.sign_pdf(writer, meta, signer=material.signer,
-                           new_field_spec=fields.SigFieldSpec(sig_field_name=PDF_FIELD))
+        reason="Audit report certified by auditor", name=material.details.get("subject"), **lta)
+    with _quiet_pyhanko():
+        try:
+            out = signers.sign_pdf(writer, meta, signer=material.signer, timestamper=stamper,
+                                   new_field_spec=fields.SigFieldSpec(sig_field_name=PDF_FIELD))
+        except trusted_time.TimestampError as exc:
+            raise trusted_time.read_error(material.timestamp_url or "", exc) from None
+        except Exception as exc:
+            if stamper is None:
+                raise
+            raise InputError(f"signing with trusted time failed: {_path_problem(exc)}", where="signing",
+                             fix="check that the TSA's certificate chains to a root in signing.timestamp_roots "
+                                 "(or AUDITOR_TSA_ROOTS) and the signer's to its chain") from None
     return out.getvalue()
+
+
+def _signing_roots(material: SigningMaterial) -> list[Any]:
+    """The roots the signing side trusts to build the chains it embeds: the self-signed certificates of the signer's
+    chain (or the signer itself) and the TSA's roots the spec names."""
+    chain = [material.certificate, *material.chain]
+    roots = [c for c in chain if c.issuer == c.subject]
+    return roots + material.timestamp_roots
+
+
+def _path_problem(exc: BaseException) -> str:
+    """pyHanko's path-building error in a few words: whose certificate does not chain to a trusted root."""
+    found = re.search(r'validation path for the certificate "([^"]{1,200})"', str(exc))
+    if found:
+        return f"the certificate of {found.group(1)} does not chain to a trusted root"
+    return _first_line(exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 # --- DSSE bundle --------------------------------------------------------------------------------------------------
@@ -230,6 +320,14 @@ def write_bundle(run_dir: Path, material: SigningMaterial, inputs: list[tuple[st
                  "predicate": predicate}
     payload = json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     signature = material.bundle_key.sign(pae(PAYLOAD_TYPE, payload))
+    if material.timestamp_url:
+        from auditor import trusted_time
+
+        try:
+            token = trusted_time.token_for(material.timestamp_url, signature)
+        except trusted_time.TimestampError as exc:
+            raise trusted_time.read_error(material.timestamp_url, exc) from None
+        (run_dir / TOKEN_NAME).write_bytes(token)
     envelope = {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode("ascii"),
                 "signatures": [{"keyid": keyid(material.bundle_key.public_key()),
                                 "sig": base64.b64encode(signature).decode("ascii")}]}
@@ -240,11 +338,15 @@ def write_bundle(run_dir: Path, material: SigningMaterial, inputs: list[tuple[st
 
 def sign_run(run_dir: Path, material: SigningMaterial, inputs: list[tuple[str, Path]],
              predicate: dict[str, Any]) -> None:
-    """Sign report.pdf in place (if present), then write the bundle over everything."""
-    pdf = run_dir / "report.pdf"
-    if pdf.exists():
-        pdf.write_bytes(sign_pdf(pdf.read_bytes(), material))
-    write_bundle(run_dir, material, inputs, {**predicate, "signer": material.details})
+    """Sign report.pdf in place (if present), then write the bundle over everything; the token's session, if any,
+    is closed after."""
+    try:
+        pdf = run_dir / "report.pdf"
+        if pdf.exists():
+            pdf.write_bytes(sign_pdf(pdf.read_bytes(), material))
+        write_bundle(run_dir, material, inputs, {**predicate, "signer": material.details})
+    finally:
+        material.close()
 
 
 # --- verify -------------------------------------------------------------------------------------------------------
@@ -306,7 +408,8 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
                                 inputs_root=inputs_root) for subject in statement["subject"]]
     verdicts += _check_folder(root, listed)
     predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
-    verdicts += _check_contents(root, listed, predicate, trusted)
+    verdicts += _check_contents(root, listed, predicate, trusted, at=at)
+    verdicts += _check_bundle_timestamp(root, bundle, trusted, at=at)
     try:
         bundle_sha256: str | None = _hash_regular(bundle, follow=False)
     except _Unreadable:
@@ -315,7 +418,8 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
                                      trusted=approvers)
 
 
-def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any) -> list[Verdict]:
+def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any, *,
+                    at: dt.datetime | None = None) -> list[Verdict]:
     """What evidence.json and report.pdf say, beyond their hashes: the predicate's claims, the PDF's signature and
     its attachment."""
     verdicts: list[Verdict] = []
@@ -330,9 +434,36 @@ def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], tru
         except _Unreadable as exc:
             return [*verdicts, Verdict(False, "report.pdf (signature)", f"not checked: {exc}")]
         signer = predicate.get("signer") if isinstance(predicate.get("signer"), dict) else {}
-        verdicts.append(check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256")))
+        verdicts += check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256"), at=at)
         verdicts.append(check_pdf_evidence(data, evidence))
     return verdicts
+
+
+def _check_bundle_timestamp(root: Path, bundle: Path, trusted: list[Any], *,
+                            at: dt.datetime | None = None) -> list[Verdict]:
+    """bundle.tsr, when the run was signed with a TSA: an RFC 3161 token over the bundle's signature bytes, from a
+    TSA one of `trusted` vouches for."""
+    from auditor import trusted_time
+
+    name = f"{BUNDLE_NAME} (trusted time)"
+    if not os.path.lexists(root / TOKEN_NAME):
+        return []
+    try:
+        token = _read_regular(root / TOKEN_NAME, limit=MAX_SMALL_BYTES)
+        _statement, _payload, signatures = _parse_envelope(_read_regular(bundle, limit=MAX_SMALL_BYTES))
+        signature = base64.b64decode(signatures[0]["sig"], validate=True)
+    except (_Unreadable, ValueError, KeyError, IndexError, TypeError) as exc:
+        return [Verdict(False, name, f"not checked: {str(exc)[:120]}")]
+    facts = trusted_time.check_token(token, signature, trusted, at=at)
+    if facts.problem or not facts.intact:
+        return [Verdict(False, name, f"{TOKEN_NAME} is not a valid timestamp of the bundle's signature "
+                                     f"({facts.problem or 'its imprint or signature does not match'})")]
+    when = trusted_time.describe_utc(facts.time)
+    if not facts.trusted:
+        return [Verdict(False, name, f"the bundle's signature existed at {when} says {facts.tsa}, which no --trust "
+                                     "certificate vouches for")]
+    return [Verdict(True, name, f"the bundle's signature existed at {when}, vouched for by the TSA {facts.tsa} "
+                                "(trusted)")]
 
 
 def _read_evidence(path: Path) -> tuple[Any, str | None]:
@@ -488,7 +619,7 @@ def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, V
                 or not isinstance(entry.get("sig"), str):
             continue
         try:
-            public.verify(base64.b64decode(entry["sig"], validate=True), message)
+            _verify_raw(public, base64.b64decode(entry["sig"], validate=True), message)
         except (InvalidSignature, ValueError):
             continue
         predicate = statement.get("predicate")
@@ -498,10 +629,27 @@ def _check_envelope(bundle: Path, public: Any) -> tuple[dict[str, Any] | None, V
             return statement, Verdict(False, BUNDLE_NAME, f"signature valid with key {wanted[:16]}…, but the "
                                       f"predicate names key {str(named)[:16]}… as the signer (re-signed by "
                                       "another key)")
-        return statement, Verdict(True, BUNDLE_NAME, f"Ed25519 signature valid (key {wanted[:16]}…, the key the "
-                                  "predicate names)")
+        return statement, Verdict(True, BUNDLE_NAME, f"{_key_kind(public)} signature valid (key {wanted[:16]}…, the "
+                                  "key the predicate names)")
     return statement, Verdict(False, BUNDLE_NAME, "signature does not verify with the given public key (the bundle "
                                                   "was edited or signed by another key)")
+
+
+def _verify_raw(public: Any, signature: bytes, message: bytes) -> None:
+    """An Ed25519 signature, or RSA PKCS#1 v1.5 over SHA-256 (a token's key); InvalidSignature otherwise."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ed25519, padding
+
+    if isinstance(public, ed25519.Ed25519PublicKey):
+        public.verify(signature, message)
+    else:
+        public.verify(signature, message, padding.PKCS1v15(), hashes.SHA256())
+
+
+def _key_kind(public: Any) -> str:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    return "Ed25519" if isinstance(public, ed25519.Ed25519PublicKey) else f"RSA-{public.key_size}"
 
 
 def _parse_envelope(data: bytes) -> tuple[dict[str, Any], bytes, list[Any]]:
@@ -592,21 +740,54 @@ def _check_artifact(name: str, root: Path, expected: Any, listed: set[str]) -> V
 
 def _check_input(name: str, path: Path, expected: Any, role: str, *, authentic: bool, required: bool = False,
                  inputs_root: Path | None = None) -> Verdict:
-    """An input the audit read, outside the run folder: re-hashed when still there, and only when the bundle is
-    authenticated (a forged bundle could name any file of the verifier's and have a prefix of its hash printed)."""
+    """An input the audit read, outside the run folder: looked for at its recorded path (`path`, relative to the
+    run folder), then under `inputs_root` (by that path without its leading `../`, then by its file name), and
+    re-hashed where first found (a regular file, links followed). Read only when the bundle is authenticated (a
+    forged bundle could name any file of the verifier's and have a prefix of its hash printed). Not found: a SKIP
+    that says how to check it, or, when `required` (`verify --inputs`), a failure."""
     if not authentic:
         return Verdict(True, name, f"{role}: not checked (the bundle is not authenticated, so paths it names "
                                    "outside the run folder are not read)", skipped=True)
-    try:
-        actual = _hash_regular(path, follow=True)
-    except _Unreadable as exc:
-        if exc.missing:
-            return Verdict(True, name, f"{role}: not present (input outside the run folder; not checked)",
-                           skipped=True)
-        return Verdict(False, name, f"{role}: {exc}")
-    verdict = _compare(name, actual, expected)
-    verdict.message = f"{role}: {verdict.message}"
-    return verdict
+    for candidate, under_root in _input_places(name, path, inputs_root):
+        where = f" (found under --inputs-root: {candidate})" if under_root else ""
+        try:
+            actual = _hash_regular(candidate, follow=True)
+        except _Unreadable as exc:
+            if exc.missing:
+                continue
+            return Verdict(False, name, f"{role}: {exc}{where}")
+        verdict = _compare(name, actual, expected)
+        verdict.message = f"{role}: {verdict.message}{where}"
+        return verdict
+    if not required:
+        return Verdict(True, name, f"{role}: not found here (outside the run folder): not checked; `auditor verify "
+                                   "--inputs --inputs-root DIR` checks it", skipped=True)
+    if inputs_root is None:
+        return Verdict(False, name, f"{role}: not found at {name}: cannot be checked (give --inputs-root DIR if the "
+                                    "inputs were moved)")
+    folder = "" if os.path.isdir(inputs_root) else " (which is not a folder)"
+    return Verdict(False, name, f"{role}: not found at {name} or under --inputs-root {inputs_root}{folder}: cannot "
+                                "be checked")
+
+
+def _input_places(name: str, path: Path, inputs_root: Path | None) -> list[tuple[Path, bool]]:
+    """Where `verify` looks for the input recorded as `name`, in order, each with whether it is under
+    `inputs_root`: the recorded path; then `inputs_root` / the name without its leading `..` parts, and
+    `inputs_root` / its file name. A name that would still climb out of `inputs_root` (a `..` further on) is not
+    looked for there."""
+    places = [(path, False)]
+    if inputs_root is None:
+        return places
+    parts = list(PurePosixPath(name).parts)
+    while parts and parts[0] == "..":
+        parts.pop(0)
+    for relative in (parts, parts[-1:]):
+        if not relative or ".." in relative:
+            continue
+        candidate = Path(inputs_root, *relative)
+        if all(candidate != seen for seen, _ in places):
+            places.append((candidate, True))
+    return places
 
 
 def _compare(name: str, actual: str, expected: Any) -> Verdict:
@@ -627,7 +808,7 @@ def _check_folder(root: Path, listed: set[str]) -> list[Verdict]:
     inside: dict[str, int] = {}  # unlisted folder -> entries below it
     for name, mode in sorted(entries):
         if name in listed or name == BUNDLE_NAME or (stat.S_ISDIR(mode) and name in folders) \
-                or (name == APPROVAL_NAME and stat.S_ISREG(mode)):  # checked on its own line
+                or (name in (APPROVAL_NAME, TOKEN_NAME) and stat.S_ISREG(mode)):  # checked on their own lines
             continue
         parent = next((up for up in map(str, PurePosixPath(name).parents) if up in unlisted), None)
         if parent is not None:
@@ -675,29 +856,53 @@ def _walk(root: Path) -> tuple[list[tuple[str, int]], str | None]:
     return entries, None
 
 
-def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = None) -> Verdict:
-    """The PDF's certifying signature: intact, trusted against `trusted`, covering the entire file, no changes,
-    made with the certificate whose sha256 the bundle's predicate states (when given)."""
+def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: Any = None,
+                        at: dt.datetime | None = None) -> list[Verdict]:
+    """The PDF's certifying signature: intact, trusted by one of `trusted`, no changes, made with the certificate
+    whose sha256 the bundle's predicate states (when given). Without trusted time it must cover the entire file;
+    with it (PAdES B-LTA) it is validated as of `at` at the time its timestamp vouches for, and the revisions after
+    it may only add validation data and timestamps (`auditor.trusted_time`)."""
     from pyhanko.pdf_utils.reader import PdfFileReader
-    from pyhanko.sign.validation import validate_pdf_signature
-    from pyhanko.sign.validation.status import SignatureCoverageLevel
-    from pyhanko_certvalidator import ValidationContext
 
     name = "report.pdf (signature)"
     with _quiet_pyhanko():
         try:
             reader = PdfFileReader(BytesIO(data), strict=False)
-            signatures = reader.embedded_signatures
+            signatures = reader.embedded_regular_signatures
+            stamps = reader.embedded_timestamp_signatures
         except Exception as exc:
-            return Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")
-        if len(signatures) != 1:
-            return Verdict(False, name, f"expected one signature, found {len(signatures)}")
-        roots = [_to_asn1(cert) for cert in trusted]
-        context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail")
+            return [Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")]
+    if len(signatures) != 1:
+        return [Verdict(False, name, f"expected one signature, found {len(signatures)}")]
+    if stamps or _has_signature_timestamp(signatures[0]):
+        return _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at)
+    return [_check_pdf_plain(signatures[0], trusted, certificate_sha256=certificate_sha256, at=at)]
+
+
+def _has_signature_timestamp(signature: Any) -> bool:
+    from pyhanko.sign.validation.generic_cms import extract_tst_data_iter
+
+    try:
+        return any(True for _ in extract_tst_data_iter(signature.signer_info, signed=False))
+    except Exception:
+        return False
+
+
+def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: Any,
+                     at: dt.datetime | None) -> Verdict:
+    """A signature without trusted time (PAdES B-B): its certificate is checked at `at` (now by default)."""
+    from pyhanko.sign.validation import validate_pdf_signature
+    from pyhanko.sign.validation.status import SignatureCoverageLevel
+    from pyhanko_certvalidator import ValidationContext
+
+    name = "report.pdf (signature)"
+    roots = [_to_asn1(cert) for cert in trusted]
+    context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail", moment=at)
+    with _quiet_pyhanko():
         try:
             # the signature must cover the entire file (below), so no later revision exists to analyse: pyHanko's
             # difference analysis reads every object of an amended file again and took 18-100 s on the demo's
-            status = validate_pdf_signature(signatures[0], context, skip_diff=True)
+            status = validate_pdf_signature(signature, context, skip_diff=True)
         except Exception as exc:
             return Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")
     problems = []
@@ -710,16 +915,70 @@ def check_pdf_signature(data: bytes, trusted: Any, *, certificate_sha256: Any = 
     if not trusted:
         problems.append("signer not checked: no --trust certificate given")
     elif not status.trusted:
-        problems.append("signer not trusted by the --trust certificate")
-    fingerprint = hashlib.sha256(status.signing_cert.dump()).hexdigest()
-    if certificate_sha256 is not None and fingerprint != certificate_sha256:
-        problems.append(f"signed with certificate {fingerprint[:16]}…, but the bundle's predicate names "
-                        f"{str(certificate_sha256)[:16]}…")
+        problems.append("signer not trusted by the --trust certificates (or its certificate is not valid "
+                        f"{'at --at' if at else 'today'}: without a timestamp nothing proves when it signed)")
+    problems += _named_certificate(status.signing_cert, certificate_sha256)
     subject = status.signing_cert.subject.human_friendly
     if problems:
         return Verdict(False, name, "; ".join(problems) + f" (signer {subject})")
     named = ", the certificate the predicate names" if certificate_sha256 is not None else ""
-    return Verdict(True, name, f"intact, trusted ({subject}{named}), covers the entire file, certified no-changes")
+    return Verdict(True, name, f"intact, trusted ({subject}{named}), covers the entire file, certified no-changes; "
+                               "no trusted time (signed without a TSA)")
+
+
+def _named_certificate(cert: Any, certificate_sha256: Any) -> list[str]:
+    fingerprint = hashlib.sha256(cert.dump()).hexdigest()
+    if certificate_sha256 is not None and fingerprint != certificate_sha256:
+        return [f"signed with certificate {fingerprint[:16]}…, but the bundle's predicate names "
+                f"{str(certificate_sha256)[:16]}…"]
+    return []
+
+
+def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
+                   at: dt.datetime | None) -> list[Verdict]:
+    """Three lines: the signature (valid at the timestamped signing time), the trusted time, the long-term
+    validation data and document timestamps."""
+    from auditor import trusted_time
+
+    name = "report.pdf (signature)"
+    try:
+        facts = trusted_time.validate_lta(data, trusted, at=at)
+    except Exception as exc:
+        return [Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")]
+    problems = []
+    if not facts.intact:
+        problems.append("signature not intact (the signed bytes changed)")
+    if not trusted:
+        problems.append("signer not checked: no --trust certificate given")
+    elif facts.problem:
+        problems.append(facts.problem)
+    if facts.later:
+        problems.append(f"changed after signing: {facts.later}")
+    problems += _named_certificate(facts.signer_cert, certificate_sha256)
+    expiry = facts.signer_cert["tbs_certificate"]["validity"]["not_after"].native
+    moment = at or dt.datetime.now(dt.UTC)
+    since = f"; the certificate has since expired ({expiry.date().isoformat()})" if expiry < moment else ""
+    named = ", the certificate the predicate names" if certificate_sha256 is not None else ""
+    when = trusted_time.describe_utc(facts.signing_time) if facts.signing_time else "?"
+    verdicts = [Verdict(False, name, "; ".join(problems) + f" (signer {facts.signer})") if problems else
+                Verdict(True, name, f"intact, trusted ({facts.signer}{named}), certified no-changes; valid at the "
+                                    f"timestamped signing time {when}{since}")]
+    if facts.signing_time is None:
+        verdicts.append(Verdict(False, "report.pdf (trusted time)", "the signature carries no valid timestamp"))
+    else:
+        tsa_ok = facts.tsa_trusted and facts.intact
+        verdicts.append(Verdict(tsa_ok, "report.pdf (trusted time)",
+                                f"signed no later than {when}, vouched for by the TSA {facts.tsa}"
+                                + (" (trusted)" if tsa_ok else " (NOT trusted by the --trust certificates)")))
+    certs, ocsps, crls = facts.dss
+    stamps = "; ".join(f"{trusted_time.describe_utc(t)} by {who}" for t, who in facts.document_timestamps)
+    lta_ok = bool(facts.document_timestamps) and facts.later is None and facts.ok
+    verdicts.append(Verdict(lta_ok, "report.pdf (long-term validation)",
+                            f"validation data embedded ({certs} certificates, {ocsps} OCSP responses, {crls} CRLs); "
+                            f"document timestamp {stamps or 'missing (PAdES B-LT, not B-LTA)'}; later revisions "
+                            + ("add only validation data and timestamps" if facts.later is None else
+                               "change the signed document")))
+    return verdicts
 
 
 @contextlib.contextmanager
@@ -835,17 +1094,21 @@ def _to_asn1(cert: Any) -> Any:
 
 
 def _load_pubkey(path: Path) -> Any:
+    """The bundle's public key: Ed25519 (PEM, from `auditor keygen`), or an RSA key or certificate (PEM) when a
+    PKCS#11 token signed the bundle."""
+    from cryptography import x509
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
     data = read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="public key")  # a FIFO would block the read
     try:
-        key = serialization.load_pem_public_key(data)
+        key = x509.load_pem_x509_certificate(data).public_key() if b"CERTIFICATE-----" in data \
+            else serialization.load_pem_public_key(data)
     except ValueError:
         raise InputError("not a PEM public key", file=path, fix="give bundle-ed25519.pub.pem from `auditor keygen`") \
             from None
-    if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise InputError("not an Ed25519 public key", file=path, fix="give bundle-ed25519.pub.pem")
+    if not isinstance(key, ed25519.Ed25519PublicKey | rsa.RSAPublicKey):
+        raise InputError("not an Ed25519 or RSA public key", file=path, fix="give bundle-ed25519.pub.pem")
     return key
 
 

@@ -316,6 +316,9 @@ class SigningSpec(StrictModel):
                                                   "timestamp (PAdES B-T), the validation data and a document "
                                                   "timestamp follow (B-LTA), and the bundle's signature is "
                                                   "timestamped too. Also AUDITOR_TSA_URL or --timestamp-url.")
+    timestamp_roots: list[InputFile] = Field([], description="The TSA's root certificates (PEM/DER), to which its "
+                                                             "tokens must chain (also AUDITOR_TSA_ROOTS, a "
+                                                             "path list).")
 
     @model_validator(mode="after")
     def _one_key(self) -> SigningSpec:

@@ -178,15 +178,15 @@ def test_strings_of_the_predicate_print_escaped_on_one_line(signed: dict[str, Pa
 def test_certificate_subject_prints_escaped_on_one_line(signed: dict[str, Path], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """report.pdf signed again by a forger whose certificate's common name holds a newline and a verdict."""
-    from types import SimpleNamespace
+    from auditor.spec import SigningSpec
 
     run = _copy(signed, "certificate-newline")
     pdf = (run / "report.pdf").read_bytes()
     unsigned = pdf[:pdf.index(b"%%EOF") + 5] + b"\n"  # the revision before the signature
     monkeypatch.setenv("FORGER_PASS", PASS)
     keys = signing.keygen(tmp_path / "forger", PASS, name="forger\nverdict: VERIFIED")
-    material = signing.load_material(SimpleNamespace(key=keys["p12"], passphrase_env="FORGER_PASS",
-                                                     bundle_key=keys["bundle"]), spec_file=signed["spec"])
+    material = signing.load_material(SigningSpec(key=keys["p12"], passphrase_env="FORGER_PASS",
+                                                 bundle_key=keys["bundle"]), spec_file=signed["spec"])
     (run / "report.pdf").write_bytes(signing.sign_pdf(unsigned, material))
     code, output = verify(signed, run)
     lines = _assert_one_line_per_check(output)

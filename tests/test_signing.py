@@ -300,12 +300,11 @@ def _render(run: Path, attachment: bytes) -> bytes:
 
 
 def _material(keys: Path, spec: Path):
-    from types import SimpleNamespace
-
     from auditor.signing import load_material
+    from auditor.spec import SigningSpec
 
-    return load_material(SimpleNamespace(key=keys / "signer.p12", passphrase_env="TEST_KEY_PASS",
-                                         bundle_key=keys / "bundle-ed25519.pem"), spec_file=spec)
+    return load_material(SigningSpec(key=keys / "signer.p12", passphrase_env="TEST_KEY_PASS",
+                                     bundle_key=keys / "bundle-ed25519.pem"), spec_file=spec)
 
 
 def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[str, Path], tmp_path: Path,
