@@ -204,9 +204,32 @@ def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = 
         details["key_store"] = f"PKCS#11 token {signing.pkcs11.token}"
     if url:
         details["timestamp_authority"] = url
-    return SigningMaterial(signer=signer, certificate=cert, bundle_key=bundle_key, key_path=signing.key,
-                           bundle_key_path=signing.bundle_key, details=details, chain=chain, timestamp_url=url,
-                           timestamp_roots=roots, token=token)
+    material = SigningMaterial(signer=signer, certificate=cert, bundle_key=bundle_key, key_path=signing.key,
+                               bundle_key_path=signing.bundle_key, details=details, chain=chain, timestamp_url=url,
+                               timestamp_roots=roots, token=token)
+    if url:
+        _rehearse_timestamp(material, spec_file)
+    return material
+
+
+def _rehearse_timestamp(material: SigningMaterial, spec_file: Path) -> None:
+    """Ask the TSA once before the audit runs, so that an unreachable, lying or untrusted TSA is a one-line error
+    now rather than after the evidence: its token must answer our request and chain to a root we know."""
+    from auditor import trusted_time
+
+    url = material.timestamp_url or ""
+    probe = b"auditor: rehearsal before signing"
+    try:
+        token = trusted_time.token_for(url, probe)
+    except trusted_time.TimestampError as exc:
+        material.close()
+        raise trusted_time.read_error(url, exc) from None
+    facts = trusted_time.check_token(token, probe, _signing_roots(material))
+    if not facts.trusted or not facts.intact:
+        material.close()
+        raise InputError(f"the TSA at {url} signs with a certificate ({facts.tsa}) that does not chain to a trusted "
+                         "root", file=spec_file, where="signing.timestamp_roots",
+                         fix="name the TSA's root certificate in signing.timestamp_roots (or AUDITOR_TSA_ROOTS)")
 
 
 def _read(path: Path, spec_file: Path) -> bytes:
@@ -284,6 +307,16 @@ def _path_problem(exc: BaseException) -> str:
     found = re.search(r'validation path for the certificate "([^"]{1,200})"', str(exc))
     if found:
         return f"the certificate of {found.group(1)} does not chain to a trusted root"
+    causes = []
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and len(causes) < 5:
+        causes.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(causes).lower()
+    for word, plain in (("revoked", "the signer's certificate is revoked"), ("expired", "the signer's certificate "
+                        "has expired"), ("not yet valid", "the signer's certificate is not yet valid")):
+        if word in text:
+            return plain
     return _first_line(exc)
 
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 
+pytest_plugins = ["tests.trust_fixtures"]  # trust_services (TSA, OCSP, CRL on 127.0.0.1), softhsm_token
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"
 
