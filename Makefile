@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 # The demo signs its report with a throw-away identity made on first use (examples/bookstore/keys, not committed).
+# With AUDITOR_TSA_URL (and AUDITOR_TSA_ROOTS, the TSA's root certificates) set it signs with trusted time (B-LTA).
 # Its opinion is negative on purpose (an undeclared main parameter): --fail-on never keeps `make demo` green.
 DEMO_KEYS := examples/bookstore/keys
 export AUDITOR_KEY_PASS ?= bookstore-demo-only
@@ -25,7 +26,8 @@ demo: $(STAMP)
 	@test -f $(DEMO_KEYS)/signer.p12 || $(BIN)/auditor keygen --out $(DEMO_KEYS) \
 		--name "Bookstore demo signer (not for real audits)" --organisation "Example Books GmbH" > /dev/null
 	@run=$$($(BIN)/auditor report examples/bookstore/audit.yaml --out reports --fail-on never) || exit $$?; \
-	 $(BIN)/auditor verify "$$(dirname "$$run")" --trust $(DEMO_KEYS)/signer-cert.pem \
+	 tsa=""; for root in $$(echo "$${AUDITOR_TSA_ROOTS:-}" | tr ':' ' '); do tsa="$$tsa --trust $$root"; done; \
+	 $(BIN)/auditor verify "$$(dirname "$$run")" --trust $(DEMO_KEYS)/signer-cert.pem $$tsa \
 		--pubkey $(DEMO_KEYS)/bundle-ed25519.pub.pem && echo "report: $$run"
 
 test: $(STAMP)

@@ -337,8 +337,9 @@ SUBINDICATIONS = {  # ETSI EN 319 102-1 sub-indications, in words for the verify
     "OUT_OF_BOUNDS_NOT_REVOKED": "the signer's certificate was not valid at the signing time",
     "NOT_YET_VALID": "the signer's certificate was not yet valid at the signing time",
     "NO_POE": "no timestamp proves when the signature was made",
-    "NO_CERTIFICATE_CHAIN_FOUND": "the signer's certificate does not chain to a --trust certificate",
-    "CERTIFICATE_CHAIN_GENERAL_FAILURE": "the certificate chain cannot be validated",
+    "NO_CERTIFICATE_CHAIN_FOUND": "the signer's or the TSA's certificate does not chain to a --trust certificate",
+    "CERTIFICATE_CHAIN_GENERAL_FAILURE": "the signer's or the TSA's certificate chain cannot be validated (is the "
+                                         "TSA's root among the --trust certificates?)",
     "TRY_LATER": "revocation data for the signing time is missing",
     "HASH_FAILURE": "the signed bytes changed",
     "SIG_CRYPTO_FAILURE": "the signature value does not verify",
