@@ -153,7 +153,7 @@ def _pdf_signer_keys(path: Path) -> list[bytes]:
         from pyhanko.pdf_utils.reader import PdfFileReader
 
         reader = PdfFileReader(BytesIO(_read_regular(path, limit=MAX_JSON_BYTES)), strict=False)
-        return [s.signer_cert.public_key.dump() for s in reader.embedded_signatures]
+        return [s.signer_cert.public_key.dump() for s in reader.embedded_regular_signatures]
     return []
 
 

@@ -203,7 +203,7 @@ def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = 
     if token is not None:
         details["key_store"] = f"PKCS#11 token {signing.pkcs11.token}"
     if url:
-        details["timestamp_authority"] = url
+        details["timestamp_authority"] = trusted_time.without_credentials(url)
     material = SigningMaterial(signer=signer, certificate=cert, bundle_key=bundle_key, key_path=signing.key,
                                bundle_key_path=signing.bundle_key, details=details, chain=chain, timestamp_url=url,
                                timestamp_roots=roots, token=token)
@@ -427,6 +427,9 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
     if not os.path.lexists(bundle):
         raise InputError(f"no {BUNDLE_NAME} in this folder (the run was not signed)", file=run_dir,
                          fix="sign runs with a `signing:` block in the spec")
+    if inputs_root is not None and not Path(inputs_root).is_dir():
+        raise InputError("no such folder", file=inputs_root, where="--inputs-root",
+                         fix="give the folder that holds the audit's inputs (model, data, packs)")
     public = _load_pubkey(pubkey) if pubkey is not None else None
     trusted = load_trust(trust)
     approvers = load_trusted(approver_trust)
@@ -442,7 +445,8 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
     verdicts += _check_folder(root, listed)
     predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
     verdicts += _check_contents(root, listed, predicate, trusted, at=at)
-    verdicts += _check_bundle_timestamp(root, bundle, trusted, at=at)
+    verdicts += _check_bundle_timestamp(root, bundle, trusted, at=at,
+                                        expected=bool((predicate.get("signer") or {}).get("timestamp_authority")))
     try:
         bundle_sha256: str | None = _hash_regular(bundle, follow=False)
     except _Unreadable:
@@ -472,15 +476,16 @@ def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], tru
     return verdicts
 
 
-def _check_bundle_timestamp(root: Path, bundle: Path, trusted: list[Any], *,
-                            at: dt.datetime | None = None) -> list[Verdict]:
-    """bundle.tsr, when the run was signed with a TSA: an RFC 3161 token over the bundle's signature bytes, from a
-    TSA one of `trusted` vouches for."""
+def _check_bundle_timestamp(root: Path, bundle: Path, trusted: list[Any], *, at: dt.datetime | None = None,
+                            expected: bool = False) -> list[Verdict]:
+    """bundle.tsr, when the run was signed with a TSA (`expected`: the predicate names one): an RFC 3161 token over
+    the bundle's signature bytes, from a TSA one of `trusted` vouches for."""
     from auditor import trusted_time
 
     name = f"{BUNDLE_NAME} (trusted time)"
     if not os.path.lexists(root / TOKEN_NAME):
-        return []
+        return [Verdict(False, name, f"{TOKEN_NAME} is missing, but the bundle says the run was signed with a TSA "
+                                     "(removed after signing)")] if expected else []
     try:
         token = _read_regular(root / TOKEN_NAME, limit=MAX_SMALL_BYTES)
         _statement, _payload, signatures = _parse_envelope(_read_regular(bundle, limit=MAX_SMALL_BYTES))
@@ -997,7 +1002,11 @@ def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
                 Verdict(True, name, f"intact, trusted ({facts.signer}{named}), certified no-changes; valid at the "
                                     f"timestamped signing time {when}{since}")]
     if facts.signing_time is None:
-        verdicts.append(Verdict(False, "report.pdf (trusted time)", "the signature carries no valid timestamp"))
+        stated = facts.stated_time
+        message = "the signature carries no timestamp" if stated is None else \
+            f"the signature's timestamp says {trusted_time.describe_utc(stated)} but was not validated (the " \
+            "signature failed above)"
+        verdicts.append(Verdict(False, "report.pdf (trusted time)", message))
     else:
         tsa_ok = facts.tsa_trusted and facts.intact
         verdicts.append(Verdict(tsa_ok, "report.pdf (trusted time)",

@@ -184,6 +184,19 @@ def default_roots() -> list[Path]:
     return [Path(p) for p in value.split(os.pathsep) if p]
 
 
+def without_credentials(url: str) -> str:
+    """The URL as it may be printed and signed: a user name or password in it is left out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        netloc = host + (f":{parts.port}" if parts.port else "")
+    except ValueError:  # a port that is not a number: the request fails with its own line
+        netloc = host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
 def describe_utc(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -326,6 +339,7 @@ class LtaFacts:
     document_timestamps: list[tuple[dt.datetime, str]]
     dss: tuple[int, int, int]  # certificates, OCSP responses, CRLs embedded
     later: str | None  # why the later revisions are more than LTA updates
+    stated_time: dt.datetime | None = None  # what the signature's token says, validated or not
 
 
 SUBINDICATIONS = {  # ETSI EN 319 102-1 sub-indications, in words for the verify line
@@ -344,6 +358,41 @@ SUBINDICATIONS = {  # ETSI EN 319 102-1 sub-indications, in words for the verify
     "HASH_FAILURE": "the signed bytes changed",
     "SIG_CRYPTO_FAILURE": "the signature value does not verify",
 }
+
+
+def _token_time(signature: Any) -> dt.datetime | None:
+    """The time the signature's own timestamp token states (read, not validated: for the wording only)."""
+    from pyhanko.sign.validation.generic_cms import extract_tst_data_iter
+
+    try:
+        token = next(extract_tst_data_iter(signature.signer_info, signed=False))
+        return token["encap_content_info"]["content"].parsed["gen_time"].native
+    except Exception:
+        return None
+
+
+def _plain_reason(cert: Any, status: Any, stamp: Any, stated: dt.datetime | None, revinfo: int) -> str | None:
+    """The reason a reader needs, from the facts rather than the AdES sub-indication: a signature the TSA dates
+    after the certificate's expiry or revocation, or before its start; an untrusted TSA."""
+    validity = cert["tbs_certificate"]["validity"]
+    not_before, not_after = validity["not_before"].native, validity["not_after"].native
+    when = stamp.timestamp if stamp is not None else stated
+    if when is not None and when > not_after:
+        return (f"the signature was made after the signer's certificate expired: the TSA dates it "
+                f"{describe_utc(when)}, the certificate ended {describe_utc(not_after)}")
+    if when is not None and when < not_before:
+        return f"the signature was made before the signer's certificate was valid ({describe_utc(not_before)})"
+    revoked = getattr(getattr(status, "revocation_details", None), "revocation_date", None)
+    if revoked is not None and (when is None or revoked <= when):
+        return (f"the signer's certificate was revoked on {describe_utc(revoked)}"
+                + (f", before the signing time {describe_utc(when)}" if when is not None else ""))
+    if stamp is not None and not stamp.trusted:
+        return "the TSA's certificate does not chain to a --trust certificate"
+    extensions = {ext["extn_id"].native for ext in cert["tbs_certificate"]["extensions"]}
+    if revinfo == 0 and extensions & {"authority_information_access", "crl_distribution_points"}:
+        return ("no revocation data is embedded for the signer's certificate, which names a responder: its status "
+                "at the signing time cannot be established offline (signed without long-term validation data)")
+    return None
 
 
 def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = None) -> LtaFacts:
@@ -393,19 +442,20 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
     for ts in reader.embedded_timestamp_signatures:
         info = ts.signed_data["encap_content_info"]["content"].parsed
         stamps.append((info["gen_time"].native, ts.signer_cert.subject.human_friendly))
+    indication = getattr(result.ades_subindic, "name", str(result.ades_subindic))
+    ok = indication == "OK"
+    cert = status.signing_cert if status is not None else signature.signer_cert
     try:
         dss = DocumentSecurityStore.read_dss(reader)
         counts = (len(list(dss.certs)), len(dss.ocsps), len(dss.crls))
     except Exception:
         counts = (0, 0, 0)
-    indication = getattr(result.ades_subindic, "name", str(result.ades_subindic))
-    ok = indication == "OK"
-    cert = status.signing_cert if status is not None else signature.signer_cert
+    problem = None if ok else (_plain_reason(cert, status, stamp, _token_time(signature), counts[1] + counts[2])
+                               or SUBINDICATIONS.get(indication, indication.replace("_", " ").lower()))
     return LtaFacts(
         ok=ok, intact=bool(status and status.intact and status.valid), trusted=bool(status and status.trusted),
-        signer=cert.subject.human_friendly, signer_cert=cert,
-        problem=None if ok else SUBINDICATIONS.get(indication, indication.replace("_", " ").lower()),
+        signer=cert.subject.human_friendly, signer_cert=cert, problem=problem,
         signing_time=stamp.timestamp if stamp is not None else None,
         tsa=stamp.signing_cert.subject.human_friendly if stamp is not None else None,
         tsa_trusted=bool(stamp is not None and stamp.trusted), document_timestamps=stamps, dss=counts,
-        later=later_revision_problem(reader, signature.signed_revision))
+        later=later_revision_problem(reader, signature.signed_revision), stated_time=_token_time(signature))

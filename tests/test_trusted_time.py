@@ -255,3 +255,71 @@ def test_token_check_rejects_a_token_for_other_data(lta_run: dict[str, Path]) ->
     token = (lta_run["run"] / "bundle.tsr").read_bytes()
     facts = trusted_time.check_token(token, b"other bytes", signing.load_trust(lta_run["root"]))
     assert not facts.intact
+
+
+def test_a_removed_bundle_timestamp_is_noticed(lta_run: dict[str, Path], tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(lta_run["run"], run)
+    (run / "bundle.tsr").unlink()
+    code, output = _verify(run, lta_run["root"], lta_run["keys"] / "bundle-ed25519.pub.pem")
+    assert code == 1 and "FAIL bundle.dsse.json (trusted time): bundle.tsr is missing" in output, output
+
+
+def test_a_signature_made_after_expiry_says_so(trust_services: Any, lta_run: dict[str, Path]) -> None:
+    """A signer that skips our checks (pyHanko directly, no validation at signing) with a certificate that expired
+    yesterday: the TSA's time proves the signature came after expiry, and verify says it in words."""
+    from io import BytesIO
+
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.sign import fields, signers
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+
+    from tests.trust_services import to_asn1_cert, to_asn1_key
+
+    cert, key = trust_services.issue_signer("Expired signer", not_before=NOW - dt.timedelta(days=30),
+                                            not_after=NOW - dt.timedelta(days=1))
+    signer = signers.SimpleSigner(signing_cert=to_asn1_cert(cert), signing_key=to_asn1_key(key),
+                                  cert_registry=SimpleCertificateStore.from_certs([to_asn1_cert(
+                                      trust_services.root_cert)]))
+    writer = IncrementalPdfFileWriter(BytesIO(_unsigned_pdf(lta_run["run"])))
+    meta = signers.PdfSignatureMetadata(field_name="AuditorCertification", certify=True,
+                                        subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256")
+    out = signers.sign_pdf(writer, meta, signer=signer, timestamper=trusted_time.timestamper(trust_services.url_tsa))
+    verdicts = signing.check_pdf_signature(out.getvalue(), signing.load_trust(lta_run["root"]))
+    assert not verdicts[0].ok and "expired" in verdicts[0].message, verdicts[0].message
+
+
+def test_inputs_root_must_be_a_folder(lta_run: dict[str, Path], tmp_path: Path) -> None:
+    code, output = _verify(lta_run["run"], lta_run["root"], lta_run["keys"] / "bundle-ed25519.pub.pem",
+                           "--inputs-root", str(tmp_path / "nowhere"))
+    assert code == 2 and "--inputs-root" in output and "no such folder" in output, output
+
+
+def test_tsa_credentials_are_not_recorded() -> None:
+    assert trusted_time.without_credentials("https://user:secret@tsa.example.eu/tsr") == "https://tsa.example.eu/tsr"
+
+
+def test_a_revoked_signer_bypassing_our_checks_is_not_verified(trust_services: Any, lta_run: dict[str, Path]) -> None:
+    """Signed by pyHanko directly (B-T, no validation data) with a revoked certificate: offline, verify cannot
+    establish its status at signing and says so in words, never VERIFIED."""
+    from io import BytesIO
+
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.sign import fields, signers
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+
+    from tests.trust_services import to_asn1_cert, to_asn1_key
+
+    cert, key = trust_services.issue_signer("Revoked, B-T", not_before=NOW - dt.timedelta(days=3),
+                                            not_after=NOW + dt.timedelta(days=30))
+    trust_services.revoke(cert, when=NOW - dt.timedelta(days=1))
+    signer = signers.SimpleSigner(signing_cert=to_asn1_cert(cert), signing_key=to_asn1_key(key),
+                                  cert_registry=SimpleCertificateStore.from_certs([to_asn1_cert(
+                                      trust_services.root_cert)]))
+    writer = IncrementalPdfFileWriter(BytesIO(_unsigned_pdf(lta_run["run"])))
+    meta = signers.PdfSignatureMetadata(field_name="AuditorCertification", certify=True,
+                                        subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256")
+    out = signers.sign_pdf(writer, meta, signer=signer, timestamper=trusted_time.timestamper(trust_services.url_tsa))
+    verdicts = signing.check_pdf_signature(out.getvalue(), signing.load_trust(lta_run["root"]))
+    assert not verdicts[0].ok and "cannot be established offline" in verdicts[0].message, verdicts[0].message
+    assert not verdicts[1].ok and "not validated" in verdicts[1].message
