@@ -323,3 +323,30 @@ def test_a_revoked_signer_bypassing_our_checks_is_not_verified(trust_services: A
     verdicts = signing.check_pdf_signature(out.getvalue(), signing.load_trust(lta_run["root"]))
     assert not verdicts[0].ok and "cannot be established offline" in verdicts[0].message, verdicts[0].message
     assert not verdicts[1].ok and "not validated" in verdicts[1].message
+
+
+def test_the_bundle_timestamp_and_envelope_check_with_standard_tools(lta_run: dict[str, Path],
+                                                                    tmp_path: Path) -> None:
+    """docs/signing.md's recipes: openssl verifies bundle.tsr over the bundle's signature bytes, and the DSSE
+    envelope verifies with nothing but json, base64 and cryptography."""
+    import base64
+    import json
+
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    run = lta_run["run"]
+    envelope = json.loads((run / "bundle.dsse.json").read_text())
+    signature = base64.b64decode(envelope["signatures"][0]["sig"])
+    kind, payload = envelope["payloadType"].encode(), base64.b64decode(envelope["payload"])
+    load_pem_public_key((lta_run["keys"] / "bundle-ed25519.pub.pem").read_bytes()).verify(
+        signature, b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload))
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    (tmp_path / "bundle.sig").write_bytes(signature)
+    ok = subprocess.run(["openssl", "ts", "-verify", "-token_in", "-in", str(run / "bundle.tsr"), "-data",
+                         str(tmp_path / "bundle.sig"), "-CAfile", str(lta_run["root"])], capture_output=True, text=True)
+    assert ok.returncode == 0 and "Verification: OK" in ok.stdout, ok.stdout + ok.stderr
+    (tmp_path / "other.sig").write_bytes(signature[::-1])
+    bad = subprocess.run(["openssl", "ts", "-verify", "-token_in", "-in", str(run / "bundle.tsr"), "-data",
+                          str(tmp_path / "other.sig"), "-CAfile", str(lta_run["root"])], capture_output=True, text=True)
+    assert bad.returncode != 0
