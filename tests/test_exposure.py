@@ -292,7 +292,7 @@ def test_counterfactual_tells_a_proxy_from_the_flag(marketplace: RankingData) ->
 
 def test_report_parts(marketplace: RankingData) -> None:
     result, _ = _run(marketplace, Linear(2.0), top_queries=4)
-    assert [t.title for t in result.tables] == ["Exposure against merit, by group"]
+    assert [t.title for t in result.tables] == ["Exposure against merit, by group", "Under each attention model"]
     assert "Fair-ranking measures: " in result.tables[0].note  # AWRF, expected exposure: in the table's note
     worst = [r for r in result.records if r["kind"] == "over_exposed_query" and r["group"] == "own_brand"]
     assert len(worst) == 4 and {r["value"] for r in worst} == {"1"}

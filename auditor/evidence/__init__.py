@@ -110,7 +110,8 @@ def _build() -> dict[str, EvidencePlugin]:
                        confidence.check, metrics=confidence.METRICS),
         EvidencePlugin("exposure", exposure.ExposureOptions, exposure.run, "Exposure and self-preferencing",
                        "Who gets the attention: exposure against merit per group, and what the group feature "
-                       "itself is worth (DMA Art. 6(5)).", exposure.check, metrics=exposure.METRICS),
+                       "itself is worth (DMA Art. 6(5)).", exposure.check, uses=("surrogate",),
+                       metrics=exposure.METRICS),
         EvidencePlugin("surrogate", surrogate.SurrogateOptions, surrogate.run,
                        "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity.",
                        metrics=surrogate.METRICS),

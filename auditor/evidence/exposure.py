@@ -8,7 +8,10 @@ re-ranking (each value in turn, averaged): the over-exposure that remains is ear
 features, the part that goes away is the model's use of the group feature. Beside them, the fair-ranking measures of
 the literature: disparate treatment (Singh & Joachims 2018), expected exposure and its disparity/relevance
 decomposition (Diaz et al. 2020), attention-weighted rank fairness (TREC Fair Ranking 2021–22). Definitions in
-`auditor/checks/exposure.py` and docs/metrics.md. Intervals: bootstrap over queries. All counterfactual rows of
+`auditor/checks/exposure.py` and docs/metrics.md. The ratio and the counterfactual share change are also given under
+three attention models side by side (logarithmic, geometric, cascade), with a sentence that says whether the
+conclusion holds under all three, and the surrogate's pairs with a group column as possible proxies when the
+`surrogate` result is passed in (`exposure_attention.py`). Intervals: bootstrap over queries. All counterfactual rows of
 all queries and groups are scored in one batched `predict` call (few, for very large data); the per-query work is
 sorting, cheap enough to stay in the audit's process.
 """
@@ -33,6 +36,7 @@ from auditor.checks.exposure import (
 )
 from auditor.data import RankingData
 from auditor.errors import InputError
+from auditor.evidence import exposure_attention as attention_models
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.parameter_influence import check_feature_names, metric_name
 from auditor.evidence.sweeps import swept_scores
@@ -87,7 +91,9 @@ class ExposureOptions(EvidenceOptions):
 HOW_TO_READ = (
     "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
     "they would get in the order by relevance; ratio 1: what its relevance earns. Re-ranking with the group feature "
-    "set alike for every document shows what the feature itself is worth. 95% intervals over queries."
+    "set alike for every document shows what the feature itself is worth. \"Under each attention model\" repeats "
+    "the ratio and that change for three models of how far down users look: a conclusion that holds under all three "
+    "does not hang on that choice. 95% intervals over queries."
 )
 
 METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
@@ -102,6 +108,7 @@ METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence
     "|counterfactual.exposure_share|counterfactual.share_change|counterfactual.ratio"
     "|counterfactual.rank_shift}.{ci95_low|ci95_high}",
     "exposure.{own|max|min|{feature}.{value}}.counterfactual.rank_shift.{mean|max}",
+    *attention_models.METRICS,  # the same figures under each attention model (exposure_attention.py)
 )
 
 _MISSING = "missing"
@@ -171,6 +178,8 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     query_of_row = np.repeat(np.arange(len(queries)), sizes)
     X, scores, relevance = data.X[rows], ctx.scores()[rows], np.asarray(relevance_all[rows], dtype=np.float64)
     attention = _attention(options, relevance)
+    sensitivity = attention_models.models(options.cutoff, _max_grade(relevance))
+    main = attention_models.matching(sensitivity, attention)  # the model whose figures the section already has
     features = [names.index(g) for g in options.groups()]
     values = [np.unique(X[:, f]) for f in features]
     swept = swept_scores(ctx, X, features, values) if options.counterfactual else [None] * len(features)
@@ -178,6 +187,8 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     rng = ctx.rng("exposure")
     group_rows, measure_rows, focus, figure_rows = [], [], [], []
     stats: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
+    sens: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}  # under each attention model
+    sens_rng = ctx.rng("exposure/attention")  # a stream of its own: the section's other intervals do not move
     labels: dict[tuple[str, str], str] = {}
     ticker = ctx.progress.task(f"Exposure by group value ({len(queries)} queries)", sum(len(g) for g in values))
     for feature, grid, cf_scores in zip(features, values, swept, strict=True):
@@ -188,6 +199,8 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
         cf = _counterfactual(scores, relevance, codes, ptr, attention, cf_scores, len(grid), options.merit,
                              query_of_row) if cf_scores is not None else None
         mixed = np.sum(actual.count > 0, axis=1) >= 2
+        by_model = attention_models.shares(scores, relevance, codes, ptr, cf_scores, n_values=len(grid),
+                                           merit=options.merit, found=sensitivity, main=(main, actual, cf))
         for v, value in enumerate(grid):
             ticker.advance()
             key = f"exposure.{metric_name(name)}.{value_name(value)}"
@@ -198,6 +211,8 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
             labels[(name, value_name(value))] = label
             if not figures:
                 continue
+            sens[(name, value_name(value))] = attention_models.value_stats(
+                result, key, by_model, v, contested, sens_rng, options.resamples, reuse=(main, figures))
             result.per_query[f"{key}.excess"] = {
                 data.query_ids[queries[q]]: _r(actual.exposure_share[q, v] - actual.merit_share[q, v])
                 for q in np.flatnonzero(contested)}
@@ -215,6 +230,13 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     _aggregates(result, stats, options)
     _detect(result, stats, labels, options)
     _report(result, ctx, options, queries, group_rows, measure_rows, figure_rows, focus, attention, stats, labels)
+    own = next(((column, value_name(value)) for column, value in options.own.items()), None)
+    attention_models.aggregates(result, sens, own)
+    chosen = [(item[0], value_name(item[1])) for name in dict.fromkeys(item[0] for item in focus)
+              if (item := _focus(focus, name, options)) is not None]
+    attention_models.report(result, sens, labels, chosen, cutoff=options.cutoff, max_grade=_max_grade(relevance),
+                            main=main, main_text=_model_text(attention))
+    attention_models.proxies(result, ctx.used("surrogate"), options.groups())
     result.metrics["exposure.queries"] = float(len(queries))
     result.metrics["exposure.groups"] = float(len(features))
     return result
@@ -224,7 +246,19 @@ def _attention(options: ExposureOptions, relevance: np.ndarray) -> Attention:
     if isinstance(options.attention, list):
         return Attention(kind="custom", vector=tuple(options.attention), cutoff=options.cutoff)
     return Attention(kind=options.attention, patience=options.patience, cutoff=options.cutoff,
-                     max_grade=float(max(np.max(relevance, initial=0.0), 0.0)))
+                     max_grade=_max_grade(relevance))
+
+
+def _max_grade(relevance: np.ndarray) -> float:
+    """r_max of the cascade's stop probability: the largest relevance of the audited queries (at least 0)."""
+    return float(max(np.max(relevance, initial=0.0), 0.0))
+
+
+def _model_text(attention: Attention) -> str:
+    if attention.kind == "custom":
+        return f"custom weights for ranks 1–{len(attention.vector)}"
+    return {"log": "1/log2(1 + rank)", "geometric": f"geometric, patience {attention.patience:g}",
+            "cascade": f"cascade, patience {attention.patience:g}"}[attention.kind]
 
 
 def _codes(column: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -411,9 +445,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
     from auditor.report.plots import fmt, fmt_share, share_dots
 
     data = ctx.data
-    model = (f"custom weights for ranks 1–{len(attention.vector)}" if attention.kind == "custom" else
-             {"log": "1/log2(1 + rank)", "geometric": f"geometric, patience {attention.patience:g}",
-              "cascade": f"cascade, patience {attention.patience:g}"}[attention.kind])
+    model = _model_text(attention)
     cut = f"none beyond position {options.cutoff}" if options.cutoff else "the whole ranking"
     merit = ("its share of the attention in the ideal order by relevance" if options.merit == "ideal" else
              "its share of the total relevance")

@@ -135,6 +135,13 @@ REFERENCES: dict[str, tuple[str, str]] = {
                                                "Overview of the TREC 2021 Fair Ranking Track. Proc. TREC 2021, NIST "
                                                "Special Publication 500-335; and Overview of the TREC 2022 Fair "
                                                "Ranking Track (2023), Proc. TREC 2022, NIST SP 500-338."),
+    "moffat2008": ("Moffat & Zobel 2008", "Moffat, A., Zobel, J. (2008). Rank-biased precision for measurement of "
+                                          "retrieval effectiveness. ACM TOIS 27(1), 2:1–2:27."),
+    "craswell2008": ("Craswell et al. 2008", "Craswell, N., Zoeter, O., Taylor, M., Ramsey, B. (2008). An "
+                                             "experimental comparison of click position-bias models. Proc. WSDM "
+                                             "2008, 87–94."),
+    "chapelle2009": ("Chapelle et al. 2009", "Chapelle, O., Metzler, D., Zhang, Y., Grinspan, P. (2009). Expected "
+                                             "reciprocal rank for graded relevance. Proc. CIKM 2009, 621–630."),
     "p2b": ("P2B Regulation", "Regulation (EU) 2019/1150 of 20 June 2019 on promoting fairness and transparency for "
                               "business users of online intermediation services, OJ L 186, 11.7.2019; and the "
                               "Commission's Guidelines on ranking transparency, 2020/C 424/01."),
