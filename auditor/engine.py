@@ -36,6 +36,8 @@ from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import (
     Finding,
     LoadedPack,
+    applicability,
+    applies_to,
     check_assignments,
     check_metrics,
     check_waivers,
@@ -219,7 +221,8 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     add_score_facts(results["dataset"], ctx)  # the scores the items computed: how much order they give
     results = {name: results[name] for name in [*ALWAYS, *requested]}  # report and detections in spec order
 
-    findings = evaluate(prepared.packs, results, requested=set(results), waivers=list(spec.waivers), today=today)
+    findings = evaluate(prepared.packs, results, requested=set(results), waivers=list(spec.waivers), today=today,
+                        provider=spec.audit.provider.model_dump())
     not_judged = unjudged(all_detections(results), findings)
     verdict = opinion(findings, not_judged)
     document = evidence_document(prepared, results, findings, verdict, seed=seed,
@@ -354,7 +357,8 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "inputs": inputs_manifest(prepared),
         "evidence": {name: result.to_json() for name, result in results.items()},
         "policies": [{"pack": p.pack.pack, "title": p.pack.title, "version": p.pack.version, "sha256": p.sha256,
-                      "source": p.path.name} for p in prepared.packs],
+                      "source": p.path.name, "applies_to": applies_to(p),
+                      "applicability": applicability(p, spec.audit.provider.model_dump())} for p in prepared.packs],
         "waivers": [_plain(w.model_dump()) for w in spec.waivers],
         "assignments": [_plain(a.model_dump()) for a in spec.findings],
         "feature_dictionary": prepared.features,

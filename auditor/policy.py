@@ -138,6 +138,16 @@ def parse_condition(text: str) -> dict[str, Any]:
                      f"(operators: {' '.join(_OPS)} between outside)")
 
 
+def known_facts(value: dict[str, bool]) -> dict[str, bool]:
+    """`applies_to` names only the spec's provider facts."""
+    from auditor.spec import PROVIDER_FACTS
+
+    unknown = sorted(set(value) - set(PROVIDER_FACTS))
+    if unknown:
+        raise ValueError(f"unknown provider fact {unknown[0]!r} in applies_to; use {', '.join(PROVIDER_FACTS)}")
+    return value
+
+
 class Rule(StrictModel):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=MAX_NAME_CHARS)
     title: str
@@ -150,6 +160,8 @@ class Rule(StrictModel):
                                                           "then judge the share of queries that meet it.")
     required: bool = Field(False, description="The evidence must be present: absent or not applicable is FAIL, "
                                               "not SKIPPED.")
+    applies_to: dict[str, bool] = Field({}, description="Scope of this rule's provision beyond its pack's (e.g. "
+                                                        "`{very_large_platform: true}` for DSA Art. 34).")
     fail_if: Condition | None = None
     warn_if: Condition | None = None
     severity: Severity
@@ -162,6 +174,11 @@ class Rule(StrictModel):
         "interval", description="interval (default): an estimated metric passes only when its whole 95% interval "
                                 "meets the requirement and fails only when the whole interval breaks it, otherwise "
                                 "WARN (inconclusive); point: judge the value alone (exact metrics).")
+
+    @field_validator("applies_to")
+    @classmethod
+    def _known_facts(cls, value: dict[str, bool]) -> dict[str, bool]:
+        return known_facts(value)
 
     @model_validator(mode="after")
     def _has_condition(self) -> Rule:
@@ -200,7 +217,15 @@ class PolicyPack(StrictModel):
                                                "the inherited one.")
     requires: list[str] = Field([], description="Evidence kinds the pack needs (`auditor init --policy` requests "
                                                 "them); the kinds its rules name are added automatically.")
+    applies_to: dict[str, bool] = Field({}, description="The providers the law binds, as facts of the spec's "
+                                                        "`audit.provider` (e.g. `{gatekeeper: true}`): when a fact "
+                                                        "is otherwise, every rule is not applicable.")
     rules: list[Rule] = Field([])
+
+    @field_validator("applies_to")
+    @classmethod
+    def _known_facts(cls, value: dict[str, bool]) -> dict[str, bool]:
+        return known_facts(value)
 
     @field_validator("extends", mode="before")
     @classmethod
@@ -471,13 +496,63 @@ def check_assignments(assignments: list[Any], packs: list[LoadedPack], *, spec_f
 
 
 def evaluate(packs: list[LoadedPack], evidence: dict[str, Any], *, requested: set[str],
-             waivers: list[Waiver], today: dt.date) -> list[Finding]:
-    """Judge every rule. `evidence` maps evidence name → object with .status, .error and .metrics."""
+             waivers: list[Waiver], today: dt.date, provider: dict[str, bool | None] | None = None) -> list[Finding]:
+    """Judge every rule. `evidence` maps evidence name → object with .status, .error and .metrics; `provider`, the
+    spec's `audit.provider` facts: a pack whose `applies_to` a fact contradicts is not applicable (SKIPPED)."""
     findings = []
     for loaded in packs:
+        scope = applies_to(loaded)
         for rule in loaded.pack.rules:
+            outside = not_applicable({**scope, **rule.applies_to}, provider or {})
+            if outside is not None:
+                findings.append(_not_applicable(rule, loaded.pack.pack, outside))
+                continue
             findings.append(_judge(rule, loaded.pack.pack, evidence, requested, waivers, today))
     return findings
+
+
+def applies_to(loaded: LoadedPack) -> dict[str, bool]:
+    """The scope conditions of a pack and of the packs it extends."""
+    merged: dict[str, bool] = {}
+    for pack in [*loaded.ancestors(), loaded]:
+        merged.update(pack.pack.applies_to)
+    return merged
+
+
+def not_applicable(scope: dict[str, bool], provider: dict[str, bool | None]) -> str | None:
+    """Why a provision with this scope does not bind this provider, or None (it does, or the spec does not say)."""
+    for fact, wanted in scope.items():
+        if provider.get(fact) is not None and provider[fact] != wanted:
+            return f"not applicable: the provider is {'not ' if wanted else ''}{_a(fact)} (audit.provider.{fact}: " \
+                   f"{str(provider[fact]).lower()})"
+    return None
+
+
+def applicability(loaded: LoadedPack, provider: dict[str, bool | None]) -> str:
+    """One sentence: does the pack's law bind this provider, by the spec's facts."""
+    scope = applies_to(loaded)
+    if not scope:
+        return "applies to every provider"
+    outside = not_applicable(scope, provider)
+    if outside is not None:
+        return outside
+    unknown = [fact for fact in scope if provider.get(fact) is None]
+    if unknown:
+        return (f"applicability not established (audit.provider.{unknown[0]} not stated): judged as if it applied")
+    return "applies: the provider is " + " and ".join(
+        f"{'' if wanted else 'not '}{_a(fact)}" for fact, wanted in scope.items())
+
+
+def _a(fact: str) -> str:
+    words = fact.replace("_", " ")
+    return f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
+
+
+def _not_applicable(rule: Rule, pack: str, why: str) -> Finding:
+    return Finding(rule=rule.id, title=rule.title, pack=pack, status="SKIPPED", severity=rule.severity,
+                   metric=rule.metric or f"{rule.evidence} (present)", value=None, requirement=rule.requirement(),
+                   citation=rule.citation, rationale=rule.rationale, message=why, evidence=rule.evidence,
+                   remedy=rule.remedy, threshold_reason=rule.threshold_reason)
 
 
 def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str], waivers: list[Waiver],

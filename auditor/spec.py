@@ -87,6 +87,24 @@ def _register(value: str | bool, info: ValidationInfo) -> str | bool:
 RegisterLocation = Annotated[str | bool, AfterValidator(_register)]
 
 
+class ProviderFacts(StrictModel):
+    """What the audited provider is, as facts the laws' scope depends on: a pack that `applies_to` a kind of provider
+    is "not applicable" when the fact is false, and judged with "applicability not stated" when it is left out."""
+
+    gatekeeper: bool | None = Field(None, description="Designated gatekeeper under the DMA (Art. 3) for the "
+                                                      "service audited.")
+    high_risk: bool | None = Field(None, description="The ranker is (part of) a high-risk AI system under the AI Act "
+                                                     "(Art. 6, Annex III).")
+    online_platform: bool | None = Field(None, description="An online platform under the DSA (Art. 3(i)).")
+    very_large_platform: bool | None = Field(None, description="A very large online platform or search engine "
+                                                               "designated under the DSA (Art. 33).")
+    intermediation_service: bool | None = Field(None, description="An online intermediation service or search "
+                                                                  "engine under P2B (Reg. 2019/1150 Art. 1-2).")
+
+
+PROVIDER_FACTS = tuple(ProviderFacts.model_fields)
+
+
 class AuditMeta(StrictModel):
     """Who audits what, and why: printed on the report's cover."""
 
@@ -110,6 +128,16 @@ class AuditMeta(StrictModel):
     approver: str | None = Field(None, description="Who approved the report.")
     independence: str | None = Field(None, description="The auditor's independence from the model owner, in one "
                                                        "statement (e.g. a separate team, no part in building it).")
+    addressee: str | None = Field(None, description="To whom the report is addressed (e.g. the board, a "
+                                                    "regulator).")
+    assurance: Literal["reasonable", "limited"] | None = Field(
+        None, description="The level of assurance the engagement gives (ISAE 3000): `reasonable` (a positive "
+                          "conclusion) or `limited` (nothing came to our attention).")
+    qualifications: str | None = Field(None, description="The auditor's qualifications, in one statement.")
+    place: str | None = Field(None, description="Where the report is issued (city).")
+    provider: ProviderFacts = Field(ProviderFacts(), description="What the provider is, for the laws' scope: "
+                                                                 "`{gatekeeper, high_risk, online_platform, "
+                                                                 "very_large_platform, intermediation_service}`.")
 
 
 ModelKindName = Literal["lightgbm", "sklearn", "xgboost", "catboost", "onnx", "callable"]  # models.KINDS, in order

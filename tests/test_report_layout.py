@@ -18,7 +18,9 @@ from auditor.engine import run_audit
 from auditor.report.browser import Chromium, file_url, find_chromium
 from tests.conftest import BOOKSTORE
 
-MAX_PAGES = 25
+# 25 until the engagement statement and the three attention models (issue 36), whose one-page summary is to win
+# pages back
+MAX_PAGES = 26
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +113,7 @@ def test_no_box_overflows_the_page_and_no_anchor_is_missing(demo: Path, caplog: 
 
 
 def test_the_demo_pdf_fits_its_reader(demo: Path) -> None:
-    """At most 25 pages, none of them only a heading or a note: every page carries real content."""
+    """At most MAX_PAGES pages, none of them only a heading or a note: every page carries real content."""
     _poppler()
     pdf = demo / "report.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout

@@ -20,6 +20,7 @@ from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
 from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
+from auditor.report.assurance import engagement
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
@@ -105,7 +106,8 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                    limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, REGISTRY), importance=importance,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
-                   section_titles={s["name"]: s["title"] for s in sections})
+                   section_titles={s["name"]: s["title"] for s in sections},
+                   engagement=engagement(document, {s["name"]: s["title"] for s in sections}))
     return with_policy(render_template("report.html.j2", context, templates))
 
 

@@ -25,7 +25,7 @@ OUT = Path(__file__).resolve().parent
 PAGES = [("bookstore-cover", "Contents"), ("bookstore-summary", "Findings to act on"),
          ("bookstore-local", "(local_explanations)"), ("bookstore-surrogate", "(surrogate)"),
          ("bookstore-exposure", "(exposure)"),
-         ("bookstore-appendix", "Appendix B — The spec, the cost and the full tables")]
+         ("bookstore-appendix", "Appendix B — The spec, inputs, verification and the full tables")]
 WIDTHS = {"bookstore-phone": 390, "bookstore-desktop": 1280}
 
 

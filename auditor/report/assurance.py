@@ -1,0 +1,68 @@
+"""The engagement facts an assurance report states (ISAE 3000: addressee, subject matter, criteria and whether the
+law applies, responsibilities, procedures, level of assurance, conclusion in standard form, date and place), as
+rows for the report. Facts come from the spec; a missing one is printed "not stated", never invented."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CRITERIA_WORDS = "the criteria of the packs that apply"
+
+
+def conclusion(level: str | None, opinion: str) -> str:
+    """The conclusion in the standard form of the engagement's level of assurance, from the opinion."""
+    if level is None:
+        return ("No conclusion in standard form: the level of assurance is not stated (audit.assurance: reasonable "
+                "or limited).")
+    if opinion == "no policy applied":
+        return "No criteria were applied, so no conclusion is given."
+    if level == "reasonable":
+        return {
+            "positive": f"In our opinion the ranking system meets, in all material respects, {CRITERIA_WORDS}.",
+            "positive with comments": f"In our opinion, except for the matters in the findings, the ranking system "
+                                      f"meets, in all material respects, {CRITERIA_WORDS}.",
+        }.get(opinion, f"In our opinion, because of the matters in the findings, the ranking system does not meet "
+                       f"{CRITERIA_WORDS}.")
+    return {
+        "positive": f"Based on the procedures performed and the evidence obtained, nothing has come to our attention "
+                    f"that causes us to believe that the ranking system does not meet, in all material respects, "
+                    f"{CRITERIA_WORDS}.",
+        "positive with comments": f"Based on the procedures performed and the evidence obtained, except for the "
+                                  f"matters in the findings, nothing has come to our attention that causes us to "
+                                  f"believe that the ranking system does not meet, in all material respects, "
+                                  f"{CRITERIA_WORDS}.",
+    }.get(opinion, f"Based on the procedures performed and the evidence obtained, the ranking system does not meet "
+                   f"{CRITERIA_WORDS}: see the findings.")
+
+
+def engagement(document: dict[str, Any], section_titles: dict[str, str]) -> list[tuple[str, str | list[str]]]:
+    """(term, statement) rows of the engagement, in the order an assurance report gives them; the criteria are one
+    line a pack."""
+    audit = document.get("audit") or {}
+    model = ((document.get("spec") or {}).get("content") or {}).get("model") or {}
+    inputs = (document.get("inputs") or {}).get("model") or {}
+    system = model.get("name") or audit.get("title") or "the ranking system"
+    version = model.get("version") or inputs.get("version")
+    owner, auditor = audit.get("owner") or "the model owner", audit.get("auditor") or "the auditor"
+    criteria = [f"{p['title']} ({p['pack']} {p['version']}): {p.get('applicability', 'applies')}"
+                for p in document.get("policies") or []] or "none (no policy pack applied)"
+    procedures = len([name for name in (document.get("evidence") or {}) if name in section_titles])
+    procedures = f"the {procedures} sections' " if procedures else ""
+    run = document.get("run") or {}
+    when = run.get("evaluated_on") or "not stated"
+    return [
+        ("Addressee", audit.get("addressee") or "not stated (audit.addressee)"),
+        ("Subject matter", f"the ranking model {system}{f' version {version}' if version else ''}, for its intended "
+                           "use (cover)"),
+        ("Criteria", criteria),
+        ("Responsibilities", f"{owner} answers for the ranking system and for the facts the spec states about it; "
+                             f"{auditor} for the procedures and the conclusion."),
+        ("Procedures", f"{procedures} evidence, each measured as its section states, on the data of the input "
+                       "manifest." if procedures else "none (no evidence ran)"),
+        ("Assurance", {"reasonable": "reasonable (a positive conclusion)",
+                                "limited": "limited (nothing came to our attention)"}.get(
+                                    audit.get("assurance") or "", "not stated (audit.assurance)")),
+        ("Conclusion", conclusion(audit.get("assurance"), document.get("opinion") or "")),
+        ("Qualifications", audit.get("qualifications") or "not stated (audit.qualifications)"),
+        ("Date and place", f"{when}, {audit.get('place') or 'place not stated (audit.place)'}"),
+    ]

@@ -1,0 +1,95 @@
+"""The report as an assurance document: which laws apply to this provider (a rule of a law that does not bind it is
+not applicable, not PASS or FAIL), and the engagement facts with the conclusion in its standard form."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from auditor.evidence.base import EvidenceResult
+from auditor.policy import LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
+from auditor.report.assurance import conclusion, engagement
+
+TODAY = dt.date(2026, 11, 26)
+BASE = {"title": "t", "evidence": "ranking_quality", "citation": "c", "rationale": "r", "severity": "critical",
+        "metric": "m", "fail_if": "< 0.4"}
+
+
+def _pack(applies_to: dict[str, bool], *rules: dict) -> LoadedPack:
+    model = PolicyPack(pack="law", title="A law", version="1", applies_to=applies_to,
+                       rules=[{**BASE, **r} for r in rules] or [{**BASE, "id": "L-1"}])
+    return LoadedPack(pack=model, path=Path("law.yaml"), sha256="0")
+
+
+def _judge(packs: list[LoadedPack], provider: dict[str, bool | None]) -> list:
+    evidence = {"ranking_quality": EvidenceResult(name="ranking_quality", metrics={"m": 0.1})}
+    return evaluate(packs, evidence, requested=set(evidence), waivers=[], today=TODAY, provider=provider)
+
+
+def test_a_law_that_does_not_bind_the_provider_is_not_applicable() -> None:
+    """A failing measure under the DMA of a provider that is no gatekeeper: not applicable, and the opinion is
+    not negative because of it; stated as a gatekeeper, or unstated, the rule judges."""
+    dma = _pack({"gatekeeper": True})
+    outside = _judge([dma], {"gatekeeper": False})[0]
+    assert outside.status == "SKIPPED" and outside.message.startswith("not applicable: the provider is not a "
+                                                                      "gatekeeper (audit.provider.gatekeeper: false)")
+    assert opinion([outside]) == "positive"
+    assert _judge([dma], {"gatekeeper": True})[0].status == "FAIL"
+    assert _judge([dma], {})[0].status == "FAIL"  # not stated: judged as if it applied, and said so
+    assert applicability(dma, {}).startswith("applicability not established (audit.provider.gatekeeper")
+    assert applicability(dma, {"gatekeeper": True}) == "applies: the provider is a gatekeeper"
+
+
+def test_a_rule_can_narrow_its_packs_scope() -> None:
+    dsa = _pack({"online_platform": True}, {"id": "DSA-27"}, {"id": "DSA-34", "applies_to": {"very_large_platform":
+                                                                                           True}})
+    found = _judge([dsa], {"online_platform": True, "very_large_platform": False})
+    assert [f.status for f in found] == ["FAIL", "SKIPPED"]
+    assert "not a very large platform" in found[1].message
+
+
+def test_unknown_provider_facts_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown provider fact 'gatekeper'"):
+        _pack({"gatekeper": True})
+
+
+def test_the_bundled_packs_state_their_scope() -> None:
+    packs = {p.pack.pack: p for p in load_packs(["eu-dma-art6-5", "eu-ai-act-annex-iv", "eu-dsa-art27-34",
+                                                 "eu-p2b-art5", "starter"], base_dir=Path("."))}
+    assert packs["eu-dma-art6-5"].pack.applies_to == {"gatekeeper": True}
+    assert packs["eu-ai-act-annex-iv"].pack.applies_to == {"high_risk": True}
+    assert packs["starter"].pack.applies_to == {}
+    art34 = [r for r in packs["eu-dsa-art27-34"].pack.rules if "Art. 34" in r.citation]
+    assert art34 and all(r.applies_to == {"very_large_platform": True} for r in art34)
+
+
+@pytest.mark.parametrize(("level", "verdict", "words"), [
+    ("reasonable", "positive", "In our opinion the ranking system meets, in all material respects"),
+    ("reasonable", "positive with comments", "except for the matters in the findings"),
+    ("reasonable", "negative", "does not meet"),
+    ("limited", "positive", "nothing has come to our attention"),
+    ("limited", "negative", "does not meet the criteria of the packs that apply: see the findings"),
+    (None, "positive", "No conclusion in standard form: the level of assurance is not stated"),
+])
+def test_the_conclusion_follows_the_level_of_assurance(level: str | None, verdict: str, words: str) -> None:
+    assert words in conclusion(level, verdict)
+
+
+def test_engagement_facts_are_stated_or_marked_not_stated() -> None:
+    document = {"audit": {"title": "Review", "addressee": "The board", "assurance": "limited", "place": "Berlin",
+                          "owner": "Search team", "auditor": "Model Risk"},
+                "spec": {"content": {"model": {"name": "catalogue-ranker", "version": "7"}}},
+                "policies": [{"pack": "eu-p2b-art5", "title": "P2B Art. 5", "version": "1",
+                              "applicability": "applies: the provider is an intermediation service"}],
+                "evidence": {"ranking_quality": {}}, "opinion": "negative", "run": {"evaluated_on": "2026-11-26"}}
+    rows = dict(engagement(document, {"ranking_quality": "Ranking quality"}))
+    assert rows["Addressee"] == "The board" and rows["Date and place"] == "2026-11-26, Berlin"
+    assert "catalogue-ranker version 7" in rows["Subject matter"]
+    assert rows["Criteria"] == ["P2B Art. 5 (eu-p2b-art5 1): applies: the provider is an intermediation service"]
+    assert "Search team answers for the ranking system" in rows["Responsibilities"]
+    assert rows["Conclusion"].startswith("Based on the procedures performed") and "does not meet" in rows["Conclusion"]
+    assert rows["Qualifications"] == "not stated (audit.qualifications)"
+    empty = dict(engagement({"audit": {"title": "Review"}, "opinion": "positive"}, {}))
+    assert empty["Addressee"] == "not stated (audit.addressee)" and empty["Assurance"] == "not stated (audit.assurance)"
