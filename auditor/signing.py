@@ -1181,19 +1181,24 @@ def load_trust(paths: Path | list[Path] | None) -> list[Any]:
         if path.is_dir() and not files:
             raise InputError("no certificate files (*.pem, *.crt, *.cer, *.der) in this folder", file=path,
                              fix="give the folder that holds the trusted certificates, or the files")
+        in_folder: list[Any] = []
         for file in files:
             data = read_bytes(file, limit=MAX_SMALL_BYTES, what="certificate")
             if b"-----BEGIN" in data:
                 try:
-                    certs = x509.load_pem_x509_certificates(data)
+                    certs = x509.load_pem_x509_certificates(data) if b"CERTIFICATE-----" in data else []
                 except ValueError:
                     certs = []
-                if not certs:
+                if not certs and not path.is_dir():  # a folder may hold keys beside the certificates
                     raise InputError("no X.509 certificate in this PEM file", file=file,
                                      fix="give signer-cert.pem from `auditor keygen`, or the CA's certificate")
-                found += certs
-            else:
-                found.append(_load_cert(file))
+                in_folder += certs
+            elif not path.is_dir() or file.suffix.lower() in {".der", ".cer", ".crt"}:
+                in_folder.append(_load_cert(file))
+        if path.is_dir() and not in_folder:
+            raise InputError("no X.509 certificate in this folder", file=path,
+                             fix="give the folder that holds the trusted certificates, or the files")
+        found += in_folder
     return found
 
 

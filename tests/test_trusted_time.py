@@ -350,3 +350,17 @@ def test_the_bundle_timestamp_and_envelope_check_with_standard_tools(lta_run: di
     bad = subprocess.run(["openssl", "ts", "-verify", "-token_in", "-in", str(run / "bundle.tsr"), "-data",
                           str(tmp_path / "other.sig"), "-CAfile", str(lta_run["root"])], capture_output=True, text=True)
     assert bad.returncode != 0
+
+
+def test_trust_may_be_a_folder_holding_keys_beside_certificates(lta_run: dict[str, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "trust"
+    folder.mkdir()
+    shutil.copy(lta_run["root"], folder / "root.pem")
+    shutil.copy(lta_run["keys"] / "bundle-ed25519.pem", folder / "bundle-ed25519.pem")  # a key, not a certificate
+    code, output = _verify(lta_run["run"], folder, lta_run["keys"] / "bundle-ed25519.pub.pem")
+    assert code == 0, output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.pem").write_text("-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n")
+    code, output = _verify(lta_run["run"], empty, lta_run["keys"] / "bundle-ed25519.pub.pem")
+    assert code == 2 and "no X.509 certificate in this folder" in output, output
