@@ -24,6 +24,7 @@ from auditor import __version__
 from auditor.display import terminal
 from auditor.errors import InputError
 from auditor.files import write_new
+from auditor.words import counted
 
 
 class OneLineErrors(TyperGroup):
@@ -314,8 +315,8 @@ def validate(spec: SpecArg, quiet: Annotated[bool, typer.Option("--quiet", "-q",
 
     prepared = _guard(lambda: prepare(spec), debug=debug)
     data = prepared.data
-    typer.echo(f"ok: {spec} — {len(prepared.spec.evidence)} evidence item(s), "
-               f"{sum(len(p.pack.rules) for p in prepared.packs)} rule(s); model {prepared.model.kind} with "
+    typer.echo(f"ok: {spec} — {counted(len(prepared.spec.evidence), 'evidence item')}, "
+               f"{counted(sum(len(p.pack.rules) for p in prepared.packs), 'rule')}; model {prepared.model.kind} with "
                f"{prepared.model.n_features or data.n_features} features; {data.n_docs} documents in "
                f"{data.n_queries} queries")
     if not quiet:

@@ -32,6 +32,7 @@ import numpy as np
 from auditor.data import RankingData
 from auditor.executor import AUTO_MIN_QUERIES, AUTO_MIN_SECONDS
 from auditor.threads import cpu_count
+from auditor.words import counted
 
 GREEDY_SHARE = 0.55  # of the worst case C·n·Σ_k(1 + seeds·(k − 1)) rows (bookstore 0.53, wide data 0.5)
 SEARCH_SHARE = 0.6  # of beam·C·n·Σ_k k (bookstore 0.61)
@@ -360,7 +361,7 @@ def _parameter_influence(options: Any, shape: Shape, earlier: set[str]) -> tuple
     rankings = sum(2 + shape.distinct(f, options.sweep_points) for f in options.sensitive)  # own, masked, swept
     cells = queries * CELL_SECONDS * rankings * 2 * shape.pairs(rankable=False)  # ranks among the others: n² each
     return queries, rows, 0.1 + 1e-6 * options.resamples * queries + cells, \
-        f"{len(options.sensitive)} parameter(s) masked and swept over {options.sweep_points} values"
+        f"{counted(len(options.sensitive), 'parameter')} masked and swept over {options.sweep_points} values"
 
 
 def _exposure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:

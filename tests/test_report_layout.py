@@ -197,3 +197,14 @@ def test_every_metric_of_the_demo_is_declared_by_its_kind(demo: Path) -> None:
                   for name in [*result.get("metrics", {}), *result.get("per_query", {})]
                   if not kinds[kind].emits(name)]
     assert not undeclared, undeclared[:10]
+
+
+def test_counts_agree_with_their_nouns(demo: Path) -> None:
+    """No "1 queries", "5 feature(s)" or "Model rows evaluated: 0." in what the reader sees."""
+    from auditor.words import counted
+
+    assert (counted(1, "query"), counted(2, "query"), counted(1_200, "feature")) == ("1 query", "2 queries",
+                                                                                    "1,200 features")
+    text = re.sub(r"<[^>]+>", " ", (demo / "report.html").read_text())
+    assert not re.search(r"\b1 (queries|features|documents|pairs|parameters)\b", text)
+    assert "(s)" not in text and "Model rows evaluated: 0." not in text

@@ -54,6 +54,7 @@ from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.models.capabilities import tree_ensemble
+from auditor.words import counted
 
 Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
 HOW_TO_READ = (
@@ -334,8 +335,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     result.tables.append(Table(
         title=f"Flagged explanations per explainer (k = {options.k})",
         columns=["explainer", "explanations", "flagged", "share flagged", "reasons (count)"], rows=per_method,
-        note=f"{len({u['qi'] for u in units})} queries; {excluded} left out (fewer than two documents or all scores "
-             f"tied). Thresholds: " + ", ".join(f"{c} {getattr(options.thresholds, c):g}" for c in CRITERIA
+        note=f"{counted(len({u['qi'] for u in units}), 'query')}; {excluded} left out (fewer than two documents or "
+             f"all scores tied). Thresholds: " + ", ".join(f"{c} {getattr(options.thresholds, c):g}" for c in CRITERIA
                                                 if c in criteria and c != "margin") + "."))
     listed = [u for u in units if u["verdict"].flagged][:options.max_listed]
     result.tables.append(Table(

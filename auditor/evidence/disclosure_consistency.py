@@ -162,7 +162,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
             subject=names[f])
     flagged = ", ".join(names[f] for f in undeclared)
     result.summary = (f"Declared order vs measured: tau = {metrics['disclosure.rank_correlation']:.2f}; "
-                      + (f"undeclared influential parameter(s): {flagged}." if undeclared else
+                      + (f"undeclared influential {'parameter' if len(undeclared) == 1 else 'parameters'}: "
+                         f"{flagged}." if undeclared else
                          "every influential parameter is declared."))
     return result
 

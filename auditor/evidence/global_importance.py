@@ -38,6 +38,7 @@ from auditor.evidence.base import (
 )
 from auditor.models.capabilities import FAST_TREESHAP_MIN_DOCS, reference_scores
 from auditor.models.capabilities import fast_treeshap as _fast_treeshap
+from auditor.words import counted
 
 if TYPE_CHECKING:
     pass
@@ -134,7 +135,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
                     + (f", and {len(top) - 5} more." if len(top) > 5 else ".")))
     result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order, options))
     main = ", ".join(names[f] for f in order[:main_count][:5])
-    result.summary = (f"{main_count} feature(s) carry {options.share_for_main:.0%} of the within-query importance; "
+    result.summary = (f"{counted(main_count, 'feature')} {'carries' if main_count == 1 else 'carry'} "
+                      f"{options.share_for_main:.0%} of the within-query importance; "
                       f"the main ones: {main}{'…' if main_count > 5 else ''}.")
     return result
 

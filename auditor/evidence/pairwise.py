@@ -22,6 +22,7 @@ from auditor.evidence.base import (
     representative_text,
 )
 from auditor.executor import split
+from auditor.words import counted
 
 if TYPE_CHECKING:
     from auditor.explain.pairwise import AsiPair, PairExplanation, RaiPair
@@ -138,7 +139,8 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
         columns=["query", "ranks", "A (document)", "B (document)", "g(A,B) − E[g]", "features that put A above B",
                  "features that pull B up"],
         rows=table_rows,
-        note=(f"{len(records)} pairs from {len(chosen)} queries; {how}; g = {options.pair_function}. "
+        note=(f"{counted(len(records), 'pair')} from {counted(len(chosen), 'query')}; {how}; "
+              f"g = {options.pair_function}. "
               f"Top {options.top_features} features per side by |φ|. The values of each pair add up to its margin "
               f"(efficiency): the largest gap over all pairs is {_gap(max(efficiency))}; each pair's is in "
               "evidence.json (`efficiency_error`)."),

@@ -25,6 +25,7 @@ from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
 from auditor.evidence.sweeps import swept_scores
+from auditor.words import counted
 
 
 class ParameterInfluenceOptions(EvidenceOptions):
@@ -178,10 +179,11 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                  "gain low → high", "95% interval", "worst range", f"share of queries whose top-{options.top_k} "
                  "changes", "effect detected"],
         rows=rows_out,
-        note=(f"{len(queries)} queries; masking: {masker.strategy}. 'Effect detected' when the interval of the "
-              "gain excludes zero.")))
+        note=(f"{counted(len(queries), 'query')}; masking: {masker.strategy}. 'Effect detected' when the interval "
+              "of the gain excludes zero.")))
     found = [r[0] for r in rows_out if r[-1] == "yes"]
-    result.summary = (f"Measured {len(features)} sensitive parameter(s) over {len(queries)} queries; "
+    result.summary = (f"Measured {counted(len(features), 'sensitive parameter')} over "
+                      f"{counted(len(queries), 'query')}; "
                       + (f"a directional effect on positions is detected for {', '.join(found)}." if found else
                          "no directional effect on positions is detected."))
     return result

@@ -33,6 +33,7 @@ from pydantic import Field
 from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.global_importance import summarize
+from auditor.words import counted
 
 if TYPE_CHECKING:
     from auditor.surrogate.decompose import Decomposition, Effect
@@ -201,7 +202,7 @@ def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
         tau, ndcg = np.asarray(fid["kendall"]), np.asarray(fid["ndcg@10"])
         rows.append([label, _r(np.nanmean(tau)), _r(np.nanpercentile(tau, 10)), _r(np.nanmean(ndcg)),
                      _r(fid["explained"]), trees])
-    note = (f"{int(m['surrogate.fidelity.queries'])} queries with a ranking to compare. "
+    note = (f"{counted(int(m['surrogate.fidelity.queries']), 'query', 'queries')} with a ranking to compare. "
             f"Pairs selected: {len(fit.pairs)}; main-effect features: {len(fit.main_features)}. Training "
             f"queries held {int(m['surrogate.training.synthetic_documents'])} synthetic documents besides the real "
             "ones (features recombined within a query, scored by the audited model).")

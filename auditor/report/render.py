@@ -24,6 +24,7 @@ from auditor.report.assurance import engagement
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
+from auditor.words import counted
 
 STATUS_ORDER = ["FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"]
 SEVERITY_ORDER = ["critical", "major", "minor", "info"]
@@ -54,6 +55,7 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["prose"] = prose
+    env.filters["counted"] = counted
     env.globals["cell"] = cell
     env.globals["aspect"] = aspect
     return env
@@ -195,16 +197,20 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
     dataset = results["dataset"].metrics
     n_queries, n_features = int(dataset["dataset.n_queries"]), int(dataset["dataset.n_features"])
     if dataset.get("dataset.all_zero_label_queries", 0) > 0 and "ranking_quality" in results:
-        out.append(f"{int(dataset['dataset.all_zero_label_queries'])} queries have no relevant document; their "
-                   "nDCG is set by convention (see the ranking-quality note), not measured.")
+        zero = int(dataset['dataset.all_zero_label_queries'])
+        out.append(f"{counted(zero, 'query')} {'has' if zero == 1 else 'have'} no relevant document; "
+                   f"{'its' if zero == 1 else 'their'} nDCG is set by convention (see the ranking-quality note), not "
+                   "measured.")
     if "dataset.population.n_queries" in dataset:
         out.append(f"The audit covers a stratified sample of {n_queries:,} of "
                    f"{int(dataset['dataset.population.n_queries']):,} queries: query-level figures are estimates, "
                    "and their intervals are over the sampled queries (sampling error included, the other "
                    "queries not seen).")
     if dataset.get("dataset.single_doc_queries", 0) > 0:
-        out.append(f"{int(dataset['dataset.single_doc_queries'])} queries have a single document: they cannot "
-                   "be ranked and are left out of within-query measures.")
+        single = int(dataset['dataset.single_doc_queries'])
+        out.append(f"{counted(single, 'query')} {'has' if single == 1 else 'have'} a single document: "
+                   f"{'it' if single == 1 else 'they'} cannot be ranked and {'is' if single == 1 else 'are'} left out "
+                   "of within-query measures.")
     rankable = n_queries - int(dataset.get("dataset.single_doc_queries", 0))
     for name, key, what in SAMPLED:
         result = results.get(name)

@@ -1,0 +1,11 @@
+"""Counts in words: `1 query`, `5 features`, never `1 queries` or `5 feature(s)`."""
+
+from __future__ import annotations
+
+IRREGULAR = {"query": "queries", "entry": "entries", "analysis": "analyses"}
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and the noun in the number `n` asks for (thousands separated)."""
+    form = noun if n == 1 else (plural or IRREGULAR.get(noun) or noun + "s")
+    return f"{n:,} {form}"
