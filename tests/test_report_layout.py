@@ -208,3 +208,14 @@ def test_counts_agree_with_their_nouns(demo: Path) -> None:
     text = re.sub(r"<[^>]+>", " ", (demo / "report.html").read_text())
     assert not re.search(r"\b1 (queries|features|documents|pairs|parameters)\b", text)
     assert "(s)" not in text and "Model rows evaluated: 0." not in text
+
+
+def test_references_are_sorted_and_terms_stay_with_their_definitions(demo: Path) -> None:
+    html = (demo / "report.html").read_text()
+    block = html[html.index('<ul class="references">'):]
+    entries = [re.sub(r"<[^>]+>", "", e).strip() for e in re.findall(r"<li id=\"ref-[^\"]+\">(.*?)</li>",
+                                                                      block[:block.index("</ul>")], re.S)]
+    assert len(entries) > 10 and entries == sorted(entries), entries
+    glossary = html[html.index('<dl class="glossary">'):]
+    glossary = glossary[:glossary.index("</dl>")]
+    assert glossary.count("<dt>") == glossary.count('<div class="term"><dt>') > 10
