@@ -227,3 +227,15 @@ def test_surrogate_evidence_is_exact_on_negative_and_missing_features():
     assert result.metrics["surrogate.decomposition.max_abs_error"] <= 1e-9
     cuts = [c for r in result.records for axis in (r["cuts"] if r["effect"].count("×") else [r["cuts"]]) for c in axis]
     assert -1.0000000180025095e-35 in cuts  # the threshold of the issue is in the tables
+
+
+def test_the_heatmap_caption_says_when_documents_reach_past_the_colour_scale() -> None:
+    """The scale ends at the largest cell mean; a document pushed further is named in the caption, not clipped in
+    silence (a reader took ±0.156 for the largest push while a document reached −0.266)."""
+    import numpy as np
+
+    from auditor.evidence.surrogate import _scale_note
+
+    wide = _scale_note(0.156, [np.array([-0.266, 0.1, 0.15])])
+    assert "±0.156, the largest cell mean" in wide and "−0.266" in wide.replace("-", "−")
+    assert "covers every document's push" in _scale_note(0.3, [np.array([-0.2, 0.25])])

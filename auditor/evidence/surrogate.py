@@ -297,7 +297,8 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
                     "quantile bins of the documents' values, ticks in the features' units; a yes/no feature has one "
                     "cell per value. All pairs share one colour scale, so a pale panel is a small effect. As ILMART "
                     "learns it, a pair table also holds part of each feature's own effect."
-                    + (f" {left_out} smaller pair(s) not drawn (top_pairs = {options.top_pairs})."
+                    + _scale_note(limit, [p[3] for p in chunk])
+                    + (f" {counted(left_out, 'smaller pair')} not drawn (top_pairs = {options.top_pairs})."
                        if left_out and number == len(chunks) else ""),
             description=f"Heatmaps of {len(chunk)} pair effects on one colour scale from {fmt(-limit)} to "
                         f"{fmt_signed(limit)}; the strongest here, {chunk[0][0]}, moves a document's score by "
@@ -322,3 +323,16 @@ def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> 
         for f in effect.features:
             out[:, f] += contrib[:, e] / len(effect.features)
     return out
+
+
+def _scale_note(limit: float, effects: list[np.ndarray]) -> str:
+    """The colour scale covers the cells' means; single documents reach further, and the caption says how far, so
+    a reader does not take the scale's end for the largest push."""
+    from auditor.report.plots import fmt, fmt_signed
+
+    low = min(float(np.min(e)) for e in effects)
+    high = max(float(np.max(e)) for e in effects)
+    if max(-low, high) <= limit * (1 + 1e-9):
+        return f" The scale ({fmt(-limit)} to {fmt_signed(limit)}) covers every document's push."
+    return (f" The scale ends at ±{fmt(limit)}, the largest cell mean; single documents are pushed from {fmt(low)} "
+            f"to {fmt_signed(high)}.")
