@@ -192,3 +192,12 @@ def test_number_conventions():
     assert plots.fmt_positions(-2) == "−2.0"
     assert plots.axis_label("price", "EUR") == "price (EUR)" and plots.axis_label("sponsored", "yes/no") == "sponsored"
     assert plots.value_text("sponsored", 1.0, "Yes / No") == "sponsored = yes"
+
+
+def test_a_chart_of_sixteen_lines_repeats_no_colour() -> None:
+    """The k-curve draws 16 explainers: with ten colours, two lines looked alike."""
+    from auditor.report.plots import line_style
+
+    styles = [line_style(i) for i in range(40)]
+    assert len({tuple(c) for c, _, _ in styles[:20]}) == 20
+    assert len({(tuple(c), m, d) for c, m, d in styles}) == 40

@@ -21,6 +21,7 @@ import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
@@ -233,9 +234,10 @@ def line_chart(x: Sequence[float], series: dict[str, Sequence[float]], *, xlabel
     """One line per series (legend outside the axes so long names never cover data)."""
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
-        markers = "os^vD<>ph*"
         for i, (name, values) in enumerate(series.items()):
-            ax.plot(x, values, marker=markers[i % len(markers)], linewidth=1.2, markersize=4, label=_short(name))
+            color, marker, dashes = line_style(i)
+            ax.plot(x, values, color=color, marker=marker, linestyle=dashes, linewidth=1.2, markersize=4,
+                    label=_short(name))
         ax.set_xticks(list(x))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -294,6 +296,13 @@ def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str, yes_no: b
         ax.set_xlabel(_short(xlabel, 60))
         ax.set_ylabel(ylabel)
         return to_svg(fig)
+
+
+def line_style(i: int) -> tuple[Any, str, str]:
+    """(colour, marker, line style) of the i-th line: no two of the first 40 alike (tab20's colours; a second
+    style after 20), so a chart of 16 explainers repeats no colour."""
+    markers = "os^vD<>ph*"
+    return plt.get_cmap("tab20")(i % 20), markers[i % len(markers)], "-" if (i // 20) % 2 == 0 else "--"
 
 
 def decision_plot(phi: np.ndarray, base: float, names: Sequence[str], labels: Sequence[str], *,
