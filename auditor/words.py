@@ -7,5 +7,6 @@ IRREGULAR = {"query": "queries", "entry": "entries", "analysis": "analyses"}
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """`n` and the noun in the number `n` asks for (thousands separated)."""
-    form = noun if n == 1 else (plural or IRREGULAR.get(noun) or noun + "s")
+    last = noun.rsplit(" ", 1)[-1]
+    form = noun if n == 1 else (plural or noun[:len(noun) - len(last)] + (IRREGULAR.get(last) or last + "s"))
     return f"{n:,} {form}"

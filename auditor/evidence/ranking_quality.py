@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.words import counted
 
 
 class RankingQualityOptions(EvidenceOptions):
@@ -102,10 +103,12 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
         description=_histogram_text(ndcg[:, col], headline, options.low_threshold)))
     mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]
     judged = int(result.metrics[f"ranking_quality.ndcg@{headline}.queries"])
-    result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {judged} queries; "
+    left = int(single.sum())
+    result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {counted(judged, 'query')}; "
                       f"{result.metrics[f'ranking_quality.ndcg@{headline}.share_low']:.0%} of them score below "
-                      f"{options.low_threshold:g}." + (f" {int(single.sum())} single-document queries are left out "
-                                                       "(one document cannot be misranked)." if single.any() else ""))
+                      f"{options.low_threshold:g}." + (f" {counted(left, 'single-document query')} "
+                                                       f"{'is' if left == 1 else 'are'} left out (one document cannot "
+                                                       "be misranked)." if left else ""))
     return result
 
 
@@ -133,8 +136,8 @@ def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np
 
 
 def _single_note(count: int) -> str:
-    return f"{count} single-document queries are left out of every mean (one document cannot be misranked); " \
-        if count else ""
+    return f"{counted(count, 'single-document query')} {'is' if count == 1 else 'are'} left out of every mean (one " \
+        "document cannot be misranked); " if count else ""
 
 
 def _round(value: float, digits: int = 4) -> float | None:
