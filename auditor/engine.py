@@ -380,7 +380,8 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     dataset: dict[str, Any] = {"file": ds.path.name, "sha256": sha256_file(ds.path), "format": ds.format or "inferred",
                                "n_docs": prepared.data.n_docs, "n_queries": prepared.data.n_queries,
                                "n_features": prepared.data.n_features,
-                               "feature_names": prepared.data.feature_names}
+                               "feature_names": prepared.data.feature_names,
+                               "description": ds.description.model_dump() if ds.description is not None else {}}
     for key, extra in (("feature_names", ds.feature_names), ("query_file", prepared.data.query_file)):
         if extra is not None:  # the query file also when read by convention (`X.query` beside `X`)
             dataset[f"{key}_file"] = {"file": extra.name, "sha256": sha256_file(extra)}

@@ -181,10 +181,24 @@ class ModelSpec(StrictModel):
         return self
 
 
+class DataDescription(StrictModel):
+    """Where the audited data come from, in the owner's words: what a reader needs to judge what the figures
+    generalise to (the exposure "merit" and every quality figure rest on the labels)."""
+
+    frame: str | None = Field(None, max_length=2000, description="The sampling frame: which queries were drawn, from "
+                                                                 "what population (e.g. 80 searches drawn at random "
+                                                                 "from the shop's EU search log).")
+    window: str | None = Field(None, max_length=500, description="The time window the queries come from.")
+    labels: str | None = Field(None, max_length=2000, description="Where the relevance labels come from (editors, "
+                                                                  "clicks, purchases) and how they were graded.")
+
+
 class DatasetSpec(StrictModel):
     """The query-document data the audit runs on."""
 
     path: InputFile = Field(description="SVMlight/LETOR (.txt, .gz), CSV or Parquet file.")
+    description: DataDescription | None = Field(None, description="The data's sampling frame, time window and "
+                                                                  "label source, printed in the report's Scope.")
     format: Literal["svmlight", "csv", "parquet"] | None = Field(None, description="Inferred from the name.")
     feature_names: InputFile | None = Field(None, description="File with one feature name a line.")
     query_column: str = Field("qid", description="CSV/Parquet: the query id column.")

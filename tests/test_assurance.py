@@ -93,3 +93,28 @@ def test_engagement_facts_are_stated_or_marked_not_stated() -> None:
     assert rows["Qualifications"] == "not stated (audit.qualifications)"
     empty = dict(engagement({"audit": {"title": "Review"}, "opinion": "positive"}, {}))
     assert empty["Addressee"] == "not stated (audit.addressee)" and empty["Assurance"] == "not stated (audit.assurance)"
+
+
+def test_the_data_description_reaches_the_scope(tmp_path: Path) -> None:
+    """dataset.description's frame, window and label source are printed; each missing one says so."""
+    import shutil
+
+    import yaml
+
+    from auditor.engine import run_audit
+    from tests.conftest import BOOKSTORE
+
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, tmp_path / name)
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec.pop("signing")
+    spec["register"] = False
+    spec["evidence"] = [{"ranking_quality": {}}]
+    spec["policies"] = []
+    spec["findings"] = []
+    spec["output"] = {"dir": "reports", "formats": ["html"]}
+    spec["dataset"]["description"] = {"frame": "Searches drawn from the <EU> log", "labels": "Editors, 0-4"}
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    html = (run_audit(tmp_path / "audit.yaml").run_dir / "report.html").read_text()
+    assert "Searches drawn from the &lt;EU&gt; log" in html and "Editors, 0-4" in html
+    assert "not stated (dataset.description.window)" in html
