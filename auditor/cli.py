@@ -542,6 +542,22 @@ def findings_show(finding: Annotated[str, typer.Argument(help="The finding's id,
         typer.echo(terminal(f"  {e.on_day}  {e.event:<10} by {e.actor}" + (f": {details}" if details else "")))
 
 
+def _record_event(finding: str, kind: str, as_: str | None, register: str | None, debug: bool,
+                  days: dict[str, tuple[str, str]], **fields: str) -> None:
+    """Append one event to a finding's history in the register; `days`: field → (text, option), each checked as
+    a day. Bad input (a day that does not exist, an unknown id: the nearest named) is one line."""
+    from auditor.register.lifecycle import Event
+    from auditor.register.review import actor
+
+    def action() -> None:
+        checked = {name: _day(text, option) for name, (text, option) in days.items()}
+        store = _open_register(register)
+        store.finding(finding, today=dt.date.today())
+        store.add_event(finding, Event(kind, dt.date.today().isoformat(), as_ or actor(), **fields, **checked))
+
+    _guard(action, debug=debug)
+
+
 @findings_app.command("respond")
 def findings_respond(
     finding: Annotated[str, typer.Argument(help="The finding's id, e.g. catalogue-ranker/BASE-8.")],
@@ -551,16 +567,8 @@ def findings_respond(
     as_: AsOption = None, register: RegisterOption = None, debug: Debug = False,
 ) -> None:
     """Record the management response to a finding: owner, due date and what will be done."""
-    from auditor.register.lifecycle import Event
-    from auditor.register.review import actor
-
-    def action() -> None:
-        store = _open_register(register)
-        store.finding(finding, today=dt.date.today())  # an unknown id: the nearest ones
-        store.add_event(finding, Event("responded", dt.date.today().isoformat(), as_ or actor(), owner=owner,
-                                       due=_day(due, "--due"), response=response))
-
-    _guard(action, debug=debug)
+    _record_event(finding, "responded", as_, register, debug, {"due": (due, "--due")}, owner=owner,
+                  response=response)
     typer.echo(terminal(f"{finding}: responded (owner {owner}, due {due})"))
 
 
@@ -573,16 +581,8 @@ def findings_accept(
     as_: AsOption = None, register: RegisterOption = None, debug: Debug = False,
 ) -> None:
     """Record a risk acceptance of a finding, with its approver and the day it lapses."""
-    from auditor.register.lifecycle import Event
-    from auditor.register.review import actor
-
-    def action() -> None:
-        store = _open_register(register)
-        store.finding(finding, today=dt.date.today())
-        store.add_event(finding, Event("accepted", dt.date.today().isoformat(), as_ or actor(), approver=approver,
-                                       until=_day(until, "--until"), reason=reason))
-
-    _guard(action, debug=debug)
+    _record_event(finding, "accepted", as_, register, debug, {"until": (until, "--until")}, approver=approver,
+                  reason=reason)
     typer.echo(terminal(f"{finding}: accepted by {approver} until {until}"))
 
 

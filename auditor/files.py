@@ -69,18 +69,8 @@ def check_regular(path: Path, *, what: str = "file", fix: str | None = None) -> 
 def read_bytes(path: Path, *, limit: int | None = None, what: str = "file") -> bytes:
     """The bytes of a regular file of at most `limit` bytes. The type is checked on the opened descriptor, so a
     FIFO swapped in after a check still cannot block the read (it is opened non-blocking)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise InputError(f"no such {what}", file=path, fix="check the path") from None
-    except OSError as exc:
-        raise InputError(f"cannot read the {what} ({exc.strerror})", file=path,
-                         fix="check the path and its permissions") from None
-    with os.fdopen(fd, "rb") as handle:
+    with _open_regular(path, what) as handle:
         info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"this is {kind_of(info.st_mode)}, not a regular {what}", file=path,
-                             fix=f"give the path of a regular {what}")
         if limit is not None and info.st_size > limit:
             raise InputError(f"the {what} is {info.st_size / MiB:.1f} MiB, more than the {limit / MiB:g} MiB "
                              f"allowed", file=path, fix=f"give the right file (a {what} is never this large)")

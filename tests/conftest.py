@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +159,23 @@ def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> str:
 
 
 PASS = "correct horse battery staple"
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail with TimeoutError instead of hanging the suite: SIGALRM interrupts Python-level loops, a backtracking
+    regex (CPython's `re` checks signals) and a blocking read."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise TimeoutError(f"did not finish within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _keygen(folder: Path) -> Path:

@@ -8,13 +8,10 @@ Each test failed on the code before the fix (a hang is a failure here: `within` 
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import os
 import re
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +25,7 @@ from auditor.errors import InputError
 from auditor.evidence.local_explanations import LocalExplanationsOptions
 from auditor.evidence.parameter_influence import ParameterInfluenceOptions
 from auditor.svmlight import MAX_INDEX, MAX_QID, SvmlightError, parse
+from tests.conftest import within
 from tests.test_bad_input import (  # `base` is the fixture, imported by name
     Case,
     assert_one_error_line,
@@ -43,20 +41,6 @@ from tests.test_bad_input import (  # `base` is the fixture, imported by name
 __all__ = ["base"]
 
 
-@contextlib.contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Fail instead of hanging: SIGALRM interrupts the Python-level loops that were quadratic."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise TimeoutError(f"did not finish within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def refused(base: Path, spec: Path, file: Path, where: str | None, *needles: str) -> str:

@@ -7,10 +7,7 @@ Each test failed on the code before the fix (a hang is a failure here: `within` 
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +22,7 @@ from auditor.policy import Condition, load_pack, load_packs
 from auditor.report.render import check_templates, render_template
 from auditor.spec import load_spec
 from auditor.yaml_io import parse_yaml
+from tests.conftest import within
 from tests.test_bad_input import (  # `base` is the fixture, imported by name
     Case,
     assert_one_error_line,
@@ -40,20 +38,6 @@ __all__ = ["base"]
 SECRET = "root:$6$SECRET-HASH-DO-NOT-ECHO:19000:0:99999:7:::"
 
 
-@contextlib.contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Fail instead of hanging: SIGALRM interrupts even a backtracking regex (CPython's `re` checks signals)."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise TimeoutError(f"did not finish within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def pack_text(fail_if: str = "'< 0.5'", *, head: str = "", rule_id: str = "C-1") -> str:

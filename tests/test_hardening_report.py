@@ -9,11 +9,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from html.parser import HTMLParser
 from io import BytesIO
 from pathlib import Path
@@ -25,7 +22,7 @@ import yaml
 
 from auditor.engine import run_audit
 from auditor.report.pdf import fixed_date, render_pdf
-from tests.conftest import BOOKSTORE
+from tests.conftest import BOOKSTORE, within
 
 DAY_SEED = 7
 LONG = 10_000
@@ -41,19 +38,6 @@ PURPOSE = "word " * 2_000  # long text with spaces: the cover's facts list laid 
 PDF_SECONDS = 60
 
 
-@contextmanager
-def deadline(seconds: int) -> Iterator[None]:
-    """Stop the block with TimeoutError after `seconds` (before the fix the PDF never finished)."""
-    def stop(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"not finished in {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _hostile_bookstore(folder: Path) -> Path:
@@ -96,7 +80,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out: dict[str, Any] = {"run_dir": run_dir, "html": html, "document": document, "pdf": None, "error": None}
     started = time.perf_counter()
     try:
-        with deadline(3 * PDF_SECONDS):
+        with within(3 * PDF_SECONDS):
             out["pdf"] = render_pdf(html, attachment=(run_dir / "evidence.json").read_bytes(),
                                     date=fixed_date(document["run"].get("evaluated_on")),
                                     title=document["audit"]["title"])

@@ -7,21 +7,19 @@ One signed run per module (`signed`, from test_signing); every test tampers with
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import os
 import re
-import signal
 import stat
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from auditor import signing
+from tests.conftest import within
 from tests.test_signing import PASS, _bundle_key, _copy, _statement, verify
 
 
@@ -58,19 +56,6 @@ def _assert_one_line_per_check(output: str) -> list[str]:
     return lines
 
 
-@contextlib.contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    """Fail instead of hanging the suite if verify ever opens a FIFO."""
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"verify blocked for {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # --- 1. duplicate keys --------------------------------------------------------------------------------------------
@@ -138,7 +123,7 @@ def _make(run: Path, kind: str) -> str:
 def test_entries_that_are_not_listed_regular_files_fail(signed: dict[str, Path], kind: str) -> None:
     run = _copy(signed, f"entry-{kind}")
     expected = _make(run, kind)
-    with _deadline(60):  # a FIFO opened for reading would block
+    with within(60):  # a FIFO opened for reading would block
         code, output = verify(signed, run)
     assert code == 1 and expected in output.splitlines(), output
     assert output.splitlines()[-1] == "verdict: NOT VERIFIED (1 problem)", output

@@ -233,6 +233,25 @@ def test_a_wrong_pin_is_one_line(softhsm_token: Any, tmp_path: Path) -> None:
     assert not (spec.parent / "reports").exists() or not any((spec.parent / "reports").iterdir())
 
 
+def _sign_unchecked(pdf: bytes, cert: Any, key: Any, services: Any) -> bytes:
+    """PAdES B-T by pyHanko directly, without the checks our signer makes (a signer that bypassed them)."""
+    from io import BytesIO
+
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.sign import fields, signers
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+
+    from tests.trust_services import to_asn1_cert, to_asn1_key
+
+    signer = signers.SimpleSigner(signing_cert=to_asn1_cert(cert), signing_key=to_asn1_key(key),
+                                  cert_registry=SimpleCertificateStore.from_certs([to_asn1_cert(services.root_cert)]))
+    meta = signers.PdfSignatureMetadata(field_name="AuditorCertification", certify=True,
+                                        subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256")
+    out = signers.sign_pdf(IncrementalPdfFileWriter(BytesIO(pdf)), meta, signer=signer,
+                           timestamper=trusted_time.timestamper(services.url_tsa))
+    return out.getvalue()
+
+
 def _unsigned_pdf(run: Path) -> bytes:
     pdf = (run / "report.pdf").read_bytes()
     return pdf[:pdf.index(b"%%EOF") + 5] + b"\n"  # the revision before the signature
@@ -268,24 +287,10 @@ def test_a_removed_bundle_timestamp_is_noticed(lta_run: dict[str, Path], tmp_pat
 def test_a_signature_made_after_expiry_says_so(trust_services: Any, lta_run: dict[str, Path]) -> None:
     """A signer that skips our checks (pyHanko directly, no validation at signing) with a certificate that expired
     yesterday: the TSA's time proves the signature came after expiry, and verify says it in words."""
-    from io import BytesIO
-
-    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
-    from pyhanko.sign import fields, signers
-    from pyhanko_certvalidator.registry import SimpleCertificateStore
-
-    from tests.trust_services import to_asn1_cert, to_asn1_key
-
     cert, key = trust_services.issue_signer("Expired signer", not_before=NOW - dt.timedelta(days=30),
                                             not_after=NOW - dt.timedelta(days=1))
-    signer = signers.SimpleSigner(signing_cert=to_asn1_cert(cert), signing_key=to_asn1_key(key),
-                                  cert_registry=SimpleCertificateStore.from_certs([to_asn1_cert(
-                                      trust_services.root_cert)]))
-    writer = IncrementalPdfFileWriter(BytesIO(_unsigned_pdf(lta_run["run"])))
-    meta = signers.PdfSignatureMetadata(field_name="AuditorCertification", certify=True,
-                                        subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256")
-    out = signers.sign_pdf(writer, meta, signer=signer, timestamper=trusted_time.timestamper(trust_services.url_tsa))
-    verdicts = signing.check_pdf_signature(out.getvalue(), signing.load_trust(lta_run["root"]))
+    signed = _sign_unchecked(_unsigned_pdf(lta_run["run"]), cert, key, trust_services)
+    verdicts = signing.check_pdf_signature(signed, signing.load_trust(lta_run["root"]))
     assert not verdicts[0].ok and "expired" in verdicts[0].message, verdicts[0].message
 
 
@@ -302,25 +307,11 @@ def test_tsa_credentials_are_not_recorded() -> None:
 def test_a_revoked_signer_bypassing_our_checks_is_not_verified(trust_services: Any, lta_run: dict[str, Path]) -> None:
     """Signed by pyHanko directly (B-T, no validation data) with a revoked certificate: offline, verify cannot
     establish its status at signing and says so in words, never VERIFIED."""
-    from io import BytesIO
-
-    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
-    from pyhanko.sign import fields, signers
-    from pyhanko_certvalidator.registry import SimpleCertificateStore
-
-    from tests.trust_services import to_asn1_cert, to_asn1_key
-
     cert, key = trust_services.issue_signer("Revoked, B-T", not_before=NOW - dt.timedelta(days=3),
                                             not_after=NOW + dt.timedelta(days=30))
     trust_services.revoke(cert, when=NOW - dt.timedelta(days=1))
-    signer = signers.SimpleSigner(signing_cert=to_asn1_cert(cert), signing_key=to_asn1_key(key),
-                                  cert_registry=SimpleCertificateStore.from_certs([to_asn1_cert(
-                                      trust_services.root_cert)]))
-    writer = IncrementalPdfFileWriter(BytesIO(_unsigned_pdf(lta_run["run"])))
-    meta = signers.PdfSignatureMetadata(field_name="AuditorCertification", certify=True,
-                                        subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256")
-    out = signers.sign_pdf(writer, meta, signer=signer, timestamper=trusted_time.timestamper(trust_services.url_tsa))
-    verdicts = signing.check_pdf_signature(out.getvalue(), signing.load_trust(lta_run["root"]))
+    signed = _sign_unchecked(_unsigned_pdf(lta_run["run"]), cert, key, trust_services)
+    verdicts = signing.check_pdf_signature(signed, signing.load_trust(lta_run["root"]))
     assert not verdicts[0].ok and "cannot be established offline" in verdicts[0].message, verdicts[0].message
     assert not verdicts[1].ok and "not validated" in verdicts[1].message
 

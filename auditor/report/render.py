@@ -99,6 +99,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
         for name, result in results.items() if name in REGISTRY
     ]
     appendix_tables = [t for s in sections for t in s["tables"] if t["appendix"]]
+    titles = {s["name"]: s["title"] for s in sections}
     importance = {r["feature"]: r.get("within_query.share") for r in results["global_importance"].records} \
         if "global_importance" in results and results["global_importance"].status == "ok" else {}
     features_all, features_shown = feature_rows(document, importance)
@@ -108,8 +109,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                    limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, REGISTRY), importance=importance,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
-                   section_titles={s["name"]: s["title"] for s in sections},
-                   engagement=engagement(document, {s["name"]: s["title"] for s in sections}))
+                   section_titles=titles, engagement=engagement(document, titles))
     return with_policy(render_template("report.html.j2", context, templates))
 
 
