@@ -16,6 +16,7 @@ import numpy as np
 
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, read_bytes
+from auditor.numbers import figure, with_interval
 
 QUANTILES = 51  # stored per feature: the 0, 2, ..., 100th percentiles
 CATEGORICAL_MAX = 20  # features with at most this many distinct values store exact counts
@@ -185,7 +186,7 @@ def stable_line(diff: dict[str, Any]) -> str:
     if not stable["count"]:
         return "no feature is stable (PSI < 0.1)" if diff["drift"] else "no feature distributions to compare"
     return (f"{stable['count']} of {len(diff['drift'])} features stable (PSI < 0.1; the largest of them "
-            f"{stable['max_psi']:.3f})")
+            f"{figure(stable['max_psi'])})")
 
 
 def _short(digest: str | None) -> str:
@@ -209,8 +210,8 @@ def text_table(diff: dict[str, Any]) -> str:
               f"{i['file_after'] or '—'} {_short(i['sha256_after'])}" for i in changed] or \
         ["  none: same model, data, spec and packs"]
     lines += ["", "Metrics that moved beyond both runs' 95% intervals:"]
-    lines += [f"  {m['metric']:<45} {m['before']:>10.4g} [{m['interval'][0]:.4g}, {m['interval'][1]:.4g}] -> "
-              f"{m['after']:.4g}" for m in diff["metrics"]] or ["  none"]
+    lines += [f"  {m['metric']:<45} {with_interval(m['before'], *m['interval'])} -> {figure(m['after'])}"
+              for m in diff["metrics"]] or ["  none"]
     mp = diff["main_parameters"]
     lines += ["", f"Main parameters entered: {', '.join(mp['entered']) or 'none'}; left: "
               f"{', '.join(mp['left']) or 'none'}", "", "Feature drift (PSI, largest first):"]

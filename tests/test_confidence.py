@@ -43,7 +43,7 @@ def test_flag_gap_is_positive_when_flagged_are_worse_and_undefined_without_both_
     cluster = np.repeat(np.arange(40), 3)
     flagged = rng.random(120) < 0.3
     values = np.where(flagged, 0.4, 0.8) + rng.normal(scale=0.05, size=120)
-    gap, low, high = flag_gap(values, flagged, cluster, np.random.default_rng(1))
+    gap, low, high, *_ = flag_gap(values, flagged, cluster, np.random.default_rng(1))
     assert 0.35 < gap < 0.45 and low < gap < high and low > 0.3
     same = flag_gap(rng.normal(size=120), flagged, cluster, np.random.default_rng(1))
     assert same[1] < 0 < same[2]  # no real difference: the interval covers 0

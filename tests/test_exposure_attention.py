@@ -210,8 +210,8 @@ def test_models_that_disagree_in_direction() -> None:
             "models — +0.0 pp (log), +0.0 pp (geometric), +0.0 pp (cascade).") in result.summary
     table = next(t for t in result.tables if t.title == "Under each attention model")
     rows = {(r[0], r[1]): r for r in table.rows}
-    assert rows[("brand = 1", "exposure ÷ merit share")][2:] == ["1.12 [1.12, 1.12]", "1.02 [1.02, 1.02]",
-                                                                 "0.769 [0.769, 0.769]", "depends on the model"]
+    assert rows[("brand = 1", "exposure ÷ merit share")][2:] == ["1.12 (1.12 to 1.12)", "1.02 (1.02 to 1.02)",
+                                                                 "0.769 (0.769 to 0.769)", "depends on the model"]
     assert rows[("brand = 1", "change from the feature")][-1] == "holds 0 under all three"
     assert "Craswell et al. 2008" in table.note and "Moffat & Zobel 2008" in table.note
 

@@ -192,7 +192,7 @@ def test_trends_have_a_point_per_review_with_intervals(site: Path) -> None:
     assert 'role="img"' in ndcg and "<desc" in ndcg
     description = re.search(r"<desc[^>]*>(.*?)</desc>", ndcg, re.S).group(1)
     assert "3 of 3 reviews" in description and "2026-02-10: 0.741 (95% interval 0.710 to 0.770)" in description
-    assert "0.818 (0.789–0.845)" in page  # the table under the figures
+    assert "0.818 (0.789 to 0.845)" in page  # the table under the figures
 
 
 def test_the_findings_log_lists_every_event(site: Path) -> None:

@@ -7,6 +7,7 @@ criterion fires, and every reason is kept. Definitions: docs/metrics.md (`confid
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -80,21 +81,41 @@ def verdict(measures: dict[str, float], thresholds: dict[str, float]) -> Verdict
     return Verdict(bool(fired), reasons, fired)
 
 
+class FlagGap(NamedTuple):
+    """`flag_gap`'s answer: the gap (unflagged − flagged) with its 95% interval, and the two means it is the
+    difference of (`unflagged_mean` − `flagged_mean` == `gap`, to rounding), so a table and a sentence can show the
+    statistic they quote."""
+
+    gap: float
+    low: float
+    high: float
+    flagged_mean: float
+    unflagged_mean: float
+
+
+_NO_GAP = FlagGap(float("nan"), float("nan"), float("nan"), float("nan"), float("nan"))
+
+
 def flag_gap(values: np.ndarray, flagged: np.ndarray, cluster: np.ndarray, rng: np.random.Generator, *,
-             strata: np.ndarray | None = None, n_resamples: int = 2000) -> tuple[float, float, float]:
+             strata: np.ndarray | None = None, n_resamples: int = 2000) -> FlagGap:
     """Mean of `values` over unflagged units minus the mean over flagged ones, with a 95% bootstrap interval that
     resamples clusters (queries), since the explanations of one query are not independent.
 
     With `strata` (the explainer of each unit) the gap is taken within each stratum and averaged, weighted by the
-    stratum's units: flagged LIRME explanations are compared with unflagged LIRME explanations, so an explainer that
-    is both often flagged and good (or bad) on the measure cannot make the flags look better or worse than they are.
-    NaN values are left out; (nan, nan, nan) when no stratum has both flagged and unflagged units."""
+    stratum's FLAGGED units: each flagged explanation is compared with the unflagged explanations of its own
+    explainer, so an explainer that is both often flagged and good (or bad) on the measure cannot make the flags
+    look better or worse than they are. The two means returned are then the flagged units' mean and the mean of
+    their explainers' unflagged means (weighted alike), and the gap is exactly their difference. Weighting by the
+    flagged units (not by all of a stratum's units) keeps the statistic smooth under resampling: an explainer with
+    one flagged explanation weighs one explanation, not all of its own, so the draws that leave that query out do
+    not jump, and the point estimate sits inside its bootstrap interval rather than at its edge.
+    NaN values are left out; all NaN when no stratum has both flagged and unflagged units."""
     values, flagged = np.asarray(values, dtype=np.float64), np.asarray(flagged, dtype=bool)
     strata = np.zeros(len(values), dtype=np.int64) if strata is None else np.asarray(strata)
     keep = np.isfinite(values)
     values, flagged, cluster, strata = values[keep], flagged[keep], np.asarray(cluster)[keep], strata[keep]
     if len(values) == 0:
-        return float("nan"), float("nan"), float("nan")
+        return _NO_GAP
     ids, owner = np.unique(cluster, return_inverse=True)
     kinds, kind = np.unique(strata, return_inverse=True)
     sums = np.zeros((len(ids), len(kinds), 4))  # flagged sum, flagged count, unflagged sum, unflagged count
@@ -102,21 +123,25 @@ def flag_gap(values: np.ndarray, flagged: np.ndarray, cluster: np.ndarray, rng: 
     np.add.at(sums, (owner, kind, 1), flagged.astype(float))
     np.add.at(sums, (owner, kind, 2), np.where(flagged, 0.0, values))
     np.add.at(sums, (owner, kind, 3), (~flagged).astype(float))
-    point = _stratified_gap(sums.sum(axis=0)[None])[0]
+    flagged_mean, unflagged_mean = (float(m[0]) for m in _stratified_means(sums.sum(axis=0)[None]))
+    point = unflagged_mean - flagged_mean
     if not np.isfinite(point):
-        return float("nan"), float("nan"), float("nan")
+        return _NO_GAP
     counts = rng.multinomial(len(ids), np.full(len(ids), 1.0 / len(ids)), size=n_resamples).astype(float)
-    gaps = _stratified_gap(np.einsum("bq,qsk->bsk", counts, sums))
+    drawn_flagged, drawn_unflagged = _stratified_means(np.einsum("bq,qsk->bsk", counts, sums))
+    gaps = drawn_unflagged - drawn_flagged
     gaps = gaps[np.isfinite(gaps)]
     low, high = np.quantile(gaps, [0.025, 0.975]) if len(gaps) else (float("nan"), float("nan"))
-    return float(point), float(low), float(high)
+    return FlagGap(float(point), float(low), float(high), flagged_mean, unflagged_mean)
 
 
-def _stratified_gap(totals: np.ndarray) -> np.ndarray:
-    """(B × S × 4) totals → B gaps: per stratum unflagged mean − flagged mean, averaged with weights = units."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per = totals[..., 2] / totals[..., 3] - totals[..., 0] / totals[..., 1]
+def _stratified_means(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B × S × 4) totals → B flagged means and B unflagged means over the strata that have both, each stratum
+    weighted by its flagged units (the flagged mean is then the plain mean of those strata's flagged units)."""
     usable = (totals[..., 1] > 0) & (totals[..., 3] > 0)
-    weight = np.where(usable, totals[..., 1] + totals[..., 3], 0.0)
+    weight = np.where(usable, totals[..., 1], 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (np.where(usable, per, 0.0) * weight).sum(axis=1) / weight.sum(axis=1)
+        flagged = np.where(usable, totals[..., 0] / totals[..., 1], 0.0)
+        unflagged = np.where(usable, totals[..., 2] / totals[..., 3], 0.0)
+        total = weight.sum(axis=1)
+        return (flagged * weight).sum(axis=1) / total, (unflagged * weight).sum(axis=1) / total

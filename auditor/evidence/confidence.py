@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 
 from auditor.checks.confidence import (
     CRITERIA,
+    FlagGap,
     agreement,
     flag_gap,
     score_margin,
@@ -54,6 +55,7 @@ from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.models.capabilities import tree_ensemble
+from auditor.numbers import figure, interval, percent
 from auditor.words import counted
 
 Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
@@ -352,8 +354,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         _fragile(result, options, units)
     _validation(result, ctx, units, criteria)
     worst = max(methods, key=lambda m: metrics[f"confidence.{m}.flagged_fraction"])
-    result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({flagged.mean():.0%}); most "
-                      f"often {registry.label(worst)} ({metrics[f'confidence.{worst}.flagged_fraction']:.0%}).")
+    result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({percent(flagged.mean())}); most "
+                      f"often {registry.label(worst)} ({percent(metrics[f'confidence.{worst}.flagged_fraction'])}).")
     if "margin" in criteria:
         result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
                            "rankings are near ties at the top (listed apart).")
@@ -390,7 +392,8 @@ def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dic
 def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:
     """Flags earn their keep: unflagged minus flagged mean validity (flags from every criterion but validity) and
     mean decision-path accuracy (every criterion but path accuracy), compared within each explainer, with
-    query-clustered bootstrap intervals; the pooled comparison and the all-criteria one are shown beside it."""
+    query-clustered bootstrap intervals; the pooled comparison and the all-criteria one are shown beside it. Every
+    row of the table shows the two means its gap is the difference of, and the detection quotes that same row."""
     rng = ctx.rng("confidence/validation")
     cluster = np.array([u["qi"] for u in units])
     method = np.array([u["method"] for u in units])
@@ -406,7 +409,8 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                 (independent, f"all criteria except {measure}", method, "within explainer"),
                 (independent, f"all criteria except {measure}", None, "pooled"),
                 (every, "all criteria", method, "within explainer")):
-            gap, low, high = flag_gap(values, flags, cluster, rng, strata=strata)
+            found = flag_gap(values, flags, cluster, rng, strata=strata)
+            gap, low, high = found.gap, found.low, found.high
             if source.startswith("all criteria except") and comparison == "within explainer":
                 result.metrics[f"confidence.validation.{measure}_gap"] = gap
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_low"] = low
@@ -414,16 +418,19 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                 if np.isfinite(low) and low <= 0:
                     result.detect(
                         "flags-not-validated", f"The low-confidence flags do not single out worse {label}",
-                        f"Flagged explanations (by the other criteria) are {gap:+.3f} below unflagged ones in "
-                        f"{label} (95% interval {low:+.3f} to {high:+.3f}, which includes no difference): the flags "
-                        "cannot be relied on to tell good explanations from bad ones here.", severity="minor",
+                        gap_sentence(label, found), severity="minor",
                         citation="EU AI Act (Reg. 2024/1689) Art. 14(4)(b) — awareness of over-reliance on output",
                         judged_by=(f"confidence.validation.{measure}_gap",), value=gap, interval=(low, high),
                         subject=measure)
-            mean_f = float(values[keep & flags].mean()) if (keep & flags).any() else float("nan")
-            mean_u = float(values[keep & ~flags].mean()) if (keep & ~flags).any() else float("nan")
-            rows.append([label, source, comparison, int((keep & flags).sum()), int((keep & ~flags).sum()),
-                         _r(mean_f), _r(mean_u), _r(gap), f"{_r(low)} – {_r(high)}" if np.isfinite(low) else None])
+            # the units the means are over: within explainer, those of explainers with both flagged and unflagged
+            used = keep.copy()
+            if strata is not None:
+                used &= np.isin(strata, [m for m in np.unique(strata[keep])
+                                         if (keep & flags & (strata == m)).any()
+                                         and (keep & ~flags & (strata == m)).any()])
+            rows.append([label, source, comparison, int((used & flags).sum()), int((used & ~flags).sum()),
+                         _r(found.flagged_mean, 6), _r(found.unflagged_mean, 6), _r(gap, 6),
+                         interval(*_holding(gap, low, high)[1:]) if np.isfinite(low) else None])
     if rows:
         result.tables.append(Table(
             title="Do the flags earn their keep?",
@@ -432,10 +439,29 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
             rows=rows,
             note="A positive gap whose interval excludes 0 means flagged explanations really are worse. Flags from "
                  "'all criteria except' the measure's own criterion, so the gap is not true by construction. "
-                 "'within explainer' compares an explainer's flagged explanations with its own unflagged ones "
-                 "(weighted by explanations), the headline figure; 'pooled' mixes explainers, so an explainer that "
-                 "is often flagged yet strong on the measure pulls it down. Means are pooled. Intervals resample "
-                 "queries (2000 bootstrap resamples)."))
+                 "'Within explainer', the headline figure, compares each flagged explanation with the unflagged "
+                 "explanations of its own explainer: 'mean unflagged' there is each explainer's unflagged mean, "
+                 "weighted by how many of its explanations are flagged (explainers with no flagged or no unflagged "
+                 "explanation are left out of the counts and means). 'Pooled' mixes explainers, so an explainer "
+                 "that is often flagged yet strong on the measure pulls it down. In every row the gap is mean "
+                 "unflagged − mean flagged. Intervals resample queries (2000 bootstrap resamples)."))
+
+
+def gap_sentence(label: str, found: FlagGap) -> str:
+    """The detection's sentence: which way flagged explanations differ, by how much, the two means and the
+    interval, in the words and numbers of the table's 'within explainer' row."""
+    gap, low, high = _holding(found.gap, found.low, found.high)
+    direction = (f"score {figure(abs(gap))} {'lower' if gap > 0 else 'higher'}" if gap != 0 else "score the same")
+    return (f"Flagged explanations (by the other criteria) {direction} in {label} than unflagged explanations of the "
+            f"same explainers: {figure(found.flagged_mean)} against {figure(found.unflagged_mean)} on average. The "
+            f"95% interval of the difference (unflagged minus flagged) is {interval(low, high)}, which includes no "
+            "difference: the flags cannot be relied on to tell good explanations from bad ones here.")
+
+
+def _holding(value: float, low: float, high: float) -> tuple[float, float, float]:
+    """The interval widened to hold its point, as `numbers.with_interval` prints it (a percentile interval of a
+    resampled statistic can miss the statistic)."""
+    return value, min(low, value), max(high, value)
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

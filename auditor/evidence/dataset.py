@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.numbers import percent
 
 DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
 UNORDERED_SHARE = 0.5  # share of queries the model leaves without any order beyond which nothing it ranks is audited
@@ -38,14 +39,14 @@ def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
     if facts.get("dataset.all_zero_label_queries_share", 0.0) > DEGENERATE_SHARE:
         share = facts["dataset.all_zero_label_queries_share"]
         result.detect("queries-without-relevant-documents", "Many audited queries have no relevant document",
-                      f"{share:.0%} of the queries ({int(facts['dataset.all_zero_label_queries'])}) have only "
+                      f"{percent(share)} of the queries ({int(facts['dataset.all_zero_label_queries'])}) have only "
                       "zero relevance labels: their ranking quality is set by convention, not measured.",
                       severity="minor", citation=CITATION, judged_by=("dataset.all_zero_label_queries_share",),
                       value=share)
     if facts.get("dataset.single_label_queries_share", 0.0) > UNORDERED_SHARE:
         share, count = facts["dataset.single_label_queries_share"], int(facts["dataset.single_label_queries"])
         result.detect("labels-without-order", "The relevance labels do not tell a better ranking from a worse one",
-                      f"In {share:.0%} of the queries with several documents ({count}) every document has the "
+                      f"In {percent(share)} of the queries with several documents ({count}) every document has the "
                       "same relevance label: any order of them is ideal, so nDCG and MAP "
                       "there are 1 or set by convention whatever the model does, and the ranking-quality figures "
                       "measure almost nothing.", severity="critical",
@@ -54,8 +55,9 @@ def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
     if facts["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
         share = facts["dataset.single_doc_queries_share"]
         result.detect("single-document-queries", "Many audited queries hold a single document",
-                      f"{share:.0%} of the queries ({int(facts['dataset.single_doc_queries'])}) have one document: "
-                      "they have no ranking and are left out of every within-query measure.", severity="minor",
+                      f"{percent(share)} of the queries ({int(facts['dataset.single_doc_queries'])}) have one "
+                      "document: they have no ranking and are left out of every within-query measure.",
+                      severity="minor",
                       citation=CITATION, judged_by=("dataset.single_doc_queries_share",), value=share)
     if data.sample is not None:
         sample = data.sample
@@ -92,8 +94,9 @@ def add_score_facts(result: EvidenceResult, ctx: AuditContext) -> None:
         result.detect("rankings-without-order",
                       "The model gives every document the same score in most queries" if share > UNORDERED_SHARE
                       else "The model gives every document the same score in many queries",
-                      f"In {unordered} of {len(multi)} queries with several documents ({share:.0%}) every document "
-                      "gets the same score: the model puts them in no order, so its rankings there are decided by "
+                      f"In {unordered} of {len(multi)} queries with several documents ({percent(share)}) every "
+                      "document gets the same score: the model puts them in no order, so its rankings there are "
+                      "decided by "
                       "whatever breaks the tie downstream, not by the model, and no figure of this report describes "
                       "them.", severity="critical" if share > UNORDERED_SHARE else "major",
                       citation="EU AI Act (Reg. 2024/1689) Art. 15(1) — an appropriate level of accuracy",

@@ -34,6 +34,7 @@ from auditor.evidence.explainers import (
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView
 from auditor.models.capabilities import reference_scores, tree_ensemble
+from auditor.numbers import figure
 
 GroundTruthKind = Literal["value_change", "frequency"]
 SurrogateForm = Literal["auto", "coefficients", "contributions"]
@@ -320,7 +321,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
         std = metrics.get(f"decision_path.{name}.{kind}.{metric}.std")
         if mean is None or not np.isfinite(mean):
             return None
-        return f"{mean:.3f} ± {std:.2f}" if std is not None and np.isfinite(std) else f"{mean:.3f}"
+        return f"{figure(mean)} ± {figure(std)}" if std is not None and np.isfinite(std) else f"{figure(mean)}"
 
     result.tables.append(Table(
         title="Explanation accuracy against decision-path ground truth (layout of Rahnama & Bütepage 2022, Table 3)",
@@ -328,7 +329,9 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
         rows=[[GT_LABELS[kind], labels[metric], *[cell(n, kind, metric) for n in names]]
               for kind in options.ground_truth for metric in ROW_ORDER],
         note=(f"Mean ± standard deviation over {n_docs} documents (the top {options.docs_per_query} of each of "
-              f"{n_queries} queries). Node values: {options.node_values.replace('_', '-')}. LIRME/EXS: "
+              f"{n_queries} queries" + (", all of a query's documents where it has fewer"
+                                        if n_docs < options.docs_per_query * n_queries else "")
+              + f"). Node values: {options.node_values.replace('_', '-')}. LIRME/EXS: "
               + ("contributions coef·(x−μ)/σ against value change, |coefficients| against frequency"
                  if options.surrogate_form == "auto" else f"{options.surrogate_form} for both")
               + "; every explainer is compared by |attribution| with frequency (which has no sign). Undefined "
@@ -421,7 +424,7 @@ def _nan_low(value: float | None) -> float:
 
 
 def _fmt(value: float | None) -> str:
-    return "—" if value is None or not np.isfinite(value) else f"{value:.3f}"
+    return "—" if value is None or not np.isfinite(value) else f"{figure(value)}"
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

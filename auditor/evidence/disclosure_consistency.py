@@ -24,6 +24,7 @@ from auditor.data import RankingData
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
 from auditor.evidence.global_importance import importance_by_query
 from auditor.evidence.parameter_influence import check_feature_names
+from auditor.numbers import figure, percent
 
 
 class DisclosureConsistencyOptions(EvidenceOptions):
@@ -87,7 +88,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         result.notes.append(f"This '{ctx.model.kind}' model has no exact TreeSHAP, so the measured order is the "
                             "surrogate's: its exact contributions per document (a pair effect's split evenly "
                             f"between its two features). The surrogate orders documents like the model with mean "
-                            f"Kendall tau {tau:.3f} (the `surrogate` evidence): read the order only as far as that "
+                            f"Kendall tau {figure(tau)} (the `surrogate` evidence): read the order only as far as that "
                             "agreement goes.")
     else:
         result.metrics["disclosure.measured_on_surrogate"] = 0.0
@@ -147,21 +148,21 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         rows=[[source.replace("_", " "), _r(metrics[f"disclosure.rank_correlation.{source}"])] for source in sources]
         + [["per query (mean over queries)", _r(metrics["disclosure.per_query.rank_correlation.mean"])]],
         note=(f"Stability over {options.resamples} bootstrap samples of queries: importance-weighted tau with the "
-              f"full order {metrics['disclosure.stability.weighted_kendall.mean']:.3f} on average (plain tau over "
-              f"all features {metrics['disclosure.stability.kendall.mean']:.3f}); a sample's main set holds "
-              f"{metrics['disclosure.stability.main_set_overlap.mean']:.0%} of the importance of the full one's "
-              f"and is exactly the same in {metrics['disclosure.stability.main_set_agreement']:.0%} of samples.")))
+              f"full order {figure(metrics['disclosure.stability.weighted_kendall.mean'])} on average (plain tau over "
+              f"all features {figure(metrics['disclosure.stability.kendall.mean'])}); a sample's main set holds "
+              f"{percent(metrics['disclosure.stability.main_set_overlap.mean'])} of the importance of the full one's "
+              f"and is exactly the same in {percent(metrics['disclosure.stability.main_set_agreement'])} of samples.")))
     for f in undeclared:
         rank = int(np.flatnonzero(order == f)[0]) + 1
         result.detect(
             "undeclared-main-parameter", f"Undeclared main ranking parameter: {names[f]}",
-            f"'{names[f]}' carries {within[f]:.1%} of what orders documents within a query (rank {rank} of "
+            f"'{names[f]}' carries {percent(within[f])} of what orders documents within a query (rank {rank} of "
             f"{len(names)} features) but is not among the parameters the business declares.",
             severity="major", citation="Reg. (EU) 2019/1150 (P2B) Art. 5(1) — the main parameters determining ranking",
             judged_by=("disclosure.undeclared_main", "disclosure.undeclared_share"), value=float(within[f]),
             subject=names[f])
     flagged = ", ".join(names[f] for f in undeclared)
-    result.summary = (f"Declared order vs measured: tau = {metrics['disclosure.rank_correlation']:.2f}; "
+    result.summary = (f"Declared order vs measured: Kendall tau {figure(metrics['disclosure.rank_correlation'])}; "
                       + (f"undeclared influential {'parameter' if len(undeclared) == 1 else 'parameters'}: "
                          f"{flagged}." if undeclared else
                          "every influential parameter is declared."))

@@ -40,6 +40,7 @@ from auditor.evidence import exposure_attention as attention_models
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.parameter_influence import check_feature_names, metric_name
 from auditor.evidence.sweeps import swept_scores
+from auditor.numbers import figure, interval, with_interval
 
 
 class ExposureOptions(EvidenceOptions):
@@ -410,8 +411,8 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
             result.detect(
                 "group-over-exposed", f"Documents with {label} get more attention than their relevance earns",
                 f"{label}{' (own products)' if is_own else ''} gets {fmt_share(s['exposure_share'][0])} of the "
-                f"attention against a merit share of {fmt_share(s['merit_share'][0])}: ratio {fmt(r)} (95% interval "
-                f"{fmt(low)}–{fmt(high)}){remains}.",
+                f"attention against a merit share of {fmt_share(s['merit_share'][0])}: ratio "
+                f"{with_interval(r, low, high)}{remains}.",
                 severity="major",
                 citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5) — no more favourable ranking of a gatekeeper's own "
                           "products; Reg. (EU) 2019/1150 (P2B) Art. 7 — differentiated treatment of own goods"
@@ -482,8 +483,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
             and math.isfinite(s["counterfactual.share_change"][1]) and s["counterfactual.share_change"][1] > 0]
     if over:
         parts = [f"{labels[k]} gets {fmt_share(s['exposure_share'][0])} of the attention against a merit share of "
-                 f"{fmt_share(s['merit_share'][0])} (ratio {fmt(s['ratio'][0])}, 95% interval "
-                 f"{fmt(s['ratio'][1])}–{fmt(s['ratio'][2])})" for k, s in over]
+                 f"{fmt_share(s['merit_share'][0])} (ratio {_with_interval(s['ratio'], fmt)})" for k, s in over]
         text = "Over-exposed beyond merit: " + "; ".join(parts) + "."
     else:
         text = "No group's exposure lies above its merit over the whole 95% interval."
@@ -542,10 +542,11 @@ def _group_row(label: str, s: dict, n_queries: int) -> list:
     """A row of the group table; its last cell (the queries counted) goes to the note."""
     from auditor.report.plots import fmt, fmt_positions, fmt_share
 
-    row = [label, fmt_share(s["exposure_share"][0]), fmt_share(s["merit_share"][0]), _with_interval(s["ratio"], fmt)]
+    row = [label, fmt_share(s["exposure_share"][0]), fmt_share(s["merit_share"][0]),
+           _with_interval(s["ratio"], fmt, words=False)]
     if "counterfactual.exposure_share" in s:
         worth, worst = s["counterfactual.rank_shift.mean"][0], s["counterfactual.rank_shift.max"][0]
-        row += [_with_interval(s["counterfactual.share_change"], _points),
+        row += [_with_interval(s["counterfactual.share_change"], _points, words=False),
                 f"{fmt_positions(worth)} ({int(worst)})"]
     return [*row, n_queries]
 
@@ -566,12 +567,20 @@ def _points(share: float) -> str:
     return f"{value:+.1f} pp".replace("-", "\u2212")
 
 
-def _with_interval(stat: tuple[float, float, float], show) -> str:
+def _with_interval(stat: tuple[float, float, float], show, *, words: bool = True) -> str:
+    """A value and its 95% interval as every sentence of the report writes them (`numbers.with_interval`:
+    `1.73 (95% interval 1.55 to 1.94)`, the interval widened to hold the value); in a table cell, whose column
+    already says "95% interval", `1.73 (1.55 to 1.94)`. Shares' changes keep their percentage points."""
     value, low, high = stat
-    if not math.isfinite(low):
-        return show(value)
-    unit = " pp" if show is _points else ""
-    return f"{show(value)} [{show(low).removesuffix(unit)}, {show(high).removesuffix(unit)}]"
+    if not math.isfinite(low) or not math.isfinite(high):
+        return show(value) if show is _points else figure(value)
+    low, high = min(low, value), max(high, value)
+    if show is _points:
+        inner = f"{_points(low)} to {_points(high)}"
+        return f"{_points(value)} ({'95% interval ' if words else ''}{inner})"
+    if words:
+        return with_interval(value, low, high)
+    return f"{figure(value)} ({interval(low, high)})"
 
 
 def _r(value: float) -> float:

@@ -39,6 +39,7 @@ from auditor.checks.exposure import (
     target_exposure,
 )
 from auditor.evidence.base import EvidenceResult, Table
+from auditor.numbers import figure, interval
 
 MODELS = ("log", "geometric", "cascade")
 GEOMETRIC_PATIENCE = 0.8  # Moffat & Zobel 2008
@@ -277,13 +278,19 @@ def points(share: float) -> str:
     return f"{value:+.1f} pp".replace("-", "\u2212")
 
 
-def _cell(stat: Stat | None, show: Any, unit: str = "") -> str:
+def _cell(stat: Stat | None, show: Any) -> str:
+    """A table cell: the value and its 95% interval as the report writes intervals, `1.73 (1.55 to 1.94)`
+    (`numbers.interval`; the column's note says they are 95% intervals), widened to hold the value; a share's
+    change keeps its percentage points, `+10.7 pp (+9.0 pp to +12.5 pp)`."""
     if stat is None:
         return "n/a"
     value, low, high = stat
-    if not math.isfinite(low):
-        return show(value)
-    return f"{show(value)} [{show(low).removesuffix(unit)}, {show(high).removesuffix(unit)}]"
+    if not math.isfinite(low) or not math.isfinite(high):
+        return show(value) if show is points else figure(value)
+    low, high = min(low, value), max(high, value)
+    if show is points:
+        return f"{points(value)} ({points(low)} to {points(high)})"
+    return f"{figure(value)} ({interval(low, high)})"
 
 
 def report(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Stat]], labels: dict[tuple[str, str], str],
@@ -307,7 +314,7 @@ def report(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Stat]],
         if any(f"{m}.counterfactual.share_change" in s for m in MODELS):
             common, sides = verdict(s, "counterfactual.share_change", 0.0)
             rows.append([labels[k], "change from the feature"]
-                        + [_cell(s.get(f"{m}.counterfactual.share_change"), points, " pp") for m in MODELS]
+                        + [_cell(s.get(f"{m}.counterfactual.share_change"), points) for m in MODELS]
                         + [_conclusion(common, sides, change_words)])
     cut = f"zero beyond position {cutoff}" if cutoff else "over the whole ranking"
     own = (f"the section's other figures use {main_text}, the {main} column" if main else

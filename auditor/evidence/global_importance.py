@@ -225,14 +225,7 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
                            xlabel="score (starts at the query's average)", positions=worth,
                            positions_label="positions its value is worth",
                            reference=("#2's score", float(np.sort(scores)[-2]))),
-        caption=(f"Left: from the query's average score at the bottom, each bar adds one feature's push for this "
-                 f"document (red up, blue down) and the last bar ends at its score; the bars add up to score − "
-                 f"average exactly; the dashed line is the score of the document ranked second. Right: how many rank "
-                 f"positions the document's own value of that feature is worth — its rank with the value masked "
-                 f"({_MASKING.get(ctx.masking, ctx.masking)}, as everywhere in this audit), the other documents "
-                 f"unchanged, minus its rank. As it is first, it can only lose places, so a feature that pushes it "
-                 f"down shows 0, as does one whose masked value the model reads the same way (a yes/no feature "
-                 f"masked by its mean becomes a fraction). Positions do not add up. {which}"),
+        caption=waterfall_caption(labels, fall.contributions, worth, _MASKING.get(ctx.masking, ctx.masking), which),
         description=(f"Waterfall of document {doc}, ranked {rank + 1} of {len(scores)} in query {qid}: its score "
                      f"{fmt(fall.score)} is the query's average {fmt(fall.base)} plus "
                      + "; ".join(f"{label} {fmt_signed(value)}" for label, value in
@@ -257,6 +250,36 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
                     f"average score {fmt(scores.mean())} through the {len(features)} features that separate them "
                     f"most ({names[features[-1]]} first) to their scores, {fmt(scores[docs[0]])} for the first."))
     return figures
+
+
+def waterfall_caption(labels: list[str], contributions: np.ndarray, worth: np.ndarray, masking: str,
+                      which: str) -> str:
+    """The waterfall's caption: what each panel measures against (the left the query's other documents, the right
+    the masked value), and, when a row's two panels point opposite ways, that row as the example of why."""
+    from auditor.explain.waterfall import opposed
+    from auditor.report.plots import fmt_positions, fmt_signed
+
+    rows = opposed(contributions, worth)
+    if rows:
+        r = rows[0]
+        down = contributions[r] < 0
+        example = (f": here {labels[r]} pushes the score {'down' if down else 'up'} ({fmt_signed(contributions[r])}) "
+                   f"yet is worth {fmt_positions(worth[r])} positions, as the model rates that value "
+                   f"{'below' if down else 'above'} the average of the query's documents but "
+                   f"{'above' if down else 'below'} the masked value")
+    else:
+        example = ""
+    return (f"Left: from the query's average score at the bottom, each bar adds one feature's push for this "
+            f"document against the query's other documents (its SHAP value minus the query's mean; red up, blue "
+            f"down) and the last bar ends at its score; the bars add up to score − average exactly; the dashed line "
+            f"is the score of the document ranked second. Right: how many rank positions the document's own value "
+            f"of that feature is worth against the masked value — its rank with that value masked ({masking}, as "
+            f"everywhere in this audit), the other documents unchanged, minus its rank. The panels compare with "
+            f"different things, the left with the query's other documents and the right with the masked value, so "
+            f"a bar and its positions can point opposite ways{example}. As the document is first, masking can only "
+            f"cost it places: 0 means it stays first without its value, because the masked value scores well enough "
+            f"or its lead is large enough (a yes/no feature masked by its mean becomes a fraction, which the model "
+            f"may read as yes). Positions do not add up. {which}")
 
 
 def _explain_query(data: RankingData, wanted: str | None) -> int | None:

@@ -42,6 +42,7 @@ from auditor.evidence.explainers import (
 from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
+from auditor.numbers import figure, interval, percent, with_interval
 
 OPTIMUM_LABEL = "Exhaustive optimum"
 BATCH_QUERIES = 64  # queries whose LIRME/EXS samples are drawn together and scored in few large model calls
@@ -592,8 +593,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: LocalExplanation
             rows=[[names[f], n, _r(n / len(tallies[(best, k)].sets))] for f, n in
                   sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]]))
         result.summary = (f"At k = {k}, {label(best)} gives the most valid explanations (mean validity "
-                          f"{metrics[f'local.{best}.validity.mean']:.3f})"
-                          + (f"; the best possible is {optimum_mean:.3f}." if optimum_mean else "."))
+                          f"{figure(metrics[f'local.{best}.validity.mean'])})"
+                          + (f"; the best possible is {figure(optimum_mean)}." if optimum_mean else "."))
 
 
 def _rows_stats(metrics: dict[str, float], ctx: AuditContext, method: str, tally: _Tally) -> float | None:
@@ -699,11 +700,12 @@ def _report_convergence(result: EvidenceResult, ctx: AuditContext, options: Loca
         metrics[f"{name}.mean"], metrics[f"{name}.ci95_low"], metrics[f"{name}.ci95_high"] = float(v.mean()), low, high
         if v.mean() >= floor and share <= 0.5:
             continue
-        why = (f"two runs with fresh coalitions would choose sets sharing {v.mean():.0%} of their features on average "
-               f"(jackknife; 95% interval {low:.0%}–{high:.0%}; floor {floor:.0%})")
+        why = (f"two runs with fresh coalitions would choose sets sharing {percent(v.mean())} of their features on "
+               f"average (jackknife; 95% interval {interval(*_held(v.mean(), low, high), share=True)}; floor "
+               f"{percent(floor)})")
         if share > 0.5:
             why = (f"{share:.0%} of the documents had fewer coalitions than twice their features, too few to "
-                   f"determine the regression (predicted agreement of two runs' sets {v.mean():.0%})")
+                   f"determine the regression (predicted agreement of two runs' sets {percent(v.mean())})")
         result.notes.append(f"{label(method)}: the estimate is still noisy: {why}; coalitions per document: "
                             f"{np.mean(coalitions):.0f} ({how}). Raise `kernelshap.nsamples`.")
         result.detect(
@@ -728,15 +730,15 @@ def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: 
             continue
         mean = metrics[f"local.{method}.validity.mean"]
         low, high = metrics[f"local.{method}.validity.ci95_low"], metrics[f"local.{method}.validity.ci95_high"]
-        shown = f"mean validity {mean:.3f} (95% interval {low:.3f}–{high:.3f})" if np.isfinite(low) else \
-            f"mean validity {mean:.3f}"
+        shown = f"mean validity {with_interval(mean, low, high)}" if np.isfinite(low) and np.isfinite(high) else \
+            f"mean validity {figure(mean)}"
         judged_by = (f"local.{method}.validity.mean", f"local.{method}.validity")
         if random_high is not None and np.isfinite(random_high) and mean <= random_high:
             result.detect(
                 "explainer-no-better-than-random", f"{label(method)} explanations are no better than random "
                 f"feature sets", f"At k = {options.k}, {label(method)} has {shown}; RANDOM sets reach "
-                f"{random_mean:.3f} (up to {random_high:.3f}). Its explanations should not be shown to users or "
-                "reviewers as the reasons for a ranking.", severity="major", citation=citation,
+                f"{figure(random_mean)} (up to {figure(random_high)}). Its explanations should not be shown to users "
+                "or reviewers as the reasons for a ranking.", severity="major", citation=citation,
                 judged_by=judged_by, value=mean, interval=(low, high), subject=method)
         elif np.isfinite(high) and high < options.validity_floor:
             result.detect(
@@ -748,8 +750,15 @@ def _detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: 
 
 
 def _interval(low: float, high: float) -> str:
-    """An interval cell with 3 decimals (as the figures), short enough to stay on one line in print."""
-    return f"{low:.3f} – {high:.3f}" if np.isfinite(low) and np.isfinite(high) else "–"
+    """An interval cell as every interval of the report reads (`numbers.interval`: `0.424 to 0.494`)."""
+    return interval(low, high) if np.isfinite(low) and np.isfinite(high) else "—"
+
+
+def _held(value: float, low: float, high: float) -> tuple[float | None, float | None]:
+    """The interval widened to hold its value, as `numbers.with_interval` prints it; None ends when there is none."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return None, None
+    return min(low, value), max(high, value)
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

@@ -22,6 +22,7 @@ from auditor.evidence.base import (
     representative_text,
 )
 from auditor.executor import split
+from auditor.numbers import percent
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
     top = names[int(order[0])]
     result.summary = (f"{len(records)} neighbouring pairs explained with {label}; '{top}' decides them most "
                       f"(mean |φ| {mean_abs[order[0]]:.3g}); the largest feature carries "
-                      f"{share.mean():.0%} of a pair's explanation on average.")
+                      f"{percent(share.mean())} of a pair's explanation on average.")
     return result
 
 

@@ -25,6 +25,7 @@ from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
 from auditor.evidence.sweeps import swept_scores
+from auditor.numbers import figure, interval, percent
 from auditor.words import counted
 
 
@@ -117,6 +118,11 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     swept = swept_scores(ctx, X, features, grids)
 
     rng = ctx.rng("parameter_influence")
+    # the queries every measure is over: one of a single document has no order to change (NaN, left out)
+    measured = int(np.sum(np.diff(ptr) >= 2))
+    over = counted(measured, "query") + (f" ({counted(len(queries) - measured, 'single-document query')} of the "
+                                         f"{len(queries)} left out: no order to change)" if measured < len(queries)
+                                         else "")
     metrics = result.metrics
     rows_out = []
     # the largest value over parameters, with the interval of the parameter that has it (rules judge with intervals)
@@ -152,17 +158,21 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
         if detected or (np.isfinite(s_low) and s_low > 0):
             result.detect(
                 "sensitive-parameter-effect", f"Sensitive parameter moves documents in the ranking: {name}",
-                f"'{name}' is worth {shift:.2f} positions to a document on average (95% interval {s_low:.2f}–"
-                f"{s_high:.2f}); from its lowest to its highest value a document "
-                f"{'climbs' if gain >= 0 else 'drops'} {abs(gain):.2f} positions ({g_low:.2f}–{g_high:.2f}); "
-                f"masking it changes the top {options.top_k} of {stats['topk_changed'][0]:.0%} of queries.",
+                f"'{name}' is worth {figure(shift)} positions to a document on average (95% interval "
+                f"{_interval(stats['rank_shift'])}); "
+                f"from its lowest to its highest value a document {'climbs' if gain >= 0 else 'drops'} "
+                f"{figure(abs(gain))} positions (95% interval of the climb {_interval(stats['sweep_gain'])}); "
+                f"masking it changes the top {options.top_k} of {percent(stats['topk_changed'][0])} of the "
+                f"{counted(measured, 'query')} with an order to change.",
                 severity="major",
                 citation="Reg. (EU) 2019/1150 (P2B) Art. 5(3) — remuneration that influences ranking, and its effects",
                 judged_by=(f"{key}.rank_shift.mean", f"{key}.sweep_gain.mean", f"{key}.topk_changed_share",
                            "influence.max.rank_shift.mean", "influence.max.sweep_gain.max_abs",
                            "influence.max.topk_changed_share"),
                 value=shift, interval=(s_low, s_high), subject=name)
-        rows_out.append([name, _grid_text(grid), _r(stats["rank_shift"][0]), _interval(stats["rank_shift"]),
+        # a string, so the table prints the figure the detection quotes (a "positions" column is otherwise cut
+        # to one decimal: 0.7 beside "0.679 positions")
+        rows_out.append([name, _grid_text(grid), figure(stats["rank_shift"][0]), _interval(stats["rank_shift"]),
                          int(metrics[f"{key}.rank_shift.max"]), _r(gain), _interval(stats["sweep_gain"]),
                          int(metrics[f"{key}.sweep_range.max"]), _r(stats["topk_changed"][0]),
                          "yes" if detected else "no"])
@@ -179,11 +189,10 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                  "gain low → high", "95% interval", "worst range", f"share of queries whose top-{options.top_k} "
                  "changes", "effect detected"],
         rows=rows_out,
-        note=(f"{counted(len(queries), 'query')}; masking: {masker.strategy}. 'Effect detected' when the interval "
-              "of the gain excludes zero.")))
+        note=(f"{over}; masking: {masker.strategy}. 'Effect detected' when the interval of the gain excludes "
+              "zero.")))
     found = [r[0] for r in rows_out if r[-1] == "yes"]
-    result.summary = (f"Measured {counted(len(features), 'sensitive parameter')} over "
-                      f"{counted(len(queries), 'query')}; "
+    result.summary = (f"Measured {counted(len(features), 'sensitive parameter')} over {over}; "
                       + (f"a directional effect on positions is detected for {', '.join(found)}." if found else
                          "no directional effect on positions is detected."))
     return result
@@ -207,7 +216,13 @@ def _grid_text(grid: np.ndarray) -> str:
 
 
 def _interval(stat: tuple[float, float, float]) -> str:
-    return f"[{stat[1]:.3g}, {stat[2]:.3g}]" if np.isfinite(stat[1]) else "—"
+    """The table's interval cell, as every interval of the report reads (`numbers.interval`), holding its value."""
+    return interval(*_held(*stat)) if np.isfinite(stat[1]) else "—"
+
+
+def _held(value: float, low: float, high: float) -> tuple[float, float]:
+    """The interval widened to hold its value, as `numbers.with_interval` prints it."""
+    return min(low, value), max(high, value)
 
 
 def _r(value: float) -> float:

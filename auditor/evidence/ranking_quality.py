@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.numbers import figure, percent
 from auditor.words import counted
 
 
@@ -104,8 +105,8 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
     mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]
     judged = int(result.metrics[f"ranking_quality.ndcg@{headline}.queries"])
     left = int(single.sum())
-    result.summary = (f"Mean nDCG@{headline} is {mean:.3f} over {counted(judged, 'query')}; "
-                      f"{result.metrics[f'ranking_quality.ndcg@{headline}.share_low']:.0%} of them score below "
+    result.summary = (f"Mean nDCG@{headline} is {figure(mean)} over {counted(judged, 'query')}; "
+                      f"{percent(result.metrics[f'ranking_quality.ndcg@{headline}.share_low'])} of them score below "
                       f"{options.low_threshold:g}." + (f" {counted(left, 'single-document query')} "
                                                        f"{'is' if left == 1 else 'are'} left out (one document cannot "
                                                        "be misranked)." if left else ""))

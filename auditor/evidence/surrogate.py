@@ -33,6 +33,7 @@ from pydantic import Field
 from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
 from auditor.evidence.global_importance import summarize
+from auditor.numbers import figure, with_interval
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -149,10 +150,12 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     if data.y is not None:
         from auditor.checks.ranking import per_query_ndcg
 
+        # over the queries ranking_quality judges (two or more documents), so the model's figure is its figure
+        rankable = np.diff(data.query_ptr) >= 2
         m["surrogate.labels.ndcg@10.surrogate"] = float(per_query_ndcg(surrogate, data.y, data.query_ptr,
-                                                                       [10])[:, 0].mean())
+                                                                       [10])[rankable, 0].mean())
         m["surrogate.labels.ndcg@10.model"] = float(per_query_ndcg(blackbox, data.y, data.query_ptr,
-                                                                   [10])[:, 0].mean())
+                                                                   [10])[rankable, 0].mean())
     m["surrogate.n_main_effects"] = float(len(parts.main_effects))
     m["surrogate.n_interactions"] = float(len(parts.pair_effects))
     m["surrogate.n_trees"] = float(fit.booster.num_trees())
@@ -176,8 +179,8 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     top = [effect_name(parts.effects[e], names) for e in order[:3]]
     result.summary = (
         f"An ILMART surrogate with {len(parts.main_effects)} main effects and {len(parts.pair_effects)} feature "
-        f"pairs ranks like the audited model with mean Kendall tau {m['surrogate.fidelity.kendall.mean']:.3f} "
-        f"(nDCG@10 against its ranking {m['surrogate.fidelity.ndcg@10.mean']:.3f}); its largest effects: "
+        f"pairs ranks like the audited model with mean Kendall tau {figure(m['surrogate.fidelity.kendall.mean'])} "
+        f"(nDCG@10 against its ranking {figure(m['surrogate.fidelity.ndcg@10.mean'])}); its largest effects: "
         f"{', '.join(top)}.")
     if reference is data:
         result.notes.append("No background data: the surrogate was trained on the audited data itself, so its "
@@ -187,8 +190,8 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
         low = m["surrogate.fidelity.kendall.ci95_low"]
         result.detect(
             "surrogate-low-fidelity", "The interpretable surrogate does not rank like the model",
-            f"Mean Kendall tau between the surrogate's and the model's rankings is {tau:.3f} (95% interval "
-            f"{low:.3f}–{high:.3f}), below the floor of {options.fidelity_floor:g}: its effect curves do not "
+            f"Mean Kendall tau between the surrogate's and the model's rankings is {with_interval(tau, low, high)}, "
+            f"below the floor of {options.fidelity_floor:g}: its effect curves do not "
             "describe the audited model well enough to be read as its behaviour.", severity="minor",
             citation="Reg. (EU) 2019/1150 Art. 5(5) — adequate understanding of the ranking mechanism",
             judged_by=("surrogate.fidelity.kendall.mean",), value=tau, interval=(low, high))
@@ -207,8 +210,9 @@ def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
             f"queries held {int(m['surrogate.training.synthetic_documents'])} synthetic documents besides the real "
             "ones (features recombined within a query, scored by the audited model).")
     if "surrogate.labels.ndcg@10.model" in m:
-        note += (f" nDCG@10 against the labels: audited model {m['surrogate.labels.ndcg@10.model']:.3f}, "
-                 f"surrogate {m['surrogate.labels.ndcg@10.surrogate']:.3f}.")
+        note += (f" Mean nDCG@10 against the labels, over the queries of two or more documents: audited model "
+                 f"{figure(m['surrogate.labels.ndcg@10.model'])}, surrogate "
+                 f"{figure(m['surrogate.labels.ndcg@10.surrogate'])}.")
     return Table(title="Fidelity to the audited model's ranking",
                  columns=["surrogate", "Kendall tau (mean)", "Kendall tau (p10)", "nDCG@10 vs model ranking",
                           "explained share", "trees"], rows=rows, note=note)

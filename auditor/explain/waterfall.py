@@ -9,7 +9,8 @@ document's actual values of S are worth, as `parameter_influence` defines them f
 would take with S masked (the audit's masking) while every other document keeps its score, minus its rank
 (`checks.influence.rank_among_others`; 0-based, ties after earlier documents in file order). Unlike the score
 contributions these do not add up: masking two features together can move a document more, or less, than the two
-alone (docs/metrics.md, "One document's waterfall").
+alone (docs/metrics.md, "One document's waterfall"). Nor need they agree in sign: a contribution compares the
+document's value with the query's other documents, a position with the masked value (`opposed`).
 """
 
 from __future__ import annotations
@@ -67,3 +68,11 @@ def positions_worth(model: CountingRanker, masker: Masker, X: np.ndarray, scores
     candidates[1:, doc] = masked
     ranks = rank_among_others(scores, candidates)[:, doc]
     return int(ranks[0]), (ranks[1:] - ranks[0]).astype(np.float64)
+
+
+def opposed(contributions: np.ndarray, worth: np.ndarray) -> list[int]:
+    """The rows whose score push and rank positions point opposite ways (a push down worth places, or a push up
+    that costs places): the contribution compares the document's value with the query's other documents (φ minus
+    the query's mean), the positions compare it with the masked value, and a value can beat one and not the other."""
+    phi, shift = np.asarray(contributions, dtype=np.float64), np.asarray(worth, dtype=np.float64)
+    return [int(i) for i in np.flatnonzero(((phi < 0) & (shift > 0)) | ((phi > 0) & (shift < 0)))]

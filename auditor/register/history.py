@@ -264,7 +264,7 @@ def number_table(reviews: list[dict[str, Any]]) -> dict[str, Any]:
                 cells.append("—")
                 continue
             text = fmt_share if row["share"] else fmt
-            interval = f" ({text(row['low'])}–{text(row['high'])})" if row["low"] is not None and \
+            interval = f" ({text(row['low'])} to {text(row['high'])})" if row["low"] is not None and \
                 row["high"] is not None else ""
             cells.append(text(row["value"]) + interval)
         rows.append({"label": label, "cells": cells})

@@ -20,6 +20,7 @@ from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
 from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
+from auditor.numbers import figure, percent
 from auditor.report.assurance import engagement
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
@@ -231,7 +232,7 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
     surrogate = results.get("surrogate")
     if surrogate is not None and surrogate.status == "ok" and "surrogate.fidelity.kendall.mean" in surrogate.metrics:
         tau = surrogate.metrics["surrogate.fidelity.kendall.mean"]
-        out.append(f"The interpretable surrogate ranks like the model with Kendall's tau {tau:.2f} on held-out "
+        out.append(f"The interpretable surrogate ranks like the model with Kendall's tau {figure(tau)} on held-out "
                    "queries: its effect curves describe the model only as far as that agreement goes.")
     wanting = [d["title"] for d in document.get("detections", [])
                if d.get("kind") in ("explainer-no-better-than-random", "explanations-below-validity-floor",
@@ -257,21 +258,8 @@ EXCLUDED = {"local_explanations": "local.excluded_queries"}  # chosen queries le
 
 
 def _num(value: Any, digits: int = 3) -> str:
-    """A number as the report prints it: three significant figures, thousands separated, an error below 1e-9
-    as exact (never 5.33e-15 beside 0.457)."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int) or (float(value).is_integer() and abs(value) < 1e12):
-        return f"{int(value):,}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if value != 0 and abs(value) < 1e-9:
-        return "< 1e-9"
-    if value != 0 and abs(value) < 1e-3:
-        return f"{value:.2e}"
-    return f"{value:.{digits}g}"
+    """A number as the report prints it: `auditor.numbers.figure` (one formatter for the whole document)."""
+    return figure(value, digits)
 
 
 def aspect(svg: str) -> float:
@@ -285,24 +273,19 @@ _SIZE = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"')
 
 
 def cell(value: Any, column: str) -> str:
-    """A table cell by what its column holds: shares as percentages, positions with one decimal, other numbers
+    """A table cell by what its column holds: shares as percentages, other numbers
     by `_num`; text (ids, names) as `shown` with its line breaks marked."""
     if isinstance(value, str):
         return shown_html(value)
     name = column.lower()
-    if isinstance(value, float) and not isinstance(value, bool):
-        if "share" in name and 0 <= value <= 1:
-            return _pct(value)
-        if "position" in name or "shift" in name:
-            return f"{value:.1f}"
+    if isinstance(value, float) and "share" in name and 0 <= value <= 1:
+        return _pct(value)
     return _num(value)
 
 
 def _pct(value: Any) -> str:
     """A share as a percentage with one decimal ("—" when missing)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "—"
-    return f"{100 * value:.1f}%"
+    return percent(value)
 
 
 def check_templates(folder: Path) -> None:

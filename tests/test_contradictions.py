@@ -1,0 +1,165 @@
+"""Issue 36 item 3, "no contradictions": sentences of the report a reader could quote back at us — a statistic that
+differs from the table beside it, a point estimate at the edge of its own interval, a caption the figure disproves,
+a count over more queries than the measure used, an interval written two ways."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from auditor.checks.confidence import Verdict, flag_gap
+from auditor.data import load_ranking_data
+from auditor.evidence import (
+    confidence,
+    exposure,
+    exposure_attention,
+    global_importance,
+    local_explanations,
+    parameter_influence,
+)
+from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.models.base import CountingRanker
+from auditor.models.lightgbm import load_lightgbm
+from auditor.numbers import figure
+from auditor.report import plots
+from tests.conftest import BOOKSTORE
+
+INTERVAL = re.compile(r"\[[^\]]*,[^\]]*\]|\d\s*[–—]\s*[−-]?\d")  # `[a, b]` or `a–b`: not the report's style
+
+
+@pytest.fixture(scope="module")
+def bookstore_context() -> AuditContext:
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background,
+                        feature_units={"sponsored": "yes/no", "own_brand": "yes/no", "genre_match": "yes/no",
+                                       "price_in_range": "yes/no"})
+
+
+def _skewed_units(n_queries: int = 80, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The bookstore's pattern: two explainers with a third of their explanations flagged and no real difference,
+    and one explainer with a single, very poor, flagged explanation. Unit weights made that one explanation weigh
+    as much as a whole explainer: the gap sat at the top of its bootstrap interval (0.130 in -0.036 to 0.143)."""
+    rng = np.random.default_rng(seed)
+    cluster = np.tile(np.arange(n_queries), 3)
+    strata = np.repeat(np.array(["a", "b", "c"]), n_queries)
+    flagged = np.zeros(3 * n_queries, dtype=bool)
+    flagged[:2 * n_queries] = rng.random(2 * n_queries) < 0.3
+    values = 0.78 + 0.1 * rng.standard_normal(3 * n_queries)
+    flagged[2 * n_queries + 5] = True
+    values[2 * n_queries + 5] = 0.3
+    return values, flagged, cluster, strata
+
+
+def test_the_gap_is_the_difference_of_the_means_shown_and_sits_inside_its_interval():
+    values, flagged, cluster, strata = _skewed_units()
+    found = flag_gap(values, flagged, cluster, np.random.default_rng(1), strata=strata)
+    assert found.gap == pytest.approx(found.unflagged_mean - found.flagged_mean, abs=1e-12)
+    assert found.flagged_mean == pytest.approx(values[flagged].mean())  # flagged units weigh one each
+    assert found.low <= found.gap <= found.high
+    where = (found.gap - found.low) / (found.high - found.low)
+    assert 0.2 < where < 0.8, where  # not at the edge of its own interval
+    pooled = flag_gap(values, flagged, cluster, np.random.default_rng(1))
+    assert pooled.flagged_mean == pytest.approx(values[flagged].mean())
+    assert pooled.unflagged_mean == pytest.approx(values[~flagged].mean())
+
+
+def _units(values: np.ndarray, flagged: np.ndarray, cluster: np.ndarray, strata: np.ndarray) -> list[dict]:
+    return [{"qi": int(q), "query": str(q), "method": str(m), "measures": {"validity": float(v)},
+             "verdict": Verdict(bool(f), ["agreement"] if f else [], ["agreement"] if f else [])}
+            for v, f, q, m in zip(values, flagged, cluster, strata, strict=True)]
+
+
+def test_the_confidence_detection_quotes_the_row_of_its_table_in_plain_words():
+    values, flagged, cluster, strata = _skewed_units()
+    result = EvidenceResult(name="confidence")
+    ctx = SimpleNamespace(rng=lambda stream: np.random.default_rng(7))
+    confidence._validation(result, ctx, _units(values, flagged, cluster, strata), {"validity", "agreement"})
+    table = next(t for t in result.tables if t.title == "Do the flags earn their keep?")
+    row = next(r for r in table.rows if r[2] == "within explainer" and r[1].startswith("all criteria except"))
+    _, _, _, n_flagged, n_unflagged, mean_flagged, mean_unflagged, gap, interval = row
+    assert gap == pytest.approx(mean_unflagged - mean_flagged, abs=2e-6)  # the table's gap is its means' difference
+    for other in table.rows:  # every row, pooled included
+        assert other[7] == pytest.approx(other[6] - other[5], abs=2e-6)
+    assert " to " in interval and "–" not in interval
+    detection = next(d for d in result.detections if d.kind == "flags-not-validated")
+    text = detection.message
+    assert "below unflagged" not in text and "+" not in text  # never "+0.056 below"
+    direction = "lower" if gap > 0 else "higher"
+    assert f"score {figure(abs(gap))} {direction} in validity" in text
+    assert f"{figure(mean_flagged)} against {figure(mean_unflagged)}" in text  # the table's two means
+    low, high = (float(x) for x in interval.split(" to "))
+    assert f"is {interval}," in text and low <= float(figure(gap)) <= high
+    assert n_flagged == int(flagged.sum()) and n_unflagged == int((~flagged).sum())
+
+
+def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_context, monkeypatch):
+    from auditor.explain.waterfall import opposed
+
+    calls = []
+    real = plots.waterfall
+
+    def record(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plots, "waterfall", record)
+    result = global_importance.run(bookstore_context, global_importance.GlobalImportanceOptions())
+    (labels, contributions), kwargs = calls[0]
+    worth = np.asarray(kwargs["positions"])
+    caption = next(f for f in result.figures if "(waterfall)" in f.title).caption
+    assert "pushes it down shows 0" not in caption  # the old claim, which the figure itself disproved
+    assert "masked value" in caption and "replaced by its mean in the background data" in caption
+    rows = opposed(np.asarray(contributions), worth)
+    # in the bookstore example sales_rank_log pushes the top document down yet is worth a position
+    assert any(labels[r].startswith("sales_rank_log") for r in rows)
+    first = labels[rows[0]]
+    assert f"here {first} pushes the score down ({plots.fmt_signed(contributions[rows[0]])}) yet is worth " \
+           f"{plots.fmt_positions(worth[rows[0]])} positions" in caption
+    assert opposed(np.array([0.5, -0.2, 0.1, -0.3]), np.array([0.0, 1.0, -1.0, 0.0])) == [1, 2]
+
+
+def test_influence_counts_the_queries_it_measured(bookstore_context):
+    data = bookstore_context.data
+    single = int(np.sum(data.query_sizes() < 2))
+    assert single == 1  # the bookstore's test data: one query of a single document
+    result = parameter_influence.run(bookstore_context, parameter_influence.ParameterInfluenceOptions(
+        sensitive=["sponsored"], resamples=200))
+    measured = data.n_queries - single
+    assert f"over {measured} queries (1 single-document query of the {data.n_queries} left out" in result.summary
+    table = result.tables[0]
+    assert table.note.startswith(f"{measured} queries (1 single-document query of the {data.n_queries} left out")
+    for row in table.rows:
+        assert not INTERVAL.search(row[3]) and " to " in row[3]
+    assert result.detections  # sponsored moves documents: the sentence is checked, not skipped
+    for detection in result.detections:
+        assert not INTERVAL.search(detection.message) and "95% interval" in detection.message
+        assert f"of the {measured} queries with an order to change" in detection.message
+
+
+def test_intervals_read_a_to_b_in_exposure_cells_and_sentences():
+    cell = exposure_attention._cell((1.73, 1.55, 1.94), plots.fmt)
+    assert cell == "1.73 (1.55 to 1.94)"
+    assert exposure_attention._cell((0.107, 0.09, 0.125), exposure_attention.points) == \
+        "+10.7 pp (+9.0 pp to +12.5 pp)"
+    assert exposure._with_interval((1.73, 1.55, 1.94), plots.fmt) == "1.73 (95% interval 1.55 to 1.94)"
+    assert exposure._with_interval((1.73, 1.55, 1.94), plots.fmt, words=False) == "1.73 (1.55 to 1.94)"
+    assert exposure._with_interval((2.0, 1.55, 1.94), plots.fmt) == "2 (95% interval 1.55 to 2)"  # holds its value
+    assert not INTERVAL.search(exposure._with_interval((-0.107, -0.126, -0.09), exposure._points))
+
+
+def test_explainer_detections_write_intervals_one_way():
+    metrics = {"local.random.validity.mean": 0.434, "local.random.validity.ci95_low": 0.387,
+               "local.random.validity.ci95_high": 0.482, "local.shap5.validity.mean": 0.459,
+               "local.shap5.validity.ci95_low": 0.424, "local.shap5.validity.ci95_high": 0.494}
+    result = EvidenceResult(name="local_explanations", metrics=metrics)
+    local_explanations._detect(result, local_explanations.LocalExplanationsOptions(
+        methods=["random", "shap5"], k=5), ["random", "shap5"])
+    text = result.detections[0].message
+    assert "mean validity 0.459 (95% interval 0.424 to 0.494)" in text and not INTERVAL.search(text)
