@@ -206,3 +206,19 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert result.exit_code == 0, result.output
     run = Path(result.stdout.strip()).parent
     return {"run": run, "keys": keys, "spec": folder / "audit.yaml"}
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled example's full audit (every evidence kind, both packs), unsigned, as HTML and PDF: one run
+    shared by the report's layout and print-quality tests."""
+    folder = tmp_path_factory.mktemp("demo")
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec.pop("signing")
+    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    from auditor.engine import run_audit
+
+    return run_audit(folder / "audit.yaml").run_dir

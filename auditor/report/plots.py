@@ -18,6 +18,7 @@ import hashlib
 import html
 import io
 import math
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,14 +37,22 @@ from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentForm
 
 from auditor.display import shown
 
+# Figures are made at the size they print: a function's `figsize` is the box its figure fills on the page (inches;
+# `to_svg` fits the drawing into it), and print-layout.css shows a figure at its own size, never scaled down, so a
+# font size here is the size on paper. No text is smaller than MIN_FONT (tests/test_print_quality.py measures it).
+PRINT_WIDTH = 7.0  # inches: the A4 portrait page's 182 mm text width, less a little
+MIN_FONT = 7.0  # points
 _STYLE = {
     "svg.hashsalt": "auditor",
     "svg.fonttype": "none",
     "font.family": "DejaVu Sans",
-    "font.size": 9,
+    "font.size": 8,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "legend.fontsize": 7.5,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.titlesize": 10,
+    "axes.titlesize": 8.5,
     "text.parse_math": False,  # untrusted names: no mathtext, `$` is a dollar sign
 }
 _COLOR = "#2f5d8a"
@@ -179,25 +188,51 @@ def show_texts(fig: plt.Figure) -> None:
             text.set_text(shown(value, limit=PLOT_CHARS))
 
 
-def to_svg(fig: plt.Figure, *, tight: dict | None = None) -> str:
-    """Serialise and close a figure, its texts shown (`show_texts`) first; `tight`: `tight_layout` options, applied
-    after that (a marker lengthens a label); strip the XML prolog so it can be inlined in HTML."""
-    show_texts(fig)
-    if tight is not None:
-        fig.tight_layout(**tight)
+_SIZE = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"')
+
+
+def _save(fig: plt.Figure) -> str:
     buffer = io.StringIO()
     with matplotlib.rc_context(_STYLE):
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight", dpi=150)
-    plt.close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]
+
+
+def fit(fig: plt.Figure, tight: dict | None = None) -> str:
+    """The figure's SVG, shrunk until everything drawn (labels beyond the axes, a legend outside them) fits in the
+    size it was made at: the SVG is then at most its `figsize`, the box it prints in. Text keeps its size; the axes
+    give. Measured on the SVG itself (text extents differ between renderers)."""
+    width, height = (72 * v for v in fig.get_size_inches())  # pt
+    for _ in range(6):
+        if tight is not None:
+            fig.tight_layout(**tight)
+        svg = _save(fig)
+        size = _SIZE.search(svg[:600])
+        over_w, over_h = float(size.group(1)) - width, float(size.group(2)) - height
+        if over_w <= 0.5 and over_h <= 0.5:
+            break
+        now_w, now_h = fig.get_size_inches()
+        fig.set_size_inches(max(now_w - max(over_w, 0.0) * 1.05 / 72, 0.35 * width / 72),  # labels, legends
+                            max(now_h - max(over_h, 0.0) * 1.05 / 72, 0.6 * height / 72))
+    return svg
+
+
+def to_svg(fig: plt.Figure, *, tight: dict | None = None) -> str:
+    """Serialise and close a figure, its texts shown (`show_texts`) first; `tight`: `tight_layout` options, applied
+    after that (a marker lengthens a label); fitted to its size (`fit`); the XML prolog stripped so it can be
+    inlined in HTML."""
+    show_texts(fig)
+    svg = fit(fig, tight)
+    plt.close(fig)
+    return svg
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title: str = "",
               percent: bool = False) -> str:
     """Horizontal bars, largest on top, each with its value at its end (`percent`: values are shares, shown as %)."""
     with matplotlib.rc_context(_STYLE):
-        height = 0.6 + 0.28 * max(len(labels), 1)
+        height = 0.45 + 0.15 * max(len(labels), 1)
         fig, ax = plt.subplots(figsize=(6.4, height))
         positions = np.arange(len(labels))[::-1]
         ax.barh(positions, values, color=_COLOR)
@@ -216,7 +251,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, xlabel: str, ti
 def histogram(values: np.ndarray, *, bins: int | Sequence[float], xlabel: str, ylabel: str = "queries",
               title: str = "") -> str:
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 2.6))
+        fig, ax = plt.subplots(figsize=(6.4, 1.9))
         ax.hist(values[np.isfinite(values)], bins=bins, color=_COLOR, edgecolor="white")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -233,7 +268,7 @@ def line_chart(x: Sequence[float], series: dict[str, Sequence[float]], *, xlabel
                title: str = "") -> str:
     """One line per series (legend outside the axes so long names never cover data)."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 3.2))
+        fig, ax = plt.subplots(figsize=(PRINT_WIDTH, max(2.15, 0.45 + 0.125 * len(series))))  # legend
         for i, (name, values) in enumerate(series.items()):
             color, marker, dashes = line_style(i)
             ax.plot(x, values, color=color, marker=marker, linestyle=dashes, linewidth=1.2, markersize=4,
@@ -243,7 +278,8 @@ def line_chart(x: Sequence[float], series: dict[str, Sequence[float]], *, xlabel
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=7,
+                  labelspacing=0.3 if len(series) > 10 else 0.5)  # 16 lines' names within the figure's height
         return to_svg(fig)
 
 
@@ -252,7 +288,7 @@ def beeswarm(phi: np.ndarray, values: np.ndarray, names: Sequence[str], *, xlabe
     value (low blue → high red, by rank within the feature). Vertical spread by a deterministic histogram offset,
     not random jitter, so the same data gives the same picture."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.32 * len(names)))
+        fig, ax = plt.subplots(figsize=(6.4, 0.45 + 0.16 * len(names)))
         for row, (column, value_column) in enumerate(zip(phi.T, values.T, strict=True)):
             y = len(names) - 1 - row
             ranks = np.argsort(np.argsort(np.nan_to_num(value_column), kind="stable"), kind="stable")
@@ -271,7 +307,7 @@ def beeswarm(phi: np.ndarray, values: np.ndarray, names: Sequence[str], *, xlabe
         bar = fig.colorbar(ScalarMappable(Normalize(0, 1), cmap="coolwarm"), ax=ax, ticks=[0, 1], aspect=30,
                            pad=0.02, fraction=0.04)  # as shap's summary plot: the value scale, low to high
         bar.set_ticklabels(["low", "high"])
-        bar.set_label("feature value (rank within the feature)", fontsize=8)
+        bar.set_label("feature value", fontsize=7.5)  # within the figure's height: the caption says it is a rank
         bar.outline.set_visible(False)
         return to_svg(fig)
 
@@ -282,7 +318,7 @@ def scatter(x: np.ndarray, y: np.ndarray, *, xlabel: str, ylabel: str, yes_no: b
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     levels = np.unique(x[np.isfinite(x)])
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        fig, ax = plt.subplots(figsize=(6.4, 2.0))
         if 0 < len(levels) <= 6:
             inside = np.isfinite(x)
             where = np.searchsorted(levels, x[inside]) + np.random.default_rng(0).uniform(-0.3, 0.3, inside.sum())
@@ -311,7 +347,7 @@ def decision_plot(phi: np.ndarray, base: float, names: Sequence[str], labels: Se
     add each feature's φ (features ordered as given, most important last, at the top) and end at the document's
     score. Where lines cross, the order changes. Each line has its own colour and marker, named in the legend."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.3 * len(names)))
+        fig, ax = plt.subplots(figsize=(PRINT_WIDTH, 0.5 + 0.15 * len(names)))
         steps = np.arange(len(names) + 1)
         markers = "os^vD<>ph*"
         for i, (row, label) in enumerate(zip(phi, labels, strict=True)):
@@ -321,8 +357,8 @@ def decision_plot(phi: np.ndarray, base: float, names: Sequence[str], labels: Se
         ax.set_yticks(steps[1:], [_short(n) for n in names])
         ax.set_xlabel(xlabel)
         ax.axvline(base, color=_GREY, linewidth=0.8)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
-                  title="documents by rank", title_fontsize=8, alignment="left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=7.5,
+                  title="documents by rank", title_fontsize=7.5, alignment="left")
         return to_svg(fig)
 
 
@@ -341,7 +377,7 @@ def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: fl
     starts = ends - values
     with matplotlib.rc_context(_STYLE):
         panels = 2 if positions is not None else 1
-        fig, axes = plt.subplots(1, panels, figsize=(6.4, 0.9 + 0.3 * (n + 2)), sharey=True, squeeze=False,
+        fig, axes = plt.subplots(1, panels, figsize=(PRINT_WIDTH, 0.5 + 0.15 * (n + 2)), sharey=True, squeeze=False,
                                  gridspec_kw={"width_ratios": [3, 2][:panels], "wspace": 0.08})
         ax = axes[0, 0]
         ax.barh(rows, values, left=starts, color=[_UP if v > 0 else _DOWN for v in values], height=0.62)
@@ -368,7 +404,7 @@ def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: fl
         ax.set_yticks([0, *rows, n + 1], [base_label, *[_short(label, 44) for label in labels], score_label])
         ax.set_ylim(-0.6, n + 1.8)
         ax.set_xlabel(xlabel)
-        ax.set_title("score contributions", fontsize=9)
+        ax.set_title("score contributions", fontsize=8.5)
         if positions is not None:
             shift = np.asarray(positions, dtype=float)
             right = axes[0, 1]
@@ -381,7 +417,7 @@ def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: fl
             right.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
             right.tick_params(axis="y", left=False)
             right.set_xlabel(positions_label)
-            right.set_title("rank positions", fontsize=9)
+            right.set_title("rank positions", fontsize=8.5)
         return to_svg(fig)
 
 
@@ -400,7 +436,7 @@ def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, x
     push the first document above the second, negative ones (blue) pull the second up; each value at its bar."""
     heights = [len(labels) for _, labels, _ in panels]
     with matplotlib.rc_context(_STYLE):
-        fig, axes = plt.subplots(len(panels), 1, figsize=(6.4, 0.9 + sum(0.3 * h + 0.5 for h in heights)),
+        fig, axes = plt.subplots(len(panels), 1, figsize=(PRINT_WIDTH, 0.6 + sum(0.15 * h + 0.4 for h in heights)),
                                  squeeze=False, gridspec_kw={"height_ratios": heights or [1]})
         for ax, (title, labels, values) in zip(axes[:, 0], panels, strict=True):
             values = np.asarray(values, dtype=float)
@@ -411,11 +447,11 @@ def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, x
                 _bar_label(ax, value, y, fmt_signed(value), value)
             ax.axvline(0, color=_GREY, linewidth=0.8)
             ax.set_xlim(-1.5 * widest, 1.5 * widest)
-            ax.set_yticks(rows, [_short(label, 52) for label in labels], fontsize=8)
-            ax.set_title(title, fontsize=9, loc="left")
+            ax.set_yticks(rows, [_short(label, 52) for label in labels], fontsize=7.5)
+            ax.set_title(title, fontsize=8.5, loc="left")
             ax.set_xlabel(xlabel)
         axes[0, 0].legend(handles=[Patch(color=_UP, label=up_label), Patch(color=_DOWN, label=down_label)],
-                          loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=2, frameon=False, fontsize=8)
+                          loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=2, frameon=False, fontsize=7.5)
         return to_svg(fig, tight={"h_pad": 1.0})
 
 
@@ -427,7 +463,7 @@ def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float],
     labels = list(series)
     colors = [_COLOR, "#d08c2b", _GREY][:len(labels)]
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.75 + 0.16 * max(len(names), 1) * max(len(labels), 1)))
+        fig, ax = plt.subplots(figsize=(6.4, 0.65 + 0.14 * max(len(names), 1) * max(len(labels), 1)))
         height = 0.8 / max(len(labels), 1)
         rows = np.arange(len(names))[::-1].astype(float)
         widest = 1e-12
@@ -443,7 +479,7 @@ def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float],
         lowest = min(float(np.min(np.asarray(v, dtype=float) - np.asarray(h, dtype=float), initial=0.0))
                      for v, h in series.values())
         ax.set_xlim(1.45 * lowest - 0.12 * widest, 1.45 * widest)
-        ax.set_yticks(rows, [_short(name) for name in names], fontsize=8)
+        ax.set_yticks(rows, [_short(name) for name in names], fontsize=7.5)
         ax.set_xlabel(xlabel)
         if len(labels) > 1:
             ax.legend(loc="lower right", frameon=False, fontsize=7)
@@ -453,7 +489,7 @@ def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float],
 def box_plot(groups: dict[str, Sequence[float]], *, ylabel: str) -> str:
     """Distribution per group (median, quartiles, whiskers at 1.5 IQR), groups in the given order."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 3.2))
+        fig, ax = plt.subplots(figsize=(6.4, max(1.4, 0.45 + 0.125 * len(groups))))
         ax.boxplot([np.asarray(v, dtype=float) for v in groups.values()], orientation="horizontal", widths=0.6,
                    flierprops={"markersize": 2})
         ax.set_yticks(range(1, len(groups) + 1), [_short(n, 30) for n in groups])
@@ -506,7 +542,8 @@ def step_curves(panels: Sequence[StepPanel | LevelPanel], *, ylabel: str, column
     rows = max(1, -(-n // columns))
     with matplotlib.rc_context(_STYLE):
         # wide rather than tall: a page is wider than it is free below a section's text
-        fig, axes = plt.subplots(rows, columns, figsize=(2.1 * max(columns, 3), 0.3 + 1.75 * rows), squeeze=False)
+        fig, axes = plt.subplots(rows, columns, figsize=(min(1.75 * max(columns, 3), PRINT_WIDTH), 0.3 + 1.2 * rows),
+                                 squeeze=False)
         for k, ax in enumerate(axes.flat):
             if k >= n:
                 ax.set_visible(False)
@@ -517,12 +554,11 @@ def step_curves(panels: Sequence[StepPanel | LevelPanel], *, ylabel: str, column
             else:
                 _step_panel(ax, panel)
             ax.axhline(0, color=_GREY, linewidth=0.6)
-            ax.set_title(_short(panel.title, 40), fontsize=9)
-            ax.tick_params(labelsize=7)
+            ax.set_title(_short(panel.title, 40), fontsize=8)
+            ax.tick_params(labelsize=MIN_FONT)
             ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
         fig.supylabel(ylabel, fontsize=8)
-        fig.tight_layout(h_pad=0.6, w_pad=0.8)
-        return to_svg(fig)
+        return to_svg(fig, tight={"h_pad": 0.5, "w_pad": 0.6})
 
 
 def _step_panel(ax: plt.Axes, panel: StepPanel) -> None:
@@ -556,12 +592,14 @@ def _level_panel(ax: plt.Axes, panel: LevelPanel) -> None:
     low, high = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
     span = (high - low) or 1.0
     for x, value, share in zip(positions, values, panel.shares, strict=True):
-        _MULTILINE.add(ax.text(x, value + (0.04 if value >= 0 else -0.04) * span,
-                               f"{fmt_signed(value)}\n{fmt_share(share)} of docs",
-                               ha="center", va="bottom" if value >= 0 else "top", fontsize=6.5))
+        ax.text(x, value + (0.04 if value >= 0 else -0.04) * span, fmt_signed(value), ha="center",
+                va="bottom" if value >= 0 else "top", fontsize=MIN_FONT)
+        ax.annotate(fmt_share(share), (x, 0), xycoords=("data", "axes fraction"), xytext=(0, -16),
+                    textcoords="offset points", ha="center", va="top", fontsize=MIN_FONT,
+                    color="#555555")  # under the value's name: the share of documents that have it
     ax.set_xticks(positions, [_short(level, 14) for level in panel.levels])
     ax.set_xlim(-0.7, len(values) - 0.3)
-    ax.set_ylim(low - 0.45 * span, high + 0.45 * span)
+    ax.set_ylim(low - 0.4 * span, high + 0.4 * span)  # room for the value at a bar's end
 
 
 @dataclass(frozen=True)
@@ -613,19 +651,26 @@ def cell_limit(grids: Sequence[tuple]) -> float:
     return max([float(np.max(np.abs(g[3]))) for g in grids if g[3].count()] + [1e-12])
 
 
+def scale_extend(grids: Sequence[tuple], limit: float) -> str:
+    """The colour bar's ends for a scale ±`limit` over these cells: "neither" when it covers every cell, else
+    "both" — arrow ends, the sign that cells past them are clipped to the end colours."""
+    return "neither" if cell_limit(grids) <= limit * (1 + 1e-9) else "both"
+
+
 def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, colorbar: str,
                   most: int = 6, limit: float | None = None) -> str:
     """Pair effects as small multiples on one colour scale (so a pale panel is a small effect; `limit` its end,
     default the panels' largest |cell|, to share a scale across figures): each panel (title, x axis, y axis, the
     effect of every audited document) is split into at most `most` × `most` cells — quantile bins of the
     documents' values, or one cell per value — and a cell's colour is the mean effect of the documents in it; grey
-    cells hold no document. Ticks are in the features' own units."""
+    cells hold no document. Ticks are in the features' own units. A `limit` below the largest |cell| clips those
+    cells to the end colours, and the colour bar gets arrow ends to say so (`scale_extend`)."""
     grids = pair_cells(panels, most=most)
     limit = cell_limit(grids) if limit is None else limit
     columns = 1 if len(grids) == 1 else 2 if len(grids) <= 4 else 3
     rows = -(-len(grids) // columns)
     with matplotlib.rc_context(_STYLE):
-        fig, axes = plt.subplots(rows, columns, figsize=({1: 4.6, 2: 6.4, 3: 8.6}[columns], 0.4 + 2.6 * rows),
+        fig, axes = plt.subplots(rows, columns, figsize=({1: 3.8, 2: 5.6, 3: PRINT_WIDTH}[columns], 0.4 + 1.6 * rows),
                                  squeeze=False, layout="constrained")
         fig.get_layout_engine().set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
         mesh = None
@@ -636,18 +681,21 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
                                  cmap="RdBu_r", vmin=-limit, vmax=limit, shading="flat")
             rotate = max(len(label) for label in x_labels) > 3 and len(x_labels) > 3
             ax.set_xticks(x_ticks, x_labels, rotation=45 if rotate else 0, ha="right" if rotate else "center",
-                          fontsize=6.5)
-            ax.set_yticks(y_ticks, y_labels, fontsize=6.5)
-            ax.set_xlabel(_short(x_axis.label, 40), fontsize=8)
-            ax.set_ylabel(_short(y_axis.label, 40), fontsize=8)
+                          fontsize=MIN_FONT)
+            ax.set_yticks(y_ticks, y_labels, fontsize=MIN_FONT)
+            ax.set_xlabel(_short(x_axis.label, 40), fontsize=7.5)
+            y_label = _short(y_axis.label, 40)
+            if len(y_label) > 20 and " (" in y_label:  # a unit on its own line: the label stays within its panel
+                y_label = y_label.replace(" (", "\n(", 1)
+            _MULTILINE.add(ax.set_ylabel(y_label, fontsize=7.5))
             _MULTILINE.add(ax.set_title(title.replace(" × ", " ×\n") if len(title) > 32 else title,
-                                        fontsize=9))  # on two lines: no overlap
+                                        fontsize=8))  # on two lines: no overlap
             ax.spines[["top", "right"]].set_visible(True)
         for ax in list(axes.flat)[len(grids):]:
             ax.set_visible(False)
         if mesh is not None:
             fig.colorbar(mesh, ax=axes.ravel().tolist(), label=colorbar, shrink=min(0.9, 0.45 + 0.15 * rows),
-                         aspect=30)
+                         aspect=30, extend=scale_extend(grids, limit))
         return to_svg(fig)
 
 
@@ -693,7 +741,7 @@ def trend_chart(labels: Sequence[str], values: Sequence[float | None], lows: Seq
     x = np.arange(len(labels), dtype=float)
     text = fmt_share if share else fmt
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 2.5))
+        fig, ax = plt.subplots(figsize=(6.4, 2.2))
         present = [i for i, v in enumerate(as_float) if math.isfinite(v)]
         for i in present:
             low, high = lows[i], highs[i]

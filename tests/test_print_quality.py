@@ -1,0 +1,246 @@
+"""Print quality as a test (issue 36): the demo's PDF as WeasyPrint lays it out. Figure text is at least 7 pt on
+paper, no page is less than a third full unless a section ends there, a table split over pages keeps 3 rows on each
+side, a glossary term stays with its definition, the interaction heatmaps' colour scale covers the data or says how
+far the documents reach past it, and a 16-line chart repeats no colour.
+
+One demo audit (as tests/test_report_layout.py) and one WeasyPrint layout of its report.html with the print
+stylesheet, exactly as `auditor.report.pdf.render_pdf` makes report.pdf (~8 s): the layout's boxes give each
+figure's printed width, each page's filled height and each table row's page. The layout is checked against the PDF
+itself (same page count, every page's text in it)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from auditor.report import plots
+
+PX = 0.75  # pt per CSS px
+SMALLEST_TEXT = 7.0  # pt, on paper
+LEAST_FILL = 1 / 3  # of a page's content height
+TABLE_ROWS = 3  # body rows a split table keeps on each side of the break
+
+
+@pytest.fixture(scope="module")
+def layout(demo: Path) -> Any:
+    """WeasyPrint's document of report.html with the print stylesheet: what report.pdf was written from."""
+    from weasyprint import CSS, HTML
+
+    from auditor.report.pdf import PRINT_CSS, template_fetcher
+    from auditor.report.render import templates_dir
+
+    folder = templates_dir()
+    fetcher = template_fetcher(folder)
+    base = folder.resolve().as_uri() + "/"
+    document = HTML(string=(demo / "report.html").read_text(), base_url=base, url_fetcher=fetcher).render(
+        stylesheets=[CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base)])
+    if shutil.which("pdfinfo"):  # the layout is the PDF's: same pages
+        info = subprocess.run(["pdfinfo", str(demo / "report.pdf")], check=True, capture_output=True, text=True)
+        assert int(re.search(r"Pages:\s+(\d+)", info.stdout).group(1)) == len(document.pages)
+    return document
+
+
+def _boxes(box: Any) -> Any:
+    """WeasyPrint's box tree under `box`, the page's margin boxes (running header, page number) left out."""
+    yield box
+    for child in getattr(box, "children", None) or []:
+        if type(child).__name__ != "MarginBox":
+            yield from _boxes(child)
+
+
+def _text(box: Any) -> str:
+    return "".join(getattr(b, "text", "") for b in _boxes(box))[:40]
+
+
+def _tag(element: Any) -> str:
+    return str(getattr(element, "tag", "")).rsplit("}", 1)[-1]
+
+
+def _classes(element: Any) -> set[str]:
+    return set((element.get("class") or "").split()) if element is not None else set()
+
+
+def _svg_texts(svg: Any) -> list[tuple[float, str]]:
+    """(font size in the SVG's user units, text) of every <text> of a matplotlib SVG (`font: 7px 'DejaVu Sans'`)."""
+    found = []
+    for element in svg.iter():
+        if _tag(element) != "text":
+            continue
+        style = element.get("style") or ""
+        size = re.search(r"font(?:-size)?:[^;]*?([\d.]+)px", style)
+        assert size, f"a figure text without a font size: {style!r}"
+        found.append((float(size.group(1)), "".join(element.itertext()).strip()))
+    return found
+
+
+def printed_figures(document: Any) -> list[tuple[int, float, list[tuple[float, str]]]]:
+    """(page, printed scale, texts) of every figure: the scale is the SVG's printed width (its box in the layout)
+    over its width in user units (the viewBox, which matplotlib writes in pt), so a text's size on paper is its
+    font size × the scale."""
+    found = []
+    for number, page in enumerate(document.pages, 1):
+        for box in _boxes(page._page_box):
+            if type(getattr(box, "replacement", None)).__name__ != "SVGImage":
+                continue
+            svg = box.element
+            view = [float(v) for v in svg.get("viewBox").split()]
+            found.append((number, box.width * PX / view[2], _svg_texts(svg)))
+    return found
+
+
+def test_figure_text_is_at_least_7_pt_on_paper(demo: Path, layout: Any) -> None:
+    figures = printed_figures(layout)
+    assert len(figures) == (demo / "report.html").read_text().count('<figure class="plot') > 10
+    small = [(page, round(size * scale, 2), text) for page, scale, texts in figures for size, text in texts
+             if size * scale < SMALLEST_TEXT - 1e-6]
+    assert not small, small[:10]
+    assert all(scale <= 1 + 1e-6 for _, scale, _ in figures), "a figure printed larger than it was made"
+
+
+def test_every_plot_function_sets_its_text_at_print_size() -> None:
+    """Without the demo: figures are made at their print size (at most the page's text width) with no text under
+    7 pt, whatever the number of rows; and a 16-line chart repeats no colour."""
+    from xml.etree import ElementTree
+
+    rng = np.random.default_rng(0)
+    names = [f"feature_{i}_with_a_longer_name" for i in range(16)]
+    x = rng.normal(size=200)
+    heat = [(f"{a} × {b}", plots.HeatAxis(a, rng.normal(size=200)), plots.HeatAxis(b, rng.integers(0, 2, 200), True),
+             rng.normal(size=200)) for a, b in zip(names[:5], names[5:10], strict=True)]
+    svgs = {
+        "bar_chart": plots.bar_chart(names, np.linspace(1, 0.1, 16), xlabel="share", percent=True),
+        "line_chart": plots.line_chart([1, 2, 3, 5, 10], {n: rng.uniform(size=5) for n in names},
+                                       xlabel="k", ylabel="validity"),
+        "beeswarm": plots.beeswarm(rng.normal(size=(300, 12)), rng.normal(size=(300, 12)), names[:12], xlabel="φ"),
+        "waterfall": plots.waterfall(names[:10], rng.normal(size=10), base=0.1, score=0.5, base_label="base",
+                                     score_label="score", xlabel="score", positions=rng.normal(size=10),
+                                     positions_label="positions"),
+        "decision_plot": plots.decision_plot(rng.normal(size=(5, 10)), 0.0, names[:10], names[:5], xlabel="score"),
+        "pair_bars": plots.pair_bars([("A above B", names[:6], rng.normal(size=6))] * 3, xlabel="push",
+                                     up_label="up", down_label="down"),
+        "box_plot": plots.box_plot({n: rng.normal(size=50) for n in names}, ylabel="validity"),
+        "step_curves": plots.step_curves([plots.StepPanel(n, np.array([-1.0, 0.0, 1.0]), rng.normal(size=4), x)
+                                          for n in names[:10]], ylabel="contribution", columns=4),
+        "pair_heatmaps": plots.pair_heatmaps(heat, colorbar="pair effect"),
+        "scatter": plots.scatter(x, rng.normal(size=200), xlabel="price", ylabel="φ"),
+        "histogram": plots.histogram(x, bins=20, xlabel="nDCG@10"),
+    }
+    for name, svg in svgs.items():
+        root = ElementTree.fromstring(svg)
+        width = float(root.get("viewBox").split()[2])
+        assert width <= plots.PRINT_WIDTH * 72 + 0.5, (name, width / 72)
+        sizes = [size for size, _ in _svg_texts(root)]
+        assert min(sizes) >= SMALLEST_TEXT, (name, min(sizes))
+    lines = re.findall(r'<path d="M [^"]*"[^>]*?style="fill: none; stroke: (#[0-9a-f]{6}); stroke-width: 1\.2',
+                       svgs["line_chart"])
+    assert len(lines) == 32 and len(set(lines[:16])) == 16, lines  # 16 lines, then the legend's 16 samples
+
+
+def _filled(page: Any) -> float:
+    """The share of the page's content height its content fills: down to the lowest line, figure or table row."""
+    root = page._page_box
+    top, height = root.content_box_y(), root.height
+    bottom = top
+    for box in _boxes(root):
+        if type(box).__name__ in ("LineBox", "InlineReplacedBox", "BlockReplacedBox", "TableRowBox"):
+            bottom = max(bottom, box.position_y + box.margin_height())
+    return (bottom - top) / height
+
+
+def _forced_break(box: Any, side: str, first: bool) -> bool:
+    """Whether a chain of first (or last) children from `box` has a forced page break on `side`."""
+    while box is not None:
+        if box.style[f"break_{side}"] in ("page", "left", "right", "recto", "verso"):
+            return True
+        children = [c for c in getattr(box, "children", None) or [] if type(c).__name__ != "MarginBox"]
+        box = (children[0] if first else children[-1]) if children else None
+    return False
+
+
+def test_no_page_is_less_than_a_third_full_unless_a_section_ends_there(layout: Any) -> None:
+    pages = layout.pages
+    fills = [_filled(page) for page in pages]
+    short = []
+    for index, fill in enumerate(fills):
+        if fill >= LEAST_FILL or index == len(pages) - 1:
+            continue
+        ends = (_forced_break(pages[index]._page_box, "after", first=False)
+                or _forced_break(pages[index + 1]._page_box, "before", first=True)
+                or pages[index + 1]._page_box.page_type.name != pages[index]._page_box.page_type.name)
+        if not ends:
+            short.append((index + 1, round(fill, 2)))
+    assert not short, f"pages less than a third full mid-section (page, fill): {short}"
+
+
+def test_a_table_split_over_pages_keeps_three_rows_on_each_side(layout: Any) -> None:
+    rows: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # table → page → body rows
+    names: dict[int, str] = {}
+    for number, page in enumerate(layout.pages, 1):
+        for box in _boxes(page._page_box):
+            if type(box).__name__ != "TableBox":
+                continue
+            for group in box.children:
+                if getattr(group, "is_header", False) or getattr(group, "is_footer", False):
+                    continue
+                for row in getattr(group, "children", None) or []:
+                    if type(row).__name__ == "TableRowBox":
+                        rows[id(box.element)][number] += 1
+            header = [c for c in _boxes(box) if type(c).__name__ == "TableCellBox"][:2]
+            names[id(box.element)] = " / ".join(_text(c) for c in header)
+    split = {table: dict(pages) for table, pages in rows.items() if len(pages) > 1}
+    thin = [(names[table], pages) for table, pages in split.items() if min(pages.values()) < TABLE_ROWS]
+    assert not thin, f"tables split with fewer than {TABLE_ROWS} rows on a page (first headers, page → rows): {thin}"
+
+
+def test_a_glossary_term_and_its_definition_share_a_page(layout: Any) -> None:
+    """Each <div class="term"> (a <dt> and its <dd>) on one page of the PDF."""
+    pages: dict[int, set[int]] = defaultdict(set)
+    parents: dict[int, Any] = {}
+    for number, page in enumerate(layout.pages, 1):
+        for box in _boxes(page._page_box):
+            element = getattr(box, "element", None)
+            if _tag(element) not in ("dt", "dd"):
+                continue
+            if not parents:
+                root = next(b.element for b in _boxes(layout.pages[0]._page_box) if _tag(b.element) == "html")
+                parents.update({id(child): parent for parent in root.iter() for child in parent})
+            term = parents.get(id(element))
+            if "term" in _classes(term):
+                pages[id(term)].add(number)
+    assert len(pages) > 20
+    assert all(len(p) == 1 for p in pages.values()), [sorted(p) for p in pages.values() if len(p) > 1]
+
+
+def test_the_heatmap_colour_scale_covers_the_cells_or_says_how_far_documents_reach(demo: Path) -> None:
+    """The interaction heatmaps share one scale, ±(the largest cell mean): every cell is inside it, and the caption
+    says whether single documents reach past it and how far (checked against the scale's end it names)."""
+    html = (demo / "report.html").read_text()
+    captions = re.findall(r"<figcaption>Interactions[^<]*</figcaption>.*?<p class=\"note\">(.*?)</p>", html, re.S)
+    assert captions
+    for caption in captions:
+        covered = re.search(r"The scale \((\S+) to (\S+)\) covers every document's push", caption)
+        wider = re.search(r"The scale ends at ±(\S+), the largest cell mean; single documents are pushed from "
+                          r"(\S+) to (\S+)\.", caption)
+        assert covered or wider, caption
+        if wider:
+            end, low, high = (float(v.replace("\u2212", "-").replace("+", "")) for v in wider.groups())
+            assert max(-low, high) > end, caption
+
+
+def test_a_colour_scale_narrower_than_the_cells_is_marked_as_clipped() -> None:
+    """A shared scale (`limit`) that ends inside a panel's cells gets the colour bar's arrow ends: the cells past
+    it are clipped, and the bar says so."""
+    rng = np.random.default_rng(1)
+    panel = [("a × b", plots.HeatAxis("a", rng.normal(size=300)), plots.HeatAxis("b", rng.normal(size=300)),
+              rng.normal(size=300))]
+    largest = plots.cell_limit(plots.pair_cells(panel))
+    assert plots.scale_extend(plots.pair_cells(panel), largest) == "neither"
+    assert plots.scale_extend(plots.pair_cells(panel), largest / 2) != "neither"
+    assert plots.pair_heatmaps(panel, colorbar="x", limit=largest / 2) != plots.pair_heatmaps(panel, colorbar="x")
