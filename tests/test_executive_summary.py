@@ -104,7 +104,10 @@ def test_the_summary_lists_every_unjudged_detection_and_every_rule() -> None:
     assert summary["act_on"][0]["record"]["owner"] == "Team"  # without a register: the spec's `findings:`
     assert summary["act_on"][0]["remedy"] == "collect more queries"
     assert [d["title"] for d in summary["unjudged"]] == ["Something found"]
-    assert any("inconclusive" in s for s in summary["why"]) and any("no rule" in s for s in summary["why"])
+    first = summary["headline"][0]
+    assert "1 warning" in first and "1 detected problem no applied rule judges" in first
+    assert [r["title"] for r in summary["rows"]["shown"]] == ["Something found", "Quality"]  # major before minor
+    assert summary["rows"]["shown"][1]["verdict"] == "inconclusive warning"
     assert any("Credit decisions" in item for item in summary["not_covered"])
     assert sum("was not requested" in item for item in summary["not_covered"]) == len(REGISTRY)
 

@@ -6,11 +6,21 @@ the evidence, and tested without rendering.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from auditor.numbers import figure, interval, percent, with_interval
 from auditor.policy import Finding, group_findings
+from auditor.report.wording import measured_sentence, technical
+from auditor.words import counted
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
+SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest are counted (the page never grows)
+SUMMARY_FIGURES = 8  # key figures on it
+SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2, "info": 3}
+VERDICT_ORDER = {"FAIL": 0, "ERROR": 1, "DETECTED": 2, "WARN": 3, "WAIVED": 4}
+VERDICT = {"FAIL": "fails", "ERROR": "could not be judged (evidence failed)", "WARN": "warning",
+           "WAIVED": "fails, waived", "DETECTED": "detected, unjudged"}
 
 
 def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
@@ -23,62 +33,119 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
     unjudged = [{**d, "record": records.get(_detection_key(d))} for d in detections if not d.get("judged_by_rules")]
     act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
     passed = [_group(g, records, detections) for g in groups if g[0].status not in ACT_ON]
+    for number, detection in enumerate(unjudged, 1):
+        detection["anchor"] = f"detection-{number}"
+        detection["related"] = _related(detection, act_on + passed)
+    figures = key_numbers(document.get("evidence", {}), document.get("findings", []))
     return {
         "opinion": document.get("opinion", ""),
-        "why": why(document.get("opinion", ""), groups, unjudged),
+        "headline": headline(document.get("opinion", ""), groups, unjudged),
         "since": since_last_review(document),
         "act_on": act_on,
         "passed": passed,
         "unjudged": unjudged,
-        "key_numbers": key_numbers(document.get("evidence", {})),
+        "rows": finding_rows(act_on, unjudged),
+        "key_numbers": figures,
+        "key_figures": figures[:SUMMARY_FIGURES],
         "not_covered": not_covered(document, registry),
+        "not_covered_brief": not_covered(document, registry, brief=True),
+        "covered": covered(document, registry, len(passed)),
     }
 
 
-def why(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]]) -> list[str]:
-    """The opinion's reasons in plain sentences, most serious first."""
+def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]]) -> list[str]:
+    """The opinion and its reason in two sentences of plain titles (rule ids are for the findings' cards)."""
     heads = [g[0] for g in groups]
-    ids = {id(g[0]): " · ".join(f.rule for f in g) for g in groups}  # a requirement judged by several packs
-
-    def named(findings: list[Finding]) -> str:
-        return "; ".join(f"{ids[id(f)]} {f.title.rstrip('.')}" for f in findings)
-
     if opinion == "no policy applied":
-        out = ["No policy pack was applied, so no rule judged the evidence; the measurements stand on their own."]
-        if unjudged:
-            out.append(f"The evidence detected {_count(len(unjudged), 'problem')} (listed below).")
-        return out
+        return ["No policy pack was applied, so no rule judged the evidence and there is no opinion.",
+                f"The evidence detected {counted(len(unjudged), 'problem')} (below)." if unjudged else
+                "The evidence detected no problem; the measurements stand on their own."]
     failing = [f for f in heads if f.status == "FAIL"]
     serious = [f for f in failing if f.severity in ("critical", "major")]
-    out = []
-    if serious:
-        out.append(f"{_count(len(serious), 'requirement')} of critical or major severity failed: {named(serious)}.")
-    other = [f for f in failing if f not in serious]
-    if other:
-        out.append(f"{_count(len(other), 'minor requirement')} failed: {named(other)}.")
-    errors = [f for f in heads if f.status == "ERROR"]
-    if errors:
-        out.append(f"{_count(len(errors), 'requirement')} could not be judged because their evidence failed: "
-                   + ", ".join(ids[id(f)] for f in errors) + ".")
+    broken = [f for f in heads if f.status == "ERROR" and f.severity == "critical"]
     warns = [f for f in heads if f.status == "WARN"]
-    unsure = [f for f in warns if f.inconclusive]
-    if warns:
-        out.append(f"{_count(len(warns), 'requirement')} gave a warning"
-                   + (f", {len(unsure)} of them inconclusive (the 95% interval crosses the threshold, so the "
-                      "sample cannot tell)" if unsure else "") + ": " + ", ".join(ids[id(f)] for f in warns) + ".")
-    waived = [f for f in heads if f.status == "WAIVED"]
-    if waived:
-        out.append(f"{_count(len(waived), 'failure')} covered by an approved waiver: "
-                   + ", ".join(ids[id(f)] for f in waived) + ".")
-    if unjudged:
-        out.append(f"The evidence detected {_count(len(unjudged), 'problem')} that no rule of the applied packs "
-                   "judges: " + "; ".join(d["title"] for d in unjudged) + ". They are listed below; the opinion "
-                   "cannot be plainly positive while they stand unjudged.")
-    if not out:
-        out.append(f"Every one of the {_count(len(heads), 'requirement')} passed with its whole 95% interval "
-                   "inside the requirement (or was not applicable), and the evidence detected nothing that no rule "
-                   "judged.")
-    return out
+    others = [f for f in heads if f.status in ("FAIL", "ERROR", "WAIVED") and f not in serious and f not in broken]
+    if serious or broken:
+        named = _titles(serious + broken)
+        first = (f"The opinion is {opinion} because {_a_requirement(serious)} of critical or major severity "
+                 f"{'is' if len(serious) == 1 else 'are'} not met: {named}." if serious else
+                 f"The opinion is {opinion} because the evidence for {counted(len(broken), 'critical requirement')}"
+                 f" failed, so {'it' if len(broken) == 1 else 'they'} could not be judged: {named}.")
+    elif failing or warns or unjudged or others:
+        first = (f"The opinion is {opinion}: no critical or major requirement fails, but "
+                 + ", ".join(part for part in (
+                     counted(len(failing), "minor requirement") + (" fails" if len(failing) == 1 else " fail")
+                     if failing else "",
+                     counted(len(warns), "warning") if warns else "",
+                     counted(len(unjudged), "detected problem") + " no applied rule judges" if unjudged else "")
+                     if part) + " stand.")
+    else:
+        return [f"The opinion is {opinion}: every one of the {counted(len(heads), 'requirement')} passed with its "
+                "whole 95% interval inside the requirement, or did not apply.",
+                "The evidence detected nothing that no rule judges."]
+    rest = []
+    if serious and warns:
+        rest.append(counted(len(warns), "requirement") + (" gives" if len(warns) == 1 else " give") + " a warning")
+    if serious and unjudged:
+        rest.append(f"the evidence detected {counted(len(unjudged), 'problem')} no applied rule judges")
+    passed = sum(f.status in ("PASS", "SKIPPED") for f in heads)
+    rest.append(f"{counted(passed, 'requirement')} passed or did not apply")
+    second = "Besides, " + _joined(rest) + "." if len(rest) > 1 else _joined(rest)[:1].upper() + _joined(rest)[1:] + "."
+    return [first, second]
+
+
+def _a_requirement(findings: list[Finding]) -> str:
+    return "a requirement" if len(findings) == 1 else counted(len(findings), "requirement")
+
+
+def _titles(findings: list[Finding], most: int = 3) -> str:
+    titles = [f"“{f.title.rstrip('.')}”" for f in findings]
+    shown = "; ".join(titles[:most])
+    return shown + (f"; and {len(titles) - most} more" if len(titles) > most else "")
+
+
+def _clause(text: str, most: int = 170) -> str:
+    """The first sentence of a threshold's reason, cut at a clause boundary to at most `most` characters."""
+    first = text.split(". ")[0].rstrip(".")
+    if len(first) <= most:
+        return first
+    cut = first.rfind("; ", 0, most)
+    return first[:cut] if cut > 40 else ""
+
+
+def _joined(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def finding_rows(act_on: list[dict[str, Any]], unjudged: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary's table of findings by severity: a plain title, the verdict, owner and due date; at most
+    SUMMARY_ROWS named, the rest counted by severity."""
+    rows = [{"severity": g["head"].severity, "title": g["head"].title.rstrip("."), "status": g["head"].status,
+             "verdict": "inconclusive warning" if g["head"].inconclusive else VERDICT[g["head"].status],
+             "record": g["record"] or {}, "anchor": g["anchor"]} for g in act_on]
+    rows += [{"severity": d["severity"], "title": d["title"].rstrip("."), "status": "DETECTED",
+              "verdict": VERDICT["DETECTED"], "record": d.get("record") or {}, "anchor": d["anchor"]}
+             for d in unjudged]
+    rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 4), VERDICT_ORDER.get(r["status"], 5)))
+    rest = rows[SUMMARY_ROWS:]
+    by_severity = [f"{sum(r['severity'] == s for r in rest)} {s}" for s in SEVERITY_ORDER
+                   if any(r["severity"] == s for r in rest)]
+    return {"shown": rows[:SUMMARY_ROWS], "more": len(rest), "more_by_severity": ", ".join(by_severity),
+            "total": len(rows)}
+
+
+def covered(document: dict[str, Any], registry: dict[str, Any], passed: int) -> str:
+    """What the audit looked at, in one sentence (evidence items counted as Scope counts them)."""
+    facts = document.get("evidence", {}).get("dataset", {}).get("metrics", {})
+    kinds = [k for k in document.get("evidence", {}) if k in registry]
+    packs = [p["pack"] for p in document.get("policies") or []]
+    queries = int(facts.get("dataset.n_queries", 0))
+    docs = int(facts.get("dataset.n_docs", 0))
+    text = (f"{counted(len(kinds), 'evidence item')} on {counted(queries, 'query')} ({counted(docs, 'document')})"
+            if queries else counted(len(kinds), "evidence item"))
+    if packs:
+        text += f", judged by {counted(len(packs), 'policy pack')} ({', '.join(packs)})"
+    return text + f"; {counted(passed, 'requirement')} passed or did not apply (Appendix A)."
 
 
 def _records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -130,13 +197,38 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
     return {
         "head": head,
         "rules": group,
-        "citations": list(dict.fromkeys(f.citation for f in group)),
+        "citations": _distinct_citations([f.citation for f in group]),
         "remedy": next((f.remedy for f in group if f.remedy), ""),
         "rationale": head.rationale,
         "record": _record(rules, records),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],
         "measured": measured(head),
+        "sentence": measured_sentence(head),
+        "technical": [technical(f) for f in group],
+        "anchor": "finding-" + "-".join(rules).lower(),
     }
+
+
+def _related(detection: dict[str, Any], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rules that judge another detection about the same subject in the same evidence (the own products' attention
+    gap is unjudged while P2B-11 judges the model's own lift of them): named beside the unjudged one, so two
+    severities about one subject are explained, not contradictory."""
+    key = (detection.get("evidence"), detection.get("subject"))
+    return [{"rules": " · ".join(f.rule for f in g["rules"]), "severity": g["head"].severity,
+             "status": g["head"].status, "title": g["head"].title, "anchor": g["anchor"],
+             "detections": [d["title"] for d in g["detections"] if (d.get("evidence"), d.get("subject")) == key]}
+            for g in groups if key[1] and any((d.get("evidence"), d.get("subject")) == key for d in g["detections"])]
+
+
+def _distinct_citations(citations: list[str]) -> list[str]:
+    """Each article once: two packs citing "Reg. (EU) 2019/1150 (P2B) Art. 5(1) — …" and "Reg. (EU) 2019/1150
+    Art. 5(1) — …" name the same law (the first wording is kept)."""
+    seen: dict[str, str] = {}
+    for citation in citations:
+        for part in citation.split("; "):
+            key = re.sub(r"\s*\([A-Z0-9]{2,}\)|\s+", "", part.split(" — ")[0]).lower()
+            seen.setdefault(key, part)
+    return list(seen.values())
 
 
 def _record(rules: list[str], records: dict[str, dict]) -> dict[str, Any] | None:
@@ -147,101 +239,128 @@ def _record(rules: list[str], records: dict[str, dict]) -> dict[str, Any] | None
 
 
 def measured(finding: Finding) -> str:
-    """The measured value in a few characters, with its interval: `0.840 (0.815–0.864)`; the message when the
+    """The measured value in a few characters, with its interval: `0.840 (0.815 to 0.864)`; the message when the
     rule judged no value (presence of evidence, skipped, error)."""
     if finding.value is None:
         return "evidence present" if finding.status == "PASS" else finding.message
     if finding.requirement.startswith("share of queries"):
-        text = f"{finding.value:.0%} of queries"
-        low_high = finding.interval and (f"{finding.interval[0]:.0%}", f"{finding.interval[1]:.0%}")
+        text = f"{percent(finding.value)} of queries"
+        low_high = finding.interval and interval(*finding.interval, share=True)
     else:
-        text = _figure(finding.value)
-        low_high = finding.interval and (_figure(finding.interval[0]), _figure(finding.interval[1]))
-    return f"{text} ({low_high[0]}–{low_high[1]})" if low_high else text
+        text = figure(finding.value)
+        low_high = finding.interval and interval(min(finding.interval[0], finding.value),
+                                                 max(finding.interval[1], finding.value))
+    return f"{text} ({low_high})" if low_high else text
 
 
-def _figure(value: float) -> str:
-    """Three significant figures; an error below 1e-9 is exact for a reader."""
-    if value != 0 and abs(value) < 1e-9:
-        return "< 1e-9 (exact)"
-    if float(value).is_integer() and abs(value) < 1e12:
-        return f"{int(value):,}"
-    return f"{value:.3g}"
-
-
-def key_numbers(evidence: dict[str, Any]) -> list[dict[str, Any]]:
-    """The few figures a reader should remember, each with its interval where it has one."""
+def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The few figures a reader should remember, most telling first, each printed with its interval in the document's
+    one style and a reference point: the applied rule's requirement and why it sits there, else what the scale
+    means."""
     rows: list[dict[str, Any]] = []
+    judged: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        if f.get("value") is not None and not f["requirement"].startswith("share of queries"):
+            judged.setdefault(f["metric"], []).append(f)
 
     def metric(kind: str, name: str) -> float | None:
         value = evidence.get(kind, {}).get("metrics", {}).get(name)
         return None if value is None else float(value)
 
-    def add(label: str, kind: str, name: str, *, stem: str | None = None, share: bool = False) -> None:
+    def reference(name: str, scale: str, share: bool = False) -> str:
+        rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
+        if not rules:
+            return scale
+        why = _clause(rules[0].get("threshold_reason", ""))
+        requirement = rules[0]["requirement"]
+        if share:  # the thresholds in the value's own unit: "WARN if > 35.0%", not "> 0.35" beside 14.7%
+            requirement = re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
+        return f"{scale}. Required: {requirement}" + (f" — {why}" if why else "")
+
+    def add(label: str, kind: str, name: str, scale: str, *, stem: str | None = None, share: bool = False) -> None:
         value = metric(kind, name)
         if value is None:
             return
         stem = stem or name.removesuffix(".mean")
         low, high = metric(kind, f"{stem}.ci95_low"), metric(kind, f"{stem}.ci95_high")
-        rows.append({"label": label, "value": value, "low": low, "high": high, "share": share, "evidence": kind})
+        shown = percent if share else figure
+        rows.append({"label": label, "value": value, "low": low, "high": high, "share": share, "evidence": kind,
+                     "text": with_interval(value, low, high, share=share), "value_text": shown(value),
+                     "interval_text": "" if low is None or high is None else
+                     interval(min(low, value), max(high, value), share=share),
+                     "reference": reference(name, scale, share)})
 
     quality = evidence.get("ranking_quality", {}).get("metrics", {})
     cutoffs = sorted(int(k.split("@")[1].split(".")[0]) for k in quality if k.startswith("ranking_quality.ndcg@")
                      and k.endswith(".mean"))
     if cutoffs:
-        add(f"Ranking quality: mean nDCG@{cutoffs[-1]}", "ranking_quality", f"ranking_quality.ndcg@{cutoffs[-1]}.mean")
+        add(f"Ranking quality: mean nDCG@{cutoffs[-1]}", "ranking_quality", f"ranking_quality.ndcg@{cutoffs[-1]}.mean",
+            "1 = every query in its ideal order")
     records = evidence.get("global_importance", {}).get("records", [])
     if records:
         top = sorted(records, key=lambda r: r.get("rank", 0))[:3]
-        for record in top:
-            rows.append({"label": f"Main parameter #{record['rank']}: {record['feature']} (share of what orders "
-                                  "documents within a query)", "value": record.get("within_query.share"),
-                         "low": None, "high": None, "share": True, "evidence": "global_importance"})
+        main = metric("global_importance", "global_importance.main_parameters")
+        largest = "largest shares: " + ", ".join(f"{r['feature']} {percent(r.get('within_query.share'))}"
+                                                 for r in top)
+        rows.append({"label": "Main ranking parameters (the fewest features carrying 80% of what orders documents "
+                              "within a query)", "value": main, "low": None, "high": None, "share": False,
+                     "evidence": "global_importance", "text": figure(main), "value_text": figure(main),
+                     "interval_text": "", "reference": reference("global_importance.main_parameters", largest)})
     local = evidence.get("local_explanations", {}).get("metrics", {})
     methods = [k.removeprefix("local.").removesuffix(".validity.mean") for k in local
                if k.endswith(".validity.mean") and k.count(".") == 3 and not k.startswith(("local.optimum.",
                                                                                           "local.random."))]
     if methods:
         best = max(methods, key=lambda m: local[f"local.{m}.validity.mean"])
-        add(f"Best explainer's validity ({best})", "local_explanations", f"local.{best}.validity.mean")
-        add("RANDOM feature sets' validity (the floor)", "local_explanations", "local.random.validity.mean")
-    add("Surrogate fidelity (Kendall tau with the model's rankings)", "surrogate", "surrogate.fidelity.kendall.mean")
+        floor = local.get("local.random.validity.mean")
+        add(f"Best explainer's validity ({best})", "local_explanations", f"local.{best}.validity.mean",
+            "1 = the explanation alone keeps the ranking"
+            + (f"; random feature sets reach {with_interval(floor)}" if floor is not None else ""))
     influence = evidence.get("parameter_influence", {}).get("metrics", {})
-    for name in sorted(k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")):
-        feature = name.removeprefix("influence.").removesuffix(".rank_shift.mean")
-        add(f"Positions a document owes to '{feature}' (mean)", "parameter_influence", name)
+    shifts = sorted((k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")),
+                    key=lambda k: -influence[k])
+    if shifts:
+        feature = shifts[0].removeprefix("influence.").removesuffix(".rank_shift.mean")
+        add(f"Positions a document owes to '{feature}' (mean)", "parameter_influence", shifts[0],
+            "0 = it moves no document" + (f"; the largest of {counted(len(shifts), 'sensitive parameter')}"
+                                          if len(shifts) > 1 else ""))
     if metric("exposure", "exposure.own.ratio") is not None:
-        add("Own products' attention ÷ what their relevance earns (exposure ratio)", "exposure", "exposure.own.ratio")
+        add("Own products' attention ÷ what their relevance earns", "exposure", "exposure.own.ratio",
+            "1 = attention in proportion to relevance")
     else:
         add("Largest exposure ratio of a group (attention ÷ what its relevance earns)", "exposure",
-            "exposure.max.ratio")
+            "exposure.max.ratio", "1 = attention in proportion to relevance")
+    add("Surrogate fidelity (Kendall tau with the model's rankings)", "surrogate", "surrogate.fidelity.kendall.mean",
+        "1 = the surrogate orders documents as the model does")
     add("Declared vs measured order of main parameters (Kendall tau)", "disclosure_consistency",
-        "disclosure.rank_correlation")
-    add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction", share=True)
+        "disclosure.rank_correlation", "1 = the declared order is the measured one")
+    add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction",
+        "explanations a reviewer must not rely on", share=True)
     return rows
 
 
-def not_covered(document: dict[str, Any], registry: dict[str, Any]) -> list[str]:
-    """What the audit did not look at: evidence not requested or not produced, sampled queries, stated exclusions."""
+def not_covered(document: dict[str, Any], registry: dict[str, Any], *, brief: bool = False) -> list[str]:
+    """What the audit did not look at: evidence not requested or not produced, sampled queries, stated exclusions.
+    `brief`: each in a few words, for the one-page summary."""
     evidence = document.get("evidence", {})
     out = []
     for name, plugin in registry.items():
         result = evidence.get(name)
         if result is None:
-            out.append(f"{plugin.title} ({name}) was not requested: {plugin.description}")
+            out.append(f"{plugin.title} (not requested)" if brief else
+                       f"{plugin.title} ({name}) was not requested: {plugin.description}")
         elif result.get("status") != "ok":
-            out.append(f"{plugin.title} ({name}) did not produce results: {result.get('error', '')}")
+            out.append(f"{plugin.title} (no results)" if brief else
+                       f"{plugin.title} ({name}) did not produce results: {result.get('error', '')}")
     facts = evidence.get("dataset", {}).get("metrics", {})
     if "dataset.population.n_queries" in facts:
         out.append(f"Only a stratified sample of {int(facts['dataset.n_queries']):,} of "
                    f"{int(facts['dataset.population.n_queries']):,} queries was audited.")
     budget = document.get("budget") or {}
     if budget.get("queries") is not None or budget.get("reduced_sizes") or budget.get("fits") is False:
-        out += [f"Time budget ({budget['minutes']:g} minutes): {sentence}" for sentence in budget.get("choices", [])]
+        choices = budget.get("choices", [])
+        out += ([f"Time budget ({budget['minutes']:g} minutes): {counted(len(choices), 'reduction')} of the work"]
+                if brief else [f"Time budget ({budget['minutes']:g} minutes): {sentence}" for sentence in choices])
     for use in document.get("audit", {}).get("out_of_scope") or []:
-        out.append(f"Out of scope by the owner's statement: {use}")
+        out.append(f"{use} (out of scope)" if brief else f"Out of scope by the owner's statement: {use}")
     return out
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"

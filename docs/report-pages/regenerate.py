@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent
 # page samples: (file name, a heading the page must show); the page is found by its text, so the samples follow
 # the report when sections move
-PAGES = [("bookstore-cover", "Contents"), ("bookstore-summary", "Findings to act on"),
+PAGES = [("bookstore-cover", "Contents"), ("bookstore-summary", "Findings by severity"),
          ("bookstore-local", "(local_explanations)"), ("bookstore-surrogate", "(surrogate)"),
          ("bookstore-exposure", "(exposure)"),
          ("bookstore-appendix", "Appendix B — The spec, inputs, verification and the full tables")]

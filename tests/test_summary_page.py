@@ -1,0 +1,224 @@
+"""Page one decides (issue 36): the executive summary is one page whatever the audit's size, reads in words (metric
+keys only in small technical type), prints every number one way, and names findings by their plain titles.
+
+Checked on synthetic findings (any number of rules) and on a real 136-feature audit judged by all six packs with
+every provider fact set, so every law applies (the bookstore demo's summary is checked in test_report_layout.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from auditor.engine import run_audit
+from auditor.evidence import REGISTRY
+from auditor.numbers import figure, interval, percent, points, signed, with_interval
+from auditor.policy import Finding, bundled_policies_dir, load_packs
+from auditor.report.summary import SUMMARY_ROWS, executive_summary
+from auditor.report.wording import PHRASES, measured_sentence
+from tests.conftest import make_queries
+
+PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
+METRIC_KEY = re.compile(r"\b[a-z][a-z0-9_]*(?:\.[a-z0-9_@]+){1,}\b")
+
+
+def test_one_number_style() -> None:
+    assert figure(0.8179) == "0.818" and figure(0.91) == "0.910" and figure(1627.0) == "1,627"
+    assert figure(float("nan")) == "—" and figure(-0.0) == "0" and figure(5.3e-15) == "< 1e-9"
+    assert percent(0.2564) == "25.6%" and percent(-1e-6) == "0.0%" and points(-1e-5) == "0.0 pp"
+    assert signed(0.0561) == "+0.0561" and interval(0.1, float("nan")) == "—"
+    # a point estimate is never printed outside its own interval
+    assert with_interval(0.130, -0.036, 0.1) == "0.130 (95% interval -0.0360 to 0.130)"
+    assert with_interval(0.5, float("nan"), 1.0) == "0.500"
+
+
+def _builtin_rules() -> list:
+    packs = load_packs(PACKS, base_dir=bundled_policies_dir())
+    return [(p.pack.pack, rule) for p in packs for rule in p.pack.rules]
+
+
+def test_every_builtin_rule_reads_as_a_sentence_without_its_key() -> None:
+    """Every metric a built-in pack judges has words: the sentence names no metric key (the key is printed apart,
+    in small type, for the technical reader)."""
+    checked = 0
+    for pack, rule in _builtin_rules():
+        if rule.metric is None:
+            continue
+        value = 1.0 if "undeclared_main" in rule.metric or "main_parameters" in rule.metric else 0.25
+        finding = Finding(rule=rule.id, title=rule.title, pack=pack, status="FAIL", severity=rule.severity,
+                          metric=rule.metric, value=value, requirement=rule.requirement(), citation="", rationale="",
+                          message="", evidence=rule.evidence, interval=(0.2, 0.3))
+        sentence = measured_sentence(finding)
+        assert not METRIC_KEY.search(sentence), (rule.id, sentence)
+        assert rule.metric in PHRASES or rule.per_query, (rule.id, sentence)  # not the fallback
+        assert sentence[0].isupper() or sentence[0].isdigit(), sentence
+        checked += 1
+    assert checked >= 40
+
+
+def _finding(n: int, status: str, severity: str) -> dict:
+    return {"rule": f"R-{n}", "title": f"Requirement number {n}", "pack": "p", "status": status,
+            "severity": severity, "metric": f"m{n}", "value": 0.3, "requirement": "FAIL if < 0.5", "citation": "Law",
+            "rationale": "", "message": "", "evidence": "ranking_quality", "interval": [0.2, 0.4], "remedy": "",
+            "threshold_reason": ""}
+
+
+def test_the_summary_does_not_grow_with_the_number_of_rules() -> None:
+    findings = ([_finding(i, "FAIL", "major") for i in range(12)]
+                + [_finding(i, "WARN", "minor") for i in range(12, 40)]
+                + [_finding(i, "PASS", "minor") for i in range(40, 90)])
+    detections = [{"kind": f"k{i}", "title": f"Problem {i}", "message": "", "severity": "info", "citation": "",
+                   "judged_by": [], "judged_by_rules": [], "evidence": "exposure", "subject": str(i)}
+                  for i in range(15)]
+    document = {"opinion": "negative", "findings": findings, "detections": detections,
+                "evidence": {"dataset": {"metrics": {}}}, "audit": {}}
+    summary = executive_summary(document, REGISTRY)
+    rows = summary["rows"]
+    assert len(rows["shown"]) == SUMMARY_ROWS and rows["total"] == 12 + 28 + 15
+    assert rows["more"] == rows["total"] - SUMMARY_ROWS and rows["more_by_severity"] == "4 major, 28 minor, 15 info"
+    assert [r["severity"] for r in rows["shown"]] == ["major"] * SUMMARY_ROWS  # most serious first
+    assert len(summary["headline"]) == 2
+    text = " ".join(summary["headline"])
+    assert "R-" not in text  # rule ids belong to the findings' cards
+    assert "12 requirements of critical or major severity are not met" in text and "and 9 more" in text
+    assert "50 requirements passed or did not apply" in text
+
+
+# -- a real wide audit: 136 features, every pack applies -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def wide_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """136 features (negative and missing values among them), 14 queries, one a single document; the cheap evidence
+    kinds only, so the packs' rules on the others fail as not requested: a long list of findings."""
+    folder = tmp_path_factory.mktemp("wide")
+    rng = np.random.default_rng(36)
+    X, y, sizes = make_queries(rng, 14, 136, min_docs=8, max_docs=30)
+    X, y = X[sizes[0] - 1:], y[sizes[0] - 1:]  # the first query keeps one document
+    sizes[0] = 1
+    total = int(sizes.sum())
+    X[:, 3] -= 0.5  # negative values
+    X[rng.random(X.shape) < 0.05] = np.nan  # missing values
+    X[:, 10] = (X[:, 0] > 0.6).astype(float)  # a 0/1 own-product flag the model can use
+    names = [f"f{i:03d}_{'neg' if i == 3 else 'x'}" for i in range(136)]
+    booster = lgb.train({"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 3, "verbose": -1,
+                         "seed": 1}, lgb.Dataset(X, y, group=sizes, feature_name=names), num_boost_round=30)
+    booster.save_model(str(folder / "model.txt"))
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    frame = pd.DataFrame(X, columns=names).assign(qid=qid, label=y, doc_id=[f"d{i}" for i in range(total)])
+    frame.to_csv(folder / "data.csv", index=False)
+    spec = {
+        "audit": {"title": "Wide ranker", "organisation": "Test GmbH", "owner": "Ranking team", "period": "2026-Q4",
+                  "purpose": "Issue 36's summary on wide data",
+                  "provider": {"gatekeeper": True, "high_risk": True, "online_platform": True,
+                               "very_large_platform": True, "intermediation_service": True}},
+        "model": {"path": "model.txt"},
+        "dataset": {"path": "data.csv", "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id",
+                    "nan_policy": "missing"},
+        "evidence": [{"ranking_quality": {"cutoffs": [10]}}, {"global_importance": {}},
+                     {"disclosure_consistency": {"declared": names[5:9]}},
+                     {"parameter_influence": {"sensitive": [names[3]]}},
+                     {"exposure": {"group": [names[10]], "own": {names[10]: 1}}}],
+        "policies": PACKS, "seed": 3, "output": {"dir": "reports", "formats": ["html", "pdf"]},
+    }
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return run_audit(folder / "audit.yaml").run_dir
+
+
+class _Visible(HTMLParser):
+    """The text of one section, without what is set in small technical type (`.key`)."""
+
+    def __init__(self, section: str) -> None:
+        super().__init__()
+        self.section, self.inside, self.hidden, self.text = section, 0, 0, []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        attrs = dict(attrs)
+        if tag == "section" and attrs.get("id") == self.section:
+            self.inside = 1
+        elif self.inside and tag == "section":
+            self.inside += 1
+        if self.inside and (self.hidden or "key" in (attrs.get("class") or "").split()):
+            self.hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.hidden:
+            self.hidden -= 1
+        if self.inside and tag == "section":
+            self.inside -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.inside and not self.hidden:
+            self.text.append(data)
+
+
+def _section_text(html: str, section: str) -> str:
+    parser = _Visible(section)
+    parser.feed(html)
+    return "".join(parser.text)
+
+
+def _metric_keys(run: Path) -> set[str]:
+    document = json.loads((run / "evidence.json").read_text())
+    keys = {k for e in document["evidence"].values() for k in e.get("metrics", {})}
+    return keys | {f["metric"] for f in document["findings"]}
+
+
+def _pages(pdf: Path) -> list[str]:
+    if not shutil.which("pdftotext"):
+        pytest.skip("poppler-utils (pdftotext) not installed; .ci/run installs them")
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
+    return text.split("\f")
+
+
+def summary_page_checks(run: Path) -> None:
+    """The summary is one page of its own, followed by the findings; no metric key in the summary, nor in the
+    findings outside small type."""
+    pages = _pages(run / "report.pdf")
+    starts = [i for i, p in enumerate(pages) if re.search(r"^\s*Executive summary\s*$", p, re.M)
+              and "Findings by severity" in p]
+    assert len(starts) == 1, "the summary has a page of its own"
+    first = starts[0]
+    assert re.search(r"^\s*Coverage\s*$", pages[first], re.M), "the whole summary is on its page"
+    assert re.search(r"^\s*Findings\s*$", pages[first + 1], re.M), "the findings open the next page"
+    html = (run / "report.html").read_text()
+    keys = _metric_keys(run)
+    for section in ("summary", "findings"):
+        visible = _section_text(html, section)
+        shown = sorted(k for k in keys if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w@])", visible))
+        assert not shown, (section, shown)
+
+
+def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
+    document = json.loads((wide_run / "evidence.json").read_text())
+    acting = [f for f in document["findings"] if f["status"] in ("FAIL", "ERROR", "WARN", "WAIVED")]
+    assert len(acting) > SUMMARY_ROWS, "the test needs more findings than the summary names"
+    summary_page_checks(wide_run)
+    html = (wide_run / "report.html").read_text()
+    summary = _section_text(html, "summary")
+    assert "more (" in summary and "in Findings" in summary
+    assert not re.search(r"\b(BASE|AIA|DMA|DSA|P2B|MG)-\d", summary), "rule ids are for the findings section"
+
+
+def test_a_figure_printed_twice_reads_the_same(wide_run: Path) -> None:
+    """The summary's key figures appear, digit for digit, in their own sections."""
+    html = (wide_run / "report.html").read_text()
+    document = json.loads((wide_run / "evidence.json").read_text())
+    summary = executive_summary(document, REGISTRY)
+    checked = 0
+    for row in summary["key_figures"]:
+        if row["value"] is None or not math.isfinite(row["value"]):
+            continue
+        section = _section_text(html, f"ev-{row['evidence']}")
+        assert row["value_text"] in section, (row["label"], row["value_text"])
+        checked += 1
+    assert checked >= 3
