@@ -71,7 +71,7 @@ def test_the_gap_is_the_difference_of_the_means_shown_and_sits_inside_its_interv
 
 
 def _units(values: np.ndarray, flagged: np.ndarray, cluster: np.ndarray, strata: np.ndarray) -> list[dict]:
-    return [{"qi": int(q), "query": str(q), "method": str(m), "measures": {"validity": float(v)},
+    return [{"qi": int(q), "query": str(q), "method": str(m), "measures": {}, "heldout_validity": float(v),
              "verdict": Verdict(bool(f), ["agreement"] if f else [], ["agreement"] if f else [])}
             for v, f, q, m in zip(values, flagged, cluster, strata, strict=True)]
 
@@ -80,13 +80,13 @@ def test_the_confidence_detection_quotes_the_row_of_its_table_in_plain_words():
     values, flagged, cluster, strata = _skewed_units()
     result = EvidenceResult(name="confidence")
     ctx = SimpleNamespace(rng=lambda stream: np.random.default_rng(7))
-    confidence._validation(result, ctx, _units(values, flagged, cluster, strata), {"validity", "agreement"})
+    confidence._validation(result, ctx, _units(values, flagged, cluster, strata))
     table = next(t for t in result.tables if t.title == "Do the flags earn their keep?")
-    row = next(r for r in table.rows if r[2] == "within explainer" and r[1].startswith("all criteria except"))
-    _, _, _, n_flagged, n_unflagged, mean_flagged, mean_unflagged, gap, interval = row
+    row = next(r for r in table.rows if r[1] == "within explainer")
+    _, _, n_flagged, n_unflagged, mean_flagged, mean_unflagged, gap, interval = row
     assert gap == pytest.approx(mean_unflagged - mean_flagged, abs=2e-6)  # the table's gap is its means' difference
     for other in table.rows:  # every row, pooled included
-        assert other[7] == pytest.approx(other[6] - other[5], abs=2e-6)
+        assert other[6] == pytest.approx(other[5] - other[4], abs=2e-6)
     assert " to " in interval and "–" not in interval
     detection = next(d for d in result.detections if d.kind == "flags-not-validated")
     text = detection.message

@@ -21,6 +21,7 @@ from pydantic import Field, field_validator
 from auditor.checks.confidence import (
     CRITERIA,
     FlagGap,
+    Verdict,
     agreement,
     flag_gap,
     score_margin,
@@ -29,12 +30,14 @@ from auditor.checks.confidence import (
     verdict,
 )
 from auditor.checks.ranking import bootstrap_interval
+from auditor.checks.reliability import auc, calibration, clustered_interval, estimate
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
 from auditor.evidence.base import (
     AuditContext,
     EvidenceOptions,
     EvidenceResult,
+    Figure,
     Table,
     check_explanation_size,
     size_notes,
@@ -54,21 +57,24 @@ from auditor.evidence.local_explanations import background_rows_masker, check_ba
 from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
+from auditor.explain.listwise import BackgroundMasking, expected_validity
 from auditor.models.capabilities import tree_ensemble
-from auditor.numbers import figure, interval, percent
+from auditor.numbers import figure, interval, percent, with_interval
 from auditor.words import counted
 
 Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
 HOW_TO_READ = (
-    "An explanation is flagged when a reviewer should not rely on it, with every reason that applies: it does not "
-    "reproduce the ranking (low validity), explainers that reproduce the ranking at least as well point at "
-    "different features (disagreement; disagreeing with a weaker explainer is no reason for doubt), it misses the "
-    "features the model's trees actually used for these documents (low decision-path accuracy), a second run of "
-    "the same method picks other features (instability), or its numbers do not add up to the model's score "
-    "(additivity). A flagged explanation is not necessarily wrong; it needs a second look before it is quoted. "
-    "Rankings whose top documents are nearly tied are listed apart: any explanation of them is fragile, whichever "
-    "explainer gave it. The last table checks that the flags mean something: explanations flagged for other "
-    "reasons should have visibly lower validity and decision-path accuracy than unflagged ones."
+    "Each explanation gets an estimated reliability: the probability that it reproduces the query's ranking under "
+    "masking it was not chosen on (held-out background rows) and, for tree models, that it names the features the "
+    "trees actually used. The estimate reads signals every explanation has — its validity on the audit's masking, "
+    "its overlap with the query's most valid explanation, a second run's agreement, near ties, the query's size "
+    "and score spread, the explainer — and is fitted leaving whole queries out, so no explanation judges itself. "
+    "An explanation is flagged when its estimate is below one half, with the two signals that pull it down most. "
+    "A flagged explanation is not necessarily wrong; it needs a second look before it is quoted. The estimate's "
+    "own accuracy (AUC, calibration) is measured and shown; where no attribution explainer is reliable on a query, "
+    "the most valid explanation of that query is named instead. Rankings whose top documents are nearly tied are "
+    "listed apart. The last table checks that the flags mean something: flagged explanations should have lower "
+    "validity under the held-out masking and lower decision-path accuracy than unflagged ones."
 )
 
 METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
@@ -78,6 +84,10 @@ METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence
     "confidence.validation.{measure}_gap",
     "confidence.validation.{measure}_gap.{ci95_low|ci95_high}",
     "confidence.{method}.flagged_fraction",
+    "confidence.{reliable_share|attribution_unreliable_queries|attribution_unreliable_queries_share}",
+    "confidence.rules.flagged_fraction",
+    "confidence.validation.{auc|ece}",
+    "confidence.validation.{auc|ece}.{ci95_low|ci95_high}",
 )
 
 
@@ -105,6 +115,12 @@ class ConfidenceOptions(EvidenceOptions):
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
     max_listed: int = Field(30, ge=0, description="Flagged explanations listed in the report.")
+    heldout_rows: int = Field(20, ge=2, le=200, description="Background rows of the held-out masking the reliability "
+                                                             "target is measured under (their own seeded draw, not "
+                                                             "the masking an explanation was chosen on).")
+    flag_below: float = Field(0.5, gt=0, lt=1, description="Flag an explanation whose estimated reliability (the "
+                                                            "out-of-sample probability that it is reliable) is "
+                                                            "below this.")
     background_rows: int | None = Field(
         None, ge=1, le=1000, description="Background rows the listwise explainers and `background_search` play on "
                                          "(tau averaged over N masked rankings), as in local_explanations. Default: "
@@ -157,6 +173,8 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     for block_units, block_excluded in outcomes:
         units.extend(block_units)
         excluded += block_excluded
+    if units:
+        _reliability(result, ctx, options, methods, units)
     _report(result, ctx, options, methods, units, excluded, criteria)
     return result
 
@@ -198,6 +216,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     thresholds = {c: getattr(options.thresholds, c) for c in criteria if c != "margin"}
     attribution_count = max([c.docs for c in chosen.values() if c.attribution] + [1])
     docs_needed = max([c.docs for c in chosen.values() if c.attribution] + [options.margin_docs])
+    heldout = BackgroundMasking(rows=options.heldout_rows).draw(background, ctx.rng("confidence/heldout"))
     units: list[dict[str, Any]] = []
     excluded = 0
     for qi, X, scores, query_id, known in payload:
@@ -215,6 +234,8 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
         sets = {m: _set(ctx, options, explainers, attrs, m, query, qi, options.k,
                         played_masker(chosen[m].explainer.name, masker, rows_masker)) for m in methods}
         validity, _ = measure_sets(ctx.model, query.X, query.scores, masker, [sets[m] for m in methods])
+        heldout_validity, _ = expected_validity(ctx.model, query.X, query.scores, heldout, [sets[m] for m in methods])
+        best = int(np.argmax(validity))
         truth = ground_truth(ensemble, query.X[top]) if ensemble is not None else None
         margin = score_margin(query.scores, options.margin_docs)
         fragile = "margin" in criteria and margin < options.thresholds.margin
@@ -231,8 +252,13 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
             if "additivity" in criteria:
                 measures["additivity"] = _additivity(m, attrs, query, attribution_docs, job.base_values)
             judged = verdict(measures, thresholds)
+            signals = {"validity": measures["validity"], "agreement_best": set_overlap(sets[m], sets[methods[best]]),
+                       "stability": measures.get("stability", 1.0), "margin": float(np.log10(margin + 1e-6)),
+                       "mass": _mass(chosen[m], attrs, sets[m]), "docs": float(np.log2(query.n_docs)),
+                       "spread": float(np.std(query.scores))}
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
-                          "verdict": judged, "fragile": fragile})
+                          "verdict": judged, "rules": judged, "fragile": fragile, "signals": signals,
+                          "heldout_validity": float(heldout_validity[i])})
         ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return units, excluded
 
@@ -245,6 +271,16 @@ def _deterministic(method: Any, attrs: dict[str, Attributions]) -> bool:
     found = attrs.get(method.explainer.name)
     result = (found.diagnostics or {}).get("listwise") if found is not None else None
     return result is not None and result.estimator == "exact"
+
+
+def _mass(method: Any, attrs: dict[str, Attributions], chosen: tuple[int, ...]) -> float:
+    """The share of the attribution mass (mean |φ| over the explained documents) the chosen features hold; NaN for
+    a set search, which has no attributions (the estimate fills it with the mean)."""
+    if not method.attribution:
+        return float("nan")
+    mass = np.abs(attrs[method.explainer.name].values[:method.docs]).mean(axis=0)
+    total = float(mass.sum())
+    return float(mass[list(chosen)].sum() / total) if total > 0 else float("nan")
 
 
 def _set(ctx: AuditContext, options: ConfidenceOptions, explainers: dict[str, Any], attrs: dict[str, Attributions],
@@ -343,22 +379,37 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     listed = [u for u in units if u["verdict"].flagged][:options.max_listed]
     result.tables.append(Table(
         title="Explanations not to rely on, with the reasons",
-        columns=["query", "explainer", "explanation set", "validity", "reasons"],
+        columns=["query", "explainer", "explanation set", "estimated reliability", "validity", "reasons"],
         rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
-               _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)] for u in listed],
+               _r(u.get("reliability")), _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
+              for u in listed],
         note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order.", body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
                        "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
+                       "reliability": _r(u.get("reliability"), 6), "reliable": u.get("reliable"),
+                       "heldout_validity": _r(u["heldout_validity"], 6), "flagged_by_rules": u["rules"].flagged,
+                       "rule_reasons": u["rules"].reasons,
+                       "signals": {k: _r(v, 6) for k, v in u["signals"].items()},
                        "measures": {k: _r(v, 6) for k, v in u["measures"].items()}} for u in units]
     if "margin" in criteria:
         _fragile(result, options, units)
-    _validation(result, ctx, units, criteria)
+    _validation(result, ctx, units)
     worst = max(methods, key=lambda m: metrics[f"confidence.{m}.flagged_fraction"])
     result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({percent(flagged.mean())}); most "
                       f"often {registry.label(worst)} ({percent(metrics[f'confidence.{worst}.flagged_fraction'])}).")
     if "margin" in criteria:
         result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
                            "rankings are near ties at the top (listed apart).")
+    if np.isfinite(metrics.get("confidence.validation.auc", np.nan)):
+        result.summary += (" The reliability estimate behind the flags ranks reliable above unreliable explanations "
+                           "with AUC " + with_interval(metrics["confidence.validation.auc"],
+                                                       metrics["confidence.validation.auc.ci95_low"],
+                                                       metrics["confidence.validation.auc.ci95_high"]) + " out of "
+                           "sample.")
+    lost = int(metrics.get("confidence.attribution_unreliable_queries", 0))
+    if lost:
+        result.summary += (f" On {counted(lost, 'query')} no attribution explainer is reliable: the table names "
+                           "the explanation to show instead.")
     unproven = [label for measure, label in VALIDATED
                 if np.isfinite(metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan))
                 and metrics[f"confidence.validation.{measure}_gap.ci95_low"] <= 0]
@@ -389,29 +440,26 @@ def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dic
                                                                  if len(listed) < len(fragile) else "")))
 
 
-def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]], criteria: set[str]) -> None:
-    """Flags earn their keep: unflagged minus flagged mean validity (flags from every criterion but validity) and
-    mean decision-path accuracy (every criterion but path accuracy), compared within each explainer, with
-    query-clustered bootstrap intervals; the pooled comparison and the all-criteria one are shown beside it. Every
-    row of the table shows the two means its gap is the difference of, and the detection quotes that same row."""
+def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]]) -> None:
+    """Flags earn their keep: unflagged minus flagged mean of what makes an explanation reliable, measured apart
+    from every signal the estimate uses — validity under the held-out masking, and decision-path accuracy (tree
+    models) — within each explainer (the headline) and pooled, with query-clustered bootstrap intervals. Every row
+    shows the two means its gap is the difference of, and the detection quotes that same row."""
     rng = ctx.rng("confidence/validation")
     cluster = np.array([u["qi"] for u in units])
     method = np.array([u["method"] for u in units])
+    flags = np.array([u["verdict"].flagged for u in units])
     rows = []
     for measure, label in VALIDATED:
-        values = np.array([u["measures"].get(measure, float("nan")) for u in units], dtype=np.float64)
+        values = np.array([u["heldout_validity"] if measure == "validity" else
+                           u["measures"].get(measure, float("nan")) for u in units], dtype=np.float64)
         if not np.isfinite(values).any():
             continue
         keep = np.isfinite(values)
-        independent = np.array([any(c != measure for c in u["verdict"].criteria) for u in units])
-        every = np.array([u["verdict"].flagged for u in units])
-        for flags, source, strata, comparison in (
-                (independent, f"all criteria except {measure}", method, "within explainer"),
-                (independent, f"all criteria except {measure}", None, "pooled"),
-                (every, "all criteria", method, "within explainer")):
+        for strata, comparison in ((method, "within explainer"), (None, "pooled")):
             found = flag_gap(values, flags, cluster, rng, strata=strata)
             gap, low, high = found.gap, found.low, found.high
-            if source.startswith("all criteria except") and comparison == "within explainer":
+            if comparison == "within explainer":
                 result.metrics[f"confidence.validation.{measure}_gap"] = gap
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_low"] = low
                 result.metrics[f"confidence.validation.{measure}_gap.ci95_high"] = high
@@ -428,23 +476,169 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                 used &= np.isin(strata, [m for m in np.unique(strata[keep])
                                          if (keep & flags & (strata == m)).any()
                                          and (keep & ~flags & (strata == m)).any()])
-            rows.append([label, source, comparison, int((used & flags).sum()), int((used & ~flags).sum()),
+            rows.append([label, comparison, int((used & flags).sum()), int((used & ~flags).sum()),
                          _r(found.flagged_mean, 6), _r(found.unflagged_mean, 6), _r(gap, 6),
                          interval(*_holding(gap, low, high)[1:]) if np.isfinite(low) else None])
     if rows:
         result.tables.append(Table(
             title="Do the flags earn their keep?",
-            columns=["measure", "flags from", "comparison", "flagged", "unflagged", "mean flagged",
-                     "mean unflagged", "gap (unflagged − flagged)", "95% interval"],
+            columns=["measure", "comparison", "flagged", "unflagged", "mean flagged", "mean unflagged",
+                     "gap (unflagged − flagged)", "95% interval"],
             rows=rows,
-            note="A positive gap whose interval excludes 0 means flagged explanations really are worse. Flags from "
-                 "'all criteria except' the measure's own criterion, so the gap is not true by construction. "
-                 "'Within explainer', the headline figure, compares each flagged explanation with the unflagged "
-                 "explanations of its own explainer: 'mean unflagged' there is each explainer's unflagged mean, "
-                 "weighted by how many of its explanations are flagged (explainers with no flagged or no unflagged "
-                 "explanation are left out of the counts and means). 'Pooled' mixes explainers, so an explainer "
-                 "that is often flagged yet strong on the measure pulls it down. In every row the gap is mean "
-                 "unflagged − mean flagged. Intervals resample queries (2000 bootstrap resamples)."))
+            note="A positive gap whose interval excludes 0 means flagged explanations really are worse. Validity here "
+                 "is measured under the held-out masking (background rows no explanation was chosen on), not the "
+                 "audit's masking the estimate reads, so the gap is not true by construction. 'Within explainer', "
+                 "the headline figure, compares each flagged explanation with the unflagged explanations of its own "
+                 "explainer: 'mean unflagged' there is each explainer's unflagged mean, weighted by how many of its "
+                 "explanations are flagged (explainers with no flagged or no unflagged explanation are left out of "
+                 "the counts and means). 'Pooled' mixes explainers. In every row the gap is mean unflagged − mean "
+                 "flagged. Intervals resample queries (2000 bootstrap resamples)."))
+
+
+SIGNALS = {  # the estimate's signals and how each reads as a reason (value as the unit's signal)
+    "validity": "its validity on the audit's masking is only {value}",
+    "agreement_best": "it shares only {share} of its features with the query's most valid explanation",
+    "stability": "a second run of the explainer keeps only {share} of its features",
+    "margin": "the query's top documents are nearly tied",
+    "mass": "its features hold only {share} of the explainer's attribution",
+    "docs": "the query is large ({docs} documents)",
+    "spread": "the query's scores are close together (spread {value})",
+}
+
+
+def _reliable(unit: dict[str, Any], thresholds: Thresholds) -> bool:
+    """The target: validity under the held-out masking at least the floor and, where the trees give the ground
+    truth, decision-path accuracy at least its floor."""
+    ok = unit["heldout_validity"] >= thresholds.validity
+    path = unit["measures"].get("path_accuracy")
+    return bool(ok and (path is None or not np.isfinite(path) or path >= thresholds.path_accuracy))
+
+
+def _reason(signal: str, unit: dict[str, Any]) -> str:
+    if signal.startswith("explainer:"):
+        return f"{registry.label(signal.removeprefix('explainer:'))} explanations are seldom reliable on this model"
+    value = unit["signals"][signal]
+    return SIGNALS[signal].format(value=figure(value), share=percent(value),
+                                  docs=f"{round(2 ** value):,}" if np.isfinite(value) else "—")
+
+
+def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],
+                 units: list[dict[str, Any]]) -> None:
+    """Each explanation's estimated reliability, out of sample (auditor/checks/reliability.py); the flags are the
+    estimates below `flag_below`, each with the two signals that pull it down most as the reason. The rule-based
+    verdict stays in `rules` (shown beside the estimate, compared in docs/reproductions/confidence-flags.md)."""
+    names = list(SIGNALS) + [f"explainer:{m}" for m in methods]
+    signals = np.array([[u["signals"][n] for n in SIGNALS] + [float(u["method"] == m) for m in methods]
+                        for u in units], dtype=np.float64)
+    target = np.array([_reliable(u, options.thresholds) for u in units], dtype=int)
+    groups = np.array([u["qi"] for u in units])
+    found = estimate(signals, target, groups)
+    pushes = found.contributions(signals)
+    for u, p, push, reliable in zip(units, found.probability, pushes, target, strict=True):
+        flagged = bool(p < options.flag_below)
+        down = [names[j] for j in np.argsort(push)[:2] if push[j] < 0] if flagged and not found.constant else []
+        reasons = [_reason(n, u) for n in down] or (["few explanations of this audit are reliable"] if flagged else [])
+        u.update(reliability=float(p), reliable=bool(reliable), verdict=Verdict(flagged, reasons, down))
+    m = result.metrics
+    m["confidence.reliable_share"] = float(target.mean())
+    m["confidence.rules.flagged_fraction"] = float(np.mean([u["rules"].flagged for u in units]))
+    rng = ctx.rng("confidence/reliability")
+    m["confidence.validation.auc"] = auc(target, found.probability)
+    m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"] = clustered_interval(
+        target, found.probability, groups, rng, auc)
+    ece, points = calibration(target, found.probability)
+    m["confidence.validation.ece"] = ece
+    m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"] = clustered_interval(
+        target, found.probability, groups, rng, lambda t, p: calibration(t, p)[0])
+    result.tables.append(Table(
+        title="How well the reliability estimate predicts",
+        columns=["measure", "value", "95% interval"],
+        rows=[["AUC (out of sample)", _r(m["confidence.validation.auc"]),
+               interval(m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"])],
+              ["expected calibration error", _r(ece),
+               interval(m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"])],
+              ["share of explanations reliable (measured)", _r(m["confidence.reliable_share"]), None],
+              ["share flagged (estimate below " + figure(options.flag_below) + ")",
+               _r(float(np.mean([u["verdict"].flagged for u in units]))), None],
+              ["share the rule-based criteria would flag", _r(m["confidence.rules.flagged_fraction"]), None]],
+        note=f"Reliable: validity at least {figure(options.thresholds.validity)} under {options.heldout_rows} "
+             "held-out background rows" + (f" and decision-path accuracy at least "
+                                           f"{figure(options.thresholds.path_accuracy)}"
+                                           if any("path_accuracy" in u["measures"] for u in units) else "")
+             + ". The estimate is a logistic regression on the signals below, fitted with leave-queries-out "
+             "cross-validation (5 folds of whole queries): every explanation's estimate comes from a model that "
+             "never saw its query. AUC 0.5 is chance, 1 a perfect ranking of reliable above unreliable; the "
+             "calibration error is the mean gap between estimated and observed reliability over ten bins. "
+             "Intervals resample queries (2000 bootstrap resamples)."))
+    result.tables.append(Table(
+        title="What the estimate reads (its signals)",
+        columns=["signal", "push on the log-odds per standard deviation", "mean"],
+        rows=[[n, _r(c, 4), _r(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
+              for j, (n, c) in enumerate(zip(names, found.coefficients, strict=True))],
+        note="Positive: the signal raises the estimated reliability. validity: on the audit's masking; "
+             "agreement_best: top-k overlap with the query's most valid explanation; stability: overlap with a "
+             "second seeded run (1 for deterministic explainers); margin: log10 of the top documents' smallest "
+             "score gap; mass: the chosen features' share of the attribution (set searches: filled with the "
+             "mean); docs: log2 of the query's documents; spread: the standard deviation of its scores; "
+             "explainer: which explainer gave it." + (" Every explanation had the same measured outcome, so no "
+                                                      "model was fitted: the estimate is that rate."
+                                                      if found.constant else ""),
+        body_rows=0))
+    if points:
+        from auditor.report.plots import line_chart
+
+        xs = [p for p, _, _ in points]
+        result.figures.append(Figure(
+            title="Reliability diagram of the estimate",
+            svg=line_chart(xs, {"observed share reliable": [r for _, r, _ in points], "perfect calibration": xs},
+                           xlabel="estimated reliability (mean of the bin)", ylabel="share reliable"),
+            caption="Each point is a bin of explanations by their estimated reliability: on the diagonal, an "
+                    "estimate of 0.7 means 7 in 10 such explanations are reliable.",
+            description=f"Reliability diagram over {len(points)} bins; expected calibration error {figure(ece)}."))
+    low = m["confidence.validation.auc.ci95_low"]
+    if not np.isfinite(m["confidence.validation.auc"]) or not np.isfinite(low) or low <= 0.5:
+        result.detect(
+            "reliability-not-predicted", "The reliability estimate does not tell reliable explanations apart",
+            ("Every explanation had the same measured outcome, so no estimate can separate them."
+             if found.constant or not np.isfinite(m["confidence.validation.auc"]) else
+             f"Out of sample, the estimate ranks reliable above unreliable explanations with AUC "
+             f"{with_interval(m['confidence.validation.auc'], low, m['confidence.validation.auc.ci95_high'])}, "
+             "whose interval reaches chance (0.5): on this model no signal the audit measures predicts which "
+             "explanations hold, so check each explanation's measured validity before quoting it."),
+            severity="minor",
+            citation="EU AI Act (Reg. 2024/1689) Art. 14(4)(b) — awareness of over-reliance on output",
+            judged_by=("confidence.validation.auc",), value=m["confidence.validation.auc"],
+            interval=(low, m["confidence.validation.auc.ci95_high"]) if np.isfinite(low) else None,
+            subject="reliability")
+    _alternatives(result, ctx, options, units)
+
+
+def _alternatives(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions,
+                  units: list[dict[str, Any]]) -> None:
+    """Queries on which no attribution explainer is reliable (measured): the explanation to show instead, the
+    most valid under the held-out masking (a set search's, usually)."""
+    names = ctx.data.feature_names
+    queries: dict[int, list[dict[str, Any]]] = {}
+    for u in units:
+        queries.setdefault(u["qi"], []).append(u)
+    rows = []
+    for mine in queries.values():
+        attributions = [u for u in mine if registry.method(u["method"]).attribution]
+        if attributions and not any(u["reliable"] for u in attributions):
+            best = max(mine, key=lambda u: u["heldout_validity"])
+            rows.append([best["query"], registry.label(best["method"]), ", ".join(names[f] for f in best["set"]),
+                         _r(best["heldout_validity"]), "yes" if best["reliable"] else "no"])
+    result.metrics["confidence.attribution_unreliable_queries"] = float(len(rows))
+    result.metrics["confidence.attribution_unreliable_queries_share"] = float(len(rows) / max(len(queries), 1))
+    if rows:
+        result.tables.append(Table(
+            title="Queries no attribution explains: the explanation to use instead",
+            columns=["query", "use the explanation of", "features", "validity (held-out masking)", "reliable"],
+            rows=rows[:options.max_listed],
+            note=f"{counted(len(rows), 'query')} of {len(queries)}: no attribution explainer's top {options.k} "
+                 "features reproduce the ranking under the held-out masking; the most valid explanation of the "
+                 "query is named instead." + (f" The first {options.max_listed} are listed."
+                                              if len(rows) > options.max_listed else "")))
 
 
 def gap_sentence(label: str, found: FlagGap) -> str:
