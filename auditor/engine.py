@@ -42,7 +42,9 @@ from auditor.policy import (
     check_metrics,
     check_waivers,
     evaluate,
+    judged_severity,
     judging_rules,
+    law_scope,
     load_packs,
     opinion,
     unjudged,
@@ -359,15 +361,26 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "policies": [{"pack": p.pack.pack, "title": p.pack.title, "version": p.pack.version, "sha256": p.sha256,
                       "source": p.path.name, "applies_to": applies_to(p),
                       "applicability": applicability(p, spec.audit.provider.model_dump())} for p in prepared.packs],
+        "other_laws": law_scope(prepared.packs, spec.audit.provider.model_dump()),
         "waivers": [_plain(w.model_dump()) for w in spec.waivers],
         "assignments": [_plain(a.model_dump()) for a in spec.findings],
         "feature_dictionary": prepared.features,
         "findings": [f.to_json() for f in findings],
-        "detections": [{**d.to_json(), "judged_by_rules": judging_rules(d, findings)}
-                       for d in all_detections(results)],
+        "detections": [_judged_detection(d, findings) for d in all_detections(results)],
         "opinion": verdict,
         "run": run,
     }
+
+
+def _judged_detection(detection: Any, findings: list[Finding]) -> dict[str, Any]:
+    """A detection as evidence.json keeps it: the rules that judge it and, when any does, their severity (the
+    evidence's own rating kept as `evidence_severity`), so one fact has one severity everywhere."""
+    rules = judging_rules(detection, findings)
+    out = {**detection.to_json(), "judged_by_rules": rules}
+    if rules:
+        out["evidence_severity"] = out["severity"]
+        out["severity"] = judged_severity(out["severity"], rules, findings)
+    return out
 
 
 def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:

@@ -528,6 +528,30 @@ def not_applicable(scope: dict[str, bool], provider: dict[str, bool | None]) -> 
     return None
 
 
+def law_scope(applied: list[LoadedPack], provider: dict[str, bool | None]) -> list[dict[str, Any]]:
+    """Every law the built-in packs know, applied or not, with whether it binds this provider by the spec's facts:
+    the engagement states which obligations apply rather than citing them all (a pack not applied whose law
+    applies is a gap in the criteria the reader must see)."""
+    names = {p.pack.pack for p in applied}
+    out = []
+    for name in builtin_pack_names():
+        if name in names:
+            continue
+        loaded = load_packs([name], base_dir=bundled_policies_dir())[-1]
+        if applies_to(loaded):  # a law with a scope; packs for every provider (starter, governance) are options
+            out.append({"pack": name, "title": loaded.pack.title, "applied": False,
+                        "applicability": applicability(loaded, provider)})
+    return out
+
+
+def judged_severity(detection_severity: str, rules: list[str], findings: list[Finding]) -> str:
+    """One severity per fact: a detection a rule judges takes the most severe judging rule's severity (the pack's
+    judgement of the provision), so the report never rates the same fact twice."""
+    order = ("critical", "major", "minor", "info")
+    judging = [f.severity for f in findings if f.rule in rules]
+    return min(judging, key=order.index) if judging else detection_severity
+
+
 def applicability(loaded: LoadedPack, provider: dict[str, bool | None]) -> str:
     """One sentence: does the pack's law bind this provider, by the spec's facts."""
     scope = applies_to(loaded)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditor.evidence.base import EvidenceResult
-from auditor.policy import LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
+from auditor.policy import Finding, LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
 from auditor.report.assurance import conclusion, engagement
 
 TODAY = dt.date(2026, 11, 26)
@@ -70,7 +70,7 @@ def test_the_bundled_packs_state_their_scope() -> None:
     ("reasonable", "positive with comments", "except for the matters in the findings"),
     ("reasonable", "negative", "does not meet"),
     ("limited", "positive", "nothing has come to our attention"),
-    ("limited", "negative", "does not meet the criteria of the packs that apply: see the findings"),
+    ("limited", "negative", "matters have come to our attention that cause us to believe"),
     (None, "positive", "No conclusion in standard form: the level of assurance is not stated"),
 ])
 def test_the_conclusion_follows_the_level_of_assurance(level: str | None, verdict: str, words: str) -> None:
@@ -118,3 +118,35 @@ def test_the_data_description_reaches_the_scope(tmp_path: Path) -> None:
     html = (run_audit(tmp_path / "audit.yaml").run_dir / "report.html").read_text()
     assert "Searches drawn from the &lt;EU&gt; log" in html and "Editors, 0-4" in html
     assert "not stated (dataset.description.window)" in html
+
+
+def test_laws_not_applied_are_stated_with_whether_they_bind_the_provider() -> None:
+    """The criteria name every law the built-in packs know: applied ones, and the others with whether they bind this
+    provider (a binding law whose pack was not applied is a gap the reader must see)."""
+    from auditor.policy import bundled_policies_dir, law_scope, load_packs
+
+    applied = load_packs(["starter", "eu-p2b-art5"], base_dir=bundled_policies_dir())
+    provider = {"gatekeeper": False, "online_platform": True, "very_large_platform": False, "high_risk": None,
+                "intermediation_service": True}
+    others = {law["pack"]: law for law in law_scope(applied, provider)}
+    assert set(others) == {"eu-dma-art6-5", "eu-dsa-art27-34", "eu-ai-act-annex-iv"}
+    assert others["eu-dma-art6-5"]["applicability"].startswith("not applicable: the provider is not a gatekeeper")
+    assert others["eu-dsa-art27-34"]["applicability"].startswith("applies")
+    assert "not established" in others["eu-ai-act-annex-iv"]["applicability"]
+    rows = dict(engagement({"audit": {}, "opinion": "negative", "other_laws": list(others.values()),
+                            "policies": []}, {}))
+    dsa = next(line for line in rows["Criteria"] if "eu-dsa-art27-34" in line)
+    assert "not applied" in dsa and "this report does not judge it" in dsa
+
+
+def test_a_judged_detection_takes_its_rules_severity() -> None:
+    """One severity per fact: the P2B-11 warning (minor) and the detection it judges print the same severity."""
+    from auditor.policy import judged_severity
+
+    findings = [Finding(rule="P2B-11", title="t", pack="p", status="WARN", severity="minor", metric="m", value=0.1,
+                        requirement="", citation="", rationale="", message=""),
+                Finding(rule="X-1", title="t", pack="q", status="WARN", severity="major", metric="m", value=0.1,
+                        requirement="", citation="", rationale="", message="")]
+    assert judged_severity("major", ["P2B-11"], findings) == "minor"
+    assert judged_severity("minor", ["P2B-11", "X-1"], findings) == "major"  # the most severe judging rule
+    assert judged_severity("critical", [], findings) == "critical"  # unjudged: the evidence's own

@@ -69,3 +69,14 @@ def test_missing_signals_are_filled_not_fatal() -> None:
     signals[::3, 1] = np.nan  # a signal some explainers do not have (attribution mass of a set search)
     found = estimate(signals, target, groups)
     assert np.all(np.isfinite(found.probability)) and np.all(np.isfinite(found.contributions(signals)))
+
+
+def test_too_few_of_one_outcome_fits_nothing() -> None:
+    """One unreliable explanation in 200 can neither train nor test a model (an AUC on it would be noise)."""
+    signals, _, groups = _data(seed=8)
+    target = np.ones(len(groups), dtype=int)
+    target[:9] = 0  # fewer than MIN_OUTCOME
+    found = estimate(signals, target, groups)
+    assert found.constant and np.allclose(found.probability, target.mean())
+    target[:10] = 0
+    assert not estimate(signals, target, groups).constant

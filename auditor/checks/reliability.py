@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 FOLDS = 5  # leave-queries-out folds (fewer when there are fewer queries)
+MIN_OUTCOME = 10  # explanations of the rarer outcome needed to fit and test an estimate (else: the observed rate)
 BINS = 10  # equal-width bins of the reliability diagram and the ECE
 PENALTY = 1.0  # inverse L2 strength (sklearn's C) on standardised signals
 
@@ -69,8 +70,14 @@ def _predict(signals: np.ndarray, fitted: tuple[np.ndarray, float, np.ndarray, n
 def estimate(signals: np.ndarray, target: np.ndarray, groups: np.ndarray) -> Estimates:
     """Leave-queries-out estimates: the queries split into FOLDS groups (in order of first appearance, so the split
     is deterministic), each fold predicted by a model fitted on the others. A training fold holding one class only
-    predicts its observed rate."""
+    predicts its observed rate; with fewer than MIN_OUTCOME explanations of either outcome nothing is fitted and
+    every estimate is the observed rate (`constant`): one unreliable explanation in 215 can neither train nor test
+    a model, and an AUC on it would be noise."""
     target = np.asarray(target, dtype=int)
+    n = signals.shape[1]
+    if min(int(target.sum()), int(len(target) - target.sum())) < MIN_OUTCOME:  # nothing to learn or test on
+        return Estimates(np.full(len(target), target.mean() if len(target) else 0.0), np.zeros(n), 0.0,
+                         np.zeros(n), np.ones(n), np.zeros(n), True)
     order = list(dict.fromkeys(groups.tolist()))
     folds = min(FOLDS, len(order))
     fold_of = {g: i % folds for i, g in enumerate(order)}
@@ -82,9 +89,6 @@ def estimate(signals: np.ndarray, target: np.ndarray, groups: np.ndarray) -> Est
             probability[test] = target[train].mean() if folds > 1 else target.mean()
         else:
             probability[test] = _predict(signals[test], _fit(signals[train], target[train]))
-    n = signals.shape[1]
-    if len(np.unique(target)) < 2:
-        return Estimates(probability, np.zeros(n), 0.0, np.zeros(n), np.ones(n), np.zeros(n), True)
     return Estimates(probability, *_fit(signals, target), False)
 
 

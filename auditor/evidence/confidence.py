@@ -30,7 +30,7 @@ from auditor.checks.confidence import (
     verdict,
 )
 from auditor.checks.ranking import bootstrap_interval
-from auditor.checks.reliability import auc, calibration, clustered_interval, estimate
+from auditor.checks.reliability import MIN_OUTCOME, auc, calibration, clustered_interval, estimate
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
 from auditor.evidence.base import (
@@ -383,7 +383,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
                _r(u.get("reliability")), _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
               for u in listed],
-        note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order.", body_rows=6))
+        note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order (every one is "
+             "in evidence.json).", body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
                        "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
                        "reliability": _r(u.get("reliability"), 6), "reliable": u.get("reliable"),
@@ -394,9 +395,10 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     if "margin" in criteria:
         _fragile(result, options, units)
     _validation(result, ctx, units)
-    worst = max(methods, key=lambda m: metrics[f"confidence.{m}.flagged_fraction"])
+    most = max(metrics[f"confidence.{m}.flagged_fraction"] for m in methods)
+    worst = [registry.label(m) for m in methods if metrics[f"confidence.{m}.flagged_fraction"] == most]
     result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({percent(flagged.mean())}); most "
-                      f"often {registry.label(worst)} ({percent(metrics[f'confidence.{worst}.flagged_fraction'])}).")
+                      f"often {' and '.join(worst)} ({percent(most)}{' each' if len(worst) > 1 else ''}).")
     if "margin" in criteria:
         result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
                            "rankings are near ties at the top (listed apart).")
@@ -495,14 +497,20 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                  "flagged. Intervals resample queries (2000 bootstrap resamples)."))
 
 
-SIGNALS = {  # the estimate's signals and how each reads as a reason (value as the unit's signal)
-    "validity": "its validity on the audit's masking is only {value}",
-    "agreement_best": "it shares only {share} of its features with the query's most valid explanation",
-    "stability": "a second run of the explainer keeps only {share} of its features",
-    "margin": "the query's top documents are nearly tied",
-    "mass": "its features hold only {share} of the explainer's attribution",
-    "docs": "the query is large ({docs} documents)",
-    "spread": "the query's scores are close together (spread {value})",
+SIGNALS = {  # the estimate's signals: a short name, and how each reads as a reason when low and when high
+    "validity": ("validity", "its validity on the audit's masking is only {value}",
+                 "its validity on the audit's masking ({value}) is higher than is typical of reliable ones"),
+    "agreement_best": ("agreement with the best", "it shares only {share} of its features with the query's most "
+                                                  "valid explanation",
+                       "it shares {share} of its features with the query's most valid explanation"),
+    "stability": ("stability", "a second run of the explainer keeps only {share} of its features",
+                  "a second run of the explainer keeps {share} of its features"),
+    "margin": ("near tie", "the query's top documents are nearly tied", "the query's top documents are far apart"),
+    "mass": ("attribution mass", "its features hold only {share} of the explainer's attribution",
+             "its features hold {share} of the explainer's attribution"),
+    "docs": ("query size", "the query is small ({docs} documents)", "the query is large ({docs} documents)"),
+    "spread": ("score spread", "the query's scores are close together (spread {value})",
+               "the query's scores are spread wide ({value})"),
 }
 
 
@@ -514,12 +522,21 @@ def _reliable(unit: dict[str, Any], thresholds: Thresholds) -> bool:
     return bool(ok and (path is None or not np.isfinite(path) or path >= thresholds.path_accuracy))
 
 
-def _reason(signal: str, unit: dict[str, Any]) -> str:
+def _reason(signal: str, unit: dict[str, Any], standardised: float) -> str:
+    """A signal that pulls the estimate down, in words: which way it lies from the audit's typical value."""
     if signal.startswith("explainer:"):
         return f"{registry.label(signal.removeprefix('explainer:'))} explanations are seldom reliable on this model"
     value = unit["signals"][signal]
-    return SIGNALS[signal].format(value=figure(value), share=percent(value),
-                                  docs=f"{round(2 ** value):,}" if np.isfinite(value) else "—")
+    text = SIGNALS[signal][1 if standardised < 0 else 2]
+    return text.format(value=figure(value), share=percent(value),
+                       docs=f"{round(2 ** value):,}" if np.isfinite(value) else "—")
+
+
+def signal_name(signal: str) -> str:
+    """A signal's short name for tables (an explainer indicator: the explainer's label)."""
+    if signal.startswith("explainer:"):
+        return "explainer " + registry.label(signal.removeprefix("explainer:"))
+    return SIGNALS[signal][0]
 
 
 def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],
@@ -534,18 +551,28 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     groups = np.array([u["qi"] for u in units])
     found = estimate(signals, target, groups)
     pushes = found.contributions(signals)
-    for u, p, push, reliable in zip(units, found.probability, pushes, target, strict=True):
+    z = (np.where(np.isfinite(signals), signals, found.fill) - found.centre) / found.scale
+    for u, p, push, zs, reliable in zip(units, found.probability, pushes, z, target, strict=True):
         flagged = bool(p < options.flag_below)
-        down = [names[j] for j in np.argsort(push)[:2] if push[j] < 0] if flagged and not found.constant else []
-        reasons = [_reason(n, u) for n in down] or (["few explanations of this audit are reliable"] if flagged else [])
-        u.update(reliability=float(p), reliable=bool(reliable), verdict=Verdict(flagged, reasons, down))
+        # an explainer's indicator is a reason only for its own explanations (not being TreeSHAP is no reason)
+        own = [j for j, n in enumerate(names) if not n.startswith("explainer:") or n == f"explainer:{u['method']}"]
+        down = sorted((j for j in own if push[j] < 0), key=lambda j: push[j])[:2] \
+            if flagged and not found.constant else []
+        reasons = [_reason(names[j], u, zs[j]) for j in down] or \
+            (["few explanations of this audit are reliable"] if flagged else [])
+        u.update(reliability=float(p), reliable=bool(reliable),
+                 verdict=Verdict(flagged, reasons, [signal_name(names[j]) for j in down]))
     m = result.metrics
     m["confidence.reliable_share"] = float(target.mean())
     m["confidence.rules.flagged_fraction"] = float(np.mean([u["rules"].flagged for u in units]))
     rng = ctx.rng("confidence/reliability")
-    m["confidence.validation.auc"] = auc(target, found.probability)
-    m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"] = clustered_interval(
-        target, found.probability, groups, rng, auc)
+    if found.constant:  # too few of one outcome: no estimate to test
+        m["confidence.validation.auc"] = float("nan")
+        m["confidence.validation.auc.ci95_low"] = m["confidence.validation.auc.ci95_high"] = float("nan")
+    else:
+        m["confidence.validation.auc"] = auc(target, found.probability)
+        m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"] = clustered_interval(
+            target, found.probability, groups, rng, auc)
     ece, points = calibration(target, found.probability)
     m["confidence.validation.ece"] = ece
     m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"] = clustered_interval(
@@ -557,10 +584,10 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
                interval(m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"])],
               ["expected calibration error", _r(ece),
                interval(m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"])],
-              ["share of explanations reliable (measured)", _r(m["confidence.reliable_share"]), None],
+              ["share of explanations reliable (measured)", percent(m["confidence.reliable_share"]), None],
               ["share flagged (estimate below " + figure(options.flag_below) + ")",
-               _r(float(np.mean([u["verdict"].flagged for u in units]))), None],
-              ["share the rule-based criteria would flag", _r(m["confidence.rules.flagged_fraction"]), None]],
+               percent(float(np.mean([u["verdict"].flagged for u in units]))), None],
+              ["share the rule-based criteria would flag", percent(m["confidence.rules.flagged_fraction"]), None]],
         note=f"Reliable: validity at least {figure(options.thresholds.validity)} under {options.heldout_rows} "
              "held-out background rows" + (f" and decision-path accuracy at least "
                                            f"{figure(options.thresholds.path_accuracy)}"
@@ -573,16 +600,17 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     result.tables.append(Table(
         title="What the estimate reads (its signals)",
         columns=["signal", "push on the log-odds per standard deviation", "mean"],
-        rows=[[n, _r(c, 4), _r(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
+        rows=[[signal_name(n), _r(c, 4),
+               _r(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
               for j, (n, c) in enumerate(zip(names, found.coefficients, strict=True))],
         note="Positive: the signal raises the estimated reliability. validity: on the audit's masking; "
              "agreement_best: top-k overlap with the query's most valid explanation; stability: overlap with a "
              "second seeded run (1 for deterministic explainers); margin: log10 of the top documents' smallest "
              "score gap; mass: the chosen features' share of the attribution (set searches: filled with the "
              "mean); docs: log2 of the query's documents; spread: the standard deviation of its scores; "
-             "explainer: which explainer gave it." + (" Every explanation had the same measured outcome, so no "
-                                                      "model was fitted: the estimate is that rate."
-                                                      if found.constant else ""),
+             "explainer: which explainer gave it." + (f" Fewer than {MIN_OUTCOME} explanations had one of the two "
+                                                      "outcomes, so no model was fitted: the estimate is the "
+                                                      "observed rate." if found.constant else ""),
         body_rows=0))
     if points:
         from auditor.report.plots import line_chart
@@ -598,8 +626,11 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     low = m["confidence.validation.auc.ci95_low"]
     if not np.isfinite(m["confidence.validation.auc"]) or not np.isfinite(low) or low <= 0.5:
         result.detect(
-            "reliability-not-predicted", "The reliability estimate does not tell reliable explanations apart",
-            ("Every explanation had the same measured outcome, so no estimate can separate them."
+            "reliability-not-predicted", "The reliability estimate does not tell reliable explanations apart"
+            if not found.constant else "Too few explanations of one outcome to estimate reliability",
+            (f"{counted(int(target.sum()), 'explanation')} of {len(target)} {'is' if target.sum() == 1 else 'are'} "
+             f"reliable: fewer than {MIN_OUTCOME} of one outcome can neither train nor test an estimate, so every "
+             f"explanation gets the audit's rate ({percent(float(target.mean()))}) and the flags follow it."
              if found.constant or not np.isfinite(m["confidence.validation.auc"]) else
              f"Out of sample, the estimate ranks reliable above unreliable explanations with AUC "
              f"{with_interval(m['confidence.validation.auc'], low, m['confidence.validation.auc.ci95_high'])}, "
@@ -658,5 +689,5 @@ def _holding(value: float, low: float, high: float) -> tuple[float, float, float
     return value, min(low, value), max(high, value)
 
 
-def _r(value: float | None, digits: int = 4) -> float | None:
+def _r(value: float | None, digits: int = 6) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -401,9 +401,12 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
     parts = []
     for kind in options.ground_truth:
         best = max(names, key=lambda n, k=kind: _nan_low(metrics.get(f"decision_path.{n}.{k}.spearman.mean")))
-        parts.append(f"against {GT_LABELS[kind].replace('GT ', '')} {registry.label(best)} agrees best (Spearman "
-                     f"{_fmt(metrics.get(f'decision_path.{best}.{kind}.spearman.mean'))}, AUC "
-                     f"{_fmt(metrics.get(f'decision_path.{best}.{kind}.auc.mean'))})")
+        by_auc = max(names, key=lambda n, k=kind: _nan_low(metrics.get(f"decision_path.{n}.{k}.auc.mean")))
+        spearman = _fmt(metrics.get(f"decision_path.{best}.{kind}.spearman.mean"))
+        parts.append(f"against {GT_LABELS[kind].replace('GT ', '')} {registry.label(best)} agrees best by Spearman "
+                     f"({spearman})" + ("" if by_auc == best else
+                                        f", {registry.label(by_auc)} by top-K AUC "
+                                        f"({_fmt(metrics.get(f'decision_path.{by_auc}.{kind}.auc.mean'))})"))
     result.summary = f"On {n_docs} documents of {n_queries} queries, " + "; ".join(parts) + "."
 
 
@@ -427,5 +430,5 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None or not np.isfinite(value) else f"{figure(value)}"
 
 
-def _r(value: float | None, digits: int = 4) -> float | None:
+def _r(value: float | None, digits: int = 6) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -116,7 +116,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
                _r(shares["per_query"][f]), _r(views["global"][f]), _r(shares["global"][f])]
               for r, f in enumerate(order[: options.top])],
         note=("Sorted by the within-query view"
-              + (f"; {len(names) - options.top} more features in evidence.json" if len(names) > options.top else "")
+              + (f"; {counted(len(names) - options.top, 'more feature')} in evidence.json"
+                 if len(names) > options.top else "")
               + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}{rounding}. TreeSHAP by {method}."),
     ))
     result.records = [
@@ -170,7 +171,7 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
     unit = ctx.feature_units.get(names[first])
     spread = shown[:, first]
     figures = [Figure(
-        title="How each main parameter moves documents within their query (SHAP summary)",
+        title=f"How the {len(top)} most important features move documents within their query (SHAP summary)",
         svg=beeswarm(shown[:, top], data.X[np.ix_(rows, top)], [names[f] for f in top],
                      xlabel="SHAP value minus the query's mean (score units)"),
         caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "

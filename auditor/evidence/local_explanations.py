@@ -761,5 +761,5 @@ def _held(value: float, low: float, high: float) -> tuple[float | None, float | 
     return min(low, value), max(high, value)
 
 
-def _r(value: float | None, digits: int = 4) -> float | None:
+def _r(value: float | None, digits: int = 6) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -33,7 +33,8 @@ HOW_TO_READ = (
     "Each row takes two neighbouring documents of a query's ranking, A (placed higher) and B (the next one), and "
     "splits the model's preference for A — the score margin s(A) − s(B) — among the features, as Shapley values: a "
     "positive value means the feature pushes A above B, a negative one pulls B up. The values add up to the margin "
-    "(the last column checks this). A feature not listed had a small share. With `adaptive` filling (the paper's "
+    "(the note under the table gives the largest gap). A feature not listed had a small share. With `adaptive` "
+    "filling (the paper's "
     "method) unknown features are filled from similar training documents, so correlated features are respected."
 )
 
@@ -260,5 +261,5 @@ def _sides(phi: np.ndarray, names: list[str], count: int) -> tuple[list[tuple[st
     return up, down
 
 
-def _r(value: float, digits: int = 4) -> float | None:
+def _r(value: float, digits: int = 6) -> float | None:
     return None if not np.isfinite(value) else round(float(value), digits)

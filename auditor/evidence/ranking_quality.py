@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
 from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
-from auditor.numbers import figure, percent
+from auditor.numbers import figure, interval, percent
 from auditor.words import counted
 
 
@@ -131,7 +131,8 @@ def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np
         metrics[f"{name}.{key}"] = float(value)
     stats["mean"] = found.mean
     label = name.removeprefix("ranking_quality.")
-    return [label, _round(stats["mean"]), f"{_round(low_ci)} – {_round(high_ci)}", _round(stats["std"]),
+    held = interval(min(low_ci, found.mean), max(high_ci, found.mean))  # the point inside its printed interval
+    return [label, _round(stats["mean"]), held, _round(stats["std"]),
             _round(stats["min"]), _round(stats["median"]), _round(stats["max"]), _round(stats["share_low"]),
             int(stats["queries"])]
 
@@ -141,7 +142,7 @@ def _single_note(count: int) -> str:
         "document cannot be misranked); " if count else ""
 
 
-def _round(value: float, digits: int = 4) -> float | None:
+def _round(value: float, digits: int = 6) -> float | None:
     return round(float(value), digits) if np.isfinite(value) else None
 
 

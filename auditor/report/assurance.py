@@ -31,8 +31,20 @@ def conclusion(level: str | None, opinion: str) -> str:
                                   f"matters in the findings, nothing has come to our attention that causes us to "
                                   f"believe that the ranking system does not meet, in all material respects, "
                                   f"{CRITERIA_WORDS}.",
-    }.get(opinion, f"Based on the procedures performed and the evidence obtained, the ranking system does not meet "
+    }.get(opinion, f"Based on the procedures performed and the evidence obtained, matters have come to our attention "
+                   f"that cause us to believe that the ranking system does not meet, in all material respects, "
                    f"{CRITERIA_WORDS}: see the findings.")
+
+
+def _other_law(law: dict[str, Any]) -> str:
+    """A law the built-in packs know but this audit did not apply: whether it binds the provider, and what that
+    means for the criteria."""
+    where = f"{law['title']} ({law['pack']}, not applied)"
+    if law["applicability"].startswith("not applicable"):
+        return f"{where}: {law['applicability']}"
+    if law["applicability"].startswith("applies"):
+        return f"{where}: {law['applicability']}; this report does not judge it: apply the pack to cover it"
+    return f"{where}: {law['applicability'].split(':')[0]}; this report does not judge it"
 
 
 def engagement(document: dict[str, Any], section_titles: dict[str, str]) -> list[tuple[str, str | list[str]]]:
@@ -45,9 +57,11 @@ def engagement(document: dict[str, Any], section_titles: dict[str, str]) -> list
     version = model.get("version") or inputs.get("version")
     owner, auditor = audit.get("owner") or "the model owner", audit.get("auditor") or "the auditor"
     criteria = [f"{p['title']} ({p['pack']} {p['version']}): {p.get('applicability', 'applies')}"
-                for p in document.get("policies") or []] or "none (no policy pack applied)"
-    procedures = len([name for name in (document.get("evidence") or {}) if name in section_titles])
-    procedures = f"the {procedures} sections' " if procedures else ""
+                for p in document.get("policies") or []] or ["none (no policy pack applied)"]
+    criteria += [_other_law(law) for law in document.get("other_laws") or []]
+    sections = [section_titles[name] for name in (document.get("evidence") or {}) if name in section_titles]
+    procedures = (f"{len(sections)} measurements — {', '.join(sections)} — with seed {document.get('seed', '—')}"
+                  if sections else "")
     run = document.get("run") or {}
     when = run.get("evaluated_on") or "not stated"
     return [
@@ -57,11 +71,11 @@ def engagement(document: dict[str, Any], section_titles: dict[str, str]) -> list
         ("Criteria", criteria),
         ("Responsibilities", f"{owner} answers for the ranking system and for the facts the spec states about it; "
                              f"{auditor} for the procedures and the conclusion."),
-        ("Procedures", f"{procedures} evidence, each measured as its section states, on the data of the input "
-                       "manifest." if procedures else "none (no evidence ran)"),
-        ("Assurance", {"reasonable": "reasonable (a positive conclusion)",
-                                "limited": "limited (nothing came to our attention)"}.get(
-                                    audit.get("assurance") or "", "not stated (audit.assurance)")),
+        ("Procedures", f"{procedures}, each as its section states, on the data of the input manifest; 95% "
+                       "intervals resample whole queries." if procedures else "none (no evidence ran)"),
+        ("Assurance", {"reasonable": "reasonable (ISAE 3000): a conclusion in positive form",
+                       "limited": "limited (ISAE 3000): a conclusion in negative form, on what came to our "
+                                  "attention"}.get(audit.get("assurance") or "", "not stated (audit.assurance)")),
         ("Conclusion", conclusion(audit.get("assurance"), document.get("opinion") or "")),
         ("Qualifications", audit.get("qualifications") or "not stated (audit.qualifications)"),
         ("Date and place", f"{when}, {audit.get('place') or 'place not stated (audit.place)'}"),

@@ -27,8 +27,8 @@ GLOSSARY: list[tuple[str, str]] = [
                   "explanations no better than chance...). Listed even when no rule of the applied packs judges it."),
     ("SHAP", "Shapley additive explanations: each feature's share of a document's score, from cooperative game "
              "theory; the shares add up to the score (Lundberg & Lee 2017)."),
-    ("TreeSHAP", "The exact SHAP values of a tree model, read from its trees (Lundberg et al. 2020). TREESHAP-1 "
-                 "explains the top document, TREESHAP-5 the top five."),
+    ("TreeSHAP", "The exact SHAP values of a tree model, read from its trees (Lundberg et al. 2020). TreeSHAP-1 "
+                 "explains the top document, TreeSHAP-5 the top five."),
     ("KernelSHAP (SHAP-1, SHAP-5)", "SHAP values estimated for any model by scoring documents with features "
                                    "switched off; SHAP-1 explains the top document, SHAP-5 the top five "
                                    "(Lundberg & Lee 2017; as used by Singh et al. 2020)."),

@@ -25,6 +25,7 @@ from auditor.report.assurance import engagement
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
+from auditor.report.wording import DATASET_FACTS
 from auditor.words import counted
 
 STATUS_ORDER = ["FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"]
@@ -110,7 +111,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                    limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, REGISTRY), importance=importance,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
-                   section_titles=titles, engagement=engagement(document, titles))
+                   section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
     return with_policy(render_template("report.html.j2", context, templates))
 
 
@@ -238,8 +239,8 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
                if d.get("kind") in ("explainer-no-better-than-random", "explanations-below-validity-floor",
                                     "explainer-estimate-noisy", "flags-not-validated", "surrogate-low-fidelity")]
     if wanting:
-        out.append("What the evidence found wanting in its own tools (details in the executive summary): "
-                   + "; ".join(wanting) + ".")
+        out.append("What the evidence found wanting in its own tools (details in Findings): "
+                   + "; ".join(w[:1].lower() + w[1:] if w[1:2].islower() else w for w in wanting) + ".")
     out += [f"Recorded by the model owner: {item}" for item in document["audit"].get("limitations") or []]
     for name, result in results.items():
         if result.status != "ok":

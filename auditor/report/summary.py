@@ -6,6 +6,7 @@ the evidence, and tested without rendering.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -33,9 +34,11 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
     unjudged = [{**d, "record": records.get(_detection_key(d))} for d in detections if not d.get("judged_by_rules")]
     act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
     passed = [_group(g, records, detections) for g in groups if g[0].status not in ACT_ON]
+    scope = _law_scope(document)
     for number, detection in enumerate(unjudged, 1):
         detection["anchor"] = f"detection-{number}"
         detection["related"] = _related(detection, act_on + passed)
+        detection["bears_on"] = _bears_on(detection.get("citation", ""), scope)
     figures = key_numbers(document.get("evidence", {}), document.get("findings", []))
     return {
         "opinion": document.get("opinion", ""),
@@ -47,6 +50,7 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
         "rows": finding_rows(act_on, unjudged),
         "key_numbers": figures,
         "key_figures": figures[:SUMMARY_FIGURES],
+        "passed_rules": _passed_rules(passed),
         "not_covered": not_covered(document, registry),
         "not_covered_brief": not_covered(document, registry, brief=True),
         "covered": covered(document, registry, len(passed)),
@@ -92,6 +96,17 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
     rest.append(f"{counted(passed, 'requirement')} passed or did not apply")
     second = "Besides, " + _joined(rest) + "." if len(rest) > 1 else _joined(rest)[:1].upper() + _joined(rest)[1:] + "."
     return [first, second]
+
+
+def _passed_rules(passed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The requirements that passed or did not apply, in pack-and-number order (BASE-2 before BASE-10), and how
+    many rules they are (a requirement two packs judge is one requirement, two rules)."""
+    def natural(rule: str) -> tuple:
+        return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", rule))
+
+    ids = sorted((" · ".join(sorted((f.rule for f in g["rules"]), key=natural)) for g in passed),
+                 key=lambda text: natural(text.split(" · ")[0]))
+    return {"requirements": len(passed), "rules": sum(len(g["rules"]) for g in passed), "ids": ", ".join(ids)}
 
 
 def _a_requirement(findings: list[Finding]) -> str:
@@ -209,6 +224,37 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
     }
 
 
+REGULATIONS = {"eu-dma-art6-5": "2022/1925", "eu-dsa-art27-34": "2022/2065", "eu-ai-act-annex-iv": "2024/1689",
+               "eu-p2b-art5": "2019/1150"}  # the built-in packs' laws, by the number citations carry
+
+
+def _law_scope(document: dict[str, Any]) -> dict[str, str]:
+    """Regulation number → a note for citations of a law that does not bind this provider or that no applied pack
+    judges (from the policies' and the other laws' applicability)."""
+    out = {}
+    for law in document.get("other_laws") or []:
+        number = REGULATIONS.get(law["pack"])
+        if number:
+            out[number] = ("not applicable to this provider" if law["applicability"].startswith("not applicable")
+                           else "its pack was not applied")
+    for pack in document.get("policies") or []:
+        number = REGULATIONS.get(pack["pack"])
+        if number and pack.get("applicability", "").startswith("not applicable"):
+            out[number] = "not applicable to this provider"
+        elif number:
+            out.pop(number, None)
+    return out
+
+
+def _bears_on(citation: str, scope: dict[str, str]) -> list[str]:
+    """The citation's laws, each marked when it does not bind this provider or no applied pack judges it."""
+    out = []
+    for part in (p for p in citation.split("; ") if p):
+        notes = [note for number, note in scope.items() if number in part]
+        out.append(f"{part} ({notes[0]})" if notes else part)
+    return out
+
+
 def _related(detection: dict[str, Any], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rules that judge another detection about the same subject in the same evidence (the own products' attention
     gap is unjudged while P2B-11 judges the model's own lift of them): named beside the unjudged one, so two
@@ -313,7 +359,9 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
     if methods:
         best = max(methods, key=lambda m: local[f"local.{m}.validity.mean"])
         floor = local.get("local.random.validity.mean")
-        add(f"Best explainer's validity ({best})", "local_explanations", f"local.{best}.validity.mean",
+        from auditor.explain import registry
+
+        add(f"Best explainer's validity ({registry.label(best)})", "local_explanations", f"local.{best}.validity.mean",
             "1 = the explanation alone keeps the ranking"
             + (f"; random feature sets reach {with_interval(floor)}" if floor is not None else ""))
     influence = evidence.get("parameter_influence", {}).get("metrics", {})
@@ -321,8 +369,8 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
                     key=lambda k: -influence[k])
     if shifts:
         feature = shifts[0].removeprefix("influence.").removesuffix(".rank_shift.mean")
-        add(f"Positions a document owes to '{feature}' (mean)", "parameter_influence", shifts[0],
-            "0 = it moves no document" + (f"; the largest of {counted(len(shifts), 'sensitive parameter')}"
+        add(f"Places a document moves when '{feature}' is masked (mean, either way)", "parameter_influence",
+            shifts[0], "0 = it moves no document" + (f"; the largest of {counted(len(shifts), 'sensitive parameter')}"
                                           if len(shifts) > 1 else ""))
     if metric("exposure", "exposure.own.ratio") is not None:
         add("Own products' attention ÷ what their relevance earns", "exposure", "exposure.own.ratio",
@@ -334,8 +382,19 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
         "1 = the surrogate orders documents as the model does")
     add("Declared vs measured order of main parameters (Kendall tau)", "disclosure_consistency",
         "disclosure.rank_correlation", "1 = the declared order is the measured one")
-    add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction",
-        "explanations a reviewer must not rely on", share=True)
+    confidence = evidence.get("confidence", {}).get("metrics", {})
+    scale = "explanations a reviewer must not rely on"
+    auc = confidence.get("confidence.validation.auc")
+    if auc is not None and math.isfinite(auc):
+        scale += ("; the estimate behind the flags separates reliable from unreliable ones with AUC "
+                  + with_interval(auc,
+                                  confidence.get("confidence.validation.auc.ci95_low"),
+                                  confidence.get("confidence.validation.auc.ci95_high")) + " (0.5 = chance)")
+    lost = int(confidence.get("confidence.attribution_unreliable_queries", 0) or 0)
+    if lost:
+        scale += f"; on {counted(lost, 'query')} no attribution explainer is reliable (the section names what to use)"
+    add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction", scale,
+        share=True)
     return rows
 
 

@@ -94,6 +94,26 @@ PER_QUERY_NAMES = {  # a per-query value's name in a sentence ("80.0% of queries
     "local.validity_search.validity": "explanations (valid-explanation search) of validity",
     "disclosure.per_query.rank_correlation": "a Kendall tau between the declared and the measured order",
 }
+DATASET_FACTS = {  # the Scope's dataset facts in words (a fact not listed shows its key)
+    "dataset.n_queries": "queries",
+    "dataset.n_docs": "documents",
+    "dataset.n_features": "features",
+    "dataset.docs_per_query.min": "fewest documents in a query",
+    "dataset.docs_per_query.mean": "documents per query (mean)",
+    "dataset.docs_per_query.max": "most documents in a query",
+    "dataset.missing_values": "missing values",
+    "dataset.all_zero_label_queries": "queries with no relevant document",
+    "dataset.all_zero_label_queries_share": "queries with no relevant document (share of all)",
+    "dataset.single_doc_queries": "queries with one document",
+    "dataset.single_doc_queries_share": "queries with one document (share of all)",
+    "dataset.single_label_queries": "queries of 2+ documents all with one label",
+    "dataset.single_label_queries_share": "queries all with one label (share of those of 2+ documents)",
+    "dataset.tied_score_queries": "queries of 2+ documents all scored alike",
+    "dataset.tied_score_queries_share": "queries all scored alike (share of those of 2+ documents)",
+    "dataset.tied_docs_share": "share of a query's documents scored like another (mean)",
+    "dataset.population.n_queries": "queries in the whole dataset (before sampling)",
+    "dataset.population.n_docs": "documents in the whole dataset (before sampling)",
+}
 SHARES = re.compile(r"(share|fraction)$|_share\b")
 PERCENTAGE_POINTS = {"exposure.own.counterfactual.share_change"}
 
