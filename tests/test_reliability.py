@@ -59,7 +59,7 @@ def test_calibration_error_of_a_calibrated_and_of_an_overconfident_estimate() ->
     target = (rng.random(20_000) < p).astype(int)
     error, points = calibration(target, p)
     assert error < 0.02 and len(points) == 10
-    assert sum(n for _, _, n in points) == 20_000
+    assert sum(n for _, _, _, n in points) == 20_000 and points[0][0] == pytest.approx(0.05)
     overconfident, _ = calibration(target, np.where(p > 0.5, 1.0, 0.0))
     assert overconfident == pytest.approx(0.25, abs=0.02)
 

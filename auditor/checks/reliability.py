@@ -100,9 +100,9 @@ def auc(target: np.ndarray, probability: np.ndarray) -> float:
 
 
 def calibration(target: np.ndarray, probability: np.ndarray, bins: int = BINS
-                ) -> tuple[float, list[tuple[float, float, int]]]:
+                ) -> tuple[float, list[tuple[float, float, float, int]]]:
     """Expected calibration error (the count-weighted mean |observed rate − mean estimate| over equal-width bins)
-    and the diagram's points: (mean estimate, observed rate, count) per non-empty bin."""
+    and the diagram's points: (bin midpoint, mean estimate, observed rate, count) per non-empty bin."""
     edges = np.linspace(0, 1, bins + 1)
     index = np.clip(np.digitize(probability, edges[1:-1]), 0, bins - 1)
     points, error = [], 0.0
@@ -110,7 +110,7 @@ def calibration(target: np.ndarray, probability: np.ndarray, bins: int = BINS
         inside = index == b
         if inside.any():
             mean, rate = float(probability[inside].mean()), float(target[inside].mean())
-            points.append((mean, rate, int(inside.sum())))
+            points.append((float((edges[b] + edges[b + 1]) / 2), mean, rate, int(inside.sum())))
             error += inside.sum() * abs(rate - mean)
     return error / max(len(target), 1), points
 

@@ -615,11 +615,12 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     if points:
         from auditor.report.plots import line_chart
 
-        xs = [p for p, _, _ in points]
         result.figures.append(Figure(
             title="Reliability diagram of the estimate",
-            svg=line_chart(xs, {"observed share reliable": [r for _, r, _ in points], "perfect calibration": xs},
-                           xlabel="estimated reliability (mean of the bin)", ylabel="share reliable"),
+            svg=line_chart([mid for mid, _, _, _ in points],
+                           {"observed share reliable": [rate for _, _, rate, _ in points],
+                            "mean estimate (perfect calibration)": [mean for _, mean, _, _ in points]},
+                           xlabel="estimated reliability (bins of 0.1, by their middle)", ylabel="share reliable"),
             caption="Each point is a bin of explanations by their estimated reliability: on the diagonal, an "
                     "estimate of 0.7 means 7 in 10 such explanations are reliable.",
             description=f"Reliability diagram over {len(points)} bins; expected calibration error {figure(ece)}."))
