@@ -538,9 +538,16 @@ def law_scope(applied: list[LoadedPack], provider: dict[str, bool | None]) -> li
         if name in names:
             continue
         loaded = load_packs([name], base_dir=bundled_policies_dir())[-1]
-        if applies_to(loaded):  # a law with a scope; packs for every provider (starter, governance) are options
-            out.append({"pack": name, "title": loaded.pack.title, "applied": False,
-                        "applicability": applicability(loaded, provider)})
+        scope = applies_to(loaded)
+        if not scope:  # packs for every provider (starter, governance) are options, not laws
+            continue
+        said = applicability(loaded, provider).removesuffix(": judged as if it applied")  # nothing judged here
+        reasons = [not_applicable({**scope, **rule.applies_to}, provider) for rule in loaded.pack.rules]
+        outside = sorted({why.removeprefix("not applicable: ") for why in reasons if why is not None})
+        if outside and not said.startswith("not applicable"):  # e.g. DSA Art. 34 binds very large platforms only
+            said += (f"; {sum(why is not None for why in reasons)} of {len(reasons)} rules do not: "
+                     + "; ".join(outside))
+        out.append({"pack": name, "title": loaded.pack.title, "applied": False, "applicability": said})
     return out
 
 

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.diff import feature_distributions, psi
+from auditor.numbers import figure
 from tests.conftest import BOOKSTORE
 
 runner = CliRunner()
@@ -78,7 +79,7 @@ def test_diff_reports_the_planted_changes(runs: tuple[Path, Path, Path], tmp_pat
     # only features that moved are listed; the stable ones are one line with their count and largest PSI
     assert set(listed) == {f for f, v in drift.items() if v > 0.1} and "price" in listed
     stable = [v for v in drift.values() if v <= 0.1]
-    assert f"{len(stable)} of {len(drift)} features stable (PSI < 0.1; the largest of them {max(stable):.3f})" \
+    assert f"{len(stable)} of {len(drift)} features stable (PSI < 0.1; the largest of them {figure(max(stable))})" \
         in result.output
     # the retrained model and the new data files are named first, by hash; the spec's own hash changed too
     changed = result.output.split("Inputs that changed")[1].split("\n\n")[0]

@@ -80,3 +80,12 @@ def test_too_few_of_one_outcome_fits_nothing() -> None:
     assert found.constant and np.allclose(found.probability, target.mean())
     target[:10] = 0
     assert not estimate(signals, target, groups).constant
+
+
+def test_auc_is_sklearns() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(9)
+    target = rng.integers(0, 2, 300)
+    p = np.round(rng.random(300), 1)  # ties
+    assert auc(target, p) == pytest.approx(roc_auc_score(target, p), abs=1e-12)

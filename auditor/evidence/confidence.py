@@ -57,7 +57,6 @@ from auditor.evidence.local_explanations import background_rows_masker, check_ba
 from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
-from auditor.explain.listwise import BackgroundMasking, expected_validity
 from auditor.models.capabilities import tree_ensemble
 from auditor.numbers import figure, interval, percent, with_interval
 from auditor.words import counted
@@ -114,7 +113,8 @@ class ConfidenceOptions(EvidenceOptions):
     path_top_k: int = Field(5, ge=1, description="K of the decision-path top-K AUC.")
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
-    max_listed: int = Field(30, ge=0, description="Flagged explanations listed in the report.")
+    max_listed: int = Field(20, ge=0, description="Flagged explanations listed in the report (all are in "
+                                                  "evidence.json).")
     heldout_rows: int = Field(20, ge=2, le=200, description="Background rows of the held-out masking the reliability "
                                                              "target is measured under (their own seeded draw, not "
                                                              "the masking an explanation was chosen on).")
@@ -173,9 +173,15 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     for block_units, block_excluded in outcomes:
         units.extend(block_units)
         excluded += block_excluded
+    before = 0
     if units:
         _reliability(result, ctx, options, methods, units)
+        before = len(result.tables)
     _report(result, ctx, options, methods, units, excluded, criteria)
+    if before:  # the estimate's tables after the flags per explainer and the flagged list, which readers look for first
+        estimate_tables = result.tables[:before]
+        del result.tables[:before]
+        result.tables[2:2] = estimate_tables
     return result
 
 
@@ -216,6 +222,8 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     thresholds = {c: getattr(options.thresholds, c) for c in criteria if c != "margin"}
     attribution_count = max([c.docs for c in chosen.values() if c.attribution] + [1])
     docs_needed = max([c.docs for c in chosen.values() if c.attribution] + [options.margin_docs])
+    from auditor.explain.listwise import BackgroundMasking, expected_validity  # numba: loaded by the task
+
     heldout = BackgroundMasking(rows=options.heldout_rows).draw(background, ctx.rng("confidence/heldout"))
     units: list[dict[str, Any]] = []
     excluded = 0
@@ -415,7 +423,13 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     unproven = [label for measure, label in VALIDATED
                 if np.isfinite(metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan))
                 and metrics[f"confidence.validation.{measure}_gap.ci95_low"] <= 0]
-    if unproven:
+    proven = [label for measure, label in VALIDATED
+              if metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan) > 0]
+    if unproven and proven:
+        result.summary = (f"The flags single out explanations of worse {' and '.join(proven)}, but not of worse "
+                          f"{' or '.join(unproven)} (that gap's 95% interval includes no difference): read a flag as "
+                          f"a warning about {' and '.join(proven)} only. " + result.summary)
+    elif unproven:
         result.summary = ("The flags do not single out worse explanations here: flagged and unflagged explanations "
                           f"cannot be told apart by {' or '.join(unproven)} (the gap's 95% interval includes no "
                           "difference), so treat the flags as hints, not as a verdict. " + result.summary)
@@ -498,19 +512,18 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
 
 
 SIGNALS = {  # the estimate's signals: a short name, and how each reads as a reason when low and when high
-    "validity": ("validity", "its validity on the audit's masking is only {value}",
-                 "its validity on the audit's masking ({value}) is higher than is typical of reliable ones"),
-    "agreement_best": ("agreement with the best", "it shares only {share} of its features with the query's most "
-                                                  "valid explanation",
-                       "it shares {share} of its features with the query's most valid explanation"),
-    "stability": ("stability", "a second run of the explainer keeps only {share} of its features",
-                  "a second run of the explainer keeps {share} of its features"),
-    "margin": ("near tie", "the query's top documents are nearly tied", "the query's top documents are far apart"),
-    "mass": ("attribution mass", "its features hold only {share} of the explainer's attribution",
-             "its features hold {share} of the explainer's attribution"),
-    "docs": ("query size", "the query is small ({docs} documents)", "the query is large ({docs} documents)"),
-    "spread": ("score spread", "the query's scores are close together (spread {value})",
-               "the query's scores are spread wide ({value})"),
+    "validity": ("validity", "validity {value} on the audit's masking (typical {typical})",
+                 "validity {value} on the audit's masking, above the typical {typical}"),
+    "agreement_best": ("agreement with the best", "shares {share} of its features with the query's best "
+                                                  "(typical {typical_share})",
+                       "shares {share} of its features with the query's best"),
+    "stability": ("stability", "a rerun keeps {share} of its features (typical {typical_share})",
+                  "a rerun keeps {share} of its features"),
+    "margin": ("near tie", "the top documents are nearly tied", "the top documents are far apart"),
+    "mass": ("attribution mass", "its features hold {share} of the attribution (typical {typical_share})",
+             "its features hold {share} of the attribution"),
+    "docs": ("query size", "a small query ({docs} documents)", "a large query ({docs} documents)"),
+    "spread": ("score spread", "scores close together (spread {value})", "scores spread wide ({value})"),
 }
 
 
@@ -522,14 +535,17 @@ def _reliable(unit: dict[str, Any], thresholds: Thresholds) -> bool:
     return bool(ok and (path is None or not np.isfinite(path) or path >= thresholds.path_accuracy))
 
 
-def _reason(signal: str, unit: dict[str, Any], standardised: float) -> str:
+BETTER_HIGH = {"validity", "agreement_best", "stability", "mass", "margin", "spread"}
+
+
+def _reason(signal: str, unit: dict[str, Any], standardised: float, typical: float) -> str:
     """A signal that pulls the estimate down, in words: which way it lies from the audit's typical value."""
     if signal.startswith("explainer:"):
         return f"{registry.label(signal.removeprefix('explainer:'))} explanations are seldom reliable on this model"
     value = unit["signals"][signal]
     text = SIGNALS[signal][1 if standardised < 0 else 2]
-    return text.format(value=figure(value), share=percent(value),
-                       docs=f"{round(2 ** value):,}" if np.isfinite(value) else "—")
+    return text.format(value=figure(value), share=percent(value), typical=figure(typical),
+                       typical_share=percent(typical), docs=f"{round(2 ** value):,}" if np.isfinite(value) else "—")
 
 
 def signal_name(signal: str) -> str:
@@ -554,11 +570,14 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     z = (np.where(np.isfinite(signals), signals, found.fill) - found.centre) / found.scale
     for u, p, push, zs, reliable in zip(units, found.probability, pushes, z, target, strict=True):
         flagged = bool(p < options.flag_below)
-        # an explainer's indicator is a reason only for its own explanations (not being TreeSHAP is no reason)
-        own = [j for j, n in enumerate(names) if not n.startswith("explainer:") or n == f"explainer:{u['method']}"]
+        # an explainer's indicator is a reason only for its own explanations, and a signal where more is better
+        # only when it lies below the audit's typical value (a steady rerun is no reason for doubt)
+        own = [j for j, n in enumerate(names)
+               if (n == f"explainer:{u['method']}") or (not n.startswith("explainer:")
+                                                        and (n not in BETTER_HIGH or zs[j] < 0))]
         down = sorted((j for j in own if push[j] < 0), key=lambda j: push[j])[:2] \
             if flagged and not found.constant else []
-        reasons = [_reason(names[j], u, zs[j]) for j in down] or \
+        reasons = [_reason(names[j], u, zs[j], found.centre[j]) for j in down] or \
             (["few explanations of this audit are reliable"] if flagged else [])
         u.update(reliability=float(p), reliable=bool(reliable),
                  verdict=Verdict(flagged, reasons, [signal_name(names[j]) for j in down]))
@@ -610,8 +629,7 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
              "mean); docs: log2 of the query's documents; spread: the standard deviation of its scores; "
              "explainer: which explainer gave it." + (f" Fewer than {MIN_OUTCOME} explanations had one of the two "
                                                       "outcomes, so no model was fitted: the estimate is the "
-                                                      "observed rate." if found.constant else ""),
-        body_rows=0))
+                                                      "observed rate." if found.constant else "")))
     if points:
         from auditor.report.plots import line_chart
 

@@ -383,7 +383,7 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
     add("Declared vs measured order of main parameters (Kendall tau)", "disclosure_consistency",
         "disclosure.rank_correlation", "1 = the declared order is the measured one")
     confidence = evidence.get("confidence", {}).get("metrics", {})
-    scale = "explanations a reviewer must not rely on"
+    scale = "explanations flagged for a second look before they are quoted"
     auc = confidence.get("confidence.validation.auc")
     if auc is not None and math.isfinite(auc):
         scale += ("; the estimate behind the flags separates reliable from unreliable ones with AUC "
@@ -420,6 +420,14 @@ def not_covered(document: dict[str, Any], registry: dict[str, Any], *, brief: bo
         choices = budget.get("choices", [])
         out += ([f"Time budget ({budget['minutes']:g} minutes): {counted(len(choices), 'reduction')} of the work"]
                 if brief else [f"Time budget ({budget['minutes']:g} minutes): {sentence}" for sentence in choices])
+    for law in document.get("other_laws") or []:
+        if law["applicability"].startswith("applies"):
+            out.append(f"{law['title']} (applies, not judged)" if brief else
+                       f"{law['title']}: applies to this provider, but its pack ({law['pack']}) was not applied, so "
+                       "this report does not judge it")
+        elif not law["applicability"].startswith("not applicable"):
+            out.append(f"{law['title']} (may apply, not judged)" if brief else
+                       f"{law['title']}: {law['applicability']}; its pack ({law['pack']}) was not applied")
     for use in document.get("audit", {}).get("out_of_scope") or []:
         out.append(f"{use} (out of scope)" if brief else f"Out of scope by the owner's statement: {use}")
     return out
