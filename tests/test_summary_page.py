@@ -222,3 +222,14 @@ def test_a_figure_printed_twice_reads_the_same(wide_run: Path) -> None:
         assert row["value_text"] in section, (row["label"], row["value_text"])
         checked += 1
     assert checked >= 3
+
+
+def test_the_headline_names_every_kind_of_finding() -> None:
+    """Waived failures and verdicts that could not be judged are named too (a positive-with-comments opinion always
+    says why), and the count of what passed ends the second sentence."""
+    document = {"opinion": "positive with comments", "detections": [], "evidence": {"dataset": {"metrics": {}}},
+                "audit": {}, "findings": [_finding(1, "WAIVED", "major"), _finding(2, "ERROR", "minor"),
+                                          _finding(3, "ERROR", "minor"), _finding(4, "PASS", "minor")]}
+    first, second = executive_summary(document, REGISTRY)["headline"]
+    assert "2 requirements that could not be judged and 1 waived failure" in first
+    assert second == "1 requirement passed or did not apply."

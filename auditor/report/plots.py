@@ -204,7 +204,17 @@ def fit(fig: plt.Figure, tight: dict | None = None) -> str:
     size it was made at: the SVG is then at most its `figsize`, the box it prints in. Text keeps its size; the axes
     give. Measured on the SVG itself (text extents differ between renderers)."""
     width, height = (72 * v for v in fig.get_size_inches())  # pt
-    for _ in range(6):
+    with matplotlib.rc_context(_STYLE):  # first fitted on the raster renderer's extents: a draw, not an SVG each
+        for _ in range(6):
+            if tight is not None:
+                fig.tight_layout(**tight)
+            box = fig.get_tightbbox(fig.canvas.get_renderer())
+            pad = 144 * matplotlib.rcParams["savefig.pad_inches"]  # the tight SVG's margin, both sides
+            pad += 8  # the SVG's text runs up to ~6 pt wider than the raster extents of the same labels
+            over_w, over_h = 72 * box.width + pad - width, 72 * box.height + pad - height
+            if (over_w <= 0.5 and over_h <= 0.5) or not _shrink(fig, over_w, over_h, width, height):
+                break
+    for _ in range(6):  # then checked, and if need be refitted, on the SVG itself
         if tight is not None:
             fig.tight_layout(**tight)
         svg = _save(fig)
@@ -212,10 +222,19 @@ def fit(fig: plt.Figure, tight: dict | None = None) -> str:
         over_w, over_h = float(size.group(1)) - width, float(size.group(2)) - height
         if over_w <= 0.5 and over_h <= 0.5:
             break
-        now_w, now_h = fig.get_size_inches()
-        fig.set_size_inches(max(now_w - max(over_w, 0.0) * 1.05 / 72, 0.35 * width / 72),  # labels, legends
-                            max(now_h - max(over_h, 0.0) * 1.05 / 72, 0.6 * height / 72))
+        if not _shrink(fig, over_w, over_h, width, height):
+            break
     return svg
+
+
+def _shrink(fig: plt.Figure, over_w: float, over_h: float, width: float, height: float) -> bool:
+    """Take the overshoot (pt) off the figure's size: the axes give, the text keeps its size. False when the
+    figure is already at its smallest (nothing more to try)."""
+    now_w, now_h = fig.get_size_inches()
+    new_w = max(now_w - max(over_w, 0.0) * 1.05 / 72, 0.35 * width / 72)  # labels, legends
+    new_h = max(now_h - max(over_h, 0.0) * 1.05 / 72, 0.6 * height / 72)
+    fig.set_size_inches(new_w, new_h)
+    return abs(new_w - now_w) > 1e-6 or abs(new_h - now_h) > 1e-6
 
 
 def to_svg(fig: plt.Figure, *, tight: dict | None = None) -> str:

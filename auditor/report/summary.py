@@ -67,35 +67,31 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
     failing = [f for f in heads if f.status == "FAIL"]
     serious = [f for f in failing if f.severity in ("critical", "major")]
     broken = [f for f in heads if f.status == "ERROR" and f.severity == "critical"]
-    warns = [f for f in heads if f.status == "WARN"]
-    others = [f for f in heads if f.status in ("FAIL", "ERROR", "WAIVED") and f not in serious and f not in broken]
+    items = [counted(n, noun, plural) for n, noun, plural in (
+        (len(failing) - len(serious), "failing minor requirement", None),
+        (sum(f.status == "ERROR" for f in heads) - len(broken), "requirement that could not be judged",
+         "requirements that could not be judged"),
+        (sum(f.status == "WARN" for f in heads), "warning", None),
+        (sum(f.status == "WAIVED" for f in heads), "waived failure", None),
+        (len(unjudged), "detected problem", None)) if n]
+    if unjudged:
+        items[-1] += " no applied rule judges"
+    passed = f"{counted(sum(f.status in ('PASS', 'SKIPPED') for f in heads), 'requirement')} passed or did not apply."
     if serious or broken:
         named = _titles(serious + broken)
         first = (f"The opinion is {opinion} because {_a_requirement(serious)} of critical or major severity "
                  f"{'is' if len(serious) == 1 else 'are'} not met: {named}." if serious else
                  f"The opinion is {opinion} because the evidence for {counted(len(broken), 'critical requirement')}"
                  f" failed, so {'it' if len(broken) == 1 else 'they'} could not be judged: {named}.")
-    elif failing or warns or unjudged or others:
-        first = (f"The opinion is {opinion}: no critical or major requirement fails, but "
-                 + ", ".join(part for part in (
-                     counted(len(failing), "minor requirement") + (" fails" if len(failing) == 1 else " fail")
-                     if failing else "",
-                     counted(len(warns), "warning") if warns else "",
-                     counted(len(unjudged), "detected problem") + " no applied rule judges" if unjudged else "")
-                     if part) + " stand.")
-    else:
-        return [f"The opinion is {opinion}: every one of the {counted(len(heads), 'requirement')} passed with its "
-                "whole 95% interval inside the requirement, or did not apply.",
-                "The evidence detected nothing that no rule judges."]
-    rest = []
-    if serious and warns:
-        rest.append(counted(len(warns), "requirement") + (" gives" if len(warns) == 1 else " give") + " a warning")
-    if serious and unjudged:
-        rest.append(f"the evidence detected {counted(len(unjudged), 'problem')} no applied rule judges")
-    passed = sum(f.status in ("PASS", "SKIPPED") for f in heads)
-    rest.append(f"{counted(passed, 'requirement')} passed or did not apply")
-    second = "Besides, " + _joined(rest) + "." if len(rest) > 1 else _joined(rest)[:1].upper() + _joined(rest)[1:] + "."
-    return [first, second]
+        return [first, (f"Besides, the findings hold {_joined(items)}; " if items else "") +
+                (passed if items else passed[:1].upper() + passed[1:])]
+    if items:
+        return [f"The opinion is {opinion}: no critical or major requirement fails, but the findings hold "
+                f"{_joined(items)}.", passed[:1].upper() + passed[1:]]
+    every = "the one requirement" if len(heads) == 1 else f"every one of the {counted(len(heads), 'requirement')}"
+    return [f"The opinion is {opinion}: {every} passed with its whole 95% interval inside the requirement, or did "
+            "not apply.",
+            "The evidence detected nothing that no rule judges."]
 
 
 def _passed_rules(passed: list[dict[str, Any]]) -> dict[str, Any]:
