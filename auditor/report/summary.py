@@ -327,7 +327,7 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
         low, high = metric(kind, f"{stem}.ci95_low"), metric(kind, f"{stem}.ci95_high")
         shown = percent if share else figure
         rows.append({"label": label, "value": value, "low": low, "high": high, "share": share, "evidence": kind,
-                     "text": with_interval(value, low, high, share=share), "value_text": shown(value),
+                     "value_text": shown(value),
                      "interval_text": "" if low is None or high is None else
                      interval(min(low, value), max(high, value), share=share),
                      "reference": reference(name, scale, share)})
@@ -346,7 +346,7 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
                                                  for r in top)
         rows.append({"label": "Main ranking parameters (the fewest features carrying 80% of what orders documents "
                               "within a query)", "value": main, "low": None, "high": None, "share": False,
-                     "evidence": "global_importance", "text": figure(main), "value_text": figure(main),
+                     "evidence": "global_importance", "value_text": figure(main),
                      "interval_text": "", "reference": reference("global_importance.main_parameters", largest)})
     local = evidence.get("local_explanations", {}).get("metrics", {})
     methods = [k.removeprefix("local.").removesuffix(".validity.mean") for k in local
@@ -359,7 +359,7 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
 
         add(f"Best explainer's validity ({registry.label(best)})", "local_explanations", f"local.{best}.validity.mean",
             "1 = the explanation alone keeps the ranking"
-            + (f"; random feature sets reach {with_interval(floor)}" if floor is not None else ""))
+            + (f"; random feature sets reach {figure(floor)}" if floor is not None else ""))
     influence = evidence.get("parameter_influence", {}).get("metrics", {})
     shifts = sorted((k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")),
                     key=lambda k: -influence[k])
