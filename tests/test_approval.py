@@ -34,7 +34,7 @@ def approver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def approve(run: Path, key: Path, *args: str, name: str = AS, env: dict[str, str] | None = None):
+def approve(run: Path, key: Path, *args: str, name: str = AS, env: dict[str, str | None] | None = None):
     result = runner.invoke(app, ["approve", str(run), "--as", name, "--key", str(key), "--passphrase-env",
                                  "TEST_KEY_PASS", *args], env={"TEST_KEY_PASS": PASS} if env is None else env)
     assert "Traceback" not in result.output, result.output
@@ -197,7 +197,8 @@ def test_bad_key_or_passphrase_is_one_line(signed: dict[str, Path], approver: Pa
     assert "wrong passphrase in TEST_KEY_PASS" in line
     assert "no such key file" in _one_error_line(approve(run, approver / "missing.p12"))
     assert "--as is empty" in _one_error_line(approve(run, approver / "signer.p12", name="  "))
-    unset = approve(run, approver / "signer.p12", env={})  # no variable, no terminal: the prompt gets nothing
+    # no variable (None removes one another test left set), no terminal: the prompt gets nothing
+    unset = approve(run, approver / "signer.p12", env={"TEST_KEY_PASS": None})
     assert unset.exit_code == 1 and "nothing was written" in unset.output
     assert not (run / "approval.dsse.json").exists()
 
