@@ -141,10 +141,23 @@ def summary_rows(result: EvidenceResult, queries: int) -> list[list[Any]]:
          _f(m.get("confidence.validation.validity_gap")), _i(m, "confidence.validation.validity_gap")],
         ["decision-path accuracy gap (unflagged − flagged, within explainer)",
          _f(m.get("confidence.validation.path_accuracy_gap")), _i(m, "confidence.validation.path_accuracy_gap")],
+        ["attributions below the validity floor (held-out masking)",
+         f"{int(m.get('confidence.widened.explanations', 0))}", ""],
+        ["… of them reliable with more of their top features (≤ min(3k, half the features), chosen on the audit's "
+         "masking and 5 other rows)",
+         _f(m.get("confidence.widened.reliable_share")), ""],
         ["queries with no reliable attribution",
          f"{int(lost)} of {queries} ({_f(m.get('confidence.attribution_unreliable_queries_share'))})"
          if np.isfinite(lost) else "—", ""],
     ]
+
+
+def within_auc(records: list[dict[str, Any]]) -> float:
+    """The estimate's AUC inside one explainer's explanations (NaN with one outcome only)."""
+    from auditor.checks.reliability import auc
+
+    return auc(np.array([bool(r["reliable"]) for r in records], dtype=int),
+               np.array([r["reliability"] for r in records], dtype=float))
 
 
 def per_explainer(result: EvidenceResult) -> list[list[Any]]:
@@ -152,6 +165,7 @@ def per_explainer(result: EvidenceResult) -> list[list[Any]]:
     for method in dict.fromkeys(r["method"] for r in result.records):
         mine = [r for r in result.records if r["method"] == method]
         rows.append([registry.label(method), len(mine), _f(np.mean([bool(r["reliable"]) for r in mine])),
+                     _f(within_auc(mine)),
                      _f(np.mean([r["reliability"] for r in mine])), _f(np.mean([r["flagged"] for r in mine])),
                      _f(np.mean([r["flagged_by_rules"] for r in mine])),
                      _f(np.mean([r["measures"]["validity"] for r in mine])),
@@ -273,7 +287,8 @@ def main() -> None:
                   f"background rows. Wall time {seconds:.0f} s, {ctx.model.rows_evaluated:,} model rows.", "",
                   table_markdown(["measure", "value", "95% interval"], summary_rows(result, n_queries)), "",
                   "Per explainer:", "",
-                  table_markdown(["explainer", "explanations", "reliable (measured)", "mean estimate",
+                  table_markdown(["explainer", "explanations", "reliable (measured)", "AUC within explainer",
+                                  "mean estimate",
                                   "flagged (estimate)", "flagged (rules, before)", "validity (audit masking)",
                                   "validity (held-out rows)"], per_explainer(result)), ""]
         for table in result.tables:

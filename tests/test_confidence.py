@@ -75,8 +75,12 @@ def test_confidence_judges_the_explanations_the_report_shows(context):
     assert all(r["measures"]["validity"] == pytest.approx(validity[(r["query"], r["method"])], abs=1e-6)
                for r in result.records)
     n_docs = sum(r["docs"] for r in local.records if r["method"] == "random")
-    heldout = confidence.ConfidenceOptions().heldout_rows  # the reliability target: the same sets, held-out rows
-    assert context.model.rows_evaluated - rows_before <= 2 * len(methods) * n_docs * (1 + heldout)
+    options = confidence.ConfidenceOptions()  # the target (held-out rows) and a signal (other rows): the same sets
+    per_set = 2 * n_docs * (1 + options.heldout_rows + options.robustness_rows)
+    # TreeSHAP below the floor is widened: up to 3k - k larger sets on the audit's masking and the robustness rows,
+    # one under the held-out rows
+    widening = 2 * n_docs * ((3 * 4 - 4) * (1 + options.robustness_rows) + options.heldout_rows)
+    assert context.model.rows_evaluated - rows_before <= len(methods) * per_set + widening
     assert 0 <= result.metrics["confidence.flagged_fraction"] <= 1
     for m in methods:
         assert f"confidence.{m}.flagged_fraction" in result.metrics
@@ -153,3 +157,38 @@ def test_the_headline_says_when_the_flags_do_not_separate(context):
                                       "explanations of worse"))  # none proven, or which one is and which is not
     assert says == any(np.isfinite(v) and v <= 0 for v in low)
     assert says == any(d.kind == "flags-not-validated" for d in result.detections)
+
+
+def test_attributions_below_the_floor_are_widened_until_they_hold(context):
+    """An attribution that fails with k features gets the fewest more of its own top features that reach the floor
+    on the audit's masking, and the report says whether that wider explanation holds under the held-out rows."""
+    result = confidence.run(context, confidence.ConfidenceOptions(
+        methods=["treeshap5", "greedy_cover_eps"], k=2, queries=8, thresholds={"validity": 0.8}))
+    below = [r for r in result.records if r["method"] == "treeshap5" and r["heldout_validity"] < 0.8]
+    assert below, "a floor of 0.8 with two features leaves some TreeSHAP explanations below it"
+    assert all(r["widened"] is None for r in result.records if r["method"] == "greedy_cover_eps")  # sets: no
+    widened = [r for r in below if r["widened"] is not None]
+    assert widened
+    for r in widened:
+        assert 2 < r["widened"]["k"] <= 6 and len(r["widened"]["selected"]) == r["widened"]["k"]
+        assert r["widened"]["selected"][:2] == r["selected"]  # the same attribution's top features, more of them
+        assert r["widened"]["validity"] >= 0.8  # chosen on the audit's masking
+    m = result.metrics
+    assert m["confidence.widened.explanations"] == len(below) and m["confidence.widened.reached"] == len(widened)
+    holding = [r for r in widened if r["widened"]["heldout_validity"] >= 0.8]
+    assert m["confidence.widened.reliable_share"] == pytest.approx(len(holding) / len(below))
+    table = next(t for t in result.tables if t.title == "Attributions that need more features")
+    assert len(table.rows) == min(len(below), confidence.WIDEN_LISTED) and f"{len(holding)} (" in table.note
+
+
+def test_the_headline_says_when_reliability_cannot_be_estimated(context):
+    """Every explanation reliable (a floor nothing misses): no estimate to fit or test, and the summary opens by
+    saying so, with the measured rate, instead of an AUC."""
+    result = confidence.run(context, confidence.ConfidenceOptions(
+        methods=["treeshap5", "greedy_cover_eps"], k=3, queries=6,
+        thresholds={"validity": -1.0, "path_accuracy": 0.0}))
+    assert result.metrics["confidence.reliable_share"] == 1.0
+    assert not np.isfinite(result.metrics["confidence.validation.auc"])
+    assert result.summary.startswith("Reliability could not be estimated: measured on the held-out masking, 100.0%")
+    assert f"None of {int(result.metrics['confidence.explanations'])} explanations is flagged." in result.summary
+    assert any(d.kind == "reliability-not-predicted" for d in result.detections)

@@ -66,7 +66,8 @@ HOW_TO_READ = (
     "Each explanation gets an estimated reliability: the probability that it reproduces the query's ranking under "
     "masking it was not chosen on (held-out background rows) and, for tree models, that it names the features the "
     "trees actually used. The estimate reads signals every explanation has — its validity on the audit's masking, "
-    "its overlap with the query's most valid explanation, a second run's agreement, near ties, the query's size "
+    "its validity with a few other background rows, its overlap with the query's most valid explanation and with "
+    "TreeSHAP's, a second run's agreement, near ties, the query's size "
     "and score spread, the explainer — and is fitted leaving whole queries out, so no explanation judges itself. "
     "An explanation is flagged when its estimate is below one half, with the two signals that pull it down most. "
     "A flagged explanation is not necessarily wrong; it needs a second look before it is quoted. The estimate's "
@@ -86,6 +87,7 @@ METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence
     "confidence.{reliable_share|attribution_unreliable_queries|attribution_unreliable_queries_share}",
     "confidence.rules.flagged_fraction",
     "confidence.validation.{auc|ece}",
+    "confidence.widened.{explanations|reached|reliable_share}",
     "confidence.validation.{auc|ece}.{ci95_low|ci95_high}",
 )
 
@@ -118,6 +120,10 @@ class ConfidenceOptions(EvidenceOptions):
     heldout_rows: int = Field(20, ge=2, le=200, description="Background rows of the held-out masking the reliability "
                                                              "target is measured under (their own seeded draw, not "
                                                              "the masking an explanation was chosen on).")
+    robustness_rows: int = Field(5, ge=1, le=200, description="Background rows (a seeded draw of their own, apart "
+                                                               "from the held-out rows) an explanation's validity is "
+                                                               "also measured under: a signal of the estimate (does "
+                                                               "the explanation hold off the audit's masking?).")
     flag_below: float = Field(0.5, gt=0, lt=1, description="Flag an explanation whose estimated reliability (the "
                                                             "out-of-sample probability that it is reliable) is "
                                                             "below this.")
@@ -225,6 +231,8 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     from auditor.explain.listwise import BackgroundMasking, expected_validity  # numba: loaded by the task
 
     heldout = BackgroundMasking(rows=options.heldout_rows).draw(background, ctx.rng("confidence/heldout"))
+    robust = BackgroundMasking(rows=options.robustness_rows).draw(background, ctx.rng("confidence/robustness"))
+    tree_method = next((m for m in methods if chosen[m].explainer.needs_trees), None)
     units: list[dict[str, Any]] = []
     excluded = 0
     for qi, X, scores, query_id, known in payload:
@@ -243,6 +251,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
                         played_masker(chosen[m].explainer.name, masker, rows_masker)) for m in methods}
         validity, _ = measure_sets(ctx.model, query.X, query.scores, masker, [sets[m] for m in methods])
         heldout_validity, _ = expected_validity(ctx.model, query.X, query.scores, heldout, [sets[m] for m in methods])
+        robust_validity, _ = expected_validity(ctx.model, query.X, query.scores, robust, [sets[m] for m in methods])
         best = int(np.argmax(validity))
         truth = ground_truth(ensemble, query.X[top]) if ensemble is not None else None
         margin = score_margin(query.scores, options.margin_docs)
@@ -260,15 +269,59 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
             if "additivity" in criteria:
                 measures["additivity"] = _additivity(m, attrs, query, attribution_docs, job.base_values)
             judged = verdict(measures, thresholds)
-            signals = {"validity": measures["validity"], "agreement_best": set_overlap(sets[m], sets[methods[best]]),
+            signals = {"validity": measures["validity"], "robust_validity": float(robust_validity[i]),
+                       "agreement_best": set_overlap(sets[m], sets[methods[best]]),
+                       "agreement_tree": set_overlap(sets[m], sets[tree_method]) if tree_method else float("nan"),
                        "stability": measures.get("stability", 1.0), "margin": float(np.log10(margin + 1e-6)),
                        "mass": _mass(chosen[m], attrs, sets[m]), "docs": float(np.log2(query.n_docs)),
                        "spread": float(np.std(query.scores))}
+            widened = (_widened(ctx.model, attrs, chosen[m], query, (masker, robust), heldout, options.k,
+                                options.thresholds.validity)
+                       if chosen[m].attribution and heldout_validity[i] < options.thresholds.validity else None)
             units.append({"query": query.query_id, "qi": qi, "method": m, "set": sets[m], "measures": measures,
                           "verdict": judged, "rules": judged, "fragile": fragile, "signals": signals,
-                          "heldout_validity": float(heldout_validity[i])})
+                          "heldout_validity": float(heldout_validity[i]), "widened": widened})
         ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return units, excluded
+
+
+WIDEN_TO = 3  # an attribution below the validity floor is widened up to this many times k features
+WIDEN_LISTED = 8  # widened attributions listed in the report (all in evidence.json)
+
+
+def widest(k: int, n_features: int) -> int:
+    """The most features a widened explanation may name: WIDEN_TO·k, and never more than half the features (an
+    explanation naming most of them explains nothing)."""
+    return min(WIDEN_TO * k, n_features // 2)
+
+
+def _widened(model: Any, attrs: dict[str, Attributions], method: Any, query: QueryView, maskers: tuple[Any, Any],
+             heldout: Any, k: int, floor: float) -> dict[str, Any] | None:
+    """The smallest top-k' of the same attribution (k < k' ≤ WIDEN_TO·k) whose validity reaches the floor both on
+    the audit's masking and under the robustness rows, with its validity under the held-out rows (which did not
+    choose k'); None when no k' does. Where an attribution fails with k features, it may hold with a few more — a
+    better explanation than a flag. (Reaching the floor on the mean alone chose sets that fell back under it on
+    other rows: MQ2008, 3 of 14 held.)"""
+    from auditor.explain.listwise import expected_validity
+
+    masker, robust = maskers
+    values = attrs[method.explainer.name].values
+    sizes = list(range(k + 1, widest(k, query.n_features) + 1))
+    if not sizes:
+        return None
+    candidates = [set_from_attributions(values, size, docs=method.docs) for size in sizes]
+    validity, _ = measure_sets(model, query.X, query.scores, masker, candidates)
+    passing = np.flatnonzero(validity >= floor)
+    if not passing.size:
+        return None
+    on_rows, _ = expected_validity(model, query.X, query.scores, robust, [candidates[i] for i in passing])
+    reached = passing[on_rows >= floor]
+    if not reached.size:
+        return None
+    first = int(reached[0])
+    held, _ = expected_validity(model, query.X, query.scores, heldout, [candidates[first]])
+    return {"k": sizes[first], "set": candidates[first], "validity": float(validity[first]),
+            "heldout_validity": float(held[0])}
 
 
 def _deterministic(method: Any, attrs: dict[str, Attributions]) -> bool:
@@ -399,14 +452,19 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
                        "heldout_validity": _r(u["heldout_validity"], 6), "flagged_by_rules": u["rules"].flagged,
                        "rule_reasons": u["rules"].reasons,
                        "signals": {k: _r(v, 6) for k, v in u["signals"].items()},
-                       "measures": {k: _r(v, 6) for k, v in u["measures"].items()}} for u in units]
+                       "measures": {k: _r(v, 6) for k, v in u["measures"].items()},
+                       "widened": None if u["widened"] is None else
+                       {"k": u["widened"]["k"], "selected": [names[f] for f in u["widened"]["set"]],
+                        "validity": _r(u["widened"]["validity"]),
+                        "heldout_validity": _r(u["widened"]["heldout_validity"])}} for u in units]
     if "margin" in criteria:
         _fragile(result, options, units)
     _validation(result, ctx, units)
     most = max(metrics[f"confidence.{m}.flagged_fraction"] for m in methods)
     worst = [registry.label(m) for m in methods if metrics[f"confidence.{m}.flagged_fraction"] == most]
     result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({percent(flagged.mean())}); most "
-                      f"often {' and '.join(worst)} ({percent(most)}{' each' if len(worst) > 1 else ''}).")
+                      f"often {' and '.join(worst)} ({percent(most)}{' each' if len(worst) > 1 else ''})."
+                      if flagged.any() else f"None of {len(units)} explanations is flagged.")
     if "margin" in criteria:
         result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
                            "rankings are near ties at the top (listed apart).")
@@ -420,6 +478,24 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     if lost:
         result.summary += (f" On {counted(lost, 'query')} no attribution explainer is reliable: the table names "
                            "the explanation to show instead.")
+    below = int(metrics.get("confidence.widened.explanations", 0))
+    if below:
+        holding = round(metrics["confidence.widened.reliable_share"] * below)
+        result.summary += (f" Of {counted(below, 'attribution')} below the validity floor, {holding} "
+                           f"{'holds' if holding == 1 else 'hold'} with a few more of the same top features (listed).")
+    auc_value, auc_low = metrics.get("confidence.validation.auc", np.nan), metrics.get(
+        "confidence.validation.auc.ci95_low", np.nan)
+    if "confidence.reliable_share" in metrics and not np.isfinite(auc_value):
+        reliable = metrics["confidence.reliable_share"]
+        result.summary = (f"Reliability could not be estimated: measured on the held-out masking, "
+                          f"{percent(reliable)} of the explanations are reliable, too few of one outcome (fewer than "
+                          f"{MIN_OUTCOME}) to fit or test an estimate, so every explanation gets that rate. "
+                          + result.summary)
+    elif np.isfinite(auc_low) and auc_low <= 0.5:
+        result.summary = ("No signal the audit measures predicts which explanations hold: the reliability estimate's "
+                          f"AUC {with_interval(auc_value, auc_low, metrics['confidence.validation.auc.ci95_high'])} "
+                          "reaches chance (0.5), so check each explanation's measured validity before quoting it. "
+                          + result.summary)
     unproven = [label for measure, label in VALIDATED
                 if np.isfinite(metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan))
                 and metrics[f"confidence.validation.{measure}_gap.ci95_low"] <= 0]
@@ -514,9 +590,14 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
 SIGNALS = {  # the estimate's signals: a short name, and how each reads as a reason when low and when high
     "validity": ("validity", "validity {value} on the audit's masking (typical {typical})",
                  "validity {value} on the audit's masking, above the typical {typical}"),
+    "robust_validity": ("validity on other rows", "validity {value} with other background rows (typical {typical})",
+                        "validity {value} with other background rows, above the typical {typical}"),
     "agreement_best": ("agreement with the best", "shares {share} of its features with the query's best "
                                                   "(typical {typical_share})",
                        "shares {share} of its features with the query's best"),
+    "agreement_tree": ("agreement with TreeSHAP", "shares {share} of its features with TreeSHAP's (typical "
+                                                  "{typical_share})",
+                       "shares {share} of its features with TreeSHAP's"),
     "stability": ("stability", "a rerun keeps {share} of its features (typical {typical_share})",
                   "a rerun keeps {share} of its features"),
     "margin": ("near tie", "the top documents are nearly tied", "the top documents are far apart"),
@@ -535,7 +616,8 @@ def _reliable(unit: dict[str, Any], thresholds: Thresholds) -> bool:
     return bool(ok and (path is None or not np.isfinite(path) or path >= thresholds.path_accuracy))
 
 
-BETTER_HIGH = {"validity", "agreement_best", "stability", "mass", "margin", "spread"}
+BETTER_HIGH = {"validity", "robust_validity", "agreement_best", "agreement_tree", "stability", "mass", "margin",
+               "spread"}
 
 
 def _reason(signal: str, unit: dict[str, Any], standardised: float, typical: float) -> str:
@@ -623,7 +705,10 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
                _r(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
               for j, (n, c) in enumerate(zip(names, found.coefficients, strict=True))],
         note="Positive: the signal raises the estimated reliability. validity: on the audit's masking; "
-             "agreement_best: top-k overlap with the query's most valid explanation; stability: overlap with a "
+             f"validity on other rows: under {options.robustness_rows} background rows of their own draw; "
+             "agreement_best: top-k overlap with the query's most valid explanation; agreement with TreeSHAP: "
+             "top-k overlap with TreeSHAP's explanation of the query (tree models; it reads the trees' paths); "
+             "stability: overlap with a "
              "second seeded run (1 for deterministic explainers); margin: log10 of the top documents' smallest "
              "score gap; mass: the chosen features' share of the attribution (set searches: filled with the "
              "mean); docs: log2 of the query's documents; spread: the standard deviation of its scores; "
@@ -661,6 +746,47 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
             interval=(low, m["confidence.validation.auc.ci95_high"]) if np.isfinite(low) else None,
             subject="reliability")
     _alternatives(result, ctx, options, units)
+    _widening(result, ctx, options, units)
+
+
+def _widening(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions,
+              units: list[dict[str, Any]]) -> None:
+    """Attributions below the validity floor under the held-out rows, widened: how many features each needs
+    (chosen on the audit's masking) and whether the widened explanation holds under the held-out rows."""
+    below = [u for u in units if registry.method(u["method"]).attribution
+             and u["heldout_validity"] < options.thresholds.validity]
+    reached = [u for u in below if u["widened"] is not None]
+    holding = [u for u in reached if u["widened"]["heldout_validity"] >= options.thresholds.validity]
+    m = result.metrics
+    m["confidence.widened.explanations"] = float(len(below))
+    m["confidence.widened.reached"] = float(len(reached))
+    m["confidence.widened.reliable_share"] = float(len(holding) / len(below)) if below else float("nan")
+    if not below:
+        return
+    names = ctx.data.feature_names
+    # the wider explanations to quote first, then those that reach the floor only where k' was chosen, then none
+    below.sort(key=lambda u: 2 if u["widened"] is None else
+               0 if u["widened"]["heldout_validity"] >= options.thresholds.validity else 1)
+    rows = [[u["query"], registry.label(u["method"]), _r(u["heldout_validity"]),
+             u["widened"]["k"] if u["widened"] else None,
+             ", ".join(names[f] for f in u["widened"]["set"][options.k:]) if u["widened"] else "none within "
+             f"{widest(options.k, ctx.data.n_features)} features",
+             _r(u["widened"]["heldout_validity"]) if u["widened"] else None] for u in below]
+    result.tables.append(Table(
+        title="Attributions that need more features",
+        columns=["query", "explainer", f"validity with {options.k} features (held-out masking)", "features needed",
+                 "features added", "validity with them (held-out masking)"],
+        rows=rows[:WIDEN_LISTED],
+        note=f"{counted(len(below), 'attribution explanation')} fall below validity "
+             f"{figure(options.thresholds.validity)} under the held-out masking with {options.k} features. Taking "
+             f"more of the same attribution's top features (up to {widest(options.k, ctx.data.n_features)}: "
+             f"{WIDEN_TO} × {options.k} and at most half the features; the fewest that reach "
+             f"{figure(options.thresholds.validity)} on the audit's masking and with {options.robustness_rows} other "
+             f"background rows), {len(reached)} reach it there and "
+             f"{len(holding)} ({percent(len(holding) / len(below))}) also hold under the held-out rows, which did "
+             "not choose the number: for those, quote the wider explanation."
+             + (f" The first {WIDEN_LISTED} are listed (every one is in evidence.json)."
+                if len(below) > WIDEN_LISTED else "")))
 
 
 def _alternatives(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions,

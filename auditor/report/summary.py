@@ -389,6 +389,11 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
     lost = int(confidence.get("confidence.attribution_unreliable_queries", 0) or 0)
     if lost:
         scale += f"; on {counted(lost, 'query')} no attribution explainer is reliable (the section names what to use)"
+    below = int(confidence.get("confidence.widened.explanations", 0) or 0)
+    widened = confidence.get("confidence.widened.reliable_share")
+    if below and widened is not None and math.isfinite(widened):
+        scale += (f"; {round(widened * below)} of {counted(below, 'attribution')} that fail with their top features "
+                  "hold with a few more (the section lists them)")
     add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction", scale,
         share=True)
     return rows
