@@ -56,8 +56,12 @@ class Masker:
 
     def masked_scores(self, model: CountingRanker, X: np.ndarray, keep: np.ndarray, *,
                       max_rows: int = 2_000_000) -> np.ndarray:
-        """Scores (C × n) of the documents with only the kept features, in as few predict calls as memory allows."""
+        """Scores (C × n) of the documents with only the kept features: read off the trees when the model's array
+        form is bit-identical to it, else in as few predict calls as memory allows."""
         keep = np.asarray(keep, dtype=bool).reshape(-1, X.shape[1])
+        per_fill = fill_scores(model, X, self.fill, keep)
+        if per_fill is not None:
+            return per_fill.mean(axis=2)
         n, per_candidate = X.shape[0], X.shape[0] * self.n_fill
         step = max(1, rows_per_call(X.shape[1], max_rows) // max(per_candidate, 1))
         out = np.empty((keep.shape[0], n))
@@ -66,6 +70,23 @@ class Masker:
             scores = model.predict(self.masked_rows(X, block))
             out[start:start + len(block)] = scores.reshape(len(block), n, self.n_fill).mean(axis=2)
         return out
+
+
+def fill_scores(model: CountingRanker, X: np.ndarray, fill: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
+    """(C × n × fill rows) scores of the documents under each keep-mask and each fill row, read off the trees
+    (`auditor.masked_scoring`, bit-identical to predicting the built rows, counted as model rows), or None when the
+    model has no bit-identical array form. The layout is the one `masked_rows` + predict gives."""
+    trees = model.exact_trees() if hasattr(model, "exact_trees") else None
+    if trees is None:
+        return None
+    from auditor.masked_scoring import masked_scores
+    from auditor.models.base import check_scores
+
+    X = np.asarray(X, dtype=np.float64)
+    out = np.stack([masked_scores(trees, X, row, keep) for row in np.atleast_2d(fill)], axis=2)
+    model.count(out.size)
+    check_scores(out.reshape(-1), out.size, file=getattr(model.inner, "source", None))
+    return out
 
 
 def keep_masks(sets: list[tuple[int, ...]] | list[list[int]], n_features: int, *, complement: bool = False

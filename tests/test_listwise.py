@@ -97,6 +97,10 @@ def test_one_model_call_per_batch(real_query) -> None:
             calls.append(X.shape[0])
             return super().predict(X)
 
+        def count(self, rows: int) -> None:  # masked rows read off the trees: one kernel call
+            calls.append(rows)
+            super().count(rows)
+
     spy = Spy(model.inner)
     result = ListwiseShap(estimator="exact").explain(spy, query, masker, np.random.default_rng(0))
     m = len(result.players)
@@ -178,6 +182,10 @@ def test_background_validity_is_the_mean_tau_over_rows(real_query) -> None:
         def predict(self, X: np.ndarray) -> np.ndarray:
             calls.append(X.shape[0])
             return super().predict(X)
+
+        def count(self, rows: int) -> None:  # masked rows read off the trees: one kernel call
+            calls.append(rows)
+            super().count(rows)
 
     sets = [(0, 1), (3,)]
     validity, completeness = expected_validity(Spy(model.inner), query.X, query.scores, rows, sets)

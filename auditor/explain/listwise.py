@@ -47,7 +47,7 @@ from auditor.explain.kernelshap import coalition_design, solve_with_jackknife
 from auditor.explain.options import ListwiseShapOptions
 from auditor.explain.screen import inert_features
 from auditor.explain.search import extend_beam
-from auditor.masking import Masker, keep_masks
+from auditor.masking import Masker, fill_scores, keep_masks
 from auditor.models.base import CountingRanker, rows_per_call
 
 Objective = Literal["kendall", "ndcg"]
@@ -167,8 +167,10 @@ class RankGame:
         out = np.empty(keep.shape[0])
         for start in range(0, keep.shape[0], step):
             block = keep[start:start + step]
-            rows = np.where(block[:, None, None, :], self.X[None, :, None, :], self.fill[None, None, :, :])
-            scores = self.model.predict(rows.reshape(-1, self.X.shape[1])).reshape(len(block), n, n_fill)
+            scores = fill_scores(self.model, self.X, self.fill, block)
+            if scores is None:
+                rows = np.where(block[:, None, None, :], self.X[None, :, None, :], self.fill[None, None, :, :])
+                scores = self.model.predict(rows.reshape(-1, self.X.shape[1])).reshape(len(block), n, n_fill)
             if self.average_values:
                 per_row = self.measure(scores.transpose(0, 2, 1).reshape(-1, n))
                 out[start:start + len(block)] = per_row.reshape(len(block), n_fill).mean(axis=1)

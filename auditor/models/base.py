@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -78,6 +79,21 @@ class CountingRanker:
         check_scores(scores, int(X.shape[0]), file=getattr(self.inner, "source", None))
         return scores
 
+    def exact_trees(self) -> Any:
+        """The model's trees in array form when they score as the model does **bit for bit** (probe rows at, just
+        below and just above every threshold, 0 and NaN), else None; decided once. Masked rows are then scored off
+        the trees (`auditor.masked_scoring`) instead of being built and predicted. AUDITOR_MASKED_ROWS=predict
+        turns it off (benchmarks compare the two)."""
+        if "_exact_trees" not in self.__dict__:
+            self._exact_trees = None if os.environ.get("AUDITOR_MASKED_ROWS") == "predict" else \
+                bit_identical_trees(self.inner)
+        return self._exact_trees
+
+    def count(self, rows: int) -> None:
+        """Count rows scored without `predict` (masked rows read off the trees): each is one model row."""
+        with self._count_lock:
+            self.rows_evaluated += int(rows)
+
     def contributions(self, X: np.ndarray) -> np.ndarray | None:
         out = self.inner.contributions(X)
         if out is not None:
@@ -87,6 +103,22 @@ class CountingRanker:
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+
+def bit_identical_trees(ranker: Any) -> Any:
+    """`ranker.tree_ensemble()` if it reproduces `ranker.predict` exactly on probe rows, else None."""
+    from auditor.masked_scoring import masked_ensemble
+    from auditor.trees import probe_rows
+
+    ensemble = masked_ensemble(ranker)
+    if ensemble is None or ensemble.n_features != ranker.n_features:
+        return None
+    rows = probe_rows(ensemble, np.random.default_rng(0))
+    try:
+        same = np.array_equal(np.asarray(ranker.predict(rows), dtype=np.float64).reshape(-1), ensemble.predict(rows))
+    except Exception:  # a model that cannot score the probe rows keeps its own predict
+        return None
+    return ensemble if same else None
 
 
 BOUND_FIX = "retrain the model, or save it again if the file was edited (a ranker's leaf values are small numbers)"
