@@ -115,7 +115,7 @@ class ConfidenceOptions(EvidenceOptions):
     path_top_k: int = Field(5, ge=1, description="K of the decision-path top-K AUC.")
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
-    max_listed: int = Field(20, ge=0, description="Flagged explanations listed in the report (all are in "
+    max_listed: int = Field(16, ge=0, description="Flagged explanations listed in the report (all are in "
                                                   "evidence.json).")
     heldout_rows: int = Field(20, ge=2, le=200, description="Background rows of the held-out masking the reliability "
                                                              "target is measured under (their own seeded draw, not "
@@ -590,8 +590,8 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
 SIGNALS = {  # the estimate's signals: a short name, and how each reads as a reason when low and when high
     "validity": ("validity", "validity {value} on the audit's masking (typical {typical})",
                  "validity {value} on the audit's masking, above the typical {typical}"),
-    "robust_validity": ("validity on other rows", "validity {value} with other background rows (typical {typical})",
-                        "validity {value} with other background rows, above the typical {typical}"),
+    "robust_validity": ("validity on other rows", "validity {value} on other rows (typical {typical})",
+                        "validity {value} on other rows, above the typical {typical}"),
     "agreement_best": ("agreement with the best", "shares {share} of its features with the query's best "
                                                   "(typical {typical_share})",
                        "shares {share} of its features with the query's best"),
