@@ -8,10 +8,10 @@ Exact TreeSHAP contributions φ give three views of a feature's importance:
   ranking (the caveat of paper 000 on SHAP plots computed over the whole set).
 
 For LightGBM, φ comes from our `auditor.fast_treeshap.FastTreeShap` (the same values as LightGBM's `pred_contrib`
-to 1e-9, several times faster: docs/benchmarks.md), or from `pred_contrib` itself below `FAST_TREESHAP_MIN_DOCS`
-documents and for models the array form does not cover; for scikit-learn trees from shap's TreeExplainer; for
-XGBoost and CatBoost from FastTreeShap on their array form always (their `contributions`). The table note names
-the one used.
+to 1e-9, several times faster: docs/benchmarks.md) where `pred_contrib` would take longer than compiling ours
+(`capabilities.FAST_TREESHAP_MIN_SECONDS`), else from `pred_contrib` itself, as for models the array form does not
+cover; for scikit-learn trees from shap's TreeExplainer; for XGBoost and CatBoost from FastTreeShap on their array
+form always (their `contributions`). The table note names the one used.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from auditor.evidence.base import (
     representative_query,
     representative_text,
 )
-from auditor.models.capabilities import FAST_TREESHAP_MIN_DOCS, reference_scores
 from auditor.models.capabilities import fast_treeshap as _fast_treeshap
+from auditor.models.capabilities import reference_scores
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -398,7 +398,7 @@ def _contribution_chunks(ctx: AuditContext, chunk: int) -> tuple[Iterator[tuple[
     which implementation computes it; None for models without exact TreeSHAP. Chunks show progress, and every
     chunk counts its rows as model rows, whichever implementation ran."""
     X, ptr = ctx.data.X, ctx.data.query_ptr
-    fast = _fast_treeshap(ctx.model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
+    fast = _fast_treeshap(ctx.model, X.shape[0])
     chunks = _query_chunks(ptr, chunk)
 
     def compute(qa: int, qb: int) -> np.ndarray | None:

@@ -164,12 +164,12 @@ def candidate_features(model: CountingRanker, query: Any, inert: np.ndarray, cou
 
 def treeshap_spread(model: CountingRanker, X: np.ndarray, query_ptr: np.ndarray) -> np.ndarray | None:
     """(queries × F) Σ_d |φ_f(d) − mean_d φ_f| per query, φ the path-dependent TreeSHAP of the model (auditor's
-    FastTreeShap for LightGBM from 1,000 documents, else the model's own contributions; rows counted as model
-    rows either way); None for a model without TreeSHAP."""
-    from auditor.models.capabilities import FAST_TREESHAP_MIN_DOCS, fast_treeshap
+    FastTreeShap for LightGBM where pred_contrib would be slow, else the model's own contributions; rows counted as
+    model rows either way); None for a model without TreeSHAP."""
+    from auditor.models.capabilities import fast_treeshap
 
     X = np.asarray(X, dtype=np.float64)
-    fast = fast_treeshap(model) if X.shape[0] >= FAST_TREESHAP_MIN_DOCS else None
+    fast = fast_treeshap(model, X.shape[0])
     if fast is not None:
         model.rows_evaluated += X.shape[0]  # as CountingRanker.contributions counts pred_contrib's
         contributions = fast.contributions(X)

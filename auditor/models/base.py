@@ -107,15 +107,16 @@ class CountingRanker:
 
 def bit_identical_trees(ranker: Any) -> Any:
     """`ranker.tree_ensemble()` if it reproduces `ranker.predict` exactly on probe rows, else None."""
-    from auditor.masked_scoring import masked_ensemble
+    from auditor.masked_scoring import masked_ensemble, masked_scores
     from auditor.trees import probe_rows
 
     ensemble = masked_ensemble(ranker)
     if ensemble is None or ensemble.n_features != ranker.n_features:
         return None
     rows = probe_rows(ensemble, np.random.default_rng(0))
-    try:
-        same = np.array_equal(np.asarray(ranker.predict(rows), dtype=np.float64).reshape(-1), ensemble.predict(rows))
+    try:  # every feature kept: the rows themselves, scored by the kernel the audit will use
+        ours = masked_scores(ensemble, rows, rows[0], np.ones((1, rows.shape[1]), dtype=bool))[0]
+        same = np.array_equal(np.asarray(ranker.predict(rows), dtype=np.float64).reshape(-1), ours)
     except Exception:  # a model that cannot score the probe rows keeps its own predict
         return None
     return ensemble if same else None

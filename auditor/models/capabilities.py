@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-FAST_TREESHAP_MIN_DOCS = 1_000  # from this many documents auditor's TreeSHAP beats LightGBM's pred_contrib
+# LightGBM's pred_contrib costs about this per row · leaf · (leaf depth)² (Algorithm 2: O(L·D²) a row and tree;
+# fitted on the bookstore's 80 × 15-leaf model and a 500 × 63-leaf one, docs/benchmarks.md). Our TreeSHAP is used
+# when pred_contrib would take longer than compiling ours does on a first run (an empty numba cache: ~8 s), so a
+# fresh install never pays more for it than it saves; the choice depends on the model and the rows only.
+PRED_CONTRIB_SECONDS = 5.5e-9
+FAST_TREESHAP_MIN_SECONDS = 10.0
 
 
 def tree_ensemble(model: Any) -> tuple[Any, str]:
@@ -35,9 +40,10 @@ def reference_scores(model: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarra
     return method if method is not None else (lambda rows, scores: scores)
 
 
-def fast_treeshap(model: Any) -> Any:
-    """Our TreeSHAP (`auditor.fast_treeshap.FastTreeShap`) for a LightGBM model the array form covers; None
-    otherwise (the model's own is used)."""
+def fast_treeshap(model: Any, rows: int) -> Any:
+    """Our TreeSHAP (`auditor.fast_treeshap.FastTreeShap`) for a LightGBM model the array form covers, when
+    LightGBM's `pred_contrib` would take longer on `rows` rows than FAST_TREESHAP_MIN_SECONDS; None otherwise (the
+    model's own is used)."""
     from auditor.fast_treeshap import FastTreeShap
     from auditor.trees import TreeEnsemble, UnsupportedModel
 
@@ -45,6 +51,22 @@ def fast_treeshap(model: Any) -> Any:
     if model.kind != "lightgbm" or booster is None:
         return None
     try:
-        return FastTreeShap(TreeEnsemble.from_lightgbm(booster.dump_model()))
-    except UnsupportedModel:  # categorical splits, multiclass, paths of more than 63 features: pred_contrib
+        ensemble = TreeEnsemble.from_lightgbm(booster.dump_model())
+    except UnsupportedModel:  # categorical splits, multiclass: pred_contrib
         return None
+    if pred_contrib_seconds(ensemble, rows) < FAST_TREESHAP_MIN_SECONDS:
+        return None
+    try:
+        return FastTreeShap(ensemble)
+    except UnsupportedModel:  # paths of more than 63 features: pred_contrib
+        return None
+
+
+def pred_contrib_seconds(ensemble: Any, rows: int) -> float:
+    """LightGBM's pred_contrib time on `rows` rows, estimated from the trees' shape (PRED_CONTRIB_SECONDS)."""
+    depth = np.zeros(len(ensemble.feature))
+    for node in range(len(ensemble.feature)):  # a child's index is larger than its parent's
+        if ensemble.parent[node] >= 0:
+            depth[node] = depth[ensemble.parent[node]] + 1
+    leaves = ensemble.feature < 0
+    return float(rows) * float(np.sum(depth[leaves] ** 2)) * PRED_CONTRIB_SECONDS
