@@ -381,6 +381,10 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
     confidence = evidence.get("confidence", {}).get("metrics", {})
     scale = "explanations flagged for a second look before they are quoted"
     auc = confidence.get("confidence.validation.auc")
+    reliable = confidence.get("confidence.reliable_share")
+    if (auc is None or not math.isfinite(auc)) and reliable is not None and math.isfinite(reliable):
+        scale += (f"; no reliability estimate: {percent(reliable)} of the explanations hold under held-out masking, "
+                  "too few of one outcome to fit one")
     if auc is not None and math.isfinite(auc):
         scale += ("; the estimate behind the flags separates reliable from unreliable ones with AUC "
                   + with_interval(auc,
