@@ -18,6 +18,10 @@ are decided (2 in 5 on that model), and a walk reads two small arrays. The same 
 node-sized arrays is 2x slower, and walking every path with precomputed directions 5x
 (benchmarks/masked_scoring.py). Documents run in parallel and masks inside, so a document's table serves all its
 masks; each parallel task reuses four node-sized arrays.
+
+`masked_scores_rows` scores rows that each take their fill from one of many reference rows (pairwise
+explanations): rows are grouped by (document, fill row) pair and each pair's table, built with the fill's directions
+worked out at the splits met, serves that pair's rows; pairs with too few rows for a table to pay walk the trees.
 """
 
 from __future__ import annotations
@@ -65,6 +69,56 @@ def masked_scores(ensemble: TreeEnsemble, X: np.ndarray, fill: np.ndarray, keep:
     if X.shape[0] and keep.shape[0]:
         _masked(X, keep, by_fill, e.feature, e.threshold, e.left, e.right, e.default_left, e.missing, e.value,
                 e.roots, e.weight, float(e.bias), e.zero_filter, e.float32_sum, tasks, out)
+    return out
+
+
+# A (document, fill) pair with fewer rows than this walks the trees on each row instead of building its table: on the
+# 136-feature benchmark model a table costs about two walks (1.6-2.3 rows a pair: tables for every pair 0.4-0.5x the
+# walks' speed, from 3 rows on the same; 100 rows a pair: 2 to 6 alike).
+_TABLE_MIN_ROWS = 3
+
+
+def masked_scores_rows(ensemble: TreeEnsemble, X: np.ndarray, fills: np.ndarray, doc_of_row: np.ndarray,
+                       fill_of_row: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """(M,) scores of rows `np.where(keep[m], X[doc_of_row[m]], fills[fill_of_row[m]])`, bit for bit as
+    `ensemble.predict` of those rows: documents X (n × F), fill rows `fills` (R × F), keep-masks (M × F).
+
+    Pairwise explanations fill each row from one of many reference rows, so `masked_scores`'s one shared fill does
+    not fit; but a (document, fill row) pair recurs across many masks. Rows are grouped by pair, each pair's jump
+    table is built once (the fill's directions worked out per pair, at the splits the build meets) and serves all
+    the pair's rows. Pairs with fewer than `_TABLE_MIN_ROWS` rows, where a table does not pay, walk the trees on
+    each row directly, reading x or the fill by the mask."""
+    X = ensemble.rows(np.atleast_2d(X))
+    fills = ensemble.rows(np.atleast_2d(fills))
+    keep = np.ascontiguousarray(np.atleast_2d(keep), dtype=np.bool_)
+    doc_of_row, fill_of_row = np.asarray(doc_of_row), np.asarray(fill_of_row)
+    n, R, M = X.shape[0], fills.shape[0], keep.shape[0]
+    if (X.ndim != 2 or fills.ndim != 2 or keep.ndim != 2 or X.shape[1] < ensemble.n_features
+            or fills.shape[1] != X.shape[1] or keep.shape[1] != X.shape[1]):
+        raise ValueError(f"X {X.shape}, fills {fills.shape} and keep {keep.shape} need the same columns, at least "
+                         f"{ensemble.n_features}")
+    for name, index, size in (("doc_of_row", doc_of_row, n), ("fill_of_row", fill_of_row, R)):
+        if index.shape != (M,) or (index.size and index.dtype.kind not in "iu"):
+            raise ValueError(f"{name} needs {M} integers, one per keep row: got {index.dtype} {index.shape}")
+        if index.size and (index.min() < 0 or index.max() >= size):
+            raise ValueError(f"{name} indexes outside [0, {size}): {index.min()}..{index.max()}")
+    out = np.empty(M)
+    if not M:
+        return out
+    key = doc_of_row.astype(np.int64) * R + fill_of_row.astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    pair_start = np.append(first, M).astype(np.int64)
+    pair_doc, pair_fill = (key[first] // R).astype(np.int64), (key[first] % R).astype(np.int64)
+    n_tasks = min(first.shape[0], 4 * get_num_threads())
+    # task boundaries in pairs, even in rows: one pair with many rows does not leave the other threads idle
+    bounds = np.searchsorted(first, np.arange(n_tasks + 1) * M // n_tasks).astype(np.int64)
+    bounds[-1] = first.shape[0]
+    e = ensemble
+    _masked_rows(X, fills, keep, order.astype(np.int64), pair_start, pair_doc, pair_fill, bounds, _TABLE_MIN_ROWS,
+                 e.feature, e.threshold, e.left, e.right, e.default_left, e.missing, e.value, e.roots, e.weight,
+                 float(e.bias), e.zero_filter, e.float32_sum, out)
     return out
 
 
@@ -119,38 +173,112 @@ def _masked(X, keep, by_fill, feature, threshold, left, right, default_left, mis
         slots = np.empty(n_nodes, dtype=np.int32)  # the depth-first stack: link entry to write, node it starts from
         starts = np.empty(n_nodes, dtype=np.int32)
         for doc in range(task * n_docs // n_tasks, (task + 1) * n_docs // n_tasks):
-            x = X[doc]
-            k = 0
-            for tree in range(n_trees):
-                slots[0], starts[0], top = tree, roots[tree], 1
-                while top > 0:
-                    top -= 1
-                    slot, node = slots[top], starts[top]
-                    own = node
-                    while feature[node] >= 0:  # follow the splits x and the fill agree on
-                        own = _child(x[feature[node]], node, threshold, left, right, default_left, missing,
-                                     zero_filter)
-                        if own != by_fill[node]:
-                            break
-                        node = own
-                    if feature[node] < 0:
-                        link[slot] = -(node + 1)
-                        continue
-                    link[slot], feat[k] = k, feature[node]
-                    slots[top], starts[top] = n_trees + 2 * k, own
-                    slots[top + 1], starts[top + 1] = n_trees + 2 * k + 1, by_fill[node]
-                    top += 2
-                    k += 1
-            for c in range(keep.shape[0]):  # summed as auditor.trees._score sums
-                kept = keep[c]
+            _table(X[doc], X[doc], by_fill, _fill_shared, feature, threshold, left, right, default_left, missing,
+                   roots, zero_filter, link, feat, slots, starts)
+            for c in range(keep.shape[0]):
+                out[c, doc] = _total(link, feat, keep[c], n_trees, value, weight, bias, float32_sum)
+
+
+@njit(cache=True, inline="always")
+def _fill_shared(fill, by_fill, node, feature, threshold, left, right, default_left, missing, zero_filter):
+    """Where the fill goes at split `node`: looked up, one fill for every document (`masked_scores`)."""
+    return by_fill[node]
+
+
+@njit(cache=True, inline="always")
+def _fill_own(fill, by_fill, node, feature, threshold, left, right, default_left, missing, zero_filter):
+    """Where the fill goes at split `node`: worked out from the fill row, one per (document, fill) pair."""
+    return _child(fill[feature[node]], node, threshold, left, right, default_left, missing, zero_filter)
+
+
+@njit(cache=True, inline="always")
+def _table(x, fill, by_fill, fill_child, feature, threshold, left, right, default_left, missing, roots, zero_filter,
+           link, feat, slots, starts):
+    """Build document x's link table (see `_masked`) into `link` and `feat`, with `slots` and `starts` as the stack.
+    `fill_child` (`_fill_shared` or `_fill_own`, compiled into each caller) gives the fill's direction at a split."""
+    n_trees = roots.shape[0]
+    k = 0
+    for tree in range(n_trees):
+        slots[0], starts[0], top = tree, roots[tree], 1
+        while top > 0:
+            top -= 1
+            slot, node = slots[top], starts[top]
+            own = node
+            filled = node
+            while feature[node] >= 0:  # follow the splits x and the fill agree on
+                own = _child(x[feature[node]], node, threshold, left, right, default_left, missing, zero_filter)
+                filled = fill_child(fill, by_fill, node, feature, threshold, left, right, default_left, missing,
+                                    zero_filter)
+                if own != filled:
+                    break
+                node = own
+            if feature[node] < 0:
+                link[slot] = -(node + 1)
+                continue
+            link[slot], feat[k] = k, feature[node]
+            slots[top], starts[top] = n_trees + 2 * k, own
+            slots[top + 1], starts[top + 1] = n_trees + 2 * k + 1, filled
+            top += 2
+            k += 1
+
+
+@njit(cache=True, inline="always")
+def _total(link, feat, kept, n_trees, value, weight, bias, float32_sum):
+    """The score under keep-mask `kept` through a link table, summed as `auditor.trees._score` sums."""
+    if float32_sum:
+        small = np.float32(bias)
+        for tree in range(n_trees):
+            leaf = _leaf_under(link, feat, kept, n_trees, tree)
+            small = np.float32(small + np.float32(weight[tree] * value[leaf]))
+        return np.float64(small)
+    total = bias
+    for tree in range(n_trees):
+        total += weight[tree] * value[_leaf_under(link, feat, kept, n_trees, tree)]
+    return total
+
+
+@njit(cache=True, inline="always")
+def _leaf_mixed(x, fill, kept, node, feature, threshold, left, right, default_left, missing, zero_filter):
+    """The leaf from `node` of the row that reads x where `kept`, else the fill (`auditor.trees._leaf`'s rule)."""
+    while feature[node] >= 0:
+        f = feature[node]
+        node = _child(x[f] if kept[f] else fill[f], node, threshold, left, right, default_left, missing, zero_filter)
+    return node
+
+
+@njit(cache=True, parallel=True)
+def _masked_rows(X, fills, keep, order, pair_start, pair_doc, pair_fill, bounds, min_rows, feature, threshold, left,
+                 right, default_left, missing, value, roots, weight, bias, zero_filter, float32_sum, out):
+    """out[order[i]] for the rows i of each pair: document pair_doc[p], fill row pair_fill[p], rows
+    pair_start[p]..pair_start[p + 1] of `order`; tasks take the pairs bounds[t]..bounds[t + 1]. A pair with at
+    least `min_rows` rows gets a link table (`_masked`), the fill's directions computed from its fill row."""
+    n_nodes, n_trees = feature.shape[0], roots.shape[0]
+    no_table = np.empty(0, dtype=np.int32)
+    for task in prange(bounds.shape[0] - 1):
+        link = np.empty(n_trees + 2 * n_nodes, dtype=np.int32)
+        feat = np.empty(n_nodes, dtype=np.int32)
+        slots = np.empty(n_nodes, dtype=np.int32)
+        starts = np.empty(n_nodes, dtype=np.int32)
+        for pair in range(bounds[task], bounds[task + 1]):
+            x, fill = X[pair_doc[pair]], fills[pair_fill[pair]]
+            if pair_start[pair + 1] - pair_start[pair] >= min_rows:
+                _table(x, fill, no_table, _fill_own, feature, threshold, left, right, default_left, missing, roots,
+                       zero_filter, link, feat, slots, starts)
+                for i in range(pair_start[pair], pair_start[pair + 1]):
+                    out[order[i]] = _total(link, feat, keep[order[i]], n_trees, value, weight, bias, float32_sum)
+                continue
+            for i in range(pair_start[pair], pair_start[pair + 1]):  # summed as auditor.trees._score sums
+                kept = keep[order[i]]
                 if float32_sum:
                     small = np.float32(bias)
                     for tree in range(n_trees):
-                        leaf = _leaf_under(link, feat, kept, n_trees, tree)
+                        leaf = _leaf_mixed(x, fill, kept, roots[tree], feature, threshold, left, right, default_left,
+                                           missing, zero_filter)
                         small = np.float32(small + np.float32(weight[tree] * value[leaf]))
-                    out[c, doc] = np.float64(small)
+                    out[order[i]] = np.float64(small)
                 else:
                     total = bias
                     for tree in range(n_trees):
-                        total += weight[tree] * value[_leaf_under(link, feat, kept, n_trees, tree)]
-                    out[c, doc] = total
+                        total += weight[tree] * value[_leaf_mixed(x, fill, kept, roots[tree], feature, threshold, left,
+                                                                  right, default_left, missing, zero_filter)]
+                    out[order[i]] = total

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import lightgbm as lgb
 import numpy as np
 import pytest
 
-from auditor.masked_scoring import masked_ensemble, masked_scores
+import auditor.masked_scoring as masked_scoring
+from auditor.masked_scoring import masked_ensemble, masked_scores, masked_scores_rows
 from auditor.models.base import CountingRanker
 from auditor.models.lightgbm import LightGBMRanker
 from auditor.trees import MISSING_NAN, MISSING_ZERO, TreeEnsemble, probe_rows
@@ -189,3 +191,105 @@ def test_the_evidence_is_the_same_read_off_the_trees_or_predicted(monkeypatch) -
     predicted, predicted_rows, off = run("predict")
     assert used and not off
     assert trees == predicted and trees_rows == predicted_rows
+
+
+def pair_rows(rng: np.random.Generator, docs: np.ndarray, fill_rows: np.ndarray, m: int = 400
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows in random order: random documents, fill rows and masks (random sizes), all-kept and none-kept masks, a
+    pair that appears once (the last document with the last fill row) and pairs with many rows."""
+    doc = rng.integers(0, len(docs) - 1, m)
+    fill = rng.integers(0, len(fill_rows) - 1, m)
+    doc[: m // 4], fill[: m // 4] = 0, 0  # one pair with many rows: its table serves them all
+    doc[-1], fill[-1] = len(docs) - 1, len(fill_rows) - 1
+    keep = rng.random((m, N_FEATURES)) < rng.random((m, 1))
+    keep[1::7], keep[2::7] = True, False
+    order = rng.permutation(m)
+    return doc[order], fill[order], keep[order]
+
+
+def pair_materialised(docs: np.ndarray, fill_rows: np.ndarray, doc: np.ndarray, fill: np.ndarray,
+                      keep: np.ndarray) -> np.ndarray:
+    return np.where(keep, docs[doc], fill_rows[fill])
+
+
+@pytest.mark.parametrize("min_rows", [1, 3, 10**9], ids=["tables", "default", "walks"])
+@pytest.mark.parametrize("params", [{}, {"use_missing": True, "zero_as_missing": True}, {"use_missing": False}],
+                         ids=["nan-missing", "zero-as-missing", "no-missing"])
+def test_rows_lightgbm_bit_identical(params: dict, min_rows: int, monkeypatch) -> None:
+    """Each row's own (document, fill row) pair, through a table or walked directly: equal to the rows predicted."""
+    monkeypatch.setattr(masked_scoring, "_TABLE_MIN_ROWS", min_rows)
+    X, y = awkward_data()
+    booster = lambdarank(X, y, **params)
+    ensemble = TreeEnsemble.from_lightgbm(booster.dump_model())
+    docs = documents(X, ensemble)[::6]
+    fill_rows = np.vstack([*fills(X, ensemble), X[100:110]])
+    doc, fill, keep = pair_rows(np.random.default_rng(7), docs, fill_rows)
+    ours = masked_scores_rows(ensemble, docs, fill_rows, doc, fill, keep)
+    rows = pair_materialised(docs, fill_rows, doc, fill, keep)
+    assert ours.shape == (keep.shape[0],)
+    assert np.array_equal(ours, ensemble.predict(rows))
+    assert np.array_equal(ours, booster.predict(rows, raw_score=True))
+
+
+def test_rows_xgboost_and_sklearn() -> None:
+    """float32 inputs and XGBoost's float32 sum; scikit-learn's per-tree weights."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y = awkward_data(1, 600)
+    rng = np.random.default_rng(8)
+    models = [TreeEnsemble.from_sklearn(RandomForestRegressor(n_estimators=5, max_depth=5, random_state=0).fit(
+        np.nan_to_num(X, nan=-1.0), y))]
+    xgb = None
+    if importlib.util.find_spec("xgboost") is not None:
+        import xgboost as xgb
+
+        booster = xgb.train({"objective": "rank:pairwise", "max_depth": 4, "eta": 0.3, "nthread": 1, "seed": 0},
+                            xgb.DMatrix(X, y, qid=np.repeat(np.arange(30), 20)), 15)
+        models.append(TreeEnsemble.from_xgboost(json.loads(booster.save_raw("json"))))
+        assert models[-1].float32_sum
+    for ensemble in models:
+        docs = documents(X, ensemble)[::10]
+        fill_rows = np.vstack(fills(X, ensemble))
+        doc, fill, keep = pair_rows(rng, docs, fill_rows, 300)
+        ours = masked_scores_rows(ensemble, docs, fill_rows, doc, fill, keep)
+        rows = pair_materialised(docs, fill_rows, doc, fill, keep)
+        assert np.array_equal(ours, ensemble.predict(rows))
+        if ensemble.float32_sum:
+            assert np.array_equal(ours, booster.predict(xgb.DMatrix(rows), output_margin=True).astype(np.float64))
+
+
+def test_rows_agree_with_one_fill() -> None:
+    """One fill row for every row: `masked_scores`'s scores, in the rows' order."""
+    X, y = awkward_data(5, 200)
+    ensemble = TreeEnsemble.from_lightgbm(lambdarank(X, y).dump_model())
+    docs, fill, keep = X[:4], np.nanmean(X, axis=0), masks(np.random.default_rng(9), 10)
+    doc = np.tile(np.arange(4), keep.shape[0])
+    ours = masked_scores_rows(ensemble, docs, fill[None], doc, np.zeros_like(doc), np.repeat(keep, 4, axis=0))
+    assert np.array_equal(ours, masked_scores(ensemble, docs, fill, keep).ravel())
+
+
+def test_rows_shapes_and_errors() -> None:
+    X, y = awkward_data(3, 200)
+    ensemble = TreeEnsemble.from_lightgbm(lambdarank(X, y).dump_model())
+    docs, fill_rows, keep = X[:3], X[10:15], np.ones((4, N_FEATURES), bool)
+    doc, fill = np.array([0, 1, 2, 0]), np.array([4, 0, 1, 4])
+    none = np.zeros(0, dtype=np.int64)
+    assert masked_scores_rows(ensemble, docs, fill_rows, none, none, keep[:0]).shape == (0,)
+    one = masked_scores_rows(ensemble, X[7], fill_rows[0], [0], [0], keep[0])  # one row, 1-D inputs
+    assert np.array_equal(one, ensemble.predict(X[7:8]))
+    with pytest.raises(ValueError, match="columns"):
+        masked_scores_rows(ensemble, docs[:, :5], fill_rows[:, :5], doc, fill, keep[:, :5])
+    with pytest.raises(ValueError, match="columns"):
+        masked_scores_rows(ensemble, docs, fill_rows[:, :4], doc, fill, keep)
+    with pytest.raises(ValueError, match="columns"):
+        masked_scores_rows(ensemble, docs, fill_rows, doc, fill, keep[:, :4])
+    with pytest.raises(ValueError, match="doc_of_row"):
+        masked_scores_rows(ensemble, docs, fill_rows, doc[:3], fill, keep)
+    with pytest.raises(ValueError, match="doc_of_row"):
+        masked_scores_rows(ensemble, docs, fill_rows, doc.astype(float), fill, keep)
+    with pytest.raises(ValueError, match="doc_of_row"):
+        masked_scores_rows(ensemble, docs, fill_rows, np.array([0, 1, 3, 0]), fill, keep)
+    with pytest.raises(ValueError, match="fill_of_row"):
+        masked_scores_rows(ensemble, docs, fill_rows, doc, np.array([4, 0, -1, 4]), keep)
+    with pytest.raises(ValueError, match="fill_of_row"):
+        masked_scores_rows(ensemble, docs, fill_rows, doc, np.array([5, 0, 1, 4]), keep)

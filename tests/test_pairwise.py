@@ -110,8 +110,16 @@ def test_l1_recovery_finds_a_sparse_vector_and_meets_the_noise_level():
     assert np.all(l1_recovery(matrix, noisy, 10.0) == 0)  # ε above ‖b‖: nothing to explain
 
 
-def test_every_coalition_of_a_pair_is_scored_in_one_predict(ranker):
-    _, model, X = ranker
+@pytest.fixture()
+def predicted(ranker, monkeypatch):
+    """The model with masked rows built and predicted (a model without a bit-identical array form scores so)."""
+    booster, _, X = ranker
+    monkeypatch.setenv("AUDITOR_MASKED_ROWS", "predict")
+    return booster, CountingRanker(LightGBMRanker(booster)), X
+
+
+def test_every_coalition_of_a_pair_is_scored_in_one_predict(predicted):
+    _, model, X = predicted
     calls = []
     original = model.inner.predict
     model.inner.predict = lambda rows: (calls.append(len(rows)), original(rows))[1]  # type: ignore[method-assign]
@@ -123,12 +131,12 @@ def test_every_coalition_of_a_pair_is_scored_in_one_predict(ranker):
     assert len(calls) == 1 and calls[0] > 64
 
 
-def test_wide_pairs_are_scored_in_chunks_that_fit_memory(ranker, monkeypatch):
+def test_wide_pairs_are_scored_in_chunks_that_fit_memory(predicted, monkeypatch):
     """On wide data the rows of every coalition at once would not fit (700 features: 11 GB, a worker was killed):
     with a small cell budget the game scores in several calls, none above the budget, and the values are the same."""
     import auditor.models.base as base
 
-    _, model, X = ranker
+    _, model, X = predicted
     game = PairGame(model, X[0], X[1], ConditionalFill(X[:50], "adaptive"))
     masks = np.random.default_rng(0).random((40, X.shape[1])) < 0.5
     whole = game.values(masks)
@@ -139,3 +147,23 @@ def test_wide_pairs_are_scored_in_chunks_that_fit_memory(ranker, monkeypatch):
     np.testing.assert_array_equal(game.values(masks), whole)
     assert len(calls) > 1 and max(calls) <= 250
     assert base.rows_per_call(700) * 700 <= base.MAX_CELLS
+
+
+@pytest.mark.parametrize("kind", ["adaptive", "masking"])
+@pytest.mark.parametrize("function", ["margin", "probability"])
+def test_pair_values_are_the_same_read_off_the_trees_or_predicted(ranker, monkeypatch, kind, function):
+    """Rows with a reference row of their own, scored by `masked_scores_rows`: the same values, bit for bit, and the
+    same model-row counts as building the rows and predicting them."""
+    booster, _, X = ranker
+    masks = np.random.default_rng(1).random((60, X.shape[1])) < 0.4
+    masks[0], masks[1] = True, False
+    found = {}
+    for path in ("trees", "predict"):
+        monkeypatch.setenv("AUDITOR_MASKED_ROWS", path)
+        model = CountingRanker(LightGBMRanker(booster))
+        game = PairGame(model, X[3], X[7], ConditionalFill(X[:80], kind), function)
+        found[path] = (game.values(masks), model.rows_evaluated, model.exact_trees() is not None)
+    (trees, trees_rows, used), (predicted, predicted_rows, off) = found["trees"], found["predict"]
+    assert used and not off
+    np.testing.assert_array_equal(trees, predicted)
+    assert trees_rows == predicted_rows > 60

@@ -159,19 +159,22 @@ class PairGame:
         return out
 
     def _chunk(self, masks: np.ndarray, log_weights: list[tuple[np.ndarray, np.ndarray]] | None) -> np.ndarray:
-        plans, blocks = [], []
+        # every row is a document (0: A, 1: B) under a coalition's mask, its unknown features from a reference row
+        plans, docs, fills, mask_of_row = [], [], [], []
         for i, mask in enumerate(masks):
-            if mask.all():  # everything known: the documents themselves
+            if mask.all():  # everything known: the documents themselves (the fill row is never read)
                 plans.append((np.ones(1), np.ones(1)))
-                blocks += [self.x_a[None, :], self.x_b[None, :]]
+                docs.append(np.array([0, 1]))
+                fills.append(np.zeros(2, dtype=np.intp))
+                mask_of_row.append(np.full(2, i))
                 continue
             idx_a, w_a, idx_b, w_b = self.fill.select(self.x_a, self.x_b, mask,
                                                       log_weights[i] if log_weights is not None else None)
-            ref = self.fill.reference
-            blocks.append(np.where(mask, self.x_a, ref[idx_a]))
-            blocks.append(np.where(mask, self.x_b, ref[idx_b]))
+            docs.append(np.repeat([0, 1], [len(idx_a), len(idx_b)]))
+            fills.append(np.concatenate([idx_a, idx_b]))
+            mask_of_row.append(np.full(len(idx_a) + len(idx_b), i))
             plans.append((w_a, w_b))
-        scores = self._predict(blocks)
+        scores = self._score_rows(np.concatenate(docs), np.concatenate(fills), masks[np.concatenate(mask_of_row)])
         out = np.empty(len(plans))
         at = 0
         for i, (w_a, w_b) in enumerate(plans):
@@ -186,8 +189,20 @@ class PairGame:
                 out[i] = w_a @ g @ w_b / (w_a.sum() * w_b.sum())
         return out
 
-    def _predict(self, blocks: list[np.ndarray]) -> np.ndarray:
-        rows = np.concatenate(blocks, axis=0)
+    def _score_rows(self, doc_of_row: np.ndarray, fill_of_row: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Scores of rows `where(keep, [x_A, x_B][doc], reference[fill])`: read off the trees when the model's array
+        form is bit-identical to it (`auditor.masked_scoring`, counted as model rows), else built and predicted."""
+        documents = np.stack([self.x_a, self.x_b])
+        trees = self.model.exact_trees() if hasattr(self.model, "exact_trees") else None
+        if trees is not None:
+            from auditor.masked_scoring import masked_scores_rows
+            from auditor.models.base import check_scores
+
+            scores = masked_scores_rows(trees, documents, self.fill.reference, doc_of_row, fill_of_row, keep)
+            self.model.count(scores.shape[0])
+            check_scores(scores, scores.shape[0], file=getattr(self.model.inner, "source", None))
+            return scores
+        rows = np.where(keep, documents[doc_of_row], self.fill.reference[fill_of_row])
         return np.concatenate([self.model.predict(rows[s:s + _MAX_ROWS]) for s in range(0, len(rows), _MAX_ROWS)])
 
 
