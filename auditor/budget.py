@@ -69,10 +69,7 @@ def reference_speed(model: Any, n_features: int) -> tuple[float, float]:
     ensemble, _ = tree_ensemble(model)
     if ensemble is None:
         return FALLBACK_ROWS_PER_SECOND, FALLBACK_ROWS_PER_SECOND
-    depth = np.zeros(len(ensemble.feature))
-    for node in range(len(ensemble.feature)):  # a child's index is larger than its parent's
-        if ensemble.parent[node] >= 0:
-            depth[node] = depth[ensemble.parent[node]] + 1
+    depth = ensemble.depths()
     leaf = ensemble.feature == -1
     reached = float(np.sum(ensemble.count[ensemble.roots]))
     if reached <= 0:

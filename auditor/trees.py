@@ -256,6 +256,14 @@ class TreeEnsemble:
             weight=np.full(len(roots), float(weight)), bias=float(bias), **flags,
         )
 
+    def depths(self) -> np.ndarray:
+        """Each node's depth (a root's is 0), in one pass: a child's index is always larger than its parent's."""
+        depth = np.zeros(len(self.feature))
+        for node in range(len(self.feature)):
+            if self.parent[node] >= 0:
+                depth[node] = depth[self.parent[node]] + 1
+        return depth
+
     def rows(self, X: np.ndarray) -> np.ndarray:
         """X as the library reads it: float64, C order; through float32 first for scikit-learn models."""
         if self.float32_inputs:

@@ -64,9 +64,6 @@ def fast_treeshap(model: Any, rows: int) -> Any:
 
 def pred_contrib_seconds(ensemble: Any, rows: int) -> float:
     """LightGBM's pred_contrib time on `rows` rows, estimated from the trees' shape (PRED_CONTRIB_SECONDS)."""
-    depth = np.zeros(len(ensemble.feature))
-    for node in range(len(ensemble.feature)):  # a child's index is larger than its parent's
-        if ensemble.parent[node] >= 0:
-            depth[node] = depth[ensemble.parent[node]] + 1
+    depth = ensemble.depths()
     leaves = ensemble.feature < 0
     return float(rows) * float(np.sum(depth[leaves] ** 2)) * PRED_CONTRIB_SECONDS
