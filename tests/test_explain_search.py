@@ -159,3 +159,24 @@ def test_background_masking_averages_fill_rows() -> None:
     assert model.rows_evaluated - before == 7 * query.n_docs
     expected = 2.0 * query.X[:, 0] + masker.fill[:, 3].mean()
     np.testing.assert_allclose(scores[0], expected)
+
+
+def test_compiled_tau_b_is_bit_identical_to_numpy(monkeypatch) -> None:
+    """Large calls use the compiled τ_b (auditor/checks/tau_kernel.py): the same floats as the numpy form, ties,
+    reversed and all-tied rows included; non-finite scores stay on the numpy form."""
+    from auditor.checks import validity
+
+    rng = np.random.default_rng(4)
+    for n, levels in [(2, 2), (7, 3), (40, 5), (120, 1000)]:
+        reference = rng.integers(0, levels, n).astype(float)
+        reference[0], reference[-1] = 0.0, 1.0  # never all tied
+        candidates = rng.integers(0, levels, (50, n)) * rng.choice([0.5, -1e-300, 3.0], size=(50, 1))
+        candidates[0], candidates[1], candidates[2] = 7.0, reference, -reference
+        monkeypatch.setattr(validity, "COMPILED_MIN_ELEMENTS", 10 ** 18)
+        expected = validity.kendall_tau_b(reference, candidates)
+        monkeypatch.setattr(validity, "COMPILED_MIN_ELEMENTS", 0)
+        np.testing.assert_array_equal(validity.kendall_tau_b(reference, candidates), expected)
+        assert expected[0] == 0.0 and expected[1] == 1.0 and expected[2] == -1.0
+    with_nan = np.vstack([reference, reference])
+    with_nan[1, 0] = np.nan
+    assert np.isnan(validity.kendall_tau_b(reference, with_nan)[1])  # numpy's NaN, as before

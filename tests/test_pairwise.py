@@ -167,3 +167,16 @@ def test_pair_values_are_the_same_read_off_the_trees_or_predicted(ranker, monkey
     assert used and not off
     np.testing.assert_array_equal(trees, predicted)
     assert trees_rows == predicted_rows > 60
+
+
+def test_first_indices_are_those_of_a_stable_argsort():
+    """`select` sorts the weights' values and sorts indices only up to the cut: the same rows, in the same order,
+    as a stable argsort of every weight, ties (many) included."""
+    from auditor.explain.pairwise import _first
+
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        values = np.round(rng.normal(size=int(rng.integers(1, 60))), int(rng.integers(0, 3)))
+        count = int(rng.integers(1, len(values) + 1))
+        expected = np.argsort(values, kind="stable")[:count]
+        np.testing.assert_array_equal(_first(values, np.sort(values), count), expected)

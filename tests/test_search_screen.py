@@ -191,3 +191,44 @@ def test_a_candidate_count_above_the_useful_features_changes_nothing(ranker, var
         for k in (2, 4):
             assert make(60).select(model, view, k, masker, np.random.default_rng([q, k])) == \
                 make(None).select(model, view, k, masker, np.random.default_rng([q, k]))
+
+
+def test_searches_sharing_a_querys_scores_choose_what_each_alone_chooses(ranker):
+    """The k curve's searches and the greedy variants share one query's scored sets (`QueryView.scored`); each
+    search still counts in its own row budget what it asked for, so a budget that binds binds alike and every
+    choice is that of the search run alone — for fewer model rows."""
+    model, X = ranker
+    masker = Masker.from_background(X)
+    searches = [Greedy("greedy"), Greedy("greedy_cover"), Greedy("greedy_cover_eps"),
+                ValiditySearch(max_rows=1_500), ValiditySearch()]
+    for q, Q in enumerate(_queries(X, np.random.default_rng(17), 6)):
+        scores = model.predict(Q)
+        shared_view = QueryView(X=Q, scores=scores, query_id=str(q), background=X)
+        before, shared = model.rows_evaluated, []
+        for search in searches:
+            for k in (2, 3, 4, 5):
+                shared.append(search.select(model, shared_view, k, masker, np.random.default_rng([q, k])))
+        rows_shared, before, alone = model.rows_evaluated - before, model.rows_evaluated, []
+        for search in searches:
+            for k in (2, 3, 4, 5):
+                view = QueryView(X=Q, scores=scores, query_id=str(q), background=X)  # nothing shared
+                alone.append(search.select(model, view, k, masker, np.random.default_rng([q, k])))
+        assert shared == alone
+        assert rows_shared < 0.5 * (model.rows_evaluated - before)
+        assert shared_view.scored  # the store the searches shared
+
+
+def test_a_shared_store_follows_the_masking():
+    """Two maskings of one query never read each other's scores."""
+    model = CountingRanker(CallableRanker(lambda X: X[:, 0] + 2 * X[:, 1], "t:f", 2))
+    X = np.array([[0.5, 2.0], [1.5, 0.0], [1.0, 1.0]])
+    store: dict = {}
+    low, high = Masker.from_background(np.zeros((1, 2))), Masker.from_background(np.full((1, 2), 9.0))
+    a = SetScores(model, X, low, shared=store)([(0,)])
+    b = SetScores(model, X, high, shared=store)([(0,)])
+    np.testing.assert_array_equal(a[0], X[:, 0])
+    np.testing.assert_array_equal(b[0], X[:, 0] + 18.0)
+    assert SetScores(model, X, low, shared=store).cost([(0,)]) == 3  # a new search counts it in its budget
+    rows = model.rows_evaluated
+    SetScores(model, X, low, shared=store)([(0,)])
+    assert model.rows_evaluated == rows  # ...but the model does not score it again

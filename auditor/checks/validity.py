@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 _MAX_ELEMENTS = 20_000_000  # candidates × pairs per block, to bound memory
+COMPILED_MIN_ELEMENTS = 250_000  # candidates × pairs from which the compiled form (tau_kernel) is used
 
 
 def has_order(scores: np.ndarray) -> bool:
@@ -33,6 +34,12 @@ def kendall_tau_b(reference: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     out = np.zeros(candidates.shape[0])
     if ref_untied == 0:
         return out
+    if candidates.shape[0] * len(i) >= COMPILED_MIN_ELEMENTS and np.isfinite(candidates).all() \
+            and np.isfinite(reference).all():
+        from auditor.checks.tau_kernel import tau_b_rows
+
+        return tau_b_rows(np.ascontiguousarray(reference, dtype=np.float64),
+                          np.ascontiguousarray(candidates, dtype=np.float64))
     step = max(1, _MAX_ELEMENTS // len(i))
     for start in range(0, candidates.shape[0], step):
         block = candidates[start:start + step]

@@ -303,6 +303,7 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
                         tally.completeness_rows.append(float(under_rows[1][i]))
                         record["validity_rows"] = round(float(under_rows[0][i]), 6)
                     records.append(record)
+        query.scored.clear()  # the searches' shared scores: memory for one query at a time
         ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return block
 

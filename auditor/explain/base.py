@@ -27,6 +27,8 @@ class QueryView:
     query_id: str
     background: np.ndarray
     spread: np.ndarray | None = None  # per feature: within-query TreeSHAP spread, when a candidate screen needs it
+    # masked scores of feature sets, shared by every search on this query (auditor.explain.screen.SetScores.of)
+    scored: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_docs(self) -> int:

@@ -113,7 +113,7 @@ class Greedy:
         upper, lower, weight = concordant_pairs(query.scores, self.n_pairs, rng)
         if len(upper) == 0 or k <= 0:
             return ()
-        scorer = SetScores(model, query.X, masker)
+        scorer = SetScores.of(model, query, masker)
         pool = feature_pool(model, query, scorer.inert, self.candidates, k)
         first_z = self._preference(scorer, [((), pool)], upper, lower, weight)[0]
         first_u = first_z.sum(axis=1)

@@ -103,14 +103,14 @@ class ConditionalFill:
             ones = np.ones(take)
             return idx, ones, idx, ones
         log_a, log_b = log_weights or (self._log_weights(x_a, known), self._log_weights(x_b, known))
-        order_a = np.argsort(-log_a, kind="stable")  # ties keep reference order: deterministic
-        order_b = np.argsort(-log_b, kind="stable")
-        w_a = np.exp(log_a[order_a] - log_a[order_a[0]])
-        w_b = np.exp(log_b[order_b] - log_b[order_b[0]])
+        neg_a, neg_b = -log_a, -log_b
+        sorted_a, sorted_b = np.sort(neg_a), np.sort(neg_b)  # the weights in descending order (values only)
+        w_a = np.exp(-sorted_a + sorted_a[0])
+        w_b = np.exp(-sorted_b + sorted_b[0])
         share = (np.cumsum(w_a) / w_a.sum()) * (np.cumsum(w_b) / w_b.sum())
         take = int(np.searchsorted(share, self.eta - 1e-12) + 1)
         take = max(1, min(take, self.max_neighbours, n))
-        return order_a[:take], w_a[:take], order_b[:take], w_b[:take]
+        return _first(neg_a, sorted_a, take), w_a[:take], _first(neg_b, sorted_b, take), w_b[:take]
 
     def prefix_log_weights(self, x: np.ndarray, permutation: np.ndarray) -> np.ndarray:
         """Log-weights (D+1 × K) for every prefix of a feature order, from one Cholesky factor: with Ω permuted
@@ -130,6 +130,13 @@ class ConditionalFill:
         whitened = np.linalg.solve(chol, diff.T)  # Ω_T^{-1/2}-whitened differences (via the Cholesky factor)
         q = np.einsum("ij,ij->j", whitened, whitened) / len(cols)
         return -q / (2.0 * self.sigma ** 2)
+
+
+def _first(values: np.ndarray, ordered: np.ndarray, count: int) -> np.ndarray:
+    """The first `count` indices of `np.argsort(values, kind="stable")` (ties in index order: deterministic),
+    `ordered` being `np.sort(values)`: only the values up to the count-th are sorted by index."""
+    candidates = np.flatnonzero(values <= ordered[count - 1])
+    return candidates[np.argsort(values[candidates], kind="stable")[:count]]
 
 
 class PairGame:

@@ -13,9 +13,10 @@ splits); features the model never splits on are always inert. For any other mode
 every document has exactly the masking value (every fill row's, for background masking).
 
 `SetScores` gives the masked scores of a list of sets scoring each distinct set of non-inert features once per
-search (so also a set asked for twice, by two greedy seed runs or by a later step: E ∪ {inert f} after E); the
-searches ask it for every candidate as before, so their choices, ties and order are exactly those of scoring every
-set (bit-identical scores), for fewer model rows.
+query and masking (so also a set asked for twice, by two greedy seed runs, by a later step: E ∪ {inert f} after E,
+or by another search of the query: the k curve's, the other greedy variants'); the searches ask it for every
+candidate as before and each counts the rows of what it asked for in its own budget, so their choices, ties and
+order are exactly those of scoring every set (bit-identical scores), for fewer model rows.
 
 **Candidate screen (not exact, optional).** `candidate_features` ranks a query's non-inert features by their
 within-query TreeSHAP spread Σ_d |φ_f(d) − mean_d φ_f| (what changes the order inside a query; path-dependent
@@ -115,14 +116,30 @@ def inert_features(model: CountingRanker, X: np.ndarray, masker: Masker) -> np.n
 
 class SetScores:
     """Masked scores of feature sets for one query, each distinct set of non-inert features scored once per search
-    (kept: a later step that asks again, e.g. for E ∪ {inert f} after E, costs nothing)."""
+    (kept: a later step that asks again, e.g. for E ∪ {inert f} after E, costs nothing) — and, made with `of`, once
+    for every search of the query under the same model and masking: the k curve's searches and the greedy variants
+    ask for many of the same sets. `rows` counts the rows of the sets new to THIS search, scored or found, so a
+    search's row budget, and so its choices, do not depend on what other searches ran before it; the model rows
+    actually evaluated (the CountingRanker's) are fewer."""
 
-    def __init__(self, model: CountingRanker, X: np.ndarray, masker: Masker, inert: np.ndarray | None = None
-                 ) -> None:
+    def __init__(self, model: CountingRanker, X: np.ndarray, masker: Masker, inert: np.ndarray | None = None,
+                 *, shared: dict[Any, Any] | None = None) -> None:
         self.model, self.X, self.masker = model, X, masker
-        self.inert = inert if inert is not None else inert_features(model, X, masker)
-        self.rows = 0  # rows scored, for budgets
-        self._known: dict[tuple[int, ...], np.ndarray] = {}
+        entry = None if shared is None else shared.get((id(model), id(masker)))
+        if entry is None or entry[0] is not model or entry[1] is not masker:
+            found = inert if inert is not None else inert_features(model, X, masker)
+            entry = (model, masker, found, {})
+            if shared is not None:
+                shared[(id(model), id(masker))] = entry
+        self.inert = inert if inert is not None else entry[2]
+        self._scores: dict[tuple[int, ...], np.ndarray] = entry[3]
+        self._known: set[tuple[int, ...]] = set()  # the sets this search asked for
+        self.rows = 0  # rows of the sets this search asked for, for budgets
+
+    @classmethod
+    def of(cls, model: CountingRanker, query: Any, masker: Masker) -> SetScores:
+        """A search's scorer on `query`, sharing scores with the query's other searches (`QueryView.scored`)."""
+        return cls(model, query.X, masker, shared=query.scored)
 
     def active(self, chosen: tuple[int, ...] | list[int]) -> tuple[int, ...]:
         return tuple(sorted(f for f in chosen if not self.inert[f]))
@@ -132,16 +149,19 @@ class SetScores:
         keys = [self.active(chosen) for chosen in sets]
         new = [key for key in dict.fromkeys(keys) if key not in self._known]
         if new:
-            scores = self.masker.masked_scores(self.model, self.X, keep_masks(new, self.X.shape[1]))
             self.rows += len(new) * self.X.shape[0] * self.masker.n_fill
-            self._known.update(zip(new, scores, strict=True))
+            self._known.update(new)
+            unscored = [key for key in new if key not in self._scores]
+            if unscored:
+                scores = self.masker.masked_scores(self.model, self.X, keep_masks(unscored, self.X.shape[1]))
+                self._scores.update(zip(unscored, scores, strict=True))
         if not keys:
             return np.zeros((0, self.X.shape[0]))
-        return np.stack([self._known[key] for key in keys])
+        return np.stack([self._scores[key] for key in keys])
 
     def cost(self, sets: list[tuple[int, ...]]) -> int:
-        """Rows `self(sets)` would score."""
-        new = {self.active(chosen) for chosen in sets} - self._known.keys()
+        """Rows `self(sets)` adds to `rows` (the budget's count)."""
+        new = {self.active(chosen) for chosen in sets} - self._known
         return len(new) * self.X.shape[0] * self.masker.n_fill
 
 

@@ -68,7 +68,7 @@ class ValiditySearch:
 
     def select(self, model: CountingRanker, query: QueryView, k: int, masker: Masker,
                rng: np.random.Generator) -> tuple[int, ...]:
-        scorer = SetScores(model, query.X, masker)
+        scorer = SetScores.of(model, query, masker)
         pool = feature_pool(model, query, scorer.inert, self.candidates, k)
         k = min(k, len(pool))
         rows_per_set = query.n_docs * masker.n_fill
@@ -115,7 +115,7 @@ class Exhaustive:
         if not self.affordable(query.n_features, k):
             raise ValueError(f"{math.comb(query.n_features, k)} subsets exceed max_subsets={self.max_subsets}")
         subsets = list(itertools.combinations(range(query.n_features), k))
-        values = _validity(SetScores(model, query.X, masker), query, subsets)
+        values = _validity(SetScores.of(model, query, masker), query, subsets)
         return subsets[_best(subsets, values, 1)[0]]
 
 
