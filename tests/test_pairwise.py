@@ -180,3 +180,22 @@ def test_first_indices_are_those_of_a_stable_argsort():
         count = int(rng.integers(1, len(values) + 1))
         expected = np.argsort(values, kind="stable")[:count]
         np.testing.assert_array_equal(_first(values, np.sort(values), count), expected)
+
+
+def test_selections_of_many_coalitions_at_once_are_those_one_at_a_time():
+    """`select_many` (the permutations' coalitions in one pass) gives `select`'s rows and weights bit for bit,
+    with tied weights and with every weight equal."""
+    rng = np.random.default_rng(12)
+    reference = np.round(rng.normal(size=(300, 6)), 1)
+    reference[:40] = reference[0]  # many tied weights
+    for eta, neighbours in [(0.9, 50), (0.5, 3), (0.999, 300)]:
+        fill = ConditionalFill(reference, "adaptive", eta=eta, max_neighbours=neighbours)
+        x_a, x_b = reference[0] + 0.05, rng.normal(size=6)
+        masks = [rng.random(6) < 0.5 for _ in range(40)]
+        masks = [m for m in masks if m.any() and not m.all()]
+        logs = [(fill._log_weights(x_a, m), fill._log_weights(x_b, m)) for m in masks]
+        logs.append((np.zeros(300), np.zeros(300)))  # every weight equal
+        masks.append(masks[0])
+        for (m, lw), many in zip(zip(masks, logs, strict=True), fill.select_many(logs), strict=True):
+            for one, batched in zip(fill.select(x_a, x_b, m, lw), many, strict=True):
+                np.testing.assert_array_equal(one, batched)
