@@ -44,10 +44,11 @@ POOLED_KINDS = ("local_explanations", "confidence", "pairwise")  # their queries
 POOL_EFFICIENCY = 0.9  # ...which runs them this close to `workers` times as fast (wide data: 1.96 with 2 workers)
 RENDER_SECONDS = {"html": 5.0, "pdf": 40.0}  # start-up and rendering, measured on the bookstore and wide data
 # Work on documents² per query, beside the model (a query of 20,000 documents has 200 million pairs), measured on
-# this 2-core machine: Kendall's tau-b of a masked ranking (checks.validity) per document pair — 2.1 s for 20
-# rankings of 2,000 documents, 8.5 s at 4,000 —; ranks among the others (checks.influence) per document × document.
-PAIR_SECONDS = 5e-8
+# this 2-core machine: Kendall's tau-b of a masked ranking (checks.validity, compiled for large calls) per document
+# pair — 17 ms for 500 rankings of 180 documents —; ranks among the others (checks.influence) per document × document.
+PAIR_SECONDS = 3e-9
 CELL_SECONDS = 5e-9
+BUILD_SECONDS = 2e-7  # × rows × √F: building masked rows to predict them (wide data, before auditor.masked_scoring)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Shape:
     rows_per_second: float
     workers: float = 1  # worker processes' worth of free cores (free_workers)
     masked_rows_per_second: float | None = None  # rows with most features at the mean (None: as documents)
+    masks_off_trees: bool = False  # masked rows read off the trees (auditor.masked_scoring): none is built
     feature_names: tuple[str, ...] = ()
     reference: np.ndarray | None = field(default=None, repr=False)  # the background rows (sweep grids)
 
@@ -211,13 +213,15 @@ def _explainer_rows(name: str, local: Any, shape: Shape, docs: int) -> int:
 
 
 def _search_rows(method: str, local: Any, shape: Shape, n: float, ks: list[int]) -> float:
-    """Worst case × measured share of the searches (module docstring), per query."""
+    """Worst case × measured share of the searches (module docstring), per query, at the largest k: a query's
+    searches share the sets they score (auditor.explain.screen), and those of a smaller k are mostly among them."""
+    k = max(ks, default=0)
     if method in ("greedy", "greedy_cover", "greedy_cover_eps"):
         c = min(shape.features, local.greedy.candidates or shape.features)
-        return GREEDY_SHARE * c * n * sum(1 + local.greedy.seeds * (k - 1) for k in ks)
+        return GREEDY_SHARE * c * n * (1 + local.greedy.seeds * (k - 1)) if k else 0.0
     if method == "validity_search":
         c = min(shape.features, local.search.candidates or shape.features)
-        return sum(min(SEARCH_SHARE * local.search.beam * c * n * k, local.search.max_rows) for k in ks)
+        return min(SEARCH_SHARE * local.search.beam * c * n * k, local.search.max_rows)
     return 0.0
 
 
@@ -248,7 +252,8 @@ def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list
 # Seconds of the explainers' own fits per document (they grow faster than the model rows and dominate on very wide
 # data), fitted on the wide synthetic data at 136 and 700 features (benchmarks/local_wide.py, serial, one thread):
 KERNELSHAP_FIT = 2.4e-10  # × coalitions × F²: the normal equations (BLAS) and their 11 solves — 0.4 s at 700
-LIRME_FIT = (1.2e-10, 0.05)  # × samples × F², + per document: the ridge fit — 0.07 s at 136
+LIRME_FIT = (1.4e-10, 0.001)  # × samples × F², + per document: the ridge fit, the top documents batched — 1 ms at
+# 12 features, 6 ms at 136
 EXS_FIT = (1.5e-9, 2.2e-8)  # × samples × F², × F³: the exact L1 SVR's Newton steps and finish — 0.11 s at 136, 9 s
 # at 700
 
@@ -270,11 +275,17 @@ def _fit_seconds(methods: list[str], local: Any, features: int) -> float:
     return sum(n_docs * per_fit[explainer] for explainer, n_docs in docs.items())
 
 
+def _building(rows: float, shape: Shape) -> float:
+    """Seconds to build masked rows (copies of the document with the masked features filled) before the model
+    scores them; none when they are read off the trees."""
+    return 0.0 if shape.masks_off_trees else BUILD_SECONDS * rows * shape.features ** 0.5
+
+
 def _local_explanations(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries)
     ks = sorted({options.k, *[k for k in options.k_curve if k < shape.features]})
     rows = queries * _local_rows(options, list(options.methods), shape, n, ks, shared=False)
-    explain = 2e-7 * rows * shape.features ** 0.5 + queries * _fit_seconds(list(options.methods), options,
+    explain = _building(rows, shape) + queries * _fit_seconds(list(options.methods), options,
                                                                             shape.features)
     rankings = queries * _local_rows(options, list(options.methods), shape, n, ks, shared=True) / max(n, 1.0)
     explain += PAIR_SECONDS * rankings * shape.pairs()  # each masked ranking's tau against the model's
@@ -302,7 +313,7 @@ def _confidence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int
     if not reused:
         ranked += _local_rows(local, list(options.methods), shape, n, [options.k], shared=True)
     fits += PAIR_SECONDS * queries * ranked / max(n, 1.0) * shape.pairs()  # masked rankings' tau
-    return queries, int(rows), 2e-7 * rows * shape.features ** 0.5 + fits, (
+    return queries, int(rows), _building(rows, shape) + fits, (
         f"{queries} queries, {len(options.methods)} explainers rerun for stability"
         + ("; first runs shared with local_explanations" if reused else ""))
 
@@ -437,9 +448,11 @@ def shape_of(data: RankingData, background: RankingData | None, model: Any, *, r
              masked_rows_per_second: float | None = None, workers: int = 1) -> Shape:
     reference = background if background is not None else data
     trees = int((model.describe() or {}).get("n_trees") or 100)
+    off_trees = bit_identical_trees(getattr(model, "inner", model)) is not None
     return Shape(sizes=np.asarray(data.query_sizes()), features=data.n_features, trees=trees,
                  background_docs=reference.n_docs, background_queries=reference.n_queries,
                  rows_per_second=rows_per_second, masked_rows_per_second=masked_rows_per_second, workers=workers,
+                 masks_off_trees=off_trees,
                  feature_names=tuple(data.feature_names),
                  reference=reference.X)
 
