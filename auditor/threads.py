@@ -1,13 +1,17 @@
-"""Thread budgets: how many threads one piece of work may use (LightGBM predict, numba, thread pools). Depends
+"""Thread budgets: how many threads one piece of work may use (LightGBM predict, numba, thread pools, BLAS). Depends
 on nothing of auditor's, so models, explainers and the executor all read the same budget without importing each
-other. The executor sets `AUDITOR_THREADS` in its workers (and `core_limit` in the audit's process)."""
+other. The executor sets `AUDITOR_THREADS` in its workers (and `core_limit` in the audit's process), and caps BLAS
+(`blas_limit`): per-query tasks run it on one thread wherever they run (two workers each running a two-thread BLAS
+on two cores made pairwise 4x slower, and a threaded BLAS splits some sums differently)."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from functools import cache
+from typing import Any
 
 THREADS_ENV = "AUDITOR_THREADS"  # threads one task may use (LightGBM predict, numba, thread pools); set in workers
 
@@ -50,3 +54,16 @@ def thread_budget(default: int | None = None) -> int:
     if value:
         return max(1, int(value))
     return cpu_count() if default is None else default
+
+
+@cache
+def _blas_controller() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # finding the loaded BLAS libraries takes ~5 ms: once per process
+
+
+def blas_limit(count: int) -> AbstractContextManager:
+    """BLAS (numpy's, scipy's) limited to `count` threads for the whole process until the block ends (or for
+    good, when not used as a block: a pool worker's start-up)."""
+    return _blas_controller().limit(limits=max(1, count), user_api="blas")

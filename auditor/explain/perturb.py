@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, TypeVar
 
 import numpy as np
@@ -33,22 +32,15 @@ from scipy.special import ndtr
 
 from auditor.explain.inverse_normal import CENTRAL, central, tail
 from auditor.models.base import CountingRanker
-from auditor.threads import threads_here
+from auditor.threads import blas_limit, threads_here
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-@cache
-def _blas_controller():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()  # finding the loaded BLAS libraries takes ~5 ms: once per process
-
-
 def single_threaded_blas() -> AbstractContextManager:
     """BLAS limited to one thread for the block (the surrogate fits are small: threads only add overhead)."""
-    return _blas_controller().limit(limits=1, user_api="blas")
+    return blas_limit(1)
 
 MAX_BINS = 4
 
