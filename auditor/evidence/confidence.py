@@ -51,6 +51,7 @@ from auditor.evidence.explainers import (
     method_list,
     methods_validator,
     played_masker,
+    query_spreads,
     with_sections,
 )
 from auditor.evidence.local_explanations import background_rows_masker, check_background_search
@@ -169,9 +170,10 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     # the stream local_explanations samples from: with the same `queries`, both judge the same queries
     chosen = ctx.query_sample(options.queries, "local/queries")
     known = _known_by_query(ctx, set(chosen))  # local_explanations' attributions and sets: not computed again
+    spread = query_spreads(ctx, options, methods, chosen)  # the narrowed searches' candidates, as local_explanations'
     blocks = split(chosen, ctx.workers, most=16)
     payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi],
-                  known.get(qi, {})) for qi in block] for block in blocks)
+                  known.get(qi, {}), None if spread is None else spread[qi]) for qi in block] for block in blocks)
     units: list[dict[str, Any]] = []
     excluded = 0
     with ctx.progress.task(f"Confidence flags ({len(chosen)} queries)", len(chosen)) as ticker:
@@ -235,10 +237,10 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     tree_method = next((m for m in methods if chosen[m].explainer.needs_trees), None)
     units: list[dict[str, Any]] = []
     excluded = 0
-    for qi, X, scores, query_id, known in payload:
+    for qi, X, scores, query_id, known, spread in payload:
         for key, value in known.items():
             ctx.memo(key, lambda value=value: value)
-        query = QueryView(X=X, scores=scores, query_id=query_id, background=background)
+        query = QueryView(X=X, scores=scores, query_id=query_id, background=background, spread=spread)
         if not has_order(query.scores):
             excluded += 1
             continue

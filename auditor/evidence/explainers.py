@@ -184,3 +184,35 @@ def explanation(raw: np.ndarray, x: np.ndarray, sampler: Any, kind: str, form: s
 
         e = contributions(raw, x, sampler.mean, sampler.std)
     return np.abs(e) if kind == "frequency" else e
+
+
+def narrowed_searches(settings: Any, methods: list[str], n_features: int) -> dict[str, int]:
+    """{chosen selection method: its `candidates`} for the searches that try fewer than every feature."""
+    narrowed = {}
+    for m in [m for m in registry.methods() if m in methods]:
+        entry = registry.method(m).explainer
+        count = getattr(entry.settings(settings), "candidates", None) if entry.kind == "selection" else None
+        if count is not None and count < n_features:
+            narrowed[m] = count
+    return narrowed
+
+
+def query_spreads(ctx: AuditContext, settings: Any, methods: list[str], chosen: list[int]
+                  ) -> dict[int, np.ndarray] | None:
+    """The within-query TreeSHAP spread of the chosen queries when a search narrows its candidates (tree model),
+    else None: the queries not yet known computed in one pass and kept for the audit (`ctx.memo`), so the
+    searches of every evidence item read it instead of scoring TreeSHAP per query and search."""
+    from auditor.explain.screen import treeshap_spread
+
+    if not narrowed_searches(settings, methods, ctx.data.n_features) or not is_tree(ctx) or not chosen:
+        return None
+    todo = [qi for qi in chosen if not ctx.memoized(("spread", qi))]
+    if todo:
+        rows = np.concatenate([np.arange(*ctx.data.query_ptr[qi:qi + 2]) for qi in todo])
+        sizes = [int(np.diff(ctx.data.query_ptr[qi:qi + 2])[0]) for qi in todo]
+        found = treeshap_spread(ctx.model, ctx.data.X[rows], np.concatenate([[0], np.cumsum(sizes)]))
+        if found is None:
+            return None
+        for i, qi in enumerate(todo):
+            ctx.memo(("spread", qi), lambda i=i: found[i])
+    return {qi: ctx.memo(("spread", qi), lambda: None) for qi in chosen}

@@ -36,7 +36,9 @@ from auditor.evidence.explainers import (
     method_list,
     method_names,
     methods_validator,
+    narrowed_searches,
     played_masker,
+    query_spreads,
     with_sections,
 )
 from auditor.executor import split
@@ -374,32 +376,19 @@ def _methods_of(methods: list[str], explainer: str) -> list[str]:
 
 def _screen_spread(ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str], chosen: list[int],
                    result: EvidenceResult) -> dict[int, np.ndarray] | None:
-    """The within-query TreeSHAP spread of the audited queries, in one pass, when a search narrows its candidates
-    (a selection explainer's `candidates` option below the feature count, tree model); None otherwise. Notes which
-    searches were narrowed."""
-    from auditor.explain.screen import treeshap_spread
-
-    n_features = ctx.data.n_features
-    narrowed = {}
-    for m in [m for m in registry.methods() if m in methods]:
-        entry = registry.method(m).explainer
-        count = getattr(entry.settings(options), "candidates", None) if entry.kind == "selection" else None
-        if count is not None and count < n_features:
-            narrowed[m] = count
-    if not narrowed or not is_tree(ctx) or not chosen:
-        return None
-    rows = np.concatenate([np.arange(*ctx.data.query_ptr[qi:qi + 2]) for qi in chosen])
-    sizes = [int(np.diff(ctx.data.query_ptr[qi:qi + 2])[0]) for qi in chosen]
-    found = treeshap_spread(ctx.model, ctx.data.X[rows], np.concatenate([[0], np.cumsum(sizes)]))
+    """The within-query TreeSHAP spread of the audited queries (`query_spreads`), and a note naming the searches
+    it narrowed."""
+    found = query_spreads(ctx, options, methods, chosen)
     if found is None:
         return None
+    narrowed = narrowed_searches(options, methods, ctx.data.n_features)
     labels = ", ".join(f"{label(m)} {count}" for m, count in narrowed.items())
-    result.notes.append(f"On these {n_features} features the searches tried, per query, only the features with the "
-                        f"largest within-query TreeSHAP spread ({labels}; `greedy.candidates` / `search.candidates`: "
-                        "null tries all). On 136-feature benchmark data 60 candidates kept the unscreened sets of "
-                        "every query up to k = 5 and of most at k = 7–10, with equal or higher validity "
-                        "(docs/benchmarks.md).")
-    return {qi: found[i] for i, qi in enumerate(chosen)}
+    result.notes.append(f"On these {ctx.data.n_features} features the searches tried, per query, only the features "
+                        f"with the largest within-query TreeSHAP spread ({labels}; `greedy.candidates` / "
+                        "`search.candidates`: null tries all). On 136-feature benchmark data 60 candidates kept the "
+                        "unscreened sets of every query up to k = 5 and of most at k = 7–10, with equal or higher "
+                        "validity (docs/benchmarks.md).")
+    return found
 
 
 def _used_explainers(methods: list[str]) -> dict[str, list[str]]:
