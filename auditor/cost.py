@@ -200,8 +200,9 @@ def _coalitions(options: Any, features: int) -> int:
     return int(min(2 * features + 2048, 2 ** min(features, 40) - 2))
 
 
-def _explainer_rows(name: str, local: Any, shape: Shape, docs: int) -> int:
-    """Model rows of one attribution explainer for one query's `docs` top documents."""
+def _explainer_rows(name: str, local: Any, shape: Shape, docs: int, query_docs: float = 0.0) -> int:
+    """Model rows of one attribution explainer for one query's `docs` top documents (listwise explainers play the
+    whole query: `query_docs` documents)."""
     fill = local.kernelshap.background_size if local.kernelshap.background == "sample" else 1
     if name == "kernelshap":
         return docs * _coalitions(local.kernelshap, shape.features) * fill
@@ -209,6 +210,13 @@ def _explainer_rows(name: str, local: Any, shape: Shape, docs: int) -> int:
         return (local.lime.samples + 4) * (1 if local.lime.shared_samples else docs)
     if name == "treeshap":
         return docs
+    if name in ("rankingshap", "rankshap"):  # every coalition of the game, each a masked ranking of the query
+        listwise = getattr(local, name)
+        m = shape.features
+        exact = listwise.estimator == "exact" or (listwise.estimator == "auto" and m <= listwise.max_exact)
+        samples = 2 * m + 2048 if listwise.nsamples == "auto" else int(listwise.nsamples)
+        coalitions = 2 ** min(m, 40) if exact else samples + 2
+        return int(coalitions * query_docs * (getattr(local, "background_rows", None) or 1))
     return 0
 
 
@@ -222,6 +230,10 @@ def _search_rows(method: str, local: Any, shape: Shape, n: float, ks: list[int])
     if method == "validity_search":
         c = min(shape.features, local.search.candidates or shape.features)
         return min(SEARCH_SHARE * local.search.beam * c * n * k, local.search.max_rows)
+    if method == "background_search":  # every feature, each set's rows under the item's background rows; it
+        rows = getattr(local, "background_rows", None) or 1  # shares no set with the other searches: every k
+        return sum(min(SEARCH_SHARE * local.search.beam * shape.features * n * size * rows, local.search.max_rows)
+                   for size in ks)
     return 0.0
 
 
@@ -237,7 +249,7 @@ def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list
         if chosen is not None and chosen.attribution:
             docs[chosen.explainer.name] = max(docs.get(chosen.explainer.name, 0), chosen.docs)
     if not shared:
-        rows += sum(_explainer_rows(explainer, local, shape, n) for explainer, n in docs.items())
+        rows += sum(_explainer_rows(explainer, local, shape, top, n) for explainer, top in docs.items())
     for method in methods:
         rows += _search_rows(method, local, shape, n, ks)
     optimum = 0.0

@@ -114,3 +114,19 @@ def test_bad_budget_is_one_line_naming_the_place(bookstore: Path, budget: str, p
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert "\n" not in line and line.startswith(f"error: {path}:") and problem.split(" (")[0] in line, line
+
+
+def test_every_registered_method_is_costed():
+    """A registered explainer the cost model does not know would be estimated at 0 model rows and make budgets
+    choose blind: every method but RANDOM (which scores nothing) costs more than measuring its sets."""
+    from auditor.cost import Shape, _local_rows
+    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.explain import registry
+
+    shape = Shape(sizes=np.full(10, 20), features=30, trees=100, background_docs=500, background_queries=20,
+                  rows_per_second=1e6)
+    options = LocalExplanationsOptions(background_rows=5)
+    measuring_only = _local_rows(options, ["random"], shape, 20.0, [5], shared=False)
+    for method in registry.methods():
+        if method != "random":
+            assert _local_rows(options, [method], shape, 20.0, [5], shared=False) > measuring_only, method
