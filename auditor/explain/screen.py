@@ -132,6 +132,7 @@ class SetScores:
             if shared is not None:
                 shared[(id(model), id(masker))] = entry
         self.inert = inert if inert is not None else entry[2]
+        self._inert = self.inert.tolist()  # Python bools: indexed once per feature of every set asked for
         self._scores: dict[tuple[int, ...], np.ndarray] = entry[3]
         self._known: set[tuple[int, ...]] = set()  # the sets this search asked for
         self.rows = 0  # rows of the sets this search asked for, for budgets
@@ -142,7 +143,8 @@ class SetScores:
         return cls(model, query.X, masker, shared=query.scored)
 
     def active(self, chosen: tuple[int, ...] | list[int]) -> tuple[int, ...]:
-        return tuple(sorted(f for f in chosen if not self.inert[f]))
+        inert = self._inert
+        return tuple(sorted([f for f in chosen if not inert[f]]))
 
     def __call__(self, sets: list[tuple[int, ...]]) -> np.ndarray:
         """(len(sets) × documents) masked scores, as `masker.masked_scores` of every set would give them."""
