@@ -318,7 +318,9 @@ def _confidence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int
 
     rerun_methods = [m for m in options.methods if not registry.method(m).explainer.deterministic]
     rerun = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=False)
-    rows = queries * (first + rerun + n * len(options.methods))
+    # each set and its complement under the held-out and the robustness rows (the estimate's target and signal)
+    heldout = n * len(options.methods) * 2 * (options.heldout_rows + options.robustness_rows)
+    rows = queries * (first + rerun + n * len(options.methods) + heldout)
     fits = queries * (options.rerun_fraction * _fit_seconds(rerun_methods, local, shape.features)
                       + (0.0 if reused else _fit_seconds(list(options.methods), local, shape.features)))
     ranked = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=True)
