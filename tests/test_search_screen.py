@@ -232,3 +232,24 @@ def test_a_shared_store_follows_the_masking():
     rows = model.rows_evaluated
     SetScores(model, X, low, shared=store)([(0,)])
     assert model.rows_evaluated == rows  # ...but the model does not score it again
+
+
+def test_a_full_store_is_emptied_and_the_sets_are_the_same(ranker, monkeypatch):
+    """Past `STORE_BYTES` the shared scores are dropped and scored again when asked: more model rows, the same
+    sets (a query of thousands of documents must not hold every set of every search)."""
+    model, X = ranker
+    masker = Masker.from_background(X)
+    Q = _queries(X, np.random.default_rng(19), 1)[0]
+    scores = model.predict(Q)
+
+    def run() -> tuple[list[tuple[int, ...]], int]:
+        view, before = QueryView(X=Q, scores=scores, query_id="q", background=X), model.rows_evaluated
+        chosen = [search.select(model, view, k, masker, np.random.default_rng(k))
+                  for search in (Greedy("greedy_cover"), ValiditySearch()) for k in (2, 3, 4)]
+        return chosen, model.rows_evaluated - before
+
+    roomy, rows_roomy = run()
+    monkeypatch.setattr(screen, "STORE_BYTES", 5 * Q.shape[0] * 8)  # five sets at most
+    tight, rows_tight = run()
+    assert tight == roomy
+    assert rows_tight > rows_roomy

@@ -114,6 +114,9 @@ def inert_features(model: CountingRanker, X: np.ndarray, masker: Masker) -> np.n
     return inert
 
 
+STORE_BYTES = 256 * 2 ** 20  # the scores one query's searches keep: a query of 20,000 documents keeps ~1,700 sets
+
+
 class SetScores:
     """Masked scores of feature sets for one query, each distinct set of non-inert features scored once per search
     (kept: a later step that asks again, e.g. for E ∪ {inert f} after E, costs nothing) — and, made with `of`, once
@@ -149,14 +152,18 @@ class SetScores:
     def __call__(self, sets: list[tuple[int, ...]]) -> np.ndarray:
         """(len(sets) × documents) masked scores, as `masker.masked_scores` of every set would give them."""
         keys = [self.active(chosen) for chosen in sets]
-        new = [key for key in dict.fromkeys(keys) if key not in self._known]
+        distinct = list(dict.fromkeys(keys))
+        new = [key for key in distinct if key not in self._known]
         if new:
             self.rows += len(new) * self.X.shape[0] * self.masker.n_fill
             self._known.update(new)
-            unscored = [key for key in new if key not in self._scores]
-            if unscored:
-                scores = self.masker.masked_scores(self.model, self.X, keep_masks(unscored, self.X.shape[1]))
-                self._scores.update(zip(unscored, scores, strict=True))
+        unscored = [key for key in distinct if key not in self._scores]
+        if unscored:
+            if (len(self._scores) + len(unscored)) * self.X.shape[0] * 8 > STORE_BYTES:
+                self._scores.clear()  # memory over speed: what is asked again is scored again, the same floats
+                unscored = distinct
+            scores = self.masker.masked_scores(self.model, self.X, keep_masks(unscored, self.X.shape[1]))
+            self._scores.update(zip(unscored, scores, strict=True))
         if not keys:
             return np.zeros((0, self.X.shape[0]))
         return np.stack([self._scores[key] for key in keys])
