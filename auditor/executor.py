@@ -93,8 +93,7 @@ def core_limit(cores: int | None) -> Iterator[None]:
     numba_before = numba.get_num_threads()
     numba.set_num_threads(min(cores, numba.config.NUMBA_NUM_THREADS))
     try:
-        with blas_limit(cores):
-            yield
+        yield
     finally:
         numba.set_num_threads(numba_before)
         if before is None:

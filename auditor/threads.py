@@ -10,8 +10,6 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from functools import cache
-from typing import Any
 
 THREADS_ENV = "AUDITOR_THREADS"  # threads one task may use (LightGBM predict, numba, thread pools); set in workers
 
@@ -56,14 +54,9 @@ def thread_budget(default: int | None = None) -> int:
     return cpu_count() if default is None else default
 
 
-@cache
-def _blas_controller() -> Any:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()  # finding the loaded BLAS libraries takes ~5 ms: once per process
-
-
 def blas_limit(count: int) -> AbstractContextManager:
-    """BLAS (numpy's, scipy's) limited to `count` threads for the whole process until the block ends (or for
-    good, when not used as a block: a pool worker's start-up)."""
-    return _blas_controller().limit(limits=max(1, count), user_api="blas")
+    """BLAS (numpy's, scipy's: every one loaded by now, looked up afresh, ~5 ms) limited to `count` threads for the
+    whole process while the block runs."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=max(1, count), user_api="blas")
