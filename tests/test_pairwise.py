@@ -182,7 +182,7 @@ def test_first_indices_are_those_of_a_stable_argsort():
         np.testing.assert_array_equal(_first(values, np.sort(values), count), expected)
 
 
-def test_selections_of_many_coalitions_at_once_are_those_one_at_a_time():
+def test_selections_of_many_coalitions_at_once_are_those_one_at_a_time(monkeypatch):
     """`select_many` (the permutations' coalitions in one pass) gives `select`'s rows and weights bit for bit,
     with tied weights and with every weight equal."""
     rng = np.random.default_rng(12)
@@ -196,6 +196,12 @@ def test_selections_of_many_coalitions_at_once_are_those_one_at_a_time():
         logs = [(fill._log_weights(x_a, m), fill._log_weights(x_b, m)) for m in masks]
         logs.append((np.zeros(300), np.zeros(300)))  # every weight equal
         masks.append(masks[0])
+        with monkeypatch.context() as patch:
+            patch.setattr("auditor.explain.pairwise._SELECT_CELLS", 7 * 2 * 300)  # passes of 7 coalitions
+            in_passes = fill.select_many(logs)
+        for one, other in zip(in_passes, fill.select_many(logs), strict=True):
+            for a, b in zip(one, other, strict=True):
+                np.testing.assert_array_equal(a, b)
         for (m, lw), many in zip(zip(masks, logs, strict=True), fill.select_many(logs), strict=True):
             for one, batched in zip(fill.select(x_a, x_b, m, lw), many, strict=True):
                 np.testing.assert_array_equal(one, batched)

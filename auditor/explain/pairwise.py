@@ -33,6 +33,7 @@ from auditor.models.base import CountingRanker, rows_per_call
 PairFunction = Literal["margin", "probability"]
 FillKind = Literal["adaptive", "masking"]
 _MAX_ROWS = 1_000_000  # rows per predict call
+_SELECT_CELLS = 4_000_000  # reference weights `select_many` handles in one pass
 
 
 @dataclass
@@ -118,6 +119,10 @@ class ConditionalFill:
         but not every feature), in a few array operations instead of a dozen a coalition: the same rows and
         weights (rows sort, sum and accumulate exactly as alone)."""
         n = self.reference.shape[0]
+        batch = max(1, _SELECT_CELLS // (2 * n))  # coalitions a pass: its arrays stay ~32 MB each
+        if len(log_weights) > batch:
+            return [one for start in range(0, len(log_weights), batch)
+                    for one in self.select_many(log_weights[start:start + batch])]
         neg = -np.stack([pair for both in log_weights for pair in both])  # rows: A, B of coalition 0, then 1 …
         ordered = np.sort(neg, axis=1)
         w = np.exp(-ordered + ordered[:, :1])
