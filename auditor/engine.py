@@ -206,13 +206,14 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
             items, plan, choice = planned(prepared, ctx.workers)  # cost model and budget (auditor/cost.py)
             requested = dict(items)  # as the budget chose them
             estimate = {name: item.seconds for (name, _), item in zip(items, plan.items, strict=True)}
-            heavy = {name: item.heavy for (name, _), item in zip(items, plan.items, strict=True)}
+            serial = {name: item.serial_seconds if item.serial_seconds is not None else item.seconds
+                      for (name, _), item in zip(items, plan.items, strict=True)}
             order = run_order(list(requested))  # items another uses run first (EvidencePlugin.uses)
             with progress.task("Evidence items", len(order), overall=True) as overall:
                 for index, name in enumerate(order):
                     later = sum(estimate[n] for n in order[index + 1:]) + plan.render_seconds
                     progress.item(name, estimate[name], later=later)
-                    ctx.executor.heavy = heavy[name]  # `auto`: the pool for long items (AUTO_MIN_SECONDS)
+                    ctx.executor.seconds = serial[name]  # `auto`: the pool for long items (AUTO_MIN_SECONDS)
                     plugin = REGISTRY[name]
                     ctx.inputs = {used: results[used] for used in plugin.uses if used in results}
                     results[name], seconds[name] = _run_plugin(plugin, requested[name], ctx)

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 Kind = Literal["auto", "serial", "processes", "dask"]
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
-AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/cost.py)
+AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/cost.py)...
+AUTO_RUNNING_SECONDS = 10.0  # ...or at this long once the workers run (an earlier item started them)
 _here = threading.local()  # the serial executor's progress tick, for tasks running in this thread
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
@@ -232,6 +233,10 @@ class ProcessExecutor:
         yield from _windowed(lambda p: pool.submit(run_task, state.token, task, job, p), lambda f: f.result(),
                              payloads, 2 * self.workers)
 
+    @property
+    def running(self) -> bool:
+        return self._pool is not None
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -248,14 +253,20 @@ class AutoExecutor:
         self._serial = SerialExecutor()
         self._processes = ProcessExecutor(self.workers) if self.workers > 1 else None
         self._checked: dict[str, bool] = {}
-        self.heavy = False  # the engine sets it per evidence item from the cost model (AUTO_MIN_SECONDS)
+        self.seconds = 0.0  # the engine sets it per evidence item: the cost model's estimate in this process
 
     def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
             *, size: int) -> Iterator[Outcome]:
-        use = self._processes is not None and (size >= AUTO_MIN_QUERIES or (self.heavy and size >= 2)) \
+        worth = self.seconds >= (AUTO_RUNNING_SECONDS if self.running else AUTO_MIN_SECONDS)
+        use = self._processes is not None and (size >= AUTO_MIN_QUERIES or (worth and size >= 2)) \
             and self._shippable(state)
         chosen = self._processes if use else self._serial
         yield from chosen.map(state, task, job, payloads, size=size)  # type: ignore[union-attr]
+
+    @property
+    def running(self) -> bool:
+        """Whether the workers are started (their start-up is paid)."""
+        return self._processes is not None and self._processes.running
 
     def _shippable(self, state: WorkerState) -> bool:
         """A model that cannot be pickled (e.g. a Python function from a trusted file) stays in this process."""
