@@ -338,8 +338,8 @@ def _decision_path(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, 
     reused = "local_explanations" in earlier
     rows = 0 if reused else queries * sum(_explainer_rows(e, local, shape, options.docs_per_query)
                                           for e in options.explainers)
-    # ground truth over every document (additivity) and the explained ones; first call compiles (numba)
-    extra = 10.0 + 1e-6 * shape.docs * shape.trees + 2e-7 * rows * shape.features ** 0.5  # 11-15 s measured
+    # ground truth over every document (additivity) and the explained ones (1.7 s bookstore, 2.0 s wide data)
+    extra = 1.5 + 1e-6 * shape.docs * shape.trees + 2e-7 * rows * shape.features ** 0.5
     return queries, int(rows), extra, f"{queries} queries × {options.docs_per_query} documents, " \
                                       f"{len(options.explainers)} explainers" + ("; attributions shared with " \
                                                                                  "local_explanations" if reused else "")
