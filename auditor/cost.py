@@ -42,7 +42,8 @@ PROBE_KEEP = 5  # features a masked probe row keeps (the searches' sets: k ≤ 1
 POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors")
 POOLED_KINDS = ("local_explanations", "confidence", "pairwise")  # their queries go to the executor's pool...
 POOL_EFFICIENCY = 0.9  # ...which runs them this close to `workers` times as fast (wide data: 1.96 with 2 workers)
-RENDER_SECONDS = {"html": 5.0, "pdf": 40.0}  # start-up and rendering, measured on the bookstore and wide data
+RENDER_SECONDS = {"html": 3.0, "pdf": 15.0}  # judging, rendering and writing after the evidence: 13 s for the
+# bookstore (29 pages), 22 s for the wide data's 39 pages (2026-11-26)
 # Work on documents² per query, beside the model (a query of 20,000 documents has 200 million pairs), measured on
 # this 2-core machine: Kendall's tau-b of a masked ranking (checks.validity, compiled for large calls) per document
 # pair — 17 ms for 500 rankings of 180 documents —; ranks among the others (checks.influence) per document × document.
