@@ -58,7 +58,8 @@ def _draw(rng, x, cumulative, bin_start, bin_mean, bin_std, clip_low, clip_high,
     is random, so branching on it is mispredicted): the uniforms and bins, then Φ⁻¹'s central formula for every
     value (a loop the compiler vectorises), then the tail formula for the few values beyond it, then the values."""
     n_rows, n_features = out.shape
-    out[0, :] = x
+    for f in range(n_features):  # not out[0, :] = x: a slice assignment compiles a shape-error message (~4 s)
+        out[0, f] = x[f]
     p = np.empty(n_features)
     z = np.empty(n_features)
     chosen = np.empty(n_features, dtype=np.int64)

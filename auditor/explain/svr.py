@@ -73,6 +73,27 @@ def _residuals(X, y, v, r):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _smallest(values, count):  # pragma: no cover - compiled
+    """Indices of the `count` smallest values, in increasing order (ties by index): an insertion into a short
+    sorted list, because compiling numba's argsort for this costs ~2 s of every cold start."""
+    count = min(count, values.size)
+    order = np.empty(count, dtype=np.int64)
+    filled = 0
+    for i in range(values.size):
+        x = values[i]
+        if filled == count and not x < values[order[filled - 1]]:
+            continue
+        j = filled if filled < count else count - 1
+        while j > 0 and x < values[order[j - 1]]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+        if filled < count:
+            filled += 1
+    return order
+
+
+@njit(cache=True, nogil=True)
 def _slope(r, q, c, v, d, mu, t):  # pragma: no cover - compiled
     """Derivative in t of the smoothed objective at v + t·d (residuals r − t·q)."""
     total = np.dot(v, d) + t * np.dot(d, d)
@@ -236,7 +257,7 @@ def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
     state = np.empty(n, dtype=np.int64)
     for i in range(n):
         state[i] = 1 if r[i] > 0 else -1
-    order = np.argsort(np.abs(r))  # the interpolated samples: |r| ≤ mu, at most the p smallest
+    order = _smallest(np.abs(r), p + SPARE + 1)  # the interpolated samples: |r| ≤ mu, at most the p smallest
     if n > p + SPARE and abs(r[order[p + SPARE]]) <= mu:
         return np.zeros(p), False  # far more than p inside: this smoothing is too coarse to read a pattern from
     for j in range(min(p, n)):
@@ -262,16 +283,18 @@ def l1_svr(X, y, c, start):  # pragma: no cover - compiled
     X̃d, the Hessian as a rank-k update of the √(c/μ)-scaled rows inside the quadratic zone)."""
     n, n_features = X.shape
     p = n_features + 1
-    design = np.empty((n, p))  # X̃ = [X, 1]
-    design[:, :n_features] = X
-    design[:, n_features] = 1.0
+    design = np.empty((n, p))  # X̃ = [X, 1], by loops: a slice assignment compiles a shape-error message (~4 s)
+    for i in range(n):
+        for f in range(n_features):
+            design[i, f] = X[i, f]
+        design[i, n_features] = 1.0
     design_t = np.ascontiguousarray(design.T)
     v = start.copy()
     r = np.empty(n)
     _residuals(X, y, v, r)
     absr = np.abs(r)
-    order = absr[np.argsort(absr)]  # np.sort's values, without compiling a second sort (_finish's argsort: ~2 s)
-    mu = max(order[min(2 * p, n - 1)], 1e-12)
+    cut = min(2 * p, n - 1)
+    mu = max(absr[_smallest(absr, cut + 1)[cut]], 1e-12)
     c_total = c.sum()
     psi_c = np.empty(n)
     scaled = np.empty((n, p))
