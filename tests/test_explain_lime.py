@@ -633,6 +633,16 @@ def test_cholesky_solve_solves_and_refuses_indefinite_matrices():
     assert not _cholesky_solve(indefinite, b)[1]
 
 
+@pytest.mark.parametrize("count", [0, 1, 5, 40, 41, 100])
+def test_smallest_is_the_stable_argsort_cut(count: int):
+    """`_smallest` (the exact finish's pattern, in place of a compiled argsort) names the `count` smallest values
+    in increasing order, ties by index: the stable argsort's first `count`, also past the end and with ties."""
+    from auditor.explain.svr import _smallest
+
+    values = np.round(np.random.default_rng(count).standard_normal(41), 1)  # many ties
+    assert list(_smallest(values, count)) == list(np.argsort(values, kind="stable")[:count])
+
+
 def _huber(r: np.ndarray, c: np.ndarray, v: np.ndarray, mu: float) -> float:
     """The smoothed objective ½‖v‖² + Σ c·h_μ(r) (h_μ = r²/2μ inside ±μ, |r| − μ/2 beyond), the reference the
     compiled line search is checked against."""

@@ -76,8 +76,10 @@ def _residuals(X, y, v, r):  # pragma: no cover - compiled
 def _smallest(values, count):  # pragma: no cover - compiled
     """Indices of the `count` smallest values, in increasing order (ties by index): an insertion into a short
     sorted list, because compiling numba's argsort for this costs ~2 s of every cold start."""
-    count = min(count, values.size)
+    count = max(0, min(count, values.size))
     order = np.empty(count, dtype=np.int64)
+    if count == 0:
+        return order
     filled = 0
     for i in range(values.size):
         x = values[i]
