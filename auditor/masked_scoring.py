@@ -225,16 +225,15 @@ def _table(x, fill, by_fill, fill_child, feature, threshold, left, right, defaul
 @njit(cache=True, inline="always")
 def _total(link, feat, kept, n_trees, value, weight, bias, float32_sum):
     """The score under keep-mask `kept` through a link table, summed as `auditor.trees._score` sums."""
-    if float32_sum:
-        small = np.float32(bias)
-        for tree in range(n_trees):
-            leaf = _leaf_under(link, feat, kept, n_trees, tree)
-            small = np.float32(small + np.float32(weight[tree] * value[leaf]))
-        return np.float64(small)
+    small = np.float32(bias)
     total = bias
     for tree in range(n_trees):
-        total += weight[tree] * value[_leaf_under(link, feat, kept, n_trees, tree)]
-    return total
+        leaf = _leaf_under(link, feat, kept, n_trees, tree)
+        if float32_sum:
+            small = np.float32(small + np.float32(weight[tree] * value[leaf]))
+        else:
+            total += weight[tree] * value[leaf]
+    return np.float64(small) if float32_sum else total
 
 
 @njit(cache=True, inline="always")
@@ -269,16 +268,13 @@ def _masked_rows(X, fills, keep, order, pair_start, pair_doc, pair_fill, bounds,
                 continue
             for i in range(pair_start[pair], pair_start[pair + 1]):  # summed as auditor.trees._score sums
                 kept = keep[order[i]]
-                if float32_sum:
-                    small = np.float32(bias)
-                    for tree in range(n_trees):
-                        leaf = _leaf_mixed(x, fill, kept, roots[tree], feature, threshold, left, right, default_left,
-                                           missing, zero_filter)
+                small = np.float32(bias)
+                total = bias
+                for tree in range(n_trees):
+                    leaf = _leaf_mixed(x, fill, kept, roots[tree], feature, threshold, left, right, default_left,
+                                       missing, zero_filter)
+                    if float32_sum:
                         small = np.float32(small + np.float32(weight[tree] * value[leaf]))
-                    out[order[i]] = np.float64(small)
-                else:
-                    total = bias
-                    for tree in range(n_trees):
-                        total += weight[tree] * value[_leaf_mixed(x, fill, kept, roots[tree], feature, threshold, left,
-                                                                  right, default_left, missing, zero_filter)]
-                    out[order[i]] = total
+                    else:
+                        total += weight[tree] * value[leaf]
+                out[order[i]] = np.float64(small) if float32_sum else total
