@@ -1,13 +1,15 @@
 """Do the low-confidence flags earn their keep? The product's `confidence` evidence at its defaults (issue 37: an
 estimated reliability per explanation, fitted leaving queries out; flags = estimate below 0.5) on three datasets:
-the bookstore example, MQ2008 Fold1 test (shared data) and the 136-feature synthetic set of benchmarks/wide_data.py.
+the bookstore example, MQ2008 Fold1 test (shared data), the 136-feature synthetic set of benchmarks/wide_data.py
+and its diffuse variant (relevance spread over 24 factors, where top-5 attributions fall to validity about 0.5).
 Per dataset: the estimate's held-out AUC and calibration error, the flagged share beside the rule-based flags'
 share, the validity and decision-path accuracy gaps between unflagged and flagged explanations, all with
 query-bootstrap intervals, and the signals' coefficients.
 
-    .venv/bin/python benchmarks/reproduce_confidence_flags.py [--datasets bookstore mq2008 wide136]
+    .venv/bin/python benchmarks/reproduce_confidence_flags.py [--datasets bookstore mq2008 wide136 wide136d]
         [--queries NAME=N ...] [--records DIR] [--out FILE]
     .venv/bin/python benchmarks/reproduce_confidence_flags.py --study [--study-queries 10] [--study-k 5 10 20]
+        [--study-dataset wide136|wide136d]
 
 `--study`: why attributions fail on the 136-feature ranker. `local_explanations` on a seeded sample of its queries
 at each k, under the audit's mean masking (validity measured under the mean and under 20 background rows) and under
@@ -16,8 +18,8 @@ at each k, under the audit's mean masking (validity measured under the mean and 
 Each dataset is loaded through the engine's own `prepare` (a spec holding only `confidence`, with its defaults
 but `queries`) and the evidence runs in this process (serial executor), as `auditor report` runs it. MQ2008 needs
 ../shared/data (or $AUDITOR_DATA) and is skipped with a message when it is absent; examples/mq2008/model.txt is
-trained first when missing. The wide set is written by benchmarks/wide_data.py into /tmp/auditor-wide/136 when
-missing. Prints markdown.
+trained first when missing. The wide sets are written by benchmarks/wide_data.py into /tmp/auditor-wide/136 and
+/tmp/auditor-wide/136-diffuse when missing. Prints markdown.
 """
 
 from __future__ import annotations
@@ -46,10 +48,12 @@ from auditor.evidence.confidence import run  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 
-DATASETS = ("bookstore", "mq2008", "wide136")
+DATASETS = ("bookstore", "mq2008", "wide136", "wide136d")
 # queries judged per dataset (None: all): each run stays within a few minutes on 2 shared cores
-QUERIES: dict[str, int | None] = {"bookstore": None, "mq2008": None, "wide136": None}
+QUERIES: dict[str, int | None] = {"bookstore": None, "mq2008": None, "wide136": None, "wide136d": None}
 WIDE = Path("/tmp/auditor-wide/136")
+WIDE_DIFFUSE = Path("/tmp/auditor-wide/136-diffuse")
+DIFFUSE = {"factors": 24, "decay": 0.5}  # wide_data.py's diffuse variant
 AUDIT = {"title": "confidence flags reproduction", "organisation": "auditor benchmarks",
          "purpose": "docs/reproductions/confidence-flags.md"}
 
@@ -88,17 +92,19 @@ def spec_for(name: str) -> tuple[dict[str, Any] | None, str]:
                  "masking": {"strategy": "mean"}},
                 "MQ2008 Fold1 test, examples/mq2008/model.txt (LightGBM LambdaMART, 46 features; background: "
                 "Fold1 train)")
-    if name == "wide136":
+    if name in ("wide136", "wide136d"):
         from wide_data import prepare as prepare_wide
 
-        prepare_wide(WIDE, 136)
+        folder, shape = (WIDE, {}) if name == "wide136" else (WIDE_DIFFUSE, DIFFUSE)
+        prepare_wide(folder, 136, **shape)
         common = {"query_column": "qid", "label_column": "label", "doc_id_column": "doc_id", "nan_policy": "missing"}
-        return ({"model": {"path": str(WIDE / "model.txt")},
-                 "dataset": {"path": str(WIDE / "test.parquet"), **common},
-                 "background": {"path": str(WIDE / "train.parquet"), **common},
+        variant = "" if name == "wide136" else " (diffuse variant: `--factors 24 --decay 0.5`)"
+        return ({"model": {"path": str(folder / "model.txt")},
+                 "dataset": {"path": str(folder / "test.parquet"), **common},
+                 "background": {"path": str(folder / "train.parquet"), **common},
                  "masking": {"strategy": "mean"}},
-                "benchmarks/wide_data.py 136 features (LightGBM LambdaMART, 150 trees x 31 leaves; background: "
-                "its 300 training queries)")
+                f"benchmarks/wide_data.py 136 features{variant} (LightGBM LambdaMART, 150 trees x 31 leaves; "
+                "background: its 300 training queries)")
     raise ValueError(name)
 
 
@@ -186,11 +192,11 @@ def meets(m: dict[str, float]) -> list[str]:
 STUDY_METHODS = ["treeshap5", "lirme5", "exs5", "greedy_cover_eps", "validity_search"]
 
 
-def study(queries: int, ks: list[int], methods: list[str], arms_wanted: list[str]) -> str:
-    """Validity of each explainer's top-k set on the wide ranker, by k and masking (module docstring)."""
+def study(queries: int, ks: list[int], methods: list[str], arms_wanted: list[str], dataset: str = "wide136") -> str:
+    """Validity of each explainer's top-k set on a wide ranker, by k and masking (module docstring)."""
     from auditor.evidence.local_explanations import run as run_local
 
-    spec, facts = spec_for("wide136")
+    spec, facts = spec_for(dataset)
     assert spec is not None
     arms = {"mean": {"strategy": "mean"}, "background rows": {"strategy": "background", "rows": 20}}
     arms = {arm: masking for arm, masking in arms.items() if arm.split()[0] in arms_wanted}
@@ -233,13 +239,14 @@ def main() -> None:
     parser.add_argument("--records", type=Path, default=None, help="write each dataset's records (JSON) here")
     parser.add_argument("--study", action="store_true", help="the wide-ranker study instead (module docstring)")
     parser.add_argument("--study-queries", type=int, default=10)
+    parser.add_argument("--study-dataset", choices=["wide136", "wide136d"], default="wide136")
     parser.add_argument("--study-k", type=int, nargs="+", default=[5, 10, 20])
     parser.add_argument("--study-methods", nargs="+", default=STUDY_METHODS)
     parser.add_argument("--study-arms", nargs="+", choices=["mean", "background"], default=["mean", "background"],
                         help="'background' (explainers play on 20 background rows) costs about 6x 'mean' at k=20")
     args = parser.parse_args()
     if args.study:
-        text = study(args.study_queries, args.study_k, args.study_methods, args.study_arms)
+        text = study(args.study_queries, args.study_k, args.study_methods, args.study_arms, args.study_dataset)
         print(text)
         if args.out:
             args.out.write_text(text)
