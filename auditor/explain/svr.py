@@ -36,6 +36,7 @@ from numba import njit
 
 # Relative tolerances of the exact finish's checks (residual signs and dual bounds): rounding, not approximation.
 CHECK_TOL = 1e-9
+REBUILD = 20  # Newton steps between fresh Hessians within a stage (updated in between: rounding stays small)
 PIVOTS = 60  # active-set corrections of a smoothed solution's pattern before smoothing further...
 SPARE = 2  # ...tried when it interpolates at most this many samples more than there are coefficients
 
@@ -295,10 +296,13 @@ def l1_svr(X, y, c, start):  # pragma: no cover - compiled
     c_total = c.sum()
     psi_c = np.empty(n)
     scaled = np.empty((n, p))
+    zone_of = np.zeros(n, dtype=np.bool_)  # who is in the quadratic zone of the Hessian H below
+    H = np.empty((p, p))
     for _stage in range(40):
+        since_built = REBUILD  # μ changed: the Hessian is built afresh
         for _newton in range(60):
-            m = 0
-            for i in range(n):  # c·ψ(r) of the smoothed loss, and the rows of the quadratic zone, scaled
+            m = changed = 0
+            for i in range(n):  # c·ψ(r) of the smoothed loss, and the rows of the quadratic zone
                 ri = r[i]
                 if ri > mu:
                     psi_c[i] = c[i]
@@ -306,10 +310,9 @@ def l1_svr(X, y, c, start):  # pragma: no cover - compiled
                     psi_c[i] = -c[i]
                 else:
                     psi_c[i] = c[i] * ri / mu
-                    h = np.sqrt(c[i] / mu)
-                    for a in range(p):
-                        scaled[m, a] = h * design[i, a]
                     m += 1
+                if (not (ri > mu or ri < -mu)) != zone_of[i]:  # the zone as ψ's branches read it (NaN inside)
+                    changed += 1
             g = v - design_t @ psi_c
             largest = 0.0  # np.abs(g).max(), NaN included, without compiling a reduction
             for a in range(p):
@@ -319,10 +322,43 @@ def l1_svr(X, y, c, start):  # pragma: no cover - compiled
                 largest = max(largest, abs(g[a]))
             if largest <= 1e-12 * (1.0 + c_total):
                 break
-            zone = scaled[:m]
-            H = zone.T @ zone
-            for a in range(p):
-                H[a, a] += 1.0
+            if since_built >= REBUILD or 2 * changed > m:  # H = I + Σ_zone (c/μ)·x̃x̃ᵀ, from the scaled rows
+                m = 0
+                for i in range(n):
+                    zone_of[i] = not (r[i] > mu or r[i] < -mu)
+                    if zone_of[i]:
+                        h = np.sqrt(c[i] / mu)
+                        for a in range(p):
+                            scaled[m, a] = h * design[i, a]
+                        m += 1
+                zone = scaled[:m]
+                H = zone.T @ zone
+                for a in range(p):
+                    H[a, a] += 1.0
+                since_built = 0
+            elif changed:  # a few rows entered or left the zone: H ± their terms (rows enter, then leave)
+                entered = left = 0
+                for i in range(n):
+                    inside = not (r[i] > mu or r[i] < -mu)
+                    if inside != zone_of[i]:
+                        h = np.sqrt(c[i] / mu)
+                        row = entered if inside else changed - 1 - left
+                        for a in range(p):
+                            scaled[row, a] = h * design[i, a]
+                        if inside:
+                            entered += 1
+                        else:
+                            left += 1
+                        zone_of[i] = inside
+                if entered:
+                    rows = scaled[:entered]
+                    H += rows.T @ rows
+                if left:
+                    rows = scaled[entered:changed]
+                    H -= rows.T @ rows
+                since_built += 1
+            else:
+                since_built += 1
             d, ok = _cholesky_solve(H, -g)
             if not ok:
                 return v, False
