@@ -267,8 +267,8 @@ def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list
 KERNELSHAP_FIT = 2.4e-10  # × coalitions × F²: the normal equations (BLAS) and their 11 solves — 0.4 s at 700
 LIRME_FIT = (1.4e-10, 0.001)  # × samples × F², + per document: the ridge fit, the top documents batched — 1 ms at
 # 12 features, 6 ms at 136
-EXS_FIT = (1.5e-9, 2.2e-8)  # × samples × F², × F³: the exact L1 SVR's Newton steps and finish — 0.11 s at 136, 9 s
-# at 700
+EXS_FIT = (1.15e-9, 1.1e-10)  # × samples × F², × F³: the exact L1 SVR's Newton steps and finish — 0.043 s at 136,
+# 1.2 s at 700 (LAPACK's Cholesky, the Hessian updated by the rows entering and leaving the zone)
 
 
 def _fit_seconds(methods: list[str], local: Any, features: int) -> float:
