@@ -278,7 +278,9 @@ def l1_svr(X, y, c, start):  # pragma: no cover - compiled
     (e.g. the L2-loss solution), and whether the exact finish checked out (False: use another solver).
 
     Each Newton step's passes over the n × (F + 1) design are BLAS calls (the gradient X̃ᵀψ, the direction's
-    X̃d, the Hessian as a rank-k update of the √(c/μ)-scaled rows inside the quadratic zone)."""
+    X̃d, the Hessian as a rank-k update of the √(c/μ)-scaled rows inside the quadratic zone). Within a stage (one
+    μ) the Hessian changes only by the rows that enter or leave the zone, so it is updated by those and rebuilt
+    every `REBUILD` steps; its rounding steers Newton's path only, as the finish reads the pattern alone."""
     n, n_features = X.shape
     p = n_features + 1
     design = np.empty((n, p))  # X̃ = [X, 1], by loops: a slice assignment compiles a shape-error message (~4 s)
