@@ -21,12 +21,11 @@ def swept_scores(ctx: AuditContext, X: np.ndarray, features: list[int], grids: l
     limit = max(1, min(MAX_ROWS, CELLS // max(X.shape[1], 1)))
     out = []
     for feature, grid in zip(features, grids, strict=True):
-        total = len(grid) * n
-        scores = np.empty(total)
+        total, parts = len(grid) * n, []
         for start in range(0, total, limit):
             where = np.arange(start, min(start + limit, total))
             rows = X[where % n]  # row start + i is document (start + i) % n with the feature at value (start + i) // n
             rows[:, feature] = grid[where // n]
-            scores[start:start + len(where)] = ctx.model.predict(rows)
-        out.append(scores.reshape(len(grid), n))
+            parts.append(ctx.model.predict(rows))  # in the model's own dtype, as before
+        out.append((np.concatenate(parts) if parts else np.empty(0)).reshape(len(grid), n))
     return out
