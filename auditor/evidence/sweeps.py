@@ -17,8 +17,10 @@ def swept_scores(ctx: AuditContext, X: np.ndarray, features: list[int], grids: l
     `X`. The rows of a call are built when it is made: 19 values of a group column over 200 queries' 24k documents
     and 136 features, built at once and then stacked, held 1 GB, the peak of a 200-query audit. A model that scores
     each row on its own (every tree model) gives the same scores in any slices."""
+    from auditor.models.base import rows_per_call
+
     n = X.shape[0]
-    limit = max(1, min(MAX_ROWS, CELLS // max(X.shape[1], 1)))
+    limit = rows_per_call(X.shape[1], MAX_ROWS, CELLS)
     out = []
     for feature, grid in zip(features, grids, strict=True):
         total, parts = len(grid) * n, []

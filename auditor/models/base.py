@@ -156,10 +156,11 @@ AGREEMENT = 1e-9  # array form and library agree to this, relative to max(1, |sc
 MAX_CELLS = 32_000_000  # values (rows × features) built for one predict call: 256 MB of float64
 
 
-def rows_per_call(n_features: int, max_rows: int = 2_000_000) -> int:
+def rows_per_call(n_features: int, max_rows: int = 2_000_000, cells: int | None = None) -> int:
     """Rows one batched predict may take: `max_rows`, fewer on wide data, so that the rows built for it stay
-    within MAX_CELLS (2M rows of 700 features would be 11 GB: a worker was killed for it)."""
-    return max(1, min(int(max_rows), MAX_CELLS // max(int(n_features), 1)))
+    within `cells` values (default MAX_CELLS; 2M rows of 700 features would be 11 GB: a worker was killed for it)."""
+    budget = MAX_CELLS if cells is None else int(cells)
+    return max(1, min(int(max_rows), budget // max(int(n_features), 1)))
 
 
 def checked_ensemble(build: Callable[[], Any], predict: Callable[[np.ndarray], np.ndarray], *, library: str,
