@@ -205,6 +205,44 @@ def test_background_search_optimises_expected_validity(real_query) -> None:
     assert expected_validity(model, query.X, query.scores, rows, [chosen])[0][0] == pytest.approx(values.max())
 
 
+def test_background_search_races_sets_over_the_rows(real_query) -> None:
+    """A race scores every set on the first rows, doubles the rows while more sets remain than wanted, drops a set
+    that trails the leader row by row, and ranks the rest on the rows they share; the search on many rows scores
+    fewer rows than scoring every set on every row, for a set as valid under them."""
+    from auditor.explain.listwise import _Race
+
+    model, query, _ = real_query
+    rows = BackgroundMasking(rows=48).draw(query.background, np.random.default_rng(3))
+    sets = [(f,) for f in range(6)] + [(0, 1, 2, 3, 4, 5)]
+    race = _Race(model, query, rows, np.zeros(6, dtype=bool), first=6, z=2.0)
+    ranked = race.run(sets, 1)
+    full = RankGame(model, query.X, query.scores, rows, players=np.arange(6)).row_values(keep_masks(sets, 6))
+    scored = {s: len(race.values[s]) for s in sets}
+    # every feature kept: tau 1 on every row, a clear leader, so the race ends before the rows do
+    assert ranked == [(0, 1, 2, 3, 4, 5)] and min(scored.values()) == 6 and scored[ranked[0]] < 48
+    for s in sets:  # the values of the rows scored are those of the whole game, prefix by prefix
+        assert race.values[s] == pytest.approx(full[sets.index(s), :scored[s]], abs=1e-12)
+    assert race.rows == sum(scored.values()) * query.n_docs
+    kept = race.run(sets[:6], 6)  # as many wanted as sets: none dropped, raced until the leader is clear
+    assert sorted(kept) == sets[:6]
+    lead = race.values[kept[0]]
+    for s in kept[1:]:
+        shared = min(len(lead), len(race.values[s]))
+        assert lead[:shared].mean() >= race.values[s][:shared].mean()
+    whole = _Race(model, query, rows, np.zeros(6, dtype=bool), first=48, z=2.0).run(sets[:6], 6)
+    means = full[:6].mean(axis=1)  # every row at once: ranked by the mean over all rows
+    assert [means[sets.index(s)] for s in whole] == sorted(means, reverse=True)
+
+    every_row = CountingRanker(model.inner)
+    chosen_all = BackgroundValiditySearch(beam=2, first=48, focus=6).select(every_row, query, 3, rows,
+                                                                            np.random.default_rng(0))
+    raced = CountingRanker(model.inner)
+    chosen = BackgroundValiditySearch(beam=2).select(raced, query, 3, rows, np.random.default_rng(0))
+    assert raced.rows_evaluated < every_row.rows_evaluated
+    value, value_all = expected_validity(model, query.X, query.scores, rows, [chosen, chosen_all])[0]
+    assert value >= value_all - 0.02
+
+
 def test_background_masking_options() -> None:
     assert BackgroundMasking.model_validate({"strategy": "background", "rows": 7}).rows == 7
     with pytest.raises(ValueError):
