@@ -363,7 +363,9 @@ class BackgroundValiditySearch:
         beam: list[tuple[int, ...]] = [()]
         promising: list[int] = []
         for _ in range(k):
-            width = self.beam if race.rows < self.max_rows else 1  # over the budget: forward selection
+            width = self.beam
+            if race.rows + race.first_cost(extend_beam(beam, pool)) > self.max_rows:
+                width = 1  # the budget would be passed: plain forward selection from the best set
             ranked = race.run(extend_beam(beam[:width], pool), width)
             beam = ranked[:width]
             promising += [f for chosen in ranked[: self.focus] for f in chosen if f not in promising]
@@ -373,7 +375,7 @@ class BackgroundValiditySearch:
         for _ in range(self.rounds if self.swaps else 0):
             swaps = [tuple(b if x == a else x for x in current) for a in current for b in swap_pool
                      if b not in current]
-            if not swaps or race.rows >= self.max_rows:
+            if not swaps or race.rows + race.first_cost(swaps) > self.max_rows:
                 break
             best = race.run([current, *swaps], 1)[0]
             if best == current or race.active(best) in seen:  # a race ends on its own rows: never go round
@@ -395,6 +397,13 @@ class _Race:
 
     def active(self, chosen: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(sorted(f for f in chosen if not self.inert[f]))
+
+    def first_cost(self, sets: list[tuple[int, ...]]) -> int:
+        """The rows a race of `sets` scores before it can drop any (its first rows, for sets not yet scored)."""
+        upto = min(self.first, self.fill.shape[0]) if self.average else 1
+        fills = 1 if self.average else self.fill.shape[0]
+        return sum(max(0, upto - len(self.values.get(key, ()))) for key in {self.active(s) for s in sets}) \
+            * self.query.n_docs * fills
 
     def _score(self, keys: list[tuple[int, ...]], upto: int) -> None:
         """Extend each set's values to the first `upto` rows (sets of one length scored in one call)."""
