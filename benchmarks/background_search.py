@@ -26,13 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from auditor.checks.validity import has_order  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.greedy import Greedy  # noqa: E402
 from auditor.explain.listwise import (  # noqa: E402
-    BackgroundMasking,
     BackgroundValiditySearch,
-    RowMasker,
     expected_validity,
 )
 from auditor.explain.search import ValiditySearch  # noqa: E402
@@ -83,16 +80,11 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--skip-peer", action="store_true", help="leave out the peer's greedy search (slow)")
     args = parser.parse_args()
-    from reproduce_valid_explanations import context
+    from listwise_mq2008 import mq2008_sample
 
-    ctx, _ = context(None, args.seed)
+    ctx, train_rows, search_rows, held_out, _, chosen = mq2008_sample(args.queries, args.seed)
     data, masker, scores = ctx.data, ctx.masker(), ctx.scores()
-    train_rows = ctx.reference().X
-    search_rows = BackgroundMasking(rows=100).draw(train_rows, np.random.default_rng([args.seed, 1]))
-    eval_rows = BackgroundMasking(rows=100).draw(train_rows, np.random.default_rng([args.seed, 2])).fill
-    eligible = [qi for qi in range(data.n_queries) if has_order(scores[data.query_slice(qi)])]
-    chosen = sorted(np.random.default_rng([args.seed, 0]).choice(eligible, size=min(args.queries, len(eligible)),
-                                                                 replace=False).tolist())
+    eval_rows = held_out.fill
     model = ctx.model
     predict = model.inner.predict  # uncounted: the judging is not part of any search's cost
     methods = {
@@ -111,7 +103,6 @@ def main() -> None:
             beam=5, max_rows=2_000_000).select(model, q, args.k, search_rows, np.random.default_rng(0)),
     }
     judge = CountingRanker(model.inner)  # our measure (tau-b: ties count as ties) on the evaluation rows, uncounted
-    held_out = RowMasker(eval_rows)
 
     def judged(X: np.ndarray, query: QueryView, found: tuple[int, ...], spent: int, seconds: float) -> tuple:
         ours = expected_validity(judge, X, query.scores, held_out, [found])[0][0]

@@ -76,17 +76,26 @@ def straightforward_rankingshap(model: CountingRanker, query: QueryView, masker:
     return np.asarray(phi, dtype=np.float64).reshape(-1)
 
 
-def mq2008(queries: int, seed: int, gt_permutations: int, budgets: list[int]) -> None:
+def mq2008_sample(queries: int, seed: int):
+    """MQ2008 Fold1's context, its training rows, the 100 rows explainers use ([seed, 1]), 100 other rows to judge
+    on ([seed, 2]), the queries with an order and a seeded sample of them ([seed, 0]) — shared with
+    background_search.py, so both measure the same queries under the same rows."""
     from reproduce_valid_explanations import context
 
     ctx, _ = context(None, seed)
-    data, masker, scores = ctx.data, ctx.masker(), ctx.scores()
+    data, scores = ctx.data, ctx.scores()
     train_rows = ctx.reference().X
     explain_rows = BackgroundMasking(rows=100).draw(train_rows, np.random.default_rng([seed, 1]))
     eval_rows = BackgroundMasking(rows=100).draw(train_rows, np.random.default_rng([seed, 2]))
     eligible = [qi for qi in range(data.n_queries) if has_order(scores[data.query_slice(qi)])]
     chosen = sorted(np.random.default_rng([seed, 0]).choice(eligible, size=min(queries, len(eligible)),
                                                             replace=False).tolist())
+    return ctx, train_rows, explain_rows, eval_rows, eligible, chosen
+
+
+def mq2008(queries: int, seed: int, gt_permutations: int, budgets: list[int]) -> None:
+    ctx, train_rows, explain_rows, eval_rows, eligible, chosen = mq2008_sample(queries, seed)
+    data, masker, scores = ctx.data, ctx.masker(), ctx.scores()
     model = ctx.model
     print(f"MQ2008 Fold1 test: {len(chosen)} of {len(eligible)} queries with an order (seed {seed}); "
           f"model {model.inner.describe().get('trees', '?')} trees; {platform.processor() or platform.machine()}, "

@@ -363,10 +363,10 @@ class BackgroundValiditySearch:
         beam: list[tuple[int, ...]] = [()]
         promising: list[int] = []
         for _ in range(k):
-            width = self.beam
-            if race.rows + race.first_cost(extend_beam(beam, pool)) > self.max_rows:
-                width = 1  # the budget would be passed: plain forward selection from the best set
-            ranked = race.run(extend_beam(beam[:width], pool), width)
+            width, sets = self.beam, extend_beam(beam, pool)
+            if race.rows + race.first_cost(sets) > self.max_rows:
+                width, sets = 1, extend_beam(beam[:1], pool)  # over the budget: forward selection from the best set
+            ranked = race.run(sets, width)
             beam = ranked[:width]
             promising += [f for chosen in ranked[: self.focus] for f in chosen if f not in promising]
         current = beam[0]
