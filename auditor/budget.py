@@ -8,12 +8,12 @@ the same spec, data and seed always make the same choice, and the choice is reco
 machine measured (the probe) is reported beside it. Models without trees are planned at FALLBACK_ROWS_PER_SECOND.
 
 What it changes, in order, only as far as needed:
-1. the per-query explainers (`local_explanations`, `confidence`, `decision_path_accuracy`, `pairwise`) audit a
-   seeded sample of Q queries, the largest Q that fits (never below MIN_QUERIES; an item's own smaller `queries`
-   is kept). `local_explanations`, `confidence` and `decision_path_accuracy` sample from one stream, so they judge
-   the same queries;
-2. if Q = MIN_QUERIES does not fit: the effect-of-k curve and the exhaustive optimum of `local_explanations` are
-   left out, and Q is searched again;
+1. the kinds whose registry entry says `sampled` (today the per-query explainers: local explanations, confidence,
+   decision paths, pairwise) audit a seeded sample of Q queries, the largest Q that fits (never below MIN_QUERIES;
+   an item's own smaller `queries` is kept). The explainer items sample from one stream, so they judge the same
+   queries;
+2. if Q = MIN_QUERIES does not fit: each kind's `reduced` option values are set (local explanations leave out the
+   effect-of-k curve and the exhaustive optimum), and Q is searched again;
 3. if that does not fit either: the audit runs at that minimum and the report says the budget could not be met.
 KernelSHAP's sample count is never cut: too few coalitions made its explanations no better than random on wide
 data (issue 28), and the convergence check would only flag it.
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from auditor.cost import Shape, estimate_items
+from auditor.evidence.registry import KINDS
 
 # Reference rates, fitted on the bookstore (80 trees, 12 features, 328 nodes a row: 300k rows/s, masked 320k) and
 # the wide data (150 trees, 136 features, 869 nodes a row: 105k rows/s, masked 265k) on the quiet 2-core machine.
@@ -36,7 +37,6 @@ MASKED_ROW_SECONDS = 3.1e-6  # a masked row (features at the mean take the same 
 MASKED_NODE_SECONDS = 0.75e-9  # ...and a little per node
 FALLBACK_ROWS_PER_SECOND = 50_000.0
 MIN_QUERIES = 10
-SAMPLED = ("local_explanations", "confidence", "decision_path_accuracy", "pairwise")
 
 
 @dataclass
@@ -82,14 +82,17 @@ def reference_speed(model: Any, n_features: int) -> tuple[float, float]:
 
 
 def _with(items: list[tuple[str, Any]], queries: int | None, reduce: bool) -> list[tuple[str, Any]]:
+    """The items with the sampled kinds at `queries` queries (an item's own smaller sample kept) and, with
+    `reduce`, the option values each kind's registry entry gives for a budget that queries alone cannot meet."""
     out = []
     for name, options in items:
         update: dict[str, Any] = {}
-        if queries is not None and name in SAMPLED:
+        kind = KINDS.get(name)
+        if queries is not None and kind is not None and kind.sampled:
             own = getattr(options, "queries", None)
             update["queries"] = queries if own is None else min(own, queries)
-        if reduce and name == "local_explanations":
-            update.update(k_curve=[], optimum_max_subsets=0)
+        if reduce and kind is not None:
+            update.update(dict(kind.reduced))
         out.append((name, options.model_copy(update=update) if update else options))
     return out
 
@@ -109,7 +112,7 @@ def choose(items: list[tuple[str, Any]], shape: Shape, *, minutes: float, render
         choice.sentences.append(f"The whole audit as specified fits the budget of {minutes:g} minutes (estimated "
                                 f"{full / 60:.1f} minutes): nothing was reduced.")
         return choice
-    sampled = [name for name, _ in items if name in SAMPLED]
+    sampled = [name for name, _ in items if name in KINDS and KINDS[name].sampled]
     floor = min(MIN_QUERIES, rankable)
     for reduce in (False, True):
         low, high = floor, rankable
@@ -137,9 +140,10 @@ def _chosen(choice: Choice, items: list[tuple[str, Any]], queries: int, reduce: 
     if changed:
         choice.sentences.append(f"{', '.join(changed)} audit a seeded sample of {queries} of the {rankable} "
                                 f"rankable queries: {why}.")
-    if reduce and any(name == "local_explanations" for name, _ in items):
-        choice.sentences.append("local_explanations leaves out the effect-of-k curve and the exhaustive optimum "
-                                f"(only k itself): {why}, and {queries} queries alone did not fit.")
+    for name in dict(items) if reduce else ():
+        if name in KINDS and KINDS[name].reduced:
+            choice.sentences.append(f"{name} leaves out {KINDS[name].reduced_text}: {why}, and {queries} queries "
+                                    "alone did not fit.")
     if not fits:
         choice.sentences.append(f"The budget of {choice.minutes:g} minutes cannot be met even at the minimum "
                                 f"({queries} queries, no effect-of-k curve): the audit was estimated at "

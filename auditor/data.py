@@ -20,7 +20,16 @@ import numpy as np
 import pandas as pd
 
 from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, MiB, check_regular, kind_of, open_inflated, read_inflated
+from auditor.files import (
+    MAX_DATA_BYTES,
+    MAX_DOCS_PER_QUERY,
+    MAX_SMALL_BYTES,
+    MiB,
+    check_regular,
+    kind_of,
+    open_inflated,
+    read_inflated,
+)
 
 if TYPE_CHECKING:
     from auditor.sampling import QuerySample
@@ -34,10 +43,6 @@ _SUFFIX_FORMATS: dict[str, DataFormat] = {
 }
 _DOCID_IN_COMMENT = re.compile(rb"#[^\n]*?docid\s*=\s*(\S+)")
 
-# Bounds on what a data file may make the audit build (docs/security.md, "Data files"); both are spec keys.
-MAX_DATA_BYTES = 4096 * MiB  # `dataset.max_bytes`: the file's text + parsed arrays + the dense matrix, estimated
-MAX_DOCS_PER_QUERY = 2_000  # `dataset.max_docs_per_query`: evidence builds documents² arrays per query (MQ2008
-# has at most 121 documents a query, MSLR-WEB30K 1,251, LightGBM's lambdarank example 27)
 MAX_COLUMNS = 20_000  # CSV/Parquet columns (the widest LTR sets: Yahoo 700, Istella 220)
 MAX_FEATURE_VALUE = 1e30  # |feature value| beyond this is refused: means and variances over such values overflow
 # (1e308 + 1e308 = inf, inf - inf = NaN), and float32 models (XGBoost, ONNX) read anything beyond 3.4e38 as infinite

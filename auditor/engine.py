@@ -26,8 +26,9 @@ from auditor import __version__, feature_dictionary
 from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError, shorten
 from auditor.evidence import ALWAYS, REGISTRY, run_order
-from auditor.evidence.base import AuditContext, Detection, EvidencePlugin, EvidenceResult, Progress
+from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress
 from auditor.evidence.dataset import add_score_facts
+from auditor.evidence.registry import EvidenceKind
 from auditor.executor import Executor, core_limit, usable_jobs
 from auditor.files import write_new
 from auditor.hashing import sha256_file
@@ -306,7 +307,7 @@ def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
                          where="executor.address", fix="start the scheduler or correct the address") from None
 
 
-def _run_plugin(plugin: EvidencePlugin, options: Any, ctx: AuditContext) -> tuple[EvidenceResult, float]:
+def _run_plugin(plugin: EvidenceKind, options: Any, ctx: AuditContext) -> tuple[EvidenceResult, float]:
     """Run one plugin; an unexpected failure becomes an ERROR result so the other evidence still runs."""
     name = plugin.name
     rows_before = ctx.model.rows_evaluated

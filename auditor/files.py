@@ -26,6 +26,11 @@ MAX_MODEL_BYTES = 1024 * MiB  # a model file, read whole (5,000 trees of 511 lea
 MAX_INFLATE_RATIO = 100  # a gzip file may inflate to this many times its size (real LETOR: 5x, MQ2008 and
 INFLATE_FLOOR = 64 * MiB  # LightGBM's example) once past this many bytes; a decompression bomb: 200-1000x
 _CHUNK = 4 * MiB
+# Bounds on what a data file may make the audit build (docs/security.md, "Data files"); both are spec keys
+# (here, not in auditor.data, so the spec imports no pandas).
+MAX_DATA_BYTES = 4096 * MiB  # `dataset.max_bytes`: the file's text + parsed arrays + the dense matrix, estimated
+MAX_DOCS_PER_QUERY = 2_000  # `dataset.max_docs_per_query`: evidence builds documents² arrays per query (MQ2008
+# has at most 121 documents a query, MSLR-WEB30K 1,251, LightGBM's lambdarank example 27)
 
 
 def write_new(path: Path, text: str) -> None:

@@ -18,10 +18,10 @@ from pydantic import (
     model_validator,
 )
 
-from auditor.data import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY
 from auditor.errors import InputError, shorten
 from auditor.evidence import REGISTRY
-from auditor.files import MAX_YAML_BYTES, kind_of, read_bytes
+from auditor.evidence.registry import version as kinds_version
+from auditor.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, kind_of, read_bytes
 from auditor.yaml_io import parse_yaml
 from auditor.yaml_models import Day, M, StrictModel
 from auditor.yaml_models import validate_yaml as _validate_yaml
@@ -393,6 +393,17 @@ def _evidence_union() -> Any:
 
 
 EvidenceItem = _evidence_union()
+_KINDS_VERSION = [kinds_version()]  # the registry as the union above was built from it
+
+
+def refresh_kinds() -> None:
+    """Rebuild the spec's evidence items after a kind was registered (`auditor.evidence.registry.register`): a kind
+    registered from any module is a spec key, in the JSON Schema and in error hints without editing this file."""
+    if _KINDS_VERSION[0] == kinds_version():
+        return
+    AuditSpec.model_fields["evidence"].annotation = list[_evidence_union()]  # type: ignore[valid-type]
+    AuditSpec.model_rebuild(force=True)
+    _KINDS_VERSION[0] = kinds_version()
 
 
 class AuditSpec(StrictModel):
@@ -476,6 +487,7 @@ def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
     if not isinstance(raw, dict):
         raise InputError("the spec must be a mapping of keys (audit, model, dataset, evidence, ...)", file=path,
                          where="1:1", fix="start from `auditor init`")
+    refresh_kinds()
     spec = validate_yaml(AuditSpec, raw, marks, path, context={"base_dir": path.parent.resolve()})
     _refuse_repeats(spec, marks, path)
     return spec, raw
@@ -515,6 +527,7 @@ def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]],
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the spec, for editors (YAML language servers) to complete and check specs."""
+    refresh_kinds()
     schema = AuditSpec.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "auditor audit spec"

@@ -47,7 +47,7 @@ class StrictModel(BaseModel):
     """Unknown keys are errors (with a nearest-key suggestion); values are frozen once validated; types are strict
     (`seed: "7"` is text, not a number), except paths and dates, which YAML can only write as text."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]], path: Path, *,

@@ -119,7 +119,8 @@ def test_bad_budget_is_one_line_naming_the_place(bookstore: Path, budget: str, p
 def test_every_registered_method_is_costed():
     """A registered explainer the cost model does not know would be estimated at 0 model rows and make budgets
     choose blind: every method but RANDOM (which scores nothing) costs more than measuring its sets."""
-    from auditor.cost import Shape, _local_rows
+    from auditor.cost import Shape
+    from auditor.evidence.costs import _local_rows
     from auditor.evidence.local_explanations import LocalExplanationsOptions
     from auditor.explain import registry
 

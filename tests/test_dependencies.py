@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from auditor.evidence import ALWAYS, ALWAYS_PRESENT, REGISTRY, run_order
-from auditor.evidence.base import EvidenceOptions, EvidencePlugin, EvidenceResult
+from auditor.evidence.options import EvidenceOptions
+from auditor.evidence.registry import EvidenceKind
 
 
-def _plugin(name: str, uses: tuple[str, ...] = ()) -> EvidencePlugin:
-    return EvidencePlugin(name, EvidenceOptions, lambda ctx, options: EvidenceResult(name=name), name, name,
-                          uses=uses)
+def _plugin(name: str, uses: tuple[str, ...] = ()) -> EvidenceKind:
+    return EvidenceKind(name, EvidenceOptions, __name__, name, name, "auditor.evidence.costs:none", uses=uses)
 
 
 def test_run_order_puts_used_items_first_and_keeps_spec_order_otherwise() -> None:

@@ -69,7 +69,7 @@ def test_sklearn_equals_shap(make) -> None:
 
 def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     from auditor.data import RankingData
-    from auditor.evidence import global_importance
+    from auditor.evidence import global_importance, importance
     from auditor.evidence.base import AuditContext
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
@@ -96,14 +96,14 @@ def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeyp
     y = np.where(X[:, 5] == 2, 3, y)
     categorical = lgb.train(params, lgb.Dataset(X, y, group=groups, categorical_feature=[5]), num_boost_round=10)
     assert '"decision_type": "=="' in json.dumps(categorical.dump_model())
-    assert global_importance._fast_treeshap(CountingRanker(LightGBMRanker(categorical)), 10 ** 9) is None
+    assert importance._fast_treeshap(CountingRanker(LightGBMRanker(categorical)), 10 ** 9) is None
 
 
 def test_global_importance_streams_treeshap_without_holding_every_row() -> None:
     """The evidence's one pass over the data (chunks of whole queries) leaves the same summaries, query means and
     plotted rows' φ as the full φ matrix would, so 1M documents never need φ in memory at once."""
     from auditor.data import RankingData
-    from auditor.evidence import global_importance
+    from auditor.evidence import global_importance, importance
     from auditor.evidence.base import AuditContext
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
@@ -123,12 +123,12 @@ def test_global_importance_streams_treeshap_without_holding_every_row() -> None:
     keep = np.sort(rng.choice(len(X), 50, replace=False))
     ctx.scores()  # shared with other evidence, counted once
     rows_before = ctx.model.rows_evaluated
-    passed = global_importance._treeshap_pass(ctx, keep, chunk=300)
+    passed = importance._treeshap_pass(ctx, keep, chunk=300)
     assert ctx.model.rows_evaluated - rows_before == len(X)
-    chunks = global_importance._query_chunks(ptr, 300)
+    chunks = importance._query_chunks(ptr, 300)
     assert chunks[0][0] == 0 and chunks[-1][1] == len(groups)
     assert all(a[1] == b[0] for a, b in itertools.pairwise(chunks))
-    reference = global_importance.summarize(full[:, :-1], ptr)
+    reference = importance.summarize(full[:, :-1], ptr)
     assert np.allclose(passed.summary.global_abs, reference.global_abs, rtol=1e-12, atol=0)
     assert np.array_equal(passed.summary.per_query_abs, reference.per_query_abs)
     assert np.array_equal(passed.summary.within, reference.within)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.errors import InputError
 from auditor.evidence import ALWAYS, REGISTRY
-from auditor.evidence.base import metric_pattern
+from auditor.evidence.registry import metric_pattern
 from auditor.policy import builtin_pack_names, check_metrics, load_packs
 
 PLUGINS = {**ALWAYS, **REGISTRY}

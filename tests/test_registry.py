@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from auditor.evidence import confidence, decision_path_accuracy, local_explanations
-from auditor.explain import registry
+from auditor.explain import costs, registry
 from auditor.explain.base import Attributions
 from tests.test_decision_path import _bookstore_context
 
@@ -23,7 +23,7 @@ class Saliency:
 
 
 TOY = registry.Explainer("saliency", "Saliency", "attribution", lambda options, scale: Saliency(), docs=(1, 3),
-                         method_label="Saliency-{docs}", deterministic=True)
+                         method_label="Saliency-{docs}", deterministic=True, cost=costs.treeshap)  # a row a document
 
 
 @pytest.fixture

@@ -6,14 +6,12 @@ templates can all read the same thing.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from auditor.data import RankingData
 from auditor.errors import InputError
@@ -22,12 +20,6 @@ from auditor.models.base import CountingRanker
 T = TypeVar("T")
 R = TypeVar("R")
 Status = Literal["ok", "error", "skipped"]
-
-
-class EvidenceOptions(BaseModel):
-    """Base of every evidence item's options: unknown keys are errors, values are frozen, types are strict."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 @dataclass(frozen=True)
@@ -303,86 +295,6 @@ class AuditContext:
         if self._scores is None:
             self._scores = self.model.predict(self.data.X)
         return self._scores
-
-
-@dataclass(frozen=True)
-class EvidencePlugin:
-    """One evidence kind: its name (the spec key), its options model and the function that runs it."""
-
-    name: str
-    options: type[EvidenceOptions]
-    run: Callable[[AuditContext, Any], EvidenceResult]
-    title: str
-    description: str
-    check: Callable[[Any, RankingData], None] | None = None  # bad options for this data: InputError(where=option)
-    # evidence kinds whose results this one reads when they are requested too (`ctx.used(name)`): the engine runs
-    # them first, whatever the spec order
-    uses: tuple[str, ...] = ()
-    # the metric (and per-query) names it can emit, as patterns (`metric_pattern`): a policy rule naming another
-    # is bad input when the packs load
-    metrics: tuple[str, ...] = ()
-
-    def emits(self, metric: str) -> bool:
-        """Whether this kind can emit `metric` (one of its `metrics` patterns matches it)."""
-        return any(metric_pattern(pattern).fullmatch(metric) for pattern in self.metrics)
-
-    def metric_examples(self) -> list[str]:
-        """Its metric patterns with every alternative spelled out (placeholders kept): for nearest-name hints."""
-        return [name for pattern in self.metrics for name in _expand(pattern)]
-
-
-def metric_pattern(pattern: str) -> re.Pattern[str]:
-    """A declared metric name as a regular expression: `{a|b.c}` is one of the alternatives (which may nest),
-    `{name}` any one dotted segment (a k, a method, a feature, a group value), the rest literal. E.g.
-    `local.{method}.{validity|completeness}.mean` or `ranking_quality.{ndcg@{k}|map}.mean`."""
-    return re.compile(_regex(pattern))
-
-
-def _regex(pattern: str) -> str:
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern[i] != "{":
-            out.append(re.escape(pattern[i]))
-            i += 1
-            continue
-        end = _closing(pattern, i)
-        options = _split(pattern[i + 1:end])
-        out.append("[^.]+" if len(options) == 1 and "{" not in options[0] else
-                   "(?:" + "|".join(_regex(o) for o in options) + ")")
-        i = end + 1
-    return "".join(out)
-
-
-def _expand(pattern: str) -> list[str]:
-    start = pattern.find("{")
-    if start < 0:
-        return [pattern]
-    end = _closing(pattern, start)
-    options = _split(pattern[start + 1:end])
-    heads = [pattern[start:end + 1]] if len(options) == 1 and "{" not in options[0] else \
-        [name for option in options for name in _expand(option)]
-    return [pattern[:start] + head + tail for head in heads for tail in _expand(pattern[end + 1:])]
-
-
-def _closing(pattern: str, start: int) -> int:
-    depth = 0
-    for i in range(start, len(pattern)):
-        depth += {"{": 1, "}": -1}.get(pattern[i], 0)
-        if depth == 0:
-            return i
-    raise ValueError(f"unbalanced braces in metric pattern {pattern!r}")
-
-
-def _split(inner: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in inner:
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        if char == "|" and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [*parts, current]
 
 
 REPRESENTATIVE_MIN_DOCS = 10

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.evidence.base import AuditContext, EvidenceResult, Table
+from auditor.evidence.options.dataset import DatasetOptions
 from auditor.numbers import percent
 
 DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
@@ -14,17 +15,8 @@ UNORDERED_SHARE = 0.5  # share of queries the model leaves without any order bey
 CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "dataset.{n_queries|n_docs|n_features|single_doc_queries|single_doc_queries_share|missing_values"
-    "|all_zero_label_queries|all_zero_label_queries_share|single_label_queries|single_label_queries_share"
-    "|sample_share|tied_score_queries|tied_score_queries_share|tied_docs_share}",
-    "dataset.docs_per_query.{min|mean|max}",
-    "dataset.population.{n_queries|n_docs}",
-)
 
 
-class DatasetOptions(EvidenceOptions):
-    """No options: the data is the spec's `dataset:`."""
 
 
 def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:

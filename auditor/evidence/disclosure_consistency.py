@@ -17,26 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from pydantic import Field
 
 from auditor.checks.estimate import estimate
 from auditor.data import RankingData
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
-from auditor.evidence.global_importance import importance_by_query
-from auditor.evidence.parameter_influence import check_feature_names
+from auditor.evidence.base import AuditContext, EvidenceResult, Table
+from auditor.evidence.feature_names import check_feature_names
+from auditor.evidence.importance import importance_by_query
+from auditor.evidence.options.disclosure_consistency import DisclosureConsistencyOptions
 from auditor.numbers import figure, percent
-
-
-class DisclosureConsistencyOptions(EvidenceOptions):
-    declared: list[str] = Field([], description="The parameters the business discloses, most important first "
-                                                "(feature names).")
-    share_for_main: float = Field(0.8, gt=0, le=1, description="Main parameters = fewest features reaching this "
-                                                               "share of the within-query importance.")
-    min_share: float = Field(0.05, ge=0, le=1, description="A main parameter below this share of the importance "
-                                                           "is not counted as influential when undeclared.")
-    resamples: int = Field(200, ge=20, le=10_000, description="Bootstrap samples of queries for the stability of "
-                                                              "the measured order.")
-
 
 HOW_TO_READ = (
     "The declared list is what the business tells users about how results are ordered. The measured order is how "
@@ -47,15 +35,6 @@ HOW_TO_READ = (
     "re-measures the order on bootstrap samples of queries: a low value means the order itself is uncertain."
 )
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "disclosure.{undeclared_main|undeclared_share|declared_not_main|main_parameters|measured_on_surrogate"
-    "|rank_correlation}",
-    "disclosure.rank_correlation.{within_query|per_query|surrogate}",
-    "disclosure.per_query.rank_correlation",
-    "disclosure.per_query.rank_correlation.{mean|ci95_low|ci95_high}",
-    "disclosure.stability.{kendall|weighted_kendall|main_set_overlap}.{mean|p05}",
-    "disclosure.stability.{main_set_agreement|undeclared_share}",
-)
 
 
 def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:

@@ -10,68 +10,25 @@ and ("set", method, its options, masking, query, k); each draws from the stream 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from pydantic import Field, create_model, field_validator
 
-from auditor.evidence.base import AuditContext, EvidenceOptions
+from auditor.evidence.base import AuditContext
+from auditor.evidence.options.sections import (  # noqa: F401 - their home before the spec became light
+    attribution_names,
+    default_method_names,
+    judged_method_names,
+    method_list,
+    method_names,
+    methods_validator,
+    with_sections,
+)
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView
 
 # How many top documents `reusable_attributions` looks for beyond the ones asked (local_explanations asks for 5).
 REUSE_MAX_DOCS = 10
-
-
-# --- spec options ------------------------------------------------------------------------------------------------
-
-def with_sections(model: type[EvidenceOptions], kinds: tuple[registry.Kind, ...] = ("attribution", "selection")
-                  ) -> type[EvidenceOptions]:
-    """`model` with one field per options section of the registry's explainers of these kinds (`kernelshap:`,
-    `lime:`, ...), each defaulting to the section's defaults: a new explainer's options reach every item that
-    runs it without editing these items."""
-    fields: dict[str, Any] = {name: (options, options()) for name, options in registry.sections(kinds).items()}
-    return create_model(model.__name__, __base__=model, __module__=model.__module__, __doc__=model.__doc__,
-                        **fields)
-
-
-def method_list(default: list[str], *, allowed: Callable[[], list[str]], description: str) -> Any:
-    """A `methods:`-style field: a non-empty list of registry names (checked by `check_methods`), the allowed ones
-    listed in the JSON Schema."""
-    def schema(extra: dict[str, Any]) -> None:
-        extra.setdefault("items", {})["enum"] = allowed()
-
-    return Field(default, min_length=1, description=description, json_schema_extra=schema)
-
-
-def methods_validator(field: str, allowed: Callable[[], list[str]], what: str = "explainer") -> Any:
-    """The validator of a `method_list` field: known names, duplicates dropped (first kept)."""
-    def check(cls: Any, value: list[str]) -> list[str]:
-        return registry.check_names(value, allowed(), what)
-
-    return field_validator(field)(classmethod(check))  # type: ignore[arg-type]
-
-
-def method_names() -> list[str]:
-    return list(registry.methods())
-
-
-def judged_method_names() -> list[str]:
-    """The methods whose explanations someone might rely on (every one but baselines such as RANDOM), judged under
-    the audit's masking (so not the search under local explanations' background rows)."""
-    return [name for name, m in registry.methods().items()
-            if not m.explainer.baseline and not m.explainer.background_rows]
-
-
-def default_method_names() -> list[str]:
-    return registry.default_methods()
-
-
-def attribution_names() -> list[str]:
-    """The attribution explainers compared with per-document ground truth (decision paths): listwise ones, whose
-    one row explains the whole query, are not among them."""
-    return [e.name for e in registry.attribution_explainers() if e.per_document]
 
 
 # --- explainers and shared work ----------------------------------------------------------------------------------
@@ -216,3 +173,23 @@ def query_spreads(ctx: AuditContext, settings: Any, methods: list[str], chosen: 
         for i, qi in enumerate(todo):
             ctx.memo(("spread", qi), lambda i=i: found[i])
     return {qi: ctx.memo(("spread", qi), lambda: None) for qi in chosen}
+
+
+def check_background_search(options: Any) -> None:
+    """`background_search` plays validity under the item's background rows: they must be set."""
+    if "background_search" in options.methods and options.background_rows is None:
+        from auditor.errors import InputError
+
+        raise InputError("`background_search` optimises validity under background rows, and none are set",
+                         where="methods", fix="set `background_rows: N` here, or the spec's `masking: {strategy: "
+                                              "background, rows: N}`")
+
+
+def background_rows_masker(ctx: AuditContext, rows: int | None) -> Any:
+    """The value-averaged masking of `background_rows` (None when not asked): N background rows drawn from the
+    stream `masking` — the very rows `masking: {strategy: background, rows: N}` gives the audit's masking."""
+    if rows is None:
+        return None
+    from auditor.explain.listwise import BackgroundMasking
+
+    return BackgroundMasking(rows=rows).draw(ctx.reference_rows(), ctx.rng("masking"))

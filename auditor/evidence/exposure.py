@@ -19,10 +19,8 @@ sorting, cheap enough to stay in the audit's process.
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
 
 from auditor.checks.exposure import (
     Attention,
@@ -37,57 +35,11 @@ from auditor.checks.exposure import (
 from auditor.data import RankingData
 from auditor.errors import InputError
 from auditor.evidence import exposure_attention as attention_models
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
-from auditor.evidence.parameter_influence import check_feature_names, metric_name
+from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.evidence.feature_names import check_feature_names, metric_name
+from auditor.evidence.options.exposure import ExposureOptions
 from auditor.evidence.sweeps import swept_scores
 from auditor.numbers import figure, interval, with_interval
-
-
-class ExposureOptions(EvidenceOptions):
-    group: list[str] = Field([], description="Feature columns whose values form the groups, categorical or 0/1 "
-                                             "(e.g. a seller tier, a sponsored flag).")
-    own: dict[str, float] = Field({}, description="The platform's own products: {column: value}, e.g. {own_brand: 1}; "
-                                                  "the column is a group, and the value's figures are also reported "
-                                                  "as exposure.own.* (DMA Art. 6(5), P2B Art. 7).")
-    attention: Literal["log", "geometric", "cascade"] | list[float] = Field(
-        "log", description="Attention of each position: log = 1/log2(1 + rank), geometric = patience^(rank − 1), "
-                           "cascade (stops at relevant documents, as expected reciprocal rank), or a list of "
-                           "weights for ranks 1, 2, … (e.g. click-through rates by position).")
-    patience: float = Field(0.5, gt=0, le=1, description="geometric and cascade: the chance of looking one position "
-                                                         "further.")
-    cutoff: int | None = Field(10, ge=1, description="Positions beyond this get no attention (the first page); null: "
-                                                     "the whole ranking.")
-    relevance: str | None = Field(None, description="A feature column to use as relevance (merit) instead of the "
-                                                    "labels.")
-    merit: Literal["ideal", "relevance"] = Field(
-        "ideal", description="A group's merit share: its share of the attention in the ideal order by relevance "
-                             "(equally relevant documents taking turns; default), or of the total relevance.")
-    counterfactual: bool = Field(True, description="Re-rank with the group feature set alike for every document.")
-    top_queries: int = Field(5, ge=1, le=100, description="Queries listed with the largest over-exposure, per group.")
-    max_values: int = Field(20, ge=2, le=100, description="Most distinct values a group column may take.")
-    queries: int | None = Field(None, ge=2, description="Sample of queries (seeded); default: all.")
-    resamples: int = Field(2000, ge=100, le=100_000, description="Bootstrap resamples of queries for intervals.")
-
-    def groups(self) -> list[str]:
-        """The group columns: `group`, then the column `own` names when it is not among them."""
-        return [*self.group, *(c for c in self.own if c not in self.group)]
-
-    @field_validator("own")
-    @classmethod
-    def _one_own_group(cls, value: dict[str, float]) -> dict[str, float]:
-        if len(value) > 1:
-            raise ValueError("name one column and the value that marks the platform's own products, e.g. "
-                             "{own_brand: 1}")
-        return value
-
-    @field_validator("attention")
-    @classmethod
-    def _weights(cls, value: str | list[float]) -> str | list[float]:
-        if isinstance(value, list) and (not value or any(not math.isfinite(w) or w < 0 for w in value)
-                                        or not any(w > 0 for w in value) or len(value) > 10_000):
-            raise ValueError("attention weights are non-negative numbers, at least one above 0, for ranks 1, 2, …")
-        return value
-
 
 HOW_TO_READ = (
     "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
@@ -97,20 +49,6 @@ HOW_TO_READ = (
     "does not hang on that choice. 95% intervals over queries."
 )
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "exposure.{groups|queries}",
-    "exposure.expected_exposure.{disparity|loss|relevance}.{mean|ci95_low|ci95_high}",
-    "exposure.{feature}.{expected_exposure.disparity|expected_exposure.loss|expected_exposure.relevance"
-    "|awrf}.{mean|ci95_low|ci95_high}",
-    "exposure.{feature}.{value}.{queries|excess}",
-    "exposure.{own|max|min|{feature}.{value}}.{exposure_share|merit_share|ratio|disparate_treatment"
-    "|counterfactual.exposure_share|counterfactual.share_change|counterfactual.ratio}",
-    "exposure.{own|max|min|{feature}.{value}}.{exposure_share|merit_share|ratio|disparate_treatment"
-    "|counterfactual.exposure_share|counterfactual.share_change|counterfactual.ratio"
-    "|counterfactual.rank_shift}.{ci95_low|ci95_high}",
-    "exposure.{own|max|min|{feature}.{value}}.counterfactual.rank_shift.{mean|max}",
-    *attention_models.METRICS,  # the same figures under each attention model (exposure_attention.py)
-)
 
 _MISSING = "missing"
 

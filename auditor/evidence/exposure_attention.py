@@ -39,6 +39,7 @@ from auditor.checks.exposure import (
     target_exposure,
 )
 from auditor.evidence.base import EvidenceResult, Table
+from auditor.evidence.options.exposure import ATTENTION_METRICS as METRICS  # noqa: F401 - declared there
 from auditor.numbers import figure, interval
 
 MODELS = ("log", "geometric", "cascade")
@@ -47,21 +48,6 @@ CASCADE_PATIENCE = 1.0  # a pure cascade: the user stops only when satisfied (Cr
 MEASURES = ("exposure_share", "merit_share", "ratio", "counterfactual.share_change")
 NUMBER = {1: "one", 2: "two", 3: "three"}
 
-METRICS = (  # declared in exposure.METRICS
-    "exposure.{own|{feature}.{value}}.attention.{log|geometric|cascade}.{exposure_share|merit_share|ratio"
-    "|counterfactual.share_change}",
-    "exposure.{own|{feature}.{value}}.attention.{log|geometric|cascade}.{exposure_share|merit_share|ratio"
-    "|counterfactual.share_change}.{ci95_low|ci95_high}",
-    "exposure.{own|{feature}.{value}}.attention.{min_ratio|max_ratio|min_share_change|max_share_change}",
-    "exposure.{own|{feature}.{value}}.attention.{min_ratio|max_ratio|min_share_change|max_share_change}"
-    ".{ci95_low|ci95_high}",
-    "exposure.{max|min}.attention.{{log|geometric|cascade}.ratio|min_ratio|max_ratio}",
-    "exposure.{max|min}.attention.{{log|geometric|cascade}.ratio|min_ratio|max_ratio}.{ci95_low|ci95_high}",
-    "exposure.max.attention.{{log|geometric|cascade}.counterfactual.share_change|min_share_change"
-    "|max_share_change}",
-    "exposure.max.attention.{{log|geometric|cascade}.counterfactual.share_change|min_share_change"
-    "|max_share_change}.{ci95_low|ci95_high}",
-)
 
 Stat = tuple[float, float, float]  # value, 95% interval (NaN: none)
 

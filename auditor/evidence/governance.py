@@ -4,24 +4,8 @@ are those facts, which the engine reads from the spec: the plugin never sees the
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import Field
-
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult
-
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "governance.{signed|retention_years|purpose_stated|owner_stated|period_stated|limitations_recorded"
-    "|baseline_present|intended_use_stated|human_oversight_stated|independence_stated|auditor_stated"
-    "|features_described}",
-)
-
-
-class GovernanceOptions(EvidenceOptions):
-    audit: dict[str, Any] = Field(default_factory=dict, description="The spec's `audit:` block, as data.")
-    signed: bool = Field(False, description="The spec has `signing:`.")
-    baseline_present: bool = Field(False, description="The spec names a `baseline:` run.")
-    features_described: bool = Field(False, description="The spec has `features:` or a `feature_dictionary:`.")
+from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.options.governance import GovernanceOptions
 
 
 def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:

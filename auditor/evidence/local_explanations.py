@@ -10,14 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import Field, field_validator
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.validity import has_order, measure_sets
 from auditor.data import RankingData
 from auditor.evidence.base import (
     AuditContext,
-    EvidenceOptions,
     EvidenceResult,
     Figure,
     Table,
@@ -29,18 +27,16 @@ from auditor.evidence.base import (
 from auditor.evidence.explainers import (
     attributions,
     attributions_many,
+    background_rows_masker,
     build,
-    default_method_names,
+    check_background_search,
     explanation_set,
     is_tree,
-    method_list,
-    method_names,
-    methods_validator,
     narrowed_searches,
     played_masker,
     query_spreads,
-    with_sections,
 )
+from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
@@ -55,40 +51,8 @@ def label(method: str) -> str:
     return OPTIMUM_LABEL if method == "optimum" else registry.label(method)
 
 
-class LocalExplanationsOptions(EvidenceOptions):
-    methods: list[str] = method_list(default_method_names(), allowed=method_names,
-                                     description="Explainers to run and compare (the registry's methods: "
-                                                 "auditor/explain/registry.py; default: all but the listwise "
-                                                 "rankingshap and rankshap, which are opt-in).")
-    k: int = Field(5, ge=1, description="Explanation size for the main comparison (paper: 5).")
-    k_curve: list[int] = Field([3, 5, 7, 10], description="Sizes for the effect-of-k curve ([] to skip).")
-    queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
-    optimum_max_subsets: int = Field(
-        20_000, ge=0, description="Compute the exhaustive optimum when C(features, k) is at most this (0: never).")
-    validity_floor: float = Field(0.5, ge=0, le=1, description="An explainer whose mean validity is below this "
-                                                              "(its whole interval) is reported as not reproducing "
-                                                              "the rankings (as confidence's validity threshold).")
-    background_rows: int | None = Field(
-        None, ge=1, le=1000, description="Also measure validity and completeness as the listwise peers do, beside the "
-                                         "audit's masking: each removed feature replaced by each of N background "
-                                         "rows in turn, tau averaged over the N masked rankings (drawn once, seeded); "
-                                         "the listwise explainers (rankingshap, rankshap) play that game too, as "
-                                         "published. Default: the spec's `masking.rows`; null: not measured.")
-    reference_max_players: int = Field(
-        12, ge=0, le=16, description="Listwise explainers (rankingshap, rankshap): compare each query's values with "
-                                     "the exact Shapley values when at most this many features play (2^M "
-                                     "coalitions); 0: never.")
-
-    _methods = methods_validator("methods", method_names)
-
-    @field_validator("k_curve")
-    @classmethod
-    def _unique(cls, value: list[Any]) -> list[Any]:
-        return list(dict.fromkeys(value))
 
 
-# the explainers' option sections (`kernelshap:`, `lime:`, `greedy:`, `search:`), from the registry
-LocalExplanationsOptions = with_sections(LocalExplanationsOptions)  # type: ignore[misc]
 
 
 HOW_TO_READ = (
@@ -103,18 +67,6 @@ HOW_TO_READ = (
     "exhaustive optimum is the best validity any set of the same size can reach, where it was affordable."
 )
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "local.{queries|excluded_queries|k}",
-    "local.{method}.validity",
-    "local.{method}.{validity|completeness}.{mean|median|ci95_low|ci95_high}",
-    "local.{method}.validity.mean@k{k}",
-    "local.{method}.{rows|share_of_optimum|set_size.mean|degenerate_docs|fallback_docs|coalitions.mean"
-    "|underdetermined_share}",
-    "local.{method}.convergence.agreement.{mean|ci95_low|ci95_high}",
-    "local.{method}.{validity_rows.{mean|ci95_low|ci95_high}|completeness_rows.mean}",  # under background rows
-    "local.{method}.reference.{queries|{footrule3|footrule10|footrule_all|l1}.mean}",  # listwise vs exact Shapley
-    "local.listwise.reference.rows",
-)
 
 
 @dataclass
@@ -140,14 +92,6 @@ class _Tally:
         self.seconds += other.seconds
 
 
-def check_background_search(options: Any) -> None:
-    """`background_search` plays validity under the item's background rows: they must be set."""
-    if "background_search" in options.methods and options.background_rows is None:
-        from auditor.errors import InputError
-
-        raise InputError("`background_search` optimises validity under background rows, and none are set",
-                         where="methods", fix="set `background_rows: N` here, or the spec's `masking: {strategy: "
-                                              "background, rows: N}`")
 
 
 def check(options: LocalExplanationsOptions, data: RankingData) -> None:
@@ -330,14 +274,6 @@ def _convergence(options: LocalExplanationsOptions, methods: list[str], found: d
         block.underdetermined.extend(bool(u) for u in diagnostics["underdetermined"])
 
 
-def background_rows_masker(ctx: AuditContext, rows: int | None) -> Any:
-    """The value-averaged masking of `background_rows` (None when not asked): N background rows drawn from the
-    stream `masking` — the very rows `masking: {strategy: background, rows: N}` gives the audit's masking."""
-    if rows is None:
-        return None
-    from auditor.explain.listwise import BackgroundMasking
-
-    return BackgroundMasking(rows=rows).draw(ctx.reference_rows(), ctx.rng("masking"))
 
 
 def _listwise_reference(ctx: AuditContext, options: LocalExplanationsOptions, query: QueryView, qi: int,

@@ -13,31 +13,17 @@ rows of all queries and parameters are scored in a few `predict` calls; interval
 
 from __future__ import annotations
 
-import difflib
-import re
-
 import numpy as np
-from pydantic import Field
 
 from auditor.checks.estimate import Estimate, estimate
 from auditor.checks.influence import per_query_influence
 from auditor.data import RankingData
-from auditor.errors import InputError
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Table
+from auditor.evidence.base import AuditContext, EvidenceResult, Table
+from auditor.evidence.feature_names import check_feature_names, metric_name
+from auditor.evidence.options.parameter_influence import ParameterInfluenceOptions
 from auditor.evidence.sweeps import swept_scores
 from auditor.numbers import figure, interval, percent
 from auditor.words import counted
-
-
-class ParameterInfluenceOptions(EvidenceOptions):
-    sensitive: list[str] = Field([], description="Features whose influence on the ranking must be measured and "
-                                                 "disclosed, e.g. a sponsored flag or a commission rate.")
-    top_k: int = Field(10, ge=1, description="The top of a ranking whose membership is checked.")
-    sweep_points: int = Field(5, ge=2, le=50, description="Values a parameter is swept over (quantiles of the "
-                                                          "background data; fewer when it has fewer values).")
-    queries: int | None = Field(None, ge=2, description="Sample of queries (seeded); default: all.")
-    resamples: int = Field(2000, ge=100, le=100_000, description="Bootstrap resamples of queries for intervals.")
-
 
 HOW_TO_READ = (
     "For each sensitive parameter, every document is re-scored with that parameter changed while the other "
@@ -47,24 +33,10 @@ HOW_TO_READ = (
     "pushes documents up; about zero: no effect). Intervals are 95% bootstrap intervals over queries."
 )
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "influence.{parameters|queries}",
-    "influence.{feature}.{rank_shift|sweep_gain}",
-    "influence.{feature}.{rank_shift|sweep_gain|sweep_range}.{mean|ci95_low|ci95_high}",
-    "influence.{feature}.{rank_shift|sweep_range}.max",
-    "influence.{feature}.{topk_changed_share|affected_docs_share}",
-    "influence.{feature}.topk_changed_share.{ci95_low|ci95_high}",
-    "influence.max.rank_shift.{mean|ci95_low|ci95_high}",
-    "influence.max.{sweep_gain.max_abs|topk_changed_share}",
-    "influence.max.{sweep_gain.max_abs|topk_changed_share}.{ci95_low|ci95_high}",
-)
 
 _MAX_ROWS = 1_000_000
 
 
-def metric_name(feature: str) -> str:
-    """A feature name as a dotted-metric segment: letters, digits and underscores only."""
-    return re.sub(r"[^A-Za-z0-9_]+", "_", feature).strip("_") or "feature"
 
 
 def sweep_values(column: np.ndarray, points: int) -> np.ndarray:
@@ -82,15 +54,6 @@ def check(options: ParameterInfluenceOptions, data: RankingData) -> None:
     check_feature_names(options.sensitive, data.feature_names, key="sensitive")
 
 
-def check_feature_names(wanted: list[str], names: list[str], *, key: str) -> None:
-    """Feature names given in options exist, each once; InputError(where=`key.index`) with the nearest name."""
-    for index, name in enumerate(wanted):
-        if name not in names:
-            near = difflib.get_close_matches(name, names, n=1)
-            raise InputError(f"'{name}' is not a feature of the data", where=f"{key}.{index}",
-                             fix=f"did you mean '{near[0]}'?" if near else "use a feature name of the dataset")
-        if name in wanted[:index]:
-            raise InputError(f"'{name}' is listed twice", where=f"{key}.{index}", fix="keep each parameter once")
 
 
 def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult:

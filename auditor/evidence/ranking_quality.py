@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
-from pydantic import Field, field_validator
 
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
+from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.evidence.options.ranking_quality import RankingQualityOptions
 from auditor.numbers import figure, interval, percent
 from auditor.words import counted
-
-
-class RankingQualityOptions(EvidenceOptions):
-    cutoffs: list[int] = Field([1, 3, 5, 10], min_length=1, description="nDCG cut-offs k.")
-    gain: Literal["exponential", "linear"] = Field("exponential", description="Gain of a grade r: 2^r−1 or r.")
-    all_zero_queries: Literal["one", "zero", "skip"] = Field(
-        "one", description="nDCG of a query whose labels are all 0: 1 (LightGBM), 0, or left out of the mean.")
-    relevant_from: int = Field(1, ge=1, description="MAP: grades at or above this count as relevant.")
-    low_threshold: float = Field(0.5, ge=0, le=1, description="Report the share of queries below this nDCG.")
-
-    @field_validator("cutoffs")
-    @classmethod
-    def _positive_unique(cls, value: list[int]) -> list[int]:
-        if any(k < 1 for k in value):
-            raise ValueError("cut-offs must be positive integers")
-        return sorted(set(value))
-
 
 HOW_TO_READ = (
     "nDCG@k compares the model's top k documents of a query with the best possible order of the same documents "
@@ -37,11 +18,6 @@ HOW_TO_READ = (
     "over queries, of the precision at each relevant document."
 )
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "ranking_quality.{queries|single_doc_queries|all_zero_label_queries}",
-    "ranking_quality.ndcg@{k}",
-    "ranking_quality.{ndcg@{k}|map}.{mean|std|ci95_low|ci95_high|min|p10|median|max|share_low|queries}",
-)
 
 
 def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:

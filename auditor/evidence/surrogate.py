@@ -25,14 +25,14 @@ On the bookstore (5 pairs): tau 0.858 with 15 leaves, 0.863 with 8 (0.870 with 6
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import Field
 
 from auditor.checks.estimate import estimate
-from auditor.evidence.base import AuditContext, EvidenceOptions, EvidenceResult, Figure, Table
-from auditor.evidence.global_importance import summarize
+from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.evidence.importance import summarize
+from auditor.evidence.options.surrogate import SurrogateOptions
 from auditor.numbers import figure, with_interval
 from auditor.words import counted
 
@@ -41,33 +41,6 @@ if TYPE_CHECKING:
 
 
 
-class SurrogateOptions(EvidenceOptions):
-    target: Literal["regression", "lambdarank"] = Field(
-        "regression", description="What the surrogate fits: per-query standardised scores (regression) or "
-                                  "per-query rank grades (lambdarank).")
-    grade_levels: int = Field(10, ge=2, le=31, description="lambdarank target: number of rank grades per query.")
-    interactions: int = Field(10, ge=0, le=100, description="Most feature pairs the surrogate may use.")
-    max_features: int | None = Field(None, ge=1, description="Most distinct features for main effects "
-                                                             "(default: as many as early stopping keeps).")
-    selection: Literal["first", "gain"] = Field("first", description="Rank candidate pairs by first appearance in "
-                                                                     "the 3-leaf probe (paper) or by split gain.")
-    learning_rate: float = Field(0.1, gt=0, le=1, description="LightGBM learning rate for every phase.")
-    num_leaves: int = Field(8, ge=2, le=255, description="Leaves per tree (main effects and interactions).")
-    min_data_in_leaf: int = Field(20, ge=1, description="LightGBM min_data_in_leaf.")
-    max_rounds: int = Field(1000, ge=1, description="Most boosting rounds per phase (early stopping decides).")
-    patience: int = Field(30, ge=1, description="Early stopping: rounds without improvement on validation queries.")
-    validation_share: float = Field(0.2, gt=0, lt=1, description="Share of reference queries held out for early "
-                                                                 "stopping.")
-    synthetic_per_document: int = Field(0, ge=0, le=50, description="Synthetic documents per real training "
-                                        "document (features recombined within its query, scored by the audited "
-                                        "model); 0: real documents only.")
-    top_effects: int = Field(12, ge=1, le=30, description="Most main effects drawn (largest first; a yes/no feature "
-                                                          "as two bars, others as step curves).")
-    top_pairs: int = Field(10, ge=0, le=100, description="Most pair effects drawn as heatmaps (largest first; the "
-                                                         "default draws every pair of the default `interactions`).")
-    fidelity_floor: float = Field(0.8, ge=0, le=1, description="Mean Kendall tau with the model's rankings below "
-                                                               "which (its whole interval) the surrogate is reported "
-                                                               "as not describing the model.")
 
 
 HOW_TO_READ = (
@@ -82,13 +55,6 @@ HOW_TO_READ = (
     "by how much they move the audited documents' scores on average."
 )
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
-    "surrogate.{decomposition.max_abs_error|n_interactions|n_main_effects|n_trees|training.synthetic_documents}",
-    "surrogate.fidelity.{queries|explained_share|main_effects.explained_share}",
-    "surrogate.fidelity.{kendall|ndcg@{k}}.{mean|ci95_low|ci95_high|min|p10}",
-    "surrogate.fidelity.main_effects.{kendall|ndcg@{k}}.mean",
-    "surrogate.labels.ndcg@{k}.{model|surrogate}",
-)
 
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ExplainerOptions(BaseModel):
     """Base of an explainer's options: unknown keys are errors, values are frozen, types are strict."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class KernelShapOptions(ExplainerOptions):

@@ -19,9 +19,10 @@ Importing this module loads no explainer (factories import their module when cal
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from auditor.explain import costs
 from auditor.explain.options import (
     ExplainerOptions,
     GreedyOptions,
@@ -69,6 +70,10 @@ class Explainer:
     background_rows: bool = False  # selection: plays validity under an item's background rows (value-averaged
     # masking, `local_explanations.background_rows`) instead of the audit's masking
     by_default: bool = True  # among the methods an item runs when the spec lists none (costly newcomers: opt-in)
+    # model rows for one query, and seconds of its own fit per document (auditor/explain/costs.py): required, so no
+    # explainer goes uncosted; the cost model reads these and never an explainer's name
+    cost: Callable[[Any, Any, int, float, list[int]], float] = field(kw_only=True)
+    fit: Callable[[Any, int], float] | None = field(default=None, kw_only=True)
 
     def build(self, settings: Any, *, scale: float = 1.0) -> Any:
         """The explainer configured by `settings` (an evidence item's options, which hold every section)."""
@@ -174,31 +179,35 @@ def _validity_search(o: SearchOptions, scale: float) -> Any:
 # --- the registry, in the order of paper 000's Table 2, then the rest, then ours -----------------------------------
 
 EXPLAINERS: dict[str, Explainer] = {e.name: e for e in (
-    Explainer("random", "RANDOM", "selection", _random, baseline=True),
+    Explainer("random", "RANDOM", "selection", _random, baseline=True, cost=costs.no_rows),
     Explainer("kernelshap", "KernelSHAP", "attribution", _kernelshap, KernelShapOptions, "kernelshap", docs=(1, 5),
-              method="shap", method_label="SHAP-{docs} (KernelSHAP)", base_value="masking"),
+              method="shap", method_label="SHAP-{docs} (KernelSHAP)", base_value="masking", cost=costs.kernelshap,
+              fit=costs.kernelshap_fit),
     Explainer("treeshap", "TreeSHAP", "attribution", _treeshap, docs=(1, 5), method_label="TreeSHAP-{docs}",
-              deterministic=True, needs_trees=True, base_value="tree"),
+              deterministic=True, needs_trees=True, base_value="tree", cost=costs.treeshap),
     Explainer("lirme", "LIRME", "attribution", _lirme, LimeOptions, "lime", docs=(1, 5), method_label="LIRME-{docs}",
-              batches=True, surrogate=True),
+              batches=True, surrogate=True, cost=costs.lime, fit=costs.lirme_fit),
     # EXS with per-document draws labels each document on a shift taken from all drawn scores: not reusable
     Explainer("exs", "EXS", "attribution", _exs, LimeOptions, "lime", docs=(1, 5), method_label="EXS-{docs}",
               batches=True, reusable=lambda o: o.shared_samples, surrogate=True,
               degenerate="a constant surrogate", degenerate_fix="A squared loss (`lime.exs_loss`) avoids this.",
-              fallback="liblinear, when the exact L1 solution could not be certified"),
-    Explainer("greedy", "GREEDY", "selection", _greedy("greedy"), GreedyOptions, "greedy"),
-    Explainer("greedy_cover", "GREEDY-COVER", "selection", _greedy("greedy_cover"), GreedyOptions, "greedy"),
+              fallback="liblinear, when the exact L1 solution could not be certified",
+              cost=costs.lime, fit=costs.exs_fit),
+    Explainer("greedy", "GREEDY", "selection", _greedy("greedy"), GreedyOptions, "greedy", cost=costs.greedy),
+    Explainer("greedy_cover", "GREEDY-COVER", "selection", _greedy("greedy_cover"), GreedyOptions, "greedy",
+              cost=costs.greedy),
     Explainer("greedy_cover_eps", "GREEDY-COVER-ε", "selection", _greedy("greedy_cover_eps"), GreedyOptions,
-              "greedy"),
+              "greedy", cost=costs.greedy),
     Explainer("validity_search", "Validity search (ours)", "selection", _validity_search, SearchOptions, "search",
-              deterministic=True),
+              deterministic=True, cost=costs.validity_search),
     Explainer("background_search", "Validity search, background rows (ours)", "selection", _background_search,
-              SearchOptions, "search", deterministic=True, background_rows=True, by_default=False),
+              SearchOptions, "search", deterministic=True, background_rows=True, by_default=False,
+              cost=costs.background_search),
     # listwise Shapley values of the query's ranking (issue 26): one row a query, opt-in (2^M coalitions a query)
     Explainer("rankingshap", "RankingSHAP (listwise)", "attribution", _listwise("kendall"), ListwiseShapOptions,
-              "rankingshap", docs=(1,), per_document=False, by_default=False),
+              "rankingshap", docs=(1,), per_document=False, by_default=False, cost=costs.listwise("rankingshap")),
     Explainer("rankshap", "RankSHAP (listwise)", "attribution", _listwise("ndcg"), ListwiseShapOptions, "rankshap",
-              docs=(1,), per_document=False, by_default=False),
+              docs=(1,), per_document=False, by_default=False, cost=costs.listwise("rankshap")),
 )}
 
 
