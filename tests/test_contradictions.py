@@ -18,6 +18,7 @@ from auditor.evidence import (
     exposure_attention,
     global_importance,
     local_explanations,
+    local_report,
     parameter_influence,
 )
 from auditor.evidence.base import AuditContext, EvidenceResult
@@ -159,7 +160,7 @@ def test_explainer_detections_write_intervals_one_way():
                "local.random.validity.ci95_high": 0.482, "local.shap5.validity.mean": 0.459,
                "local.shap5.validity.ci95_low": 0.424, "local.shap5.validity.ci95_high": 0.494}
     result = EvidenceResult(name="local_explanations", metrics=metrics)
-    local_explanations._detect(result, local_explanations.LocalExplanationsOptions(
+    local_report.detect(result, local_explanations.LocalExplanationsOptions(
         methods=["random", "shap5"], k=5), ["random", "shap5"])
     text = result.detections[0].message
     assert "mean validity 0.459 (95% interval 0.424 to 0.494)" in text and not INTERVAL.search(text)
