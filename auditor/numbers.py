@@ -58,8 +58,9 @@ def points(value: float) -> str:
 
 
 def interval(low: Any, high: Any, *, share: bool = False) -> str:
-    """A 95% interval: `0.789 to 0.845` (`25.1% to 30.2%` for shares); "—" when either end is missing."""
-    if _missing(low) or _missing(high):
+    """A 95% interval: `0.789 to 0.845` (`25.1% to 30.2%` for shares); "—" when either end is missing or not
+    finite."""
+    if _missing(low) or _missing(high) or not (math.isfinite(low) and math.isfinite(high)):
         return "—"
     shown = percent if share else figure
     return f"{shown(low)} to {shown(high)}"
@@ -75,3 +76,20 @@ def with_interval(value: Any, low: Any = None, high: Any = None, *, share: bool 
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         low, high = min(low, value), max(high, value)
     return f"{shown(value)} (95% interval {interval(low, high, share=share)})"
+
+
+def stored(value: Any, digits: int = 6) -> float | None:
+    """A computed number as evidence.json keeps it: rounded to `digits` decimals (below that it is the arithmetic's
+    noise, not evidence); None when missing or not finite (JSON has no NaN)."""
+    if value is None:
+        return None
+    value = float(value)
+    return round(value, digits) if math.isfinite(value) else None
+
+
+def held(value: Any, low: Any, high: Any) -> tuple[float | None, float | None]:
+    """A 95% interval widened to hold its value, as `with_interval` prints it (a resampled statistic's percentiles
+    may miss the value itself); (None, None) when either end is missing or not finite."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return None, None
+    return min(low, value), max(high, value)

@@ -136,10 +136,13 @@ def test_prose_sets_backticked_names_as_code_and_escapes_first(demo: Path) -> No
 
 
 def test_numbers_follow_one_convention() -> None:
-    from auditor.report.render import _num, cell
+    from auditor.numbers import figure, held, interval, stored
+    from auditor.report.render import cell
 
-    assert _num(0.456512) == "0.457" and _num(5.33e-15) == "< 1e-9" and _num(1627.0) == "1,627"
-    assert _num(None) == "—" and _num(0.0004) == "4.00e-04"
+    assert figure(0.456512) == "0.457" and figure(5.33e-15) == "< 1e-9" and figure(1627.0) == "1,627"
+    assert figure(None) == "—" and figure(0.0004) == "4.00e-04"
+    assert interval(float("-inf"), 1.0) == "—" and interval(*held(0.5, 0.6, 0.7)) == "0.500 to 0.700"
+    assert stored(float("nan")) is None and stored(0.12345678) == 0.123457  # evidence.json: no NaN, 6 decimals
     assert cell(0.2774, "share of within-query importance") == "27.7%"
     assert cell(0.9444, "positions worth (mean |shift|)") == "0.944" and cell(3, "positions") == "3"  # as in prose
     assert cell(1.5, "share") == "1.50"  # not a share: left as a number, to three figures

@@ -55,7 +55,7 @@ from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.models.capabilities import tree_ensemble
-from auditor.numbers import figure, interval, percent, with_interval
+from auditor.numbers import figure, interval, percent, stored, with_interval
 from auditor.words import counted
 
 HOW_TO_READ = (
@@ -364,7 +364,7 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         mine = np.array([u["verdict"].flagged for u in units if u["method"] == m])
         metrics[f"confidence.{m}.flagged_fraction"] = float(mine.mean())
         reasons = Counter(c for u in units if u["method"] == m for c in u["verdict"].criteria)
-        per_method.append([registry.label(m), len(mine), int(mine.sum()), _r(mine.mean()),
+        per_method.append([registry.label(m), len(mine), int(mine.sum()), stored(mine.mean()),
                            ", ".join(f"{c} {n}" for c, n in reasons.most_common()) or "—"])
     for criterion in CRITERIA:
         if criterion in criteria and criterion != "margin":
@@ -381,21 +381,21 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         title="Explanations not to rely on, with the reasons",
         columns=["query", "explainer", "explanation set", "estimated reliability", "validity", "reasons"],
         rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
-               _r(u.get("reliability")), _r(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
+               stored(u.get("reliability")), stored(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
               for u in listed],
         note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order (every one is "
              "in evidence.json).", body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
                        "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
-                       "reliability": _r(u.get("reliability"), 6), "reliable": u.get("reliable"),
-                       "heldout_validity": _r(u["heldout_validity"], 6), "flagged_by_rules": u["rules"].flagged,
+                       "reliability": stored(u.get("reliability"), 6), "reliable": u.get("reliable"),
+                       "heldout_validity": stored(u["heldout_validity"], 6), "flagged_by_rules": u["rules"].flagged,
                        "rule_reasons": u["rules"].reasons,
-                       "signals": {k: _r(v, 6) for k, v in u["signals"].items()},
-                       "measures": {k: _r(v, 6) for k, v in u["measures"].items()},
+                       "signals": {k: stored(v, 6) for k, v in u["signals"].items()},
+                       "measures": {k: stored(v, 6) for k, v in u["measures"].items()},
                        "widened": None if u["widened"] is None else
                        {"k": u["widened"]["k"], "selected": [names[f] for f in u["widened"]["set"]],
-                        "validity": _r(u["widened"]["validity"]),
-                        "heldout_validity": _r(u["widened"]["heldout_validity"])}} for u in units]
+                        "validity": stored(u["widened"]["validity"]),
+                        "heldout_validity": stored(u["widened"]["heldout_validity"])}} for u in units]
     if "margin" in criteria:
         _fragile(result, options, units)
     _validation(result, ctx, units)
@@ -463,7 +463,7 @@ def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dic
     result.tables.append(Table(
         title="Rankings too close to call at the top",
         columns=["query", f"smallest score gap among the top {options.margin_docs} (share of the score spread)"],
-        rows=[[u["query"], _r(u["measures"]["margin"])] for u in listed],
+        rows=[[u["query"], stored(u["measures"]["margin"])] for u in listed],
         note=f"{len(fragile)} of {len(queries)} queries have top documents whose scores differ by less than "
              f"{options.thresholds.margin:g} of the query's score spread: the model barely prefers one to the "
              "next, so any explanation of their order is fragile. This is a property of the ranking, not of an "
@@ -508,7 +508,7 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                                          if (keep & flags & (strata == m)).any()
                                          and (keep & ~flags & (strata == m)).any()])
             rows.append([label, comparison, int((used & flags).sum()), int((used & ~flags).sum()),
-                         _r(found.flagged_mean, 6), _r(found.unflagged_mean, 6), _r(gap, 6),
+                         stored(found.flagged_mean, 6), stored(found.unflagged_mean, 6), stored(gap, 6),
                          interval(*_holding(gap, low, high)[1:]) if np.isfinite(low) else None])
     if rows:
         result.tables.append(Table(
@@ -620,9 +620,9 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     result.tables.append(Table(
         title="How well the reliability estimate predicts",
         columns=["measure", "value", "95% interval"],
-        rows=[["AUC (out of sample)", _r(m["confidence.validation.auc"]),
+        rows=[["AUC (out of sample)", stored(m["confidence.validation.auc"]),
                interval(m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"])],
-              ["expected calibration error", _r(ece),
+              ["expected calibration error", stored(ece),
                interval(m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"])],
               ["share of explanations reliable (measured)", percent(m["confidence.reliable_share"]), None],
               ["share flagged (estimate below " + figure(options.flag_below) + ")",
@@ -640,8 +640,8 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     result.tables.append(Table(
         title="What the estimate reads (its signals)",
         columns=["signal", "push on the log-odds per standard deviation", "mean"],
-        rows=[[signal_name(n), _r(c, 4),
-               _r(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
+        rows=[[signal_name(n), stored(c, 4),
+               stored(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
               for j, (n, c) in enumerate(zip(names, found.coefficients, strict=True))],
         note="Positive: the signal raises the estimated reliability. validity: on the audit's masking; "
              f"validity on other rows: under {options.robustness_rows} background rows of their own draw; "
@@ -706,11 +706,11 @@ def _widening(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOpti
     # the wider explanations to quote first, then those that reach the floor only where k' was chosen, then none
     below.sort(key=lambda u: 2 if u["widened"] is None else
                0 if u["widened"]["heldout_validity"] >= options.thresholds.validity else 1)
-    rows = [[u["query"], registry.label(u["method"]), _r(u["heldout_validity"]),
+    rows = [[u["query"], registry.label(u["method"]), stored(u["heldout_validity"]),
              u["widened"]["k"] if u["widened"] else None,
              ", ".join(names[f] for f in u["widened"]["set"][options.k:]) if u["widened"] else "none within "
              f"{widest(options.k, ctx.data.n_features)} features",
-             _r(u["widened"]["heldout_validity"]) if u["widened"] else None] for u in below]
+             stored(u["widened"]["heldout_validity"]) if u["widened"] else None] for u in below]
     result.tables.append(Table(
         title="Attributions that need more features",
         columns=["query", "explainer", f"validity with {options.k} features (held-out masking)", "features needed",
@@ -742,7 +742,7 @@ def _alternatives(result: EvidenceResult, ctx: AuditContext, options: Confidence
         if attributions and not any(u["reliable"] for u in attributions):
             best = max(mine, key=lambda u: u["heldout_validity"])
             rows.append([best["query"], registry.label(best["method"]), ", ".join(names[f] for f in best["set"]),
-                         _r(best["heldout_validity"]), "yes" if best["reliable"] else "no"])
+                         stored(best["heldout_validity"]), "yes" if best["reliable"] else "no"])
     result.metrics["confidence.attribution_unreliable_queries"] = float(len(rows))
     result.metrics["confidence.attribution_unreliable_queries_share"] = float(len(rows) / max(len(queries), 1))
     if rows:
@@ -773,5 +773,3 @@ def _holding(value: float, low: float, high: float) -> tuple[float, float, float
     return value, min(low, value), max(high, value)
 
 
-def _r(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -33,7 +33,7 @@ from auditor.evidence.options.decision_path_accuracy import (
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView
 from auditor.models.capabilities import reference_scores, tree_ensemble
-from auditor.numbers import figure
+from auditor.numbers import figure, stored
 
 GT_LABELS = {"value_change": "GT value change", "frequency": "GT frequency"}
 CURVE_MAX_K = 10
@@ -134,7 +134,7 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
                     e = explanation(raw, query.X[d], sampler, kind, _form(name, kind, options.surrogate_form))
                     for metric, value in similarity(e, g, top_k=options.top_k).items():
                         values[(name, kind, metric)].append(value)
-                        per[f"{kind}.{metric}"] = _r(value, 6)
+                        per[f"{kind}.{metric}"] = stored(value, 6)
                     curves[(name, kind)].append(auc_curve(e, g, ks))
                 record[name] = per
             records.append(record)
@@ -301,7 +301,8 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
                 for kind in options.ground_truth:
                     used = _form(name, kind, options.surrogate_form) == form
                     rows.append([registry.label(name), form, GT_LABELS[kind], "yes" if used else "",
-                                 *[_r(metrics.get(f"decision_path.{name}.{form}.{kind}.{m}.mean")) for m in ROW_ORDER]])
+                                 *[stored(metrics.get(f"decision_path.{name}.{form}.{kind}.{m}.mean"))
+                                   for m in ROW_ORDER]])
         result.tables.append(Table(
             title="Surrogate explainers: coefficient form against contribution form",
             columns=["explainer", "form", "ground truth", "used above", *[labels[m] for m in ROW_ORDER]],
@@ -319,10 +320,10 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
                 for metric in by_depth:
                     arr = np.array(values[(name, kind, metric)], dtype=np.float64)[inside]
                     arr = arr[np.isfinite(arr)]
-                    row.append(_r(arr.mean()) if arr.size else None)
+                    row.append(stored(arr.mean()) if arr.size else None)
             rows.append(row)
         rows.append(["all: Spearman ρ with depth", n_docs,
-                     *[_r(metrics.get(f"decision_path.{n}.{kind}.{metric}.depth_spearman"))
+                     *[stored(metrics.get(f"decision_path.{n}.{kind}.{metric}.depth_spearman"))
                        for n in names for metric in by_depth]])
         result.tables.append(Table(
             title=f"Accuracy by decision-path depth, {GT_LABELS[kind]}",
@@ -337,7 +338,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
         result.tables.append(Table(
             title="Top-K AUC by K (mean over documents)",
             columns=["explainer", "ground truth", *[f"K = {k}" for k in ks]],
-            rows=[[registry.label(n), GT_LABELS[kind], *[_r(v) for v in curve_means[(n, kind)]]]
+            rows=[[registry.label(n), GT_LABELS[kind], *[stored(v) for v in curve_means[(n, kind)]]]
                   for kind in options.ground_truth for n in names], body_rows=0))  # the figure shows it
         result.figures.append(Figure(
             title="Top-K AUC against decision-path ground truth",
@@ -350,19 +351,19 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
     result.tables.append(Table(
         title="Cost per explainer",
         columns=["explainer", "model rows", "rows per document", "seconds"],
-        rows=[*[[registry.label(n), int(rows_used[n]), _r(rows_used[n] / max(n_docs, 1), 1), _r(seconds[n], 3)]
+        rows=[*[[registry.label(n), int(rows_used[n]), stored(rows_used[n] / max(n_docs, 1), 1), stored(seconds[n], 3)]
                 for n in names],
-              ["Ground truth (all documents)", 0, 0.0, _r(seconds["ground truth"], 4)]],
+              ["Ground truth (all documents)", 0, 0.0, stored(seconds["ground truth"], 4)]],
         note="Ground truth reads the trees and costs no model rows. Seconds are wall time.", volatile=True))
     parts = []
     for kind in options.ground_truth:
         best = max(names, key=lambda n, k=kind: _nan_low(metrics.get(f"decision_path.{n}.{k}.spearman.mean")))
         by_auc = max(names, key=lambda n, k=kind: _nan_low(metrics.get(f"decision_path.{n}.{k}.auc.mean")))
-        spearman = _fmt(metrics.get(f"decision_path.{best}.{kind}.spearman.mean"))
+        spearman = figure(metrics.get(f"decision_path.{best}.{kind}.spearman.mean"))
         parts.append(f"against {GT_LABELS[kind].replace('GT ', '')} {registry.label(best)} agrees best by Spearman "
                      f"({spearman})" + ("" if by_auc == best else
                                         f", {registry.label(by_auc)} by top-K AUC "
-                                        f"({_fmt(metrics.get(f'decision_path.{by_auc}.{kind}.auc.mean'))})"))
+                                        f"({figure(metrics.get(f'decision_path.{by_auc}.{kind}.auc.mean'))})"))
     result.summary = f"On {n_docs} documents of {n_queries} queries, " + "; ".join(parts) + "."
 
 
@@ -382,9 +383,5 @@ def _nan_low(value: float | None) -> float:
     return -np.inf if value is None or not np.isfinite(value) else float(value)
 
 
-def _fmt(value: float | None) -> str:
-    return "—" if value is None or not np.isfinite(value) else f"{figure(value)}"
 
 
-def _r(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)

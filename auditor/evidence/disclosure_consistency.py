@@ -24,7 +24,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Table
 from auditor.evidence.feature_names import check_feature_names
 from auditor.evidence.importance import importance_by_query
 from auditor.evidence.options.disclosure_consistency import DisclosureConsistencyOptions
-from auditor.numbers import figure, percent
+from auditor.numbers import figure, percent, stored
 
 HOW_TO_READ = (
     "The declared list is what the business tells users about how results are ordered. The measured order is how "
@@ -115,7 +115,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         title="Declared and measured main parameters",
         columns=["parameter", "declared rank", "measured rank", "share of within-query importance", "main parameter",
                  "finding"],
-        rows=[[names[f], declared_rank.get(f, "—"), int(np.flatnonzero(order == f)[0]) + 1, _r(within[f]),
+        rows=[[names[f], declared_rank.get(f, "—"), int(np.flatnonzero(order == f)[0]) + 1, stored(within[f]),
                "yes" if f in main else "no",
                "UNDECLARED influential parameter" if f in undeclared else
                ("declared, not a main parameter" if f in not_main else "")] for f in shown],
@@ -124,8 +124,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     result.tables.append(Table(
         title="Agreement of the declared order with each measured order (Kendall's tau over declared parameters)",
         columns=["measured by", "tau"],
-        rows=[[source.replace("_", " "), _r(metrics[f"disclosure.rank_correlation.{source}"])] for source in sources]
-        + [["per query (mean over queries)", _r(metrics["disclosure.per_query.rank_correlation.mean"])]],
+        rows=[[source.replace("_", " "), stored(metrics[f"disclosure.rank_correlation.{source}"])]
+              for source in sources]
+        + [["per query (mean over queries)", stored(metrics["disclosure.per_query.rank_correlation.mean"])]],
         note=(f"Stability over {options.resamples} bootstrap samples of queries: importance-weighted tau with the "
               f"full order {figure(metrics['disclosure.stability.weighted_kendall.mean'])} on average (plain tau over "
               f"all features {figure(metrics['disclosure.stability.kendall.mean'])}); a sample's main set holds "
@@ -242,5 +243,3 @@ def _shares(values: np.ndarray) -> np.ndarray:
     return values / total if total > 0 else np.zeros_like(values)
 
 
-def _r(value: float) -> float:
-    return round(float(value), 6)

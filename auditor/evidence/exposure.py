@@ -39,7 +39,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.feature_names import check_feature_names, metric_name
 from auditor.evidence.options.exposure import ExposureOptions
 from auditor.evidence.sweeps import swept_scores
-from auditor.numbers import figure, interval, with_interval
+from auditor.numbers import figure, interval, stored, with_interval
 
 HOW_TO_READ = (
     "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
@@ -153,7 +153,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
             sens[(name, value_name(value))] = attention_models.value_stats(
                 result, key, by_model, v, contested, sens_rng, options.resamples, reuse=(main, figures))
             result.per_query[f"{key}.excess"] = {
-                data.query_ids[queries[q]]: _r(actual.exposure_share[q, v] - actual.merit_share[q, v])
+                data.query_ids[queries[q]]: stored(actual.exposure_share[q, v] - actual.merit_share[q, v])
                 for q in np.flatnonzero(contested)}
             group_rows.append(_group_row(label, figures, int(contested.sum())))
             figure_rows.append((label, figures))
@@ -462,9 +462,9 @@ def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int],
             result.records.append({
                 "kind": "over_exposed_query", "group": name, "value": value_name(value),
                 "query": data.query_ids[queries[q]], "group_documents": int(actual.count[q, v]),
-                "documents": int(actual.count[q].sum()), "exposure_share": _r(actual.exposure_share[q, v]),
-                "merit_share": _r(actual.merit_share[q, v]), "excess": _r(excess[q]),
-                "counterfactual_exposure_share": None if cf is None else _r(cf["share"][q, v])})
+                "documents": int(actual.count[q].sum()), "exposure_share": stored(actual.exposure_share[q, v]),
+                "merit_share": stored(actual.merit_share[q, v]), "excess": stored(excess[q]),
+                "counterfactual_exposure_share": None if cf is None else stored(cf["share"][q, v])})
         if top:
             result.notes.append(f"Largest over-exposure of {label}: " + "; ".join(
                 f"query {data.query_ids[queries[q]]}, {fmt_share(actual.exposure_share[q, v])} of the attention "
@@ -520,6 +520,3 @@ def _with_interval(stat: tuple[float, float, float], show, *, words: bool = True
         return with_interval(value, low, high)
     return f"{figure(value)} ({interval(low, high)})"
 
-
-def _r(value: float) -> float:
-    return round(float(value), 6)

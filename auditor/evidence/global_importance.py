@@ -39,6 +39,7 @@ from auditor.evidence.importance import (
     summarize,
 )
 from auditor.evidence.options.global_importance import GlobalImportanceOptions
+from auditor.numbers import stored
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     result.tables.append(Table(
         title="Feature importance (mean |SHAP value|)",
         columns=["rank", "feature", "within query", "share", "per query", "share", "global", "share"],
-        rows=[[r + 1, names[f], _r(views["within_query"][f]), _r(within[f]), _r(views["per_query"][f]),
-               _r(shares["per_query"][f]), _r(views["global"][f]), _r(shares["global"][f])]
+        rows=[[r + 1, names[f], stored(views["within_query"][f]), stored(within[f]), stored(views["per_query"][f]),
+               stored(shares["per_query"][f]), stored(views["global"][f]), stored(shares["global"][f])]
               for r, f in enumerate(order[: options.top])],
         note=("Sorted by the within-query view"
               + (f"; {counted(len(names) - options.top, 'more feature')} in evidence.json"
@@ -107,8 +108,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
               + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}{rounding}. TreeSHAP by {method}."),
     ))
     result.records = [
-        {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": _r(views[view][f]) for view in views},
-         **{f"{view}.share": _r(shares[view][f]) for view in views}}
+        {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": stored(views[view][f]) for view in views},
+         **{f"{view}.share": stored(shares[view][f]) for view in views}}
         for r, f in enumerate(order)
     ]
     top = order[: options.top]
@@ -322,5 +323,3 @@ def _shares(values: np.ndarray) -> np.ndarray:
     return values / total if total > 0 else np.zeros_like(values)
 
 
-def _r(value: float) -> float:
-    return round(float(value), 6)

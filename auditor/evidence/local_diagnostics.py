@@ -10,11 +10,11 @@ import numpy as np
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table, representative_text
-from auditor.evidence.local_report import QueryBlock, held_in_interval, label, methods_of, rounded
+from auditor.evidence.local_report import QueryBlock, label, methods_of
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
-from auditor.numbers import interval, percent
+from auditor.numbers import held, interval, percent, stored
 
 
 def convergence(options: LocalExplanationsOptions, methods: list[str], found: dict[str, Attributions],
@@ -90,7 +90,7 @@ def report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExp
                 means[key] = float(np.mean([a[key] for a in found]))
                 metrics[f"local.{name}.reference.{short}.mean"] = means[key]
         rows.append([registry.label(name), len(found), skipped,
-                     *[rounded(means[key], 3) if key in means else None for key in REFERENCE_METRICS]])
+                     *[stored(means[key], 3) if key in means else None for key in REFERENCE_METRICS]])
         if skipped:
             result.notes.append(f"{registry.label(name)}: {skipped} queries not compared with exact Shapley values "
                                 f"(more than {options.reference_max_players} features play: 2^M coalitions too "
@@ -158,7 +158,7 @@ def report_convergence(result: EvidenceResult, ctx: AuditContext, options: Local
         metrics[f"{name}.mean"], metrics[f"{name}.ci95_low"], metrics[f"{name}.ci95_high"] = float(v.mean()), low, high
         if v.mean() >= floor and share <= 0.5:
             continue
-        shown = interval(*held_in_interval(v.mean(), low, high), share=True)
+        shown = interval(*held(v.mean(), low, high), share=True)
         why = (f"two runs with fresh coalitions would choose sets sharing {percent(v.mean())} of their features on "
                f"average (jackknife; 95% interval {shown}; floor {percent(floor)})")
         if share > 0.5:

@@ -13,7 +13,7 @@ from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
-from auditor.numbers import figure, interval, with_interval
+from auditor.numbers import figure, interval, stored, with_interval
 
 
 @dataclass
@@ -137,8 +137,8 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
         share = float(v.mean() / optimum_mean) if optimum_mean else None
         if share is not None:
             metrics[f"local.{method}.share_of_optimum"] = share
-        row = [label(method), rounded(v.mean()), interval_text(v_low, v_high), rounded(np.median(v)),
-               rounded(c.mean()), interval_text(c_low, c_high), rounded(share) if share is not None else None]
+        row = [label(method), stored(v.mean()), interval(v_low, v_high), stored(np.median(v)),
+               stored(c.mean()), interval(c_low, c_high), stored(share) if share is not None else None]
         if options.background_rows is not None:  # in place of the median (in evidence.json): the table stays narrow
             row[3] = rows_stats(metrics, ctx, method, tally)
         table_rows.append(row)
@@ -164,8 +164,8 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
     result.tables.append(Table(
         title="Cost per method (all sizes of k)",
         columns=["method", "model rows", "rows per query", "seconds"],
-        rows=[[label(m), int(metrics[f"local.{m}.rows"]), rounded(metrics[f"local.{m}.rows"] / max(n_chosen, 1), 1),
-               rounded(sum(tallies[(m, s)].seconds for s in sizes if (m, s) in tallies), 3)]
+        rows=[[label(m), int(metrics[f"local.{m}.rows"]), stored(metrics[f"local.{m}.rows"] / max(n_chosen, 1), 1),
+               stored(sum(tallies[(m, s)].seconds for s in sizes if (m, s) in tallies), 3)]
               for m in [*methods, "optimum"] if metrics.get(f"local.{m}.rows")],
         note="-1 and -5 variants share one attribution run, so both show its cost. Seconds are wall time.",
         volatile=True,
@@ -181,7 +181,7 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
         result.tables.append(Table(
             title="Effect of k on mean validity",
             columns=["method", *[f"k = {s}" for s in sizes]],
-            rows=[[label(m), *[rounded(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
+            rows=[[label(m), *[stored(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
             note="The exhaustive optimum appears only for the sizes where it was affordable.",
             body_rows=0))  # the figure below draws it
         result.figures.append(Figure(
@@ -212,7 +212,7 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
         result.tables.append(Table(
             title=f"Features most often in the {label(best)} explanation sets (k = {k})",
             columns=["feature", "queries", "share of queries"],
-            rows=[[names[f], n, rounded(n / len(tallies[(best, k)].sets))] for f, n in
+            rows=[[names[f], n, stored(n / len(tallies[(best, k)].sets))] for f, n in
                   sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]]))
         result.summary = (f"At k = {k}, {label(best)} gives the most valid explanations (mean validity "
                           f"{figure(metrics[f'local.{best}.validity.mean'])})"
@@ -228,7 +228,7 @@ def rows_stats(metrics: dict[str, float], ctx: AuditContext, method: str, tally:
     for key, value in {"validity_rows.mean": v.mean(), "validity_rows.ci95_low": low,
                        "validity_rows.ci95_high": high, "completeness_rows.mean": c.mean()}.items():
         metrics[f"local.{method}.{key}"] = float(value)
-    return rounded(v.mean())
+    return stored(v.mean())
 
 
 def detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: list[str]) -> None:
@@ -262,17 +262,5 @@ def detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: l
                 subject=method)
 
 
-def interval_text(low: float, high: float) -> str:
-    """An interval cell as every interval of the report reads (`numbers.interval`: `0.424 to 0.494`)."""
-    return interval(low, high) if np.isfinite(low) and np.isfinite(high) else "—"
 
 
-def rounded(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)
-
-
-def held_in_interval(value: float, low: float, high: float) -> tuple[float | None, float | None]:
-    """The interval widened to hold its value, as `numbers.with_interval` prints it; None ends when there is none."""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return None, None
-    return min(low, value), max(high, value)

@@ -21,7 +21,7 @@ from auditor.evidence.base import (
 )
 from auditor.evidence.options.pairwise import PairwiseOptions
 from auditor.executor import split
-from auditor.numbers import percent
+from auditor.numbers import percent, stored
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
                             "phi": {names[f]: round(float(pair.phi[f]), 9) for f in range(len(names))},
                             "efficiency_error": float(pair.efficiency_error), "exact": pair.exact})
             table_rows.append([data.query_ids[qi], f"{rank}–{rank + 1}", data.doc_ids[row_a], data.doc_ids[row_b],
-                               _r(pair.value - pair.base),
+                               stored(pair.value - pair.base),
                                ", ".join(f"{n} {v:+.3g}" for n, v in up) or "—",
                                ", ".join(f"{n} {v:+.3g}" for n, v in down) or "—"])
     result.records = records
@@ -116,7 +116,7 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
     result.tables.append(Table(
         title="Features that most often decide neighbouring pairs",
         columns=["feature", "mean |φ|", "pairs where it is the largest"],
-        rows=[[names[f], _r(mean_abs[f]), int(np.sum(np.abs(phi).argmax(axis=1) == f))] for f in order]))
+        rows=[[names[f], stored(mean_abs[f]), int(np.sum(np.abs(phi).argmax(axis=1) == f))] for f in order]))
     result.figures.append(_figure(ctx, explainer, options, chosen, by_query, label))
     top = names[int(order[0])]
     result.summary = (f"{len(records)} neighbouring pairs explained with {label}; '{top}' decides them most "
@@ -224,5 +224,3 @@ def _sides(phi: np.ndarray, names: list[str], count: int) -> tuple[list[tuple[st
     return up, down
 
 
-def _r(value: float, digits: int = 6) -> float | None:
-    return None if not np.isfinite(value) else round(float(value), digits)

@@ -22,7 +22,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Table
 from auditor.evidence.feature_names import check_feature_names, metric_name
 from auditor.evidence.options.parameter_influence import ParameterInfluenceOptions
 from auditor.evidence.sweeps import swept_scores
-from auditor.numbers import figure, interval, percent
+from auditor.numbers import figure, held, interval, percent, stored
 from auditor.words import counted
 
 HOW_TO_READ = (
@@ -136,8 +136,8 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
         # a string, so the table prints the figure the detection quotes (a "positions" column is otherwise cut
         # to one decimal: 0.7 beside "0.679 positions")
         rows_out.append([name, _grid_text(grid), figure(stats["rank_shift"][0]), _interval(stats["rank_shift"]),
-                         int(metrics[f"{key}.rank_shift.max"]), _r(gain), _interval(stats["sweep_gain"]),
-                         int(metrics[f"{key}.sweep_range.max"]), _r(stats["topk_changed"][0]),
+                         int(metrics[f"{key}.rank_shift.max"]), stored(gain), _interval(stats["sweep_gain"]),
+                         int(metrics[f"{key}.sweep_range.max"]), stored(stats["topk_changed"][0]),
                          "yes" if detected else "no"])
     ticker.close()
     for measure, (value, low, high) in worst.items():
@@ -170,7 +170,7 @@ def _abs(stat: tuple[float, float, float]) -> tuple[float, float, float]:
 
 
 def _by_query(ctx: AuditContext, queries: list[int], values: np.ndarray) -> dict[str, float]:
-    return {ctx.data.query_ids[q]: _r(v) for q, v in zip(queries, values, strict=True) if np.isfinite(v)}
+    return {ctx.data.query_ids[q]: stored(v) for q, v in zip(queries, values, strict=True) if np.isfinite(v)}
 
 
 def _grid_text(grid: np.ndarray) -> str:
@@ -180,13 +180,8 @@ def _grid_text(grid: np.ndarray) -> str:
 
 def _interval(stat: tuple[float, float, float]) -> str:
     """The table's interval cell, as every interval of the report reads (`numbers.interval`), holding its value."""
-    return interval(*_held(*stat)) if np.isfinite(stat[1]) else "—"
+    return interval(*held(*stat))
 
 
-def _held(value: float, low: float, high: float) -> tuple[float, float]:
-    """The interval widened to hold its value, as `numbers.with_interval` prints it."""
-    return min(low, value), max(high, value)
 
 
-def _r(value: float) -> float:
-    return round(float(value), 6)

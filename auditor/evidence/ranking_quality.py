@@ -8,7 +8,7 @@ from auditor.checks.estimate import estimate
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.ranking_quality import RankingQualityOptions
-from auditor.numbers import figure, interval, percent
+from auditor.numbers import figure, interval, percent, stored
 from auditor.words import counted
 
 HOW_TO_READ = (
@@ -63,15 +63,15 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
         title=f"Ten weakest queries by nDCG@{headline}",
         columns=["query", "documents", "relevant documents", f"nDCG@{headline}"],
         rows=[[data.query_ids[i], int(sizes[i]), int(np.sum(data.y[data.query_slice(i)] >= 1)),
-               _round(ndcg[i, col])] for i in worst],
+               stored(ndcg[i, col])] for i in worst],
     ))
     result.records = [
         {"query": data.query_ids[i], "docs": int(sizes[i]),
-         **{f"ndcg@{k}": _round(ndcg[i, j]) for j, k in enumerate(options.cutoffs)}, "ap": _round(ap[i])}
+         **{f"ndcg@{k}": stored(ndcg[i, j]) for j, k in enumerate(options.cutoffs)}, "ap": stored(ap[i])}
         for i in range(data.n_queries)
     ]
     for j, k in enumerate(options.cutoffs):  # per-query values for per-query policy rules
-        result.per_query[f"ranking_quality.ndcg@{k}"] = {data.query_ids[i]: _round(ndcg[i, j])
+        result.per_query[f"ranking_quality.ndcg@{k}"] = {data.query_ids[i]: stored(ndcg[i, j])
                                                          for i in range(data.n_queries) if not single[i]}
     result.figures.append(Figure(
         title=f"Distribution of nDCG@{headline} over queries",
@@ -108,8 +108,8 @@ def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np
     stats["mean"] = found.mean
     label = name.removeprefix("ranking_quality.")
     held = interval(min(low_ci, found.mean), max(high_ci, found.mean))  # the point inside its printed interval
-    return [label, _round(stats["mean"]), held, _round(stats["std"]),
-            _round(stats["min"]), _round(stats["median"]), _round(stats["max"]), _round(stats["share_low"]),
+    return [label, stored(stats["mean"]), held, stored(stats["std"]),
+            stored(stats["min"]), stored(stats["median"]), stored(stats["max"]), stored(stats["share_low"]),
             int(stats["queries"])]
 
 
@@ -118,8 +118,6 @@ def _single_note(count: int) -> str:
         "document cannot be misranked); " if count else ""
 
 
-def _round(value: float, digits: int = 6) -> float | None:
-    return round(float(value), digits) if np.isfinite(value) else None
 
 
 def _histogram_text(values: np.ndarray, k: int, low: float) -> str:

@@ -33,7 +33,7 @@ from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.importance import summarize
 from auditor.evidence.options.surrogate import SurrogateOptions
-from auditor.numbers import figure, with_interval
+from auditor.numbers import figure, stored, with_interval
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -134,12 +134,12 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
         title="Effects of the surrogate, by importance",
         columns=["rank", "effect", "kind", "importance", "share", "bins", "trees' leaves"],
         rows=[[r + 1, effect_name(parts.effects[e], names), "pair" if parts.effects[e].is_pair else "main",
-               _r(importance[e]), _r(importance[e] / total), _bins(parts.effects[e]), parts.effects[e].n_leaves]
+               stored(importance[e]), stored(importance[e] / total), _bins(parts.effects[e]), parts.effects[e].n_leaves]
               for r, e in enumerate(order)],
         note=f"Importance = mean |effect| over the {data.n_docs} audited documents, each effect centred on them. "
              f"Bias + Σ effects = the surrogate's score to {exactness:.1e}."))
-    result.records = [effect_record(parts.effects[e], names, rank=r + 1, importance=_r(importance[e]),
-                                    offset=_r(contrib[:, e].mean()))
+    result.records = [effect_record(parts.effects[e], names, rank=r + 1, importance=stored(importance[e]),
+                                    offset=stored(contrib[:, e].mean()))
                       for r, e in enumerate(order)]
     result.figures.extend(_figures(ctx, parts, contrib, importance, order, options))
     top = [effect_name(parts.effects[e], names) for e in order[:3]]
@@ -169,8 +169,8 @@ def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
     for label, fid, trees in (("ILMART (main effects only)", main, fit.main_trees),
                               ("ILMARTi (with pairs)", full, fit.main_trees + fit.interaction_trees)):
         tau, ndcg = np.asarray(fid["kendall"]), np.asarray(fid["ndcg@10"])
-        rows.append([label, _r(np.nanmean(tau)), _r(np.nanpercentile(tau, 10)), _r(np.nanmean(ndcg)),
-                     _r(fid["explained"]), trees])
+        rows.append([label, stored(np.nanmean(tau)), stored(np.nanpercentile(tau, 10)), stored(np.nanmean(ndcg)),
+                     stored(fid["explained"]), trees])
     note = (f"{counted(int(m['surrogate.fidelity.queries']), 'query', 'queries')} with a ranking to compare. "
             f"Pairs selected: {len(fit.pairs)}; main-effect features: {len(fit.main_features)}. Training "
             f"queries held {int(m['surrogate.training.synthetic_documents'])} synthetic documents besides the real "
@@ -281,8 +281,6 @@ def _bins(effect: Effect) -> str:
     return " × ".join(str(len(c) + 1) for c in effect.cuts)
 
 
-def _r(value: float) -> float:
-    return round(float(value), 6)
 
 
 def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> np.ndarray:

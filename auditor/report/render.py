@@ -54,8 +54,8 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     )
     env.filters["shown"] = shown_html
     env.globals.update(NAME_CHARS=NAME_CHARS, TITLE_CHARS=TITLE_CHARS)
-    env.filters["num"] = _num
-    env.filters["pct"] = _pct
+    env.filters["num"] = figure
+    env.filters["pct"] = percent
     env.filters["prose"] = prose
     env.filters["counted"] = counted
     env.globals["cell"] = cell
@@ -258,10 +258,6 @@ SAMPLED = (
 EXCLUDED = {"local_explanations": "local.excluded_queries"}  # chosen queries left out (no ranking to explain)
 
 
-def _num(value: Any, digits: int = 3) -> str:
-    """A number as the report prints it: `auditor.numbers.figure` (one formatter for the whole document)."""
-    return figure(value, digits)
-
 
 def aspect(svg: str) -> float:
     """Height over width of a matplotlib SVG (its `width`/`height` attributes in pt); 0 when they are absent. Tall
@@ -275,18 +271,14 @@ _SIZE = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"')
 
 def cell(value: Any, column: str) -> str:
     """A table cell by what its column holds: shares as percentages, other numbers
-    by `_num`; text (ids, names) as `shown` with its line breaks marked."""
+    by `figure`; text (ids, names) as `shown` with its line breaks marked."""
     if isinstance(value, str):
         return shown_html(value)
     name = column.lower()
     if isinstance(value, float) and "share" in name and 0 <= value <= 1:
-        return _pct(value)
-    return _num(value)
+        return percent(value)
+    return figure(value)
 
-
-def _pct(value: Any) -> str:
-    """A share as a percentage with one decimal ("—" when missing)."""
-    return percent(value)
 
 
 def check_templates(folder: Path) -> None:
