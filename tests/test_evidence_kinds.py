@@ -37,6 +37,7 @@ def run(ctx: Any, options: ToyOptions) -> Any:
         scores = ctx.model.predict(X)
     result = EvidenceResult(name="toy_kind", how_to_read="The toy kind's one figure: the mean score.")
     result.metrics["toy_kind.mean_score"] = float(np.mean(scores))
+    result.metrics["toy_kind.queries"] = float(options.queries or ctx.data.n_queries)  # as if it sampled them
     result.tables.append(Table(title="Toy table", columns=["figure", "value"],
                                rows=[["mean score", round(float(np.mean(scores)), 4)]]))
     result.summary = "A toy kind ran."
@@ -49,7 +50,8 @@ def cost(options: ToyOptions, shape: Any, earlier: set[str]) -> tuple[int, int, 
 
 
 TOY = EvidenceKind("toy_kind", ToyOptions, __name__, "Toy evidence", "A kind defined in a test module.", cost,
-                   metrics=("toy_kind.mean_score",), sampled=True)
+                   metrics=("toy_kind.mean_score", "toy_kind.queries"), sampled=True,
+                   coverage=("toy_kind.queries", "", "Toy figures"))
 
 
 @pytest.fixture
@@ -71,13 +73,13 @@ def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: Evide
     from auditor.spec import json_schema
 
     assert "toy_kind" in json.dumps(json_schema())
-    spec = _spec(bookstore, [{"ranking_quality": {}}, {"toy_kind": {"per_document": 3}}])
+    spec = _spec(bookstore, [{"ranking_quality": {}}, {"toy_kind": {"per_document": 3, "queries": 5}}])
     checked = runner.invoke(app, ["validate", str(spec)])
     assert checked.exit_code == 0, checked.output
     line = next(line for line in checked.output.splitlines() if line.strip().startswith("toy_kind"))
     docs = int(pd_rows(bookstore))
     estimated = int(line.split("model rows")[0].split()[-1].replace(",", ""))
-    assert 2 * docs < estimated <= 3 * docs and "3 rows a document" in line, line
+    assert 0 < estimated <= 3 * docs and "3 rows a document" in line, line  # 5 queries' documents, 3 times
 
     bad = _spec(bookstore, [{"toy_kind": {"per_documnet": 3}}], "bad.yaml")
     refused = runner.invoke(app, ["validate", str(bad)])
@@ -93,6 +95,7 @@ def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: Evide
     assert compared["toy_kind"]["estimated_rows"] == estimated
     html = (run_dir / "report.html").read_text()
     assert "Toy evidence" in html and "Toy table" in html
+    assert "Toy figures were computed on 5 of the" in html  # the scope names a sampled kind's coverage
 
 
 def test_the_budget_samples_a_toy_kind_marked_sampled(toy: EvidenceKind) -> None:

@@ -59,6 +59,9 @@ class EvidenceKind:
     reduced: tuple[tuple[str, Any], ...] = ()
     reduced_text: str = ""
     readme: str = ""  # what it measures, for the README's table of evidence kinds (`readme_table`; tested current)
+    # a kind that audits a sample of queries: (the metric counting the audited queries, the one counting chosen
+    # queries it left out or "", what it measured) — the report's scope says when the sample is not every query
+    coverage: tuple[str, str, str] | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
         return self._module().run(ctx, options)
@@ -159,6 +162,7 @@ def _builtins() -> None:
                      f"{costs}:local_explanations", metrics=local_explanations.METRICS, sampled=True, pooled=True,
                      masked=True, reduced=(("k_curve", []), ("optimum_max_subsets", 0)),
                      reduced_text="the effect-of-k curve and the exhaustive optimum (only k itself)",
+                     coverage=("local.queries", "local.excluded_queries", "Local explanations"),
                      readme=(
                      "TreeSHAP, KernelSHAP, LIRME, EXS, GREEDY family and our validity search, compared by validity "
                      "and completeness (Singh et al. 2020, Table 2), with the exhaustive optimum where affordable; "
@@ -170,6 +174,7 @@ def _builtins() -> None:
                      "Explainers against decision-path ground truth (Rahnama & Bütepage 2022).",
                      f"{costs}:decision_path_accuracy", metrics=decision_path_accuracy.METRICS, sampled=True,
                      masked=True,
+                     coverage=("decision_path.queries", "", "Decision-path accuracies"),
                      readme=(
                      "for tree models: how well each explainer agrees with ground truth read from the decision paths"
                      " (Rahnama & Bütepage 2022, Table 3)")),
@@ -184,12 +189,14 @@ def _builtins() -> None:
                      "auditor.evidence.parameter_influence", "Influence of sensitive parameters",
                      "Rank shifts when paid or other sensitive parameters are masked or swept.",
                      f"{costs}:parameter_influence", metrics=parameter_influence.METRICS,
+                     coverage=("influence.queries", "", "Influence of sensitive parameters"),
                      readme=(
                      "what sensitive parameters (paid placement, commission) do to positions (P2B Art. 5(3)): rank "
                      "shift when masked, gain from lowest to highest value, top-k changes, with intervals")),
         EvidenceKind("pairwise", pairwise.PairwiseOptions, "auditor.evidence.pairwise", "Pairwise explanations",
                      "Why each top document is ranked above the next (Huai et al. 2020).", f"{costs}:pairwise",
                      metrics=pairwise.METRICS, sampled=True, pooled=True, masked=True,
+                     coverage=("pairwise.queries", "", "Pairwise explanations"),
                      readme=(
                      "why each top document is ranked above the next: ASIPair Shapley values of the score margin "
                      "(exact for ≤ 10 features), or RAIPair (Huai et al. 2020)")),

@@ -214,13 +214,15 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
                    f"{'it' if single == 1 else 'they'} cannot be ranked and {'is' if single == 1 else 'are'} left out "
                    "of within-query measures.")
     rankable = n_queries - int(dataset.get("dataset.single_doc_queries", 0))
-    for name, key, what in SAMPLED:
+    for name, kind in REGISTRY.items():
         result = results.get(name)
-        if result is not None and result.status == "ok" and key in result.metrics:
-            audited = int(result.metrics[key] + result.metrics.get(EXCLUDED.get(name, ""), 0))
-            if audited < rankable:
-                out.append(f"{what} were computed on {audited:,} of the {rankable:,} rankable queries (a seeded "
-                           f"sample, option `queries` of {name}); their intervals cover that sample only.")
+        if kind.coverage is None or result is None or result.status != "ok" or kind.coverage[0] not in result.metrics:
+            continue
+        key, excluded, what = kind.coverage
+        audited = int(result.metrics[key] + result.metrics.get(excluded, 0))
+        if audited < rankable:
+            out.append(f"{what} were computed on {audited:,} of the {rankable:,} rankable queries (a seeded "
+                       f"sample, option `queries` of {name}); their intervals cover that sample only.")
     local = results.get("local_explanations")
     if local is not None and local.status == "ok" and "local.k" in local.metrics:
         k = int(local.metrics["local.k"])
@@ -247,15 +249,6 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
             out.append(f"Evidence '{name}' did not produce results ({result.status}): {result.error}")
     return out
 
-
-# Evidence whose `queries` option audits a sample: (evidence, metric with the audited count, what it measured).
-SAMPLED = (
-    ("local_explanations", "local.queries", "Local explanations"),
-    ("decision_path_accuracy", "decision_path.queries", "Decision-path accuracies"),
-    ("pairwise", "pairwise.queries", "Pairwise explanations"),
-    ("parameter_influence", "influence.queries", "Influence of sensitive parameters"),
-)
-EXCLUDED = {"local_explanations": "local.excluded_queries"}  # chosen queries left out (no ranking to explain)
 
 
 
