@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from auditor import metric_names
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, read_bytes
 from auditor.numbers import figure, with_interval
@@ -105,14 +106,12 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
     for name, result in sorted(old.get("evidence", {}).items()):
         m_old = result.get("metrics", {})
         m_new = new.get("evidence", {}).get(name, {}).get("metrics", {})
-        for key, value in sorted(m_old.items()):
-            if not key.endswith(".mean") or value is None:
+        for key, before in metric_names.estimates(m_old):
+            after = metric_names.read(m_new, key)
+            if after is None or before.low is None or before.high is None:
                 continue
-            stem = key[: -len(".mean")]
-            low, high, now = m_old.get(f"{stem}.ci95_low"), m_old.get(f"{stem}.ci95_high"), m_new.get(key)
-            if low is None or high is None or now is None:
-                continue
-            new_low, new_high = m_new.get(f"{stem}.ci95_low"), m_new.get(f"{stem}.ci95_high")
+            value, low, high, now = before.value, before.low, before.high, after.value
+            new_low, new_high = after.low, after.high
             outside_new = new_low is None or new_high is None or not new_low <= value <= new_high
             if not low <= now <= high and outside_new:  # beyond both runs' intervals: not sampling noise
                 metrics.append({"metric": key, "before": value, "interval": [low, high], "after": now,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from auditor import metric_names
 from auditor.errors import InputError, shorten
 from auditor.evidence import ALWAYS_PRESENT
 from auditor.files import MAX_YAML_BYTES, read_bytes
@@ -671,14 +672,10 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
 
 
 def metric_interval(metric: str, metrics: dict[str, float]) -> tuple[float, float] | None:
-    """The 95% interval an evidence item reports for `metric`: `<name>.ci95_low/high` beside `<name>` or, for
-    `<name>.mean`, beside `<name>`. None when there is none (an exact metric) or it is not finite."""
-    stems = [metric] + ([metric.removesuffix(".mean")] if metric.endswith(".mean") else [])
-    for stem in stems:
-        low, high = metrics.get(f"{stem}.ci95_low"), metrics.get(f"{stem}.ci95_high")
-        if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
-            return (float(low), float(high))
-    return None
+    """The 95% interval an evidence item reports for `metric` (`metric_names.read`); None when there is none (an
+    exact metric) or it is not finite."""
+    found = metric_names.interval_of(metrics, metric)
+    return found if found is not None and all(math.isfinite(end) for end in found) else None
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:

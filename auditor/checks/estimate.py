@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from auditor import metric_names as convention
+
 N_RESAMPLES = 2000
 LEVEL = 0.95
 
@@ -38,13 +40,13 @@ class Estimate:
     def metrics(self, name: str, *, mean: str = "mean") -> dict[str, float]:
         """The metric names of this estimate: `<name>.<mean>` (`<name>` itself when `mean` is ""), beside it
         `<name>.ci95_low` and `<name>.ci95_high` — what rules judge on (docs/policies.md)."""
-        return {f"{name}.{mean}" if mean else name: self.mean, f"{name}.ci95_low": self.low,
-                f"{name}.ci95_high": self.high}
+        value, low, high = convention.names(name, mean=mean)
+        return {value: self.mean, low: self.low, high: self.high}
 
 
 def metric_names(name: str, *, mean: str = "mean") -> tuple[str, str, str]:
     """The names `Estimate.metrics(name, mean=mean)` writes (for the names a plugin declares)."""
-    return (f"{name}.{mean}" if mean else name, f"{name}.ci95_low", f"{name}.ci95_high")
+    return convention.names(name, mean=mean)
 
 
 def estimate(values: np.ndarray, rng: np.random.Generator, *, clusters: np.ndarray | None = None,

@@ -10,6 +10,7 @@ import math
 import re
 from typing import Any
 
+from auditor import metric_names
 from auditor.numbers import figure, interval, percent, with_interval
 from auditor.policy import Finding, group_findings
 from auditor.report.wording import measured_sentence, technical
@@ -319,12 +320,11 @@ def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -
             requirement = re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
         return f"{scale}. Required: {requirement}" + (f" — {why}" if why else "")
 
-    def add(label: str, kind: str, name: str, scale: str, *, stem: str | None = None, share: bool = False) -> None:
-        value = metric(kind, name)
-        if value is None:
+    def add(label: str, kind: str, name: str, scale: str, *, share: bool = False) -> None:
+        found = metric_names.read(evidence.get(kind, {}).get("metrics", {}), name)
+        if found is None:
             return
-        stem = stem or name.removesuffix(".mean")
-        low, high = metric(kind, f"{stem}.ci95_low"), metric(kind, f"{stem}.ci95_high")
+        value, low, high = found.value, found.low, found.high
         shown = percent if share else figure
         rows.append({"label": label, "value": value, "low": low, "high": high, "share": share, "evidence": kind,
                      "value_text": shown(value),
