@@ -96,7 +96,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
                          file=file, fix="compare runs written by the same auditor version family")
     before = {f["rule"]: f for f in old.get("findings", [])}
     after = {f["rule"]: f for f in new.get("findings", [])}
-    findings = [{"rule": rule, "title": (after.get(rule) or before.get(rule))["title"],
+    findings = [{"rule": rule, "title": (after.get(rule) or before[rule])["title"],
                  "before": before[rule]["status"] if rule in before else "—",
                  "after": after[rule]["status"] if rule in after else "—"}
                 for rule in sorted(set(before) | set(after))
