@@ -48,6 +48,7 @@ from auditor.signing import (
     _read_evidence,
     _read_regular,
     _Unreadable,
+    json_object,
     pae,
     shown,
     strict_json,
@@ -105,7 +106,7 @@ def inspect_run(run_dir: Path) -> RunToApprove:
     problems = [v for v in (_check_subject(s, root, listed, authentic=False) for s in statement["subject"])
                 if not v.ok]
     problems += _check_folder(root, listed)
-    predicate = statement["predicate"] if isinstance(statement.get("predicate"), dict) else {}
+    predicate = json_object(statement.get("predicate"))
     if "evidence.json" in listed:
         evidence, problem = _read_evidence(root / "evidence.json")
         verdict = _check_predicate(predicate, evidence) if problem is None \
@@ -118,7 +119,7 @@ def inspect_run(run_dir: Path) -> RunToApprove:
         count = f"{len(problems)} problems, the first" if len(problems) > 1 else "1 problem"
         raise InputError(f"the run does not match its bundle ({count}: {shown(first.subject)}: "
                          f"{shown(first.message)})", file=run_dir, fix=_FIX_VERIFY)
-    signer = predicate.get("signer") if isinstance(predicate.get("signer"), dict) else {}
+    signer = json_object(predicate.get("signer"))
     signer_sha256 = signer.get("certificate_sha256")
     if not isinstance(signer_sha256, str) or not _SHA256.fullmatch(signer_sha256):
         raise InputError("the bundle names no signer certificate (signer.certificate_sha256), so the approver "
@@ -277,7 +278,7 @@ def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision
         raise InputError("bundle.dsse.json changed while the approval was being prepared", file=run.run_dir,
                          fix=_FIX_VERIFY)
     when = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(microsecond=0)
-    audit = run.predicate.get("audit") if isinstance(run.predicate.get("audit"), dict) else {}
+    audit = json_object(run.predicate.get("audit"))
     predicate = {
         "decision": decision,
         "approver": name,
@@ -429,11 +430,11 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     elif parsed.covers != bundle_sha256:
         problems.append(f"covers another run: it names bundle sha256 {parsed.covers[:12]}…, this run's is "
                         f"{bundle_sha256[:12]}…")
-    signer = bundle_predicate.get("signer") if isinstance(bundle_predicate.get("signer"), dict) else {}
+    signer = json_object(bundle_predicate.get("signer"))
     if parsed.certificate_sha256 == signer.get("certificate_sha256"):
         problems.append("signed with the certificate that signed report.pdf: an approval needs a second identity")
-    audit = bundle_predicate.get("audit") if isinstance(bundle_predicate.get("audit"), dict) else {}
-    run = predicate.get("run") if isinstance(predicate.get("run"), dict) else {}
+    audit = json_object(bundle_predicate.get("audit"))
+    run = json_object(predicate.get("run"))
     facts = {"audit_title": audit.get("title"), "opinion": bundle_predicate.get("opinion"),
              "evaluated_on": bundle_predicate.get("evaluated_on")}
     differ = [key for key, value in facts.items() if run.get(key) != value]

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -30,13 +31,13 @@ from auditor.words import counted
 class OneLineErrors(TyperGroup):
     """Usage errors (bad option values, unknown options) as one `error:` line and exit 2, like all bad input."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
         try:
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
-                                **extra)
+                                windows_expand_args=windows_expand_args, **extra)
         except TyperException as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `auditor`: show the help
+            if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(exc, "show"):  # bare `auditor`: show the help
                 exc.show()
                 code = 2
             else:
@@ -380,7 +381,7 @@ def policies_list() -> None:
     from auditor.policy import builtin_pack_names, load_pack
 
     for name in builtin_pack_names():
-        pack = _guard(lambda name=name: load_pack(name, base_dir=Path.cwd())).pack
+        pack = _guard(functools.partial(load_pack, name, base_dir=Path.cwd())).pack
         typer.echo(terminal(f"{pack.pack:<20} {len(pack.rules):>3} rules  {pack.title}"))
 
 

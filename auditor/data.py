@@ -14,7 +14,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -126,6 +126,16 @@ def infer_format(path: Path) -> DataFormat:
                      fix="set `format: svmlight`, `format: csv` or `format: parquet` in the dataset entry")
 
 
+class _Columns(TypedDict):
+    """Which columns of a CSV or Parquet file hold what (the dataset entry's keys)."""
+
+    query_column: str
+    label_column: str | None
+    doc_id_column: str | None
+    feature_columns: list[str] | None
+    model_feature_names: list[str] | None
+
+
 def load_ranking_data(
     path: Path,
     *,
@@ -161,8 +171,8 @@ def load_ranking_data(
                                                                     max_bytes=max_bytes)
         names = None
     else:
-        columns = dict(query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
-                       feature_columns=feature_columns, model_feature_names=model_feature_names)
+        columns = _Columns(query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
+                           feature_columns=feature_columns, model_feature_names=model_feature_names)
         if fmt == "parquet" and sample_queries is not None:
             frame, sample = _read_parquet_sample(path, query_column, label_column, sample_queries,
                                                  sample_rng or np.random.default_rng(0), max_bytes)
@@ -240,6 +250,7 @@ def _read_parquet_sample(path: Path, query_column: str, label_column: str | None
         raise _parquet_error(exc, path) from None
     if keys is None:
         _need_column(query_column, columns, "query_column", path)
+    assert keys is not None  # _need_column raised: the query column is missing
     qids = keys.column(query_column).cast(pa.string()).to_numpy(zero_copy_only=False)
     missing = pd.isna(qids) | (qids == "nan")  # null, or a float NaN written as a query id
     if missing.any():
@@ -653,13 +664,13 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
             raise InputError(f"label '{frame[label_column].iloc[row]}' is not a number", file=path,
                              where=place(row), fix="labels must be non-negative integer grades")
         y = labels.to_numpy(dtype=np.float64)
-    for column, key in ((query_column, "query_column"), (doc_id_column, "doc_id_column")):
-        missing = frame[column].isna().to_numpy().copy() if column is not None else None
-        if missing is not None and pd.api.types.is_float_dtype(frame[column]):
-            missing |= np.isinf(frame[column].to_numpy(dtype=np.float64))  # "inf" is no id either
+    for id_column, key in ((query_column, "query_column"), (doc_id_column, "doc_id_column")):
+        missing = frame[id_column].isna().to_numpy().copy() if id_column is not None else None
+        if missing is not None and pd.api.types.is_float_dtype(frame[id_column]):
+            missing |= np.isinf(frame[id_column].to_numpy(dtype=np.float64))  # "inf" is no id either
         if missing is not None and missing.any():
             row = int(np.argmax(missing))
-            raise InputError(f"the {'query' if key == 'query_column' else 'document'} id in column '{column}' is "
+            raise InputError(f"the {'query' if key == 'query_column' else 'document'} id in column '{id_column}' is "
                              "missing", file=path, where=place(row),
                              fix=f"give every row a {'query' if key == 'query_column' else 'document'} id")
     qids = frame[query_column].astype(str).to_numpy(dtype=object)

@@ -97,7 +97,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
                          file=file, fix="compare runs written by the same auditor version family")
     before = {f["rule"]: f for f in old.get("findings", [])}
     after = {f["rule"]: f for f in new.get("findings", [])}
-    findings = [{"rule": rule, "title": (after.get(rule) or before.get(rule))["title"],
+    findings = [{"rule": rule, "title": (after.get(rule) or before[rule])["title"],
                  "before": before[rule]["status"] if rule in before else "—",
                  "after": after[rule]["status"] if rule in after else "—"}
                 for rule in sorted(set(before) | set(after))
@@ -106,12 +106,12 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
     for name, result in sorted(old.get("evidence", {}).items()):
         m_old = result.get("metrics", {})
         m_new = new.get("evidence", {}).get(name, {}).get("metrics", {})
-        for key, before in metric_names.estimates(m_old):
-            after = metric_names.read(m_new, key)
-            if after is None or before.low is None or before.high is None:
+        for key, was in metric_names.estimates(m_old):
+            found = metric_names.read(m_new, key)
+            if found is None or was.low is None or was.high is None:
                 continue
-            value, low, high, now = before.value, before.low, before.high, after.value
-            new_low, new_high = after.low, after.high
+            value, low, high, now = was.value, was.low, was.high, found.value
+            new_low, new_high = found.low, found.high
             outside_new = new_low is None or new_high is None or not new_low <= value <= new_high
             if not low <= now <= high and outside_new:  # beyond both runs' intervals: not sampling noise
                 metrics.append({"metric": key, "before": value, "interval": [low, high], "after": now,

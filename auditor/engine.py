@@ -107,9 +107,10 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     _check_rankable(data, spec.dataset.path)
     background = load_dataset(spec.background, model, seed, "background") if spec.background is not None else None
     for index, (name, options) in enumerate(spec.evidence_items()):  # options that name features of the data
-        if REGISTRY[name].check is not None:
+        check = REGISTRY[name].check
+        if check is not None:
             try:
-                REGISTRY[name].check(options, data)
+                check(options, data)
             except InputError as exc:
                 raise InputError(exc.problem, file=spec_path, where=f"evidence.{index}.{name}.{exc.where}",
                                  fix=exc.fix) from None
@@ -158,8 +159,11 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
     except InputError as exc:  # the readers' fixes name `dataset.` keys: for the background, name its own
         if role == "dataset":
             raise
-        problem, fix = (text.replace("`dataset.", f"`{role}.") if text else text for text in (exc.problem, exc.fix))
-        raise InputError(problem, file=exc.file, where=exc.where, fix=fix) from None
+        def renamed(text: str) -> str:
+            return text.replace("`dataset.", f"`{role}.")
+
+        raise InputError(renamed(exc.problem), file=exc.file, where=exc.where,
+                         fix=exc.fix and renamed(exc.fix)) from None
 
 
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
@@ -209,7 +213,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
             estimate = {name: item.seconds for (name, _), item in zip(items, plan.items, strict=True)}
             serial = {name: item.serial_seconds if item.serial_seconds is not None else item.seconds
                       for (name, _), item in zip(items, plan.items, strict=True)}
-            order = run_order(list(requested))  # items another uses run first (EvidencePlugin.uses)
+            order = run_order(list(requested))  # items another uses run first (EvidenceKind.uses)
             with progress.task("Evidence items", len(order), overall=True) as overall:
                 for index, name in enumerate(order):
                     later = sum(estimate[n] for n in order[index + 1:]) + plan.render_seconds
@@ -239,8 +243,11 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     block = reviews.review_block(review, document)
     if block is not None:  # the system's findings as this review leaves them (the register's view)
         document["review"] = block
-    previous = (prepared.baseline, spec.baseline.name) if prepared.baseline is not None else \
-        (review.previous["document"], review.previous["run_name"]) if review.previous is not None else None
+    previous: tuple[dict[str, Any], str] | None = None
+    if prepared.baseline is not None and spec.baseline is not None:  # (prepare read the one from the other)
+        previous = (prepared.baseline, spec.baseline.name)
+    elif review.previous is not None:
+        previous = (review.previous["document"], review.previous["run_name"])
     if previous is not None:  # the "since last review" section: the baseline, else the register's last review
         from auditor.diff import compare
 
@@ -686,6 +693,6 @@ def train_ilmart(spec_path: Path, out: Path, *, config: Any, validation_share: f
     summary: dict[str, float] = {}
     if test.y is not None:
         for label, booster in (("ilmart", fit.main_booster), ("ilmarti", fit.booster)):
-            scores = booster.predict(test.X, raw_score=True)
+            scores = np.asarray(booster.predict(test.X, raw_score=True))
             summary[label] = float(per_query_ndcg(scores, test.y, test.query_ptr, [10])[:, 0].mean())
     return fit, summary

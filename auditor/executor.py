@@ -71,9 +71,9 @@ class Outcome:
 _INSTALLED: dict[str, WorkerState] = {}
 
 
-def _install(state: bytes, threads: int) -> None:
+def _install(pickled: bytes, threads: int) -> None:
     """Pool worker start-up: keep the state for the tasks to come and cap the threads each task uses."""
-    state = pickle.loads(state)
+    state: WorkerState = pickle.loads(pickled)
     os.environ[THREADS_ENV] = str(threads)
     _INSTALLED.clear()
     _INSTALLED[state.token] = state

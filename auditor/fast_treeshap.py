@@ -103,6 +103,7 @@ class FastTreeShap:
 
 def _build(e: TreeEnsemble, max_table_bits: int, max_table_bytes: int) -> _Tables:
     """Each node's bit, each leaf's distinct features and zero fractions, and the G tables."""
+    assert e.weight is not None  # TreeEnsemble.__post_init__ fills it in
     n = e.feature.shape[0]
     ends = np.append(e.roots[1:], n).astype(np.int32)
     node_bit = np.full(n, -1, dtype=np.int32)

@@ -21,7 +21,8 @@ def build(inline: dict[str, Any], file: Path | None, names: list[str], *, spec_f
     """{feature: {"meaning", "unit"}} for the features described; unknown names are bad input with the nearest."""
     out: dict[str, dict] = {}
     if file is not None:
-        known, first = set(names), {}
+        known = set(names)
+        first: dict[str, int] = {}  # the line each feature is described on
         for line, name, info in _read_csv(file):  # checked row by row: a bad file stops at its first bad row
             if name not in known:
                 _known(name, names, file=file, where=str(line))

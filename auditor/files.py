@@ -15,8 +15,12 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 MiB = 1 << 20
 MAX_YAML_BYTES = 1 * MiB  # specs and policy packs: a real one is a few KB
@@ -170,7 +174,7 @@ class _Capped(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: WriteableBuffer) -> int:
         view = memoryview(buffer).cast("B")
         filled = 0
         while filled < len(view):

@@ -11,9 +11,10 @@ import hashlib
 import math
 import operator
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,7 +26,7 @@ from auditor.yaml_io import parse_yaml
 from auditor.yaml_models import StrictModel, nearest, validate_yaml
 
 if TYPE_CHECKING:
-    from auditor.spec import Waiver
+    from auditor.spec import Assignment, Waiver
 
 Severity = Literal["critical", "major", "minor", "info"]
 Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "SKIPPED"]
@@ -55,7 +56,7 @@ class Condition(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _from_text(cls, data: Any) -> Any:
+    def _from_text(cls, data: object) -> object:
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             data = str(data)
         return parse_condition(data) if isinstance(data, str) else data
@@ -77,9 +78,14 @@ class Condition(StrictModel):
             raise ValueError(f"'{self.op}' takes one number; use 'between A and B' for an interval")
         return self
 
+    def _top(self) -> float:
+        """The upper bound of `between` and `outside` (`_bounds` requires it)."""
+        assert self.high is not None
+        return float(self.high)
+
     def holds(self, value: float) -> bool:
         if self.op in ("between", "outside"):
-            inside = self.value <= value <= float(self.high)  # type: ignore[arg-type]
+            inside = self.value <= value <= self._top()
             return inside if self.op == "between" else not inside
         return bool(_OPS[self.op](value, self.value))
 
@@ -94,7 +100,7 @@ class Condition(StrictModel):
             return low == high == t
         if op == "!=":
             return not low <= t <= high
-        top = float(self.high)  # type: ignore[arg-type]
+        top = self._top()
         if op == "between":
             return t <= low and high <= top
         return high < t or low > top
@@ -110,7 +116,7 @@ class Condition(StrictModel):
             return low <= t <= high
         if op == "!=":
             return not low == high == t
-        top = float(self.high)  # type: ignore[arg-type]
+        top = self._top()
         if op == "between":
             return low <= top and high >= t
         return low < t or high > top
@@ -124,7 +130,7 @@ class Condition(StrictModel):
         return f"{self.op} {self.value:g}"
 
 
-def parse_condition(text: str) -> dict[str, Any]:
+def parse_condition(text: str) -> dict[str, str | float]:
     """`< 0.5` or `between 0.2 and 0.8` as the mapping form; overlong text is refused unread."""
     if len(text) > MAX_CONDITION_CHARS:
         raise ValueError(f"a condition is at most {MAX_CONDITION_CHARS} characters, this one has {len(text):,}; "
@@ -230,7 +236,7 @@ class PolicyPack(StrictModel):
 
     @field_validator("extends", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
     @model_validator(mode="after")
@@ -323,10 +329,18 @@ def builtin_pack_names() -> list[str]:
     return sorted(p.stem for p in bundled_policies_dir().glob("*.yaml"))
 
 
-def check_metrics(packs: list[LoadedPack], plugins: dict[str, Any], requested: set[str]) -> None:
+class DeclaresMetrics(Protocol):
+    """An evidence kind as `check_metrics` asks it (`auditor.evidence.registry.EvidenceKind`)."""
+
+    def emits(self, metric: str) -> bool: ...
+
+    def metric_examples(self) -> list[str]: ...
+
+
+def check_metrics(packs: list[LoadedPack], plugins: Mapping[str, DeclaresMetrics], requested: set[str]) -> None:
     """A rule naming a metric that its evidence kind cannot emit is bad input when the packs load, not an ERROR
     finding after the whole audit ran: one line with the pack file, the rule id and the closest names the kind
-    declares. `plugins` maps kind → plugin (`emits`, `metric_examples`: auditor.evidence.base.EvidencePlugin);
+    declares. `plugins` maps kind → plugin (`emits`, `metric_examples`: auditor.evidence.registry.EvidenceKind);
     rules on kinds that are not `requested` are SKIPPED at evaluation and not checked here."""
     for loaded in packs:
         for rule in loaded.pack.rules:
@@ -485,7 +499,8 @@ def check_waivers(waivers: list[Waiver], packs: list[LoadedPack], *, spec_file: 
                              fix=(f"did you mean '{near[0]}'?" if near else "name a rule of the applied packs"))
 
 
-def check_assignments(assignments: list[Any], packs: list[LoadedPack], *, spec_file: Path | None = None) -> None:
+def check_assignments(assignments: list[Assignment], packs: list[LoadedPack], *,
+                      spec_file: Path | None = None) -> None:
     """An owner assigned to a rule no pack has is a typo: refuse it before any work is done."""
     ids = [rule.id for loaded in packs for rule in loaded.pack.rules]
     for index, assignment in enumerate(assignments):
@@ -707,7 +722,7 @@ def _expired_waiver(rule_id: str, waivers: list[Waiver], today: dt.date) -> Waiv
     return next((w for w in waivers if w.rule == rule_id and w.expires < today), None)
 
 
-def opinion(findings: list[Finding], unjudged: list[Any] | tuple[Any, ...] = ()) -> Opinion:
+def opinion(findings: list[Finding], unjudged: Sequence[object] = ()) -> Opinion:
     """negative: an unwaived FAIL of critical or major severity, or evidence for a critical rule failed.
     positive with comments: any other FAIL, WARN, WAIVED or ERROR, or anything the evidence detected that no rule
     of the applied packs judges (`unjudged`). positive: everything else passed or skipped."""
@@ -725,13 +740,23 @@ def opinion(findings: list[Finding], unjudged: list[Any] | tuple[Any, ...] = ())
 JUDGING = ("PASS", "WARN", "FAIL", "WAIVED")  # statuses of a rule that actually looked at its metric
 
 
-def judging_rules(detection: Any, findings: list[Finding]) -> list[str]:
+class Judged(Protocol):
+    """A detection as the opinion reads it (`auditor.evidence.base.Detection`)."""
+
+    @property
+    def judged_by(self) -> tuple[str, ...]: ...
+
+
+JudgedT = TypeVar("JudgedT", bound=Judged)
+
+
+def judging_rules(detection: Judged, findings: list[Finding]) -> list[str]:
     """Ids of the applied rules that judge a detection: rules on one of its `judged_by` metrics that looked at
     the value (not SKIPPED or ERROR)."""
     return [f.rule for f in findings if f.metric in detection.judged_by and f.status in JUDGING]
 
 
-def unjudged(detections: list[Any], findings: list[Finding]) -> list[Any]:
+def unjudged(detections: list[JudgedT], findings: list[Finding]) -> list[JudgedT]:
     """Detections no applied rule judges: listed apart in the summary, and they keep the opinion from 'positive'."""
     return [d for d in detections if not judging_rules(d, findings)]
 

@@ -195,7 +195,7 @@ class LineProgress(Progress):
         return ticker
 
 
-def for_terminal(stream: Any = None) -> Progress:
+def for_terminal(stream: Any = None) -> RichProgress | LineProgress:
     """Bars when stderr is a terminal, plain lines otherwise."""
     stream = stream or sys.stderr
     return RichProgress() if getattr(stream, "isatty", lambda: False)() else LineProgress()

@@ -33,11 +33,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.hashing import sha256_file
+
+if TYPE_CHECKING:
+    from auditor.token_keys import TokenKey
 
 BUNDLE_NAME = "bundle.dsse.json"
 TOKEN_NAME = "bundle.tsr"  # the RFC 3161 token over the bundle's signature (auditor.trusted_time)
@@ -183,16 +186,19 @@ def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = 
             token.close()
         raise InputError("the signing key is not RSA (ECDSA would turn report.pdf into PDF 2.0, not PDF/A-3)",
                          file=spec_file, where="signing.pkcs11", fix="use an RSA key on the token")
+    bundle_key: ed25519.Ed25519PrivateKey | TokenKey
     if signing.bundle_key is not None:
         try:
-            bundle_key = serialization.load_pem_private_key(_read(signing.bundle_key, spec_file), password=secret)
+            loaded = serialization.load_pem_private_key(_read(signing.bundle_key, spec_file), password=secret)
         except (ValueError, TypeError):
             raise InputError(f"cannot open the bundle key: wrong passphrase in {env}, or not a PEM private key",
                              file=signing.bundle_key, fix=f"check {env} and the file") from None
-        if not isinstance(bundle_key, ed25519.Ed25519PrivateKey):
+        if not isinstance(loaded, ed25519.Ed25519PrivateKey):
             raise InputError("the bundle key is not an Ed25519 key", file=signing.bundle_key,
                              fix="use the bundle-ed25519.pem that `auditor keygen` writes")
+        bundle_key = loaded
     else:
+        assert token is not None  # the spec: without `pkcs11`, `bundle_key` is required
         bundle_key = token
     url = timestamp_url or signing.timestamp_url or trusted_time.default_url()
     roots = [c for path in [*signing.timestamp_roots, *trusted_time.default_roots()] for c in load_trust(Path(path))]
@@ -307,7 +313,7 @@ def _path_problem(exc: BaseException) -> str:
     found = re.search(r'validation path for the certificate "([^"]{1,200})"', str(exc))
     if found:
         return f"the certificate of {found.group(1)} does not chain to a trusted root"
-    causes = []
+    causes: list[str] = []
     cause = exc.__cause__ or exc.__context__
     while cause is not None and len(causes) < 5:
         causes.append(str(cause))
@@ -443,7 +449,7 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
     verdicts += [_check_subject(subject, root, listed, authentic=envelope_verdict.ok, inputs=inputs,
                                 inputs_root=inputs_root) for subject in statement["subject"]]
     verdicts += _check_folder(root, listed)
-    predicate = statement.get("predicate") if isinstance(statement.get("predicate"), dict) else {}
+    predicate = json_object(statement.get("predicate"))
     verdicts += _check_contents(root, listed, predicate, trusted, at=at)
     verdicts += _check_bundle_timestamp(root, bundle, trusted, at=at,
                                         expected=bool((predicate.get("signer") or {}).get("timestamp_authority")))
@@ -470,7 +476,7 @@ def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], tru
             data = _read_regular(root / "report.pdf", limit=MAX_JSON_BYTES)
         except _Unreadable as exc:
             return [*verdicts, Verdict(False, "report.pdf (signature)", f"not checked: {exc}")]
-        signer = predicate.get("signer") if isinstance(predicate.get("signer"), dict) else {}
+        signer = json_object(predicate.get("signer"))
         verdicts += check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256"), at=at)
         verdicts.append(check_pdf_evidence(data, evidence))
     return verdicts
@@ -520,7 +526,7 @@ def _check_predicate(predicate: dict[str, Any], evidence: Any) -> Verdict:
     name = "evidence.json (predicate)"
     if not isinstance(evidence, dict):
         return Verdict(False, name, "not compared: evidence.json is not a JSON object")
-    run = evidence.get("run") if isinstance(evidence.get("run"), dict) else {}
+    run = json_object(evidence.get("run"))
     facts = {"audit": evidence.get("audit"), "opinion": evidence.get("opinion"), "seed": evidence.get("seed"),
              "evaluated_on": run.get("evaluated_on"), "evidence_schema": evidence.get("schema")}
     differ = [key for key, value in facts.items() if predicate.get(key) != value]
@@ -559,11 +565,20 @@ def strict_json(data: bytes, what: str) -> Any:
     return value
 
 
+def json_object(value: object) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one: a part of an untrusted document that may be missing or of
+    another type."""
+    return value if isinstance(value, dict) else {}
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) != len(pairs):
         seen: set[str] = set()
-        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return value
 
 

@@ -401,7 +401,7 @@ def refresh_kinds() -> None:
     registered from any module is a spec key, in the JSON Schema and in error hints without editing this file."""
     if _KINDS_VERSION[0] == kinds_version():
         return
-    AuditSpec.model_fields["evidence"].annotation = list[_evidence_union()]  # type: ignore[valid-type]
+    AuditSpec.model_fields["evidence"].annotation = list[_evidence_union()]  # type: ignore[misc,assignment,valid-type]
     AuditSpec.model_rebuild(force=True)
     _KINDS_VERSION[0] = kinds_version()
 

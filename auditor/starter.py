@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.data import infer_format
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.models import KINDS, kind_from_file, kind_from_suffix
 from auditor.policy import LoadedPack, load_pack
+
+if TYPE_CHECKING:
+    from auditor.spec import ModelKindName
 
 
 def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[str], title: str,
@@ -128,7 +132,7 @@ _SENSITIVE = re.compile(r"sponsor|paid|promot|commission|advert|boost", re.IGNOR
 _OWN = re.compile(r"own_?brand|(?:^|_)own(?:_|$)|house_?brand|private_?label|first_?party", re.IGNORECASE)
 
 
-def _feature_names(model: Path, kind: str) -> list[str]:
+def _feature_names(model: Path, kind: ModelKindName) -> list[str]:
     """The model's feature names when it stores them (for guessing sensitive parameters); [] otherwise."""
     try:
         from auditor.models import load_model

@@ -239,7 +239,7 @@ def parse(raw: bytes, counts: tuple[int, int] | None = None) -> Parsed:
     labels, qids, indptr, lines = labels[:rows], qids[:rows], indptr[: rows + 1], lines[:rows]
     indices, values = indices[:pairs], values[:pairs]
     for row in np.flatnonzero(inexact[:rows]):  # rare: re-read with Python's float()
-        _reparse_line(raw, int(lstart[row]), int(lines[row]), row, labels, indptr, values)
+        _reparse_line(raw, int(lstart[row]), int(lines[row]), int(row), labels, indptr, values)
     return Parsed(labels=labels, qids=qids, has_qid=bool(has_qid), indptr=indptr, indices=indices, values=values,
                   lines=lines, line_start=lstart[:rows], comment_start=cstart[:rows], comment_end=cend[:rows])
 

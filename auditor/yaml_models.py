@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from auditor.errors import InputError, shorten
 from auditor.yaml_io import KEY_MARK, day_problem, shown_key
@@ -63,7 +64,7 @@ def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]],
 def yaml_error(exc: ValidationError, path: Path, marks: dict[tuple, tuple[int, int]], root: type[BaseModel],
                tags: Mapping[str, type[BaseModel]]) -> InputError:
     """Turn pydantic's first error (first in file order) into one line with position and a fix."""
-    errors = [dict(e, loc=_yaml_loc(e["loc"], tags)) for e in exc.errors()]
+    errors: list[ErrorDetails] = [{**e, "loc": _yaml_loc(e["loc"], tags)} for e in exc.errors()]
     # An unknown key usually causes the "missing" error of the key it misspells: report it first.
     errors.sort(key=lambda e: (e["type"] != "extra_forbidden", _position(e["loc"], marks, key=True)))
     error = errors[0]

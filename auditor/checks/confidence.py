@@ -119,10 +119,10 @@ def flag_gap(values: np.ndarray, flagged: np.ndarray, cluster: np.ndarray, rng: 
     ids, owner = np.unique(cluster, return_inverse=True)
     kinds, kind = np.unique(strata, return_inverse=True)
     sums = np.zeros((len(ids), len(kinds), 4))  # flagged sum, flagged count, unflagged sum, unflagged count
-    np.add.at(sums, (owner, kind, 0), np.where(flagged, values, 0.0))
-    np.add.at(sums, (owner, kind, 1), flagged.astype(float))
-    np.add.at(sums, (owner, kind, 2), np.where(flagged, 0.0, values))
-    np.add.at(sums, (owner, kind, 3), (~flagged).astype(float))
+    np.add.at(sums[..., 0], (owner, kind), np.where(flagged, values, 0.0))
+    np.add.at(sums[..., 1], (owner, kind), flagged.astype(float))
+    np.add.at(sums[..., 2], (owner, kind), np.where(flagged, 0.0, values))
+    np.add.at(sums[..., 3], (owner, kind), (~flagged).astype(float))
     flagged_mean, unflagged_mean = (float(m[0]) for m in _stratified_means(sums.sum(axis=0)[None]))
     point = unflagged_mean - flagged_mean
     if not np.isfinite(point):

@@ -60,7 +60,8 @@ class GroundTruth:
 def node_values(ensemble: TreeEnsemble, convention: NodeValues = "count_weighted") -> np.ndarray:
     """Every node's value under `convention` (leaves keep their value in both)."""
     if convention == "internal":
-        return ensemble.value.astype(np.float64, copy=True)
+        values: np.ndarray = ensemble.value.astype(np.float64, copy=True)
+        return values
     if convention != "count_weighted":
         raise ValueError(f"node_values must be 'count_weighted' or 'internal', not {convention!r}")
     internal = np.flatnonzero(ensemble.feature >= 0)
@@ -83,7 +84,8 @@ def ground_truth(ensemble: TreeEnsemble, X: np.ndarray, *, values: NodeValues = 
 
 
 @njit(cache=True)
-def _count_weighted(feature, left, right, value, count):
+def _count_weighted(feature: np.ndarray, left: np.ndarray, right: np.ndarray, value: np.ndarray, count: np.ndarray
+                    ) -> np.ndarray:
     """Bottom-up (children have larger indices): count-weighted mean of the children, counts summed. If both
     children have count 0 (a model saved without counts) the plain mean of the two children is used."""
     v = value.copy()
@@ -98,7 +100,8 @@ def _count_weighted(feature, left, right, value, count):
 
 
 @njit(cache=True, parallel=True)
-def _paths(leaves, feature, parent, value, weight, contrib, freq, depth):
+def _paths(leaves: np.ndarray, feature: np.ndarray, parent: np.ndarray, value: np.ndarray, weight: np.ndarray,
+           contrib: np.ndarray, freq: np.ndarray, depth: np.ndarray) -> None:
     n_rows, n_trees = leaves.shape
     for row in prange(n_rows):
         used = 0

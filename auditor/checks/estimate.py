@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -74,9 +75,20 @@ def estimate(values: np.ndarray, rng: np.random.Generator, *, clusters: np.ndarr
     return Estimate(centre, float(low), float(high), int(kept.size), kept)
 
 
-def interval(values: np.ndarray, rng: np.random.Generator, **options: object) -> tuple[float, float]:
+class EstimateOptions(TypedDict, total=False):
+    """`estimate`'s keyword arguments."""
+
+    clusters: np.ndarray | None
+    n_clusters: int | None
+    statistic: Callable[[np.ndarray], np.ndarray] | None
+    n_resamples: int
+    level: float
+    quantiles: tuple[float, float] | None
+
+
+def interval(values: np.ndarray, rng: np.random.Generator, **options: Unpack[EstimateOptions]) -> tuple[float, float]:
     """`estimate(values, rng, **options)`'s interval only."""
-    found = estimate(values, rng, **options)  # type: ignore[arg-type]
+    found = estimate(values, rng, **options)
     return found.low, found.high
 
 

@@ -201,14 +201,16 @@ def bootstrap_of_means(values: np.ndarray, statistic: Callable[[np.ndarray], np.
 def ratio(means: np.ndarray) -> np.ndarray:
     """First column mean ÷ second (exposure ÷ merit share)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return means[..., 0] / means[..., 1]
+        out: np.ndarray = means[..., 0] / means[..., 1]
+    return out
 
 
 def ratio_of_ratios(means: np.ndarray) -> np.ndarray:
     """(m₀ / m₁) ÷ (m₂ / m₃): Singh & Joachims' disparate treatment ratio from mean exposure and mean relevance of
     a group and of the rest."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (means[..., 0] / means[..., 1]) / (means[..., 2] / means[..., 3])
+        out: np.ndarray = (means[..., 0] / means[..., 1]) / (means[..., 2] / means[..., 3])
+    return out
 
 
 def mean(means: np.ndarray) -> np.ndarray:

@@ -25,7 +25,8 @@ def rank_among_others(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     above = others > c
     tied_before = (others == c) & (np.arange(n)[None, :] < np.arange(n)[:, None])
     not_self = ~np.eye(n, dtype=bool)
-    return np.sum((above | tied_before) & not_self, axis=-1)
+    ranks: np.ndarray = np.sum((above | tied_before) & not_self, axis=-1)
+    return ranks
 
 
 def top_k_changed(before: np.ndarray, after: np.ndarray, k: int) -> bool:
@@ -47,8 +48,8 @@ def per_query_influence(scores: np.ndarray, masked: np.ndarray, swept: np.ndarra
     and the sweep range (highest − lowest position over the sweep). Each is averaged over the query's documents;
     `max_shift` keeps the query's worst document; `topk_changed` is 1 when masking the parameter for every
     document changes the top-k set. Queries of one document get NaN."""
-    out = {key: [] for key in ("rank_shift", "max_shift", "sweep_gain", "sweep_range", "max_range", "topk_changed",
-                               "affected")}
+    out: dict[str, list[float]] = {key: [] for key in (
+        "rank_shift", "max_shift", "sweep_gain", "sweep_range", "max_range", "topk_changed", "affected")}
     for a, b in itertools.pairwise(query_ptr):
         if b - a < 2:
             for values in out.values():

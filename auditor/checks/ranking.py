@@ -33,14 +33,15 @@ def tie_groups(sorted_scores: np.ndarray) -> np.ndarray:
     """Start index of each run of equal scores in a descending array, with its end appended."""
     n = len(sorted_scores)
     starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]]) if n else np.zeros(0, int)
-    return np.r_[starts, n]
+    bounds: np.ndarray = np.r_[starts, n]
+    return bounds
 
 
 def expected_in_ties(values: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """`values` in rank order, each replaced by the mean over its tie group: at a position held by tied documents,
     the expected value when their order is drawn uniformly."""
     order = rank_order(scores)
-    ranked = values[order].astype(np.float64)
+    ranked: np.ndarray = values[order].astype(np.float64)
     bounds = tie_groups(scores[order])
     if len(bounds) - 1 == len(ranked):  # no ties
         return ranked
@@ -87,7 +88,7 @@ def average_precision(scores: np.ndarray, labels: np.ndarray, *, relevant_from: 
     probability r/n and then has 1 + (i−1)(r−1)/(n−1) relevant documents of the group at or above it."""
     order = rank_order(scores)
     relevant = (labels[order] >= relevant_from).astype(np.float64)
-    total = relevant.sum()
+    total: float = relevant.sum()
     if total == 0:
         return float("nan")
     bounds = tie_groups(scores[order])

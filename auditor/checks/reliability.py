@@ -14,6 +14,7 @@ intervals that resample queries.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,8 @@ class Estimates:
 
     def contributions(self, signals: np.ndarray) -> np.ndarray:
         """Each signal's push on the log-odds (coefficient × standardised value), per explanation."""
-        return self.coefficients * ((_filled(signals, self.fill) - self.centre) / self.scale)
+        pushes: np.ndarray = self.coefficients * ((_filled(signals, self.fill) - self.centre) / self.scale)
+        return pushes
 
 
 def _filled(signals: np.ndarray, fill: np.ndarray) -> np.ndarray:
@@ -64,7 +66,8 @@ def _fit(signals: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float, np
 def _predict(signals: np.ndarray, fitted: tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
     coef, intercept, centre, scale, fill = fitted
     z = ((_filled(signals, fill) - centre) / scale) @ coef + intercept
-    return 1.0 / (1.0 + np.exp(-z))
+    probability: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+    return probability
 
 
 def estimate(signals: np.ndarray, target: np.ndarray, groups: np.ndarray) -> Estimates:
@@ -123,7 +126,8 @@ def calibration(target: np.ndarray, probability: np.ndarray, bins: int = BINS
 
 
 def clustered_interval(target: np.ndarray, probability: np.ndarray, groups: np.ndarray, rng: np.random.Generator,
-                       statistic, n_resamples: int = 2000) -> tuple[float, float]:
+                       statistic: Callable[[np.ndarray, np.ndarray], float], n_resamples: int = 2000
+                       ) -> tuple[float, float]:
     """95% percentile interval of `statistic(target, probability)` resampling whole queries; NaN when fewer than
     two queries or no resample is defined."""
     order = list(dict.fromkeys(groups.tolist()))

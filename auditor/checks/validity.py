@@ -11,7 +11,13 @@ out (callers skip queries where `has_order` is False). Queries with fewer than t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from auditor.masking import Masker
+    from auditor.models.base import CountingRanker
 
 _MAX_ELEMENTS = 20_000_000  # candidates × pairs per block, to bound memory
 COMPILED_MIN_ELEMENTS = 250_000  # candidates × pairs from which the compiled form (tau_kernel) is used
@@ -52,8 +58,8 @@ def kendall_tau_b(reference: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return np.clip(out, -1.0, 1.0)
 
 
-def measure_sets(model, X: np.ndarray, scores: np.ndarray, masker, sets: list[tuple[int, ...]]
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def measure_sets(model: CountingRanker, X: np.ndarray, scores: np.ndarray, masker: Masker,
+                 sets: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """Validity and completeness of each explanation set, from one batched call (sets and their complements)."""
     from auditor.masking import keep_masks
 

@@ -95,7 +95,7 @@ class EvidenceResult:
     records: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     how_to_read: str = ""
-    per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> {query id: value}
+    per_query: dict[str, dict[str, float | None]] = field(default_factory=dict)  # metric -> {query id: value}
     error: str = ""
     n_model_rows: int = 0
     detections: list[Detection] = field(default_factory=list)
@@ -199,7 +199,7 @@ class AuditContext:
         """One query (or `n`) of an executor task done: ticks the item's progress when the task runs here."""
         self.ticker.advance(n)
 
-    # the results of the items the running plugin uses (`EvidencePlugin.uses`) that ran in this audit; set by the
+    # the results of the items the running plugin uses (`EvidenceKind.uses`) that ran in this audit; set by the
     # engine before each plugin runs
     inputs: dict[str, EvidenceResult] = field(default_factory=dict)
 

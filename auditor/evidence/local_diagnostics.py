@@ -55,7 +55,7 @@ def listwise_reference(ctx: AuditContext, options: LocalExplanationsOptions, que
         if result.estimator == "exact":
             reference = result.values
         elif m <= options.reference_max_players:
-            explainer = registry.EXPLAINERS[name].build(options)
+            explainer: Any = registry.EXPLAINERS[name].build(options)  # a listwise explainer: it has `game`
             rows_before = ctx.model.rows_evaluated
             game = explainer.game(ctx.model, query, masker)
             reference = np.zeros_like(result.values)

@@ -169,7 +169,7 @@ def _abs(stat: tuple[float, float, float]) -> tuple[float, float, float]:
     return abs(value), (0.0 if low <= 0 <= high else min(abs(low), abs(high))), max(abs(low), abs(high))
 
 
-def _by_query(ctx: AuditContext, queries: list[int], values: np.ndarray) -> dict[str, float]:
+def _by_query(ctx: AuditContext, queries: list[int], values: np.ndarray) -> dict[str, float | None]:
     return {ctx.data.query_ids[q]: stored(v) for q, v in zip(queries, values, strict=True) if np.isfinite(v)}
 
 

@@ -9,13 +9,16 @@ search, RANDOM, exhaustive) return the set directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from auditor.checks.ranking import rank_order
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+
+if TYPE_CHECKING:
+    from auditor.explain.screen import SharedScores
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class QueryView:
     background: np.ndarray
     spread: np.ndarray | None = None  # per feature: within-query TreeSHAP spread, when a candidate screen needs it
     # masked scores of feature sets, shared by every search on this query (auditor.explain.screen.SetScores.of)
-    scored: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    scored: dict[tuple[int, int], SharedScores] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_docs(self) -> int:
@@ -89,7 +92,8 @@ class Attributions:
 class AttributionExplainer(Protocol):
     """Attributes each given document's score to the features."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> Attributions: ...
@@ -98,10 +102,15 @@ class AttributionExplainer(Protocol):
 class SetExplainer(Protocol):
     """Chooses an explanation set of (at most) k features for the whole query."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def select(self, model: CountingRanker, query: QueryView, k: int, masker: Masker,
                rng: np.random.Generator) -> tuple[int, ...]: ...
+
+
+# What a registry entry's factory builds (`auditor/explain/registry.py`): which of the two, its `kind` says.
+LocalExplainer = AttributionExplainer | SetExplainer
 
 
 def set_from_attributions(attributions: np.ndarray, k: int, *, docs: int) -> tuple[int, ...]:

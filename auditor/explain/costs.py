@@ -98,13 +98,13 @@ def background_search(settings: Any, shape: Any, docs: int, n: float, ks: list[i
 
 
 def kernelshap_fit(settings: Any, features: int) -> float:
-    return KERNELSHAP_FIT * coalitions(settings.kernelshap, features) * float(features) ** 2
+    return float(KERNELSHAP_FIT * coalitions(settings.kernelshap, features) * float(features) ** 2)
 
 
 def lirme_fit(settings: Any, features: int) -> float:
-    return LIRME_FIT[0] * settings.lime.samples * float(features) ** 2 + LIRME_FIT[1]
+    return float(LIRME_FIT[0] * settings.lime.samples * float(features) ** 2 + LIRME_FIT[1])
 
 
 def exs_fit(settings: Any, features: int) -> float:
     f2 = float(features) ** 2
-    return EXS_FIT[0] * settings.lime.samples * f2 + EXS_FIT[1] * f2 * features
+    return float(EXS_FIT[0] * settings.lime.samples * f2 + EXS_FIT[1] * f2 * features)

@@ -74,9 +74,10 @@ def exs_labels(sample_scores: np.ndarray, query_scores: np.ndarray, doc: int, la
             shift_min, shift_range = float(both.min()), float(np.ptp(both))
         delta = 1e-6 + 1e-3 * shift_range
         top = q.max() - shift_min + delta
-        return 1.0 - (top - (s - shift_min + delta)) / top
+        labels: np.ndarray = 1.0 - (top - (s - shift_min + delta)) / top
+        return labels
     if label == "topk":
-        threshold = np.sort(q)[::-1][min(top_k, q.size) - 1]
+        threshold: float = np.sort(q)[::-1][min(top_k, q.size) - 1]
         return (s >= threshold).astype(np.float64)
     if label == "rank":
         others = np.sort(np.delete(q, doc))

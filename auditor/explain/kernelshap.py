@@ -121,7 +121,8 @@ class KernelShap:
             return np.asarray(masker.fill, dtype=np.float64)
         pool = np.asarray(query.background, dtype=np.float64)
         take = rng.choice(pool.shape[0], size=min(self.background_size, pool.shape[0]), replace=False)
-        return pool[take]
+        rows: np.ndarray = pool[take]
+        return rows
 
     def explain(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                 rng: np.random.Generator) -> KernelShapResult:
@@ -204,7 +205,8 @@ class KernelShap:
 def _differs(x: np.ndarray, bg: np.ndarray) -> np.ndarray:
     """Per feature: does some background row hold a different value than x (NaN equals NaN)?"""
     same = (bg == x[None, :]) | (np.isnan(bg) & np.isnan(x)[None, :])
-    return ~same.all(axis=0)
+    differs: np.ndarray = ~same.all(axis=0)
+    return differs
 
 
 def coalition_design(m: int, nsamples: int, rng: np.random.Generator) -> CoalitionDesign:
@@ -302,7 +304,7 @@ def _draw_samples(rng: np.random.Generator, draw_sizes: np.ndarray, paired: np.n
         more = min(n_draws - take, take)
         keys = np.vstack([keys, rng.random((more, m))])
         take += more
-    if take < n_draws:
+    if isinstance(bit_generator, np.random.PCG64) and take < n_draws:  # (only PCG64 draws lazily)
         bit_generator.advance((n_draws - take) * m)
     return masks, weights, units
 

@@ -126,7 +126,8 @@ def tie_aware_ndcg(reference: np.ndarray, candidates: np.ndarray, cutoff: int | 
     sums = np.bincount(group.ravel(), weights=np.broadcast_to(discount, (c, n)).ravel(), minlength=c * n)
     counts = np.bincount(group.ravel(), minlength=c * n)
     mean_discount = (sums / np.maximum(counts, 1))[group]
-    return (gains[order] * mean_discount).sum(axis=1) / ideal
+    values: np.ndarray = (gains[order] * mean_discount).sum(axis=1) / ideal
+    return values
 
 
 class RankGame:
@@ -162,7 +163,8 @@ class RankGame:
     def full_values(self, keep: np.ndarray) -> np.ndarray:
         """Values of full-width keep-masks (C × F)."""
         if self.average_values:
-            return self.row_values(keep).mean(axis=1)
+            means: np.ndarray = self.row_values(keep).mean(axis=1)
+            return means
         return self._values(keep, per_row=False)
 
     def row_values(self, keep: np.ndarray) -> np.ndarray:
@@ -282,7 +284,7 @@ class ListwiseShap:
                               n_model_rows=model.rows_evaluated - rows_before, seconds=time.perf_counter() - start)
 
     def _batch(self, query: QueryView, masker: AnyMasker) -> int:
-        return max(1, self.max_rows // max(query.n_docs * masker.fill.shape[0], 1))
+        return max(1, self.max_rows // max(query.n_docs * int(masker.fill.shape[0]), 1))
 
     def _kernel(self, game: RankGame, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float, float]:
         """KernelSHAP on the game: v(∅), v(all) and every designed coalition in one batch (or as few as fit)."""

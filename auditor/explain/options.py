@@ -5,9 +5,12 @@ them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from auditor.explain.listwise import ListwiseShap
 
 
 class ExplainerOptions(BaseModel):
@@ -74,7 +77,7 @@ class ListwiseShapOptions(ExplainerOptions):
     max_exact: int = Field(12, ge=0, le=20, description="Exact Shapley values up to this many playing features.")
     cutoff: int | None = Field(10, ge=1, description="RankSHAP's nDCG cut-off (null: the whole list).")
 
-    def build(self, objective: Literal["kendall", "ndcg"]) -> Any:
+    def build(self, objective: Literal["kendall", "ndcg"]) -> ListwiseShap:
         from auditor.explain.listwise import ListwiseShap
 
         return ListwiseShap(objective, estimator=self.estimator, nsamples=self.nsamples, max_exact=self.max_exact,

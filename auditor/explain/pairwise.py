@@ -87,7 +87,7 @@ class ConditionalFill:
     @property
     def rows_per_side(self) -> int:
         """The most reference rows `select` gives one document of a coalition."""
-        n = self.reference.shape[0]
+        n = int(self.reference.shape[0])
         return n if self.kind == "masking" else min(self.max_neighbours, n)
 
     def select(self, x_a: np.ndarray, x_b: np.ndarray, known: np.ndarray,
@@ -154,7 +154,8 @@ class ConditionalFill:
         diff = self._z[:, cols] - z[cols]
         whitened = np.linalg.solve(chol, diff.T)  # Ω_T^{-1/2}-whitened differences (via the Cholesky factor)
         q = np.einsum("ij,ij->j", whitened, whitened) / len(cols)
-        return -q / (2.0 * self.sigma ** 2)
+        log_weights: np.ndarray = -q / (2.0 * self.sigma ** 2)
+        return log_weights
 
 
 def _first(values: np.ndarray, ordered: np.ndarray, count: int) -> np.ndarray:
@@ -393,7 +394,7 @@ def _fista(matrix: np.ndarray, target: np.ndarray, lam: float, lipschitz: float,
     step = 1.0 / max(lipschitz, 1e-12)
     for _ in range(iterations):
         u = z - step * (gram @ z - corr)
-        v_next = np.sign(u) * np.maximum(np.abs(u) - step * lam, 0.0)
+        v_next: np.ndarray = np.sign(u) * np.maximum(np.abs(u) - step * lam, 0.0)
         t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         z = v_next + ((t - 1.0) / t_next) * (v_next - v)
         if np.max(np.abs(v_next - v)) <= 1e-10 * max(1.0, np.max(np.abs(v_next))):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numba import njit
@@ -34,11 +34,14 @@ from auditor.explain.inverse_normal import CENTRAL, central, tail
 from auditor.models.base import CountingRanker
 from auditor.threads import blas_limit, threads_here
 
+if TYPE_CHECKING:
+    from auditor.explain.base import QueryView
+
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def single_threaded_blas() -> AbstractContextManager:
+def single_threaded_blas() -> AbstractContextManager[object]:
     """BLAS limited to one thread for the block (the surrogate fits are small: threads only add overhead)."""
     return blas_limit(1)
 
@@ -46,8 +49,9 @@ MAX_BINS = 4
 
 
 @njit(cache=True, nogil=True, error_model="numpy")  # no zero-division branch: the Φ⁻¹ pass vectorises
-def _draw(rng, x, cumulative, bin_start, bin_mean, bin_std, clip_low, clip_high, cdf_low, cdf_scale, out
-          ):  # pragma: no cover - compiled
+def _draw(rng: np.random.Generator, x: np.ndarray, cumulative: np.ndarray, bin_start: np.ndarray, bin_mean: np.ndarray,
+          bin_std: np.ndarray, clip_low: np.ndarray, clip_high: np.ndarray, cdf_low: np.ndarray, cdf_scale: np.ndarray,
+          out: np.ndarray) -> None:  # pragma: no cover - compiled
     """out[0] = x; then, row by row and feature by feature, ONE uniform u from `rng` per value: its bin j is the one
     with cumulative[j-1] <= u < cumulative[j] (empty bins have zero width and are skipped), and its position in
     that interval, itself uniform given j, is the CDF position of the value inside the bin's truncated normal:
@@ -184,7 +188,8 @@ def kernel_weights(samples: np.ndarray, x: np.ndarray, mean: np.ndarray, std: np
     z_samples = np.nan_to_num((samples - mean) / std, nan=0.0)
     z_x = np.nan_to_num((np.asarray(x, dtype=np.float64).reshape(1, -1) - mean) / std, nan=0.0)
     d2 = np.sum((z_samples - z_x) ** 2, axis=1)
-    return np.exp(-d2 / width**2)
+    weights: np.ndarray = np.exp(-d2 / width**2)
+    return weights
 
 
 class SamplerCache:
@@ -231,7 +236,7 @@ _PAIRWISE_BLOCK = 128  # numpy sums rows of at most this many values with 8 accu
 
 
 @njit(cache=True, nogil=True)
-def _squared_distances(Z, out):  # pragma: no cover - compiled
+def _squared_distances(Z: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     """out[d, i] = Σ_f (Z[d, i, f] − Z[d, 0, f])², summed in numpy's order for a row of ≤ 128 values (8 partial
     sums, combined pairwise, then the remainder), so the result equals `np.sum(..., axis=-1)` bit for bit (tested)
     without the (docs × n × F) temporaries."""
@@ -265,7 +270,8 @@ def _squared_distances(Z, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _standardise_shared(rows, n_docs, mean, std, Z):  # pragma: no cover - compiled
+def _standardise_shared(rows: np.ndarray, n_docs: int, mean: np.ndarray, std: np.ndarray,
+                        Z: np.ndarray) -> None:  # pragma: no cover - compiled
     """Z[d, 0] = the standardised document d (rows[d]); Z[d, 1:] = the standardised shared draws (rows[n_docs:]),
     for every d: `QuartileSampler.standardise`'s operations ((x − μ)/σ, then NaN and ±inf → 0) in one pass."""
     n_features = rows.shape[1]
@@ -282,7 +288,8 @@ def _standardise_shared(rows, n_docs, mean, std, Z):  # pragma: no cover - compi
 
 
 @njit(cache=True, nogil=True)
-def _standardise_rows(rows, mean, std, out):  # pragma: no cover - compiled
+def _standardise_rows(rows: np.ndarray, mean: np.ndarray, std: np.ndarray,
+                      out: np.ndarray) -> None:  # pragma: no cover - compiled
     """out = `QuartileSampler.standardise(rows)` ((x − μ)/σ, then NaN and ±inf → 0) in one pass, no temporaries."""
     n_features = rows.shape[1]
     for i in range(rows.shape[0]):
@@ -342,7 +349,7 @@ def perturb_and_score(model: CountingRanker, sampler: QuartileSampler, X: np.nda
     return split_scored(sampler, rows, model.predict(rows), len(docs), n_samples)
 
 
-def sample_query(model: CountingRanker, samplers: SamplerCache, query, docs: np.ndarray, n_samples: int,
+def sample_query(model: CountingRanker, samplers: SamplerCache, query: QueryView, docs: np.ndarray, n_samples: int,
                  rng: np.random.Generator, *, shared: bool) -> Perturbed | None:
     """What LIRME and EXS share: the query's sampler, the scored samples standardised, and their kernel weights.
     None when there is no document to explain."""
@@ -371,7 +378,7 @@ BLOCKS_PER_THREAD = 8
 class Drawn:
     """One query's drawn rows and their scores, before standardising (see `map_blocks`)."""
 
-    query: Any
+    query: QueryView
     docs: np.ndarray
     sampler: QuartileSampler
     rows: np.ndarray
@@ -385,7 +392,11 @@ class Drawn:
         return Perturbed(docs=self.docs, sampler=self.sampler, Z=Z, weights=standardised_kernel(Z), scores=scores)
 
 
-def map_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence, docs: Sequence[np.ndarray],
+# A query in a block of `map_blocks`, with its documents to explain, its generator and its sampler.
+_Job = tuple["QueryView", np.ndarray, np.random.Generator, QuartileSampler]
+
+
+def map_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence[QueryView], docs: Sequence[np.ndarray],
                n_samples: int, rngs: Sequence[np.random.Generator], work: Callable[[Drawn], R], *, shared: bool,
                block_rows: int | None = None) -> list[R]:
     """`work(drawn)` for every query, in query order: each query draws from its own generator exactly as
@@ -405,7 +416,7 @@ def map_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence,
     if threads > 1 and block_rows is None:
         balanced = max(MIN_BLOCK_ROWS, -(-sum(sizes) // (BLOCKS_PER_THREAD * threads)))
         cap = min(max(1, cap // threads), balanced)
-    blocks: list[list[tuple[Any, np.ndarray, np.random.Generator, QuartileSampler]]] = [[]]
+    blocks: list[list[_Job]] = [[]]
     count = 0
     for query, chosen, rng, size in zip(queries, docs, rngs, sizes, strict=True):
         if count >= max(1, cap):
@@ -417,7 +428,7 @@ def map_blocks(model: CountingRanker, samplers: SamplerCache, queries: Sequence,
     concurrent = threads > 1 and len(blocks) > 1
     one_at_a_time = threading.Lock() if concurrent and not getattr(model, "concurrent_predict", False) else None
 
-    def run(block: list) -> list[R]:
+    def run(block: list[_Job]) -> list[R]:
         with threads_here(1) if concurrent else nullcontext():
             return [work(drawn) for drawn in _score_block(model, block, n_samples, shared, one_at_a_time)]
 
@@ -431,7 +442,7 @@ def _rows_of(n_docs: int, n_samples: int, shared: bool) -> int:
     return n_docs + n_samples - 1 if shared and n_docs > 1 else n_docs * n_samples
 
 
-def _score_block(model: CountingRanker, block: list, n_samples: int, shared: bool,
+def _score_block(model: CountingRanker, block: list[_Job], n_samples: int, shared: bool,
                  one_at_a_time: threading.Lock | None) -> list[Drawn]:
     """Draw every query of the block into one array (each query's rows a slice of it, no copy) and score it in
     one model call."""
@@ -439,7 +450,8 @@ def _score_block(model: CountingRanker, block: list, n_samples: int, shared: boo
         return []
     sizes = [_rows_of(picked.size, n_samples, shared) for _, picked, _, _ in block]
     gathered = np.empty((sum(sizes), block[0][0].n_features))
-    rows, start = [], 0
+    rows: list[np.ndarray] = []
+    start = 0
     for (query, picked, rng, sampler), size in zip(block, sizes, strict=True):
         part = gathered[start:start + size]
         if picked.size:
@@ -451,7 +463,8 @@ def _score_block(model: CountingRanker, block: list, n_samples: int, shared: boo
     else:
         with one_at_a_time or nullcontext():  # only the model call waits for other blocks
             scored = model.predict(gathered)
-    out, start = [], 0
+    out: list[Drawn] = []
+    start = 0
     for (query, picked, _, sampler), part in zip(block, rows, strict=True):
         out.append(Drawn(query=query, docs=picked, sampler=sampler, rows=part,
                          scores=scored[start:start + part.shape[0]]))

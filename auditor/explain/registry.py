@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from auditor.explain import costs
 from auditor.explain.options import (
@@ -32,29 +32,35 @@ from auditor.explain.options import (
     SearchOptions,
 )
 
+if TYPE_CHECKING:
+    from auditor.explain.base import LocalExplainer
+    from auditor.explain.greedy import Variant
+    from auditor.explain.listwise import Objective
+
 Kind = Literal["attribution", "selection"]
+OptionsT = TypeVar("OptionsT", bound=ExplainerOptions | None)  # an explainer's options model; None: it has none
 
 
-def _always(options: Any) -> bool:
+def _always(options: object) -> bool:
     return True
 
 
 @dataclass(frozen=True)
-class Explainer:
+class Explainer(Generic[OptionsT]):
     """One explainer. `factory(options, scale)` builds it from its options section (None when it has none);
     `scale` < 1 asks for a shorter run with that share of the samples (confidence's stability rerun)."""
 
     name: str  # the registry key; attribution explainers: the name decision_path_accuracy's `explainers` takes
     label: str  # for the report ("KernelSHAP"); methods of an attribution explainer use `method_label`
     kind: Kind
-    factory: Callable[[Any, float], Any]
-    options: type[ExplainerOptions] | None = None
+    factory: Callable[[OptionsT, float], LocalExplainer]  # an AttributionExplainer or a SetExplainer, as `kind` says
+    options: type[OptionsT] | None = None
     section: str | None = None  # the spec key its options live under (explainers may share one: `lime`)
     docs: tuple[int, ...] = ()  # attribution: top-document counts, one method each (shap1, shap5)
     method: str = ""  # attribution: the method prefix (default: name)
     method_label: str = ""  # attribution: label of a method, `{docs}` = its document count
     batches: bool = False  # has `attribute_many` (the samples of many queries scored in one model call)
-    reusable: Callable[[Any], bool] = _always  # with these options, attributions of the top n documents are the
+    reusable: Callable[[OptionsT], bool] = _always  # with these options, attributions of the top n documents are the
     # first n rows of those of more top documents (its result for a document ignores the documents after it)
     deterministic: bool = False  # a second run with another seed gives the same result
     needs_trees: bool = False  # needs a tree model (exact TreeSHAP)
@@ -75,15 +81,16 @@ class Explainer:
     cost: Callable[[Any, Any, int, float, list[int]], float] = field(kw_only=True)
     fit: Callable[[Any, int], float] | None = field(default=None, kw_only=True)
 
-    def build(self, settings: Any, *, scale: float = 1.0) -> Any:
+    def build(self, settings: object, *, scale: float = 1.0) -> LocalExplainer:
         """The explainer configured by `settings` (an evidence item's options, which hold every section)."""
         return self.factory(self.settings(settings), scale)
 
-    def settings(self, settings: Any) -> Any:
-        """This explainer's options section of an evidence item's options, or None."""
-        return getattr(settings, self.section) if self.section is not None else None
+    def settings(self, settings: object) -> OptionsT:
+        """This explainer's options section of an evidence item's options, or None. (The item's options model has
+        a field per registry section, added by `evidence.explainers.with_sections`: hence the cast.)"""
+        return cast(OptionsT, getattr(settings, self.section) if self.section is not None else None)
 
-    def config(self, settings: Any) -> str:
+    def config(self, settings: object) -> str:
         """What its output depends on besides query, documents and stream, as a memo key part."""
         section = self.settings(settings)
         return section.model_dump_json() if section is not None else ""
@@ -96,7 +103,7 @@ class Method:
 
     name: str
     label: str
-    explainer: Explainer
+    explainer: Explainer[Any]
     docs: int = 0  # attribution: top documents summed; 0 for a selection explainer
 
     @property
@@ -110,7 +117,7 @@ def _scaled(count: int, scale: float, least: int) -> int:
     return count if scale >= 1 else max(least, int(count * scale))
 
 
-def _kernelshap(o: KernelShapOptions, scale: float) -> Any:
+def _kernelshap(o: KernelShapOptions, scale: float) -> LocalExplainer:
     from auditor.explain.kernelshap import KernelShap
 
     nsamples = o.nsamples if o.nsamples == "auto" else _scaled(o.nsamples, scale, 10)
@@ -118,19 +125,19 @@ def _kernelshap(o: KernelShapOptions, scale: float) -> Any:
                       scale=scale if o.nsamples == "auto" else 1.0)
 
 
-def _treeshap(o: None, scale: float) -> Any:
+def _treeshap(o: None, scale: float) -> LocalExplainer:
     from auditor.explain.treeshap import TreeShap
 
     return TreeShap()
 
 
-def _lirme(o: LimeOptions, scale: float) -> Any:
+def _lirme(o: LimeOptions, scale: float) -> LocalExplainer:
     from auditor.explain.lirme import Lirme
 
     return Lirme(n_samples=_scaled(o.samples, scale, 50), penalty=o.penalty, shared_samples=o.shared_samples)
 
 
-def _exs(o: LimeOptions, scale: float) -> Any:
+def _exs(o: LimeOptions, scale: float) -> LocalExplainer:
     from auditor.explain.exs import Exs
 
     loss = o.exs_loss if o.exs_loss != "auto" else \
@@ -139,38 +146,37 @@ def _exs(o: LimeOptions, scale: float) -> Any:
                shared_samples=o.shared_samples)
 
 
-def _background_search(o: SearchOptions, scale: float) -> Any:
+def _background_search(o: SearchOptions, scale: float) -> LocalExplainer:
     from auditor.explain.listwise import BackgroundValiditySearch
 
     return BackgroundValiditySearch(beam=o.beam, max_rows=o.max_rows)
 
 
-def _listwise(objective: str) -> Callable[[ListwiseShapOptions, float], Any]:
-    def make(o: ListwiseShapOptions, scale: float) -> Any:
+def _listwise(objective: Objective) -> Callable[[ListwiseShapOptions, float], LocalExplainer]:
+    def make(o: ListwiseShapOptions, scale: float) -> LocalExplainer:
         from auditor.explain.listwise import ListwiseShap
 
         nsamples = o.nsamples if o.nsamples == "auto" else _scaled(o.nsamples, scale, 10)
-        return ListwiseShap(objective, estimator=o.estimator, nsamples=nsamples,  # type: ignore[arg-type]
-                            max_exact=o.max_exact, cutoff=o.cutoff)
+        return ListwiseShap(objective, estimator=o.estimator, nsamples=nsamples, max_exact=o.max_exact,
+                            cutoff=o.cutoff)
     return make
 
 
-def _random(o: None, scale: float) -> Any:
+def _random(o: None, scale: float) -> LocalExplainer:
     from auditor.explain.search import RandomSet
 
     return RandomSet()
 
 
-def _greedy(variant: str) -> Callable[[GreedyOptions, float], Any]:
-    def make(o: GreedyOptions, scale: float) -> Any:
+def _greedy(variant: Variant) -> Callable[[GreedyOptions, float], LocalExplainer]:
+    def make(o: GreedyOptions, scale: float) -> LocalExplainer:
         from auditor.explain.greedy import Greedy
 
-        return Greedy(variant, n_pairs=_scaled(o.pairs, scale, 1), seeds=o.seeds,  # type: ignore[arg-type]
-                      candidates=o.candidates)
+        return Greedy(variant, n_pairs=_scaled(o.pairs, scale, 1), seeds=o.seeds, candidates=o.candidates)
     return make
 
 
-def _validity_search(o: SearchOptions, scale: float) -> Any:
+def _validity_search(o: SearchOptions, scale: float) -> LocalExplainer:
     from auditor.explain.search import ValiditySearch
 
     return ValiditySearch(beam=o.beam, max_rows=o.max_rows, candidates=o.candidates)
@@ -178,7 +184,8 @@ def _validity_search(o: SearchOptions, scale: float) -> Any:
 
 # --- the registry, in the order of paper 000's Table 2, then the rest, then ours -----------------------------------
 
-EXPLAINERS: dict[str, Explainer] = {e.name: e for e in (
+# Each entry is typed by its options model (the factory and `reusable` take that model); the table holds them all.
+EXPLAINERS: dict[str, Explainer[Any]] = {e.name: e for e in (
     Explainer("random", "RANDOM", "selection", _random, baseline=True, cost=costs.no_rows),
     Explainer("kernelshap", "KernelSHAP", "attribution", _kernelshap, KernelShapOptions, "kernelshap", docs=(1, 5),
               method="shap", method_label="SHAP-{docs} (KernelSHAP)", base_value="masking", cost=costs.kernelshap,
@@ -235,7 +242,7 @@ def method(name: str) -> Method:
     return methods()[name]
 
 
-def attribution_explainers() -> list[Explainer]:
+def attribution_explainers() -> list[Explainer[Any]]:
     return [e for e in EXPLAINERS.values() if e.kind == "attribution"]
 
 

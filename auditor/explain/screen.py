@@ -30,13 +30,17 @@ from __future__ import annotations
 import contextlib
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
 from auditor.trees import _ZERO, LEAF, MISSING_NAN, MISSING_ZERO
+
+if TYPE_CHECKING:
+    from auditor.explain.base import QueryView
+    from auditor.trees import TreeEnsemble
 
 _ZERO_KEY, _NAN_KEY = -1, -2
 
@@ -52,7 +56,7 @@ class Routing:
     float32: bool = False
 
     @classmethod
-    def from_ensemble(cls, ensemble: Any) -> Routing:
+    def from_ensemble(cls, ensemble: TreeEnsemble) -> Routing:
         splits = ensemble.feature != LEAF
         features = ensemble.feature[splits]
         cuts = tuple(np.unique(ensemble.threshold[splits][features == f]) for f in range(ensemble.n_features))
@@ -78,7 +82,7 @@ class Routing:
         return np.where(nan, _NAN_KEY, key)
 
 
-_ROUTING: weakref.WeakKeyDictionary[Any, Routing | None] = weakref.WeakKeyDictionary()
+_ROUTING: weakref.WeakKeyDictionary[object, Routing | None] = weakref.WeakKeyDictionary()  # by the inner model
 
 
 def routing_for(model: CountingRanker) -> Routing | None:
@@ -97,7 +101,14 @@ def routing_for(model: CountingRanker) -> Routing | None:
     return routing
 
 
-def inert_features(model: CountingRanker, X: np.ndarray, masker: Masker) -> np.ndarray:
+class Fill(Protocol):
+    """A masking's fill rows (`Masker`, or the listwise explainers' `RowMasker`)."""
+
+    @property
+    def fill(self) -> np.ndarray: ...
+
+
+def inert_features(model: CountingRanker, X: np.ndarray, masker: Fill) -> np.ndarray:
     """Per feature: keeping it or masking it gives the same masked scores for these documents, whatever else is
     kept (module docstring)."""
     X = np.asarray(X, dtype=np.float64)
@@ -117,6 +128,11 @@ def inert_features(model: CountingRanker, X: np.ndarray, masker: Masker) -> np.n
 STORE_BYTES = 256 * 2 ** 20  # the scores one query's searches keep: a query of 20,000 documents keeps ~1,700 sets
 
 
+# What the searches of one query share under one model and masking (`QueryView.scored`, keyed by their ids): the
+# model and masking themselves (an id may be reused once they are gone), the inert features and the scores by set.
+SharedScores = tuple[CountingRanker, Masker, np.ndarray, dict[tuple[int, ...], np.ndarray]]
+
+
 class SetScores:
     """Masked scores of feature sets for one query, each distinct set of non-inert features scored once per search
     (kept: a later step that asks again, e.g. for E ∪ {inert f} after E, costs nothing) — and, made with `of`, once
@@ -126,7 +142,7 @@ class SetScores:
     actually evaluated (the CountingRanker's) are fewer."""
 
     def __init__(self, model: CountingRanker, X: np.ndarray, masker: Masker, inert: np.ndarray | None = None,
-                 *, shared: dict[Any, Any] | None = None) -> None:
+                 *, shared: dict[tuple[int, int], SharedScores] | None = None) -> None:
         self.model, self.X, self.masker = model, X, masker
         entry = None if shared is None else shared.get((id(model), id(masker)))
         if entry is None or entry[0] is not model or entry[1] is not masker:
@@ -141,7 +157,7 @@ class SetScores:
         self.rows = 0  # rows of the sets this search asked for, for budgets
 
     @classmethod
-    def of(cls, model: CountingRanker, query: Any, masker: Masker) -> SetScores:
+    def of(cls, model: CountingRanker, query: QueryView, masker: Masker) -> SetScores:
         """A search's scorer on `query`, sharing scores with the query's other searches (`QueryView.scored`)."""
         return cls(model, query.X, masker, shared=query.scored)
 
@@ -171,10 +187,10 @@ class SetScores:
     def cost(self, sets: list[tuple[int, ...]]) -> int:
         """Rows `self(sets)` adds to `rows` (the budget's count)."""
         new = {self.active(chosen) for chosen in sets} - self._known
-        return len(new) * self.X.shape[0] * self.masker.n_fill
+        return len(new) * int(self.X.shape[0]) * self.masker.n_fill
 
 
-def candidate_features(model: CountingRanker, query: Any, inert: np.ndarray, count: int | None) -> list[int]:
+def candidate_features(model: CountingRanker, query: QueryView, inert: np.ndarray, count: int | None) -> list[int]:
     """The non-inert features a search considers: all of them (`count` None), or the `count` with the largest
     within-query TreeSHAP spread (ties to the lower index) — `query.spread` when the evidence computed it for all
     its queries at once, else from the model's contributions. Models without TreeSHAP keep every feature."""

@@ -53,7 +53,7 @@ def l2_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _scaled_with_ones(X, root, out):  # pragma: no cover - compiled
+def _scaled_with_ones(X: np.ndarray, root: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     """out = [X, 1]·root[:, None] (the rows of X̃ scaled), in one pass without temporaries (same bits)."""
     n, n_features = X.shape
     for i in range(n):
@@ -64,7 +64,7 @@ def _scaled_with_ones(X, root, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _residuals(X, y, v, r):  # pragma: no cover - compiled
+def _residuals(X: np.ndarray, y: np.ndarray, v: np.ndarray, r: np.ndarray) -> None:  # pragma: no cover - compiled
     n, n_features = X.shape
     for i in range(n):
         s = v[n_features]
@@ -74,7 +74,7 @@ def _residuals(X, y, v, r):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _smallest(values, count):  # pragma: no cover - compiled
+def _smallest(values: np.ndarray, count: int) -> np.ndarray:  # pragma: no cover - compiled
     """Indices of the `count` smallest values, in increasing order (ties by index): an insertion into a short
     sorted list, because compiling numba's argsort for this costs ~2 s of every cold start."""
     count = max(0, min(count, values.size))
@@ -97,9 +97,10 @@ def _smallest(values, count):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _slope(r, q, c, v, d, mu, t):  # pragma: no cover - compiled
+def _slope(r: np.ndarray, q: np.ndarray, c: np.ndarray, v: np.ndarray, d: np.ndarray, mu: float,
+           t: float) -> float:  # pragma: no cover - compiled
     """Derivative in t of the smoothed objective at v + t·d (residuals r − t·q)."""
-    total = np.dot(v, d) + t * np.dot(d, d)
+    total: float = np.dot(v, d) + t * np.dot(d, d)
     for i in range(r.size):
         ri = r[i] - t * q[i]
         if ri > mu:
@@ -113,7 +114,8 @@ def _slope(r, q, c, v, d, mu, t):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _line_search(r, q, c, v, d, mu):  # pragma: no cover - compiled
+def _line_search(r: np.ndarray, q: np.ndarray, c: np.ndarray, v: np.ndarray, d: np.ndarray,
+                 mu: float) -> float:  # pragma: no cover - compiled
     """The minimiser in t ≥ 0 of the (convex, piecewise quadratic) smoothed objective along d: the root of its
     increasing derivative, bracketed by doubling from the Newton step t = 1, then bisection and false position."""
     low, high = 0.0, 1.0
@@ -148,7 +150,7 @@ def _line_search(r, q, c, v, d, mu):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _cholesky_solve(A, b):  # pragma: no cover - compiled
+def _cholesky_solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
     """Solve A x = b for symmetric A by Cholesky (LAPACK's, 7x a loop's speed at 700 features); ok = False when A
     is not numerically positive definite (a pivot L_jj² at most 1e-12 of the largest diagonal entry)."""
     m = b.size
@@ -177,7 +179,8 @@ def _cholesky_solve(A, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _solve_pattern(X, y, c, state):  # pragma: no cover - compiled
+def _solve_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
+                   state: np.ndarray) -> tuple[np.ndarray, bool, bool]:  # pragma: no cover - compiled
     """The KKT solution for a pattern (state 0: the sample is interpolated, ±1: its residual has that sign and its
     dual is ±c), checked: returns v, whether it is the optimum, and whether a corrected pattern was written into
     `state` (interpolated samples whose dual leaves its bound go to the bound; bounded samples whose residual
@@ -247,7 +250,8 @@ def _solve_pattern(X, y, c, state):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
+def _finish(X: np.ndarray, y: np.ndarray, c: np.ndarray, r: np.ndarray,
+            mu: float) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
     """The exact L1 optimum for the pattern read off residuals r at smoothing mu, corrected by up to `PIVOTS`
     primal-dual active-set steps (Hintermüller, Ito & Kunisch 2002) when its check fails, and whether the
     solution checks out (it then satisfies the optimality conditions: it is the optimum, however it was found)."""
@@ -273,7 +277,8 @@ def _finish(X, y, c, r, mu):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def l1_svr(X, y, c, start):  # pragma: no cover - compiled
+def l1_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray,
+           start: np.ndarray) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
     """Coefficients [β…, b] of the L1-loss linear SVR with epsilon 0 (module doc), from a starting point
     (e.g. the L2-loss solution), and whether the exact finish checked out (False: use another solver).
 

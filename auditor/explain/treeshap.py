@@ -9,13 +9,18 @@ the validity measure use, through shap's `TreeExplainer(feature_perturbation="in
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
 from auditor.explain.base import Attributions, QueryView
 from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+
+if TYPE_CHECKING:
+    import shap
+
+    from auditor.trees import TreeEnsemble
 
 Mode = Literal["path", "interventional"]
 
@@ -34,7 +39,7 @@ class TreeShap:
         self.mode = mode
         self.background_size = int(background_size)
         # (model, fingerprint of the background, shap explainer, background rows): built once per audit.
-        self._cache: tuple[CountingRanker, str, Any, int] | None = None
+        self._cache: tuple[CountingRanker, str, shap.TreeExplainer, int] | None = None
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> Attributions:
@@ -62,7 +67,7 @@ class TreeShap:
         take = np.linspace(0, background.shape[0] - 1, self.background_size).round().astype(np.intp)
         return background[take]
 
-    def _explainer(self, model: CountingRanker, background: np.ndarray) -> tuple[Any, int]:
+    def _explainer(self, model: CountingRanker, background: np.ndarray) -> tuple[shap.TreeExplainer, int]:
         import shap
 
         rows = np.ascontiguousarray(_rows_for_shap(model, self.background_rows(background)))
@@ -83,7 +88,7 @@ class TreeShap:
 TREE_KINDS = "LightGBM, scikit-learn trees, XGBoost or CatBoost"
 
 
-def _tree_model(model: CountingRanker) -> Any:
+def _tree_model(model: CountingRanker) -> object:
     """What shap's TreeExplainer reads: a LightGBM Booster or a fitted scikit-learn estimator as they are; for
     XGBoost and CatBoost, shap's dictionary form of our array form (`auditor.trees.TreeEnsemble`), which scores as
     the library does (shap's own CatBoost reader fails in interventional mode with shap 0.51, and the array form
@@ -109,10 +114,21 @@ def _rows_for_shap(model: CountingRanker, X: np.ndarray) -> np.ndarray:
     inner = model.inner
     if inner.kind in ("lightgbm", "sklearn") or not hasattr(inner, "tree_ensemble"):
         return X
-    return inner.tree_ensemble().rows(X)
+    ensemble: TreeEnsemble = inner.tree_ensemble()
+    return ensemble.rows(X)
 
 
-def shap_model(ensemble: Any) -> dict[str, Any]:
+class ShapModel(TypedDict):
+    """shap's dictionary form of a tree model (what `shap.TreeExplainer` reads besides the libraries' objects)."""
+
+    trees: list[dict[str, np.ndarray]]
+    base_offset: float
+    tree_output: str
+    input_dtype: type[np.float64]
+    internal_dtype: type[np.float64]
+
+
+def shap_model(ensemble: TreeEnsemble) -> ShapModel:
     """shap's dictionary model of a `TreeEnsemble` whose splits all send NaN to a default side (XGBoost, CatBoost):
     shap routes x <= threshold left and a missing value to `children_default`, as the array form does."""
     from auditor.trees import MISSING_NAN, UnsupportedModel
@@ -120,6 +136,7 @@ def shap_model(ensemble: Any) -> dict[str, Any]:
     internal = ensemble.feature >= 0
     if np.any(internal & (ensemble.missing != MISSING_NAN)) or ensemble.zero_filter:
         raise UnsupportedModel("splits whose missing-value routing shap's tree format cannot state")
+    assert ensemble.weight is not None  # TreeEnsemble.__post_init__ fills it in
     bounds = [*ensemble.roots.tolist(), ensemble.feature.shape[0]]
     trees = []
     for t in range(ensemble.n_trees):

@@ -8,20 +8,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
 from auditor.models.base import CountingRanker, Ranker
 
 if TYPE_CHECKING:
-    from auditor.spec import ModelSpec
+    from auditor.spec import ModelKindName, ModelSpec
 
 __all__ = ["KINDS", "CountingRanker", "Ranker", "kind_from_file", "kind_from_suffix", "load_model"]
 
 
 @dataclass(frozen=True)
 class ModelKind:
-    name: str
+    name: ModelKindName
     label: str
     suffixes: tuple[str, ...]  # file suffixes that name this kind alone (`.json` names none: several write it)
     load: Callable[[Path, bool], Ranker] | None  # (path, trust) -> Ranker; None for `callable` (no file)
@@ -68,7 +68,7 @@ KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (
 )}
 
 
-def kind_from_suffix(path: Path) -> str | None:
+def kind_from_suffix(path: Path) -> ModelKindName | None:
     """The kind a file name alone says (`.json` says `lightgbm`, as before other kinds existed; a file's content
     tells the JSON kinds apart: `kind_from_file`)."""
     suffix = path.suffix.lower()
@@ -77,7 +77,13 @@ def kind_from_suffix(path: Path) -> str | None:
     return next((kind.name for kind in KINDS.values() if suffix in kind.suffixes), None)
 
 
-def kind_from_file(path: Path) -> str | None:
+# `kind_from_file`: a key in the first kilobytes of a JSON model, and the kind it gives away (first match wins).
+_JSON_MARKS: tuple[tuple[bytes, ModelKindName], ...] = (
+    (b'"learner"', "xgboost"), (b'"features_info"', "catboost"), (b'"oblivious_trees"', "catboost"),
+    (b'"tree_info"', "lightgbm"), (b'"name"', "lightgbm"))
+
+
+def kind_from_file(path: Path) -> ModelKindName | None:
     """The kind by the file's name, and for `.json` by its first kilobytes: XGBoost's model starts with a `learner`
     object, CatBoost's export with `features_info`, LightGBM's dump with `name: tree`. For `auditor init`."""
     if path.suffix.lower() != ".json":
@@ -87,8 +93,7 @@ def kind_from_file(path: Path) -> str | None:
             head = handle.read(4096)
     except OSError:
         return None
-    for key, kind in ((b'"learner"', "xgboost"), (b'"features_info"', "catboost"), (b'"oblivious_trees"', "catboost"),
-                      (b'"tree_info"', "lightgbm"), (b'"name"', "lightgbm")):
+    for key, kind in _JSON_MARKS:
         if key in head:
             return kind
     return "lightgbm"
@@ -101,10 +106,11 @@ def load_model(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None)
         return load_callable(ref.entry or "", trust=ref.trust, search_path=base_dir, n_features=None,
                              spec_file=spec_file)
     assert ref.path is not None and ref.kind is not None  # guaranteed by ModelSpec's validator
-    loader: Any = KINDS[ref.kind].load
-    ranker = loader(ref.path, ref.trust)
-    if getattr(ranker, "source", None) is None:
-        ranker.source = ref.path  # the file an error about its scores names (`base.check_scores`)
+    load = KINDS[ref.kind].load
+    assert load is not None  # only `callable` has no file to load
+    ranker = load(ref.path, ref.trust)
+    if getattr(ranker, "source", None) is None:  # the file an error about its scores names (`base.check_scores`)
+        setattr(ranker, "source", ref.path)  # noqa: B010 (an optional attribute: not part of the Ranker protocol)
     _check_names(ranker.feature_names, ref.path)
     return ranker
 

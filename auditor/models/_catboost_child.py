@@ -54,8 +54,8 @@ def main() -> int:
         try:
             target = os.path.join(folder, "export.json")
             model.save_model(target, format="json")
-            with open(target, "rb") as handle:
-                exported = handle.read()
+            with open(target, "rb") as export:
+                exported = export.read()
         except Exception as exc:
             return fail("export", str(exc))
         names = model.feature_names_ or []

@@ -92,10 +92,10 @@ def main() -> int:
     for row, value in enumerate(probes):
         values[row * columns:(row + 1) * columns] = [value] * columns
     out_len = ctypes.c_int64(0)
-    out = (ctypes.c_double * (rows * max(n_classes.value, 1)))()
+    scores = (ctypes.c_double * (rows * max(n_classes.value, 1)))()
     error = call("LGBM_BoosterPredictForMat", handle, values, ctypes.c_int(DTYPE_FLOAT64), ctypes.c_int32(rows),
                  ctypes.c_int32(columns), ctypes.c_int(1), ctypes.c_int(PREDICT_RAW), ctypes.c_int(0),
-                 ctypes.c_int(-1), ctypes.c_char_p(b"num_threads=1 verbosity=-1"), ctypes.byref(out_len), out)
+                 ctypes.c_int(-1), ctypes.c_char_p(b"num_threads=1 verbosity=-1"), ctypes.byref(out_len), scores)
     if error is not None:
         return fail("predict", error)
     call("LGBM_BoosterFree", handle)

@@ -21,9 +21,14 @@ SCORE_FIX = ("the model must give every row a finite score: check the data for v
 class Ranker(Protocol):
     """A scoring function over documents. Scores are only comparable inside one query."""
 
-    kind: str
-    n_features: int | None
-    feature_names: list[str] | None
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def n_features(self) -> int | None: ...
+
+    @property
+    def feature_names(self) -> list[str] | None: ...
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Raw scores, one per row of X (float64)."""

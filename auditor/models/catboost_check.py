@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from auditor.errors import InputError
 from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
@@ -77,11 +77,11 @@ def check_model(doc: dict[str, Any], *, file: Path) -> None:
         raise InputError(bad.problem, file=file, where=bad.where, fix=bad.fix) from None
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -6,7 +6,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import lightgbm as lgb
 import numpy as np
@@ -17,7 +17,21 @@ from auditor.models.json_dump import check_json_size
 from auditor.models.lightgbm_check import check_json_dump, check_model_text, model_text, rehearse_load
 
 _MISSING_CODES = {"None": 0, "Zero": 1, "NaN": 2}
-_QUIET = {"verbosity": -1}  # every call that takes parameters: LightGBM's log level is global and a call resets it
+
+
+class _Quiet(TypedDict):
+    """LightGBM's log level, a parameter of every call that takes parameters (it is global and a call resets it)."""
+
+    verbosity: int
+
+
+class _Threads(TypedDict, total=False):
+    """The threads a prediction may use; absent: LightGBM's default."""
+
+    num_threads: int
+
+
+_QUIET: _Quiet = {"verbosity": -1}
 
 
 class _DebugLog:
@@ -56,7 +70,7 @@ class LightGBMRanker:
     SMALL_BATCH = 1_000
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        threads = {"num_threads": 1} if X.shape[0] < self.SMALL_BATCH else _threads()
+        threads: _Threads = {"num_threads": 1} if X.shape[0] < self.SMALL_BATCH else _threads()
         return np.asarray(self.booster.predict(X, raw_score=True, **threads, **_QUIET), dtype=np.float64)
 
     def contributions(self, X: np.ndarray) -> np.ndarray:
@@ -84,7 +98,7 @@ class LightGBMRanker:
         }
 
 
-def _threads() -> dict[str, int]:
+def _threads() -> _Threads:
     """The calling thread's own budget (a pool thread: 1), one thread inside an executor's worker (the workers
     fill the cores), LightGBM's default elsewhere."""
     from auditor.threads import THREADS_ENV, thread_budget, thread_budget_here

@@ -139,7 +139,7 @@ class Scorer:
     def score(self, rows: np.ndarray) -> np.ndarray:
         """The model's output for C-ordered `rows` of the graph's dtype, as float64 values."""
         doing = f"scoring {rows.shape[0]:,} rows"
-        payload = self._call(HEADER.pack(rows.shape[0]), memoryview(rows).cast("B"), self.plan.limit(rows.shape[0]),
+        payload = self._call(HEADER.pack(rows.shape[0]), rows.data.cast("B"), self.plan.limit(rows.shape[0]),
                              doing, rows.shape[0])
         return np.frombuffer(payload, dtype=np.float64)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from auditor.errors import InputError
 from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
+
+if TYPE_CHECKING:
+    import shap
 
 SUPPORTED = (
     "DecisionTreeRegressor", "ExtraTreeRegressor", "GradientBoostingRegressor", "RandomForestRegressor",
@@ -31,7 +34,7 @@ class SklearnTreeRanker:
         self.n_features = int(estimator.n_features_in_)
         names = getattr(estimator, "feature_names_in_", None)
         self.feature_names = [str(n) for n in names] if names is not None else None
-        self._explainer = None
+        self._explainer: shap.TreeExplainer | None = None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(self.estimator.predict(self._named(X)), dtype=np.float64)

@@ -14,11 +14,15 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.errors import InputError
 from auditor.register import schema as s
 from auditor.register.lifecycle import Event, Observed, review_events, state
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 SQLITE_BUSY_SECONDS = 60  # how long a writer waits for another audit's transaction
 _REBUILD_FIX = "move the file aside and re-index the run folders: `auditor register rebuild REPORTS-FOLDER`"
@@ -147,7 +151,7 @@ class Register:
         from sqlalchemy import select
 
         with self._errors(), self.engine.connect() as connection:
-            return int(connection.execute(select(s.meta.c.value).where(s.meta.c.key == "schema_version")).scalar())
+            return int(connection.execute(select(s.meta.c.value).where(s.meta.c.key == "schema_version")).scalar_one())
 
     # --- reading --------------------------------------------------------------------------------------------------
 
@@ -328,11 +332,16 @@ def _results(connection: Any, run_id: int, document: dict[str, Any]) -> None:
 
 def _insert_finding(connection: Any, sqlite: bool, **values: Any) -> None:
     """Insert a finding unless another audit recording at the same moment already did."""
+    statement: sqlite_dialect.Insert | postgresql.Insert
     if sqlite:
-        from sqlalchemy.dialects.sqlite import insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        statement = sqlite_insert(s.findings)
     else:
-        from sqlalchemy.dialects.postgresql import insert
-    connection.execute(insert(s.findings).values(**values).on_conflict_do_nothing(index_elements=["id"]))
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        statement = postgresql_insert(s.findings)
+    connection.execute(statement.values(**values).on_conflict_do_nothing(index_elements=["id"]))
 
 
 def _event(row: Any, run_names: dict[int, str]) -> Event:

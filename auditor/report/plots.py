@@ -20,9 +20,9 @@ import io
 import math
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 
@@ -31,18 +31,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
 
 from auditor.display import shown
 
+if TYPE_CHECKING:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.typing import RcKeyType
+
 # Figures are made at the size they print: a function's `figsize` is the box its figure fills on the page (inches;
 # `to_svg` fits the drawing into it), and print-layout.css shows a figure at its own size, never scaled down, so a
 # font size here is the size on paper. No text is smaller than MIN_FONT (tests/test_print_quality.py measures it).
 PRINT_WIDTH = 7.0  # inches: the A4 portrait page's 182 mm text width, less a little
 MIN_FONT = 7.0  # points
-_STYLE = {
+_STYLE: dict[RcKeyType, object] = {
     "svg.hashsalt": "auditor",
     "svg.fonttype": "none",
     "font.family": "DejaVu Sans",
@@ -156,10 +161,10 @@ class _Shown(Formatter):
     def __call__(self, x: float, pos: int | None = None) -> str:
         return shown(self.inner(x, pos), limit=PLOT_CHARS)
 
-    def format_ticks(self, values: Sequence[float]) -> list[str]:
+    def format_ticks(self, values: list[float]) -> list[str]:
         return [shown(label, limit=PLOT_CHARS) for label in self.inner.format_ticks(values)]
 
-    def set_locs(self, locs: Sequence[float]) -> None:
+    def set_locs(self, locs: list[float]) -> None:
         self.inner.set_locs(locs)
 
     def get_offset(self) -> str:
@@ -208,7 +213,7 @@ def fit(fig: plt.Figure, tight: dict | None = None) -> str:
         for _ in range(6):
             if tight is not None:
                 fig.tight_layout(**tight)
-            box = fig.get_tightbbox(fig.canvas.get_renderer())
+            box = fig.get_tightbbox(cast("FigureCanvasAgg", fig.canvas).get_renderer())  # the Agg backend (above)
             pad = 144 * matplotlib.rcParams["savefig.pad_inches"]  # the tight SVG's margin, both sides
             pad += 8  # the SVG's text runs up to ~6 pt wider than the raster extents of the same labels
             over_w, over_h = 72 * box.width + pad - width, 72 * box.height + pad - height
@@ -219,6 +224,7 @@ def fit(fig: plt.Figure, tight: dict | None = None) -> str:
             fig.tight_layout(**tight)
         svg = _save(fig)
         size = _SIZE.search(svg[:600])
+        assert size is not None, "matplotlib's SVG states its size"
         over_w, over_h = float(size.group(1)) - width, float(size.group(2)) - height
         if over_w <= 0.5 and over_h <= 0.5:
             break
@@ -283,7 +289,7 @@ def _short(label: str, limit: int = 40) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def line_chart(x: Sequence[float], series: dict[str, Sequence[float]], *, xlabel: str, ylabel: str,
+def line_chart(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str,
                title: str = "") -> str:
     """One line per series (legend outside the axes so long names never cover data)."""
     with matplotlib.rc_context(_STYLE):
@@ -381,8 +387,8 @@ def decision_plot(phi: np.ndarray, base: float, names: Sequence[str], labels: Se
         return to_svg(fig)
 
 
-def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: float, score: float,
-              base_label: str, score_label: str, xlabel: str, positions: Sequence[float] | None = None,
+def waterfall(labels: Sequence[str], contributions: Sequence[float] | np.ndarray, *, base: float, score: float,
+              base_label: str, score_label: str, xlabel: str, positions: Sequence[float] | np.ndarray | None = None,
               positions_label: str = "", reference: tuple[str, float] | None = None) -> str:
     """shap's waterfall for one document: rows top to bottom as given (largest first, "other features" last); the
     path starts at `base` under the bottom row, each bar moves it by its contribution (red up, blue down), and it
@@ -401,7 +407,7 @@ def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: fl
         ax = axes[0, 0]
         ax.barh(rows, values, left=starts, color=[_UP if v > 0 else _DOWN for v in values], height=0.62)
         for y, value, end in zip(rows, values, ends, strict=True):
-            _bar_label(ax, end, y, fmt_signed(value), value, color=_UP if value > 0 else _DOWN)
+            _bar_label(ax, end, float(y), fmt_signed(value), value, color=_UP if value > 0 else _DOWN)
         for y in rows[:-1]:  # connectors: each bar starts where the one below it ends
             ax.plot([starts[n - y]] * 2, [y - 0.31, y - 0.69], color=_GREY, linewidth=0.6, linestyle=":")
         ax.plot([base, base], [0, rows[-1] - 0.31], color=_GREY, linewidth=0.6, linestyle=":")
@@ -429,7 +435,7 @@ def waterfall(labels: Sequence[str], contributions: Sequence[float], *, base: fl
             right = axes[0, 1]
             right.barh(rows, shift, color=[_UP if v > 0 else _DOWN if v < 0 else _GREY for v in shift], height=0.62)
             for y, value in zip(rows, shift, strict=True):
-                _bar_label(right, value, y, fmt_positions(value), value)
+                _bar_label(right, value, float(y), fmt_positions(value), value)
             widest = max(float(np.max(np.abs(shift))), 1.0)
             right.axvline(0, color=_GREY, linewidth=0.8)
             right.set_xlim(-1.4 * widest if np.any(shift < 0) else -0.2 * widest, 1.4 * widest)
@@ -457,8 +463,8 @@ def pair_bars(panels: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, x
     with matplotlib.rc_context(_STYLE):
         fig, axes = plt.subplots(len(panels), 1, figsize=(PRINT_WIDTH, 0.6 + sum(0.15 * h + 0.4 for h in heights)),
                                  squeeze=False, gridspec_kw={"height_ratios": heights or [1]})
-        for ax, (title, labels, values) in zip(axes[:, 0], panels, strict=True):
-            values = np.asarray(values, dtype=float)
+        for ax, (title, labels, given) in zip(axes[:, 0], panels, strict=True):
+            values = np.asarray(given, dtype=float)
             rows = np.arange(len(values))[::-1]
             ax.barh(rows, values, color=[_UP if v > 0 else _DOWN for v in values], height=0.62)
             widest = max(float(np.max(np.abs(values), initial=0.0)), 1e-12)
@@ -486,8 +492,8 @@ def listwise_bars(names: Sequence[str], series: dict[str, tuple[Sequence[float],
         height = 0.8 / max(len(labels), 1)
         rows = np.arange(len(names))[::-1].astype(float)
         widest = 1e-12
-        for i, (label, (values, half)) in enumerate(series.items()):
-            values, half = np.asarray(values, dtype=float), np.asarray(half, dtype=float)
+        for i, (label, (given, given_half)) in enumerate(series.items()):
+            values, half = np.asarray(given, dtype=float), np.asarray(given_half, dtype=float)
             y = rows + 0.4 - height * (i + 0.5)
             ax.barh(y, values, height=height * 0.9, color=colors[i % len(colors)], label=label,
                     xerr=np.where(half > 0, half, np.nan), error_kw={"elinewidth": 0.8, "capsize": 2})
@@ -611,7 +617,7 @@ def _level_panel(ax: plt.Axes, panel: LevelPanel) -> None:
     low, high = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
     span = (high - low) or 1.0
     for x, value, share in zip(positions, values, panel.shares, strict=True):
-        ax.text(x, value + (0.04 if value >= 0 else -0.04) * span, fmt_signed(value), ha="center",
+        ax.text(float(x), value + (0.04 if value >= 0 else -0.04) * span, fmt_signed(value), ha="center",
                 va="bottom" if value >= 0 else "top", fontsize=MIN_FONT)
         ax.annotate(fmt_share(share), (x, 0), xycoords=("data", "axes fraction"), xytext=(0, -16),
                     textcoords="offset points", ha="center", va="top", fontsize=MIN_FONT,
@@ -691,7 +697,9 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
     with matplotlib.rc_context(_STYLE):
         fig, axes = plt.subplots(rows, columns, figsize=({1: 3.8, 2: 5.6, 3: PRINT_WIDTH}[columns], 0.4 + 1.6 * rows),
                                  squeeze=False, layout="constrained")
-        fig.get_layout_engine().set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
+        engine = fig.get_layout_engine()
+        assert isinstance(engine, ConstrainedLayoutEngine)
+        engine.set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
         mesh = None
         for ax, grid in zip(axes.flat, grids, strict=False):
             title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels) = grid

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jinja2
 from markupsafe import Markup, escape
@@ -18,6 +18,7 @@ from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
+from auditor.evidence.registry import EvidenceKind
 from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.numbers import figure, percent
@@ -87,6 +88,15 @@ def shown_html(value: Any, limit: int = TEXT_CHARS, lines: bool = False) -> Mark
     return Markup(escape(shown(value, limit=limit, lines=lines)))
 
 
+class _Section(TypedDict):
+    """An evidence section of the report, as its template reads it."""
+
+    name: str
+    title: str
+    result: EvidenceResult
+    tables: list[dict[str, Any]]
+
+
 def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
                 signer: dict[str, str] | None = None, timings: bool = False, templates: Path | None = None) -> str:
     """The report as one self-contained HTML page. Deterministic: no wall-clock time is rendered, only the
@@ -95,10 +105,11 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     findings = sorted(document["findings"], key=lambda f: (STATUS_ORDER.index(f["status"]),
                                                            SEVERITY_ORDER.index(f["severity"]), f["rule"]))
     counts = {status: sum(1 for f in findings if f["status"] == status) for status in STATUS_ORDER}
-    sections = [
-        {"name": name, "title": REGISTRY[name].title, "result": result,
+    plugins: dict[str, EvidenceKind] = REGISTRY  # typed here: the evidence package makes it on first use
+    sections: list[_Section] = [
+        {"name": name, "title": plugins[name].title, "result": result,
          "tables": table_layout(name, result, timings)}
-        for name, result in results.items() if name in REGISTRY
+        for name, result in results.items() if name in plugins
     ]
     appendix_tables = [t for s in sections for t in s["tables"] if t["appendix"]]
     titles = {s["name"]: s["title"] for s in sections}
@@ -109,7 +120,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                    features_all=features_all, features_shown=features_shown,
                    spec_text=shown_html(spec_text, SPEC_CHARS, lines=True),
                    limitations=_limitations(document, results), signer=signer, timings=timings,
-                   summary=executive_summary(document, REGISTRY), importance=importance,
+                   summary=executive_summary(document, plugins), importance=importance,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
                    section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
     return with_policy(render_template("report.html.j2", context, templates))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from auditor import metric_names
@@ -296,7 +297,7 @@ def measured(finding: Finding) -> str:
     return f"{text} ({low_high})" if low_high else text
 
 
-def key_numbers(evidence: dict[str, Any], findings: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+def key_numbers(evidence: dict[str, Any], findings: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     """The few figures a reader should remember, most telling first, each printed with its interval in the document's
     one style and a reference point: the applied rule's requirement and why it sits there, else what the scale
     means."""

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.numbers import figure, percent, points, with_interval
 from auditor.words import counted
+
+if TYPE_CHECKING:
+    from auditor.evidence.registry import EvidenceKind
 
 Phrase = Callable[[float, str], str]  # (value, value as printed with its interval) → sentence
 
@@ -150,7 +153,8 @@ def _without_value(finding: Any) -> str:
     """A verdict on no value, in words: the evidence was not requested, does not apply, failed or is present."""
     from auditor.evidence import REGISTRY
 
-    plugin = REGISTRY.get(finding.evidence)
+    plugins: dict[str, EvidenceKind] = REGISTRY  # typed here: the evidence package makes it on first use
+    plugin = plugins.get(finding.evidence)
     name = plugin.title if plugin is not None else "the evidence it needs"
     message = finding.message
     if "was not requested" in message:

@@ -92,8 +92,11 @@ def representatives(cuts: np.ndarray, float32_inputs: bool = False) -> np.ndarra
         inside = (read > -np.inf if low is None else read > low) & (read <= np.inf if high is None else read <= high)
         if inside.any():
             out.append(float(np.asarray(candidates, dtype=np.float64)[np.argmax(inside)]))
-        else:  # no input can reach this bin: any value will do, it is never looked up
-            out.append(float(high if high is not None else np.nextafter(low, np.inf)))
+        elif high is not None:  # no input can reach this bin: any value will do, it is never looked up
+            out.append(float(high))
+        else:  # the last bin, (c_m, +inf) (the one bin (-inf, +inf) holds 0.0)
+            assert low is not None
+            out.append(float(np.nextafter(low, np.inf)))
     return np.array([*out, np.nan])
 
 

@@ -178,8 +178,8 @@ def _boost(config: IlmartConfig, dtrain: lgb.Dataset, dvalid: lgb.Dataset, *, co
         better = best < main_best if metric == "l2" else best > main_best
         if not better:
             return init_model, main_best
-    rounds = booster.best_iteration or booster.current_iteration()
-    return lgb.Booster(model_str=booster.model_to_string(num_iteration=rounds)), best
+    kept = booster.best_iteration or booster.current_iteration()
+    return lgb.Booster(model_str=booster.model_to_string(num_iteration=kept)), best
 
 
 class ValidKendall:
@@ -231,12 +231,13 @@ def _select_pairs(config: IlmartConfig, dtrain: lgb.Dataset, main: lgb.Booster, 
     start = main.current_iteration()
 
     def watch(env: lgb.callback.CallbackEnv) -> None:
+        assert isinstance(env.model, lgb.Booster)  # lgb.train's (lgb.cv's would be a CVBooster)
         tree = env.model.dump_model(start_iteration=env.iteration, num_iteration=1)["tree_info"][0]["tree_structure"]
         gains: dict[int, float] = {}
         _split_gains(tree, gains)
         if len(gains) == 2:
-            pair = tuple(sorted(gains))
-            seen[pair] = seen.get(pair, 0.0) + sum(gains.values())  # type: ignore[index]
+            first, second = sorted(gains)
+            seen[first, second] = seen.get((first, second), 0.0) + sum(gains.values())
         if len(seen) >= wanted:
             raise lgb.callback.EarlyStopException(env.iteration, [])
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -12,7 +12,7 @@ from auditor.evidence.options.sections import judged_method_names, method_list, 
 Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "confidence.{explanations|excluded_queries|fragile_queries|fragile_queries_share|flagged_fraction}",
     "confidence.flagged_fraction.{ci95_low|ci95_high}",
     "confidence.reason.{criterion}.share",
@@ -44,7 +44,7 @@ class ConfidenceOptions(EvidenceOptions):
                                                  "methods but baselines such as RANDOM).")
     k: int = Field(5, ge=1, description="Explanation size (as in local_explanations).")
     queries: int | None = Field(None, ge=1, description="Judge a seeded sample of this many queries (default all).")
-    criteria: list[Criterion] = Field(list(Criterion.__args__), min_length=1, description="Criteria applied.")
+    criteria: list[Criterion] = Field(list(get_args(Criterion)), min_length=1, description="Criteria applied.")
     thresholds: Thresholds = Thresholds()
     margin_docs: int = Field(5, ge=2, description="Top documents whose score gaps make a ranking fragile.")
     path_top_k: int = Field(5, ge=1, description="K of the decision-path top-K AUC.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from auditor.evidence.options import EvidenceOptions
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "dataset.{n_queries|n_docs|n_features|single_doc_queries|single_doc_queries_share|missing_values"
     "|all_zero_label_queries|all_zero_label_queries_share|single_label_queries|single_label_queries_share"
     "|sample_share|tied_score_queries|tied_score_queries_share|tied_docs_share}",

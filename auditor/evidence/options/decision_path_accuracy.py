@@ -53,7 +53,7 @@ class DecisionPathOptions(EvidenceOptions):
 DecisionPathOptions = with_sections(DecisionPathOptions, ("attribution",))  # type: ignore[misc]
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "decision_path.{additivity.max_abs_error|bias|docs|queries|top_k}",
     "decision_path.depth.{mean|min|max}",
     "decision_path.{method}.{rows|degenerate_docs|fallback_docs}",

@@ -18,7 +18,7 @@ class DisclosureConsistencyOptions(EvidenceOptions):
                                                               "the measured order.")
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "disclosure.{undeclared_main|undeclared_share|declared_not_main|main_parameters|measured_on_surrogate"
     "|rank_correlation}",
     "disclosure.rank_correlation.{within_query|per_query|surrogate}",

@@ -72,7 +72,7 @@ class ExposureOptions(EvidenceOptions):
         return value
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "exposure.{groups|queries}",
     "exposure.expected_exposure.{disparity|loss|relevance}.{mean|ci95_low|ci95_high}",
     "exposure.{feature}.{expected_exposure.disparity|expected_exposure.loss|expected_exposure.relevance"

@@ -20,7 +20,7 @@ class GlobalImportanceOptions(EvidenceOptions):
     plot_docs: int = Field(2000, ge=100, description="Documents sampled (seeded) for the summary and dependence plots.")
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "global_importance.{additivity.max_abs_error|score_rounding.max_abs|main_parameters"
     "|rank_agreement_global_vs_within|top1_share|top3_share|unused_features}",
 )

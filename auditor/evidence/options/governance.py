@@ -8,7 +8,7 @@ from pydantic import Field
 
 from auditor.evidence.options import EvidenceOptions
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "governance.{signed|retention_years|purpose_stated|owner_stated|period_stated|limitations_recorded"
     "|baseline_present|intended_use_stated|human_oversight_stated|independence_stated|auditor_stated"
     "|features_described}",

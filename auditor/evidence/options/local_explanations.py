@@ -52,7 +52,7 @@ class LocalExplanationsOptions(EvidenceOptions):
 LocalExplanationsOptions = with_sections(LocalExplanationsOptions)  # type: ignore[misc]
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "local.{queries|excluded_queries|k}",
     "local.{method}.validity",
     "local.{method}.{validity|completeness}.{mean|median|ci95_low|ci95_high}",

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from auditor.evidence.options import EvidenceOptions
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "pairwise.{efficiency.max_abs_error|exact_pairs|margin.mean|pairs|queries|rows|top_feature_share.mean}",
 )
 

@@ -17,7 +17,7 @@ class ParameterInfluenceOptions(EvidenceOptions):
     resamples: int = Field(2000, ge=100, le=100_000, description="Bootstrap resamples of queries for intervals.")
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "influence.{parameters|queries}",
     "influence.{feature}.{rank_shift|sweep_gain}",
     "influence.{feature}.{rank_shift|sweep_gain|sweep_range}.{mean|ci95_low|ci95_high}",

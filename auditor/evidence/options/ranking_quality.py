@@ -25,7 +25,7 @@ class RankingQualityOptions(EvidenceOptions):
         return sorted(set(value))
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "ranking_quality.{queries|single_doc_queries|all_zero_label_queries}",
     "ranking_quality.ndcg@{k}",
     "ranking_quality.{ndcg@{k}|map}.{mean|std|ci95_low|ci95_high|min|p10|median|max|share_low|queries}",

@@ -4,22 +4,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field, create_model, field_validator
 
 from auditor.evidence.options import EvidenceOptions
 from auditor.explain import registry
 
+OptionsT = TypeVar("OptionsT", bound=EvidenceOptions)
 
-def with_sections(model: type[EvidenceOptions], kinds: tuple[registry.Kind, ...] = ("attribution", "selection")
-                  ) -> type[EvidenceOptions]:
+
+def with_sections(model: type[OptionsT], kinds: tuple[registry.Kind, ...] = ("attribution", "selection")
+                  ) -> type[OptionsT]:
     """`model` with one field per options section of the registry's explainers of these kinds (`kernelshap:`,
     `lime:`, ...), each defaulting to the section's defaults: a new explainer's options reach every item that
     runs it without editing these items."""
     fields: dict[str, Any] = {name: (options, options()) for name, options in registry.sections(kinds).items()}
     return create_model(model.__name__, __base__=model, __module__=model.__module__, __doc__=model.__doc__,
-                        **fields)
+                        **fields)  # the same class to a type checker: the sections are read with getattr
 
 
 def method_list(default: list[str], *, allowed: Callable[[], list[str]], description: str) -> Any:

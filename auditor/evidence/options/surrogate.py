@@ -38,7 +38,7 @@ class SurrogateOptions(EvidenceOptions):
                                                                "as not describing the model.")
 
 
-METRICS = (  # what this kind can emit (EvidencePlugin.metrics; auditor.evidence.base.metric_pattern)
+METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "surrogate.{decomposition.max_abs_error|n_interactions|n_main_effects|n_trees|training.synthetic_documents}",
     "surrogate.fidelity.{queries|explained_share|main_effects.explained_share}",
     "surrogate.fidelity.{kendall|ndcg@{k}}.{mean|ci95_low|ci95_high|min|p10}",
