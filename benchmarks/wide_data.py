@@ -154,10 +154,11 @@ output: {{dir: runs, formats: [html]}}
 
 
 def prepare(out: Path, n_features: int, *, train_queries: int = 300, test_queries: int = 43, trees: int = 150,
-            leaves: int = 31, factors: int = N_FACTORS, decay: float = 1.0) -> Path:
-    """Write the data, the model and the spec into `out` (kept when present); returns the spec's path."""
+            leaves: int = 31, factors: int = N_FACTORS, decay: float = 1.0, docs: tuple[int, int] = (60, 180)) -> Path:
+    """Write the data, the model and the spec into `out` (kept when present); returns the spec's path. `docs`:
+    the fewest and most documents of a query."""
     out.mkdir(parents=True, exist_ok=True)
-    shape = {"factors": factors, "decay": decay}
+    shape = {"factors": factors, "decay": decay, "min_docs": docs[0], "max_docs": docs[1]}
     if not (out / "train.parquet").exists() or not (out / "model.txt").exists():
         X, y, sizes = wide_queries(train_queries, n_features, seed=1, **shape)
         write_parquet(out / "train.parquet", X, y, sizes)
