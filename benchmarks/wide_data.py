@@ -39,6 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import smoke  # noqa: E402
+
 N_FACTORS = 8
 FAMILIES = 8
 LABEL_CUTS = (0.5, 0.8, 0.93, 0.98)  # quantiles of centred relevance: ~50 % grade 0, then 30 / 13 / 5 / 2 %
@@ -183,7 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=31)
     parser.add_argument("--factors", type=int, default=N_FACTORS, help="latent factors behind relevance")
     parser.add_argument("--decay", type=float, default=1.0, help="factor i weighs 1/(1+i)**decay")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    if args.smoke:
+        with smoke.workdir(True) as tmp:
+            spec = smoke.wide(tmp, factors=args.factors, decay=args.decay)
+            print(spec, *sorted(path.name for path in spec.parent.iterdir()))
+        return 0
     out = args.out or Path("/tmp/auditor-wide") / str(args.features)
     spec = prepare(out, args.features, train_queries=args.train_queries, test_queries=args.test_queries,
                    trees=args.trees, leaves=args.leaves, factors=args.factors, decay=args.decay)
