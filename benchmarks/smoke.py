@@ -133,28 +133,28 @@ class Fold:
         return [n for n in self.features.read_text().split("\n") if n and not n.startswith("#")]
 
     def xgboost(self) -> Path:
-        """The XGBoost LambdaMART of examples/mq2008, trained by its `train.py` when missing."""
+        """The XGBoost LambdaMART of examples/mq2008, trained by its `train.py` when missing (the tiny fold's: a
+        few trees)."""
         path = self.models / "xgboost.json"
-        if path.is_file():
-            pass
-        elif self.tiny:
+        if self.tiny and not path.is_file():
             xgboost_lambdamart(*letor(TINY_SPLITS[0][1], seed=0)).save_model(str(path))
-        else:
+        elif not path.is_file():
             mq2008_example().train_xgboost(self.folder, self.models)
         return path
 
 
-def mq2008(tmp: Path | None) -> Fold:
+def mq2008(tmp: Path | None, *, model: bool = True) -> Fold:
     """The shared MQ2008 Fold1 ($AUDITOR_DATA or ../shared/data; SystemExit when absent) with the models of
-    examples/mq2008 (trained there by its `train.py` when missing); with `tmp` (smoke mode) a look-alike of a few
-    queries written into `tmp`, its models a few trees trained on one thread (two OpenMP threads on two cores
-    that other work keeps busy took 10 s for what one thread does in 0.1 s)."""
+    examples/mq2008, trained there by its `train.py` when missing (unless `model` is false: a caller that reads
+    only the data); with `tmp` (smoke mode) a look-alike of a few queries written into `tmp`, its models a few
+    trees trained on one thread (two OpenMP threads on two cores that other work keeps busy took 10 s for what
+    one thread does in 0.1 s)."""
     example = mq2008_example()
     if tmp is None:
         fold = Fold(example.data_dir(), EXAMPLE)
         if not (fold.folder / "test.txt").is_file():
             raise SystemExit(f"MQ2008 Fold1 not found in {fold.folder}; set AUDITOR_DATA to the shared data folder")
-        if not fold.model.is_file():
+        if model and not fold.model.is_file():
             example.train(fold.folder, fold.models)
         return fold
     fold = Fold(tmp / "MQ2008" / "Fold1", tmp, tiny=True)
