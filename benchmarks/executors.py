@@ -31,6 +31,7 @@ from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 RUNS = {"jobs1": ("serial", 1, 1), "serial-threads": ("serial", 1, None), "jobs2": ("processes", 2, 2),
         "dask2": ("dask", 2, 2)}
 SMOKE_RUNS = ["jobs1", "serial-threads"]  # starting worker processes or a Dask cluster takes longer than a smoke run
+SMOKE_METHODS = ["treeshap5", "lirme5", "greedy_cover_eps"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     smoke.add_flag(parser)
     args = parser.parse_args(argv)
     if args.smoke:
-        args.queries = args.queries or 2
+        args.queries, args.methods, args.k_curve = args.queries or 2, args.methods or SMOKE_METHODS, args.k_curve or []
     runs = args.runs or (SMOKE_RUNS if args.smoke else list(RUNS))
     options = LocalExplanationsOptions(queries=args.queries, **({"methods": args.methods} if args.methods else {}),
                                        **({"k_curve": args.k_curve} if args.k_curve is not None else {}))

@@ -32,11 +32,10 @@ from auditor.report.pdf import fixed_date, render_pdf  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 BOOKSTORE = ROOT / "examples" / "bookstore"
-SMOKE_ITEMS = 3  # evidence items audited in smoke mode
 
 
-def build(folder: Path, queries: int, light: bool = False) -> Path:
-    """The bookstore's spec and files in `folder`, its test queries repeated to `queries`, HTML + PDF; `light`
+def build(folder: Path, queries: int, few: bool = False) -> Path:
+    """The bookstore's spec and files in `folder`, its test queries repeated to `queries`, HTML + PDF; `few`
     (smoke mode): the first evidence items, HTML only (the PDF rendered here is the one PDF: seconds each)."""
     test = pd.read_csv(BOOKSTORE / "test.csv")
     parts, copy = [], 0
@@ -52,9 +51,9 @@ def build(folder: Path, queries: int, light: bool = False) -> Path:
         shutil.copy(BOOKSTORE / name, folder / name)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec.pop("signing", None)
-    spec["output"] = {"dir": "reports", "formats": ["html"] if light else ["html", "pdf"]}
-    if light:
-        spec["evidence"] = smoke.light(spec["evidence"][:SMOKE_ITEMS])
+    spec["output"] = {"dir": "reports", "formats": ["html"] if few else ["html", "pdf"]}
+    if few:
+        spec["evidence"] = smoke.few(spec["evidence"])
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder / "audit.yaml"
 
@@ -65,10 +64,10 @@ def main(argv: list[str] | None = None) -> None:
     smoke.add_flag(parser)
     args = parser.parse_args(argv)
     renders = 3
-    if args.smoke:  # three queries, the first evidence items, the PDF rendered once more
+    if args.smoke:  # three queries, the first evidence items, the PDF rendered once
         args.queries, renders = 3, 1
     with tempfile.TemporaryDirectory() as tmp:
-        spec = build(Path(tmp), args.queries, light=args.smoke)
+        spec = build(Path(tmp), args.queries, few=args.smoke)
         start = time.perf_counter()
         run = run_audit(spec)
         audit_seconds = time.perf_counter() - start

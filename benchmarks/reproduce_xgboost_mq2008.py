@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     smoke.add_flag(parser)
     args = parser.parse_args(argv)
     if args.smoke:
-        args.queries = args.queries or 2
+        args.queries, args.no_optimum = args.queries or 2, True
     valid = _module(ROOT / "benchmarks" / "reproduce_valid_explanations.py", "reproduce_valid")
     paths = _module(ROOT / "benchmarks" / "reproduce_decision_paths.py", "reproduce_paths")
     with smoke.workdir(args.smoke) as tmp:

@@ -38,9 +38,9 @@ def pack_names() -> list[str]:
     return sorted(p.stem for p in (ROOT / "policies").glob("*.yaml"))
 
 
-def spec_for(pack: str, fold: smoke.Fold, work: Path, queries: int, light: bool = False) -> Path:
-    """`auditor init`'s spec for the pack, filled in for MQ2008 (module docstring); `light`: with smoke mode's
-    lighter evidence options."""
+def spec_for(pack: str, fold: smoke.Fold, work: Path, queries: int, few: bool = False) -> Path:
+    """`auditor init`'s spec for the pack, filled in for MQ2008 (module docstring); `few`: its first evidence items
+    only (smoke mode)."""
     path = work / f"{pack}.yaml"
     subprocess.run([*AUDITOR, "init", "--model", str(fold.model), "--dataset", str(fold.folder / "test.txt"),
                     "--policy", pack, "--out", str(path)], check=True, capture_output=True)
@@ -51,7 +51,7 @@ def spec_for(pack: str, fold: smoke.Fold, work: Path, queries: int, light: bool 
     spec["audit"].update({"owner": "auditor project", "period": "2026-Q4", "purpose": "pack check on MQ2008",
                           "limitations": ["Research data; sensitive parameter is a stand-in."]})
     items = []
-    for item in smoke.light(spec["evidence"]) if light else spec["evidence"]:
+    for item in smoke.few(spec["evidence"]) if few else spec["evidence"]:
         (name, options), = item.items()
         options = dict(options or {})
         if name == "disclosure_consistency":
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         fold = smoke.mq2008(work if args.smoke else None)
         for pack in args.packs or pack_names():
-            spec = spec_for(pack, fold, work, args.queries, light=args.smoke)
+            spec = spec_for(pack, fold, work, args.queries, few=args.smoke)
             start = time.perf_counter()
             done = subprocess.run([*AUDITOR, "report", str(spec), "--quiet",
                                    "--fail-on", "never"], capture_output=True, text=True)

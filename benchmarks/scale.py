@@ -112,15 +112,15 @@ def prepare(cache: Path, sizes: list[int], trees: int, leaves: int, train_rows: 
             write_parquet(cache / f"test_{size}.parquet", size, seed=2)
 
 
-def spec_for(cache: Path, size: int, evidence: str, light: bool = False) -> Path:
-    """The audit spec of one size; `light`: with smoke mode's lighter evidence options."""
+def spec_for(cache: Path, size: int, evidence: str, few: bool = False) -> Path:
+    """The audit spec of one size; `few`: the evidence set's first items only (smoke mode)."""
     spec = {
         "audit": {"title": f"Scale benchmark, {size:,} documents", "organisation": "auditor benchmarks",
                   "owner": "benchmarks/scale.py", "period": "n/a", "purpose": "cost measurement"},
         "model": {"path": "model.txt"},
         "dataset": {"path": f"test_{size}.parquet", "nan_policy": "missing"},  # MSLR-like: 5% missing values
         "background": {"path": "train.parquet", "nan_policy": "missing"},
-        "evidence": smoke.light(EVIDENCE[evidence]) if light else EVIDENCE[evidence],
+        "evidence": smoke.few(EVIDENCE[evidence]) if few else EVIDENCE[evidence],
         "seed": 7,
         "output": {"dir": "runs", "formats": ["html"]},
     }
@@ -206,8 +206,8 @@ def main(argv: list[str] | None = None) -> None:
     with smoke.workdir(args.smoke) as tmp:
         if tmp is None:
             prepare(args.cache, args.sizes, args.trees, args.leaves)
-        else:  # a few queries, a small model, one serial audit of the shorter evidence set with light options
-            args.cache, args.sizes, args.executors, args.evidence = tmp, [300], ["serial"], "acceptance"
+        else:  # a few queries, a small model, one serial audit of the evidence set's first items
+            args.cache, args.sizes, args.executors = tmp, [300], ["serial"]
             prepare(tmp, args.sizes, trees=10, leaves=7, train_rows=2_000, threads=1)
         measure_all(args)
 
@@ -220,7 +220,7 @@ def measure_all(args: argparse.Namespace) -> None:
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     times: dict[str, list[tuple[int, float]]] = {}
     for size in args.sizes:
-        spec = spec_for(args.cache, size, args.evidence, light=args.smoke)
+        spec = spec_for(args.cache, size, args.evidence, few=args.smoke)
         for executor in args.executors:
             seconds, memory, rows, _ = measure(spec, executor)
             times.setdefault(executor, []).append((size, seconds))

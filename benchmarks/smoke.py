@@ -32,16 +32,7 @@ EXAMPLE = ROOT / "examples" / "mq2008"
 MQ2008_FEATURES = 46
 SIGNAL = 12  # features that carry values in the tiny data; the rest are 0, so searches skip them as inert
 TINY_SPLITS = (("train.txt.gz", 40), ("vali.txt", 10), ("test.txt", 8))  # the look-alike fold: file, queries
-# Evidence options that keep a smoke run's audit to seconds (as tests/conftest.py's light bookstore spec)
-LIGHT: dict[str, dict[str, Any]] = {
-    "local_explanations": {"methods": ["random", "treeshap1", "greedy_cover_eps", "validity_search"], "k": 3,
-                           "k_curve": [], "queries": 2},
-    "decision_path_accuracy": {"explainers": ["treeshap", "lirme"], "top_k": 3, "docs_per_query": 2, "queries": 2},
-    "pairwise": {"queries": 2, "background_size": 200},
-    "confidence": {"methods": ["treeshap1", "greedy_cover_eps", "validity_search"], "k": 3, "queries": 2},
-    "surrogate": {"interactions": 2, "num_leaves": 7, "max_rounds": 80, "top_effects": 3, "top_pairs": 1},
-    "disclosure_consistency": {"resamples": 20},
-}
+AUDIT_ITEMS = 1  # evidence items of a smoke run's audit (one in its own process costs seconds whatever its size)
 SMOKE_HELP = "a few seconds on tiny synthetic inputs in a temporary folder: a check that the script runs"
 
 
@@ -65,9 +56,10 @@ def skipped(part: str, package: str, extra: str = "bench") -> str:
     return f"skipped {part}: {package} is not installed (`.venv/bin/pip install -e \".[{extra}]\"`)"
 
 
-def light(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A spec's `evidence` list with the `LIGHT` options over each item's own."""
-    return [{name: {**(options or {}), **LIGHT.get(name, {})}} for item in evidence for name, options in item.items()]
+def few(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A spec's first evidence item(s): enough for a smoke run to go through a script's audit and read its results
+    (each item's figures take a second or more: matplotlib's layout)."""
+    return evidence[:AUDIT_ITEMS]
 
 
 def letor(n_queries: int, n_features: int = MQ2008_FEATURES, *, seed: int = 0, docs: tuple[int, int] = (5, 15)

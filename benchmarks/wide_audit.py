@@ -44,21 +44,20 @@ PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "e
 def wide_spec(features: int, queries: int, out: Path | None = None, *, budget: float | None = None,
               base: Path | None = None) -> Path:
     """The full default spec on the wide data (prepared once): every evidence kind, all packs, HTML + PDF. `base`:
-    wide_data's spec of data already prepared (smoke mode: tiny), which then gets smoke mode's light options, HTML
-    only."""
+    wide_data's spec of data already prepared (smoke mode: tiny), audited on its first evidence items and exposure,
+    HTML only."""
     from wide_data import feature_names, prepare
 
     folder = out or Path("/tmp/auditor-wide") / (str(features) if queries == 43 else f"{features}-q{queries}")
-    light, base = base is not None, base or prepare(folder, features, test_queries=queries)
+    few, base = base is not None, base or prepare(folder, features, test_queries=queries)
     folder = base.parent
     spec = yaml.safe_load(base.read_text())
     names = feature_names(features)
     group = _group_column(folder / "test.parquet", names)
-    spec["evidence"] = [*spec["evidence"], {"exposure": {"group": [group], "own": {group: 0}}}]
+    evidence = smoke.few(spec["evidence"]) if few else spec["evidence"]
+    spec["evidence"] = [*evidence, {"exposure": {"group": [group], "own": {group: 0}}}]
     spec["policies"] = PACKS
-    spec["output"] = {"dir": "runs", "formats": ["html"] if light else ["html", "pdf"]}
-    if light:
-        spec["evidence"] = smoke.light(spec["evidence"])
+    spec["output"] = {"dir": "runs", "formats": ["html"] if few else ["html", "pdf"]}
     if budget is not None:
         spec["budget"] = {"minutes": budget}
     path = folder / ("full.yaml" if budget is None else f"budget{budget:g}.yaml")
@@ -161,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, help="add `budget: {minutes: N}` to the wide spec")
     smoke.add_flag(parser)
     args = parser.parse_args(argv)
-    if args.smoke:  # tiny data, light evidence options, HTML only; --curve on 8 and 16 features, 2 queries
+    if args.smoke:  # tiny data, a few evidence items, HTML only; --curve on 8 and 16 features, 2 queries
         args.curve, args.curve_queries = args.curve and [8, 16], 2
     with smoke.workdir(args.smoke) as tmp:
         if args.curve:
