@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     smoke.add_flag(parser)
     args = parser.parse_args(argv)
     if args.smoke:  # tiny data, a few evidence items, HTML only; --curve on 8 and 16 features, 2 queries
-        args.curve, args.curve_queries = args.curve and [8, 16], 2
+        args.curve, args.curve_queries = None if args.curve is None else [8, 16], 2
     with smoke.workdir(args.smoke) as tmp:
         if args.curve:
             curve(args.curve, args.curve_queries, tmp)
