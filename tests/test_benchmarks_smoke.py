@@ -28,6 +28,10 @@ def has_main(path: Path) -> bool:
 
 SCRIPTS = sorted(p.stem for p in BENCHMARKS.glob("*.py") if has_main(p))
 LIBRARIES = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not has_main(p))
+# Other modes a script's smoke run does not go through, worth their seconds (wide_audit's --curve is local_wide's run
+# at two sizes: local_wide's own smoke run covers it)
+MODES = [["reproduce_confidence_flags", "--study"]]
+RUNS = [[name] for name in SCRIPTS] + MODES
 
 
 def repository_files() -> dict[Path, int]:
@@ -47,11 +51,12 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
-def test_smoke_mode_runs(name: str, isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("run", RUNS, ids=" ".join)
+def test_smoke_mode_runs(run: list[str], isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name, *mode = run
     module = importlib.import_module(f"benchmarks.{name}")
     before = repository_files()
-    assert module.main(["--smoke"]) in (None, 0)
+    assert module.main(["--smoke", *mode]) in (None, 0)
     assert capsys.readouterr().out.strip(), f"{name} --smoke printed nothing"
     assert repository_files() == before, f"{name} --smoke wrote into the repository"
 
