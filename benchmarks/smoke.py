@@ -5,10 +5,11 @@ into a temporary folder, so that it runs in seconds without ../shared/data or ne
 `tests/test_benchmarks_smoke.py` catches a refactor that breaks it. The figures a smoke run prints mean nothing.
 
 - `mq2008(tmp)`: MQ2008 Fold1 and the LambdaMART of examples/mq2008 (trained by its `train.py` when missing), or,
-  in smoke mode, a look-alike of a few queries written into `tmp` (same files, same 46 features, the same
-  `train.py` trains its model there);
+  in smoke mode, a look-alike of a few queries written into `tmp` (the same files and 46 features, models of a few
+  trees);
 - `wide(tmp)`: `wide_data.prepare` at a tiny size (16 features, a few short queries, 10 trees);
-- `letor`, `lambdamart`, `write_svmlight`: the tiny queries, model and LETOR file those are made of.
+- `few(evidence)`: the evidence a smoke run's audit keeps;
+- `letor`, `lambdamart`, `xgboost_lambdamart`, `write_svmlight`: the tiny queries, models and LETOR files.
 """
 
 from __future__ import annotations
