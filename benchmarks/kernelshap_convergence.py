@@ -76,8 +76,7 @@ def convergence(spec: Path, nsamples: list[str], queries: int, k: int) -> None:
             for n_docs, (predicted, real) in found.items():
                 predicted.append(agreement([set(set_from_attributions(r, k, docs=n_docs))
                                             for r in runs[0].replicates], k))
-                real.append(agreement([set(set_from_attributions(r.values, k, docs=n_docs)) for r in runs],
-                                      k))
+                real.append(agreement([set(set_from_attributions(r.values, k, docs=n_docs)) for r in runs], k))
         print(f"| {text} | {np.mean(found[1][0]):.2f} | {np.mean(found[1][1]):.2f} | {np.mean(found[5][0]):.2f} | "
               f"{np.mean(found[5][1]):.2f} | {np.mean(under):.0%} |", flush=True)
 
