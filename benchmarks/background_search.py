@@ -34,6 +34,7 @@ from auditor.explain.listwise import (  # noqa: E402
 )
 from auditor.explain.search import ValiditySearch  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 
 def rank_list(vector: np.ndarray) -> np.ndarray:
@@ -73,16 +74,19 @@ def peer_greedy(predict, X: np.ndarray, k: int, rows: np.ndarray) -> tuple[tuple
     return tuple(chosen), rows_scored
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--skip-peer", action="store_true", help="leave out the peer's greedy search (slow)")
-    args = parser.parse_args()
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
     from listwise_mq2008 import mq2008_sample
 
-    ctx, train_rows, search_rows, held_out, _, chosen = mq2008_sample(args.queries, args.seed)
+    with smoke.workdir(args.smoke) as tmp:
+        ctx, train_rows, search_rows, held_out, _, chosen = mq2008_sample(
+            1 if args.smoke else args.queries, args.seed, tmp, 10 if args.smoke else 100)
     data, masker, scores = ctx.data, ctx.masker(), ctx.scores()
     eval_rows = held_out.fill
     model = ctx.model

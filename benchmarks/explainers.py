@@ -43,6 +43,7 @@ from auditor.explain import registry  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.perturb import parallel_map, workers  # noqa: E402
 from auditor.threads import threads_here  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 
 
@@ -113,7 +114,7 @@ def run_method(explainer, model, masker, queries: list[int], views: list[QueryVi
     parallel_map(run, [pairs[start::threads] for start in range(threads)])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=None, help="first N queries (default: all 156)")
     parser.add_argument("--k", type=int, default=5)
@@ -129,8 +130,12 @@ def main() -> None:
                              "2026-11-23); default: on the executor's thread count, one LightGBM thread each")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed runs per method, each paired with LightGBM alone on its rows (default 3)")
-    args = parser.parse_args()
-    ctx, _ = context(None, 7)
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:  # explainers_shap.py has a smoke mode of its own
+        args.queries, args.repeats, args.skip_shap = args.queries or 2, 1, True
+    with smoke.workdir(args.smoke) as tmp:
+        ctx, _ = context(None, 7, tmp)
     data, model, masker = ctx.data, ctx.model, ctx.masker()
     options = LocalExplanationsOptions(k=args.k, lime={"shared_samples": not args.per_document_draws})
     explainers = build(options)

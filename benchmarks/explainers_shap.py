@@ -1,7 +1,7 @@
 """Benchmark: auditor's TreeShap and KernelShap side by side with shap's TreeExplainer and KernelExplainer.
 
-On MQ2008 Fold1 test (LETOR 4.0, 46 features) with the LambdaMART of `examples/mq2008` (its `model.txt` if present,
-else trained into a temporary folder with `examples/mq2008/train.py`):
+On MQ2008 Fold1 test (LETOR 4.0, 46 features) with the LambdaMART of `examples/mq2008` (its `model.txt`, trained
+there by `examples/mq2008/train.py` when missing):
 
 * TreeSHAP (path-dependent): the same 5,000 rows (the 2,874 test rows repeated) through ours and
   `shap.TreeExplainer(booster).shap_values`;
@@ -11,16 +11,17 @@ else trained into a temporary folder with `examples/mq2008/train.py`):
   l1_reg=False)`. Both sample, so they differ by sampling noise; each is also compared with the exact Shapley values
   of the same game (interventional TreeSHAP with the one mean row as background).
 
-    .venv/bin/python benchmarks/explainers_shap.py
+    .venv/bin/python benchmarks/explainers_shap.py [--smoke]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import lightgbm as lgb
@@ -31,31 +32,27 @@ sys.path.insert(0, str(REPO))
 
 import shap  # noqa: E402
 
-from auditor.data import load_ranking_data  # noqa: E402
+from auditor.data import RankingData, load_ranking_data  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.kernelshap import KernelShap  # noqa: E402
 from auditor.explain.treeshap import TreeShap  # noqa: E402
 from auditor.masking import Masker  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import LightGBMRanker  # noqa: E402
-
-DATA = Path(os.environ.get("AUDITOR_DATA", REPO.parent / "shared" / "data")) / "MQ2008" / "Fold1"
-N_TREE_ROWS = 5_000
-N_INTERVENTIONAL_ROWS = 50
-N_QUERIES = 10
-NSAMPLES = 200
+from benchmarks import smoke  # noqa: E402
 
 
-def load_booster() -> lgb.Booster:
-    model_file = REPO / "examples" / "mq2008" / "model.txt"
-    if model_file.is_file():
-        return lgb.Booster(model_file=str(model_file))
-    sys.path.insert(0, str(REPO / "examples" / "mq2008"))
-    import train  # examples/mq2008/train.py
+@dataclass(frozen=True)
+class Sizes:
+    """How much each comparison explains."""
 
-    with tempfile.TemporaryDirectory() as out:
-        train.train(DATA, Path(out))
-        return lgb.Booster(model_file=str(Path(out) / "model.txt"))
+    tree_rows: int = 5_000  # path-dependent TreeSHAP: test rows, repeated
+    interventional_rows: int = 50
+    queries: int = 10  # KernelSHAP: the top document of each of the first queries
+    nsamples: int = 200
+
+
+SMOKE = Sizes(tree_rows=50, interventional_rows=5, queries=3, nsamples=50)
 
 
 def timed(function: Callable[[], np.ndarray], repeats: int = 1) -> tuple[float, np.ndarray]:
@@ -68,9 +65,19 @@ def timed(function: Callable[[], np.ndarray], repeats: int = 1) -> tuple[float, 
     return best, result
 
 
-def main() -> None:
-    data = load_ranking_data(DATA / "test.txt", n_features=46)
-    booster = load_booster()
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    with smoke.workdir(args.smoke) as tmp:
+        fold = smoke.mq2008(tmp)
+        data = load_ranking_data(fold.folder / "test.txt", n_features=46)
+        booster = lgb.Booster(model_file=str(fold.model))
+    compare(data, booster, SMOKE if args.smoke else Sizes())
+
+
+def compare(data: RankingData, booster: lgb.Booster, sizes: Sizes) -> None:
+    """Ours and shap's explainers on the same rows (module docstring): seconds, differences, notes."""
     model = CountingRanker(LightGBMRanker(booster))
     raw = lambda A: booster.predict(A, raw_score=True)  # noqa: E731
     masker = Masker.from_background(data.X)  # the default: one mean row
@@ -78,24 +85,24 @@ def main() -> None:
     notes: list[str] = []
 
     # TreeSHAP, path-dependent: the same 5,000 rows.
-    X = data.X[np.arange(N_TREE_ROWS) % data.n_docs]
+    X = data.X[np.arange(sizes.tree_rows) % data.n_docs]
     view = QueryView(X=X, scores=np.zeros(len(X)), query_id="all", background=data.X)
     ours_s, ours = timed(lambda: TreeShap().attribute(model, view, np.arange(len(X)), masker,
                                                       np.random.default_rng(0)).values, repeats=2)
     shap_s, theirs = timed(lambda: shap.TreeExplainer(booster).shap_values(X), repeats=2)
-    rows.append((f"TreeSHAP path ({N_TREE_ROWS} rows)", ours_s, shap_s, float(np.abs(ours - theirs).max())))
+    rows.append((f"TreeSHAP path ({sizes.tree_rows} rows)", ours_s, shap_s, float(np.abs(ours - theirs).max())))
 
     # TreeSHAP, interventional: 1,000 background rows for both (explainer construction included in both times).
     explainer = TreeShap(mode="interventional")
     background = explainer.background_rows(data.X)
-    Xi = data.X[:N_INTERVENTIONAL_ROWS]
+    Xi = data.X[:sizes.interventional_rows]
     view = QueryView(X=Xi, scores=np.zeros(len(Xi)), query_id="all", background=data.X)
     ours_s, ours = timed(lambda: TreeShap(mode="interventional").attribute(model, view, np.arange(len(Xi)), masker,
                                                                            np.random.default_rng(0)).values)
     shap_s, theirs = timed(lambda: shap.TreeExplainer(
         booster, data=shap.maskers.Independent(background, max_samples=len(background)),
         feature_perturbation="interventional").shap_values(Xi, check_additivity=False))
-    rows.append((f"TreeSHAP interventional ({N_INTERVENTIONAL_ROWS} rows × {len(background)} bg)", ours_s, shap_s,
+    rows.append((f"TreeSHAP interventional ({sizes.interventional_rows} rows × {len(background)} bg)", ours_s, shap_s,
                  float(np.abs(ours - theirs).max())))
 
     # KernelSHAP: top document of the first 10 queries, one mean-row background for both.
@@ -105,10 +112,10 @@ def main() -> None:
         scores = raw(part)
         if len(part) >= 2 and np.ptp(scores) > 0:
             queries.append(QueryView(X=part, scores=scores, query_id=data.query_ids[q], background=data.X))
-        if len(queries) == N_QUERIES:
+        if len(queries) == sizes.queries:
             break
     tops = np.array([view.X[view.top_docs(1)[0]] for view in queries])
-    kernel = KernelShap(nsamples=NSAMPLES)
+    kernel = KernelShap(nsamples=sizes.nsamples)
     rng = np.random.default_rng(0)
     rows_before = model.rows_evaluated
     ours_s, ours = timed(lambda: np.vstack([kernel.attribute(model, view, view.top_docs(1), masker, rng).values
@@ -116,15 +123,16 @@ def main() -> None:
     our_rows = model.rows_evaluated - rows_before
     np.random.seed(0)
     reference = shap.KernelExplainer(raw, masker.fill)
-    shap_s, theirs = timed(lambda: reference.shap_values(tops, nsamples=NSAMPLES, l1_reg=False, silent=True))
-    rows.append((f"KernelSHAP ({N_QUERIES} top docs, nsamples={NSAMPLES}, mean row)", ours_s, shap_s,
+    shap_s, theirs = timed(lambda: reference.shap_values(tops, nsamples=sizes.nsamples, l1_reg=False, silent=True))
+    rows.append((f"KernelSHAP ({sizes.queries} top docs, nsamples={sizes.nsamples}, mean row)", ours_s, shap_s,
                  float(np.abs(ours - theirs).max())))
 
     exact = shap.TreeExplainer(booster, data=shap.maskers.Independent(masker.fill, max_samples=1),
                                feature_perturbation="interventional").shap_values(tops, check_additivity=False)
     varying = int(np.mean([(top != masker.fill[0]).sum() for top in tops]))
-    notes.append(f"KernelSHAP: {varying} of 46 features vary on average (2^{varying} − 2 coalitions, so 200 samples "
-                 f"really sample); our run scored {our_rows} model rows in {N_QUERIES} predict calls.")
+    notes.append(f"KernelSHAP: {varying} of {data.n_features} features vary on average (2^{varying} − 2 coalitions, "
+                 f"so {sizes.nsamples} samples really sample); our run scored {our_rows} model rows in {len(queries)} "
+                 "predict calls.")
     notes.append(f"KernelSHAP vs exact Shapley values of the same game (interventional TreeSHAP, mean row): max |φ| "
                  f"{np.abs(exact).max():.4f}; max abs error ours {np.abs(ours - exact).max():.4f}, shap "
                  f"{np.abs(theirs - exact).max():.4f}; RMSE ours {np.sqrt(np.mean((ours - exact) ** 2)):.4f}, shap "

@@ -27,6 +27,7 @@ from auditor.explain.base import QueryView, set_from_attributions  # noqa: E402
 from auditor.explain.kernelshap import KernelShap  # noqa: E402
 from auditor.masking import Masker  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 
 
@@ -41,17 +42,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nsamples", nargs="+", default=["200", "500", "1000", "auto"])
     parser.add_argument("--queries", type=int, default=43)
     parser.add_argument("--k", type=int, default=5)
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
-    spec = args.spec or prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features)
+    if args.smoke:
+        args.nsamples, args.queries = ["50", "auto"], 2
+    with smoke.workdir(args.smoke) as tmp:
+        spec = args.spec or (smoke.wide(tmp) if tmp else
+                             prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features))
+        convergence(spec, args.nsamples, args.queries, args.k)
+    return 0
+
+
+def convergence(spec: Path, nsamples: list[str], queries: int, k: int) -> None:
+    """The check's predicted agreement against two real runs' (module docstring), per `nsamples` setting."""
     prepared = prepare(spec)
     model, data = CountingRanker(prepared.model), prepared.data
     reference = prepared.background if prepared.background is not None else data
     masker = Masker.from_background(reference.X, prepared.spec.masking.strategy)
-    step = max(1, data.n_queries // args.queries)
-    print(f"{spec}: {data.n_features} features, every {step}th query, k = {args.k}")
+    step = max(1, data.n_queries // queries)
+    print(f"{spec}: {data.n_features} features, every {step}th query, k = {k}")
     print("| nsamples | SHAP-1 predicted | SHAP-1 real | SHAP-5 predicted | SHAP-5 real | underdetermined docs |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for text in args.nsamples:
+    for text in nsamples:
         explainer = KernelShap(nsamples="auto" if text == "auto" else int(text))
         found: dict[int, tuple[list[float], list[float]]] = {1: ([], []), 5: ([], [])}
         under = []
@@ -62,13 +74,11 @@ def main(argv: list[str] | None = None) -> int:
             runs = [explainer.explain(model, query, docs, masker, np.random.default_rng([qi, s])) for s in (0, 1)]
             under.extend(runs[0].underdetermined.tolist())
             for n_docs, (predicted, real) in found.items():
-                predicted.append(agreement([set(set_from_attributions(r, args.k, docs=n_docs))
-                                            for r in runs[0].replicates], args.k))
-                real.append(agreement([set(set_from_attributions(r.values, args.k, docs=n_docs)) for r in runs],
-                                      args.k))
+                predicted.append(agreement([set(set_from_attributions(r, k, docs=n_docs))
+                                            for r in runs[0].replicates], k))
+                real.append(agreement([set(set_from_attributions(r.values, k, docs=n_docs)) for r in runs], k))
         print(f"| {text} | {np.mean(found[1][0]):.2f} | {np.mean(found[1][1]):.2f} | {np.mean(found[5][0]):.2f} | "
               f"{np.mean(found[5][1]):.2f} | {np.mean(under):.0%} |", flush=True)
-    return 0
 
 
 if __name__ == "__main__":

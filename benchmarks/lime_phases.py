@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +33,7 @@ from auditor.checks.validity import has_order  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 
 # (module, function, phase): the functions `attribute_many` calls by their module-level name.
@@ -56,37 +59,46 @@ def timed(seconds: collections.Counter, phase: str, function):
     return wrapper
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("method", choices=["exs", "lirme"])
-    parser.add_argument("--per-document-draws", action="store_true",
-                        help="draw samples per document (lime.shared_samples: false), the paper's configuration")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-
-    seconds: collections.Counter = collections.Counter()
+@contextlib.contextmanager
+def phases_timed(seconds: collections.Counter) -> Iterator[None]:
+    """Every phase's function wrapped by its timer, and one block at a time on this thread, while the block runs;
+    restored afterwards, as the modules are shared with whatever runs next in this process."""
+    saved = [(module, name, getattr(module, name)) for module, name, _ in PHASES]
+    saved.append((perturb, "workers", perturb.workers))
     for module, name, phase in PHASES:
         setattr(module, name, timed(seconds, phase, getattr(module, name)))
-    perturb.workers = lambda: 1  # one block at a time, on this thread
+    perturb.workers = lambda: 1
+    try:
+        yield
+    finally:
+        for module, name, function in saved:
+            setattr(module, name, function)
 
-    ctx, _ = context(None, 7)
+
+def profile(ctx, method: str, per_document_draws: bool, repeats: int) -> None:
+    """Time the phases of one explainer's `attribute_many` over every query with an order; print the last run."""
+    seconds: collections.Counter = collections.Counter()
     data, model, masker = ctx.data, ctx.model, ctx.masker()
-    model.predict = timed(seconds, "the model (LightGBM)", model.predict)
-    options = LocalExplanationsOptions(k=5, lime={"shared_samples": not args.per_document_draws})
-    explainer = build(options)[args.method]
+    options = LocalExplanationsOptions(k=5, lime={"shared_samples": not per_document_draws})
+    explainer = build(options)[method]
     scores = ctx.scores()
     queries = [i for i in range(data.n_queries) if has_order(scores[data.query_slice(i)])]
     views = [QueryView(X=data.X[data.query_slice(i)], scores=scores[data.query_slice(i)],
                        query_id=data.query_ids[i], background=ctx.reference().X) for i in queries]
-    for _ in range(args.repeats):
-        seconds.clear()
-        start = time.perf_counter()
-        with threadpool_limits(1):  # BLAS and LightGBM's OpenMP
-            explainer.attribute_many(model, views, [view.top_docs(5) for view in views], masker,
-                                     [np.random.default_rng([7, qi]) for qi in queries])
-        total = time.perf_counter() - start
-    draws = "per-document draws" if args.per_document_draws else "shared draws"
-    print(f"{args.method.upper()}, top 5 documents of {len(views)} queries, {draws}, one thread: {total:.3f} s\n")
+    model.predict = timed(seconds, "the model (LightGBM)", model.predict)
+    try:
+        with phases_timed(seconds):
+            for _ in range(repeats):
+                seconds.clear()
+                start = time.perf_counter()
+                with threadpool_limits(1):  # BLAS and LightGBM's OpenMP
+                    explainer.attribute_many(model, views, [view.top_docs(5) for view in views], masker,
+                                             [np.random.default_rng([7, qi]) for qi in queries])
+                total = time.perf_counter() - start
+    finally:
+        del model.predict  # the instance attribute: back to the class's method
+    draws = "per-document draws" if per_document_draws else "shared draws"
+    print(f"{method.upper()}, top 5 documents of {len(views)} queries, {draws}, one thread: {total:.3f} s\n")
     print("| phase | CPU seconds | share |")
     print("| --- | ---: | ---: |")
     for phase, value in seconds.most_common():
@@ -95,6 +107,22 @@ def main() -> None:
     print(f"| the rest (loops, blocks, bookkeeping) | {rest:.3f} | {rest / total:.0%} |")
     model_seconds = seconds["the model (LightGBM)"]
     print(f"\nTotal ÷ model: {total / model_seconds:.2f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("method", nargs="?", choices=["exs", "lirme"], help="required, but with --smoke (both)")
+    parser.add_argument("--per-document-draws", action="store_true",
+                        help="draw samples per document (lime.shared_samples: false), the paper's configuration")
+    parser.add_argument("--repeats", type=int, default=3)
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.method is None and not args.smoke:
+        parser.error("the method is required: exs or lirme")
+    with smoke.workdir(args.smoke) as tmp:
+        ctx, _ = context(None, 7, tmp)
+    for method in [args.method] if args.method else ["exs", "lirme"]:
+        profile(ctx, method, args.per_document_draws, 1 if args.smoke else args.repeats)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from auditor.explain.listwise import (  # noqa: E402
 from auditor.explain.search import ValiditySearch  # noqa: E402
 from auditor.masking import Masker  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 # RankingSHAP (SIGIR 2025) Fig. 4 and §6.3, MQ2008, explanation size 10, 100 background rows for evaluation:
 # preservation ≈ 0.7 (Kendall's tau, features outside the top 10 masked), deletion < 0.2 (top 10 masked).
@@ -76,25 +77,26 @@ def straightforward_rankingshap(model: CountingRanker, query: QueryView, masker:
     return np.asarray(phi, dtype=np.float64).reshape(-1)
 
 
-def mq2008_sample(queries: int, seed: int):
-    """MQ2008 Fold1's context, its training rows, the 100 rows explainers use ([seed, 1]), 100 other rows to judge
-    on ([seed, 2]), the queries with an order and a seeded sample of them ([seed, 0]) — shared with
-    background_search.py, so both measure the same queries under the same rows."""
+def mq2008_sample(queries: int, seed: int, tmp: Path | None = None, rows: int = 100):
+    """MQ2008 Fold1's context, its training rows, the `rows` rows explainers use ([seed, 1]), as many other rows to
+    judge on ([seed, 2]), the queries with an order and a seeded sample of them ([seed, 0]) — shared with
+    background_search.py, so both measure the same queries under the same rows. `tmp`: smoke mode's folder."""
     from reproduce_valid_explanations import context
 
-    ctx, _ = context(None, seed)
+    ctx, _ = context(None, seed, tmp)
     data, scores = ctx.data, ctx.scores()
     train_rows = ctx.reference().X
-    explain_rows = BackgroundMasking(rows=100).draw(train_rows, np.random.default_rng([seed, 1]))
-    eval_rows = BackgroundMasking(rows=100).draw(train_rows, np.random.default_rng([seed, 2]))
+    explain_rows = BackgroundMasking(rows=rows).draw(train_rows, np.random.default_rng([seed, 1]))
+    eval_rows = BackgroundMasking(rows=rows).draw(train_rows, np.random.default_rng([seed, 2]))
     eligible = [qi for qi in range(data.n_queries) if has_order(scores[data.query_slice(qi)])]
     chosen = sorted(np.random.default_rng([seed, 0]).choice(eligible, size=min(queries, len(eligible)),
                                                             replace=False).tolist())
     return ctx, train_rows, explain_rows, eval_rows, eligible, chosen
 
 
-def mq2008(queries: int, seed: int, gt_permutations: int, budgets: list[int]) -> None:
-    ctx, train_rows, explain_rows, eval_rows, eligible, chosen = mq2008_sample(queries, seed)
+def mq2008(queries: int, seed: int, gt_permutations: int, budgets: list[int], tmp: Path | None = None) -> None:
+    rows = 10 if tmp else 100  # smoke mode: fewer background rows
+    ctx, train_rows, explain_rows, eval_rows, eligible, chosen = mq2008_sample(queries, seed, tmp, rows)
     data, masker, scores = ctx.data, ctx.masker(), ctx.scores()
     model = ctx.model
     print(f"MQ2008 Fold1 test: {len(chosen)} of {len(eligible)} queries with an order (seed {seed}); "
@@ -289,16 +291,20 @@ def bookstore(queries: int, seed: int) -> None:
               f"{a[:, 2].mean():.0%} | {a[:, 3].mean():.4f} | {a[:, 4].mean():,.0f} |")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--part", choices=["mq2008", "bookstore", "all"], default="all")
     parser.add_argument("--gt-permutations", type=int, default=3000)
     parser.add_argument("--budgets", type=int, nargs="+", default=[500, 2128])
-    args = parser.parse_args()
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:  # the bookstore part reads the committed example, a query of it
+        args.queries, args.gt_permutations, args.budgets = 1, 20, [40]
     if args.part in ("mq2008", "all"):
-        mq2008(args.queries, args.seed, args.gt_permutations, args.budgets)
+        with smoke.workdir(args.smoke) as tmp:
+            mq2008(args.queries, args.seed, args.gt_permutations, args.budgets, tmp)
     if args.part in ("bookstore", "all"):
         bookstore(args.queries, args.seed)
 

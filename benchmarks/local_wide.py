@@ -29,6 +29,7 @@ from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa
 from auditor.evidence.local_explanations import label as method_label  # noqa: E402
 from auditor.executor import core_limit, make_executor  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 
 
@@ -91,8 +92,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int)
     parser.add_argument("--k-curve", type=int, nargs="*")
     parser.add_argument("--jobs", type=int, default=2)
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
-    spec = args.spec or prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features)
+    if args.smoke:  # serial: starting the pool would take longer than the run
+        args.queries, args.k_curve, args.jobs = args.queries or 2, [], 1
+    with smoke.workdir(args.smoke) as tmp:
+        spec = args.spec or (smoke.wide(tmp) if tmp else
+                             prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features))
+        runs(spec, args)
+    return 0
+
+
+def runs(spec: Path, args: argparse.Namespace) -> None:
+    """One run of the evidence per KernelSHAP setting, the command line's overrides over the spec's options."""
     for nsamples in args.nsamples:
         overrides: dict = {}
         for key in ("methods", "queries", "k", "k_curve"):
@@ -102,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
             overrides["kernelshap"] = {"nsamples": nsamples if nsamples == "auto" else int(nsamples)}
         seconds, result, rows = run_once(spec, overrides, args.jobs)
         show(f"{spec} nsamples={nsamples or 'default'}", seconds, result, rows)
-    return 0
 
 
 if __name__ == "__main__":

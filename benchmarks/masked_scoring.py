@@ -39,8 +39,12 @@ import numpy as np
 import pandas as pd
 from numba import get_num_threads, njit, prange
 
-from auditor.masked_scoring import _child, _fill_children, masked_scores
-from auditor.trees import TreeEnsemble
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from auditor.masked_scoring import _child, _fill_children, masked_scores  # noqa: E402
+from auditor.trees import TreeEnsemble  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 DATA = Path("/tmp/auditor-wide/136")
 OURS = "(c) masked_scores (jump tables)"
@@ -193,7 +197,7 @@ def seconds_of(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def first_call_seconds(fill: np.ndarray) -> str:
+def first_call_seconds(model: Path, fill: np.ndarray) -> str:
     """Import, first and second call of `masked_scores` in fresh processes sharing an empty NUMBA_CACHE_DIR: the
     first process compiles, the second loads the cache."""
     code = f"""
@@ -202,7 +206,7 @@ t0 = time.perf_counter()
 import lightgbm as lgb, numpy as np
 from auditor.masked_scoring import masked_scores
 from auditor.trees import TreeEnsemble
-e = TreeEnsemble.from_lightgbm(lgb.Booster(model_file="{DATA / 'model.txt'}").dump_model())
+e = TreeEnsemble.from_lightgbm(lgb.Booster(model_file="{model}").dump_model())
 fill = np.array({fill.tolist()!r})
 X, keep = np.tile(fill, (3, 1)), np.ones((2, fill.size), dtype=bool)
 t1 = time.perf_counter()
@@ -222,23 +226,33 @@ print(f"import+model {{t1 - t0:.2f}} s, first call {{t2 - t1:.2f}} s, second cal
     return "; ".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=4, help="test queries scored (default 4)")
     parser.add_argument("--sets", type=int, default=32, help="random 5-feature keep-sets a query (default 32)")
     parser.add_argument("--no-greedy", action="store_true", help="only the 5-sets and complements (few masks)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--model", type=Path, default=DATA / "model.txt",
+    parser.add_argument("--model", type=Path, default=None,
                         help="a LightGBM model over the same 136 features (default: wide_data.py's)")
-    args = parser.parse_args()
-    if not (DATA / "test.parquet").exists():
-        sys.exit(f"{DATA} is missing: run .venv/bin/python benchmarks/wide_data.py --features 136")
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.queries, args.sets, args.repeats = 2, 4, 1
+    with smoke.workdir(args.smoke) as tmp:
+        data = smoke.wide(tmp).parent if tmp else DATA
+        if not (data / "test.parquet").exists():
+            sys.exit(f"{data} is missing: run .venv/bin/python benchmarks/wide_data.py --features 136")
+        compare(data, args.model or data / "model.txt", args)
+
+
+def compare(data: Path, model: Path, args: argparse.Namespace) -> None:
+    """Every method on the same masked rows of wide_data's test queries in `data` (module docstring)."""
     rng = np.random.default_rng(0)
-    booster = lgb.Booster(model_file=str(args.model))
+    booster = lgb.Booster(model_file=str(model))
     e = TreeEnsemble.from_lightgbm(booster.dump_model())
-    test = pd.read_parquet(DATA / "test.parquet")
+    test = pd.read_parquet(data / "test.parquet")
     names = [c for c in test.columns if c not in ("qid", "doc_id", "label")]
-    train = pd.read_parquet(DATA / "train.parquet", columns=names).to_numpy(dtype=np.float64)
+    train = pd.read_parquet(data / "train.parquet", columns=names).to_numpy(dtype=np.float64)
     fill = np.nanmean(train, axis=0)  # Masker.from_background(..., "mean")
     qids = np.sort(rng.choice(test["qid"].unique(), args.queries, replace=False))
     work = [(test.loc[test["qid"] == q, names].to_numpy(dtype=np.float64),
@@ -289,7 +303,7 @@ def main() -> None:
     visits = {"(a)": full, "(b)": full, "(c)": jumped, "(d)": jumped, "(e)": full, "(f)": full}
 
     masks = [keep.shape[0] for _, keep in work]
-    print(f"model {args.model}: {e.n_trees} trees, {e.feature.size} nodes ({n_splits} splits), "
+    print(f"model {model}: {e.n_trees} trees, {e.feature.size} nodes ({n_splits} splits), "
           f"{len(names)} features; {len(work)} queries, {n_docs} documents, {masks} masks a query "
           f"({args.sets} random 5-sets, their complements{'' if args.no_greedy else ', base-10 + 1 greedy'}); "
           f"{n_rows} masked rows; "
@@ -312,7 +326,11 @@ def main() -> None:
           f"mask a document (≈ the table builds): {one_mask:.3f} s = {one_mask / c_median:.0%} of (c).")
     print(f"load average (1/5/15 min) before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, "
           f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}, on {os.cpu_count()} CPUs")
-    print(f"first call of masked_scores (fresh processes, NUMBA_CACHE_DIR empty): {first_call_seconds(fill)}")
+    if args.smoke:
+        print("first call of masked_scores: not measured in smoke mode (fresh processes compile it: seconds)")
+    else:
+        print("first call of masked_scores (fresh processes, NUMBA_CACHE_DIR empty): "
+              f"{first_call_seconds(model, fill)}")
 
 
 def _run(kernel: Callable[..., None], X: np.ndarray, keep: np.ndarray, by: np.ndarray, e: TreeEnsemble,

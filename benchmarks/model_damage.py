@@ -24,6 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RANKERS = ROOT / "examples" / "rankers"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import smoke  # noqa: E402
+
+KINDS = ["xgboost-json", "xgboost-ubj", "catboost-cbm", "catboost-json", "onnx"]
 
 _RAW = r'''
 import sys, numpy as np
@@ -112,19 +117,23 @@ def outcome(script: str, kind: str, path: Path) -> str:
     return done.stdout.split()[0] if done.stdout.split() else "?"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kinds", nargs="+", default=["xgboost-json", "xgboost-ubj", "catboost-cbm",
-                                                        "catboost-json", "onnx"])
+    parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS)
     parser.add_argument("--step", type=int, default=997, help="cut the file every this many bytes")
+    parser.add_argument("--cuts", type=int, default=40, help="at least this many cuts (a smaller step if need be)")
     parser.add_argument("--flips", type=int, default=60, help="random byte changes")
-    args = parser.parse_args()
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:  # the quickest kind to load unless told, two cases (the empty file, a byte changed), both ways
+        args.kinds = ["onnx"] if args.kinds == KINDS else args.kinds
+        args.step, args.cuts, args.flips = 1 << 62, 1, 1
     print("| file | cases | loader | loaded | refused | killed or hung |\n| --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         for kind in args.kinds:
             original = source(kind, folder)
-            cases = damaged(original.read_bytes(), max(1, min(args.step, original.stat().st_size // 40)),
+            cases = damaged(original.read_bytes(), max(1, min(args.step, original.stat().st_size // args.cuts)),
                             args.flips)
             target = folder / f"damaged{original.suffix}"
             for label, script in (("raw", _RAW), ("auditor", _AUDITOR)):

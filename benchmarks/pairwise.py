@@ -8,14 +8,20 @@ sparse model, as Theorem 2 assumes). Usage: python benchmarks/pairwise.py [--pai
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
 
-from auditor.explain.pairwise import AsiPair, ConditionalFill, RaiPair
-from auditor.models.base import CountingRanker
-from auditor.models.lightgbm import LightGBMRanker
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from auditor.explain.pairwise import AsiPair, ConditionalFill, RaiPair  # noqa: E402
+from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.models.lightgbm import LightGBMRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 
 def sparse_ranker(d: int, seed: int = 0) -> tuple[CountingRanker, np.ndarray]:
@@ -30,7 +36,7 @@ def sparse_ranker(d: int, seed: int = 0) -> tuple[CountingRanker, np.ndarray]:
     return CountingRanker(LightGBMRanker(booster)), X
 
 
-def error_table(pairs: int, d: int, fill_kind: str) -> None:
+def error_table(pairs: int, d: int, fill_kind: str, hs: tuple[int, ...] = (2, 8, 32)) -> None:
     model, X = sparse_ranker(d)
     fill = ConditionalFill(X[:300], fill_kind)  # type: ignore[arg-type]
     rng = np.random.default_rng(1)
@@ -38,9 +44,9 @@ def error_table(pairs: int, d: int, fill_kind: str) -> None:
     exact = [AsiPair(fill).explain(model, X[a], X[b], rng).phi for a, b in chosen]
     print(f"\nRAIPair relative L2 error vs exact ASIPair, D = {d}, {fill_kind} fill, mean over {pairs} pairs "
           "× 2 seeds (paper's RAIPair | with our efficiency re-centring)")
-    ms = [2, 4, 6, 8, d]
+    ms = [m for m in (2, 4, 6, 8) if m < d] + [d]
     print("H \\ M".ljust(8) + "".join(f"{m:>16}" for m in ms))
-    for h in (2, 8, 32):
+    for h in hs:
         cells = []
         for m in ms:
             errs: dict[bool, list[float]] = {False: [], True: []}
@@ -55,12 +61,12 @@ def error_table(pairs: int, d: int, fill_kind: str) -> None:
             cells.append(f"{np.mean(errs[False]):.3f} | {np.mean(errs[True]):.3f}")
         print(f"{h:<8}" + "".join(f"{c:>16}" for c in cells))
     perm = []
-    for h in (2, 8, 32):
+    for h in hs:
         perm.append(np.mean([np.linalg.norm(AsiPair(fill, exact_max_features=0, permutations=h).explain(
             model, X[a], X[b], np.random.default_rng(0)).phi - phi) / max(np.linalg.norm(phi), 1e-12)
             for (a, b), phi in zip(chosen, exact, strict=True)]))
     print("ASIPair by permutation sampling, same H: " + ", ".join(f"H={h}: {e:.3f}"
-                                                                for h, e in zip((2, 8, 32), perm, strict=True)))
+                                                                for h, e in zip(hs, perm, strict=True)))
 
 
 def timing_table(pairs: int, dims: list[int]) -> None:
@@ -81,15 +87,19 @@ def timing_table(pairs: int, dims: list[int]) -> None:
               f"{out[0][0] / out[1][0]:>7.1f}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--quick", action="store_true", help="fewer sizes, for a smoke run")
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="fewer sizes")
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    pairs, d, hs, dims = args.pairs, 10, (2, 8, 32), [2, 4, 6, 8] if args.quick else list(range(2, 13))
+    if args.smoke:
+        pairs, d, hs, dims = 1, 6, (2, 8), [2, 4]
     RaiPair(ConditionalFill(np.zeros((3, 2)) + np.arange(3)[:, None], "masking"), permutations=2)  # warm numba
-    error_table(args.pairs, 10, "masking")
-    error_table(args.pairs, 10, "adaptive")
-    timing_table(args.pairs, [2, 4, 6, 8] if args.quick else [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+    error_table(pairs, d, "masking", hs)
+    error_table(pairs, d, "adaptive", hs)
+    timing_table(pairs, dims)
 
 
 if __name__ == "__main__":

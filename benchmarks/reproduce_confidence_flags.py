@@ -47,6 +47,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
 from auditor.evidence.confidence import run  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 DATASETS = ("bookstore", "mq2008", "wide136", "wide136d")
 # queries judged per dataset (None: all): each run stays within a few minutes on 2 shared cores
@@ -64,9 +65,9 @@ def table_markdown(columns: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def spec_for(name: str) -> tuple[dict[str, Any] | None, str]:
+def spec_for(name: str, tmp: Path | None = None) -> tuple[dict[str, Any] | None, str]:
     """The spec (without `evidence`) of a dataset, with absolute paths, and a line on the model; (None, why) when
-    the data is absent."""
+    the data is absent. `tmp` (smoke mode): MQ2008 and the wide sets at a tiny size there (benchmarks/smoke.py)."""
     if name == "bookstore":
         folder = ROOT / "examples" / "bookstore"
         return ({"model": {"path": str(folder / "model.txt")},
@@ -76,17 +77,12 @@ def spec_for(name: str) -> tuple[dict[str, Any] | None, str]:
                  "masking": {"strategy": "mean"}},
                 "examples/bookstore (LightGBM LambdaMART, 12 features; background: train.csv)")
     if name == "mq2008":
-        from reproduce_decision_paths import load_train_module
-
-        train = load_train_module()
-        folder = train.data_dir()
-        if not (folder / "test.txt").is_file():
-            return None, f"MQ2008 Fold1 not found in {folder}: set AUDITOR_DATA to the shared data folder"
-        model = ROOT / "examples" / "mq2008" / "model.txt"
-        if not model.is_file():
-            train.train(folder, model.parent)
-        names = str(ROOT / "examples" / "mq2008" / "features.txt")
-        return ({"model": {"path": str(model)},
+        try:
+            fold = smoke.mq2008(tmp)
+        except SystemExit as absent:
+            return None, str(absent)
+        folder, names = fold.folder, str(fold.features)
+        return ({"model": {"path": str(fold.model)},
                  "dataset": {"path": str(folder / "test.txt"), "format": "svmlight", "feature_names": names},
                  "background": {"path": str(folder / "train.txt.gz"), "format": "svmlight", "feature_names": names},
                  "masking": {"strategy": "mean"}},
@@ -96,7 +92,10 @@ def spec_for(name: str) -> tuple[dict[str, Any] | None, str]:
         from wide_data import prepare as prepare_wide
 
         folder, shape = (WIDE, {}) if name == "wide136" else (WIDE_DIFFUSE, DIFFUSE)
-        prepare_wide(folder, 136, **shape)
+        if tmp is None:
+            prepare_wide(folder, 136, **shape)
+        else:
+            folder = smoke.wide(tmp / name, **shape).parent
         common = {"query_column": "qid", "label_column": "label", "doc_id_column": "doc_id", "nan_policy": "missing"}
         variant = "" if name == "wide136" else " (diffuse variant: `--factors 24 --decay 0.5`)"
         return ({"model": {"path": str(folder / "model.txt")},
@@ -192,11 +191,12 @@ def meets(m: dict[str, float]) -> list[str]:
 STUDY_METHODS = ["treeshap5", "lirme5", "exs5", "greedy_cover_eps", "validity_search"]
 
 
-def study(queries: int, ks: list[int], methods: list[str], arms_wanted: list[str], dataset: str = "wide136") -> str:
+def study(queries: int, ks: list[int], methods: list[str], arms_wanted: list[str], dataset: str = "wide136",
+          tmp: Path | None = None) -> str:
     """Validity of each explainer's top-k set on a wide ranker, by k and masking (module docstring)."""
     from auditor.evidence.local_explanations import run as run_local
 
-    spec, facts = spec_for(dataset)
+    spec, facts = spec_for(dataset, tmp)
     assert spec is not None
     arms = {"mean": {"strategy": "mean"}, "background rows": {"strategy": "background", "rows": 20}}
     arms = {arm: masking for arm, masking in arms.items() if arm.split()[0] in arms_wanted}
@@ -230,7 +230,7 @@ def study(queries: int, ks: list[int], methods: list[str], arms_wanted: list[str
         "Seconds per run: " + ", ".join(f"{arm} k={k} {s:.0f}" for (arm, k), s in seconds.items()) + ".", ""])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--queries", nargs="*", default=[], metavar="NAME=N",
@@ -244,13 +244,21 @@ def main() -> None:
     parser.add_argument("--study-methods", nargs="+", default=STUDY_METHODS)
     parser.add_argument("--study-arms", nargs="+", choices=["mean", "background"], default=["mean", "background"],
                         help="'background' (explainers play on 20 background rows) costs about 6x 'mean' at k=20")
-    args = parser.parse_args()
-    if args.study:
-        text = study(args.study_queries, args.study_k, args.study_methods, args.study_arms, args.study_dataset)
-        print(text)
-        if args.out:
-            args.out.write_text(text)
-        return
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    with smoke.workdir(args.smoke) as tmp:
+        if args.smoke:  # two of the datasets, tiny, two queries each; the study on two queries at k = 3
+            args.datasets, args.queries = ["mq2008", "wide136"], ["mq2008=2", "wide136=2"]
+            args.study_queries, args.study_k = 2, [3]
+        text = (study(args.study_queries, args.study_k, args.study_methods, args.study_arms, args.study_dataset, tmp)
+                if args.study else report(args, tmp))
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+def report(args: argparse.Namespace, tmp: Path | None) -> str:
+    """The confidence evidence on each dataset, and the acceptance table (module docstring)."""
     queries = dict(QUERIES)
     for item in args.queries:
         name, _, n = item.partition("=")
@@ -265,7 +273,7 @@ def main() -> None:
     overview = []
     for name in args.datasets:
         first = len(parts)
-        spec, facts = spec_for(name)
+        spec, facts = spec_for(name, tmp)
         if spec is None:
             print(f"skipping {name}: {facts}", file=sys.stderr)
             parts += [f"## {name}", "", f"Skipped: {facts}.", ""]
@@ -310,10 +318,7 @@ def main() -> None:
               table_markdown(["dataset", "queries", "explanations", "AUC", "AUC 95%", "flagged", "flagged (rules)",
                               "validity gap (95%)", "path gap (95%)", "AUC low > 0.7", "flagged ≤ 0.4",
                               "validity gap low > 0", "path gap low > 0", "seconds"], overview), ""]
-    text = "\n".join(parts)
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

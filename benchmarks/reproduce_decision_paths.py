@@ -10,7 +10,6 @@ Needs ../shared/data (or $AUDITOR_DATA). Trains examples/mq2008/model.txt first 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import platform
 import sys
 import time
@@ -29,6 +28,7 @@ from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.capabilities import tree_ensemble  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
 from auditor.models.sklearn import SklearnTreeRanker  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 # Paper 001, Table 3: (model, ground truth, metric) -> {explainer: (mean, std)}.
 PAPER = {
@@ -52,34 +52,22 @@ METRIC_NAMES = {"auc": "AUC (top-5)", "spearman": "Spearman", "spearman_abs": "S
 EXPLAINERS = ["lirme", "exs", "treeshap", "kernelshap"]
 
 
-def load_train_module():
-    spec = importlib.util.spec_from_file_location("mq2008_train", ROOT / "examples" / "mq2008" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def contexts(seed: int) -> dict[str, tuple[AuditContext, str]]:
+def contexts(seed: int, tmp: Path | None = None) -> dict[str, tuple[AuditContext, str]]:
+    """The decision tree and the LambdaMART audited on MQ2008 Fold1 test; with `tmp` (smoke mode) on the tiny
+    look-alike of `smoke.mq2008`."""
     from sklearn.tree import DecisionTreeRegressor
 
-    train = load_train_module()
-    folder = train.data_dir()
-    if not (folder / "test.txt").is_file():
-        raise SystemExit(f"MQ2008 Fold1 not found in {folder}; set AUDITOR_DATA to the shared data folder")
-    model_path = ROOT / "examples" / "mq2008" / "model.txt"
-    if not model_path.is_file():
-        train.train(folder, model_path.parent)
-    names = [n for n in (ROOT / "examples" / "mq2008" / "features.txt").read_text().split("\n")
-             if n and not n.startswith("#")]
-    test = load_ranking_data(folder / "test.txt", n_features=46, feature_names=names)
-    background = load_ranking_data(folder / "train.txt.gz", n_features=46, feature_names=names)
+    fold = smoke.mq2008(tmp)
+    names = fold.feature_names()
+    test = load_ranking_data(fold.folder / "test.txt", n_features=46, feature_names=names)
+    background = load_ranking_data(fold.folder / "train.txt.gz", n_features=46, feature_names=names)
     tree = DecisionTreeRegressor(max_depth=4, random_state=seed).fit(background.X, background.y)
     mse = float(np.mean((tree.predict(test.X) - test.y) ** 2))
     out = {}
     for key, ranker, facts in (
             ("tree", SklearnTreeRanker(tree), f"scikit-learn DecisionTreeRegressor(max_depth=4) on Fold1 train "
                                               f"labels; test MSE {mse:.3f} (paper: 0.241)"),
-            ("lambdamart", load_lightgbm(model_path), "examples/mq2008/model.txt")):
+            ("lambdamart", load_lightgbm(fold.model), "examples/mq2008/model.txt")):
         ctx = AuditContext(data=test, model=CountingRanker(ranker), seed=seed, background=background,
                            masking="mean")
         out[key] = (ctx, facts)
@@ -94,17 +82,22 @@ def cell(result: EvidenceResult, name: str, kind: str, metric: str) -> str:
     return f"{mean:.3f} ± {std:.2f}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=None, help="a seeded sample of queries (default: all 156)")
     parser.add_argument("--docs-per-query", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
-    args = parser.parse_args()
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.queries = args.queries or 2
+    with smoke.workdir(args.smoke) as tmp:
+        models = contexts(args.seed, tmp)
     lines = [f"Machine: {platform.machine()}, Python {platform.python_version()}; seed {args.seed}; queries: "
              f"{args.queries or 'all'}; top {args.docs_per_query} documents per query.", ""]
     results = {}
-    for key, (ctx, facts) in contexts(args.seed).items():
+    for key, (ctx, facts) in models.items():
         ensemble, _ = tree_ensemble(ctx.model)
         ground_truth(ensemble, ctx.data.X[:5])  # compile once
         start = time.perf_counter()

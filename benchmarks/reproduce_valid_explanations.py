@@ -10,7 +10,6 @@ on vali). Masking: training-set mean (the paper's reference code). Prints markdo
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import platform
 import sys
 import time
@@ -24,6 +23,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions, label, run  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 # Paper 000, Table 2, MQ2008, ListWise (RankLib LambdaMART) column, k = 5.
 PAPER_LISTWISE = {"random": (0.041, -0.305), "shap1": (0.124, -0.068), "shap5": (0.135, -0.031),
@@ -31,26 +31,14 @@ PAPER_LISTWISE = {"random": (0.041, -0.305), "shap1": (0.124, -0.068), "shap5": 
 PAPER_OPTIMUM_K3 = 0.76  # section 5.3, ListWise
 
 
-def load_train_module():
-    spec = importlib.util.spec_from_file_location("mq2008_train", ROOT / "examples" / "mq2008" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def context(queries: int | None, seed: int) -> tuple[AuditContext, int | None]:
-    train = load_train_module()
-    folder = train.data_dir()
-    if not (folder / "test.txt").is_file():
-        raise SystemExit(f"MQ2008 Fold1 not found in {folder}; set AUDITOR_DATA to the shared data folder")
-    model_path = ROOT / "examples" / "mq2008" / "model.txt"
-    if not model_path.is_file():
-        train.train(folder, model_path.parent)
-    model = CountingRanker(load_lightgbm(model_path))
-    names = (ROOT / "examples" / "mq2008" / "features.txt").read_text().split("\n")
-    names = [n for n in names if n and not n.startswith("#")]
-    test = load_ranking_data(folder / "test.txt", n_features=46, feature_names=names)
-    background = load_ranking_data(folder / "train.txt.gz", n_features=46, feature_names=names)
+def context(queries: int | None, seed: int, tmp: Path | None = None) -> tuple[AuditContext, int | None]:
+    """MQ2008 Fold1 test with the training split as background, audited under mean masking; with `tmp` (smoke
+    mode) the tiny look-alike of `smoke.mq2008`."""
+    fold = smoke.mq2008(tmp)
+    model = CountingRanker(load_lightgbm(fold.model))
+    names = fold.feature_names()
+    test = load_ranking_data(fold.folder / "test.txt", n_features=46, feature_names=names)
+    background = load_ranking_data(fold.folder / "train.txt.gz", n_features=46, feature_names=names)
     return AuditContext(data=test, model=model, seed=seed, background=background, masking="mean"), queries
 
 
@@ -62,13 +50,15 @@ def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=None, help="a seeded sample of queries (default: all 156)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
-    args = parser.parse_args()
-    ctx, queries = context(args.queries, args.seed)
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    with smoke.workdir(args.smoke) as tmp:
+        ctx, queries = context(args.queries or (2 if args.smoke else None), args.seed, tmp)
     lines = [f"Machine: {platform.machine()}, Python {platform.python_version()}; seed {args.seed}; "
              f"queries: {queries or 'all'}.", ""]
 

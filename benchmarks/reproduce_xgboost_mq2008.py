@@ -31,8 +31,8 @@ from auditor.evidence.local_explanations import LocalExplanationsOptions, label 
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
 from auditor.models.xgboost import load_xgboost  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
-HERE = ROOT / "examples" / "mq2008"
 MODELS = {"lightgbm": "LightGBM", "xgboost": "XGBoost"}
 EXPLAINERS = ["lirme", "exs", "treeshap", "kernelshap"]
 METRICS = {"auc": "AUC (top-5)", "spearman": "Spearman", "euclidean": "Euclidean"}
@@ -45,19 +45,14 @@ def _module(path: Path, name: str):
     return module
 
 
-def contexts(seed: int) -> tuple[dict[str, AuditContext], dict[str, str]]:
-    train = _module(HERE / "train.py", "mq2008_train")
-    folder = train.data_dir()
-    if not (folder / "test.txt").is_file():
-        raise SystemExit(f"MQ2008 Fold1 not found in {folder}; set AUDITOR_DATA to the shared data folder")
-    if not (HERE / "model.txt").is_file():
-        train.train(folder, HERE)
-    if not (HERE / "xgboost.json").is_file():
-        train.train_xgboost(folder, HERE)
-    names = [n for n in (HERE / "features.txt").read_text().split("\n") if n and not n.startswith("#")]
-    test = load_ranking_data(folder / "test.txt", n_features=46, feature_names=names)
-    background = load_ranking_data(folder / "train.txt.gz", n_features=46, feature_names=names)
-    rankers = {"lightgbm": load_lightgbm(HERE / "model.txt"), "xgboost": load_xgboost(HERE / "xgboost.json")}
+def contexts(seed: int, tmp: Path | None = None) -> tuple[dict[str, AuditContext], dict[str, str]]:
+    """Both LambdaMARTs audited on MQ2008 Fold1 test, and a line on each; with `tmp` (smoke mode) on the tiny
+    look-alike of `smoke.mq2008`."""
+    fold = smoke.mq2008(tmp)
+    names = fold.feature_names()
+    test = load_ranking_data(fold.folder / "test.txt", n_features=46, feature_names=names)
+    background = load_ranking_data(fold.folder / "train.txt.gz", n_features=46, feature_names=names)
+    rankers = {"lightgbm": load_lightgbm(fold.model), "xgboost": load_xgboost(fold.xgboost())}
     facts = {}
     for key, ranker in rankers.items():
         scores = ranker.predict(test.X)
@@ -74,16 +69,20 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=None, help="a seeded sample of queries (default: all 156)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-optimum", action="store_true", help="skip the k = 3 run against the exhaustive optimum")
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
-    args = parser.parse_args()
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.queries, args.no_optimum = args.queries or 2, True
     valid = _module(ROOT / "benchmarks" / "reproduce_valid_explanations.py", "reproduce_valid")
     paths = _module(ROOT / "benchmarks" / "reproduce_decision_paths.py", "reproduce_paths")
-    ctxs, facts = contexts(args.seed)
+    with smoke.workdir(args.smoke) as tmp:
+        ctxs, facts = contexts(args.seed, tmp)
     import lightgbm
     import xgboost
 

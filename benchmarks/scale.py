@@ -32,9 +32,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import smoke  # noqa: E402
 from benchmarks.treeshap_speed import N_FEATURES, mslr_like  # noqa: E402
 
-AUDITOR = ROOT / ".venv" / "bin" / "auditor"
+AUDITOR = [sys.executable, "-m", "auditor"]  # this interpreter's auditor (the repository has no .venv in a worktree)
 # Per-query work is what an expensive model makes expensive (a 500 × 63 model scores ~30k rows/s on one core), so
 # the per-query items work on fixed query samples and the validity search gets a smaller row budget.
 LOCAL = {"methods": ["treeshap5", "lirme5", "greedy_cover_eps", "validity_search"], "k": 5, "k_curve": [],
@@ -83,7 +84,7 @@ def write_parquet(path: Path, n_rows: int, seed: int, chunk: int = 50_000) -> No
     writer.close()
 
 
-def train_model(train: Path, out: Path, trees: int, leaves: int) -> None:
+def train_model(train: Path, out: Path, trees: int, leaves: int, threads: int = 2) -> None:
     import lightgbm as lgb
     import pyarrow.parquet as pq
 
@@ -91,32 +92,35 @@ def train_model(train: Path, out: Path, trees: int, leaves: int) -> None:
     sizes = frame.groupby("qid", sort=False).size().to_numpy()
     X = frame[[f"f{i + 1}" for i in range(N_FEATURES)]].to_numpy(np.float64)
     params = {"objective": "lambdarank", "num_leaves": leaves, "learning_rate": 0.05, "min_data_in_leaf": 20,
-              "verbosity": -1, "seed": 0, "num_threads": 2}
+              "verbosity": -1, "seed": 0, "num_threads": threads}
     booster = lgb.train(params, lgb.Dataset(X, frame["label"].to_numpy(), group=sizes), num_boost_round=trees)
     booster.save_model(str(out))
 
 
-def prepare(cache: Path, sizes: list[int], trees: int, leaves: int) -> None:
+def prepare(cache: Path, sizes: list[int], trees: int, leaves: int, train_rows: int = 100_000, threads: int = 2
+            ) -> None:
+    """Training data, model and one test file a size in `cache`, each written unless present."""
     cache.mkdir(parents=True, exist_ok=True)
     if not (cache / "train.parquet").exists():
-        write_parquet(cache / "train.parquet", 100_000, seed=1)
+        write_parquet(cache / "train.parquet", train_rows, seed=1)
     if not (cache / "model.txt").exists():
         start = time.perf_counter()
-        train_model(cache / "train.parquet", cache / "model.txt", trees, leaves)
+        train_model(cache / "train.parquet", cache / "model.txt", trees, leaves, threads)
         print(f"(trained {trees} trees × {leaves} leaves in {time.perf_counter() - start:.0f} s)", file=sys.stderr)
     for size in sizes:
         if not (cache / f"test_{size}.parquet").exists():
             write_parquet(cache / f"test_{size}.parquet", size, seed=2)
 
 
-def spec_for(cache: Path, size: int, evidence: str) -> Path:
+def spec_for(cache: Path, size: int, evidence: str, few: bool = False) -> Path:
+    """The audit spec of one size; `few`: the evidence set's first items only (smoke mode)."""
     spec = {
         "audit": {"title": f"Scale benchmark, {size:,} documents", "organisation": "auditor benchmarks",
                   "owner": "benchmarks/scale.py", "period": "n/a", "purpose": "cost measurement"},
         "model": {"path": "model.txt"},
         "dataset": {"path": f"test_{size}.parquet", "nan_policy": "missing"},  # MSLR-like: 5% missing values
         "background": {"path": "train.parquet", "nan_policy": "missing"},
-        "evidence": EVIDENCE[evidence],
+        "evidence": smoke.few(EVIDENCE[evidence]) if few else EVIDENCE[evidence],
         "seed": 7,
         "output": {"dir": "runs", "formats": ["html"]},
     }
@@ -140,7 +144,7 @@ class Memory:
 
 def measure(spec: Path, executor: str) -> tuple[float, Memory, int, str]:
     """Wall seconds, memory peaks, model rows, run folder."""
-    command = [str(AUDITOR), "report", str(spec), "--out", str(spec.parent / "runs"), "-q", *EXECUTORS[executor]]
+    command = [*AUDITOR, "report", str(spec), "--out", str(spec.parent / "runs"), "-q", *EXECUTORS[executor]]
     start = time.perf_counter()
     process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     memory = Memory()
@@ -189,7 +193,7 @@ def _status_bytes(pid: int, field: str) -> int:
     return 0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--executors", nargs="+", default=list(EXECUTORS), choices=list(EXECUTORS))
@@ -197,15 +201,26 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/auditor-scale"))
     parser.add_argument("--trees", type=int, default=500)
     parser.add_argument("--leaves", type=int, default=63)
-    args = parser.parse_args()
-    prepare(args.cache, args.sizes, args.trees, args.leaves)
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    with smoke.workdir(args.smoke) as tmp:
+        if tmp is None:
+            prepare(args.cache, args.sizes, args.trees, args.leaves)
+        else:  # a few queries, a small model, one serial audit of the evidence set's first items
+            args.cache, args.sizes, args.executors = tmp, [300], ["serial"]
+            prepare(tmp, args.sizes, trees=10, leaves=7, train_rows=2_000, threads=1)
+        measure_all(args)
+
+
+def measure_all(args: argparse.Namespace) -> None:
+    """Every size audited by every executor: the table, then the growth of wall time with the size."""
     print(f"evidence set '{args.evidence}': {', '.join(next(iter(e)) for e in EVIDENCE[args.evidence])}\n")
     print("| documents | executor | seconds | model rows | peak RSS, all processes (GiB) | processes at that peak "
           "| main process at that peak (GiB) | peak PSS, all processes (GiB) | main process peak RSS (GiB) |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     times: dict[str, list[tuple[int, float]]] = {}
     for size in args.sizes:
-        spec = spec_for(args.cache, size, args.evidence)
+        spec = spec_for(args.cache, size, args.evidence, few=args.smoke)
         for executor in args.executors:
             seconds, memory, rows, _ = measure(spec, executor)
             times.setdefault(executor, []).append((size, seconds))

@@ -38,6 +38,7 @@ from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.search import Exhaustive  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.threads import threads_here  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 
 METHODS = ["greedy", "greedy_cover", "greedy_cover_eps", "validity_search", "optimum"]
@@ -49,7 +50,8 @@ def run(spec: Path, methods: list[str], ks: list[int], queries: int | None, over
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=s.seed,
                        background=prepared.background, masking=s.masking.strategy, masking_samples=s.masking.samples)
     options = LocalExplanationsOptions(**overrides)
-    explainers = build(options)
+    explainers = build(options)  # the registered ones; the exhaustive optimum is not among them
+    optimum = Exhaustive(max_subsets=options.optimum_max_subsets)
     masker, background = ctx.masker(), ctx.reference_rows()
     data, scores = ctx.data, ctx.scores()
     chosen = ctx.query_sample(queries, "local/queries")
@@ -57,9 +59,9 @@ def run(spec: Path, methods: list[str], ks: list[int], queries: int | None, over
     with threads_here(1):
         for method in methods:
             for k in ks:
-                if method == "optimum" and not Exhaustive(max_subsets=options.optimum_max_subsets).affordable(
-                        data.n_features, k):
+                if method == "optimum" and not optimum.affordable(data.n_features, k):
                     continue
+                search = optimum if method == "optimum" else explainers[method]
                 key = f"{method}@{k}"
                 sets, validity, rows, seconds = {}, {}, 0, 0.0
                 for qi in chosen:
@@ -68,7 +70,7 @@ def run(spec: Path, methods: list[str], ks: list[int], queries: int | None, over
                     if not has_order(view.scores):
                         continue
                     before, start = ctx.model.rows_evaluated, time.perf_counter()
-                    found = explainers[method].select(ctx.model, view, k, masker, ctx.rng(f"local/{method}/{k}/{qi}"))
+                    found = search.select(ctx.model, view, k, masker, ctx.rng(f"local/{method}/{k}/{qi}"))
                     seconds += time.perf_counter() - start
                     rows += ctx.model.rows_evaluated - before
                     sets[view.query_id] = [int(f) for f in found]
@@ -106,8 +108,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", nargs="+", default=[None])
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
-    spec = args.spec or prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features)
+    if args.smoke:
+        args.k, args.queries = [3], 2
+    with smoke.workdir(args.smoke) as tmp:
+        spec = args.spec or (smoke.wide(tmp) if tmp else
+                             prepare_wide(Path("/tmp/auditor-wide") / str(args.features), args.features))
+        if tmp is None:
+            screen(spec, args)
+            return 0
+        args.save = tmp / "sets.json"  # smoke mode: an unscreened run saved, then a screened one compared with it
+        screen(spec, args)
+        args.save, args.compare, args.candidates = None, tmp / "sets.json", ["5"]
+        screen(spec, args)
+    return 0
+
+
+def screen(spec: Path, args: argparse.Namespace) -> None:
+    """A run per `--candidates` value, saved and compared as the options say."""
     old = json.loads(args.compare.read_text()) if args.compare else None
     for text in args.candidates:
         if text is None:
@@ -120,7 +139,6 @@ def main(argv: list[str] | None = None) -> int:
             args.save.write_text(json.dumps(result))
         if old is not None:
             compare(result, old, f"candidates = {text or 'default'}")
-    return 0
 
 
 if __name__ == "__main__":

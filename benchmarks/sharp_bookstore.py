@@ -16,6 +16,7 @@ being the replacement distribution ShaRP uses.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -33,22 +34,38 @@ from auditor.explain.listwise import ListwiseShap, RowMasker  # noqa: E402
 from auditor.masking import Masker  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 
 def top3(values: np.ndarray) -> set[int]:
     return {int(f) for f in np.lexsort((np.arange(values.size), -np.abs(values)))[:3]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--queries", type=int, default=4)
-    parser.add_argument("--docs", type=int, default=1, help="top documents whose rank ShaRP explains, per query")
-    parser.add_argument("--sample-size", type=int, default=10, help="ShaRP's sample_size (documents per coalition)")
-    args = parser.parse_args()
+def sharp_values(inner, query: QueryView, docs: int, sample_size: int) -> tuple[np.ndarray, float] | None:
+    """ShaRP's |values| averaged over the query's top `docs` documents, and its seconds; None without xai-sharp."""
     try:
         from sharp import ShaRP
     except ImportError:
-        sys.exit("skipped: xai-sharp is not installed (`.venv/bin/pip install -e \".[bench]\"`); it is optional")
+        return None
+    xai = ShaRP(qoi="rank", target_function=inner.predict, measure="shapley", sample_size=sample_size,
+                random_state=0, n_jobs=1)
+    xai.fit(query.X)
+    start = time.perf_counter()
+    values = np.mean([np.abs(xai.individual(int(d), query.X)) for d in query.top_docs(docs)], axis=0)
+    return values, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=4)
+    parser.add_argument("--docs", type=int, default=1, help="top documents whose rank ShaRP explains, per query")
+    parser.add_argument("--sample-size", type=int, default=10, help="ShaRP's sample_size (documents per coalition)")
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:  # one query of the committed example
+        args.queries, args.sample_size = 1, 3
+    if importlib.util.find_spec("sharp") is None:
+        print(smoke.skipped("ShaRP's columns", "xai-sharp") + "; ours alone follows\n")
 
     folder = ROOT / "examples" / "bookstore"
     inner = load_lightgbm(folder / "model.txt")
@@ -75,12 +92,12 @@ def main() -> None:
         rows = ListwiseShap("kendall", estimator="exact").explain(model, query, RowMasker(X),
                                                                  np.random.default_rng(0))
         ours_seconds = (time.perf_counter() - start) / 2
-        xai = ShaRP(qoi="rank", target_function=inner.predict, measure="shapley", sample_size=args.sample_size,
-                    random_state=0, n_jobs=1)
-        xai.fit(X)
-        start = time.perf_counter()
-        theirs = np.mean([np.abs(xai.individual(int(d), X)) for d in query.top_docs(args.docs)], axis=0)
-        sharp_seconds = time.perf_counter() - start
+        ours_top = ", ".join(names[f] for f in sorted(top3(ours.values)))
+        peer = sharp_values(inner, query, args.docs, args.sample_size)
+        if peer is None:
+            print(f"| {query.query_id} | {query.n_docs} | {ours_top} | — | — | — | — | — | — | {ours_seconds:.2f} |")
+            continue
+        theirs, sharp_seconds = peer
         overlap, rho = len(top3(ours.values) & top3(theirs)) / 3, spearmanr(np.abs(ours.values), theirs)[0]
         overlap_rows = len(top3(rows.values) & top3(theirs)) / 3
         rho_rows = spearmanr(np.abs(rows.values), theirs)[0]
@@ -88,11 +105,12 @@ def main() -> None:
         rhos.append(rho)
         overlaps_rows.append(overlap_rows)
         rhos_rows.append(rho_rows)
-        print(f"| {query.query_id} | {query.n_docs} | {', '.join(names[f] for f in sorted(top3(ours.values)))} | "
+        print(f"| {query.query_id} | {query.n_docs} | {ours_top} | "
               f"{', '.join(names[f] for f in sorted(top3(theirs)))} | {overlap:.2f} | {rho:.2f} | "
               f"{overlap_rows:.2f} | {rho_rows:.2f} | {sharp_seconds:.1f} | {ours_seconds:.2f} |")
-    print(f"\nMean: top-3 overlap {np.mean(overlaps):.2f} (query rows {np.mean(overlaps_rows):.2f}), Spearman "
-          f"{np.nanmean(rhos):.2f} (query rows {np.nanmean(rhos_rows):.2f}).")
+    if overlaps:
+        print(f"\nMean: top-3 overlap {np.mean(overlaps):.2f} (query rows {np.mean(overlaps_rows):.2f}), Spearman "
+              f"{np.nanmean(rhos):.2f} (query rows {np.nanmean(rhos_rows):.2f}).")
 
 
 if __name__ == "__main__":

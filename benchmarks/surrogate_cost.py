@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from auditor.surrogate.fidelity import standardised  # noqa: E402
 from auditor.surrogate.ilmart import IlmartConfig, RankSet, fit_ilmart  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 
 def peak_mb() -> float:
@@ -60,7 +61,47 @@ def split(X: np.ndarray, y: np.ndarray, ptr: np.ndarray, share: float = 0.2) -> 
             RankSet(X[ptr[cut]:], y[ptr[cut]:], np.diff(ptr[cut:])))
 
 
-def main() -> None:
+Targets = Callable[[], list[RankSet]]  # the fit's training and validation sets, targets computed when called
+
+
+def mq2008_data(tmp: Path | None) -> tuple[str, int, int, Targets]:
+    """Fold1 train and vali, read now; their targets are the LambdaMART's standardised scores, computed when asked
+    (in the measured time, as the evidence pays it). `tmp`: smoke mode's tiny look-alike."""
+    import lightgbm as lgb
+
+    from auditor.data import load_ranking_data
+
+    fold = smoke.mq2008(tmp)
+    blackbox = lgb.Booster(model_file=str(fold.model))
+    parts = [load_ranking_data(fold.folder / name, format="svmlight", n_features=46)
+             for name in ("train.txt.gz", "vali.txt")]
+    return "MQ2008 Fold1 train", parts[0].n_docs, 46, lambda: [
+        RankSet(d.X, standardised(blackbox.predict(d.X, raw_score=True), d.query_ptr), d.query_sizes())
+        for d in parts]
+
+
+def synthetic_data(n_docs: int, n_features: int) -> tuple[str, int, int, Targets]:
+    """The synthetic set (module docstring), made now; 20 % of its queries for early stopping."""
+    X, score, ptr = synthetic(n_docs, n_features)
+    return "synthetic", n_docs, n_features, lambda: list(split(X, standardised(score, ptr), ptr))
+
+
+def measure(config: IlmartConfig, label: str, n_docs: int, n_features: int, targets: Targets) -> None:
+    """Targets and fit, timed; one JSON line: wall time, phases, peak memory (data included)."""
+    before = peak_mb()
+    started = time.perf_counter()
+    sets = targets()
+    fit = fit_ilmart(sets[0], sets[1], config=config)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"data": label, "docs": n_docs, "features": n_features, "seconds": round(seconds, 2),
+                      "phases": {k: round(v, 2) for k, v in fit.seconds.items()}, "peak_mb": round(peak_mb(), 1),
+                      "peak_mb_before_fit": round(before, 1), "main_trees": fit.main_trees,
+                      "interaction_trees": fit.interaction_trees, "probe_trees": fit.probe_trees,
+                      "main_features": len(fit.main_features), "pairs": len(fit.pairs),
+                      "threads": config.num_threads}))
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synthetic", type=int, default=0, help="documents of the synthetic set")
     parser.add_argument("--features", type=int, default=136)
@@ -68,37 +109,19 @@ def main() -> None:
     parser.add_argument("--interactions", type=int, default=10)
     parser.add_argument("--max-rounds", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:  # both: 2,000 synthetic documents of 20 features, and the tiny MQ2008 look-alike
+        args.synthetic, args.features, args.max_rounds, args.threads = 2_000, 20, 50, 1
+    elif not args.synthetic and not args.mq2008:
+        parser.error("give --synthetic N (documents) or --mq2008")
     config = IlmartConfig(objective="regression", n_interactions=args.interactions, max_rounds=args.max_rounds,
                           num_threads=args.threads)
-    if args.mq2008:
-        import lightgbm as lgb
-
-        from auditor.data import load_ranking_data
-
-        root = Path(os.environ.get("AUDITOR_DATA", ROOT.parent / "shared" / "data"))
-        folder = root / "MQ2008" / "Fold1"
-        blackbox = lgb.Booster(model_file=str(ROOT / "examples" / "mq2008" / "model.txt"))
-        parts = [load_ranking_data(folder / name, format="svmlight", n_features=46) for name in ("train.txt.gz",
-                                                                                                "vali.txt")]
-        before = peak_mb()
-        started = time.perf_counter()
-        sets = [RankSet(d.X, standardised(blackbox.predict(d.X, raw_score=True), d.query_ptr), d.query_sizes())
-                for d in parts]
-        label, n_docs, n_features = "MQ2008 Fold1 train", parts[0].n_docs, 46
-    else:
-        X, score, ptr = synthetic(args.synthetic, args.features)
-        before = peak_mb()
-        started = time.perf_counter()
-        sets = list(split(X, standardised(score, ptr), ptr))
-        label, n_docs, n_features = "synthetic", args.synthetic, args.features
-    fit = fit_ilmart(sets[0], sets[1], config=config)
-    seconds = time.perf_counter() - started
-    print(json.dumps({"data": label, "docs": n_docs, "features": n_features, "seconds": round(seconds, 2),
-                      "phases": {k: round(v, 2) for k, v in fit.seconds.items()}, "peak_mb": round(peak_mb(), 1),
-                      "peak_mb_before_fit": round(before, 1), "main_trees": fit.main_trees,
-                      "interaction_trees": fit.interaction_trees, "probe_trees": fit.probe_trees,
-                      "main_features": len(fit.main_features), "pairs": len(fit.pairs), "threads": args.threads}))
+    with smoke.workdir(args.smoke) as tmp:
+        if args.mq2008 or args.smoke:
+            measure(config, *mq2008_data(tmp))
+        if args.synthetic:
+            measure(config, *synthetic_data(args.synthetic, args.features))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -20,8 +21,12 @@ import lightgbm as lgb
 import numpy as np
 import shap
 
-from auditor.fast_treeshap import FastTreeShap
-from auditor.trees import TreeEnsemble
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from auditor.fast_treeshap import FastTreeShap  # noqa: E402
+from auditor.trees import TreeEnsemble  # noqa: E402
+from benchmarks import smoke  # noqa: E402
 
 N_FEATURES = 136
 
@@ -46,14 +51,18 @@ def timed(fn, X: np.ndarray) -> tuple[np.ndarray, float]:
     return np.asarray(out), time.perf_counter() - start
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000, help="rows explained (default 100000)")
     parser.add_argument("--trees", type=int, default=500)
     parser.add_argument("--leaves", type=int, default=63)
     parser.add_argument("--train-rows", type=int, default=4_000)
     parser.add_argument("--model", help="reuse this LightGBM model file (written after training when absent)")
-    args = parser.parse_args()
+    parser.add_argument("--threads", type=int, default=2, help="LightGBM's threads for training (default 2)")
+    smoke.add_flag(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.rows, args.trees, args.leaves, args.train_rows, args.threads = 200, 10, 7, 500, 1
     rng = np.random.default_rng(0)
 
     X_train, y_train, sizes = mslr_like(args.train_rows, rng)
@@ -104,7 +113,7 @@ def main() -> None:
 
 def _train(args: argparse.Namespace, X_train: np.ndarray, y_train: np.ndarray, sizes: np.ndarray) -> lgb.Booster:
     params = {"objective": "lambdarank", "num_leaves": args.leaves, "learning_rate": 0.05, "min_data_in_leaf": 20,
-              "num_threads": 2, "verbosity": -1, "seed": 0, "deterministic": True}
+              "num_threads": args.threads, "verbosity": -1, "seed": 0, "deterministic": True}
     return lgb.train(params, lgb.Dataset(X_train, y_train, group=sizes), num_boost_round=args.trees)
 
 

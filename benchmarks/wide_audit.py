@@ -33,22 +33,31 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import smoke  # noqa: E402
+
 AUDITOR = [sys.executable, "-m", "auditor"]
 PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
 
 
-def wide_spec(features: int, queries: int, out: Path | None = None, *, budget: float | None = None) -> Path:
-    """The full default spec on the wide data (prepared once): every evidence kind, all packs, HTML + PDF."""
+def wide_spec(features: int, queries: int, out: Path | None = None, *, budget: float | None = None,
+              base: Path | None = None) -> Path:
+    """The full default spec on the wide data (prepared once): every evidence kind, all packs, HTML + PDF. `base`:
+    wide_data's spec of data already prepared (smoke mode: tiny), audited on its first evidence items and exposure,
+    HTML only."""
     from wide_data import feature_names, prepare
 
     folder = out or Path("/tmp/auditor-wide") / (str(features) if queries == 43 else f"{features}-q{queries}")
-    base = prepare(folder, features, test_queries=queries)
+    few, base = base is not None, base or prepare(folder, features, test_queries=queries)
+    folder = base.parent
     spec = yaml.safe_load(base.read_text())
     names = feature_names(features)
     group = _group_column(folder / "test.parquet", names)
-    spec["evidence"] = [*spec["evidence"], {"exposure": {"group": [group], "own": {group: 0}}}]
+    evidence = smoke.few(spec["evidence"]) if few else spec["evidence"]
+    spec["evidence"] = [*evidence, {"exposure": {"group": [group], "own": {group: 0}}}]
     spec["policies"] = PACKS
-    spec["output"] = {"dir": "runs", "formats": ["html", "pdf"]}
+    spec["output"] = {"dir": "runs", "formats": ["html"] if few else ["html", "pdf"]}
     if budget is not None:
         spec["budget"] = {"minutes": budget}
     path = folder / ("full.yaml" if budget is None else f"budget{budget:g}.yaml")
@@ -120,8 +129,9 @@ def show(label: str, estimated: float, measured: dict) -> None:
               f"{c['estimated_seconds']:.1f} | {c['seconds']:.1f} | {c['ratio']} |")
 
 
-def curve(features_list: list[int], queries: int) -> None:
-    """Seconds per query of local_explanations vs feature count, and the log-log slope."""
+def curve(features_list: list[int], queries: int, tmp: Path | None = None) -> None:
+    """Seconds per query of local_explanations vs feature count, and the log-log slope; `tmp`: smoke mode's folder
+    (tiny data there)."""
     from local_wide import run_once
     from wide_data import prepare
 
@@ -129,8 +139,8 @@ def curve(features_list: list[int], queries: int) -> None:
     print("| features | seconds per query | model rows per query |")
     print("| ---: | ---: | ---: |")
     for features in features_list:
-        spec = prepare(Path("/tmp/auditor-wide") / f"{features}-curve", features, train_queries=100,
-                       test_queries=queries)
+        spec = smoke.wide(tmp / f"{features}-curve", features) if tmp else prepare(
+            Path("/tmp/auditor-wide") / f"{features}-curve", features, train_queries=100, test_queries=queries)
         seconds, _, rows = run_once(spec, {"queries": queries, "k_curve": []}, jobs=1)
         points.append((features, seconds / queries))
         print(f"| {features} | {seconds / queries:.1f} | {rows / queries:,.0f} |", flush=True)
@@ -148,16 +158,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--curve", type=int, nargs="*", help="feature counts for the explainer-time curve")
     parser.add_argument("--curve-queries", type=int, default=5)
     parser.add_argument("--budget", type=float, help="add `budget: {minutes: N}` to the wide spec")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
-    if args.curve:
-        curve(args.curve, args.curve_queries)
-        return 0
-    specs = [(str(args.spec), copied_spec(args.spec))] if args.spec else \
-        [(f"{args.features} features, {q} queries", wide_spec(args.features, q, budget=args.budget))
-         for q in args.queries]
-    for label, spec in specs:
-        estimated = estimate(spec)
-        show(label, estimated, audit(spec, args.jobs))
+    if args.smoke:  # tiny data, a few evidence items, HTML only; --curve on 8 and 16 features, 2 queries
+        args.curve, args.curve_queries = None if args.curve is None else [8, 16], 2
+    with smoke.workdir(args.smoke) as tmp:
+        if args.curve:
+            curve(args.curve, args.curve_queries, tmp)
+            return 0
+        if tmp is not None:
+            specs = [("smoke: 16 features, 4 queries", wide_spec(16, 4, budget=args.budget, base=smoke.wide(tmp)))]
+        elif args.spec:
+            specs = [(str(args.spec), copied_spec(args.spec))]
+        else:
+            specs = [(f"{args.features} features, {q} queries", wide_spec(args.features, q, budget=args.budget))
+                     for q in args.queries]
+        for label, spec in specs:
+            estimated = estimate(spec)
+            show(label, estimated, audit(spec, args.jobs))
     return 0
 
 

@@ -39,6 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import smoke  # noqa: E402
+
 N_FACTORS = 8
 FAMILIES = 8
 LABEL_CUTS = (0.5, 0.8, 0.93, 0.98)  # quantiles of centred relevance: ~50 % grade 0, then 30 / 13 / 5 / 2 %
@@ -154,10 +159,11 @@ output: {{dir: runs, formats: [html]}}
 
 
 def prepare(out: Path, n_features: int, *, train_queries: int = 300, test_queries: int = 43, trees: int = 150,
-            leaves: int = 31, factors: int = N_FACTORS, decay: float = 1.0) -> Path:
-    """Write the data, the model and the spec into `out` (kept when present); returns the spec's path."""
+            leaves: int = 31, factors: int = N_FACTORS, decay: float = 1.0, docs: tuple[int, int] = (60, 180)) -> Path:
+    """Write the data, the model and the spec into `out` (kept when present); returns the spec's path. `docs`:
+    the fewest and most documents of a query."""
     out.mkdir(parents=True, exist_ok=True)
-    shape = {"factors": factors, "decay": decay}
+    shape = {"factors": factors, "decay": decay, "min_docs": docs[0], "max_docs": docs[1]}
     if not (out / "train.parquet").exists() or not (out / "model.txt").exists():
         X, y, sizes = wide_queries(train_queries, n_features, seed=1, **shape)
         write_parquet(out / "train.parquet", X, y, sizes)
@@ -182,7 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=31)
     parser.add_argument("--factors", type=int, default=N_FACTORS, help="latent factors behind relevance")
     parser.add_argument("--decay", type=float, default=1.0, help="factor i weighs 1/(1+i)**decay")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    if args.smoke:
+        with smoke.workdir(True) as tmp:
+            spec = smoke.wide(tmp, factors=args.factors, decay=args.decay)
+            print(spec, *sorted(path.name for path in spec.parent.iterdir()))
+        return 0
     out = args.out or Path("/tmp/auditor-wide") / str(args.features)
     spec = prepare(out, args.features, train_queries=args.train_queries, test_queries=args.test_queries,
                    trees=args.trees, leaves=args.leaves, factors=args.factors, decay=args.decay)
