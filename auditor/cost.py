@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,7 +178,7 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
     return speeds[0], speeds[1], time.perf_counter() - started
 
 
-def estimate_item(name: str, options: Any, shape: Shape, earlier: set[str]) -> ItemCost:
+def estimate_item(name: str, options: Any, shape: Shape, earlier: Mapping[str, Any]) -> ItemCost:
     """One evidence item's estimate, from its kind's estimator and facts in the registry (an unknown kind: its
     scores only, flagged in `basis`)."""
     from auditor.evidence.registry import KINDS
@@ -207,14 +208,14 @@ def estimate_items(items: list[tuple[str, Any]], shape: Shape) -> list[ItemCost]
     known = [name for name, _ in items if name in REGISTRY]
     order = run_order(known) + [name for name, _ in items if name not in REGISTRY]
     costs: dict[str, ItemCost] = {}
-    earlier: set[str] = set()
+    earlier: dict[str, Any] = {}  # the items estimated before, with their options (work they share)
     for index, name in enumerate(order):
         cost = estimate_item(name, options[name], shape, earlier)
         if index == 0:
             cost.rows += shape.docs
             cost.seconds += shape.docs / shape.rows_per_second
         costs[name] = cost
-        earlier.add(name)
+        earlier[name] = options[name]
     return [costs[name] for name, _ in items]
 
 

@@ -131,3 +131,22 @@ def test_every_registered_method_is_costed():
     for method in registry.methods():
         if method != "random":
             assert _local_rows(options, [method], shape, 20.0, [5], shared=False) > measuring_only, method
+
+
+def test_shared_attributions_are_counted_once_and_only_those_that_are_shared():
+    """Decision paths re-use local explanations' attributions only for the explainers local explanations ran: with
+    [random, treeshap1] there, decision paths' LIRME is its own work (it was estimated at 0 rows)."""
+    from auditor.cost import Shape
+    from auditor.evidence.options.decision_path_accuracy import DecisionPathOptions
+    from auditor.evidence.options.local_explanations import LocalExplanationsOptions
+
+    shape = Shape(sizes=np.full(10, 20), features=12, trees=80, background_docs=500, background_queries=20,
+                  rows_per_second=1e6)
+    paths = DecisionPathOptions(explainers=["treeshap", "lirme"])
+    lirme_rows = 10 * (paths.lime.samples + 4)  # shared draws: samples + 4 a query
+    for methods, expected in ((["random", "treeshap1"], lirme_rows), (["random", "treeshap1", "lirme5"], 0)):
+        local = LocalExplanationsOptions(methods=methods, k_curve=[])
+        estimated = estimate_items([("local_explanations", local), ("decision_path_accuracy", paths)], shape)
+        assert estimated[1].rows == expected, methods
+    alone = estimate_items([("decision_path_accuracy", paths)], shape)[0]
+    assert alone.rows == lirme_rows + 10 * 5 + shape.docs  # and TreeSHAP's 5 documents a query, and the scores

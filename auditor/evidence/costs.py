@@ -1,13 +1,15 @@
 """The built-in evidence kinds' cost estimators (their registry entries name them): per item, from the cost model's
 `Shape` (auditor/cost.py) and the item's options — the queries it audits, the model rows, the seconds of its work
-beside the model, and what drives them. Work an earlier item shares through the memo (`earlier`: the kinds already
-estimated in this audit) is not counted twice. The explainers' own rows and fits come from their registry entries
-(auditor/explain/costs.py); the constants here were fitted as auditor/cost.py's module docstring says.
+beside the model, and what drives them. Work an earlier item shares through the memo (`earlier`: the items already
+estimated in this audit, with their options) is not counted twice. The explainers' own rows and fits come from their
+registry entries (auditor/explain/costs.py); the constants here were fitted as auditor/cost.py's module docstring
+says.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from auditor.explain import registry
@@ -65,7 +67,7 @@ def _building(rows: float, shape: Shape) -> float:
     return 0.0 if shape.masks_off_trees else BUILD_SECONDS * rows * shape.features ** 0.5
 
 
-def local_explanations(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def local_explanations(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries)
     ks = sorted({options.k, *[k for k in options.k_curve if k < shape.features]})
     rows = queries * _local_rows(options, list(options.methods), shape, n, ks, shared=False)
@@ -76,45 +78,57 @@ def local_explanations(options: Any, shape: Shape, earlier: set[str]) -> tuple[i
                                          f"explainers, k = {', '.join(map(str, ks))}")
 
 
-def confidence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def confidence(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 
     queries, n = shape.sample(options.queries)
     local = LocalExplanationsOptions(methods=options.methods, k=options.k, kernelshap=options.kernelshap,
                                      lime=options.lime, greedy=options.greedy, search=options.search,
                                      optimum_max_subsets=0)  # confidence judges no optimum
-    reused = "local_explanations" in earlier
-    first = 0.0 if reused else _local_rows(local, list(options.methods), shape, n, [options.k], shared=False)
+    earlier_local = earlier.get("local_explanations")
+    ran = set(earlier_local.methods) if earlier_local is not None else set()
+    fresh = [m for m in options.methods if m not in ran]  # methods whose first runs local_explanations did not make
+    reused = len(fresh) < len(options.methods)
+    first = _local_rows(local, fresh, shape, n, [options.k], shared=False) if fresh else 0.0
     rerun_methods = [m for m in options.methods if not registry.method(m).explainer.deterministic]
     rerun = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=False)
     # each set and its complement under the held-out and the robustness rows (the estimate's target and signal)
     heldout = n * len(options.methods) * 2 * (options.heldout_rows + options.robustness_rows)
     rows = queries * (first + rerun + n * len(options.methods) + heldout)
     fits = queries * (options.rerun_fraction * _fit_seconds(rerun_methods, local, shape.features)
-                      + (0.0 if reused else _fit_seconds(list(options.methods), local, shape.features)))
+                      + _fit_seconds(fresh, local, shape.features))
     ranked = options.rerun_fraction * _local_rows(local, rerun_methods, shape, n, [options.k], shared=True)
-    if not reused:
-        ranked += _local_rows(local, list(options.methods), shape, n, [options.k], shared=True)
+    if fresh:
+        ranked += _local_rows(local, fresh, shape, n, [options.k], shared=True)
     fits += PAIR_SECONDS * queries * ranked / max(n, 1.0) * shape.pairs()  # masked rankings' tau
     return queries, int(rows), _building(rows, shape) + fits, (
         f"{queries} queries, {len(options.methods)} explainers rerun for stability"
         + ("; first runs shared with local_explanations" if reused else ""))
 
 
-def decision_path_accuracy(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def decision_path_accuracy(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     queries, _ = shape.sample(options.queries)
     local = options  # its explainer sections (kernelshap, lime...) are those of local_explanations (the registry's)
-    reused = "local_explanations" in earlier
-    rows = 0 if reused else queries * sum(registry.EXPLAINERS[e].cost(local, shape, options.docs_per_query, 0.0, [])
-                                          for e in options.explainers)
+    shared = _attributed(earlier.get("local_explanations"))  # explainers whose attributions are in the memo
+    own = [e for e in options.explainers if e not in shared]
+    rows = queries * sum(registry.EXPLAINERS[e].cost(local, shape, options.docs_per_query, 0.0, []) for e in own)
     # ground truth over every document (additivity) and the explained ones (1.7 s bookstore, 2.0 s wide data)
     extra = 1.5 + 1e-6 * shape.docs * shape.trees + 2e-7 * rows * shape.features ** 0.5
-    return queries, int(rows), extra, f"{queries} queries × {options.docs_per_query} documents, " \
-                                      f"{len(options.explainers)} explainers" + ("; attributions shared with " \
-                                                                                 "local_explanations" if reused else "")
+    reused = len(own) < len(options.explainers)
+    return queries, int(rows), extra, (f"{queries} queries × {options.docs_per_query} documents, "
+                                       f"{len(options.explainers)} explainers"
+                                       + ("; attributions shared with local_explanations" if reused else ""))
 
 
-def pairwise(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def _attributed(local: Any) -> set[str]:
+    """The attribution explainers an earlier local_explanations item ran (its methods' explainers); none without
+    one. Their attributions for a query's top documents are in the memo for the items after it."""
+    if local is None:
+        return set()
+    return {registry.method(m).explainer.name for m in local.methods if registry.method(m).attribution}
+
+
+def pairwise(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     queries, _ = shape.sample(options.queries)
     pairs = queries * (options.top - 1)
     f = shape.features
@@ -132,7 +146,7 @@ def pairwise(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, f
                                                        f"{f} features"
 
 
-def global_importance(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def global_importance(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     rows = shape.docs + 20
     extra = 1.5 + 4e-8 * shape.docs * shape.trees * 31  # TreeSHAP passes (compiled), plots
     longest = float(shape.sizes.max()) if shape.sizes.size else 0.0  # the waterfall's query: ranks among others
@@ -140,7 +154,7 @@ def global_importance(options: Any, shape: Shape, earlier: set[str]) -> tuple[in
     return shape.queries, rows, extra, f"TreeSHAP of {shape.docs:,} documents"
 
 
-def surrogate(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def surrogate(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     rows = shape.background_docs + options.synthetic_per_document * shape.background_docs
     # boosting under interaction constraints: histogram building grows with rows × features, early stopping
     # typically stops near 200 rounds per phase
@@ -150,7 +164,7 @@ def surrogate(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, 
                                        f"{shape.features} features"
 
 
-def disclosure_consistency(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def disclosure_consistency(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     shared = "global_importance" in earlier
     rows = 0 if shared else shape.docs
     extra = 0.3 + 1e-6 * options.resamples * shape.queries * shape.features
@@ -160,7 +174,7 @@ def disclosure_consistency(options: Any, shape: Shape, earlier: set[str]) -> tup
         ("; TreeSHAP shared with global_importance" if shared else "")
 
 
-def parameter_influence(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def parameter_influence(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries, rankable=False)
     rows = int(queries * n * sum(1 + shape.distinct(f, options.sweep_points) for f in options.sensitive))
     rankings = sum(2 + shape.distinct(f, options.sweep_points) for f in options.sensitive)  # own, masked, swept
@@ -169,7 +183,7 @@ def parameter_influence(options: Any, shape: Shape, earlier: set[str]) -> tuple[
         f"{counted(len(options.sensitive), 'parameter')} masked and swept over {options.sweep_points} values"
 
 
-def exposure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def exposure(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     queries, n = shape.sample(options.queries, rankable=False)
     groups = len(options.groups())
     values = sum(shape.distinct(g, options.max_values) for g in options.groups())
@@ -178,10 +192,10 @@ def exposure(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, f
         f"{groups} group column(s), {options.resamples} bootstrap samples"
 
 
-def scores_only(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def scores_only(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     return shape.queries, 0, 0.2 + 1e-5 * shape.docs, "measures on the scores"
 
 
-def none(options: Any, shape: Shape, earlier: set[str]) -> tuple[int, int, float, str]:
+def none(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     """The items every audit has (dataset and record facts): no model rows, next to no time."""
     return shape.queries, 0, 0.0, "facts of the data and the spec"

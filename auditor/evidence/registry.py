@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from auditor.evidence.options import EvidenceOptions
 
-# (options, cost.Shape, kinds estimated before it in this audit) -> (queries, model rows, seconds beside the model,
-# what drives them); "module:function" strings are imported when first called
-Estimator = Callable[[Any, Any, set[str]], tuple[int, int, float, str]]
+# (options, cost.Shape, the items estimated before it in this audit with their options) -> (queries, model rows,
+# seconds beside the model, what drives them); "module:function" strings are imported when first called
+Estimator = Callable[[Any, Any, Mapping[str, Any]], tuple[int, int, float, str]]
 
 ALWAYS_PRESENT = ("dataset", "governance")  # the items every audit has, before the requested ones
 
