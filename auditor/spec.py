@@ -377,7 +377,7 @@ def _evidence_union() -> Any:
     members = []
     for name, plugin in REGISTRY.items():
         item = create_model(f"{plugin.options.__name__}Item",
-                            __config__=ConfigDict(extra="forbid", frozen=True, strict=True),
+                            __config__=ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True),
                             **{name: (plugin.options, ...)})
         members.append(Annotated[item, Tag(name)])
 

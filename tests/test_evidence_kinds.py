@@ -141,7 +141,7 @@ def test_every_kind_and_explainer_carries_a_cost_estimate() -> None:
     for kind in [*KINDS.values(), *ALWAYS.values()]:
         options = kind.options() if kind.name not in ("parameter_influence", "exposure") else \
             kind.options.model_construct(**{f: v.default for f, v in kind.options.model_fields.items()})
-        queries, rows, seconds, basis = kind.estimator()(options, shape, set())
+        queries, rows, seconds, basis = kind.estimator()(options, shape, {})
         assert queries >= 0 and rows >= 0 and seconds >= 0 and isinstance(basis, str), kind.name
     for explainer in registry.EXPLAINERS.values():
         assert callable(explainer.cost), explainer.name
