@@ -1,4 +1,8 @@
-"""Shared fixtures: small real LightGBM models on data the tests make themselves, and spec writing."""
+"""Shared fixtures and helpers: small real LightGBM models on data the tests make themselves, copies of the bookstore
+example (files, spec writing, a signed run), the bad-input baseline folder.
+
+No test module imports another: what several share lives here or in tests/inputs.py (the bad-input baseline, the
+example rankers' files)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 
+pytest.register_assert_rewrite("tests.inputs")  # their asserts explain failures as a test's do
 pytest_plugins = ["tests.trust_fixtures"]  # trust_services (TSA, OCSP, CRL on 127.0.0.1), softhsm_token
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"
@@ -88,7 +93,8 @@ def bookstore(tmp_path: Path) -> Path:
 
 
 def write_spec(folder: Path, **overrides: Any) -> Path:
-    """Write the bookstore spec with top-level keys replaced (None deletes a key)."""
+    """Write the bookstore spec with top-level keys replaced (None deletes a key). (tests/inputs.py's
+    `write_base_spec` writes the small bad-input baseline spec instead.)"""
     spec = yaml.safe_load((folder / "audit.yaml").read_text())
     spec["output"] = {"dir": "reports"}
     for key, value in overrides.items():
@@ -99,6 +105,17 @@ def write_spec(folder: Path, **overrides: Any) -> Path:
     path = folder / "audit.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    """tmp_path holding the bad-input baseline (tests/inputs.py): model.txt, test.csv and an empty output folder
+    `out`."""
+    tmp = tmp_path.resolve()
+    for name in ("model.txt", "test.csv"):
+        shutil.copy(BOOKSTORE / name, tmp / name)
+    (tmp / "out").mkdir()
+    return tmp
 
 
 @pytest.fixture(scope="session")

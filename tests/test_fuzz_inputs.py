@@ -29,7 +29,7 @@ from auditor.data import RankingData, load_ranking_data
 from auditor.errors import InputError
 from auditor.policy import load_pack
 from auditor.spec import load_spec
-from tests.test_bad_input import BASE_SPEC, EXAMPLE
+from tests.inputs import BASE_SPEC, EXAMPLE
 
 # `AUDITOR_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz_inputs.py` searches longer, with fresh random examples.
 _DEEP = int(os.environ.get("AUDITOR_FUZZ_EXAMPLES", "0"))
