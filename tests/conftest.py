@@ -1,5 +1,5 @@
 """Shared fixtures and helpers: small real LightGBM models on data the tests make themselves, copies of the bookstore
-example (files, spec writing, a signed run), the bad-input baseline folder.
+example (files, spec writing, a signed run and its checks), the bad-input baseline folder.
 
 No test module imports another: what several share lives here or in tests/inputs.py (the bad-input baseline, the
 example rankers' files)."""
@@ -239,3 +239,38 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from auditor.engine import run_audit
 
     return run_audit(folder / "audit.yaml").run_dir
+
+
+def _copy(signed: dict[str, Path], name: str) -> Path:
+    """A copy of the signed run next to it (same relative paths to the inputs)."""
+    target = signed["run"].parent / name
+    for n in range(2, 1000):  # the run is shared by the session's modules: a name once
+        if not target.exists():
+            break
+        target = signed["run"].parent / f"{name}-{n}"
+    shutil.copytree(signed["run"], target)
+    return target
+
+
+def verify(signed: dict[str, Path], run: Path, *, trust: Path | None = None) -> tuple[int, str]:
+    """`auditor verify` on a (copy of the) signed run with its keys: exit code and output, never a traceback."""
+    keys = signed["keys"]
+    result = CliRunner().invoke(app, ["verify", str(run), "--trust", str(trust or keys / "signer-cert.pem"),
+                                      "--pubkey", str(keys / "bundle-ed25519.pub.pem")])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+def _statement(run: Path) -> dict:
+    """The in-toto statement a run's bundle.dsse.json signs."""
+    import base64
+    import json
+
+    return json.loads(base64.b64decode(json.loads((run / "bundle.dsse.json").read_text())["payload"]))
+
+
+def _bundle_key(keys: Path) -> Any:
+    """The Ed25519 private key that signs the bundle."""
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_private_key((keys / "bundle-ed25519.pem").read_bytes(), password=PASS.encode())
