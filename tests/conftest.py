@@ -1,5 +1,5 @@
 """Shared fixtures and helpers: small real LightGBM models on data the tests make themselves, copies of the bookstore
-example (files, spec writing, a signed run and its checks), the bad-input baseline folder.
+example (files, spec writing, an AuditContext on it, a signed run and its checks), the bad-input baseline folder.
 
 No test module imports another: what several share lives here or in tests/inputs.py (the bad-input baseline, the
 example rankers' files)."""
@@ -105,6 +105,32 @@ def write_spec(folder: Path, **overrides: Any) -> Path:
     path = folder / "audit.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+def bookstore_inputs() -> tuple[Any, Any, Any]:
+    """The bundled example's model, test data and background (train.csv), loaded as its spec says."""
+    from auditor.data import load_ranking_data
+    from auditor.models.lightgbm import load_lightgbm
+
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return model, data, background
+
+
+def make_bookstore_context(n_queries: int | None = None, **options: Any) -> Any:
+    """A fresh AuditContext on the bundled example (seed 3, train.csv as background): every query, or `n_queries`
+    sampled with seed 0; `options` (feature_units...) go to AuditContext."""
+    from auditor.data import sample_data
+    from auditor.evidence.base import AuditContext
+    from auditor.models.base import CountingRanker
+
+    model, data, background = bookstore_inputs()
+    if n_queries is not None:
+        data = sample_data(data, n_queries, np.random.default_rng(0))
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background, **options)
 
 
 @pytest.fixture
