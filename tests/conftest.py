@@ -1,8 +1,8 @@
 """Shared fixtures and helpers: small real LightGBM models on data the tests make themselves, copies of the bookstore
 example (files, spec writing, an AuditContext on it, a signed run and its checks), the bad-input baseline folder.
 
-No test module imports another: what several share lives here or in tests/inputs.py (the bad-input baseline, the
-example rankers' files)."""
+No test module imports another (tests/test_layers.py checks): what several share lives here, in tests/inputs.py (the
+bad-input baseline, the example rankers' files) or in tests/helpers.py (other small helpers)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 
-pytest.register_assert_rewrite("tests.inputs")  # their asserts explain failures as a test's do
+pytest.register_assert_rewrite("tests.helpers", "tests.inputs")  # their asserts explain failures as a test's do
 pytest_plugins = ["tests.trust_fixtures"]  # trust_services (TSA, OCSP, CRL on 127.0.0.1), softhsm_token
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"

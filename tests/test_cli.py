@@ -14,20 +14,9 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from tests.conftest import write_spec
-from tests.test_ranking_metrics import lightgbm_ndcg
+from tests.helpers import evidence, lightgbm_ndcg, report
 
 runner = CliRunner()
-
-
-def report(spec: Path, *args: str) -> tuple[int, Path | None]:
-    result = runner.invoke(app, ["report", str(spec), "--quiet", *args])
-    assert "Traceback" not in result.output, result.output
-    path = Path(result.stdout.strip()) if result.exit_code in (0, 1) else None
-    return result.exit_code, path
-
-
-def evidence(report_path: Path) -> dict:
-    return json.loads((report_path.parent / "evidence.json").read_text())
 
 
 def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:

@@ -16,7 +16,7 @@ import auditor.checks.decision_path as dp
 from auditor.explain import registry
 from auditor.trees import LEAF, TreeEnsemble
 from tests.conftest import make_bookstore_context, shared_data_dir, write_spec
-from tests.test_cli import evidence, report
+from tests.helpers import evidence, report
 
 # --- ground truth ----------------------------------------------------------------------------------------------------
 

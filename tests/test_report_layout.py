@@ -214,7 +214,7 @@ def test_the_demo_opens_with_a_one_page_summary_in_words(demo: Path) -> None:
     detection a rule judges shows only that rule's severity."""
     import json
 
-    from tests.test_summary_page import summary_page_checks
+    from tests.helpers import summary_page_checks
 
     summary_page_checks(demo)
     html = (demo / "report.html").read_text()
