@@ -244,6 +244,7 @@ LIGHT = {"decision_path_accuracy": {"queries": 3, "docs_per_query": 2, "lime": {
                                     "kernelshap": {"nsamples": 50}}}
 
 
+@pytest.mark.slow
 def test_evidence_end_to_end_on_bookstore(bookstore: Path) -> None:
     import yaml
 

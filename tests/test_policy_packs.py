@@ -276,6 +276,7 @@ def test_builtin_packs_validate_with_citations_and_reasons(name: str, tmp_path: 
     assert packs_loaded[-1].evidence()
 
 
+@pytest.mark.slow
 def test_all_packs_on_the_bookstore_example(bookstore: Path) -> None:
     """Every pack runs on the example; surrogate rules SKIP (plain) or FAIL (required) when it is not requested,
     and each finding in the report links to its evidence."""

@@ -177,6 +177,7 @@ for name, load in (("xgb-cycle.json", xgboost.load_xgboost), ("cb-many-splits.js
 '''
 
 
+@pytest.mark.slow
 def test_rehearsal_alone_contains_crashes_and_hangs(tmp_path: Path) -> None:
     """Edits measured to kill XGBoost (the root as its own child: SIGSEGV) and CatBoost (an oblivious tree with
     ten times its splits: SIGSEGV, or SIGABRT under the rehearsal's memory cap), and a Loop of 10^13 iterations

@@ -122,6 +122,7 @@ def test_report_html_forbids_scripts_and_requests(base: Path) -> None:
     assert "<script" not in html.lower()
 
 
+@pytest.mark.slow
 def test_a_whole_audit_prints_nothing_but_its_own_lines(base: Path) -> None:
     """A real process (not CliRunner): library warnings, LightGBM's native log and worker output would show here."""
     spec = write_base_spec(base, evidence=[

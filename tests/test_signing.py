@@ -279,6 +279,7 @@ def _material(keys: Path, spec: Path):
                                      bundle_key=keys / "bundle-ed25519.pem"), spec_file=spec)
 
 
+@pytest.mark.slow
 def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[str, Path], tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """report.pdf re-signed by another identity (trusted by the verifier), the bundle re-signed by the right key
@@ -300,6 +301,7 @@ def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[
                      r"names \w+…", output), output
 
 
+@pytest.mark.slow
 def test_pdf_whose_attached_evidence_differs_fails(signed: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """A PDF rendered with another evidence.json attached, signed by the right keys: every signature holds, the
     attachment does not match the folder's evidence.json."""

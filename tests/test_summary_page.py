@@ -132,6 +132,7 @@ def wide_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_audit(folder / "audit.yaml").run_dir
 
 
+@pytest.mark.slow
 def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
     document = json.loads((wide_run / "evidence.json").read_text())
     acting = [f for f in document["findings"] if f["status"] in ("FAIL", "ERROR", "WARN", "WAIVED")]
@@ -143,6 +144,7 @@ def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
     assert not re.search(r"\b(BASE|AIA|DMA|DSA|P2B|MG)-\d", summary), "rule ids are for the findings section"
 
 
+@pytest.mark.slow
 def test_a_figure_printed_twice_reads_the_same(wide_run: Path) -> None:
     """The summary's key figures appear, digit for digit, in their own sections."""
     html = (wide_run / "report.html").read_text()
