@@ -1,4 +1,8 @@
-"""Shared fixtures: small real LightGBM models on data the tests make themselves, and spec writing."""
+"""Shared fixtures and helpers: small real LightGBM models on data the tests make themselves, copies of the bookstore
+example (files, spec writing, an AuditContext on it, a signed run and its checks), the bad-input baseline folder.
+
+No test module imports another (tests/test_layers.py checks): what several share lives here, in tests/inputs.py (the
+bad-input baseline, the example rankers' files) or in tests/helpers.py (other small helpers)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 
+pytest.register_assert_rewrite("tests.helpers", "tests.inputs")  # their asserts explain failures as a test's do
 pytest_plugins = ["tests.trust_fixtures"]  # trust_services (TSA, OCSP, CRL on 127.0.0.1), softhsm_token
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"
@@ -88,7 +93,8 @@ def bookstore(tmp_path: Path) -> Path:
 
 
 def write_spec(folder: Path, **overrides: Any) -> Path:
-    """Write the bookstore spec with top-level keys replaced (None deletes a key)."""
+    """Write the bookstore spec with top-level keys replaced (None deletes a key). (tests/inputs.py's
+    `write_base_spec` writes the small bad-input baseline spec instead.)"""
     spec = yaml.safe_load((folder / "audit.yaml").read_text())
     spec["output"] = {"dir": "reports"}
     for key, value in overrides.items():
@@ -99,6 +105,43 @@ def write_spec(folder: Path, **overrides: Any) -> Path:
     path = folder / "audit.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+def bookstore_inputs() -> tuple[Any, Any, Any]:
+    """The bundled example's model, test data and background (train.csv), loaded as its spec says."""
+    from auditor.data import load_ranking_data
+    from auditor.models.lightgbm import load_lightgbm
+
+    model = load_lightgbm(BOOKSTORE / "model.txt")
+    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
+              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
+    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
+    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    return model, data, background
+
+
+def make_bookstore_context(n_queries: int | None = None, **options: Any) -> Any:
+    """A fresh AuditContext on the bundled example (seed 3, train.csv as background): every query, or `n_queries`
+    sampled with seed 0; `options` (feature_units...) go to AuditContext."""
+    from auditor.data import sample_data
+    from auditor.evidence.base import AuditContext
+    from auditor.models.base import CountingRanker
+
+    model, data, background = bookstore_inputs()
+    if n_queries is not None:
+        data = sample_data(data, n_queries, np.random.default_rng(0))
+    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background, **options)
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    """tmp_path holding the bad-input baseline (tests/inputs.py): model.txt, test.csv and an empty output folder
+    `out`."""
+    tmp = tmp_path.resolve()
+    for name in ("model.txt", "test.csv"):
+        shutil.copy(BOOKSTORE / name, tmp / name)
+    (tmp / "out").mkdir()
+    return tmp
 
 
 @pytest.fixture(scope="session")
@@ -222,3 +265,38 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from auditor.engine import run_audit
 
     return run_audit(folder / "audit.yaml").run_dir
+
+
+def _copy(signed: dict[str, Path], name: str) -> Path:
+    """A copy of the signed run next to it (same relative paths to the inputs)."""
+    target = signed["run"].parent / name
+    for n in range(2, 1000):  # the run is shared by the session's modules: a name once
+        if not target.exists():
+            break
+        target = signed["run"].parent / f"{name}-{n}"
+    shutil.copytree(signed["run"], target)
+    return target
+
+
+def verify(signed: dict[str, Path], run: Path, *, trust: Path | None = None) -> tuple[int, str]:
+    """`auditor verify` on a (copy of the) signed run with its keys: exit code and output, never a traceback."""
+    keys = signed["keys"]
+    result = CliRunner().invoke(app, ["verify", str(run), "--trust", str(trust or keys / "signer-cert.pem"),
+                                      "--pubkey", str(keys / "bundle-ed25519.pub.pem")])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+def _statement(run: Path) -> dict:
+    """The in-toto statement a run's bundle.dsse.json signs."""
+    import base64
+    import json
+
+    return json.loads(base64.b64decode(json.loads((run / "bundle.dsse.json").read_text())["payload"]))
+
+
+def _bundle_key(keys: Path) -> Any:
+    """The Ed25519 private key that signs the bundle."""
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_private_key((keys / "bundle-ed25519.pem").read_bytes(), password=PASS.encode())

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.test_signing import PASS, _copy
+from tests.conftest import PASS, _copy
 
 runner = CliRunner()
 AS = "Jane Roe, Head of Model Risk"

@@ -5,126 +5,42 @@ place (line:col, row or key where it applies) and a fix; never a traceback; noth
 (no run folder, no leftover `.run-*` temporary folder).
 
 Each case builds its files in `tmp_path` from the bookstore example (model.txt, test.csv) and a spec written by
-`write_spec` with overrides. Data rows are named by their file line (`FILE:LINE:`), compiler-style.
+`write_base_spec` with overrides (tests/inputs.py, shared with the hardening modules). Data rows are named by their
+file line (`FILE:LINE:`), compiler-style.
 """
 
 from __future__ import annotations
 
-import copy
-import csv
 import json
 import os
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from typer.testing import CliRunner
 
-from auditor.cli import app
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
-FEATURES = ["genre_match", "price", "price_in_range", "n_reviews", "avg_review", "is_ebook", "publishing_year",
-            "target_age", "sales_rank_log", "author_popularity", "sponsored", "own_brand"]
-N = len(FEATURES)  # the bookstore model's features
-DROP = object()  # an override value that removes the key
-
-BASE_SPEC: dict[str, Any] = {
-    "audit": {"title": "Bad input test", "organisation": "Test Org"},
-    "model": {"path": "model.txt"},
-    "dataset": {"path": "test.csv", "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"},
-    "evidence": [{"ranking_quality": {"cutoffs": [1, 3, 10]}}],
-    "policies": ["starter"],
-    "seed": 7,
-    "output": {"dir": "reports"},
-}
-
-
-# --- helpers ----------------------------------------------------------------------------------------------------
-
-def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if value is DROP:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def spec_text(**overrides: Any) -> str:
-    """The baseline spec as block YAML, with top-level keys (or nested keys, via dicts) overridden or DROPped."""
-    return yaml.safe_dump(_merge(BASE_SPEC, overrides), sort_keys=False, default_flow_style=False)
-
-
-def write_spec(tmp: Path, text: str | None = None, name: str = "audit.yaml", **overrides: Any) -> Path:
-    """Write a spec next to the baseline files: the given text, or the baseline with overrides."""
-    path = tmp / name
-    path.write_text(spec_text(**overrides) if text is None else text, encoding="utf-8")
-    return path
-
-
-def pos(text: str, needle: str, nth: int = 1, shift: int = 0) -> str:
-    """1-based `line:col` of the nth occurrence of `needle` in `text` (plus `shift` columns)."""
-    index = -1
-    for _ in range(nth):
-        index = text.index(needle, index + 1)
-    line = text.count("\n", 0, index) + 1
-    column = index - (text.rfind("\n", 0, index) + 1) + 1 + shift
-    return f"{line}:{column}"
-
-
-def read_rows(tmp: Path) -> tuple[list[str], list[list[str]]]:
-    with (tmp / "test.csv").open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
-    return rows[0], rows[1:]
-
-
-def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-def edit_csv(tmp: Path, name: str, data_index: int, column: str, value: str) -> Path:
-    """A copy of test.csv with one cell changed; `data_index` 0 is the first row after the header (file line 2)."""
-    header, rows = read_rows(tmp)
-    rows[data_index][header.index(column)] = value
-    path = tmp / name
-    write_csv(path, header, rows)
-    return path
-
-
-def svmlight_lines(tmp: Path, n_rows: int = 30, extra_features: int = 0) -> list[str]:
-    """Bookstore rows as SVMlight/LETOR lines (1-based indices), optionally with more feature indices."""
-    header, rows = read_rows(tmp)
-    lines = []
-    for row in rows[:n_rows]:
-        values = [row[header.index(f)] for f in FEATURES] + ["0.5"] * extra_features
-        pairs = " ".join(f"{i}:{v}" for i, v in enumerate(values, start=1))
-        lines.append(f"{row[header.index('label')]} qid:{row[header.index('qid')]} {pairs}")
-    return lines
-
-
-def snapshot(tmp: Path) -> set[str]:
-    return {str(p.relative_to(tmp)) for p in tmp.rglob("*") if "__pycache__" not in p.parts}
-
-
-@pytest.fixture
-def base(tmp_path: Path) -> Path:
-    """tmp_path holding the good baseline: model.txt, test.csv and an empty output folder `out`."""
-    tmp = tmp_path.resolve()
-    for name in ("model.txt", "test.csv"):
-        shutil.copy(EXAMPLE / name, tmp / name)
-    (tmp / "out").mkdir()
-    return tmp
+from tests.inputs import (
+    DROP,
+    EXAMPLE,
+    FEATURES,
+    NATIVE_LOG,
+    RANKERS,
+    Case,
+    N,
+    assert_one_error_line,
+    edit_csv,
+    invoke,
+    onnx_cases,
+    pos,
+    read_rows,
+    snapshot,
+    spec_text,
+    svmlight_lines,
+    write_base_spec,
+    write_csv,
+)
 
 
 @pytest.fixture(scope="session")
@@ -141,64 +57,44 @@ def tree_pickle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-runner = CliRunner()
-# What each model library prints when it logs natively: none of it may reach the terminal.
-NATIVE_LOG = ("[LightGBM]", "xgboost/src", "WARNING: ", "catboost/libs", "onnxruntime", "[W:onnx", "[E:onnx")
-
-
-def invoke(*args: str) -> Any:
-    return runner.invoke(app, list(args))
-
-
 # --- the cases --------------------------------------------------------------------------------------------------
-
-@dataclass
-class Case:
-    spec: Path
-    file: Path | None  # the file the message must name (None: a command-line usage error names no file)
-    where: str | tuple[str, ...] | None  # the place after the file name (`line:col`, `row N`, a key); a tuple: any
-    needles: tuple[str, ...]  # substrings of the message: the problem and the fix
-    row: int | None = None  # a data row: the message must start `FILE:ROW:` (its file line)
-    args: tuple[str, ...] = ()
-    absent: tuple[Path, ...] = field(default=())  # files that must not exist afterwards (code must not run)
-
 
 def c_yaml_bad_indentation(tmp: Path) -> Case:
     text = spec_text().replace("\n  organisation: Test Org", "\n    organisation: Test Org")
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "organisation:", shift=len("organisation")),
                 ("invalid YAML", "mapping values are not allowed", "indentation"))
 
 
 def c_unknown_top_key(tmp: Path) -> Case:
     text = spec_text().replace("\ndataset:", "\ndatset:")
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "datset:"), ("unknown key 'datset'", "did you mean 'dataset'?"))
 
 
 def c_unknown_evidence_option(tmp: Path) -> Case:
     text = spec_text(evidence=[{"ranking_quality": {"cutof": [1, 3]}}])
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "cutof:"), ("unknown key 'cutof'", "did you mean 'cutoffs'?"))
 
 
 def c_unknown_evidence_kind(tmp: Path) -> Case:
     text = spec_text(evidence=[{"ranking_qualty": {"cutoffs": [1, 3]}}])
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, (pos(text, "ranking_qualty:"), pos(text, "- ranking_qualty:")),
                 ("unknown evidence kind 'ranking_qualty'", "did you mean 'ranking_quality'?"))
 
 
 def c_wrong_type(tmp: Path) -> Case:
     text = spec_text(evidence=[{"ranking_quality": {"cutoffs": "ten"}}])
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, (pos(text, "cutoffs:"), pos(text, "cutoffs: ten", shift=len("cutoffs: "))),
                 ("cutoffs", "'ten'", "expected type"))
 
 
 def c_missing_required(tmp: Path) -> Case:
     text = spec_text(audit={"title": DROP})
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     # the `audit:` key, or the start of its block (where `title:` goes)
     return Case(spec, spec, (pos(text, "audit:"), pos(text, "organisation:")),
                 ("missing required key 'audit.title'", "add `title:` under audit"))
@@ -206,7 +102,7 @@ def c_missing_required(tmp: Path) -> Case:
 
 def c_missing_model_file(tmp: Path) -> Case:
     text = spec_text(model={"path": "missing-model.txt"})
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, (pos(text, "path: missing-model.txt"), pos(text, "missing-model.txt")),
                 ("model.path", "no such file", "missing-model.txt", "check the path"))
 
@@ -214,7 +110,7 @@ def c_missing_model_file(tmp: Path) -> Case:
 def c_folder_for_file(tmp: Path) -> Case:
     (tmp / "datadir").mkdir()
     text = spec_text(dataset={"path": "datadir"})
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, (pos(text, "path: datadir"), pos(text, "datadir")),
                 ("dataset.path", "is a folder", "file is expected"))
 
@@ -225,7 +121,8 @@ def c_csv_feature_dropped(tmp: Path) -> Case:
     data = tmp / "fewer.csv"
     write_csv(data, [h for i, h in enumerate(header) if i != drop], [[v for i, v in enumerate(r) if i != drop]
                                                                      for r in rows])
-    spec = write_spec(tmp, dataset={"path": "fewer.csv", "feature_columns": [f for f in FEATURES if f != "sponsored"]})
+    spec = write_base_spec(tmp, dataset={"path": "fewer.csv",
+                                         "feature_columns": [f for f in FEATURES if f != "sponsored"]})
     return Case(spec, data, None, (f"{N - 1} features", f"model expects {N}",
                                    "use the dataset the model was trained for"))
 
@@ -233,7 +130,7 @@ def c_csv_feature_dropped(tmp: Path) -> Case:
 def c_svmlight_more_features(tmp: Path) -> Case:
     data = tmp / "wide.txt"
     data.write_text("\n".join(svmlight_lines(tmp, extra_features=1)) + "\n", encoding="utf-8")
-    spec = write_spec(tmp, dataset={"path": "wide.txt", "doc_id_column": DROP})
+    spec = write_base_spec(tmp, dataset={"path": "wide.txt", "doc_id_column": DROP})
     return Case(spec, data, None, (f"beyond the model's {N} features", "use the dataset the model was trained for"))
 
 
@@ -241,26 +138,26 @@ def c_csv_header_only(tmp: Path) -> Case:
     header, _ = read_rows(tmp)
     data = tmp / "empty.csv"
     write_csv(data, header, [])
-    spec = write_spec(tmp, dataset={"path": "empty.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "empty.csv"})
     return Case(spec, data, None, ("no documents", "non-empty file"))
 
 
 def c_txt_empty(tmp: Path) -> Case:
     data = tmp / "empty.txt"
     data.write_text("", encoding="utf-8")
-    spec = write_spec(tmp, dataset={"path": "empty.txt", "doc_id_column": DROP})
+    spec = write_base_spec(tmp, dataset={"path": "empty.txt", "doc_id_column": DROP})
     return Case(spec, data, None, ("no documents", "non-empty file"))
 
 
 def c_nan_rejected(tmp: Path) -> Case:
     data = edit_csv(tmp, "nan.csv", 3, "price", "")  # file line 5
-    spec = write_spec(tmp, dataset={"path": "nan.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "nan.csv"})
     return Case(spec, data, None, ("missing or infinite feature values", "nan_policy: missing"), row=5)
 
 
 def c_label_40(tmp: Path) -> Case:
     data = edit_csv(tmp, "label40.csv", 5, "label", "40")  # file line 7
-    spec = write_spec(tmp, dataset={"path": "label40.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "label40.csv"})
     return Case(spec, data, None, ("label 40", "out of range", "max_label"), row=7)
 
 
@@ -269,20 +166,20 @@ def c_label_negative(tmp: Path) -> Case:
     lines[2] = "-1" + lines[2][lines[2].index(" "):]  # line 3
     data = tmp / "negative.txt"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spec = write_spec(tmp, dataset={"path": "negative.txt", "doc_id_column": DROP})
+    spec = write_base_spec(tmp, dataset={"path": "negative.txt", "doc_id_column": DROP})
     return Case(spec, data, None, ("label -1", "out of range", "integer grades from 0"), row=3)
 
 
 def c_label_fraction(tmp: Path) -> Case:
     data = edit_csv(tmp, "fraction.csv", 0, "label", "1.5")  # file line 2
-    spec = write_spec(tmp, dataset={"path": "fraction.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "fraction.csv"})
     return Case(spec, data, None, ("label 1.5", "out of range", "integer grades"), row=2)
 
 
 def c_pickle_untrusted(tmp: Path, tree_pickle: Path) -> Case:
     model = tmp / "model.pkl"
     shutil.copy(tree_pickle, model)
-    spec = write_spec(tmp, model={"path": "model.pkl"})
+    spec = write_base_spec(tmp, model={"path": "model.pkl"})
     return Case(spec, model, None, ("pickle", "arbitrary code", "model.trust: true"))
 
 
@@ -290,24 +187,24 @@ def c_yaml_python_tag(tmp: Path) -> Case:
     marker = tmp / "MARKER"
     text = spec_text().replace("title: Bad input test",
                                f"title: !!python/object/apply:os.system [\"echo hi > {marker}\"]")
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "!!python"), ("python/object/apply:os.system", "not allowed", "remove the tag"),
                 absent=(marker,))
 
 
 def c_yaml_duplicate_key(tmp: Path) -> Case:
     text = spec_text().replace("\nseed: 7\n", "\nseed: 7\nseed: 8\n")
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "seed:", nth=2), ("key 'seed' appears twice", "keep one of them"))
 
 
 def c_unknown_pack(tmp: Path) -> Case:
-    spec = write_spec(tmp, policies=["startr"])
+    spec = write_base_spec(tmp, policies=["startr"])
     return Case(spec, spec, "policies", ("no built-in policy pack 'startr'", "did you mean 'starter'?"))
 
 
 def c_waiver_unknown_rule(tmp: Path) -> Case:
-    spec = write_spec(tmp, waivers=[{"rule": "BASE-3x", "justification": "known gap", "approver": "Risk",
+    spec = write_base_spec(tmp, waivers=[{"rule": "BASE-3x", "justification": "known gap", "approver": "Risk",
                                      "expires": "2099-12-31"}])
     return Case(spec, spec, "waivers.0", ("waiver for unknown rule 'BASE-3x'", "did you mean 'BASE-3'?"))
 
@@ -318,14 +215,14 @@ def c_pack_bad_condition(tmp: Path) -> Case:
                  "    fail_if: \"less than 3\"\n    severity: major\n    citation: Internal\n    rationale: Because\n")
     pack = tmp / "custom-pack.yaml"
     pack.write_text(pack_text, encoding="utf-8")
-    spec = write_spec(tmp, policies=["./custom-pack.yaml"])
+    spec = write_base_spec(tmp, policies=["./custom-pack.yaml"])
     return Case(spec, pack, (pos(pack_text, "fail_if:"), pos(pack_text, '"less than 3"')),
                 ("rules.0.fail_if", "'less than 3' is not a condition", "'< 0.5'"))
 
 
 def c_csv_non_numeric(tmp: Path) -> Case:
     data = edit_csv(tmp, "text.csv", 5, "price", "cheap")  # file line 7
-    spec = write_spec(tmp, dataset={"path": "text.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "text.csv"})
     return Case(spec, data, None, ("feature column 'price'", "'cheap'", "must be numbers"), row=7)
 
 
@@ -334,7 +231,7 @@ def c_svmlight_bad_line(tmp: Path) -> Case:
     lines[3] = re.sub(r" 2:\S+", " 2:abc", lines[3])  # line 4
     data = tmp / "broken.txt"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spec = write_spec(tmp, dataset={"path": "broken.txt", "doc_id_column": DROP})
+    spec = write_base_spec(tmp, dataset={"path": "broken.txt", "doc_id_column": DROP})
     return Case(spec, data, "4", ("not valid SVMlight", "'abc' is not a number", "index:value"))
 
 
@@ -342,19 +239,19 @@ def c_callable_untrusted(tmp: Path) -> Case:
     marker = tmp / "IMPORTED"
     (tmp / "mymodel.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).touch()\n\n"
                                     "def score(X):\n    return X[:, 0]\n", encoding="utf-8")
-    spec = write_spec(tmp, model={"path": DROP, "kind": "callable", "entry": "mymodel:score"})
+    spec = write_base_spec(tmp, model={"path": DROP, "kind": "callable", "entry": "mymodel:score"})
     return Case(spec, spec, "model.entry", ("mymodel:score", "Python code", "model.trust: true"), absent=(marker,))
 
 
 def c_unknown_data_suffix(tmp: Path) -> Case:
     data = tmp / "data.xyz"
     shutil.copy(tmp / "test.csv", data)
-    spec = write_spec(tmp, dataset={"path": "data.xyz"})
+    spec = write_base_spec(tmp, dataset={"path": "data.xyz"})
     return Case(spec, data, None, ("cannot tell the data format", "data.xyz", "format: csv"))
 
 
 def c_seed_negative(tmp: Path) -> Case:
-    spec = write_spec(tmp)
+    spec = write_base_spec(tmp)
     return Case(spec, None, None, ("--seed", "greater than or equal to 0", "--help"), args=("--seed", "-1"))
 
 
@@ -368,25 +265,25 @@ def _alias_bomb(levels: int = 7) -> str:
 
 def c_yaml_alias_bomb(tmp: Path) -> Case:
     text = spec_text() + _alias_bomb()
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "&a4"), ("expands to more than 100,000 values", "alias"))
 
 
 def c_yaml_recursive_alias(tmp: Path) -> Case:
     text = spec_text() + "loop: &loop [*loop]\n"
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "&loop"), ("alias refers to a value that contains it",))
 
 
 def c_yaml_deep_nesting(tmp: Path) -> Case:
     text = spec_text() + "deep: " + "[" * 3000 + "]" * 3000 + "\n"
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, None, ("nested too deeply",))
 
 
 def c_yaml_huge_spec(tmp: Path) -> Case:
     text = spec_text() + ("# padding\n" * 120_000)
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, None, ("MiB allowed", "never this large"))
 
 
@@ -397,57 +294,57 @@ def c_pack_alias_bomb(tmp: Path) -> Case:
                  + _alias_bomb())
     pack = tmp / "bomb-pack.yaml"
     pack.write_text(pack_text, encoding="utf-8")
-    spec = write_spec(tmp, policies=["./bomb-pack.yaml"])
+    spec = write_base_spec(tmp, policies=["./bomb-pack.yaml"])
     return Case(spec, pack, pos(pack_text, "&a4"), ("expands to more than 100,000 values",))
 
 
 def c_dataset_fifo(tmp: Path) -> Case:
     os.mkfifo(tmp / "pipe.csv")
     text = spec_text(dataset={"path": "pipe.csv"})
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "pipe.csv"), ("dataset.path", "FIFO", "not a regular file"))
 
 
 def c_dataset_device(tmp: Path) -> Case:
     (tmp / "random.csv").symlink_to("/dev/urandom")
     text = spec_text(dataset={"path": "random.csv"})
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "random.csv"), ("dataset.path", "character device", "not a regular file"))
 
 
 def c_feature_names_fifo(tmp: Path) -> Case:
     os.mkfifo(tmp / "names.txt")
     text = spec_text(dataset={"feature_names": "names.txt"})
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "names.txt"), ("dataset.feature_names", "FIFO"))
 
 
 def c_seed_quoted(tmp: Path) -> Case:
     text = spec_text().replace("\nseed: 7\n", '\nseed: "7"\n')
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, '"7"'), ("seed", "valid integer", "'7'"))
 
 
 def c_cutoff_quoted(tmp: Path) -> Case:
     text = spec_text(evidence=[{"ranking_quality": {"cutoffs": [1, "3"]}}])
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, pos(text, "'3'"), ("cutoffs.1", "valid integer"))
 
 
 def c_k_all_features(tmp: Path) -> Case:
     text = spec_text(evidence=[{"local_explanations": {"k": N, "methods": ["random"], "k_curve": []}}])
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, "evidence.0.local_explanations.k", (f"{N} of the data's {N} features", f"below {N}"))
 
 
 def c_k_curve_all_features(tmp: Path) -> Case:
     text = spec_text(evidence=[{"local_explanations": {"methods": ["random"], "k_curve": [3, N + 1]}}])
-    spec = write_spec(tmp, text)
+    spec = write_base_spec(tmp, text)
     return Case(spec, spec, "evidence.0.local_explanations.k_curve.1", (f"{N + 1} of the data's {N} features",))
 
 
 def c_confidence_k_all_features(tmp: Path) -> Case:
-    spec = write_spec(tmp, evidence=[{"confidence": {"k": N}}])
+    spec = write_base_spec(tmp, evidence=[{"confidence": {"k": N}}])
     return Case(spec, spec, "evidence.0.confidence.k", ("leaves nothing out",))
 
 
@@ -457,7 +354,7 @@ def c_single_document_queries(tmp: Path) -> Case:
         row[header.index("qid")] = str(index)
     data = tmp / "singles.csv"
     write_csv(data, header, rows)
-    spec = write_spec(tmp, dataset={"path": "singles.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "singles.csv"})
     return Case(spec, data, None, ("only 0 of the 1627 queries have two or more documents", "no ranking to audit"))
 
 
@@ -466,7 +363,7 @@ def c_duplicate_documents(tmp: Path) -> Case:
     rows.insert(6, list(rows[4]))  # line 6 repeated as line 8
     data = tmp / "twice.csv"
     write_csv(data, header, rows)
-    spec = write_spec(tmp, dataset={"path": "twice.csv"})
+    spec = write_base_spec(tmp, dataset={"path": "twice.csv"})
     doc, query = rows[4][header.index("doc_id")], rows[4][header.index("qid")]
     return Case(spec, data, None, (f"document '{doc}' of query '{query}' is listed 2 times", "first at 6, again at 8",
                                    "keep each (query, document) pair once"), row=6)
@@ -479,7 +376,7 @@ def c_template_runs_code(tmp: Path) -> Case:
     template = folder / "cover.html.j2"
     attack = "cycler.__init__.__globals__.os.popen('touch " + str(marker) + "').read()"
     template.write_text("<h1>{{ " + attack + " }}</h1>\n", encoding="utf-8")
-    spec = write_spec(tmp, output={"dir": "reports", "templates": "brand"})
+    spec = write_base_spec(tmp, output={"dir": "reports", "templates": "brand"})
     return Case(spec, template, "1", ("'__", "Python internal", "report templates may not use"), absent=(marker,))
 
 
@@ -492,7 +389,7 @@ def c_template_runs_code_at_render(tmp: Path) -> Case:
     u = '"_" ~ "_"'
     attack = f"((cycler|attr({u} ~ 'init' ~ {u}))|attr({u} ~ 'globals' ~ {u})).os.popen('touch {marker}').read()"
     template.write_text("<h1>\n{{ " + attack + " }}</h1>\n", encoding="utf-8")
-    spec = write_spec(tmp, output={"dir": "reports", "templates": "brand"})
+    spec = write_base_spec(tmp, output={"dir": "reports", "templates": "brand"})
     return Case(spec, template, "2", ("may not do", "'__init__'", "unsafe"), absent=(marker,))
 
 
@@ -510,7 +407,7 @@ def c_model_truncated(tmp: Path) -> Case:
     cut = text.index("leaf_value=", text.index("Tree=7\n")) + 25  # inside tree 7
     model = tmp / "cut.txt"
     model.write_text(text[:cut], encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "cut.txt"})
+    spec = write_base_spec(tmp, model={"path": "cut.txt"})
     return Case(spec, model, str(text[:cut].count("\n") + 1), ("the file ends inside tree 7", "cut short",
                                                                 "Booster.save_model()"))
 
@@ -519,7 +416,7 @@ def c_model_truncated_in_header(tmp: Path) -> Case:
     text = (tmp / "model.txt").read_text(encoding="utf-8")
     model = tmp / "cut.txt"
     model.write_text(text[:text.index("tree_sizes=") + 40], encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "cut.txt"})
+    spec = write_base_spec(tmp, model={"path": "cut.txt"})
     return Case(spec, model, "10", ("the file ends before the first tree", "cut short"))
 
 
@@ -530,7 +427,7 @@ def c_model_split_feature_beyond(tmp: Path) -> Case:
     lines[index] = "split_feature=" + " ".join([str(N), *values[1:]])
     model = tmp / "beyond.txt"
     model.write_text("\n".join(lines), encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "beyond.txt"})
+    spec = write_base_spec(tmp, model={"path": "beyond.txt"})
     return Case(spec, model, str(index + 1), (f"tree 3 splits on feature {N}", f"beyond the model's {N} features",
                                               f"max_feature_idx={N - 1}"))
 
@@ -542,7 +439,7 @@ def c_model_child_cycle(tmp: Path) -> Case:
     lines[index] = "right_child=" + " ".join(["0", *values[1:]])
     model = tmp / "cycle.txt"
     model.write_text("\n".join(lines), encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "cycle.txt"})
+    spec = write_base_spec(tmp, model={"path": "cycle.txt"})
     return Case(spec, model, str(index + 1), ("tree 0: node 0 is reached twice", "do not form a tree"))
 
 
@@ -553,12 +450,9 @@ def c_json_split_feature_beyond(tmp: Path) -> Case:
     dump["tree_info"][5]["tree_structure"]["right_child"]["split_feature"] = N + 1
     model = tmp / "model.json"
     model.write_text(json.dumps(dump), encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "model.json"})
+    spec = write_base_spec(tmp, model={"path": "model.json"})
     return Case(spec, model, "tree_info.5", (f"splits on feature {N + 1}", f"beyond the model's {N} features",
                                              "dump_model()"))
-
-
-RANKERS = EXAMPLE.parent / "rankers"
 
 
 def _xgboost_json(tmp: Path) -> dict[str, Any]:
@@ -570,7 +464,7 @@ def c_xgboost_split_feature_beyond(tmp: Path) -> Case:
     model["learner"]["gradient_booster"]["model"]["trees"][3]["split_indices"][0] = 50
     path = tmp / "xgboost.json"
     path.write_text(json.dumps(model), encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "xgboost.json", "kind": "xgboost"})
+    spec = write_base_spec(tmp, model={"path": "xgboost.json", "kind": "xgboost"})
     return Case(spec, path, "trees.3", ("node 0 splits on feature 50", "beyond the model's 11 features",
                                         "booster.save_model('model.json')"))
 
@@ -583,14 +477,14 @@ def c_xgboost_ubjson_cut(tmp: Path) -> Case:
     data = booster.save_raw("ubj")
     path = tmp / "model.ubj"
     path.write_bytes(bytes(data[:len(data) // 2]))
-    spec = write_spec(tmp, model={"path": "model.ubj"})
+    spec = write_base_spec(tmp, model={"path": "model.ubj"})
     return Case(spec, path, None, ("XGBoost cannot load this model", "save the model again"))
 
 
 def c_xgboost_legacy_binary(tmp: Path) -> Case:
     path = tmp / "model.bst"
     path.write_bytes(b"binf" + bytes(range(256)) * 4)
-    spec = write_spec(tmp, model={"path": "model.bst"})
+    spec = write_base_spec(tmp, model={"path": "model.bst"})
     return Case(spec, path, None, ("legacy binary format is not read", "save it again with"))
 
 
@@ -598,7 +492,7 @@ def c_catboost_cut(tmp: Path) -> Case:
     data = (RANKERS / "catboost.cbm").read_bytes()
     path = tmp / "model.cbm"
     path.write_bytes(data[:len(data) // 2])
-    spec = write_spec(tmp, model={"path": "model.cbm"})
+    spec = write_base_spec(tmp, model={"path": "model.cbm"})
     return Case(spec, path, None, ("CatBoost cannot load this model", "model.save_model('model.cbm')"))
 
 
@@ -613,7 +507,7 @@ def c_catboost_leaf_values(tmp: Path) -> Case:
     export["oblivious_trees"][4]["leaf_values"].pop()
     path = tmp / "catboost.json"
     path.write_text(json.dumps(export), encoding="utf-8")
-    spec = write_spec(tmp, model={"path": "catboost.json", "kind": "catboost"})
+    spec = write_base_spec(tmp, model={"path": "catboost.json", "kind": "catboost"})
     return Case(spec, path, "oblivious_trees.4", ("4 splits need 16 leaf values", "save the model again"))
 
 
@@ -628,7 +522,7 @@ def c_catboost_categorical(tmp: Path) -> Case:
     model.fit(catboost.Pool(rows, rng.integers(0, 3, 60), group_id=np.repeat(np.arange(6), 10), cat_features=[1]))
     path = tmp / "cat.cbm"
     model.save_model(str(path))
-    spec = write_spec(tmp, model={"path": "cat.cbm"})
+    spec = write_base_spec(tmp, model={"path": "cat.cbm"})
     return Case(spec, path, "features_info.categorical_features",
                 ("categorical, text and embedding features are not audited", "encode them as numbers"))
 
@@ -649,17 +543,15 @@ def c_onnx_custom_op(tmp: Path) -> Case:
     path = tmp / "model.onnx"
     path.write_bytes(_onnx_bytes([helper.make_node("Score", ["features"], ["score"], domain="vendor.ops")], [],
                                  [helper.make_opsetid("", 17), helper.make_opsetid("vendor.ops", 1)]))
-    spec = write_spec(tmp, model={"path": "model.onnx"})
+    spec = write_base_spec(tmp, model={"path": "model.onnx"})
     return Case(spec, path, "opset_import", ("domain 'vendor.ops', which is not standard ONNX",
                                              "custom operators are not run"))
 
 
 def c_onnx_loop(tmp: Path) -> Case:
-    from tests.test_ranker_checks import onnx_cases
-
     path = tmp / "model.onnx"
     path.write_bytes(onnx_cases()["loop"][0])
-    spec = write_spec(tmp, model={"path": "model.onnx"})
+    spec = write_base_spec(tmp, model={"path": "model.onnx"})
     return Case(spec, path, "graph", ("is a Loop", "run time has no bound", "without Loop"))
 
 
@@ -674,7 +566,7 @@ def c_onnx_feature_count(tmp: Path) -> Case:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     (tmp / "model.onnx").write_bytes(model.SerializeToString())
-    spec = write_spec(tmp, model={"path": "model.onnx"})
+    spec = write_base_spec(tmp, model={"path": "model.onnx"})
     return Case(spec, tmp / "test.csv", None, (f"the data has {N} features but the model expects {N + 1}",))
 
 
@@ -744,29 +636,6 @@ def build(make: Callable[..., Case], tmp: Path, tree_pickle: Path) -> Case:
     return make(tmp, tree_pickle) if make is c_pickle_untrusted else make(tmp)
 
 
-def assert_one_error_line(result: Any, case: Case) -> str:
-    """Exit 2, no traceback, nothing on stdout, one `error: FILE[:WHERE]: ...` line on stderr. Returns the line."""
-    shown = f"exit {result.exit_code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
-    assert result.exit_code == 2, shown
-    assert isinstance(result.exception, SystemExit), shown  # not an uncaught exception
-    assert "Traceback" not in result.stdout + result.stderr, shown
-    assert result.stdout == "", shown
-    lines = result.stderr.strip("\n").splitlines()
-    assert len(lines) == 1, shown
-    line = lines[0]
-    wheres = (case.where,) if case.where is None or isinstance(case.where, str) else case.where
-    if case.row is not None:  # data rows are named compiler-style, by their file line
-        wheres = (str(case.row),)
-    if case.file is None:
-        prefixes = ["error: "]
-    else:
-        prefixes = [f"error: {case.file}" + (f":{where}" if where else "") + ": " for where in wheres]
-    assert any(line.startswith(p) for p in prefixes), f"expected the line to start with one of {prefixes}\n{shown}"
-    for needle in case.needles:
-        assert needle in line, f"{needle!r} missing\n{shown}"
-    return line
-
-
 @pytest.mark.parametrize("make", CASES)
 def test_report_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pickle: Path,
                                   capfd: pytest.CaptureFixture[str]) -> None:
@@ -786,17 +655,17 @@ def test_report_rejects_bad_input(make: Callable[..., Case], base: Path, tree_pi
 # --- controls: the same inputs made acceptable must run ----------------------------------------------------------
 
 def s_baseline(tmp: Path, tree_pickle: Path) -> Path:
-    return write_spec(tmp)
+    return write_base_spec(tmp)
 
 
 def s_nan_missing(tmp: Path, tree_pickle: Path) -> Path:
     edit_csv(tmp, "nan.csv", 3, "price", "")
-    return write_spec(tmp, dataset={"path": "nan.csv", "nan_policy": "missing"})
+    return write_base_spec(tmp, dataset={"path": "nan.csv", "nan_policy": "missing"})
 
 
 def s_pickle_trusted(tmp: Path, tree_pickle: Path) -> Path:
     shutil.copy(tree_pickle, tmp / "model.pkl")
-    return write_spec(tmp, model={"path": "model.pkl", "trust": True})
+    return write_base_spec(tmp, model={"path": "model.pkl", "trust": True})
 
 
 @pytest.mark.parametrize("make", [pytest.param(s_baseline, id="baseline"),
@@ -833,7 +702,7 @@ def test_validate_rejects_bad_input(make: Callable[..., Case], base: Path, tree_
 
 
 def test_validate_accepts_baseline(base: Path) -> None:
-    spec = write_spec(base)
+    spec = write_base_spec(base)
     before = snapshot(base)
     result = invoke("validate", str(spec))
     assert result.exit_code == 0, result.stderr

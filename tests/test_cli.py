@@ -14,22 +14,12 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from tests.conftest import write_spec
-from tests.test_ranking_metrics import lightgbm_ndcg
+from tests.helpers import evidence, lightgbm_ndcg, report
 
 runner = CliRunner()
 
 
-def report(spec: Path, *args: str) -> tuple[int, Path | None]:
-    result = runner.invoke(app, ["report", str(spec), "--quiet", *args])
-    assert "Traceback" not in result.output, result.output
-    path = Path(result.stdout.strip()) if result.exit_code in (0, 1) else None
-    return result.exit_code, path
-
-
-def evidence(report_path: Path) -> dict:
-    return json.loads((report_path.parent / "evidence.json").read_text())
-
-
+@pytest.mark.slow
 def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
     import lightgbm as lgb
 
@@ -57,6 +47,7 @@ def test_bookstore_report_matches_lightgbm(bookstore: Path) -> None:
     assert doc["evidence"]["global_importance"]["n_model_rows"] == len(whole) + 9
 
 
+@pytest.mark.slow
 def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
     out = bookstore / "out"  # same spec, seed and register state (a fresh register each): the same evidence
     _, first = report(bookstore / "audit.yaml", "--out", str(out), "--register", str(bookstore / "a.sqlite"))
@@ -73,6 +64,7 @@ def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
     assert c["evidence"]["ranking_quality"]["metrics"][key] != a["evidence"]["ranking_quality"]["metrics"][key]
 
 
+@pytest.mark.slow
 def test_untrusted_names_are_escaped(bookstore: Path) -> None:
     evil = "<script>alert(1)</script>$\\frac$"  # `$...$` would be matplotlib mathtext, and this one does not parse
     frame = pd.read_csv(bookstore / "test.csv")
@@ -141,6 +133,7 @@ def test_nothing_half_written_when_rendering_fails(bookstore: Path, monkeypatch:
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_init_validate_report_round_trip(bookstore: Path) -> None:
     spec = bookstore / "new" / "audit.yaml"
     result = runner.invoke(app, ["init", "--model", str(bookstore / "model.txt"), "--dataset",

@@ -9,13 +9,10 @@ import numpy as np
 import pytest
 
 from auditor.checks.confidence import agreement, flag_gap, score_margin, set_overlap, set_weights, verdict
-from auditor.data import load_ranking_data
 from auditor.engine import run_audit
 from auditor.evidence import confidence, local_explanations
 from auditor.evidence.base import AuditContext
-from auditor.models.base import CountingRanker
-from auditor.models.lightgbm import load_lightgbm
-from tests.conftest import BOOKSTORE, write_spec
+from tests.conftest import make_bookstore_context, write_spec
 
 
 def test_overlap_margin_and_weights():
@@ -52,12 +49,7 @@ def test_flag_gap_is_positive_when_flagged_are_worse_and_undefined_without_both_
 
 @pytest.fixture(scope="module")
 def context() -> AuditContext:
-    model = load_lightgbm(BOOKSTORE / "model.txt")
-    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
-              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
-    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
-    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
-    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
+    return make_bookstore_context()
 
 
 def test_confidence_judges_the_explanations_the_report_shows(context):

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from auditor.checks.confidence import Verdict, flag_gap
-from auditor.data import load_ranking_data
 from auditor.evidence import (
     confidence,
     exposure,
@@ -22,25 +21,17 @@ from auditor.evidence import (
     parameter_influence,
 )
 from auditor.evidence.base import AuditContext, EvidenceResult
-from auditor.models.base import CountingRanker
-from auditor.models.lightgbm import load_lightgbm
 from auditor.numbers import figure
 from auditor.report import plots
-from tests.conftest import BOOKSTORE
+from tests.conftest import make_bookstore_context
 
 INTERVAL = re.compile(r"\[[^\]]*,[^\]]*\]|\d\s*[–—]\s*[−-]?\d")  # `[a, b]` or `a–b`: not the report's style
 
 
 @pytest.fixture(scope="module")
 def bookstore_context() -> AuditContext:
-    model = load_lightgbm(BOOKSTORE / "model.txt")
-    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
-              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
-    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
-    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
-    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background,
-                        feature_units={"sponsored": "yes/no", "own_brand": "yes/no", "genre_match": "yes/no",
-                                       "price_in_range": "yes/no"})
+    return make_bookstore_context(feature_units={"sponsored": "yes/no", "own_brand": "yes/no", "genre_match": "yes/no",
+                                                 "price_in_range": "yes/no"})
 
 
 def _skewed_units(n_queries: int = 80, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -15,8 +15,8 @@ from sklearn.tree import DecisionTreeRegressor
 import auditor.checks.decision_path as dp
 from auditor.explain import registry
 from auditor.trees import LEAF, TreeEnsemble
-from tests.conftest import shared_data_dir, write_spec
-from tests.test_cli import evidence, report
+from tests.conftest import make_bookstore_context, shared_data_dir, write_spec
+from tests.helpers import evidence, report
 
 # --- ground truth ----------------------------------------------------------------------------------------------------
 
@@ -244,6 +244,7 @@ LIGHT = {"decision_path_accuracy": {"queries": 3, "docs_per_query": 2, "lime": {
                                     "kernelshap": {"nsamples": 50}}}
 
 
+@pytest.mark.slow
 def test_evidence_end_to_end_on_bookstore(bookstore: Path) -> None:
     import yaml
 
@@ -291,21 +292,6 @@ def test_evidence_is_skipped_for_a_callable_model(bookstore: Path) -> None:
 
 # --- work shared with local_explanations -------------------------------------------------------------------------
 
-def _bookstore_context(n_queries: int = 5):
-    from auditor.data import load_ranking_data, sample_data
-    from auditor.evidence.base import AuditContext
-    from auditor.models.base import CountingRanker
-    from auditor.models.lightgbm import load_lightgbm
-    from tests.conftest import BOOKSTORE
-
-    model = load_lightgbm(BOOKSTORE / "model.txt")
-    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
-              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
-    data = sample_data(load_ranking_data(BOOKSTORE / "test.csv", **kwargs), n_queries, np.random.default_rng(0))
-    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
-    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
-
-
 SMALL = {"kernelshap": {"nsamples": 64}, "lime": {"samples": 300}}
 
 
@@ -320,7 +306,7 @@ def test_an_explainers_result_for_a_document_does_not_depend_on_later_documents(
     options = LocalExplanationsOptions(**SMALL)
     entry = registry.EXPLAINERS[name]
     assert entry.reusable(entry.settings(options))
-    ctx = _bookstore_context(2)
+    ctx = make_bookstore_context(2)
     explainer = build(options)[name]
     part = ctx.data.query_slice(0)
     query = QueryView(X=ctx.data.X[part], scores=ctx.scores()[part], query_id="q", background=ctx.reference().X)
@@ -337,8 +323,8 @@ def test_decision_paths_reuse_the_attributions_local_explanations_made() -> None
     from auditor.evidence import local_explanations
 
     options = evidence.DecisionPathOptions(docs_per_query=3, **SMALL)
-    alone = evidence.run(_bookstore_context(), options)
-    ctx = _bookstore_context()
+    alone = evidence.run(make_bookstore_context(5), options)
+    ctx = make_bookstore_context(5)
     local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
         methods=["treeshap5", "shap5", "lirme5", "exs5"], k=3, k_curve=[], optimum_max_subsets=0, **SMALL))
     shared = evidence.run(ctx, options)

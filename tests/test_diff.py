@@ -63,6 +63,7 @@ def test_psi_oracle() -> None:
     assert psi(flags, more) == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_diff_reports_the_planted_changes(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     run_a, run_b, _ = runs
     out = tmp_path / "diff.html"
@@ -95,6 +96,7 @@ def test_diff_reports_the_planted_changes(runs: tuple[Path, Path, Path], tmp_pat
     assert {f["rule"]: f["status"] for f in doc["findings"]}["BASE-1"] in ("PASS", "WARN")
 
 
+@pytest.mark.slow
 def test_diff_bad_input(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     run_a, run_b, second = runs
     nothing = runner.invoke(app, ["diff", str(tmp_path), str(run_b)])

@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 GOLDEN = Path(__file__).parent / "golden" / "bookstore-evidence.json"
 DIGITS = 9  # significant digits kept: a last-bit difference of BLAS between machines is not a change of evidence
 PARTS = ("records", "tables", "per_query", "notes", "summary", "detections", "error", "status")
@@ -62,6 +64,7 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 def test_the_bookstore_evidence_is_what_it_was(demo: Path) -> None:
     """Same spec, seed and data as the golden file: the same evidence, unless the file was regenerated on purpose."""
     now = digest(json.loads((demo / "evidence.json").read_text()))

@@ -147,6 +147,7 @@ def test_every_kind_and_explainer_carries_a_cost_estimate() -> None:
         assert callable(explainer.cost), explainer.name
 
 
+@pytest.mark.slow
 def test_cost_estimates_are_within_a_factor_of_3_of_the_bookstore_s_counted_rows(demo: Path) -> None:
     """The conformance of every kind's estimator with what its plugin counted on the bookstore (the demo: every kind
     at the example's options). Differences under 1% of the audit's rows are not judged: they move no estimate of

@@ -54,6 +54,7 @@ def _pdf_text(pdf: Path, last: int | None = None) -> str:
     return subprocess.run(args, check=True, capture_output=True, text=True).stdout
 
 
+@pytest.mark.slow
 def test_what_the_evidence_detects_reaches_the_first_pages_and_the_opinion(starter_run: Path) -> None:
     document = json.loads((starter_run / "evidence.json").read_text())
     assert document["opinion"] != "positive"
@@ -67,6 +68,7 @@ def test_what_the_evidence_detects_reaches_the_first_pages_and_the_opinion(start
     assert "Overall opinion: positive\n" not in first_pages
 
 
+@pytest.mark.slow
 def test_the_pdf_carries_what_a_regulator_expects(starter_run: Path) -> None:
     text = re.sub(r"\s+", " ", _pdf_text(starter_run / "report.pdf"))
     for needle in ("Glossary and references", "Intended use", "Orders the catalogue's books", "Human oversight",
@@ -185,6 +187,7 @@ def _wide_folder(tmp_path: Path) -> Path:
     return tmp_path / "audit.yaml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["bookstore", "wide"])
 def test_seeds_7_and_8_give_the_same_verdicts(which: str, bookstore: Path, tmp_path: Path) -> None:
     spec = write_spec(bookstore, policies=["starter", "eu-p2b-art5"]) if which == "bookstore" else \

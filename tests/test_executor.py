@@ -52,6 +52,7 @@ def per_query_spec(bookstore: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_same_evidence_under_serial_processes_and_dask(per_query_spec: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     runs = {}

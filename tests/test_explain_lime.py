@@ -18,6 +18,7 @@ from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
 from auditor.models.lightgbm import LightGBMRanker
+from tests.conftest import make_bookstore_context
 
 F = 6
 UNIFORM, NORMAL, BINARY, SIGNED, DISCRETE, CONSTANT = range(F)
@@ -711,20 +712,6 @@ def test_exs_uses_the_exact_solver_on_a_real_model(lambdamart):
     assert found.n_fallback == 0 and found.fallback.shape == (3,)
 
 
-def _bookstore_context():
-    from auditor.data import load_ranking_data
-    from auditor.evidence.base import AuditContext
-    from auditor.models.lightgbm import load_lightgbm
-    from tests.conftest import BOOKSTORE
-
-    model = load_lightgbm(BOOKSTORE / "model.txt")
-    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
-              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
-    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
-    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
-    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
-
-
 def test_evidence_batches_queries_without_changing_anything(monkeypatch) -> None:
     """local_explanations draws LIRME/EXS samples for blocks of queries and scores each block in one model call:
     the memo entries (keys and values), records, metrics and rows are those of one call per query."""
@@ -734,7 +721,7 @@ def test_evidence_batches_queries_without_changing_anything(monkeypatch) -> None
                                           optimum_max_subsets=0, lime={"samples": 300})
 
     def audit(batched: bool):
-        ctx = _bookstore_context()
+        ctx = make_bookstore_context()
         calls = []  # counted on the model itself: executor tasks wrap it in counters of their own
         inner_predict = ctx.model.inner.predict
         ctx.model.inner.predict = lambda X: calls.append(len(X)) or inner_predict(X)

@@ -29,7 +29,7 @@ from auditor.data import RankingData, load_ranking_data
 from auditor.errors import InputError
 from auditor.policy import load_pack
 from auditor.spec import load_spec
-from tests.test_bad_input import BASE_SPEC, EXAMPLE
+from tests.inputs import BASE_SPEC, EXAMPLE
 
 # `AUDITOR_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz_inputs.py` searches longer, with fresh random examples.
 _DEEP = int(os.environ.get("AUDITOR_FUZZ_EXAMPLES", "0"))
@@ -157,6 +157,7 @@ def test_pack_parser_on_mutated_text(folder: Path, text: str) -> None:
     ends_well(lambda: load_pack("./pack.yaml", base_dir=folder), object)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(key=st.sampled_from(["pack", "title", "version", "extends", "requires", "rules", "description"]),
        rule_key=st.sampled_from(["id", "evidence", "metric", "fail_if", "warn_if", "per_query", "severity",
@@ -475,6 +476,7 @@ def _ubjson() -> bytes:
 UBJ = _ubjson()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(cut=st.integers(0, len(UBJ)), flips=st.lists(st.tuples(st.integers(0, len(UBJ) - 1), st.integers(0, 255)),
                                                     max_size=4))
@@ -512,6 +514,7 @@ def test_catboost_json_on_changed_values(folder: Path, tree: int, split: int, ke
 ONNX_BYTES = (RANKERS / "mlp.onnx").read_bytes()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(cut=st.integers(0, len(ONNX_BYTES)),
        flips=st.lists(st.tuples(st.integers(0, len(ONNX_BYTES) - 1), st.integers(0, 255)), max_size=4))

@@ -26,21 +26,16 @@ from auditor.evidence.local_explanations import LocalExplanationsOptions
 from auditor.evidence.parameter_influence import ParameterInfluenceOptions
 from auditor.svmlight import MAX_INDEX, MAX_QID, SvmlightError, parse
 from tests.conftest import within
-from tests.test_bad_input import (  # `base` is the fixture, imported by name
+from tests.inputs import (
     Case,
     assert_one_error_line,
-    base,
     invoke,
     read_rows,
     snapshot,
     svmlight_lines,
+    write_base_spec,
     write_csv,
-    write_spec,
 )
-
-__all__ = ["base"]
-
-
 
 
 def refused(base: Path, spec: Path, file: Path, where: str | None, *needles: str) -> str:
@@ -53,7 +48,7 @@ def refused(base: Path, spec: Path, file: Path, where: str | None, *needles: str
 
 
 def svmlight_spec(base: Path, name: str, **dataset: object) -> Path:
-    return write_spec(base, dataset={"path": name, "doc_id_column": None, **dataset})
+    return write_base_spec(base, dataset={"path": name, "doc_id_column": None, **dataset})
 
 
 def no_qid(lines: list[str]) -> list[str]:
@@ -73,7 +68,7 @@ def test_a_100k_column_csv_is_one_error_line_within_seconds(base: Path) -> None:
     """The issue's file: 100,000 columns hung in `_split_frame` (a list scan per column). Now the header is
     counted before pandas builds any column."""
     write_wide_csv(base / "wide.csv", 100_000)
-    spec = write_spec(base, dataset={"path": "wide.csv", "doc_id_column": None})
+    spec = write_base_spec(base, dataset={"path": "wide.csv", "doc_id_column": None})
     start = time.perf_counter()
     with within(60):
         refused(base, spec, base / "wide.csv", None, "100,002 columns", "more than the 20,000 allowed",
@@ -180,7 +175,7 @@ def test_side_files_have_a_size_cap(base: Path, monkeypatch: pytest.MonkeyPatch,
     else:
         target = base / "names.txt"
         target.write_text("\n".join(f"feature_{i}" for i in range(12)) + "\n", encoding="utf-8")
-        spec = write_spec(base, dataset={"feature_names": "names.txt"})
+        spec = write_base_spec(base, dataset={"feature_names": "names.txt"})
     refused(base, spec, target, None, "is larger than the 64 bytes allowed")
 
 
@@ -253,7 +248,7 @@ def test_other_compressions_are_named_not_inflated_without_a_cap(base: Path, com
     module = {"bz2": bz2, "lzma": lzma}[compress]
     data = base / f"test.csv.{'bz2' if compress == 'bz2' else 'xz'}"
     data.write_bytes(module.compress((base / "test.csv").read_bytes()))
-    spec = write_spec(base, dataset={"path": data.name, "format": "csv"})
+    spec = write_base_spec(base, dataset={"path": data.name, "format": "csv"})
     refused(base, spec, data, None, f"this file is {'bzip2' if compress == 'bz2' else 'xz'}-compressed",
             "compress it with gzip")
 
@@ -285,7 +280,7 @@ def test_a_query_of_20000_documents_is_refused_with_what_to_do(base: Path) -> No
     header, rows = read_rows(base)
     big = [["big", f"d{i}", *rows[i % len(rows)][2:]] for i in range(20_000)]
     write_csv(base / "big.csv", header, big + [["small", f"s{i}", *rows[i][2:]] for i in range(30)])
-    spec = write_spec(base, dataset={"path": "big.csv"})
+    spec = write_base_spec(base, dataset={"path": "big.csv"})
     refused(base, spec, base / "big.csv", None, "query 'big' has 20,000 documents, more than the 2,000",
             "3.0 GiB per array", "keep the top documents of each query", "raise `dataset.max_docs_per_query`")
     raised = load_ranking_data(base / "big.csv", doc_id_column="doc_id", max_docs_per_query=20_000)

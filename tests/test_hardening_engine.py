@@ -23,10 +23,9 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.executor import core_limit, usable_jobs
 from auditor.threads import THREADS_ENV, cpu_count
-from tests.test_bad_input import Case, assert_one_error_line, base, invoke, pos, spec_text, svmlight_lines, write_spec
+from tests.inputs import Case, assert_one_error_line, invoke, pos, spec_text, svmlight_lines, write_base_spec
 
 runner = CliRunner()
-__all__ = ["base"]  # the fixture, imported
 
 
 def _constant_model(folder: Path) -> None:
@@ -108,11 +107,11 @@ def test_paths_too_long_or_from_an_unknown_home_are_one_line_errors(base: Path) 
     for model, needles in ((long_model, ("cannot open", "characters)", "File name too long", "check the path")),
                            ("~nobody-has-this-name/model.txt", ("cannot tell which home folder", "full path"))):
         text = spec_text(model={"path": model})
-        spec = write_spec(base, text)
+        spec = write_base_spec(base, text)
         result = invoke("report", str(spec), "--out", str(base / "out"), "--quiet")
         line = assert_one_error_line(result, Case(spec, spec, pos(text, "path: ", shift=len("path: ")), needles))
         assert len(line) < 500, "a long path is shortened in the message"
-    spec = write_spec(base)
+    spec = write_base_spec(base)
     result = invoke("report", str(spec), "--out", str(base / ("b/" * 3000)), "--quiet")
     assert result.exit_code == 2 and "cannot use this output folder" in result.stderr, result.output
     assert list((base / "out").iterdir()) == []
@@ -125,7 +124,7 @@ def test_a_query_file_read_by_convention_is_hashed_in_the_manifest(base: Path) -
     (base / "data.txt").write_text("".join(f"{line.split(' ', 2)[0]} {line.split(' ', 2)[2]}\n" for line in lines))
     sizes = [sum(1 for _ in group) for _, group in itertools.groupby(qids)]
     (base / "data.txt.query").write_text("".join(f"{n}\n" for n in sizes))
-    spec = write_spec(base, dataset={"path": "data.txt"})
+    spec = write_base_spec(base, dataset={"path": "data.txt"})
     result = invoke("report", str(spec), "--out", str(base / "out"), "--quiet", "--fail-on", "never")
     assert result.exit_code == 0, result.output
     doc = json.loads((Path(result.stdout.strip()).parent / "evidence.json").read_text())

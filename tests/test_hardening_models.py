@@ -21,10 +21,21 @@ from auditor.models.onnx import load_onnx
 from auditor.models.onnx_check import check_graph
 from auditor.models.onnx_scoring import MAX_BATCH, MiB, need, plan_batches
 from auditor.models.xgboost import load_xgboost
-from tests.test_bad_input import DROP, FEATURES, Case, N, assert_one_error_line, base, invoke, snapshot, write_spec
-from tests.test_ranker_checks import CB, RANKERS, XGB
+from tests.inputs import (
+    DROP,
+    FEATURES,
+    RANKERS,
+    XGB,
+    Case,
+    N,
+    assert_one_error_line,
+    catboost_json,
+    invoke,
+    snapshot,
+    write_base_spec,
+)
 
-__all__ = ["base"]  # the fixture, imported by name
+CB = catboost_json()
 YEAR = FEATURES.index("publishing_year")  # 2026 is in the bookstore's data, never in the rehearsal's probe rows
 
 
@@ -129,7 +140,7 @@ def test_a_function_named_like_a_contrib_operator_is_refused(base: Path) -> None
     """(com.microsoft, Gelu) ran ONNX Runtime's contrib kernel instead of the Identity body the graph shows."""
     path = base / "model.onnx"
     path.write_bytes(_gelu_model("com.microsoft"))
-    spec = write_spec(base, model={"path": "model.onnx"})
+    spec = write_base_spec(base, model={"path": "model.onnx"})
     _refused(base, spec, Case(spec, path, "function Gelu", ("the name of an ONNX Runtime operator",
                                                             "a domain of their own")))
     (base / "own.onnx").write_bytes(_gelu_model("my.functions"))  # its own domain: the body runs
@@ -283,7 +294,7 @@ def test_memory_growth_is_extrapolated_by_its_power() -> None:
 def test_a_graph_whose_smallest_batch_does_not_fit_is_refused(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx_scoring, "BATCH_MEMORY", 2 * MiB)
     (base / "model.onnx").write_bytes(_pairwise())
-    spec = write_spec(base, model={"path": "model.onnx"})
+    spec = write_base_spec(base, model={"path": "model.onnx"})
     line = _refused(base, spec, Case(spec, base / "model.onnx", None, ("scoring 256 rows needs about",
                                                                       "more than the 2 MiB one call may use",
                                                                       "AUDITOR_ONNX_MEMORY_MB")))
@@ -331,7 +342,7 @@ def test_a_lightgbm_dump_beyond_its_cap_is_refused(base: Path, monkeypatch: pyte
     dump = lgb.Booster(model_file=str(base / "model.txt")).dump_model()
     (base / "model.json").write_text(json.dumps(dump), encoding="utf-8")
     monkeypatch.setitem(json_dump.JSON_CAPS, "LightGBM", 64 * 1024)
-    spec = write_spec(base, model={"path": "model.json"})
+    spec = write_base_spec(base, model={"path": "model.json"})
     _refused(base, spec, Case(spec, base / "model.json", None, ("of LightGBM JSON, more than the 0 MiB",
                                                                 "AUDITOR_MAX_JSON_MODEL_MB")))
 
@@ -387,7 +398,7 @@ def test_tree_models_whose_scores_can_be_infinite_are_refused(base: Path, make: 
     """Audited silently before, some with a positive opinion: the sum of each tree's largest |leaf| bounds every
     score, so the check is at load, with the tree."""
     path = make(base)
-    spec = write_spec(base, model={"path": path.name, "kind": kind})
+    spec = write_base_spec(base, model={"path": path.name, "kind": kind})
     _refused(base, spec, Case(spec, path, where(path), (needle, "beyond ±1e+30", "retrain the model")))
 
 
@@ -439,7 +450,7 @@ def test_onnx_scores_of_the_wrong_count_or_not_finite_are_bad_input(base: Path, 
                                                                     needles: tuple[str, ...]) -> None:
     """Exit 3 "internal error" before; now the model file, the problem and the fix."""
     (base / "model.onnx").write_bytes(make())
-    spec = write_spec(base, model={"path": "model.onnx"})
+    spec = write_base_spec(base, model={"path": "model.onnx"})
     _refused(base, spec, Case(spec, base / "model.onnx", None, needles))
 
 
@@ -449,5 +460,5 @@ def test_onnx_scores_of_the_wrong_count_or_not_finite_are_bad_input(base: Path, 
 def test_callable_scores_of_the_wrong_count_or_not_finite_are_bad_input(base: Path, body: str, needle: str) -> None:
     name = f"hardening_{abs(hash(body)) % 10**8}"
     (base / f"{name}.py").write_text(f"def score(X):\n    {body}\n", encoding="utf-8")
-    spec = write_spec(base, model={"path": DROP, "kind": "callable", "entry": f"{name}:score", "trust": True})
+    spec = write_base_spec(base, model={"path": DROP, "kind": "callable", "entry": f"{name}:score", "trust": True})
     _refused(base, spec, Case(spec, base / f"{name}.py", "score", (needle,)))

@@ -23,17 +23,14 @@ from auditor.report.render import check_templates, render_template
 from auditor.spec import load_spec
 from auditor.yaml_io import parse_yaml
 from tests.conftest import within
-from tests.test_bad_input import (  # `base` is the fixture, imported by name
+from tests.inputs import (
     Case,
     assert_one_error_line,
-    base,
     invoke,
     snapshot,
     spec_text,
-    write_spec,
+    write_base_spec,
 )
-
-__all__ = ["base"]
 
 SECRET = "root:$6$SECRET-HASH-DO-NOT-ECHO:19000:0:99999:7:::"
 
@@ -120,7 +117,7 @@ def test_a_one_megabyte_condition_is_one_error_line(base: Path) -> None:
     text = pack_text(f"'{hostile(MAX_YAML_BYTES // 2 - 300)}'")
     pack = base / "custom-pack.yaml"
     pack.write_text(text, encoding="utf-8")
-    spec = write_spec(base, policies=["./custom-pack.yaml"])
+    spec = write_base_spec(base, policies=["./custom-pack.yaml"])
     start = time.perf_counter()
     with within(30):
         result = invoke("validate", str(spec))
@@ -177,7 +174,7 @@ def test_nan_threshold_end_to_end(base: Path) -> None:
     text = pack_text("{op: '<', value: .nan}")
     pack = base / "nan-pack.yaml"
     pack.write_text(text, encoding="utf-8")
-    spec = write_spec(base, policies=["./nan-pack.yaml"])
+    spec = write_base_spec(base, policies=["./nan-pack.yaml"])
     assert_one_error_line(invoke("validate", str(spec)),
                           Case(spec, pack, line_col(text, ".nan"), ("rules.0.fail_if.value", "finite number")))
 
@@ -232,7 +229,7 @@ def test_extends_outside_end_to_end(base: Path) -> None:
     (base / "packs").mkdir()
     pack = base / "packs" / "custom-pack.yaml"
     pack.write_text(pack_text(head=f"extends: [{base / 'secret.txt'}]\n"), encoding="utf-8")
-    spec = write_spec(base, policies=["./packs/custom-pack.yaml"])
+    spec = write_base_spec(base, policies=["./packs/custom-pack.yaml"])
     line = assert_one_error_line(invoke("validate", str(spec)),
                                  Case(spec, pack, "4:11", ("outside this pack's folder",)))
     assert "SECRET" not in line
@@ -288,7 +285,7 @@ def test_template_include_outside_end_to_end(base: Path) -> None:
     folder.mkdir(parents=True)
     template = folder / "cover.html.j2"
     template.write_text("<h1>{% include '../../secret.txt' %}</h1>\n", encoding="utf-8")
-    spec = write_spec(base, output={"dir": "reports", "templates": "brand"})
+    spec = write_base_spec(base, output={"dir": "reports", "templates": "brand"})
     before = snapshot(base)
     result = invoke("report", str(spec), "--out", str(base / "out"), "--quiet")
     line = assert_one_error_line(result, Case(spec, template, "1", ("secret.txt",)))
@@ -300,7 +297,7 @@ def test_template_include_outside_end_to_end(base: Path) -> None:
 
 def test_a_pack_listed_many_times_is_named_quickly(base: Path) -> None:
     """Before: 43 s, then "rule id 'BASE-1' is in both 'starter' and 'starter'"."""
-    spec = write_spec(base, policies=["starter"] * 1000)
+    spec = write_base_spec(base, policies=["starter"] * 1000)
     start = time.perf_counter()
     with within(30):
         result = invoke("validate", str(spec))
@@ -360,7 +357,7 @@ def test_extends_chains_are_bounded(tmp_path: Path) -> None:
 def test_a_day_that_does_not_exist_is_named(base: Path, value: str, needle: str) -> None:
     text = spec_text(waivers=[{"rule": "BASE-3", "justification": "known gap", "approver": "Risk",
                                "expires": "EXPIRES"}]).replace("'EXPIRES'", value).replace("EXPIRES", value)
-    spec = write_spec(base, text)
+    spec = write_base_spec(base, text)
     message = refusal(lambda: load_spec(spec))
     assert message.startswith(f"{spec}:{line_col(text, value)}: ")
     assert needle in message and "does not exist" in message
@@ -368,16 +365,16 @@ def test_a_day_that_does_not_exist_is_named(base: Path, value: str, needle: str)
 
 def test_a_day_that_does_not_exist_end_to_end(base: Path) -> None:
     text = spec_text(findings=[{"rule": "BASE-3", "owner": "Search team", "due": "DUE"}]).replace("DUE", "2026-02-30")
-    spec = write_spec(base, text)
+    spec = write_base_spec(base, text)
     assert_one_error_line(invoke("report", str(spec), "--out", str(base / "out"), "--quiet"),
                           Case(spec, spec, line_col(text, "2026-02-30"),
                                ("2026-02-30 does not exist", "February 2026 has 28 days")))
 
 
 def test_real_days_still_read(base: Path) -> None:
-    spec = write_spec(base, waivers=[{"rule": "BASE-3", "justification": "j", "approver": "a",
+    spec = write_base_spec(base, waivers=[{"rule": "BASE-3", "justification": "j", "approver": "a",
                                       "expires": "2028-02-29"}])
     assert load_spec(spec)[0].waivers[0].expires.isoformat() == "2028-02-29"
     text = spec_text().replace("seed: 7", "seed: 7\nfindings:\n- {rule: BASE-3, owner: o, due: 2027-01-31}")
-    assert load_spec(write_spec(base, text, name="b.yaml"))[0].findings[0].due.day == 31
+    assert load_spec(write_base_spec(base, text, name="b.yaml"))[0].findings[0].due.day == 31
 

@@ -130,6 +130,7 @@ def _body(html: str) -> str:
     return html[html.index("<body>"):]
 
 
+@pytest.mark.slow
 def test_pdf_with_10000_character_names_renders_in_bounded_time(hostile: dict[str, Any]) -> None:
     """A 10,000-character feature name and document id and a 250,000-character title: the PDF is done in well
     under a minute (before: 16 s for 1,000 characters, never for 10,000), each name cut with its length stated."""
@@ -143,6 +144,7 @@ def test_pdf_with_10000_character_names_renders_in_bounded_time(hostile: dict[st
     assert document["audit"]["title"] == TITLE and document["audit"]["purpose"] == PURPOSE
 
 
+@pytest.mark.slow
 def test_html_never_shows_a_long_name_whole(hostile: dict[str, Any]) -> None:
     """Every place a name reaches the HTML — tables, captions, figures, the spec as written — shows at most ~120
     characters of an unbroken run, then how long it is; texts with spaces are bounded too."""
@@ -157,6 +159,7 @@ def test_html_never_shows_a_long_name_whole(hostile: dict[str, Any]) -> None:
     assert f"…⟨{len(PURPOSE):,} characters⟩" in html  # the cover's purpose (the spec as written is longer)
 
 
+@pytest.mark.slow
 def test_bidi_and_invisible_characters_are_shown_not_obeyed(hostile: dict[str, Any]) -> None:
     """A right-to-left override in a query id would reverse the report's own text after it; zero-width and
     isolate characters make two names look alike. None reaches the HTML (text, attributes, figures), the PDF's
@@ -175,6 +178,7 @@ def test_bidi_and_invisible_characters_are_shown_not_obeyed(hostile: dict[str, A
     assert QUERY_TAIL in stored and INVISIBLE in stored  # verbatim in the record
 
 
+@pytest.mark.slow
 def test_figures_show_names_escaped_and_marked(hostile: dict[str, Any]) -> None:
     """SVG tick labels, legends and titles go through the same function: the figures of global importance show
     the Cyrillic letter marked and the invisible characters by code point."""
@@ -185,6 +189,7 @@ def test_figures_show_names_escaped_and_marked(hostile: dict[str, Any]) -> None:
     assert not any(char in svg for svg in svgs for char in (RLO, ZWSP, LRI))
 
 
+@pytest.mark.slow
 def test_mixed_script_name_is_marked_everywhere_and_listed(hostile: dict[str, Any]) -> None:
     """Every time the Cyrillic "ѕponsored" is shown, the letter says what it is; the feature dictionary lists its
     code point; the real paid-placement flag `organic_rank` is plain."""

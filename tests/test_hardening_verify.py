@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from auditor import signing
-from tests.conftest import within
-from tests.test_signing import PASS, _bundle_key, _copy, _statement, verify
+from tests.conftest import PASS, _bundle_key, _copy, _statement, verify, within
 
 
 def _sign_payload(run: Path, payload: bytes) -> None:

@@ -23,10 +23,8 @@ from auditor.cli import app
 from auditor.data import MAX_FEATURE_VALUE, load_ranking_data, read_feature_names
 from auditor.errors import InputError
 from auditor.spec import load_spec
+from tests.inputs import EXAMPLE, FEATURES
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
-FEATURES = ["genre_match", "price", "price_in_range", "n_reviews", "avg_review", "is_ebook", "publishing_year",
-            "target_age", "sales_rank_log", "author_popularity", "sponsored", "own_brand"]
 SPEC = {"audit": {"title": "Round three", "organisation": "Test Org"}, "model": {"path": "model.txt"},
         "dataset": {"path": "test.csv", "doc_id_column": "doc_id"},
         "evidence": [{"ranking_quality": {"cutoffs": [1, 3, 10]}}], "policies": ["starter"], "seed": 7,
@@ -160,7 +158,7 @@ def test_feature_columns_listed_twice_are_refused_in_the_spec(tmp_path: Path) ->
     for name in ("model.txt", "test.csv"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     spec = {**SPEC, "dataset": {**SPEC["dataset"], "feature_columns": [*FEATURES[:11], "price"]}}
-    path = write_spec(tmp_path, spec)
+    path = dump_spec(tmp_path, spec)
     with pytest.raises(InputError) as caught:
         load_spec(path)
     lines = path.read_text().splitlines()
@@ -260,7 +258,7 @@ def test_background_errors_name_the_background_keys(tmp_path: Path) -> None:
     for name in ("model.txt", "test.csv"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     (tmp_path / "train.csv").write_text((EXAMPLE / "train.csv").read_text().splitlines()[0] + "\n")
-    spec = write_spec(tmp_path, {**SPEC, "background": {"path": "train.csv", "doc_id_column": "doc_id"}})
+    spec = dump_spec(tmp_path, {**SPEC, "background": {"path": "train.csv", "doc_id_column": "doc_id"}})
     result = CliRunner().invoke(app, ["validate", str(spec), "--quiet"])
     assert result.exit_code == 2, result.output
     assert "`background.path`" in result.stderr and "`dataset." not in result.stderr
@@ -268,7 +266,8 @@ def test_background_errors_name_the_background_keys(tmp_path: Path) -> None:
 
 # --- the spec ------------------------------------------------------------------------------------------------
 
-def write_spec(folder: Path, spec: dict) -> Path:
+def dump_spec(folder: Path, spec: dict) -> Path:
+    """`spec` (a whole spec) as folder/audit.yaml."""
     path = folder / "audit.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
@@ -281,7 +280,7 @@ def test_an_evidence_kind_listed_twice_is_refused(tmp_path: Path) -> None:
     shutil.copy(EXAMPLE / "test.csv", tmp_path / "test.csv")
     spec = {**SPEC, "evidence": [{"ranking_quality": {"cutoffs": [10]}}, {"global_importance": {}},
                                  {"ranking_quality": {"cutoffs": [2]}}]}
-    path = write_spec(tmp_path, spec)
+    path = dump_spec(tmp_path, spec)
     with pytest.raises(InputError) as caught:
         load_spec(path)
     lines = path.read_text().splitlines()
@@ -303,7 +302,7 @@ def test_labels_that_never_differ_within_a_query_are_never_certified(tmp_path: P
     from auditor.policy import evaluate, opinion, unjudged
 
     def audit(folder: Path) -> tuple[str, set[str]]:
-        prepared = engine.prepare(write_spec(folder, SPEC))
+        prepared = engine.prepare(dump_spec(folder, SPEC))
         ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=7)
         results = {name: plugin.run(ctx, options) for name, plugin, options in (
             ("dataset", ALWAYS["dataset"], engine.always_present_options(prepared.spec)["dataset"]),

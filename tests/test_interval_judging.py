@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from auditor.evidence.base import Detection, EvidenceResult
 from auditor.policy import Condition, group_findings, metric_interval, opinion, shown_value, unjudged
-from tests.test_policy_packs import judge, packs, quality
+from tests.helpers import judge, packs, quality
 
 CONDITIONS = ["< 0.5", "<= 0.5", "> 0.5", ">= 0.5", "== 0.5", "!= 0.5", "between 0.3 and 0.6", "outside 0.3 and 0.6"]
 

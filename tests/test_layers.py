@@ -122,3 +122,32 @@ def test_no_plugin_imports_another() -> None:
             if parts[:2] == ["auditor", "evidence"] and len(parts) > 2 and parts[2] in kinds - {kind}:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert not bad, "\n".join(bad)
+
+
+def _test_module_imports(path: Path) -> list[str]:
+    """Where `path` imports a test module (tests/test_*.py): absolutely, relatively or by its bare name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(part for part in ("tests" if node.level else "", node.module or "") if part)
+            names = [base, *(f"{base}.{a.name}" if base else a.name for a in node.names)]
+        else:
+            continue
+        found += [f"{path.name}:{node.lineno} imports {name}" for name in names
+                  if name.removeprefix("tests.").split(".")[0].startswith("test_")]
+    return found
+
+
+def test_no_test_module_imports_another(tmp_path: Path) -> None:
+    """Issue 39: what several test modules share lives in tests/conftest.py (fixtures, the bookstore's helpers),
+    tests/inputs.py or tests/helpers.py, never in a test module another imports."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text("from tests.test_cli import report\nfrom . import test_x\nimport test_y\n"
+                     "from tests.conftest import write_spec\nfrom tests import helpers\n", encoding="utf-8")
+    assert _test_module_imports(probe) == ["test_probe.py:1 imports tests.test_cli",
+                                           "test_probe.py:1 imports tests.test_cli.report",
+                                           "test_probe.py:2 imports tests.test_x", "test_probe.py:3 imports test_y"]
+    bad = [hit for path in sorted((ROOT / "tests").glob("*.py")) for hit in _test_module_imports(path)]
+    assert not bad, "\n".join(bad)

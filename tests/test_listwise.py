@@ -327,9 +327,9 @@ def test_listwise_explainers_are_registered_once_per_query_and_left_out_of_decis
 
 def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
     from auditor.evidence import confidence, local_explanations
-    from tests.test_decision_path import _bookstore_context
+    from tests.conftest import make_bookstore_context
 
-    ctx = _bookstore_context(3)
+    ctx = make_bookstore_context(3)
     local = local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
         methods=["rankingshap", "rankshap", "validity_search", "background_search"], k=3, k_curve=[],
         optimum_max_subsets=0, background_rows=10, rankshap={"estimator": "permutation", "nsamples": 200}))

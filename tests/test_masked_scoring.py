@@ -163,17 +163,11 @@ def test_which_models_get_an_ensemble() -> None:
 def test_the_evidence_is_the_same_read_off_the_trees_or_predicted(monkeypatch) -> None:
     """Local explanations and confidence on the bookstore with masked rows read off the trees and with them built
     and predicted (AUDITOR_MASKED_ROWS=predict): the same records, metrics and model-row counts, exactly."""
-    from auditor.data import load_ranking_data
     from auditor.evidence import confidence, local_explanations
     from auditor.evidence.base import AuditContext
-    from auditor.models.lightgbm import load_lightgbm
-    from tests.conftest import BOOKSTORE
+    from tests.conftest import bookstore_inputs
 
-    model = load_lightgbm(BOOKSTORE / "model.txt")
-    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
-              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
-    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
-    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
+    model, data, background = bookstore_inputs()
 
     def run(path: str) -> tuple[str, int, bool]:
         monkeypatch.setenv("AUDITOR_MASKED_ROWS", path)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 
-pytestmark = pytest.mark.realdata
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # slow: trains on MQ2008 and audits it
 
 
 @pytest.fixture(scope="module")

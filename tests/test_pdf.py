@@ -49,6 +49,7 @@ def _fonts(data: bytes) -> dict[str, bool]:
     return out
 
 
+@pytest.mark.slow
 def test_pdf_is_pdfa3a_with_evidence_attached_and_deterministic(bookstore: Path) -> None:
     spec = write_spec(bookstore, output={"dir": "reports", "formats": ["html", "pdf"]})
     first = run_audit(spec, today=DAY, register=str(bookstore / "a.sqlite")).run_dir  # the same register state:

@@ -9,15 +9,12 @@ import numpy as np
 import pytest
 
 from auditor.checks.ranking import rank_order
-from auditor.data import load_ranking_data
 from auditor.errors import InputError
 from auditor.evidence import global_importance, pairwise, surrogate
 from auditor.evidence.base import AuditContext, Figure, representative_query
 from auditor.explain.waterfall import positions_worth, waterfall
-from auditor.models.base import CountingRanker
-from auditor.models.lightgbm import load_lightgbm
 from auditor.report import plots
-from tests.conftest import BOOKSTORE, LIGHT_PAIRWISE, LIGHT_SURROGATE
+from tests.conftest import LIGHT_PAIRWISE, LIGHT_SURROGATE, make_bookstore_context
 
 UNITS = {"genre_match": "yes/no", "price": "EUR", "price_in_range": "yes/no", "sponsored": "yes/no",
          "avg_review": "stars (1-5)"}
@@ -25,12 +22,7 @@ UNITS = {"genre_match": "yes/no", "price": "EUR", "price_in_range": "yes/no", "s
 
 @pytest.fixture(scope="module")
 def context() -> AuditContext:
-    model = load_lightgbm(BOOKSTORE / "model.txt")
-    kwargs = {"format": "csv", "n_features": model.n_features, "model_feature_names": model.feature_names,
-              "query_column": "qid", "label_column": "label", "doc_id_column": "doc_id"}
-    data = load_ranking_data(BOOKSTORE / "test.csv", **kwargs)
-    background = load_ranking_data(BOOKSTORE / "train.csv", **kwargs)
-    return AuditContext(data=data, model=CountingRanker(model), seed=3, background=background, feature_units=UNITS)
+    return make_bookstore_context(feature_units=UNITS)
 
 
 def spy(monkeypatch: pytest.MonkeyPatch, name: str, module: object = plots) -> list[tuple[tuple, dict]]:

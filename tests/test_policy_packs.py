@@ -14,8 +14,6 @@ from auditor.errors import InputError
 from auditor.evidence.base import EvidenceResult
 from auditor.policy import (
     Condition,
-    LoadedPack,
-    PolicyPack,
     builtin_pack_names,
     evaluate,
     group_findings,
@@ -23,26 +21,9 @@ from auditor.policy import (
     load_packs,
 )
 from auditor.spec import Waiver
+from tests.helpers import TODAY, judge, packs, quality
 
-TODAY = dt.date(2026, 11, 22)
 runner = CliRunner()
-BASE = {"title": "t", "evidence": "ranking_quality", "citation": "c", "rationale": "r", "severity": "major"}
-
-
-def packs(*rules: dict) -> list[LoadedPack]:
-    model = PolicyPack(pack="p", title="P", version="1", rules=[{**BASE, **r} for r in rules])
-    return [LoadedPack(pack=model, path=Path("p.yaml"), sha256="0")]
-
-
-def judge(rules: list[LoadedPack], evidence: dict, *, requested: set[str] | None = None,
-          waivers: tuple[Waiver, ...] = ()) -> list:
-    return evaluate(rules, evidence, requested=set(evidence) if requested is None else requested,
-                    waivers=list(waivers), today=TODAY)
-
-
-def quality(per_query: dict[str, dict[str, float]] | None = None, **metrics: float) -> dict[str, EvidenceResult]:
-    return {"ranking_quality": EvidenceResult(name="ranking_quality", metrics=dict(metrics),
-                                              per_query=per_query or {})}
 
 
 @pytest.mark.parametrize(("text", "value", "holds"), [
@@ -295,6 +276,7 @@ def test_builtin_packs_validate_with_citations_and_reasons(name: str, tmp_path: 
     assert packs_loaded[-1].evidence()
 
 
+@pytest.mark.slow
 def test_all_packs_on_the_bookstore_example(bookstore: Path) -> None:
     """Every pack runs on the example; surrogate rules SKIP (plain) or FAIL (required) when it is not requested,
     and each finding in the report links to its evidence."""

@@ -95,6 +95,7 @@ def printed_figures(document: Any) -> list[tuple[int, float, list[tuple[float, s
     return found
 
 
+@pytest.mark.slow
 def test_figure_text_is_at_least_7_pt_on_paper(demo: Path, layout: Any) -> None:
     figures = printed_figures(layout)
     assert len(figures) == (demo / "report.html").read_text().count('<figure class="plot') > 10
@@ -104,6 +105,7 @@ def test_figure_text_is_at_least_7_pt_on_paper(demo: Path, layout: Any) -> None:
     assert all(scale <= 1 + 1e-6 for _, scale, _ in figures), "a figure printed larger than it was made"
 
 
+@pytest.mark.slow
 def test_every_plot_function_sets_its_text_at_print_size() -> None:
     """Without the demo: figures are made at their print size (at most the page's text width) with no text under
     7 pt, whatever the number of rows; and a 16-line chart repeats no colour."""
@@ -164,6 +166,7 @@ def _forced_break(box: Any, side: str, first: bool) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_no_page_is_less_than_a_third_full_unless_a_section_ends_there(layout: Any) -> None:
     pages = layout.pages
     fills = [_filled(page) for page in pages]
@@ -179,6 +182,7 @@ def test_no_page_is_less_than_a_third_full_unless_a_section_ends_there(layout: A
     assert not short, f"pages less than a third full mid-section (page, fill): {short}"
 
 
+@pytest.mark.slow
 def test_a_table_split_over_pages_keeps_three_rows_on_each_side(layout: Any) -> None:
     rows: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # table → page → body rows
     names: dict[int, str] = {}
@@ -199,6 +203,7 @@ def test_a_table_split_over_pages_keeps_three_rows_on_each_side(layout: Any) -> 
     assert not thin, f"tables split with fewer than {TABLE_ROWS} rows on a page (first headers, page → rows): {thin}"
 
 
+@pytest.mark.slow
 def test_a_glossary_term_and_its_definition_share_a_page(layout: Any) -> None:
     """Each <div class="term"> (a <dt> and its <dd>) on one page of the PDF."""
     pages: dict[int, set[int]] = defaultdict(set)
@@ -218,6 +223,7 @@ def test_a_glossary_term_and_its_definition_share_a_page(layout: Any) -> None:
     assert all(len(p) == 1 for p in pages.values()), [sorted(p) for p in pages.values() if len(p) > 1]
 
 
+@pytest.mark.slow
 def test_the_heatmap_colour_scale_covers_the_cells_or_says_how_far_documents_reach(demo: Path) -> None:
     """The interaction heatmaps share one scale, ±(the largest cell mean): every cell is inside it, and the caption
     says whether single documents reach past it and how far (checked against the scale's end it names)."""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from auditor.progress import LineProgress, duration
@@ -29,6 +30,7 @@ def _light_spec(folder: Path, evidence: list) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_lines_without_a_terminal_in_order_and_none_when_quiet(bookstore: Path) -> None:
     spec = _light_spec(bookstore, [{"ranking_quality": {}}, LIGHT_LOCAL, LIGHT_PAIRWISE, LIGHT_SURROGATE,
                                    {"disclosure_consistency": {"declared": ["genre_match", "price_in_range"]}},

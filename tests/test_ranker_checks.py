@@ -21,22 +21,9 @@ from auditor.models.catboost import load_catboost
 from auditor.models.onnx import load_onnx
 from auditor.models.xgboost import load_xgboost
 from tests.conftest import ROOT
+from tests.inputs import RANKERS, XGB, catboost_json, onnx_cases, onnx_graph, sum_axes, sum_nodes
 
-RANKERS = ROOT / "examples" / "rankers"
-XGB = json.loads((RANKERS / "xgboost.json").read_text())
-
-
-def _catboost_json() -> dict[str, Any]:
-    import catboost
-
-    model = catboost.CatBoost()
-    model.load_model(str(RANKERS / "catboost.cbm"))
-    with __import__("tempfile").TemporaryDirectory() as folder:
-        model.save_model(f"{folder}/m.json", format="json")
-        return json.loads(Path(f"{folder}/m.json").read_text())
-
-
-CB = _catboost_json()
+CB = catboost_json()
 
 
 def _tree(doc: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -147,71 +134,6 @@ def test_catboost_categorical_model_is_refused_with_the_fix(tmp_path: Path) -> N
 
 # --- ONNX ---------------------------------------------------------------------------------------------------------
 
-def _graph(nodes: list, inits: list | None = None, inputs: list | None = None, outputs: list | None = None,
-           opsets: list | None = None) -> bytes:
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        nodes, "g", inputs or [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", 11])],
-        outputs or [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["rows"])], inits or [])
-    model = helper.make_model(graph, opset_imports=opsets or [helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model.SerializeToString()
-
-
-def _sum_nodes() -> list:
-    from onnx import helper
-
-    return [helper.make_node("ReduceSum", ["features", "axes"], ["score"], keepdims=0)]
-
-
-def _axes() -> list:
-    from onnx import numpy_helper
-
-    return [numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")]
-
-
-def onnx_cases() -> dict[str, tuple[bytes, str]]:
-    from onnx import TensorProto, helper, numpy_helper
-
-    external = numpy_helper.from_array(np.ones((11, 1), dtype=np.float32), "w")
-    external.ClearField("raw_data")
-    external.data_location = TensorProto.EXTERNAL
-    external.external_data.add(key="location", value="../secret.bin")
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Identity", ["v"], ["v_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
-    loop_inits = [numpy_helper.from_array(np.array(10**13, dtype=np.int64), "M"),
-                  numpy_helper.from_array(np.array(True), "C"), *_axes()]
-    loop = [helper.make_node("ReduceSum", ["features", "axes"], ["s"], keepdims=0),
-            helper.make_node("Loop", ["M", "C", "s"], ["score"], body=body)]
-    two = [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", 11]),
-           helper.make_tensor_value_info("extra", TensorProto.FLOAT, ["rows", 1])]
-    return {
-        "custom-op": (_graph([helper.make_node("Score", ["features"], ["score"], domain="vendor.ops")],
-                             opsets=[helper.make_opsetid("", 17), helper.make_opsetid("vendor.ops", 1)]),
-                      "operator domain 'vendor.ops', which is not standard ONNX"),
-        "unknown-op": (_graph([helper.make_node("NotAnOp", ["features"], ["score"])]), "not an ONNX operator"),
-        "loop": (_graph(loop, loop_inits), "is a Loop"),
-        "external": (_graph([helper.make_node("MatMul", ["features", "w"], ["score"])], [external]),
-                     "kept in an external file"),
-        "two-inputs": (_graph(_sum_nodes(), _axes(), inputs=two), "has 2 inputs"),
-        "fixed-rows": (_graph(_sum_nodes(), _axes(), inputs=[
-            helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 11])]), "takes exactly 1 row(s)"),
-        "free-features": (_graph(_sum_nodes(), _axes(), inputs=[
-            helper.make_tensor_value_info("features", TensorProto.FLOAT, ["rows", "f"])]), "does not fix its number"),
-        "int-input": (_graph(_sum_nodes(), _axes(), inputs=[
-            helper.make_tensor_value_info("features", TensorProto.INT64, ["rows", 11])]), "not a float or double"),
-        "wide-output": (_graph([helper.make_node("Identity", ["features"], ["score"])], outputs=[
-            helper.make_tensor_value_info("score", TensorProto.FLOAT, ["rows", 11])]), "not one score per row"),
-        "not-onnx": (b"\x08\x07garbage", "not an ONNX model"),
-    }
-
-
 @pytest.mark.parametrize("case", list(onnx_cases()))
 def test_onnx_checker_refuses(case: str, tmp_path: Path) -> None:
     data, needle = onnx_cases()[case]
@@ -223,11 +145,12 @@ def test_onnx_checker_refuses(case: str, tmp_path: Path) -> None:
 def test_onnx_feature_names_from_metadata_and_a_sound_graph(tmp_path: Path) -> None:
     from onnx import helper
 
-    (tmp_path / "m.onnx").write_bytes(_graph(_sum_nodes(), _axes()))
+    (tmp_path / "m.onnx").write_bytes(onnx_graph(sum_nodes(), sum_axes()))
     ranker = load_onnx(tmp_path / "m.onnx")
     assert ranker.feature_names is None and ranker.predict(np.ones((3, 11))).tolist() == [11.0] * 3
     explicit = [helper.make_node("ReduceSum", ["features", "axes"], ["score"], keepdims=0, domain="ai.onnx")]
-    (tmp_path / "explicit.onnx").write_bytes(_graph(explicit, _axes(), opsets=[helper.make_opsetid("ai.onnx", 17)]))
+    (tmp_path / "explicit.onnx").write_bytes(onnx_graph(explicit, sum_axes(),
+                                                        opsets=[helper.make_opsetid("ai.onnx", 17)]))
     assert load_onnx(tmp_path / "explicit.onnx").predict(np.ones((1, 11))).tolist() == [11.0]
     assert load_onnx(RANKERS / "mlp.onnx").feature_names[:2] == ["genre_match", "price"]
 
@@ -254,6 +177,7 @@ for name, load in (("xgb-cycle.json", xgboost.load_xgboost), ("cb-many-splits.js
 '''
 
 
+@pytest.mark.slow
 def test_rehearsal_alone_contains_crashes_and_hangs(tmp_path: Path) -> None:
     """Edits measured to kill XGBoost (the root as its own child: SIGSEGV) and CatBoost (an oblivious tree with
     ten times its splits: SIGSEGV, or SIGABRT under the rehearsal's memory cap), and a Loop of 10^13 iterations

@@ -225,6 +225,7 @@ def test_init_recognises_the_model(tmp_path: Path, model: str, line: str) -> Non
     assert validated.exit_code == 0 and "1627 documents" in validated.output, validated.output
 
 
+@pytest.mark.slow
 def test_train_script_writes_loadable_models(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(RANKERS / "train.py"), "--out", str(tmp_path)], capture_output=True,
                           text=True, timeout=300)
@@ -250,6 +251,7 @@ def _spec(folder: Path, kind: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["xgboost", "catboost", "onnx"])
 def test_standard_evidence_end_to_end(tmp_path: Path, kind: str) -> None:
     spec = _spec(tmp_path, kind)

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import itertools
 
-import lightgbm as lgb
 import numpy as np
 import pytest
 
 from auditor.checks.ranking import average_precision, bootstrap_interval, ndcg_at, per_query_ndcg
-
-
-def lightgbm_ndcg(scores: np.ndarray, labels: np.ndarray, sizes: np.ndarray, k: int) -> float:
-    """LightGBM's ndcg@k for fixed scores: a zero-round booster evaluated with init_score = scores."""
-    data = lgb.Dataset(np.zeros((len(scores), 1)), labels, group=sizes, init_score=scores)
-    record: dict = {}
-    lgb.train({"objective": "lambdarank", "metric": "ndcg", "eval_at": [k], "verbosity": -1, "num_leaves": 2},
-              lgb.Dataset(np.zeros((len(scores), 1)), labels, group=sizes), num_boost_round=1,
-              valid_sets=[data], valid_names=["v"], callbacks=[lgb.record_evaluation(record)],
-              init_model=None)
-    return record["v"][f"ndcg@{k}"][0]
+from tests.helpers import lightgbm_ndcg
 
 
 @pytest.mark.parametrize("k", [1, 3, 10])

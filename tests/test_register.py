@@ -140,6 +140,7 @@ def _text(run: Path) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", (run / "report.html").read_text()))
 
 
+@pytest.mark.slow
 def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None:
     for name in ("model.txt", "test.csv", "train.csv"):
         shutil.copy(BOOKSTORE / name, tmp_path / name)

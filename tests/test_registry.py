@@ -9,7 +9,7 @@ import pytest
 from auditor.evidence import confidence, decision_path_accuracy, local_explanations
 from auditor.explain import costs, registry
 from auditor.explain.base import Attributions
-from tests.test_decision_path import _bookstore_context
+from tests.conftest import make_bookstore_context
 
 
 class Saliency:
@@ -33,7 +33,7 @@ def toy(monkeypatch):
 
 def test_a_toy_explainer_appears_in_every_explainer_evidence(toy) -> None:
     assert {"saliency1", "saliency3"} <= set(registry.methods())
-    ctx = _bookstore_context(3)
+    ctx = make_bookstore_context(3)
     local = local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
         methods=["saliency1", "saliency3", "random"], k=3, k_curve=[], optimum_max_subsets=0))
     assert local.status == "ok"

@@ -52,6 +52,7 @@ def _flat(text: str) -> str:
     return re.sub(r"[\s\u2010\u00ad-]", "", text)
 
 
+@pytest.mark.slow
 def test_every_table_header_of_the_html_reaches_the_pdf(demo: Path) -> None:
     _poppler()
     parser = _Headers()
@@ -63,6 +64,7 @@ def test_every_table_header_of_the_html_reaches_the_pdf(demo: Path) -> None:
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_no_box_overflows_the_page_and_no_anchor_is_missing(demo: Path, caplog: pytest.LogCaptureFixture) -> None:
     """WeasyPrint's own layout of the report: every box ends inside its page's content area."""
     from weasyprint import CSS, HTML
@@ -97,6 +99,7 @@ def test_no_box_overflows_the_page_and_no_anchor_is_missing(demo: Path, caplog: 
     assert not overflowing, overflowing[:10]
 
 
+@pytest.mark.slow
 def test_the_demo_pdf_fits_its_reader(demo: Path) -> None:
     """At most MAX_PAGES pages, none of them only a heading or a note: every page carries real content."""
     _poppler()
@@ -112,6 +115,7 @@ def test_the_demo_pdf_fits_its_reader(demo: Path) -> None:
         assert len(words) >= 40, f"page {page} holds only: {' '.join(words)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [390, 1280])
 def test_the_html_fits_a_phone_and_a_desktop_in_chromium(demo: Path, width: int, tmp_path: Path) -> None:
     if find_chromium() is None:
@@ -125,6 +129,7 @@ def test_the_html_fits_a_phone_and_a_desktop_in_chromium(demo: Path, width: int,
     (tmp_path / f"report-{width}.png").write_bytes(view.screenshot)
 
 
+@pytest.mark.slow
 def test_prose_sets_backticked_names_as_code_and_escapes_first(demo: Path) -> None:
     from auditor.report.render import prose
 
@@ -172,6 +177,7 @@ def test_colours_have_enough_contrast() -> None:
         assert _contrast("#ffffff", colours[status]) >= 4.5, status
 
 
+@pytest.mark.slow
 def test_every_metric_of_the_demo_is_declared_by_its_kind(demo: Path) -> None:
     """Packs are checked at load against the metric names each kind declares (EvidencePlugin.metrics): a name the
     demo (every evidence kind) emits but its kind does not declare would be refused in a pack."""
@@ -187,6 +193,7 @@ def test_every_metric_of_the_demo_is_declared_by_its_kind(demo: Path) -> None:
     assert not undeclared, undeclared[:10]
 
 
+@pytest.mark.slow
 def test_counts_agree_with_their_nouns(demo: Path) -> None:
     """No "1 queries", "5 feature(s)" or "Model rows evaluated: 0." in what the reader sees."""
     from auditor.words import counted
@@ -198,6 +205,7 @@ def test_counts_agree_with_their_nouns(demo: Path) -> None:
     assert "(s)" not in text and "Model rows evaluated: 0." not in text
 
 
+@pytest.mark.slow
 def test_references_are_sorted_and_terms_stay_with_their_definitions(demo: Path) -> None:
     html = (demo / "report.html").read_text()
     block = html[html.index('<ul class="references">'):]
@@ -209,12 +217,13 @@ def test_references_are_sorted_and_terms_stay_with_their_definitions(demo: Path)
     assert glossary.count("<dt>") == glossary.count('<div class="term"><dt>') > 10
 
 
+@pytest.mark.slow
 def test_the_demo_opens_with_a_one_page_summary_in_words(demo: Path) -> None:
     """Issue 36: the summary is one page of its own, the findings follow; no metric key outside small type; a
     detection a rule judges shows only that rule's severity."""
     import json
 
-    from tests.test_summary_page import summary_page_checks
+    from tests.helpers import summary_page_checks
 
     summary_page_checks(demo)
     html = (demo / "report.html").read_text()

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.engine import TEMP_PREFIX, remove_stale_temporaries
-from tests.test_bad_input import EXAMPLE, write_spec
+from tests.inputs import EXAMPLE, write_base_spec
 
 runner = CliRunner()
 
@@ -50,7 +50,7 @@ def _one_error_line(result, *needles: str) -> str:
                                          (errno.EROFS, "writable file system")])
 def test_os_error_while_writing_is_bad_input(base: Path, monkeypatch: pytest.MonkeyPatch, code: int,
                                              words: str) -> None:
-    spec = write_spec(base)
+    spec = write_base_spec(base)
     out = base / "out"
     real = Path.write_text
 
@@ -67,13 +67,13 @@ def test_os_error_while_writing_is_bad_input(base: Path, monkeypatch: pytest.Mon
 
 
 def test_output_under_a_file_is_bad_input(base: Path) -> None:
-    spec = write_spec(base)
+    spec = write_base_spec(base)
     (base / "plain.txt").write_text("not a folder", encoding="utf-8")
     _one_error_line(_report(spec, base / "plain.txt" / "reports"), "cannot write the run", "plain.txt")
 
 
 def test_out_inside_a_run_folder_is_refused(base: Path) -> None:
-    spec = write_spec(base)
+    spec = write_base_spec(base)
     result = _report(spec, base / "out")
     assert result.exit_code in (0, 1), result.stderr
     run = Path(result.stdout.strip()).parent
@@ -97,7 +97,7 @@ def test_stale_temporary_folders_are_removed_and_reported(base: Path) -> None:
         (folder / "evidence.json").write_text("{}", encoding="utf-8")
     for folder in (dead, legacy, alive):
         os.utime(folder, (day_old, day_old))
-    result = runner.invoke(app, ["report", str(write_spec(base)), "--out", str(out)])
+    result = runner.invoke(app, ["report", str(write_base_spec(base)), "--out", str(out)])
     assert result.exit_code in (0, 1), result.stderr
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: removed")]
     assert sorted(notes) == sorted(f"note: removed {f}, the temporary folder of a run that was stopped more than "
@@ -114,7 +114,7 @@ def test_debug_is_listed_in_help() -> None:
 
 
 def test_report_html_forbids_scripts_and_requests(base: Path) -> None:
-    result = _report(write_spec(base), base / "out")
+    result = _report(write_base_spec(base), base / "out")
     html = Path(result.stdout.strip()).read_text(encoding="utf-8")
     head = html[:html.index("</head>")]
     assert head.index('http-equiv="Content-Security-Policy"') < head.index("<title>")
@@ -122,9 +122,10 @@ def test_report_html_forbids_scripts_and_requests(base: Path) -> None:
     assert "<script" not in html.lower()
 
 
+@pytest.mark.slow
 def test_a_whole_audit_prints_nothing_but_its_own_lines(base: Path) -> None:
     """A real process (not CliRunner): library warnings, LightGBM's native log and worker output would show here."""
-    spec = write_spec(base, evidence=[
+    spec = write_base_spec(base, evidence=[
         {"ranking_quality": {}}, {"global_importance": {}},
         {"local_explanations": {"queries": 4, "k_curve": [], "methods": ["random", "treeshap5", "shap5", "lirme5",
                                                                          "greedy"]}},

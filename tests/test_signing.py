@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,26 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen  # noqa: F401 (the signed run: conftest)
+from tests.conftest import PASS, _bundle_key, _copy, _keygen, _statement, verify
 
 runner = CliRunner()
-def _copy(signed: dict[str, Path], name: str) -> Path:
-    """A copy of the signed run next to it (same relative paths to the inputs)."""
-    target = signed["run"].parent / name
-    for n in range(2, 1000):  # the run is shared by the session's modules: a name once
-        if not target.exists():
-            break
-        target = signed["run"].parent / f"{name}-{n}"
-    shutil.copytree(signed["run"], target)
-    return target
-
-
-def verify(signed: dict[str, Path], run: Path, *, trust: Path | None = None) -> tuple[int, str]:
-    keys = signed["keys"]
-    result = runner.invoke(app, ["verify", str(run), "--trust", str(trust or keys / "signer-cert.pem"),
-                                 "--pubkey", str(keys / "bundle-ed25519.pub.pem")])
-    assert "Traceback" not in result.output, result.output
-    return result.exit_code, result.output
 
 
 def test_keygen_writes_private_files_and_never_overwrites(signed: dict[str, Path]) -> None:
@@ -221,16 +203,6 @@ def _resign(run: Path, statement: dict, key) -> None:
     (run / "bundle.dsse.json").write_text(json.dumps(envelope))
 
 
-def _statement(run: Path) -> dict:
-    return json.loads(base64.b64decode(json.loads((run / "bundle.dsse.json").read_text())["payload"]))
-
-
-def _bundle_key(keys: Path):
-    from cryptography.hazmat.primitives import serialization
-
-    return serialization.load_pem_private_key((keys / "bundle-ed25519.pem").read_bytes(), password=PASS.encode())
-
-
 def _rehash(statement: dict, run: Path, name: str) -> None:
     import hashlib
 
@@ -307,6 +279,7 @@ def _material(keys: Path, spec: Path):
                                      bundle_key=keys / "bundle-ed25519.pem"), spec_file=spec)
 
 
+@pytest.mark.slow
 def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[str, Path], tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """report.pdf re-signed by another identity (trusted by the verifier), the bundle re-signed by the right key
@@ -328,6 +301,7 @@ def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[
                      r"names \w+…", output), output
 
 
+@pytest.mark.slow
 def test_pdf_whose_attached_evidence_differs_fails(signed: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """A PDF rendered with another evidence.json attached, signed by the right keys: every signature holds, the
     attachment does not match the folder's evidence.json."""

@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import lightgbm as lgb
@@ -27,6 +24,7 @@ from auditor.policy import Finding, bundled_policies_dir, load_packs
 from auditor.report.summary import SUMMARY_ROWS, executive_summary
 from auditor.report.wording import PHRASES, measured_sentence
 from tests.conftest import make_queries
+from tests.helpers import section_text, summary_page_checks
 
 PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
 METRIC_KEY = re.compile(r"\b[a-z][a-z0-9_]*(?:\.[a-z0-9_@]+){1,}\b")
@@ -134,81 +132,19 @@ def wide_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_audit(folder / "audit.yaml").run_dir
 
 
-class _Visible(HTMLParser):
-    """The text of one section, without what is set in small technical type (`.key`)."""
-
-    def __init__(self, section: str) -> None:
-        super().__init__()
-        self.section, self.inside, self.hidden, self.text = section, 0, 0, []
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        attrs = dict(attrs)
-        if tag == "section" and attrs.get("id") == self.section:
-            self.inside = 1
-        elif self.inside and tag == "section":
-            self.inside += 1
-        if self.inside and (self.hidden or "key" in (attrs.get("class") or "").split()):
-            self.hidden += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.hidden:
-            self.hidden -= 1
-        if self.inside and tag == "section":
-            self.inside -= 1
-
-    def handle_data(self, data: str) -> None:
-        if self.inside and not self.hidden:
-            self.text.append(data)
-
-
-def _section_text(html: str, section: str) -> str:
-    parser = _Visible(section)
-    parser.feed(html)
-    return "".join(parser.text)
-
-
-def _metric_keys(run: Path) -> set[str]:
-    document = json.loads((run / "evidence.json").read_text())
-    keys = {k for e in document["evidence"].values() for k in e.get("metrics", {})}
-    return keys | {f["metric"] for f in document["findings"]}
-
-
-def _pages(pdf: Path) -> list[str]:
-    if not shutil.which("pdftotext"):
-        pytest.skip("poppler-utils (pdftotext) not installed; .ci/run installs them")
-    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
-    return text.split("\f")
-
-
-def summary_page_checks(run: Path) -> None:
-    """The summary is one page of its own, followed by the findings; no metric key in the summary, nor in the
-    findings outside small type."""
-    pages = _pages(run / "report.pdf")
-    starts = [i for i, p in enumerate(pages) if re.search(r"^\s*Executive summary\s*$", p, re.M)
-              and "Findings by severity" in p]
-    assert len(starts) == 1, "the summary has a page of its own"
-    first = starts[0]
-    assert re.search(r"^\s*Coverage\s*$", pages[first], re.M), "the whole summary is on its page"
-    assert re.search(r"^\s*Findings\s*$", pages[first + 1], re.M), "the findings open the next page"
-    html = (run / "report.html").read_text()
-    keys = _metric_keys(run)
-    for section in ("summary", "findings"):
-        visible = _section_text(html, section)
-        shown = sorted(k for k in keys if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w@])", visible))
-        assert not shown, (section, shown)
-
-
+@pytest.mark.slow
 def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
     document = json.loads((wide_run / "evidence.json").read_text())
     acting = [f for f in document["findings"] if f["status"] in ("FAIL", "ERROR", "WARN", "WAIVED")]
     assert len(acting) > SUMMARY_ROWS, "the test needs more findings than the summary names"
     summary_page_checks(wide_run)
     html = (wide_run / "report.html").read_text()
-    summary = _section_text(html, "summary")
+    summary = section_text(html, "summary")
     assert "more (" in summary and "in Findings" in summary
     assert not re.search(r"\b(BASE|AIA|DMA|DSA|P2B|MG)-\d", summary), "rule ids are for the findings section"
 
 
+@pytest.mark.slow
 def test_a_figure_printed_twice_reads_the_same(wide_run: Path) -> None:
     """The summary's key figures appear, digit for digit, in their own sections."""
     html = (wide_run / "report.html").read_text()
@@ -218,7 +154,7 @@ def test_a_figure_printed_twice_reads_the_same(wide_run: Path) -> None:
     for row in summary["key_figures"]:
         if row["value"] is None or not math.isfinite(row["value"]):
             continue
-        section = _section_text(html, f"ev-{row['evidence']}")
+        section = section_text(html, f"ev-{row['evidence']}")
         assert row["value_text"] in section, (row["label"], row["value_text"])
         checked += 1
     assert checked >= 3

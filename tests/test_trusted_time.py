@@ -62,6 +62,7 @@ def _verify(run: Path, trust: Path, pubkey: Path, *extra: str) -> tuple[int, str
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_a_run_signed_with_trusted_time_verifies_offline(lta_run: dict[str, Path], trust_services: Any) -> None:
     run = lta_run["run"]
     assert (run / "bundle.tsr").is_file()
@@ -76,6 +77,7 @@ def test_a_run_signed_with_trusted_time_verifies_offline(lta_run: dict[str, Path
     assert output.rstrip().endswith("verdict: VERIFIED")
 
 
+@pytest.mark.slow
 def test_after_the_certificate_expired_the_run_is_still_valid_at_signing_time(lta_run: dict[str, Path]) -> None:
     later = (NOW + dt.timedelta(days=400)).strftime("%Y-%m-%dT%H:%M:%SZ")
     code, output = _verify(lta_run["run"], lta_run["root"], lta_run["keys"] / "bundle-ed25519.pub.pem",
@@ -84,6 +86,7 @@ def test_after_the_certificate_expired_the_run_is_still_valid_at_signing_time(lt
     assert "valid at the timestamped signing time" in output and "the certificate has since expired" in output
 
 
+@pytest.mark.slow
 def test_a_signature_without_trusted_time_fails_once_its_certificate_expired(lta_run: dict[str, Path],
                                                                            trust_services: Any,
                                                                            tmp_path: Path) -> None:
@@ -100,6 +103,7 @@ def test_a_signature_without_trusted_time_fails_once_its_certificate_expired(lta
     assert not late.ok and "nothing proves when it signed" in late.message
 
 
+@pytest.mark.slow
 def test_a_revoked_certificate_does_not_sign(trust_services: Any, lta_run: dict[str, Path], tmp_path: Path) -> None:
     """With trusted time the signer's status is fetched at signing: a revoked key signs nothing (one line)."""
     from auditor.errors import InputError
@@ -111,6 +115,7 @@ def test_a_revoked_certificate_does_not_sign(trust_services: Any, lta_run: dict[
         signing.sign_pdf(_unsigned_pdf(lta_run["run"]), _material(tmp_path, trust_services, cert, key))
 
 
+@pytest.mark.slow
 def test_revoked_after_signing_stays_valid(trust_services: Any, lta_run: dict[str, Path], tmp_path: Path) -> None:
     cert, key = trust_services.issue_signer("Later revoked", not_before=NOW - dt.timedelta(hours=1),
                                             not_after=NOW + dt.timedelta(days=30))
@@ -120,6 +125,7 @@ def test_revoked_after_signing_stays_valid(trust_services: Any, lta_run: dict[st
     assert verdicts[0].ok, verdicts[0].message  # the OCSP response embedded at signing time said good
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "words"), [
     ("wrong-nonce", "another nonce"), ("wrong-digest", "another document"),
     ("untrusted", "does not chain to a trusted root"), ("error", "HTTP 500"),
@@ -138,12 +144,14 @@ def test_a_lying_or_failing_tsa_is_one_line_and_nothing_is_written(kind: str, wo
     assert sorted(p.name for p in reports.iterdir()) == before  # no run folder, no temporary folder left
 
 
+@pytest.mark.slow
 def test_an_unreachable_tsa_is_one_line(lta_run: dict[str, Path]) -> None:
     result = runner.invoke(app, ["report", str(lta_run["spec"]), "--quiet", "--timestamp-url",
                                  "http://127.0.0.1:9/tsa"], env={"TEST_KEY_PASS": PASS})
     assert result.exit_code == 2 and "cannot reach the TSA" in result.output, result.output
 
 
+@pytest.mark.slow
 def test_a_later_revision_that_shows_something_is_refused(lta_run: dict[str, Path]) -> None:
     """An incremental update after the document timestamp that adds a visible annotation: pyHanko's signature
     checks still pass on the signed revision, our revision check does not."""
@@ -170,6 +178,7 @@ def test_a_later_revision_that_shows_something_is_refused(lta_run: dict[str, Pat
     assert not verdicts[-1].ok and "change the signed document" in verdicts[-1].message
 
 
+@pytest.mark.slow
 def test_pdfsig_accepts_the_signature_and_its_timestamp(lta_run: dict[str, Path], tmp_path: Path) -> None:
     """poppler validates the certifying signature and lists the document timestamp (it cannot validate
     ETSI.RFC3161 document timestamps themselves: "Unable to validate this type of signature")."""
@@ -192,6 +201,7 @@ def test_pdfsig_accepts_the_signature_and_its_timestamp(lta_run: dict[str, Path]
         assert "Certificate Validation: Certificate is Trusted." in first, out
 
 
+@pytest.mark.slow
 def test_pyhanko_cli_agrees(lta_run: dict[str, Path]) -> None:
     cli = shutil.which("pyhanko") or str(Path(__import__("sys").executable).parent / "pyhanko")
     if not Path(cli).exists():
@@ -204,6 +214,7 @@ def test_pyhanko_cli_agrees(lta_run: dict[str, Path]) -> None:
     assert result.returncode == 0 and "VALID" in result.stdout.upper(), result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_softhsm_key_signs_a_run_that_verify_and_pdfsig_accept(softhsm_token: Any, trust_services: Any,
                                                                  tmp_path: Path) -> None:
     trust_services.write_root_pem(tmp_path / "root.pem")
@@ -270,12 +281,14 @@ def _material(folder: Path, services: Any, cert: Any, key: Any, *, timestamp: bo
     return signing.load_material(spec, spec_file=folder / "audit.yaml")
 
 
+@pytest.mark.slow
 def test_token_check_rejects_a_token_for_other_data(lta_run: dict[str, Path]) -> None:
     token = (lta_run["run"] / "bundle.tsr").read_bytes()
     facts = trusted_time.check_token(token, b"other bytes", signing.load_trust(lta_run["root"]))
     assert not facts.intact
 
 
+@pytest.mark.slow
 def test_a_removed_bundle_timestamp_is_noticed(lta_run: dict[str, Path], tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(lta_run["run"], run)
@@ -284,6 +297,7 @@ def test_a_removed_bundle_timestamp_is_noticed(lta_run: dict[str, Path], tmp_pat
     assert code == 1 and "FAIL bundle.dsse.json (trusted time): bundle.tsr is missing" in output, output
 
 
+@pytest.mark.slow
 def test_a_signature_made_after_expiry_says_so(trust_services: Any, lta_run: dict[str, Path]) -> None:
     """A signer that skips our checks (pyHanko directly, no validation at signing) with a certificate that expired
     yesterday: the TSA's time proves the signature came after expiry, and verify says it in words."""
@@ -294,6 +308,7 @@ def test_a_signature_made_after_expiry_says_so(trust_services: Any, lta_run: dic
     assert not verdicts[0].ok and "expired" in verdicts[0].message, verdicts[0].message
 
 
+@pytest.mark.slow
 def test_inputs_root_must_be_a_folder(lta_run: dict[str, Path], tmp_path: Path) -> None:
     code, output = _verify(lta_run["run"], lta_run["root"], lta_run["keys"] / "bundle-ed25519.pub.pem",
                            "--inputs-root", str(tmp_path / "nowhere"))
@@ -304,6 +319,7 @@ def test_tsa_credentials_are_not_recorded() -> None:
     assert trusted_time.without_credentials("https://user:secret@tsa.example.eu/tsr") == "https://tsa.example.eu/tsr"
 
 
+@pytest.mark.slow
 def test_a_revoked_signer_bypassing_our_checks_is_not_verified(trust_services: Any, lta_run: dict[str, Path]) -> None:
     """Signed by pyHanko directly (B-T, no validation data) with a revoked certificate: offline, verify cannot
     establish its status at signing and says so in words, never VERIFIED."""
@@ -316,6 +332,7 @@ def test_a_revoked_signer_bypassing_our_checks_is_not_verified(trust_services: A
     assert not verdicts[1].ok and "not validated" in verdicts[1].message
 
 
+@pytest.mark.slow
 def test_the_bundle_timestamp_and_envelope_check_with_standard_tools(lta_run: dict[str, Path],
                                                                     tmp_path: Path) -> None:
     """docs/signing.md's recipes: openssl verifies bundle.tsr over the bundle's signature bytes, and the DSSE
@@ -343,6 +360,7 @@ def test_the_bundle_timestamp_and_envelope_check_with_standard_tools(lta_run: di
     assert bad.returncode != 0
 
 
+@pytest.mark.slow
 def test_trust_may_be_a_folder_holding_keys_beside_certificates(lta_run: dict[str, Path], tmp_path: Path) -> None:
     folder = tmp_path / "trust"
     folder.mkdir()

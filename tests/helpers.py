@@ -1,0 +1,138 @@
+"""Small helpers several test modules share (not a test module; fixtures and the bookstore's helpers are in
+conftest.py, the bad-input baseline and the example rankers' files in inputs.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from auditor.evidence.base import EvidenceResult
+from auditor.policy import LoadedPack, PolicyPack, evaluate
+from auditor.spec import Waiver
+
+# --- the CLI (test_cli, test_decision_path) ------------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def report(spec: Path, *args: str) -> tuple[int, Path | None]:
+    result = runner.invoke(app, ["report", str(spec), "--quiet", *args])
+    assert "Traceback" not in result.output, result.output
+    path = Path(result.stdout.strip()) if result.exit_code in (0, 1) else None
+    return result.exit_code, path
+
+
+def evidence(report_path: Path) -> dict:
+    return json.loads((report_path.parent / "evidence.json").read_text())
+
+
+# --- nDCG as LightGBM computes it (test_ranking_metrics, test_cli) -------------------------------------------------
+
+def lightgbm_ndcg(scores: np.ndarray, labels: np.ndarray, sizes: np.ndarray, k: int) -> float:
+    """LightGBM's ndcg@k for fixed scores: a zero-round booster evaluated with init_score = scores."""
+    data = lgb.Dataset(np.zeros((len(scores), 1)), labels, group=sizes, init_score=scores)
+    record: dict = {}
+    lgb.train({"objective": "lambdarank", "metric": "ndcg", "eval_at": [k], "verbosity": -1, "num_leaves": 2},
+              lgb.Dataset(np.zeros((len(scores), 1)), labels, group=sizes), num_boost_round=1,
+              valid_sets=[data], valid_names=["v"], callbacks=[lgb.record_evaluation(record)],
+              init_model=None)
+    return record["v"][f"ndcg@{k}"][0]
+
+
+# --- rules judged on hand-made evidence (test_policy_packs, test_interval_judging) ---------------------------------
+
+TODAY = dt.date(2026, 11, 22)
+BASE = {"title": "t", "evidence": "ranking_quality", "citation": "c", "rationale": "r", "severity": "major"}
+
+
+def packs(*rules: dict) -> list[LoadedPack]:
+    model = PolicyPack(pack="p", title="P", version="1", rules=[{**BASE, **r} for r in rules])
+    return [LoadedPack(pack=model, path=Path("p.yaml"), sha256="0")]
+
+
+def judge(rules: list[LoadedPack], evidence: dict, *, requested: set[str] | None = None,
+          waivers: tuple[Waiver, ...] = ()) -> list:
+    return evaluate(rules, evidence, requested=set(evidence) if requested is None else requested,
+                    waivers=list(waivers), today=TODAY)
+
+
+def quality(per_query: dict[str, dict[str, float]] | None = None, **metrics: float) -> dict[str, EvidenceResult]:
+    return {"ranking_quality": EvidenceResult(name="ranking_quality", metrics=dict(metrics),
+                                              per_query=per_query or {})}
+
+
+# --- the executive summary's page (test_summary_page, test_report_layout) ------------------------------------------
+
+class _Visible(HTMLParser):
+    """The text of one section, without what is set in small technical type (`.key`)."""
+
+    def __init__(self, section: str) -> None:
+        super().__init__()
+        self.section, self.inside, self.hidden, self.text = section, 0, 0, []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        attrs = dict(attrs)
+        if tag == "section" and attrs.get("id") == self.section:
+            self.inside = 1
+        elif self.inside and tag == "section":
+            self.inside += 1
+        if self.inside and (self.hidden or "key" in (attrs.get("class") or "").split()):
+            self.hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.hidden:
+            self.hidden -= 1
+        if self.inside and tag == "section":
+            self.inside -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.inside and not self.hidden:
+            self.text.append(data)
+
+
+def section_text(html: str, section: str) -> str:
+    parser = _Visible(section)
+    parser.feed(html)
+    return "".join(parser.text)
+
+
+def _metric_keys(run: Path) -> set[str]:
+    document = json.loads((run / "evidence.json").read_text())
+    keys = {k for e in document["evidence"].values() for k in e.get("metrics", {})}
+    return keys | {f["metric"] for f in document["findings"]}
+
+
+def _pages(pdf: Path) -> list[str]:
+    if not shutil.which("pdftotext"):
+        pytest.skip("poppler-utils (pdftotext) not installed; .ci/run installs them")
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
+    return text.split("\f")
+
+
+def summary_page_checks(run: Path) -> None:
+    """The summary is one page of its own, followed by the findings; no metric key in the summary, nor in the
+    findings outside small type."""
+    pages = _pages(run / "report.pdf")
+    starts = [i for i, p in enumerate(pages) if re.search(r"^\s*Executive summary\s*$", p, re.M)
+              and "Findings by severity" in p]
+    assert len(starts) == 1, "the summary has a page of its own"
+    first = starts[0]
+    assert re.search(r"^\s*Coverage\s*$", pages[first], re.M), "the whole summary is on its page"
+    assert re.search(r"^\s*Findings\s*$", pages[first + 1], re.M), "the findings open the next page"
+    html = (run / "report.html").read_text()
+    keys = _metric_keys(run)
+    for section in ("summary", "findings"):
+        visible = section_text(html, section)
+        shown = sorted(k for k in keys if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w@])", visible))
+        assert not shown, (section, shown)
