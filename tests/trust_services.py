@@ -55,6 +55,10 @@ TSA_QUERY = "application/timestamp-query"
 TSA_REPLY = "application/timestamp-reply"
 LYING_TSA = ("wrong-nonce", "wrong-digest", "untrusted", "error", "garbage", "rejection")
 MAX_BODY = 1 << 20
+# OCSP responses and CRLs say they were issued this long before they were asked for, as real responders backdate
+# theirs: a response made a second after the TSA's time (a loaded test machine) is otherwise "too recent" for the
+# signing time it vouches for, and trusted-time signing fails at random
+ISSUED_BEFORE = dt.timedelta(seconds=60)
 
 
 def now() -> dt.datetime:
@@ -367,7 +371,7 @@ class TrustServices:
         if (request.issuer_name_hash, request.issuer_key_hash) != (name_hash, key_hash):
             return ocsp.OCSPResponseBuilder.build_unsuccessful(ocsp.OCSPResponseStatus.UNAUTHORIZED).public_bytes(
                 serialization.Encoding.DER)
-        moment = now().replace(microsecond=0)
+        moment = now().replace(microsecond=0) - ISSUED_BEFORE
         serial = request.serial_number
         with self._lock:
             revoked = self._revoked.get(serial)
@@ -397,7 +401,7 @@ class TrustServices:
 
     def crl(self) -> bytes:
         """The root's current CRL (DER)."""
-        moment = now().replace(microsecond=0)
+        moment = now().replace(microsecond=0) - ISSUED_BEFORE
         with self._lock:
             self._crl_number += 1
             number = self._crl_number
