@@ -201,3 +201,25 @@ def test_the_readme_lists_every_registered_kind_as_the_registry_describes_it() -
         table = readme_table()
     assert table == readme_table(), "README.md's table of evidence kinds is stale: regenerate it (see docstring)"
     assert all(kind.readme for kind in KINDS.values() if kind.name != "toy_kind")
+
+
+# Metric patterns the bundled example does not emit, and when a kind does: every other declared pattern must appear
+# in the demo's evidence, so a pattern that no code emits any more is found (a pack could name it and never be judged)
+CONDITIONAL = {
+    "local.{method}.{validity_rows.{mean|ci95_low|ci95_high}|completeness_rows.mean}": "with `background_rows`",
+    "dataset.population.{n_queries|n_docs}": "with `dataset.sample_queries`",
+}
+
+
+@pytest.mark.slow
+def test_every_declared_metric_pattern_is_emitted_by_the_demo_or_says_when(demo: Path) -> None:
+    from auditor.evidence.registry import metric_pattern
+
+    evidence = json.loads((demo / "evidence.json").read_text())["evidence"]
+    unused = set()
+    for name, kind in [*KINDS.items(), *ALWAYS.items()]:
+        if name == "toy_kind":
+            continue
+        emitted = [*evidence[name]["metrics"], *evidence[name].get("per_query", {})]
+        unused |= {p for p in kind.metrics if not any(metric_pattern(p).fullmatch(m) for m in emitted)}
+    assert unused == set(CONDITIONAL), sorted(unused ^ set(CONDITIONAL))
