@@ -203,13 +203,7 @@ def onnx_cases() -> dict[str, tuple[bytes, str]]:
     external.ClearField("raw_data")
     external.data_location = TensorProto.EXTERNAL
     external.external_data.add(key="location", value="../secret.bin")
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Identity", ["v"], ["v_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+    body = loop_body()
     loop_inits = [numpy_helper.from_array(np.array(10**13, dtype=np.int64), "M"),
                   numpy_helper.from_array(np.array(True), "C"), *sum_axes()]
     loop = [helper.make_node("ReduceSum", ["features", "axes"], ["s"], keepdims=0),
@@ -235,3 +229,16 @@ def onnx_cases() -> dict[str, tuple[bytes, str]]:
             helper.make_tensor_value_info("score", TensorProto.FLOAT, ["rows", 11])]), "not one score per row"),
         "not-onnx": (b"\x08\x07garbage", "not an ONNX model"),
     }
+
+
+def loop_body() -> Any:
+    """The body of an ONNX Loop that passes its condition and value through (the hostile graphs' Loops)."""
+    from onnx import TensorProto, helper
+
+    return helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Identity", ["v"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])

@@ -31,6 +31,7 @@ from tests.inputs import (
     assert_one_error_line,
     catboost_json,
     invoke,
+    loop_body,
     snapshot,
     write_base_spec,
 )
@@ -100,13 +101,7 @@ def _loop_behind_a_function() -> bytes:
     function named ('', 'Loop') that only passes its input through."""
     from onnx import TensorProto, helper
 
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Identity", ["v"], ["v_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+    body = loop_body()
     decoy = helper.make_function("", "Loop", ["m", "c", "v"], ["out"], [helper.make_node("Identity", ["v"], ["out"])],
                                  [helper.make_opsetid("", 17)])
     nodes = [*_year_seen(), *_row_sum("s"), helper.make_node("Mul", ["seen", "huge"], ["trips_f"]),
