@@ -20,6 +20,17 @@ def names(name: str, *, mean: str = "mean") -> tuple[str, str, str]:
     return (f"{name}.{mean}" if mean else name, f"{name}.{LOW}", f"{name}.{HIGH}")
 
 
+def spelled(name: str, value: float, low: float, high: float, *, always: bool = False) -> dict[str, float]:
+    """`name`'s value and its interval under the names `read` finds them by (`<name>.ci95_low`, or `<stem>.ci95_low`
+    for `<stem>.mean`): what a plugin writes instead of spelling the names itself. The interval is left out when an
+    end is not finite, unless `always` (the kinds whose evidence has always kept NaN ends)."""
+    stem = name.removesuffix(".mean")
+    out = {name: float(value)}
+    if always or (math.isfinite(low) and math.isfinite(high)):
+        out[f"{stem}.{LOW}"], out[f"{stem}.{HIGH}"] = float(low), float(high)
+    return out
+
+
 @dataclass(frozen=True)
 class Reading:
     """A metric as an evidence item reported it: its value and, when it is an estimate, its 95% interval."""

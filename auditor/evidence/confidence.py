@@ -54,6 +54,7 @@ from auditor.evidence.options.confidence import ConfidenceOptions, Thresholds
 from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
+from auditor.metric_names import read, spelled
 from auditor.models.capabilities import tree_ensemble
 from auditor.numbers import figure, interval, percent, stored, with_interval
 from auditor.words import counted
@@ -344,6 +345,12 @@ def _additivity(name: str, attrs: dict[str, Attributions], query: QueryView, doc
     return float(np.abs(phi.sum(axis=1) - (query.scores[used] - base)).max() / spread)
 
 
+def _low(metrics: dict[str, float], name: str) -> float:
+    """The lower end of `name`'s interval; NaN when it has none."""
+    found = read(metrics, name)
+    return found.low if found is not None and found.low is not None else float("nan")
+
+
 def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],
             units: list[dict[str, Any]], excluded: int, criteria: set[str]) -> None:
     metrics = result.metrics
@@ -354,11 +361,10 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         return
     names = ctx.data.feature_names
     flagged = np.array([u["verdict"].flagged for u in units])
-    metrics["confidence.flagged_fraction"] = float(flagged.mean())
     by_query = [float(np.mean([u["verdict"].flagged for u in units if u["qi"] == qi]))
                 for qi in dict.fromkeys(u["qi"] for u in units)]
     low, high = bootstrap_interval(np.asarray(by_query), ctx.rng("confidence/flagged"))
-    metrics["confidence.flagged_fraction.ci95_low"], metrics["confidence.flagged_fraction.ci95_high"] = low, high
+    metrics.update(spelled("confidence.flagged_fraction", flagged.mean(), low, high, always=True))
     per_method = []
     for m in methods:
         mine = np.array([u["verdict"].flagged for u in units if u["method"] == m])
@@ -407,12 +413,10 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
     if "margin" in criteria:
         result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
                            "rankings are near ties at the top (listed apart).")
-    if np.isfinite(metrics.get("confidence.validation.auc", np.nan)):
+    judged = read(metrics, "confidence.validation.auc")
+    if judged is not None and np.isfinite(judged.value):
         result.summary += (" The reliability estimate behind the flags ranks reliable above unreliable explanations "
-                           "with AUC " + with_interval(metrics["confidence.validation.auc"],
-                                                       metrics["confidence.validation.auc.ci95_low"],
-                                                       metrics["confidence.validation.auc.ci95_high"]) + " out of "
-                           "sample.")
+                           "with AUC " + with_interval(judged.value, judged.low, judged.high) + " out of sample.")
     lost = int(metrics.get("confidence.attribution_unreliable_queries", 0))
     if lost:
         result.summary += (f" On {counted(lost, 'query')} no attribution explainer is reliable: the table names "
@@ -422,24 +426,22 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         holding = round(metrics["confidence.widened.reliable_share"] * below)
         result.summary += (f" Of {counted(below, 'attribution')} below the validity floor, {holding} "
                            f"{'holds' if holding == 1 else 'hold'} with a few more of the same top features (listed).")
-    auc_value, auc_low = metrics.get("confidence.validation.auc", np.nan), metrics.get(
-        "confidence.validation.auc.ci95_low", np.nan)
+    auc_value, auc_low, auc_high = (judged.value, judged.low, judged.high) if judged is not None else \
+        (np.nan, np.nan, np.nan)
     if "confidence.reliable_share" in metrics and not np.isfinite(auc_value):
         reliable = metrics["confidence.reliable_share"]
         result.summary = (f"Reliability could not be estimated: measured on the held-out masking, "
                           f"{percent(reliable)} of the explanations are reliable, too few of one outcome (fewer than "
                           f"{MIN_OUTCOME}) to fit or test an estimate, so every explanation gets that rate. "
                           + result.summary)
-    elif np.isfinite(auc_low) and auc_low <= 0.5:
+    elif auc_low is not None and np.isfinite(auc_low) and auc_low <= 0.5:
         result.summary = ("No signal the audit measures predicts which explanations hold: the reliability estimate's "
-                          f"AUC {with_interval(auc_value, auc_low, metrics['confidence.validation.auc.ci95_high'])} "
+                          f"AUC {with_interval(auc_value, auc_low, auc_high)} "
                           "reaches chance (0.5), so check each explanation's measured validity before quoting it. "
                           + result.summary)
-    unproven = [label for measure, label in VALIDATED
-                if np.isfinite(metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan))
-                and metrics[f"confidence.validation.{measure}_gap.ci95_low"] <= 0]
-    proven = [label for measure, label in VALIDATED
-              if metrics.get(f"confidence.validation.{measure}_gap.ci95_low", np.nan) > 0]
+    gap_low = {label: _low(metrics, f"confidence.validation.{measure}_gap") for measure, label in VALIDATED}
+    unproven = [label for label, low in gap_low.items() if np.isfinite(low) and low <= 0]
+    proven = [label for label, low in gap_low.items() if low > 0]
     if unproven and proven:
         result.summary = (f"The flags single out explanations of worse {' and '.join(proven)}, but not of worse "
                           f"{' or '.join(unproven)} (that gap's 95% interval includes no difference): read a flag as "
@@ -491,9 +493,7 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
             found = flag_gap(values, flags, cluster, rng, strata=strata)
             gap, low, high = found.gap, found.low, found.high
             if comparison == "within explainer":
-                result.metrics[f"confidence.validation.{measure}_gap"] = gap
-                result.metrics[f"confidence.validation.{measure}_gap.ci95_low"] = low
-                result.metrics[f"confidence.validation.{measure}_gap.ci95_high"] = high
+                result.metrics.update(spelled(f"confidence.validation.{measure}_gap", gap, low, high, always=True))
                 if np.isfinite(low) and low <= 0:
                     result.detect(
                         "flags-not-validated", f"The low-confidence flags do not single out worse {label}",
@@ -606,24 +606,21 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     m["confidence.reliable_share"] = float(target.mean())
     m["confidence.rules.flagged_fraction"] = float(np.mean([u["rules"].flagged for u in units]))
     rng = ctx.rng("confidence/reliability")
-    if found.constant:  # too few of one outcome: no estimate to test
-        m["confidence.validation.auc"] = float("nan")
-        m["confidence.validation.auc.ci95_low"] = m["confidence.validation.auc.ci95_high"] = float("nan")
-    else:
-        m["confidence.validation.auc"] = auc(target, found.probability)
-        m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"] = clustered_interval(
-            target, found.probability, groups, rng, auc)
+    nan = float("nan")
+    m.update(spelled("confidence.validation.auc", nan, nan, nan, always=True) if found.constant else  # too few of
+             spelled("confidence.validation.auc", auc(target, found.probability),  # one outcome: nothing to test
+                     *clustered_interval(target, found.probability, groups, rng, auc), always=True))
     ece, points = calibration(target, found.probability)
-    m["confidence.validation.ece"] = ece
-    m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"] = clustered_interval(
-        target, found.probability, groups, rng, lambda t, p: calibration(t, p)[0])
+    m.update(spelled("confidence.validation.ece", ece, *clustered_interval(
+        target, found.probability, groups, rng, lambda t, p: calibration(t, p)[0]), always=True))
+    judged = read(m, "confidence.validation.auc")
+    ece_read = read(m, "confidence.validation.ece")
+    assert judged is not None and ece_read is not None  # written just above
     result.tables.append(Table(
         title="How well the reliability estimate predicts",
         columns=["measure", "value", "95% interval"],
-        rows=[["AUC (out of sample)", stored(m["confidence.validation.auc"]),
-               interval(m["confidence.validation.auc.ci95_low"], m["confidence.validation.auc.ci95_high"])],
-              ["expected calibration error", stored(ece),
-               interval(m["confidence.validation.ece.ci95_low"], m["confidence.validation.ece.ci95_high"])],
+        rows=[["AUC (out of sample)", stored(judged.value), interval(judged.low, judged.high)],
+              ["expected calibration error", stored(ece), interval(ece_read.low, ece_read.high)],
               ["share of explanations reliable (measured)", percent(m["confidence.reliable_share"]), None],
               ["share flagged (estimate below " + figure(options.flag_below) + ")",
                percent(float(np.mean([u["verdict"].flagged for u in units]))), None],
@@ -666,23 +663,22 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
             caption="Each point is a bin of explanations by their estimated reliability: on the diagonal, an "
                     "estimate of 0.7 means 7 in 10 such explanations are reliable.",
             description=f"Reliability diagram over {len(points)} bins; expected calibration error {figure(ece)}."))
-    low = m["confidence.validation.auc.ci95_low"]
-    if not np.isfinite(m["confidence.validation.auc"]) or not np.isfinite(low) or low <= 0.5:
+    low = judged.low if judged.low is not None else nan
+    if not np.isfinite(judged.value) or not np.isfinite(low) or low <= 0.5:
         result.detect(
             "reliability-not-predicted", "The reliability estimate does not tell reliable explanations apart"
             if not found.constant else "Too few explanations of one outcome to estimate reliability",
             (f"{counted(int(target.sum()), 'explanation')} of {len(target)} {'is' if target.sum() == 1 else 'are'} "
              f"reliable: fewer than {MIN_OUTCOME} of one outcome can neither train nor test an estimate, so every "
              f"explanation gets the audit's rate ({percent(float(target.mean()))}) and the flags follow it."
-             if found.constant or not np.isfinite(m["confidence.validation.auc"]) else
+             if found.constant or not np.isfinite(judged.value) else
              f"Out of sample, the estimate ranks reliable above unreliable explanations with AUC "
-             f"{with_interval(m['confidence.validation.auc'], low, m['confidence.validation.auc.ci95_high'])}, "
+             f"{with_interval(judged.value, low, judged.high)}, "
              "whose interval reaches chance (0.5): on this model no signal the audit measures predicts which "
              "explanations hold, so check each explanation's measured validity before quoting it."),
             severity="minor",
             citation="EU AI Act (Reg. 2024/1689) Art. 14(4)(b) — awareness of over-reliance on output",
-            judged_by=("confidence.validation.auc",), value=m["confidence.validation.auc"],
-            interval=(low, m["confidence.validation.auc.ci95_high"]) if np.isfinite(low) else None,
+            judged_by=("confidence.validation.auc",), value=judged.value, interval=judged.interval,
             subject="reliability")
     _alternatives(result, ctx, options, units)
     _widening(result, ctx, options, units)

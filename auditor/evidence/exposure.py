@@ -250,11 +250,8 @@ def _value_stats(result: EvidenceResult, key: str, actual: QueryGroups, cf: dict
                                                                    n_resamples=resamples)
         worst = float(np.max(cf["worst"][contested, v]))
         out["counterfactual.rank_shift.max"] = (worst, math.nan, math.nan)
-    for measure, (value, low, high) in out.items():
-        result.metrics[f"{key}.{measure}"] = value
-        if math.isfinite(low):
-            stem = measure.removesuffix(".mean")
-            result.metrics[f"{key}.{stem}.ci95_low"], result.metrics[f"{key}.{stem}.ci95_high"] = low, high
+    for measure, stat in out.items():
+        attention_models.put(result, f"{key}.{measure}", stat)
     result.metrics[f"{key}.queries"] = float(contested.sum())
     return out
 
@@ -269,11 +266,11 @@ def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixe
     if keep.sum() < 2:
         return []
     fair = bootstrap_of_means(actual.awrf[keep][:, None], mean, rng, n_resamples=resamples)
-    _put(result, f"{key}.awrf.mean", fair)
+    attention_models.put(result, f"{key}.awrf.mean", fair)
     parts = []
     for j, part in enumerate(("loss", "disparity", "relevance")):
         parts.append(bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples))
-        _put(result, f"{key}.expected_exposure.{part}.mean", parts[-1])
+        attention_models.put(result, f"{key}.expected_exposure.{part}.mean", parts[-1])
     return [f"AWRF of {name} {_with_interval(fair, fmt)} (TREC Fair Ranking 2021–22; 1 = attention shared as merit, "
             "floor 0.307)",
             f"expected exposure of {name} groups: loss {_with_interval(parts[0], fmt)}, disparity {fmt(parts[1][0])}, "
@@ -287,15 +284,7 @@ def _document_measures(result: EvidenceResult, actual: QueryGroups, rng: np.rand
         return
     for j, part in enumerate(("loss", "disparity", "relevance")):
         stat = bootstrap_of_means(actual.document_ee[keep, j][:, None], mean, rng, n_resamples=resamples)
-        _put(result, f"exposure.expected_exposure.{part}.mean", stat)
-
-
-def _put(result: EvidenceResult, name: str, stat: tuple[float, float, float]) -> None:
-    value, low, high = stat
-    stem = name.removesuffix(".mean")
-    result.metrics[name] = value
-    if math.isfinite(low):
-        result.metrics[f"{stem}.ci95_low"], result.metrics[f"{stem}.ci95_high"] = low, high
+        attention_models.put(result, f"exposure.expected_exposure.{part}.mean", stat)
 
 
 def _aggregates(result: EvidenceResult, stats: dict, options: ExposureOptions) -> None:
@@ -305,11 +294,11 @@ def _aggregates(result: EvidenceResult, stats: dict, options: ExposureOptions) -
     if measured:
         high = max(measured.values(), key=lambda s: s["ratio"][0])["ratio"]
         low = min(measured.values(), key=lambda s: s["ratio"][0])["ratio"]
-        _put_stat(result, "exposure.max.ratio", high)
-        _put_stat(result, "exposure.min.ratio", low)
+        attention_models.put(result, "exposure.max.ratio", high)
+        attention_models.put(result, "exposure.min.ratio", low)
         changes = [s["counterfactual.share_change"] for s in measured.values() if "counterfactual.share_change" in s]
         if changes:
-            _put_stat(result, "exposure.max.counterfactual.share_change", max(changes, key=lambda s: s[0]))
+            attention_models.put(result, "exposure.max.counterfactual.share_change", max(changes, key=lambda s: s[0]))
     for column, value in options.own.items():
         own = stats.get((column, value_name(value)))
         if not own:
@@ -318,15 +307,7 @@ def _aggregates(result: EvidenceResult, stats: dict, options: ExposureOptions) -
                         "counterfactual.exposure_share", "counterfactual.share_change", "counterfactual.ratio",
                         "counterfactual.rank_shift.mean"):
             if measure in own:
-                _put_stat(result, f"exposure.own.{measure}", own[measure])
-
-
-def _put_stat(result: EvidenceResult, name: str, stat: tuple[float, float, float]) -> None:
-    value, low, high = stat
-    result.metrics[name] = value
-    if math.isfinite(low):
-        stem = name.removesuffix(".mean")
-        result.metrics[f"{stem}.ci95_low"], result.metrics[f"{stem}.ci95_high"] = low, high
+                attention_models.put(result, f"exposure.own.{measure}", own[measure])
 
 
 def _detect(result: EvidenceResult, stats: dict, labels: dict, options: ExposureOptions) -> None:

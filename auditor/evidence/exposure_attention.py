@@ -40,6 +40,7 @@ from auditor.checks.exposure import (
 )
 from auditor.evidence.base import EvidenceResult, Table
 from auditor.evidence.options.exposure import ATTENTION_METRICS as METRICS  # noqa: F401 - declared there
+from auditor.metric_names import spelled
 from auditor.numbers import figure, interval
 
 MODELS = ("log", "geometric", "cascade")
@@ -150,7 +151,7 @@ def value_stats(result: EvidenceResult, key: str, by_model: dict[str, dict[str, 
             out[f"min_{envelope}"] = _envelope(per_model, min)
             out[f"max_{envelope}"] = _envelope(per_model, max)
     for name, stat in out.items():
-        _put(result, f"{key}.attention.{name}", stat)
+        put(result, f"{key}.attention.{name}", stat)
     return out
 
 
@@ -164,11 +165,9 @@ def _envelope(stats: list[Stat], pick: Any) -> Stat:
     return value, pick(s[1] for s in stats), pick(s[2] for s in stats)
 
 
-def _put(result: EvidenceResult, name: str, stat: Stat) -> None:
-    value, low, high = stat
-    result.metrics[name] = value
-    if math.isfinite(low):
-        result.metrics[f"{name}.ci95_low"], result.metrics[f"{name}.ci95_high"] = low, high
+def put(result: EvidenceResult, name: str, stat: Stat) -> None:
+    """A (value, low, high) statistic as `name` and its interval's metrics (`metric_names.spelled`)."""
+    result.metrics.update(spelled(name, *stat))
 
 
 def aggregates(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Stat]],
@@ -183,11 +182,11 @@ def aggregates(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Sta
         having = [s[name] for s in measured if name in s and math.isfinite(s[name][0])]
         if not having:
             continue
-        _put(result, f"exposure.max.attention.{name}", max(having, key=lambda s: s[0]))
+        put(result, f"exposure.max.attention.{name}", max(having, key=lambda s: s[0]))
         if name in ratios:
-            _put(result, f"exposure.min.attention.{name}", min(having, key=lambda s: s[0]))
+            put(result, f"exposure.min.attention.{name}", min(having, key=lambda s: s[0]))
     for name, stat in (sens.get(own) or {}).items() if own is not None else ():
-        _put(result, f"exposure.own.attention.{name}", stat)
+        put(result, f"exposure.own.attention.{name}", stat)
 
 
 # --- the verdicts and their words ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from auditor.evidence.local_report import QueryBlock, label, methods_of
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
+from auditor.metric_names import spelled
 from auditor.numbers import held, interval, percent, stored
 
 
@@ -155,7 +156,7 @@ def report_convergence(result: EvidenceResult, ctx: AuditContext, options: Local
         v = np.asarray(values)
         low, high = bootstrap_interval(v, ctx.rng(f"local/convergence/{method}"))
         name = f"local.{method}.convergence.agreement"
-        metrics[f"{name}.mean"], metrics[f"{name}.ci95_low"], metrics[f"{name}.ci95_high"] = float(v.mean()), low, high
+        metrics.update(spelled(f"{name}.mean", float(v.mean()), low, high, always=True))
         if v.mean() >= floor and share <= 0.5:
             continue
         shown = interval(*held(v.mean(), low, high), share=True)

@@ -13,6 +13,7 @@ from auditor.checks.ranking import bootstrap_interval
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
+from auditor.metric_names import read, spelled
 from auditor.numbers import figure, interval, stored, with_interval
 
 
@@ -128,12 +129,12 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
         v, c = np.array(tally.validity), np.array(tally.completeness)
         v_low, v_high = bootstrap_interval(v, rng)
         c_low, c_high = bootstrap_interval(c, rng)
-        stats = {"validity.mean": v.mean(), "validity.median": np.median(v), "validity.ci95_low": v_low,
-                 "validity.ci95_high": v_high, "completeness.mean": c.mean(), "completeness.median": np.median(c),
-                 "completeness.ci95_low": c_low, "completeness.ci95_high": c_high,
-                 "set_size.mean": np.mean([len(s) for s in tally.sets])}
-        for key, value in stats.items():
-            metrics[f"local.{method}.{key}"] = float(value)
+        name = f"local.{method}"
+        metrics.update(spelled(f"{name}.validity.mean", v.mean(), v_low, v_high, always=True))
+        metrics[f"{name}.validity.median"] = float(np.median(v))
+        metrics.update(spelled(f"{name}.completeness.mean", c.mean(), c_low, c_high, always=True))
+        metrics[f"{name}.completeness.median"] = float(np.median(c))
+        metrics[f"{name}.set_size.mean"] = float(np.mean([len(s) for s in tally.sets]))
         share = float(v.mean() / optimum_mean) if optimum_mean else None
         if share is not None:
             metrics[f"local.{method}.share_of_optimum"] = share
@@ -225,9 +226,8 @@ def rows_stats(metrics: dict[str, float], ctx: AuditContext, method: str, tally:
         return None
     v, c = np.array(tally.validity_rows), np.array(tally.completeness_rows)
     low, high = bootstrap_interval(v, ctx.rng(f"local/intervals/rows/{method}"))
-    for key, value in {"validity_rows.mean": v.mean(), "validity_rows.ci95_low": low,
-                       "validity_rows.ci95_high": high, "completeness_rows.mean": c.mean()}.items():
-        metrics[f"local.{method}.{key}"] = float(value)
+    metrics.update(spelled(f"local.{method}.validity_rows.mean", v.mean(), low, high, always=True))
+    metrics[f"local.{method}.completeness_rows.mean"] = float(c.mean())
     return stored(v.mean())
 
 
@@ -236,13 +236,14 @@ def detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: l
     better than RANDOM sets: a reader must not take their explanations at face value."""
     metrics = result.metrics
     citation = "EU AI Act (Reg. 2024/1689) Art. 13(1) — output interpretable; Reg. (EU) 2019/1150 Art. 5(1)"
-    random_mean = metrics.get("local.random.validity.mean") if "random" in methods else None
-    random_high = metrics.get("local.random.validity.ci95_high") if "random" in methods else None
+    random = read(metrics, "local.random.validity.mean") if "random" in methods else None
+    random_mean, random_high = (random.value, random.high) if random is not None else (None, None)
     for method in methods:
         if method == "random":
             continue
-        mean = metrics[f"local.{method}.validity.mean"]
-        low, high = metrics[f"local.{method}.validity.ci95_low"], metrics[f"local.{method}.validity.ci95_high"]
+        found = read(metrics, f"local.{method}.validity.mean")
+        assert found is not None and found.low is not None and found.high is not None  # written by `report` above
+        mean, low, high = found.value, found.low, found.high
         shown = f"mean validity {with_interval(mean, low, high)}" if np.isfinite(low) and np.isfinite(high) else \
             f"mean validity {figure(mean)}"
         judged_by = (f"local.{method}.validity.mean", f"local.{method}.validity")

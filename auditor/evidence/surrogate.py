@@ -33,6 +33,7 @@ from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.importance import summarize
 from auditor.evidence.options.surrogate import SurrogateOptions
+from auditor.metric_names import read
 from auditor.numbers import figure, stored, with_interval
 from auditor.words import counted
 
@@ -151,9 +152,10 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     if reference is data:
         result.notes.append("No background data: the surrogate was trained on the audited data itself, so its "
                             "fidelity is measured in-sample.")
-    tau, high = m["surrogate.fidelity.kendall.mean"], m["surrogate.fidelity.kendall.ci95_high"]
-    if np.isfinite(high) and high < options.fidelity_floor:
-        low = m["surrogate.fidelity.kendall.ci95_low"]
+    kendall = read(m, "surrogate.fidelity.kendall.mean")
+    assert kendall is not None  # written above
+    tau, low, high = kendall.value, kendall.low, kendall.high
+    if high is not None and np.isfinite(high) and high < options.fidelity_floor:
         result.detect(
             "surrogate-low-fidelity", "The interpretable surrogate does not rank like the model",
             f"Mean Kendall tau between the surrogate's and the model's rankings is {with_interval(tau, low, high)}, "

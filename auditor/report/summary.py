@@ -381,16 +381,16 @@ def key_numbers(evidence: dict[str, Any], findings: Sequence[dict[str, Any]] = (
         "disclosure.rank_correlation", "1 = the declared order is the measured one")
     confidence = evidence.get("confidence", {}).get("metrics", {})
     scale = "explanations flagged for a second look before they are quoted"
-    auc = confidence.get("confidence.validation.auc")
+    auc_read = metric_names.read(confidence, "confidence.validation.auc")
+    auc = auc_read.value if auc_read is not None else None
     reliable = confidence.get("confidence.reliable_share")
     if (auc is None or not math.isfinite(auc)) and reliable is not None and math.isfinite(reliable):
         scale += (f"; no reliability estimate: {percent(reliable)} of the explanations hold under held-out masking, "
                   "too few of one outcome to fit one")
     if auc is not None and math.isfinite(auc):
         scale += ("; the estimate behind the flags separates reliable from unreliable ones with AUC "
-                  + with_interval(auc,
-                                  confidence.get("confidence.validation.auc.ci95_low"),
-                                  confidence.get("confidence.validation.auc.ci95_high")) + " (0.5 = chance)")
+                  + with_interval(auc, auc_read.low if auc_read else None, auc_read.high if auc_read else None)
+                  + " (0.5 = chance)")
     lost = int(confidence.get("confidence.attribution_unreliable_queries", 0) or 0)
     if lost:
         scale += f"; on {counted(lost, 'query')} no attribution explainer is reliable (the section names what to use)"
