@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from auditor import metric_names
 from auditor.errors import InputError
 
 INDEX = "index.html"
@@ -192,13 +193,18 @@ def headline(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
         value = ((evidence.get(kind) or {}).get("metrics") or {}).get(name)
         return _finite(value)
 
+    def reading(kind: str, name: str) -> metric_names.Reading | None:
+        return metric_names.read((evidence.get(kind) or {}).get("metrics") or {}, name)
+
     def add(label: str, value: Any, low: Any = None, high: Any = None, share: bool = False) -> None:
         value = _finite(value)
         if value is not None and label not in rows:
             rows[label] = {"value": value, "low": _finite(low), "high": _finite(high), "share": share}
 
     label, kind, stem = NDCG10
-    add(label, metric(kind, f"{stem}.mean"), metric(kind, f"{stem}.ci95_low"), metric(kind, f"{stem}.ci95_high"))
+    found = reading(kind, f"{stem}.mean")
+    if found is not None:
+        add(label, found.value, found.low, found.high)
     try:
         numbers = key_numbers(evidence)
     except (KeyError, TypeError, ValueError, AttributeError):  # a document of another evidence schema
