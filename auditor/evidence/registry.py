@@ -36,6 +36,18 @@ def resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True)
+class KeyFigure:
+    """A figure a kind offers the executive summary: its `metric` (value and interval read by `metric_names.read`)
+    under `label`, with what the `scale` means; `order` places it among the other kinds' (most telling first)."""
+
+    order: int
+    label: str
+    metric: str
+    scale: str
+    share: bool = False
+
+
+@dataclass(frozen=True)
 class EvidenceKind:
     """One evidence kind. `module` holds `run(ctx, options) -> EvidenceResult` and, optionally, `check(options,
     data)` (bad options for this data: InputError with `where`), imported on first use, so a worker process imports
@@ -62,6 +74,17 @@ class EvidenceKind:
     # a kind that audits a sample of queries: (the metric counting the audited queries, the one counting chosen
     # queries it left out or "", what it measured) — the report's scope says when the sample is not every query
     coverage: tuple[str, str, str] | None = None
+    # (its result as evidence.json holds it) -> the figures it offers the executive summary, or "module:function"
+    key_figures: Callable[[Mapping[str, Any]], list[KeyFigure]] | str | None = None
+    # (its metrics, the dataset's facts) -> what the report's Limitations must say about its figures, or
+    # "module:function"
+    limitations: Callable[[Mapping[str, float], Mapping[str, float]], list[str]] | str | None = None
+    # its detections that find the audit's own tools wanting (an explainer no better than random, a surrogate that
+    # does not rank like the model): Limitations lists them
+    self_checks: tuple[str, ...] = ()
+    # the column of its records holding each feature's share of importance (`feature` names it): the report lists
+    # the features by it
+    feature_shares: str | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
         return self._module().run(ctx, options)
@@ -72,6 +95,14 @@ class EvidenceKind:
 
     def estimator(self) -> Estimator:
         return resolve(self.cost)
+
+    def limits(self, metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
+        """What the report's Limitations says about its figures (nothing when it declares no `limitations`)."""
+        return [] if self.limitations is None else list(resolve(self.limitations)(metrics, dataset))
+
+    def figures(self, result: Mapping[str, Any]) -> list[KeyFigure]:
+        """The figures it offers the executive summary from `result` (none when it declares no `key_figures`)."""
+        return [] if self.key_figures is None else list(resolve(self.key_figures)(result))
 
     def emits(self, metric: str) -> bool:
         """Whether this kind can emit `metric` (one of its `metrics` patterns matches it)."""
@@ -136,7 +167,7 @@ def _builtins() -> None:
         surrogate,
     )
 
-    costs = "auditor.evidence.costs"
+    costs, key = "auditor.evidence.costs", "auditor.evidence.key_figures"
     register(EvidenceKind("dataset", dataset.DatasetOptions, "auditor.evidence.dataset", "Dataset",
                           "Data facts: documents, queries, features, degenerate queries, the query sample.",
                           f"{costs}:none", metrics=dataset.METRICS), always=True)
@@ -147,19 +178,24 @@ def _builtins() -> None:
         EvidenceKind("ranking_quality", ranking_quality.RankingQualityOptions, "auditor.evidence.ranking_quality",
                      "Ranking quality", "nDCG@k and MAP per query against relevance labels.",
                      f"{costs}:scores_only", metrics=ranking_quality.METRICS,
+                     key_figures=f"{key}:ranking_quality", limitations=f"{key}:quality_limitations",
                      readme=(
                      "nDCG@k and MAP per query against relevance labels, with intervals and the weakest queries")),
         EvidenceKind("global_importance", global_importance.GlobalImportanceOptions,
                      "auditor.evidence.global_importance", "Main ranking parameters",
                      "TreeSHAP importance per feature: global, per query, within query.",
                      f"{costs}:global_importance", metrics=global_importance.METRICS,
+                     key_figures=f"{key}:global_importance", feature_shares="within_query.share",
                      readme=(
                      "exact TreeSHAP importance: global, per query, and within query (what actually orders "
                      "documents)")),
         EvidenceKind("local_explanations", local_explanations.LocalExplanationsOptions,
                      "auditor.evidence.local_explanations", "Local explanation quality",
                      "Explainers compared by validity and completeness (Singh et al. 2020).",
-                     f"{costs}:local_explanations", metrics=local_explanations.METRICS, sampled=True, pooled=True,
+                     f"{costs}:local_explanations", metrics=local_explanations.METRICS,
+                     key_figures=f"{key}:local_explanations", limitations=f"{key}:local_limitations",
+                     self_checks=("explainer-no-better-than-random", "explanations-below-validity-floor",
+                                  "explainer-estimate-noisy"), sampled=True, pooled=True,
                      masked=True, reduced=(("k_curve", []), ("optimum_max_subsets", 0)),
                      reduced_text="the effect-of-k curve and the exhaustive optimum (only k itself)",
                      coverage=("local.queries", "local.excluded_queries", "Local explanations"),
@@ -182,6 +218,7 @@ def _builtins() -> None:
                      "auditor.evidence.disclosure_consistency", "Declared vs actual main parameters",
                      "The declared main parameters and their order against the measured ones (P2B Art. 5).",
                      f"{costs}:disclosure_consistency", uses=("surrogate",), metrics=disclosure_consistency.METRICS,
+                     key_figures=f"{key}:disclosure_consistency",
                      readme=(
                      "the main parameters the terms and conditions declare vs the measured ones (P2B Art. 5(1)): "
                      "undeclared influential parameters, order agreement, stability over query samples")),
@@ -189,6 +226,7 @@ def _builtins() -> None:
                      "auditor.evidence.parameter_influence", "Influence of sensitive parameters",
                      "Rank shifts when paid or other sensitive parameters are masked or swept.",
                      f"{costs}:parameter_influence", metrics=parameter_influence.METRICS,
+                     key_figures=f"{key}:parameter_influence",
                      coverage=("influence.queries", "", "Influence of sensitive parameters"),
                      readme=(
                      "what sensitive parameters (paid placement, commission) do to positions (P2B Art. 5(3)): rank "
@@ -202,7 +240,9 @@ def _builtins() -> None:
                      "(exact for ≤ 10 features), or RAIPair (Huai et al. 2020)")),
         EvidenceKind("confidence", confidence.ConfidenceOptions, "auditor.evidence.confidence",
                      "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons.",
-                     f"{costs}:confidence", metrics=confidence.METRICS, sampled=True, pooled=True, masked=True,
+                     f"{costs}:confidence", metrics=confidence.METRICS,
+                     key_figures=f"{key}:confidence", self_checks=("flags-not-validated",), sampled=True,
+                     pooled=True, masked=True,
                      readme=(
                      "each explanation's estimated reliability (out of sample: will it reproduce the ranking under "
                      "masking it was not chosen on, and name the features the trees used?), flags below one half "
@@ -214,6 +254,7 @@ def _builtins() -> None:
                      "Exposure and self-preferencing", "Who gets the attention: exposure against merit per group, "
                      "and what the group feature itself is worth (DMA Art. 6(5)).", f"{costs}:exposure",
                      uses=("surrogate",), metrics=exposure.METRICS,
+                     key_figures=f"{key}:exposure",
                      readme=(
                      "who gets the attention (DSA Art. 34(1)(b), DMA Art. 6(5), P2B Art. 7): each group's share of "
                      "the attention against the share its relevance earns, per group value (own-brand products, a "
@@ -223,6 +264,8 @@ def _builtins() -> None:
         EvidenceKind("surrogate", surrogate.SurrogateOptions, "auditor.evidence.surrogate",
                      "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity.",
                      f"{costs}:surrogate", metrics=surrogate.METRICS,
+                     key_figures=f"{key}:surrogate", limitations=f"{key}:surrogate_limitations",
+                     self_checks=("surrogate-low-fidelity",),
                      readme=(
                      "an interpretable ILMART twin of the model (Lucchese et al. 2022): main effects and pair "
                      "interactions plotted, how faithfully it ranks like the model, exact decomposition")),

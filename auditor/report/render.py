@@ -113,8 +113,9 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     ]
     appendix_tables = [t for s in sections for t in s["tables"] if t["appendix"]]
     titles = {s["name"]: s["title"] for s in sections}
-    importance = {r["feature"]: r.get("within_query.share") for r in results["global_importance"].records} \
-        if "global_importance" in results and results["global_importance"].status == "ok" else {}
+    importance = next(({r["feature"]: r.get(kind.feature_shares) for r in results[name].records}
+                       for name, kind in plugins.items() if kind.feature_shares and name in results
+                       and results[name].status == "ok"), {})
     features_all, features_shown = feature_rows(document, importance)
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
                    features_all=features_all, features_shown=features_shown,
@@ -208,12 +209,7 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
     if budget.get("fits") is False:
         out.append(budget["choices"][-1])
     dataset = results["dataset"].metrics
-    n_queries, n_features = int(dataset["dataset.n_queries"]), int(dataset["dataset.n_features"])
-    if dataset.get("dataset.all_zero_label_queries", 0) > 0 and "ranking_quality" in results:
-        zero = int(dataset['dataset.all_zero_label_queries'])
-        out.append(f"{counted(zero, 'query')} {'has' if zero == 1 else 'have'} no relevant document; "
-                   f"{'its' if zero == 1 else 'their'} nDCG is set by convention (see the ranking-quality note), not "
-                   "measured.")
+    n_queries = int(dataset["dataset.n_queries"])
     if "dataset.population.n_queries" in dataset:
         out.append(f"The audit covers a stratified sample of {n_queries:,} of "
                    f"{int(dataset['dataset.population.n_queries']):,} queries: query-level figures are estimates, "
@@ -234,23 +230,12 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
         if audited < rankable:
             out.append(f"{what} were computed on {audited:,} of the {rankable:,} rankable queries (a seeded "
                        f"sample, option `queries` of {name}); their intervals cover that sample only.")
-    local = results.get("local_explanations")
-    if local is not None and local.status == "ok" and "local.k" in local.metrics:
-        k = int(local.metrics["local.k"])
-        if k > n_features / 2:
-            out.append(f"Explanations name k = {k} of the {n_features} features, more than half: even random "
-                       "sets then reproduce much of a ranking, so validity figures say less than with a small k.")
-        else:
-            out.append(f"Explanations name k = {k} of {n_features} features; validity and completeness are "
-                       "measured at that size only (the effect-of-k curve shows other sizes where requested).")
-    surrogate = results.get("surrogate")
-    if surrogate is not None and surrogate.status == "ok" and "surrogate.fidelity.kendall.mean" in surrogate.metrics:
-        tau = surrogate.metrics["surrogate.fidelity.kendall.mean"]
-        out.append(f"The interpretable surrogate ranks like the model with Kendall's tau {figure(tau)} on held-out "
-                   "queries: its effect curves describe the model only as far as that agreement goes.")
-    wanting = [d["title"] for d in document.get("detections", [])
-               if d.get("kind") in ("explainer-no-better-than-random", "explanations-below-validity-floor",
-                                    "explainer-estimate-noisy", "flags-not-validated", "surrogate-low-fidelity")]
+    for name, kind in REGISTRY.items():
+        result = results.get(name)
+        if result is not None and result.status == "ok":
+            out += kind.limits(result.metrics, dataset)
+    self_checks = {check for kind in REGISTRY.values() for check in kind.self_checks}
+    wanting = [d["title"] for d in document.get("detections", []) if d.get("kind") in self_checks]
     if wanting:
         out.append("What the evidence found wanting in its own tools (details in Findings): "
                    + "; ".join(w[:1].lower() + w[1:] if w[1:2].islower() else w for w in wanting) + ".")

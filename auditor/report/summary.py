@@ -6,13 +6,12 @@ the evidence, and tested without rendering.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from auditor import metric_names
-from auditor.numbers import figure, interval, percent, with_interval
+from auditor.numbers import figure, interval, percent
 from auditor.policy import Finding, group_findings
 from auditor.report.wording import measured_sentence, technical
 from auditor.words import counted
@@ -307,10 +306,6 @@ def key_numbers(evidence: dict[str, Any], findings: Sequence[dict[str, Any]] = (
         if f.get("value") is not None and not f["requirement"].startswith("share of queries"):
             judged.setdefault(f["metric"], []).append(f)
 
-    def metric(kind: str, name: str) -> float | None:
-        value = evidence.get(kind, {}).get("metrics", {}).get(name)
-        return None if value is None else float(value)
-
     def reference(name: str, scale: str, share: bool = False) -> str:
         rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
         if not rules:
@@ -333,74 +328,12 @@ def key_numbers(evidence: dict[str, Any], findings: Sequence[dict[str, Any]] = (
                      interval(min(low, value), max(high, value), share=share),
                      "reference": reference(name, scale, share)})
 
-    quality = evidence.get("ranking_quality", {}).get("metrics", {})
-    cutoffs = sorted(int(k.split("@")[1].split(".")[0]) for k in quality if k.startswith("ranking_quality.ndcg@")
-                     and k.endswith(".mean"))
-    if cutoffs:
-        add(f"Ranking quality: mean nDCG@{cutoffs[-1]}", "ranking_quality", f"ranking_quality.ndcg@{cutoffs[-1]}.mean",
-            "1 = every query in its ideal order")
-    records = evidence.get("global_importance", {}).get("records", [])
-    if records:
-        top = sorted(records, key=lambda r: r.get("rank", 0))[:3]
-        main = metric("global_importance", "global_importance.main_parameters")
-        largest = "largest shares: " + ", ".join(f"{r['feature']} {percent(r.get('within_query.share'))}"
-                                                 for r in top)
-        rows.append({"label": "Main ranking parameters (the fewest features carrying 80% of what orders documents "
-                              "within a query)", "value": main, "low": None, "high": None, "share": False,
-                     "evidence": "global_importance", "value_text": figure(main),
-                     "interval_text": "", "reference": reference("global_importance.main_parameters", largest)})
-    local = evidence.get("local_explanations", {}).get("metrics", {})
-    methods = [k.removeprefix("local.").removesuffix(".validity.mean") for k in local
-               if k.endswith(".validity.mean") and k.count(".") == 3 and not k.startswith(("local.optimum.",
-                                                                                          "local.random."))]
-    if methods:
-        best = max(methods, key=lambda m: local[f"local.{m}.validity.mean"])
-        floor = local.get("local.random.validity.mean")
-        from auditor.explain import registry
+    from auditor.evidence.registry import KINDS  # the kinds' own figures, most telling first
 
-        add(f"Best explainer's validity ({registry.label(best)})", "local_explanations", f"local.{best}.validity.mean",
-            "1 = the explanation alone keeps the ranking"
-            + (f"; random feature sets reach {figure(floor)}" if floor is not None else ""))
-    influence = evidence.get("parameter_influence", {}).get("metrics", {})
-    shifts = sorted((k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")),
-                    key=lambda k: -influence[k])
-    if shifts:
-        feature = shifts[0].removeprefix("influence.").removesuffix(".rank_shift.mean")
-        add(f"Places a document moves when '{feature}' is masked (mean, either way)", "parameter_influence",
-            shifts[0], "0 = it moves no document" + (f"; the largest of {counted(len(shifts), 'sensitive parameter')}"
-                                          if len(shifts) > 1 else ""))
-    if metric("exposure", "exposure.own.ratio") is not None:
-        add("Own products' attention ÷ what their relevance earns", "exposure", "exposure.own.ratio",
-            "1 = attention in proportion to relevance")
-    else:
-        add("Largest exposure ratio of a group (attention ÷ what its relevance earns)", "exposure",
-            "exposure.max.ratio", "1 = attention in proportion to relevance")
-    add("Surrogate fidelity (Kendall tau with the model's rankings)", "surrogate", "surrogate.fidelity.kendall.mean",
-        "1 = the surrogate orders documents as the model does")
-    add("Declared vs measured order of main parameters (Kendall tau)", "disclosure_consistency",
-        "disclosure.rank_correlation", "1 = the declared order is the measured one")
-    confidence = evidence.get("confidence", {}).get("metrics", {})
-    scale = "explanations flagged for a second look before they are quoted"
-    auc_read = metric_names.read(confidence, "confidence.validation.auc")
-    auc = auc_read.value if auc_read is not None else None
-    reliable = confidence.get("confidence.reliable_share")
-    if (auc is None or not math.isfinite(auc)) and reliable is not None and math.isfinite(reliable):
-        scale += (f"; no reliability estimate: {percent(reliable)} of the explanations hold under held-out masking, "
-                  "too few of one outcome to fit one")
-    if auc is not None and math.isfinite(auc):
-        scale += ("; the estimate behind the flags separates reliable from unreliable ones with AUC "
-                  + with_interval(auc, auc_read.low if auc_read else None, auc_read.high if auc_read else None)
-                  + " (0.5 = chance)")
-    lost = int(confidence.get("confidence.attribution_unreliable_queries", 0) or 0)
-    if lost:
-        scale += f"; on {counted(lost, 'query')} no attribution explainer is reliable (the section names what to use)"
-    below = int(confidence.get("confidence.widened.explanations", 0) or 0)
-    widened = confidence.get("confidence.widened.reliable_share")
-    if below and widened is not None and math.isfinite(widened):
-        scale += (f"; {round(widened * below)} of {counted(below, 'attribution')} that fail with their top features "
-                  "hold with a few more (the section lists them)")
-    add("Share of explanations flagged as low-confidence", "confidence", "confidence.flagged_fraction", scale,
-        share=True)
+    offered = [(offer, name) for name, kind in KINDS.items() if evidence.get(name)
+               for offer in kind.figures(evidence[name])]
+    for offer, name in sorted(offered, key=lambda pair: pair[0].order):
+        add(offer.label, name, offer.metric, offer.scale, share=offer.share)
     return rows
 
 

@@ -1,0 +1,140 @@
+"""What each built-in kind tells the report's first and last pages: the figures it offers the executive summary
+(`EvidenceKind.key_figures`: which of its metrics a reader should remember, under what label, on what scale; the
+summary prints them in `order`, most telling first, with their intervals and the applied rule's requirement) and
+what Limitations must say about its figures (`EvidenceKind.limitations`). The report names no kind itself."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from auditor.evidence.registry import KeyFigure
+from auditor.numbers import figure, percent, with_interval
+from auditor.words import counted
+
+Result = Mapping[str, Any]  # a kind's result as evidence.json holds it (metrics, records, ...)
+
+
+def _metrics(result: Result) -> Mapping[str, Any]:
+    return result.get("metrics") or {}
+
+
+def ranking_quality(result: Result) -> list[KeyFigure]:
+    quality = _metrics(result)
+    cutoffs = sorted(int(k.split("@")[1].split(".")[0]) for k in quality if k.startswith("ranking_quality.ndcg@")
+                     and k.endswith(".mean"))
+    if not cutoffs:
+        return []
+    return [KeyFigure(10, f"Ranking quality: mean nDCG@{cutoffs[-1]}", f"ranking_quality.ndcg@{cutoffs[-1]}.mean",
+                      "1 = every query in its ideal order")]
+
+
+def global_importance(result: Result) -> list[KeyFigure]:
+    records = result.get("records") or []
+    if not records:
+        return []
+    top = sorted(records, key=lambda r: r.get("rank", 0))[:3]
+    largest = "largest shares: " + ", ".join(f"{r['feature']} {percent(r.get('within_query.share'))}" for r in top)
+    return [KeyFigure(20, "Main ranking parameters (the fewest features carrying 80% of what orders documents within "
+                          "a query)", "global_importance.main_parameters", largest)]
+
+
+def local_explanations(result: Result) -> list[KeyFigure]:
+    local = _metrics(result)
+    methods = [k.removeprefix("local.").removesuffix(".validity.mean") for k in local
+               if k.endswith(".validity.mean") and k.count(".") == 3 and not k.startswith(("local.optimum.",
+                                                                                          "local.random."))]
+    if not methods:
+        return []
+    from auditor.explain import registry
+
+    best = max(methods, key=lambda m: local[f"local.{m}.validity.mean"])
+    floor = local.get("local.random.validity.mean")
+    return [KeyFigure(30, f"Best explainer's validity ({registry.label(best)})", f"local.{best}.validity.mean",
+                      "1 = the explanation alone keeps the ranking"
+                      + (f"; random feature sets reach {figure(floor)}" if floor is not None else ""))]
+
+
+def parameter_influence(result: Result) -> list[KeyFigure]:
+    influence = _metrics(result)
+    shifts = sorted((k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")),
+                    key=lambda k: -influence[k])
+    if not shifts:
+        return []
+    feature = shifts[0].removeprefix("influence.").removesuffix(".rank_shift.mean")
+    return [KeyFigure(40, f"Places a document moves when '{feature}' is masked (mean, either way)", shifts[0],
+                      "0 = it moves no document" + (f"; the largest of {counted(len(shifts), 'sensitive parameter')}"
+                                                    if len(shifts) > 1 else ""))]
+
+
+def exposure(result: Result) -> list[KeyFigure]:
+    if _metrics(result).get("exposure.own.ratio") is not None:
+        return [KeyFigure(50, "Own products' attention ÷ what their relevance earns", "exposure.own.ratio",
+                          "1 = attention in proportion to relevance")]
+    return [KeyFigure(50, "Largest exposure ratio of a group (attention ÷ what its relevance earns)",
+                      "exposure.max.ratio", "1 = attention in proportion to relevance")]
+
+
+def surrogate(result: Result) -> list[KeyFigure]:
+    return [KeyFigure(60, "Surrogate fidelity (Kendall tau with the model's rankings)",
+                      "surrogate.fidelity.kendall.mean", "1 = the surrogate orders documents as the model does")]
+
+
+def disclosure_consistency(result: Result) -> list[KeyFigure]:
+    return [KeyFigure(70, "Declared vs measured order of main parameters (Kendall tau)", "disclosure.rank_correlation",
+                      "1 = the declared order is the measured one")]
+
+
+def confidence(result: Result) -> list[KeyFigure]:
+    from auditor.metric_names import read
+
+    metrics = _metrics(result)
+    scale = "explanations flagged for a second look before they are quoted"
+    judged = read(metrics, "confidence.validation.auc")
+    auc = judged.value if judged is not None else None
+    reliable = metrics.get("confidence.reliable_share")
+    if (auc is None or not math.isfinite(auc)) and reliable is not None and math.isfinite(reliable):
+        scale += (f"; no reliability estimate: {percent(reliable)} of the explanations hold under held-out masking, "
+                  "too few of one outcome to fit one")
+    if judged is not None and auc is not None and math.isfinite(auc):
+        scale += ("; the estimate behind the flags separates reliable from unreliable ones with AUC "
+                  + with_interval(auc, judged.low, judged.high) + " (0.5 = chance)")
+    lost = int(metrics.get("confidence.attribution_unreliable_queries", 0) or 0)
+    if lost:
+        scale += f"; on {counted(lost, 'query')} no attribution explainer is reliable (the section names what to use)"
+    below = int(metrics.get("confidence.widened.explanations", 0) or 0)
+    widened = metrics.get("confidence.widened.reliable_share")
+    if below and widened is not None and math.isfinite(widened):
+        scale += (f"; {round(widened * below)} of {counted(below, 'attribution')} that fail with their top features "
+                  "hold with a few more (the section lists them)")
+    return [KeyFigure(80, "Share of explanations flagged as low-confidence", "confidence.flagged_fraction", scale,
+                      share=True)]
+
+
+def quality_limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
+    zero = int(dataset.get("dataset.all_zero_label_queries", 0))
+    if zero <= 0:
+        return []
+    return [f"{counted(zero, 'query')} {'has' if zero == 1 else 'have'} no relevant document; "
+            f"{'its' if zero == 1 else 'their'} nDCG is set by convention (see the ranking-quality note), not "
+            "measured."]
+
+
+def local_limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
+    if "local.k" not in metrics:
+        return []
+    k, n_features = int(metrics["local.k"]), int(dataset["dataset.n_features"])
+    if k > n_features / 2:
+        return [f"Explanations name k = {k} of the {n_features} features, more than half: even random sets then "
+                "reproduce much of a ranking, so validity figures say less than with a small k."]
+    return [f"Explanations name k = {k} of {n_features} features; validity and completeness are measured at that size "
+            "only (the effect-of-k curve shows other sizes where requested)."]
+
+
+def surrogate_limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
+    if "surrogate.fidelity.kendall.mean" not in metrics:
+        return []
+    return [f"The interpretable surrogate ranks like the model with Kendall's tau "
+            f"{figure(metrics['surrogate.fidelity.kendall.mean'])} on held-out queries: its effect curves describe "
+            "the model only as far as that agreement goes."]
