@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.errors import InputError
 from auditor.evidence.options import EvidenceOptions
-from auditor.evidence.registry import ALWAYS, KINDS, EvidenceKind, register, unregister
+from auditor.evidence.registry import ALWAYS, KINDS, EvidenceKind, KeyFigure, register, unregister
 
 runner = CliRunner()
 
@@ -49,9 +49,18 @@ def cost(options: ToyOptions, shape: Any, earlier: set[str]) -> tuple[int, int, 
     return queries, int(options.per_document * queries * n), 0.0, f"{options.per_document} rows a document"
 
 
+def key_figures(result: Any) -> list[KeyFigure]:
+    return [KeyFigure(5, "The toy's mean score", "toy_kind.mean_score", "what the toy scale means")]
+
+
+def limitations(metrics: Any, dataset: Any) -> list[str]:
+    return [f"The toy looked at {int(metrics['toy_kind.queries'])} of {int(dataset['dataset.n_queries'])} queries."]
+
+
 TOY = EvidenceKind("toy_kind", ToyOptions, __name__, "Toy evidence", "A kind defined in a test module.", cost,
                    metrics=("toy_kind.mean_score", "toy_kind.queries"), sampled=True,
-                   coverage=("toy_kind.queries", "", "Toy figures"))
+                   coverage=("toy_kind.queries", "", "Toy figures"), key_figures=key_figures,
+                   limitations=limitations)
 
 
 @pytest.fixture
@@ -96,6 +105,9 @@ def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: Evide
     html = (run_dir / "report.html").read_text()
     assert "Toy evidence" in html and "Toy table" in html
     assert "Toy figures were computed on 5 of the" in html  # the scope names a sampled kind's coverage
+    assert "The toy looked at 5 of" in html  # its own Limitations sentence
+    summary = html[:html.index("Toy table")]
+    assert "The toy&#39;s mean score" in summary and "what the toy scale means" in summary  # first key figure
 
 
 def test_the_budget_samples_a_toy_kind_marked_sampled(toy: EvidenceKind) -> None:
