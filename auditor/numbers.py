@@ -1,8 +1,11 @@
-"""Numbers as every output prints them (HTML, PDF, figures' captions, the terminal): one formatter, so a figure that
-appears twice reads the same twice (0.679 in the summary is 0.679 in its section, never 0.7; 1.3% is never 1%).
+"""Numbers as every output prints them (HTML, PDF, figures' captions, the terminal, the history site): one
+formatter, so a figure that appears twice reads the same twice (0.679 in the summary is 0.679 in its section, never
+0.7; 1.3% is never 1%). Only the text matplotlib draws inside a figure follows its own tick labels (`plots.fmt`).
 
 - `figure`: three significant figures, thousands separated, an error below 1e-9 shown as exact;
 - `percent`: a share as a percentage with one decimal; `points`: a change of share in percentage points;
+  `signed` and `positions`: a change with its sign (rank positions to one decimal); `data_value`: a feature's value
+  as the data holds it;
 - `interval`: one style for every 95% interval, `0.789 to 0.845` (words, because a dash between two negative
   numbers reads as a subtraction); `with_interval`: the value and its interval, the value always inside it.
 """
@@ -55,6 +58,23 @@ def points(value: float) -> str:
     """A change of a share in percentage points, signed: +10.7 pp."""
     text = f"{100 * value:+.1f}"
     return ("0.0" if float(text) == 0 else text) + " pp"
+
+
+def positions(value: float) -> str:
+    """Rank positions with one decimal and a sign: +3.0, -0.5; 0.0 unsigned."""
+    text = f"{float(value):+.1f}"
+    return "0.0" if float(text) == 0 else text
+
+
+def data_value(value: float) -> str:
+    """A feature's value as the data holds it: whole numbers exactly, without separators (a year stays 2019), others
+    as `figure`; "missing" when not a finite number."""
+    value = float(value)
+    if not math.isfinite(value):
+        return "missing"
+    if value.is_integer() and abs(value) < 1e9:
+        return str(int(value))
+    return figure(value)
 
 
 def interval(low: Any, high: Any, *, share: bool = False) -> str:

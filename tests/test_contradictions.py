@@ -21,7 +21,7 @@ from auditor.evidence import (
     parameter_influence,
 )
 from auditor.evidence.base import AuditContext, EvidenceResult
-from auditor.numbers import figure
+from auditor.numbers import figure, points, positions, signed
 from auditor.report import plots
 from tests.conftest import make_bookstore_context
 
@@ -112,8 +112,8 @@ def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_conte
     # in the bookstore example sales_rank_log pushes the top document down yet is worth a position
     assert any(labels[r].startswith("sales_rank_log") for r in rows)
     first = labels[rows[0]]
-    assert f"here {first} pushes the score down ({plots.fmt_signed(contributions[rows[0]])}) yet is worth " \
-           f"{plots.fmt_positions(worth[rows[0]])} positions" in caption
+    assert f"here {first} pushes the score down ({signed(contributions[rows[0]])}) yet is worth " \
+           f"{positions(worth[rows[0]])} positions" in caption
     assert opposed(np.array([0.5, -0.2, 0.1, -0.3]), np.array([0.0, 1.0, -1.0, 0.0])) == [1, 2]
 
 
@@ -136,14 +136,14 @@ def test_influence_counts_the_queries_it_measured(bookstore_context):
 
 
 def test_intervals_read_a_to_b_in_exposure_cells_and_sentences():
-    cell = exposure_attention._cell((1.73, 1.55, 1.94), plots.fmt)
+    cell = exposure_attention._cell((1.73, 1.55, 1.94), figure)
     assert cell == "1.73 (1.55 to 1.94)"
-    assert exposure_attention._cell((0.107, 0.09, 0.125), exposure_attention.points) == \
+    assert exposure_attention._cell((0.107, 0.09, 0.125), points) == \
         "+10.7 pp (+9.0 pp to +12.5 pp)"
-    assert exposure._with_interval((1.73, 1.55, 1.94), plots.fmt) == "1.73 (95% interval 1.55 to 1.94)"
-    assert exposure._with_interval((1.73, 1.55, 1.94), plots.fmt, words=False) == "1.73 (1.55 to 1.94)"
-    assert exposure._with_interval((2.0, 1.55, 1.94), plots.fmt) == "2 (95% interval 1.55 to 2)"  # holds its value
-    assert not INTERVAL.search(exposure._with_interval((-0.107, -0.126, -0.09), exposure._points))
+    assert exposure._with_interval((1.73, 1.55, 1.94), figure) == "1.73 (95% interval 1.55 to 1.94)"
+    assert exposure._with_interval((1.73, 1.55, 1.94), figure, words=False) == "1.73 (1.55 to 1.94)"
+    assert exposure._with_interval((2.0, 1.55, 1.94), figure) == "2 (95% interval 1.55 to 2)"  # holds its value
+    assert not INTERVAL.search(exposure._with_interval((-0.107, -0.126, -0.09), points))
 
 
 def test_explainer_detections_write_intervals_one_way():

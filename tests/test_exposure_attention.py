@@ -207,7 +207,7 @@ def test_models_that_disagree_in_direction() -> None:
     assert sentence in result.summary
     # the brand is not read by the model: no share change under any model
     assert ("The share of attention brand itself gives brand = 1 is within sampling noise of zero under all three "
-            "models — +0.0 pp (log), +0.0 pp (geometric), +0.0 pp (cascade).") in result.summary
+            "models — 0.0 pp (log), 0.0 pp (geometric), 0.0 pp (cascade).") in result.summary
     table = next(t for t in result.tables if t.title == "Under each attention model")
     rows = {(r[0], r[1]): r for r in table.rows}
     assert rows[("brand = 1", "exposure ÷ merit share")][2:] == ["1.12 (1.12 to 1.12)", "1.02 (1.02 to 1.02)",
@@ -252,7 +252,7 @@ def test_a_rule_on_the_least_favourable_model(tmp_path: Path) -> None:
      "0.900 (cascade); highest 95% bound 0.990."),
     ({"log": (1.02, 0.9, 1.1), "geometric": (1.0, 0.95, 1.05), "cascade": (0.97, 0.8, 1.2)},
      "The exposure of X is in line with merit under all three attention models (each 95% interval holds 1) — "
-     "1.02 (log), 1.00 (geometric), 0.970 (cascade)."),
+     "1.02 (log), 1 (geometric), 0.970 (cascade)."),
     ({"log": (1.31, 1.2, 1.4), "geometric": (1.12, 1.01, 1.3), "cascade": (0.98, 0.9, 1.07)},
      "For X the conclusion depends on the attention model — ratio 1.31 (log, above merit), 1.12 (geometric, above "
      "merit), 0.980 (cascade, in line with merit)."),

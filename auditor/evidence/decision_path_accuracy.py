@@ -266,7 +266,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             curve_means: dict[tuple[str, str], np.ndarray], depth: np.ndarray,
             values: dict[tuple[str, str, str], list[float]], forms: dict[tuple[str, str, str, str], list[float]],
             rows_used: dict[str, int], seconds: dict[str, float], n_docs: int, n_queries: int) -> None:
-    from auditor.report.plots import fmt, line_chart  # here, not at import: the spec loads no matplotlib
+    from auditor.report.plots import line_chart  # here, not at import: the spec loads no matplotlib
 
     metrics = result.metrics
     names = options.explainers
@@ -347,7 +347,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             caption="0.5 = chance. Rahnama & Bütepage 2022 (Figures 3-4) report that AUC falls as K grows.",
             description=f"Line chart of mean top-K AUC for K = {ks[0]} to {ks[-1]}, one line per explainer and "
                         f"ground truth; at K = {ks[-1]}: "
-                        + ", ".join(f"{name} {fmt(values[-1])}" for name, values in series.items()) + "."))
+                        + ", ".join(f"{name} {figure(values[-1])}" for name, values in series.items()) + "."))
     result.tables.append(Table(
         title="Cost per explainer",
         columns=["explainer", "model rows", "rows per document", "seconds"],

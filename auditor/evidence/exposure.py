@@ -39,7 +39,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.feature_names import check_feature_names, metric_name
 from auditor.evidence.options.exposure import ExposureOptions
 from auditor.evidence.sweeps import swept_scores
-from auditor.numbers import figure, interval, stored, with_interval
+from auditor.numbers import data_value, figure, interval, percent, points, positions, stored, with_interval
 
 HOW_TO_READ = (
     "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
@@ -90,7 +90,6 @@ def check(options: ExposureOptions, data: RankingData) -> None:
 
 
 def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
-    from auditor.report.plots import fmt
 
     data = ctx.data
     result = EvidenceResult(name="exposure", how_to_read=HOW_TO_READ)
@@ -161,7 +160,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
         shown = _focus(focus, name, options)
         if shown is not None:
             measure_rows.append(f"disparate treatment of {shown[3]} "
-                                f"{_with_interval(stats[(name, value_name(shown[1]))]['disparate_treatment'], fmt)} "
+                                f"{_with_interval(stats[(name, value_name(shown[1]))]['disparate_treatment'], figure)} "
                                 "(Singh & Joachims 2018; 1 = exposure in proportion to relevance)")
         measure_rows.extend(_group_measures(result, name, actual, mixed, rng, options.resamples))
     ticker.close()
@@ -259,7 +258,6 @@ def _value_stats(result: EvidenceResult, key: str, actual: QueryGroups, cf: dict
 def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixed: np.ndarray,
                     rng: np.random.Generator, resamples: int) -> list[str]:
     """AWRF and group expected exposure over the queries that hold at least two values of the group."""
-    from auditor.report.plots import fmt
 
     key = f"exposure.{metric_name(name)}"
     keep = mixed & np.isfinite(actual.awrf)
@@ -271,10 +269,11 @@ def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixe
     for j, part in enumerate(("loss", "disparity", "relevance")):
         parts.append(bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples))
         attention_models.put(result, f"{key}.expected_exposure.{part}.mean", parts[-1])
-    return [f"AWRF of {name} {_with_interval(fair, fmt)} (TREC Fair Ranking 2021–22; 1 = attention shared as merit, "
+    return [f"AWRF of {name} {_with_interval(fair, figure)} (TREC Fair Ranking 2021–22; 1 = attention shared as merit, "
             "floor 0.307)",
-            f"expected exposure of {name} groups: loss {_with_interval(parts[0], fmt)}, disparity {fmt(parts[1][0])}, "
-            f"relevance {fmt(parts[2][0])} (Diaz et al. 2020; loss 0 = exposure as merit)"]
+            f"expected exposure of {name} groups: loss {_with_interval(parts[0], figure)}, "
+            f"disparity {figure(parts[1][0])}, "
+            f"relevance {figure(parts[2][0])} (Diaz et al. 2020; loss 0 = exposure as merit)"]
 
 
 def _document_measures(result: EvidenceResult, actual: QueryGroups, rng: np.random.Generator, resamples: int) -> None:
@@ -311,7 +310,6 @@ def _aggregates(result: EvidenceResult, stats: dict, options: ExposureOptions) -
 
 
 def _detect(result: EvidenceResult, stats: dict, labels: dict, options: ExposureOptions) -> None:
-    from auditor.report.plots import fmt, fmt_positions, fmt_share
 
     own = {(column, value_name(value)) for column, value in options.own.items()}
     for (column, value), s in stats.items():
@@ -326,11 +324,11 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
             remains = ""
             if "counterfactual.ratio" in s:
                 remains = (f"; with {column} set alike for every document the ratio would be "
-                           f"{fmt(s['counterfactual.ratio'][0])}")
+                           f"{figure(s['counterfactual.ratio'][0])}")
             result.detect(
                 "group-over-exposed", f"Documents with {label} get more attention than their relevance earns",
-                f"{label}{' (own products)' if is_own else ''} gets {fmt_share(s['exposure_share'][0])} of the "
-                f"attention against a merit share of {fmt_share(s['merit_share'][0])}: ratio "
+                f"{label}{' (own products)' if is_own else ''} gets {percent(s['exposure_share'][0])} of the "
+                f"attention against a merit share of {percent(s['merit_share'][0])}: ratio "
                 f"{with_interval(r, low, high)}{remains}.",
                 severity="major",
                 citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5) — no more favourable ranking of a gatekeeper's own "
@@ -344,9 +342,9 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
             result.detect(
                 "model-uses-group-feature", f"The model lifts documents with {label} because of {column}",
                 f"With {column} set alike for every document, {label} would get "
-                f"{fmt_share(s['counterfactual.exposure_share'][0])} of the attention instead of "
-                f"{fmt_share(s['exposure_share'][0])} (change {_with_interval(change, _points)}) and its documents "
-                f"{fmt_positions(shift).lstrip('+')} positions less on average: the model's use of {column}, not the "
+                f"{percent(s['counterfactual.exposure_share'][0])} of the attention instead of "
+                f"{percent(s['exposure_share'][0])} (change {_with_interval(change, points)}) and its documents "
+                f"{positions(shift).lstrip('+')} positions less on average: the model's use of {column}, not the "
                 "documents' other qualities.",
                 severity="major",
                 citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5); Reg. (EU) 2019/1150 (P2B) Art. 7 — differentiated "
@@ -362,7 +360,7 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
 def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions, queries: list[int],
             group_rows: list, measure_rows: list, figure_rows: list, focus: list, attention: Attention,
             stats: dict, labels: dict) -> None:
-    from auditor.report.plots import fmt, fmt_share, share_dots
+    from auditor.report.plots import share_dots
 
     data = ctx.data
     model = _model_text(attention)
@@ -392,8 +390,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
             caption="Circle: the share a group's relevance earns; dot: the share it gets (band: 95% interval)"
                     + ("; diamond: with the group feature set alike for every document." if cf is not None else "."),
             description="Dot plot of exposure and merit shares per group: " + "; ".join(
-                f"{label} gets {fmt_share(e)} of the attention against a merit share of {fmt_share(m)}"
-                + (f", {fmt_share(c)} with the group feature set alike" if cf is not None else "")
+                f"{label} gets {percent(e)} of the attention against a merit share of {percent(m)}"
+                + (f", {percent(c)} with the group feature set alike" if cf is not None else "")
                 for label, m, e, c in zip(shown, merit_shares, exposure_shares, cf or [math.nan] * len(shown),
                                           strict=True)) + "."))
     _over_exposed(result, data, queries, focus, options)
@@ -401,14 +399,14 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
     uses = [(k, s) for k, s in stats.items() if s and "counterfactual.share_change" in s
             and math.isfinite(s["counterfactual.share_change"][1]) and s["counterfactual.share_change"][1] > 0]
     if over:
-        parts = [f"{labels[k]} gets {fmt_share(s['exposure_share'][0])} of the attention against a merit share of "
-                 f"{fmt_share(s['merit_share'][0])} (ratio {_with_interval(s['ratio'], fmt)})" for k, s in over]
+        parts = [f"{labels[k]} gets {percent(s['exposure_share'][0])} of the attention against a merit share of "
+                 f"{percent(s['merit_share'][0])} (ratio {_with_interval(s['ratio'], figure)})" for k, s in over]
         text = "Over-exposed beyond merit: " + "; ".join(parts) + "."
     else:
         text = "No group's exposure lies above its merit over the whole 95% interval."
     if uses:
         text += " The model's use of the group feature accounts for " + "; ".join(
-            f"{_points(s['counterfactual.share_change'][0])} of {labels[k]}'s share" for k, s in uses) + "."
+            f"{points(s['counterfactual.share_change'][0])} of {labels[k]}'s share" for k, s in uses) + "."
     elif options.counterfactual:
         text += " Setting the group feature alike for every document moves no group's share beyond sampling noise."
     result.summary = text
@@ -432,7 +430,6 @@ def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int],
                   options: ExposureOptions) -> None:
     """The `top_queries` queries with the largest exposure share above merit share, for the value `_focus` picks per
     group column: every figure in evidence.json (`records`), the first three in a note of the section."""
-    from auditor.report.plots import fmt_share
 
     chosen = [item for name in dict.fromkeys(item[0] for item in focus)
               if (item := _focus(focus, name, options)) is not None]
@@ -448,8 +445,8 @@ def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int],
                 "counterfactual_exposure_share": None if cf is None else stored(cf["share"][q, v])})
         if top:
             result.notes.append(f"Largest over-exposure of {label}: " + "; ".join(
-                f"query {data.query_ids[queries[q]]}, {fmt_share(actual.exposure_share[q, v])} of the attention "
-                f"against a merit share of {fmt_share(actual.merit_share[q, v])}" for q in top[:3])
+                f"query {data.query_ids[queries[q]]}, {percent(actual.exposure_share[q, v])} of the attention "
+                f"against a merit share of {percent(actual.merit_share[q, v])}" for q in top[:3])
                 + f" (the {len(top)} largest in evidence.json).")
 
 
@@ -459,31 +456,24 @@ def _counts(group_rows: list) -> str:
 
 def _group_row(label: str, s: dict, n_queries: int) -> list:
     """A row of the group table; its last cell (the queries counted) goes to the note."""
-    from auditor.report.plots import fmt, fmt_positions, fmt_share
 
-    row = [label, fmt_share(s["exposure_share"][0]), fmt_share(s["merit_share"][0]),
-           _with_interval(s["ratio"], fmt, words=False)]
+    row = [label, percent(s["exposure_share"][0]), percent(s["merit_share"][0]),
+           _with_interval(s["ratio"], figure, words=False)]
     if "counterfactual.exposure_share" in s:
         worth, worst = s["counterfactual.rank_shift.mean"][0], s["counterfactual.rank_shift.max"][0]
-        row += [_with_interval(s["counterfactual.share_change"], _points, words=False),
-                f"{fmt_positions(worth)} ({int(worst)})"]
+        row += [_with_interval(s["counterfactual.share_change"], points, words=False),
+                f"{positions(worth)} ({int(worst)})"]
     return [*row, n_queries]
 
 
 def _label(name: str, value: float, unit: str | None) -> str:
-    from auditor.report.plots import fmt_value, is_yes_no, value_text
+    from auditor.report.plots import is_yes_no, value_text
 
     if not math.isfinite(value):
         return f"{name} = {_MISSING}"
     if is_yes_no(unit):
         return value_text(name, value, unit)
-    return f"{name} = {fmt_value(value).replace(chr(0x2212), '-')}"
-
-
-def _points(share: float) -> str:
-    """A difference of shares in percentage points, signed."""
-    value = round(100 * float(share), 1) + 0.0
-    return f"{value:+.1f} pp".replace("-", "\u2212")
+    return f"{name} = {data_value(value)}"
 
 
 def _with_interval(stat: tuple[float, float, float], show, *, words: bool = True) -> str:
@@ -492,11 +482,11 @@ def _with_interval(stat: tuple[float, float, float], show, *, words: bool = True
     already says "95% interval", `1.73 (1.55 to 1.94)`. Shares' changes keep their percentage points."""
     value, low, high = stat
     if not math.isfinite(low) or not math.isfinite(high):
-        return show(value) if show is _points else figure(value)
+        return show(value) if show is points else figure(value)
     low, high = min(low, value), max(high, value)
-    if show is _points:
-        inner = f"{_points(low)} to {_points(high)}"
-        return f"{_points(value)} ({'95% interval ' if words else ''}{inner})"
+    if show is points:
+        inner = f"{points(low)} to {points(high)}"
+        return f"{points(value)} ({'95% interval ' if words else ''}{inner})"
     if words:
         return with_interval(value, low, high)
     return f"{figure(value)} ({interval(low, high)})"

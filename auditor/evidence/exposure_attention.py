@@ -41,7 +41,7 @@ from auditor.checks.exposure import (
 from auditor.evidence.base import EvidenceResult, Table
 from auditor.evidence.options.exposure import ATTENTION_METRICS as METRICS  # noqa: F401 - declared there
 from auditor.metric_names import spelled
-from auditor.numbers import figure, interval
+from auditor.numbers import figure, interval, percent, points
 
 MODELS = ("log", "geometric", "cascade")
 GEOMETRIC_PATIENCE = 0.8  # Moffat & Zobel 2008
@@ -215,7 +215,6 @@ def _all(n: int) -> str:
 
 def ratio_sentence(label: str, sens: dict[str, Stat]) -> str:
     """Whether the group value's over- or under-exposure holds under every attention model, from the intervals."""
-    from auditor.report.plots import fmt
 
     common, sides = verdict(sens, "ratio", 1.0)
     if not sides:
@@ -224,19 +223,19 @@ def ratio_sentence(label: str, sens: dict[str, Stat]) -> str:
     if common is None:
         words = {1: "above merit", 0: "in line with merit", -1: "below merit"}
         return (f"For {label} the conclusion depends on the attention model — ratio "
-                + ", ".join(f"{fmt(sens[f'{m}.ratio'][0])} ({m}, {words[s]})" for m, s in sides.items()) + ".")
-    listed = ", ".join(f"{fmt(sens[f'{m}.ratio'][0])} ({m})" for m in sides)
+                + ", ".join(f"{figure(sens[f'{m}.ratio'][0])} ({m}, {words[s]})" for m, s in sides.items()) + ".")
+    listed = ", ".join(f"{figure(sens[f'{m}.ratio'][0])} ({m})" for m in sides)
     stats = [sens[f"{m}.ratio"] for m in sides]
     if common == 0:
         return (f"The exposure of {label} is in line with merit under {models_n} (each 95% interval holds 1) — "
                 f"{listed}.")
     lows, highs = [s[1] for s in stats], [s[2] for s in stats]
     if common > 0:
-        bound = (f"lowest 95% bound {fmt(min(lows))}" if all(map(math.isfinite, lows)) else
-                 f"smallest {fmt(min(s[0] for s in stats))}")
+        bound = (f"lowest 95% bound {figure(min(lows))}" if all(map(math.isfinite, lows)) else
+                 f"smallest {figure(min(s[0] for s in stats))}")
         return f"The exposure ratio of {label} stays above 1 under {models_n} — {listed}; {bound}."
-    bound = (f"highest 95% bound {fmt(max(highs))}" if all(map(math.isfinite, highs)) else
-             f"largest {fmt(max(s[0] for s in stats))}")
+    bound = (f"highest 95% bound {figure(max(highs))}" if all(map(math.isfinite, highs)) else
+             f"largest {figure(max(s[0] for s in stats))}")
     return f"The exposure ratio of {label} stays below 1 under {models_n} — {listed}; {bound}."
 
 
@@ -255,12 +254,6 @@ def change_sentence(column: str, label: str, sens: dict[str, Stat]) -> str:
     where = {1: "above zero", 0: "within sampling noise of zero", -1: "below zero"}[common]
     plural = "s" if len(sides) > 1 else ""
     return f"{what[0].upper()}{what[1:]} is {where} under {_all(len(sides))} model{plural} — {listed}."
-
-
-def points(share: float) -> str:
-    """A difference of shares in percentage points, signed."""
-    value = round(100 * float(share), 1) + 0.0
-    return f"{value:+.1f} pp".replace("-", "\u2212")
 
 
 def _cell(stat: Stat | None, show: Any) -> str:
@@ -284,7 +277,6 @@ def report(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Stat]],
     """The table "Under each attention model" (every measured group value: ratio and share change under each
     model, and whether the conclusion holds under all three) and, in the summary, the sentences for the values the
     section details (`focus`)."""
-    from auditor.report.plots import fmt
 
     measured = [(k, s) for k, s in sens.items() if s]
     if not measured:
@@ -294,7 +286,7 @@ def report(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Stat]],
     change_words = {1: "above 0 under", 0: "holds 0 under", -1: "below 0 under"}
     for k, s in measured:
         common, sides = verdict(s, "ratio", 1.0)
-        rows.append([labels[k], "exposure ÷ merit share"] + [_cell(s.get(f"{m}.ratio"), fmt) for m in MODELS]
+        rows.append([labels[k], "exposure ÷ merit share"] + [_cell(s.get(f"{m}.ratio"), figure) for m in MODELS]
                     + [_conclusion(common, sides, ratio_words)])
         if any(f"{m}.counterfactual.share_change" in s for m in MODELS):
             common, sides = verdict(s, "counterfactual.share_change", 0.0)
@@ -343,7 +335,6 @@ def proxies(result: EvidenceResult, surrogate: EvidenceResult | None, columns: l
     two columns, ranked by importance), listed as possible proxies in a note and in `records`
     (`kind: possible_proxy`): the group's treatment may also run through the other feature. Nothing when the
     surrogate did not run (it is passed in by the engine: `ctx.used("surrogate")`)."""
-    from auditor.report.plots import fmt, fmt_share
 
     if surrogate is None:
         return
@@ -351,7 +342,7 @@ def proxies(result: EvidenceResult, surrogate: EvidenceResult | None, columns: l
     pairs = [r for r in effects if len(r["features"]) == 2]
     total = sum(float(r.get("importance") or 0.0) for r in effects) or 1.0
     tau = surrogate.metrics.get("surrogate.fidelity.kendall.mean", math.nan)
-    fidelity = (f" (ILMART; it ranks like the model with mean Kendall tau {fmt(tau)})" if math.isfinite(tau) else
+    fidelity = (f" (ILMART; it ranks like the model with mean Kendall tau {figure(tau)})" if math.isfinite(tau) else
                 " (ILMART)")
     for column in columns:
         found = [r for r in pairs if column in r["features"]]
@@ -368,7 +359,7 @@ def proxies(result: EvidenceResult, surrogate: EvidenceResult | None, columns: l
                                    "effect": r.get("effect", " × ".join(r["features"])), "rank": r.get("rank"),
                                    "importance": r.get("importance"), "share": round(share, 6)})
             parts.append(f"{column} interacts with {other} (pair effect ranked {r.get('rank')} of {len(effects)} "
-                         f"effects, {fmt_share(share)} of their importance)")
+                         f"effects, {percent(share)} of their importance)")
         result.notes.append(f"Possible proxies of {column}, from the interpretable surrogate{fidelity}: "
                             + "; ".join(parts) + ". The group's treatment may also run through "
                             + ("that feature." if len(found) == 1 else "those features."))

@@ -39,7 +39,7 @@ from auditor.evidence.importance import (
     summarize,
 )
 from auditor.evidence.options.global_importance import GlobalImportanceOptions
-from auditor.numbers import stored
+from auditor.numbers import figure, percent, positions, signed, stored
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
-    from auditor.report.plots import bar_chart, fmt_share  # here, not at import: the spec loads no matplotlib
+    from auditor.report.plots import bar_chart  # here, not at import: the spec loads no matplotlib
 
     data = ctx.data
     result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
@@ -119,7 +119,7 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
                                                                                        "importance", percent=True),
         caption="Share of each feature in what moves documents against each other inside a query.",
         description="Bar chart of the features' shares of the within-query importance, largest first: "
-                    + ", ".join(f"{names[f]} {fmt_share(within[f])}" for f in top[:5])
+                    + ", ".join(f"{names[f]} {percent(within[f])}" for f in top[:5])
                     + (f", and {len(top) - 5} more." if len(top) > 5 else ".")))
     result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order, options))
     main = ", ".join(names[f] for f in order[:main_count][:5])
@@ -143,7 +143,7 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
     of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
     query (the caveat of paper 000). Only the `keep` rows' φ exist here (`_treeshap_pass`), which these plots
     need."""
-    from auditor.report.plots import axis_label, beeswarm, fmt, is_yes_no, scatter
+    from auditor.report.plots import axis_label, beeswarm, is_yes_no, scatter
 
     data, names = ctx.data, ctx.data.feature_names
 
@@ -164,7 +164,7 @@ def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarra
         caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "
                 "the feature's value, low (blue) to high (red), as the colour bar shows.",
         description=f"Summary plot of {len(rows)} documents for the {len(top)} main parameters; {names[first]} "
-                    f"spreads them most, from {fmt(spread.min())} to {fmt(spread.max())} score units around "
+                    f"spreads them most, from {figure(spread.min())} to {figure(spread.max())} score units around "
                     "their query's mean."),
         Figure(title=f"Dependence on {names[first]}",
                svg=scatter(data.X[rows, first], spread, xlabel=axis_label(names[first], unit),
@@ -186,7 +186,7 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
     """The waterfall of the query's top document (score units and rank positions) and the decision plot of its
     top 5 documents."""
     from auditor.explain.waterfall import positions_worth, waterfall
-    from auditor.report.plots import decision_plot, fmt, fmt_positions, fmt_signed, value_text
+    from auditor.report.plots import decision_plot, value_text
     from auditor.report.plots import waterfall as waterfall_plot
 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
@@ -215,11 +215,11 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
                            reference=("#2's score", float(np.sort(scores)[-2]))),
         caption=waterfall_caption(labels, fall.contributions, worth, _MASKING.get(ctx.masking, ctx.masking), which),
         description=(f"Waterfall of document {doc}, ranked {rank + 1} of {len(scores)} in query {qid}: its score "
-                     f"{fmt(fall.score)} is the query's average {fmt(fall.base)} plus "
-                     + "; ".join(f"{label} {fmt_signed(value)}" for label, value in
+                     f"{figure(fall.score)} is the query's average {figure(fall.base)} plus "
+                     + "; ".join(f"{label} {signed(value)}" for label, value in
                                  zip(labels[:3], fall.contributions[:3], strict=False))
                      + f"{' and the rest' if len(labels) > 3 else ''}; "
-                     + (f"{labels[lead]} is worth the most places ({fmt_positions(worth[lead])})." if worth[lead]
+                     + (f"{labels[lead]} is worth the most places ({positions(worth[lead])})." if worth[lead]
                         else "masking any one of these leaves it first.")))
     ]
     docs = rank_order(scores)[:DECISION_DOCS]
@@ -235,8 +235,8 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
                 "query's average score by each feature's push; lines end at the documents' scores, so their order "
                 f"at the top is the ranking. {which}",
         description=f"Decision plot of the top {len(docs)} documents of query {qid}: their paths from the query's "
-                    f"average score {fmt(scores.mean())} through the {len(features)} features that separate them "
-                    f"most ({names[features[-1]]} first) to their scores, {fmt(scores[docs[0]])} for the first."))
+                    f"average score {figure(scores.mean())} through the {len(features)} features that separate them "
+                    f"most ({names[features[-1]]} first) to their scores, {figure(scores[docs[0]])} for the first."))
     return figures
 
 
@@ -245,14 +245,13 @@ def waterfall_caption(labels: list[str], contributions: np.ndarray, worth: np.nd
     """The waterfall's caption: what each panel measures against (the left the query's other documents, the right
     the masked value), and, when a row's two panels point opposite ways, that row as the example of why."""
     from auditor.explain.waterfall import opposed
-    from auditor.report.plots import fmt_positions, fmt_signed
 
     rows = opposed(contributions, worth)
     if rows:
         r = rows[0]
         down = contributions[r] < 0
-        example = (f": here {labels[r]} pushes the score {'down' if down else 'up'} ({fmt_signed(contributions[r])}) "
-                   f"yet is worth {fmt_positions(worth[r])} positions, as the model rates that value "
+        example = (f": here {labels[r]} pushes the score {'down' if down else 'up'} ({signed(contributions[r])}) "
+                   f"yet is worth {positions(worth[r])} positions, as the model rates that value "
                    f"{'below' if down else 'above'} the average of the query's documents but "
                    f"{'above' if down else 'below'} the masked value")
     else:

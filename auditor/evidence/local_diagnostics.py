@@ -15,7 +15,7 @@ from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.metric_names import spelled
-from auditor.numbers import held, interval, percent, stored
+from auditor.numbers import held, interval, percent, signed, stored
 
 
 def convergence(options: LocalExplanationsOptions, methods: list[str], found: dict[str, Attributions],
@@ -76,7 +76,7 @@ def report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExp
                      figure_query: int | None) -> None:
     """The listwise explainers against the exact Shapley values of their game (a table and
     `local.<name>.reference.*`), and the figure of the representative query's attributions."""
-    from auditor.report.plots import fmt_signed, listwise_bars
+    from auditor.report.plots import listwise_bars
 
     metrics = result.metrics
     shown = [n for n in registry.EXPLAINERS if n in listwise.reference or n in listwise.reference_skipped]
@@ -130,11 +130,11 @@ def report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExp
                     else f"the features left out replaced by each of {options.background_rows} background rows in "
                          "turn, the value averaged, as published")
                  + "); the values sum to 1 − v(∅): "
-                 + ", ".join(f"{registry.label(n)} {fmt_signed(1 - r.empty_value)}" for n, r in results.items())
+                 + ", ".join(f"{registry.label(n)} {signed(1 - r.empty_value)}" for n, r in results.items())
                  + ". Error bars: 95% intervals of sampled estimates (none: exact). "
                  + representative_text(query_id, size).capitalize() + "."),
         description=(f"Bar chart of listwise attributions for query {query_id}, features by strength: "
-                     + "; ".join(f"{registry.label(n)} " + ", ".join(f"{names[f]} {fmt_signed(r.values[f])}"
+                     + "; ".join(f"{registry.label(n)} " + ", ".join(f"{names[f]} {signed(r.values[f])}"
                                                                      for f in top[:4])
                                  for n, r in results.items()) + ".")))
 

@@ -111,7 +111,7 @@ def report_counts(result: EvidenceResult, methods: list[str], tallies: dict[tupl
 
 def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str],
             sizes: list[int], tallies: dict[tuple[str, int], Tally], excluded: int, n_chosen: int) -> None:
-    from auditor.report.plots import fmt, line_chart  # here, not at import: worker processes never draw
+    from auditor.report.plots import line_chart  # here, not at import: worker processes never draw
 
     k = options.k
     names = ctx.data.feature_names
@@ -192,7 +192,7 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
             caption="Higher is better; a method that stays low needs many features to reproduce the ranking.",
             description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
                         f"{len(curve)} methods; at k = {sizes[-1]}: "
-                        + ", ".join(f"{label(m)} {fmt(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
+                        + ", ".join(f"{label(m)} {figure(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
                         + "."))
     if rows_k:
         from auditor.report.plots import box_plot
@@ -203,7 +203,7 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
             caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
                     "means some queries' explanations do not reproduce their ranking.",
             description=f"Box plot of validity per query at k = {k}, medians: "
-                        + ", ".join(f"{label(m)} {fmt(np.median(tallies[(m, k)].validity))}" for m in rows_k
+                        + ", ".join(f"{label(m)} {figure(np.median(tallies[(m, k)].validity))}" for m in rows_k
                                     if tallies[(m, k)].validity) + "."))
     detect(result, options, [m for m in rows_k if m != "optimum"])
     contenders = [m for m in rows_k if m != "optimum"]

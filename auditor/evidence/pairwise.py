@@ -21,7 +21,7 @@ from auditor.evidence.base import (
 )
 from auditor.evidence.options.pairwise import PairwiseOptions
 from auditor.executor import split
-from auditor.numbers import percent, stored
+from auditor.numbers import figure, percent, signed, stored
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def run(ctx: AuditContext, options: PairwiseOptions) -> EvidenceResult:
     result.figures.append(_figure(ctx, explainer, options, chosen, by_query, label))
     top = names[int(order[0])]
     result.summary = (f"{len(records)} neighbouring pairs explained with {label}; '{top}' decides them most "
-                      f"(mean |φ| {mean_abs[order[0]]:.3g}); the largest feature carries "
+                      f"(mean |φ| {figure(mean_abs[order[0]])}); the largest feature carries "
                       f"{percent(share.mean())} of a pair's explanation on average.")
     return result
 
@@ -134,7 +134,7 @@ def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOp
     feature's Shapley value of the margin, the largest `plot_features` one bar each and the rest summed, labelled
     with both documents' values. A query named by `plot_query` that the sample left out is explained here, from
     the same streams, for the figure only (its rows count in this item's model rows)."""
-    from auditor.report.plots import fmt, fmt_signed, pair_bars, value_text
+    from auditor.report.plots import pair_bars, value_text
 
     data, scores, names, units = ctx.data, ctx.scores(), ctx.data.feature_names, ctx.feature_units
     qi = data.query_ids.index(options.plot_query) if options.plot_query is not None else \
@@ -154,11 +154,11 @@ def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOp
             labels.append(f"{rest.size} other feature{'s' if rest.size > 1 else ''}")
             values.append(float(pair.phi[rest].sum()))
         margin = pair.value - pair.base
-        gap = "" if pair.efficiency_error <= 1e-9 else f" (bars sum to {fmt(sum(values))})"
+        gap = "" if pair.efficiency_error <= 1e-9 else f" (bars sum to {figure(sum(values))})"
         doc_a, doc_b = data.doc_ids[top[rank - 1]], data.doc_ids[top[rank]]
-        panels.append((f"#{rank} {doc_a} above #{rank + 1} {doc_b}: margin {fmt(margin)}{gap}", labels, values))
-        sentences.append(f"#{rank} {doc_a} is above #{rank + 1} {doc_b} by {fmt(margin)}, most because of "
-                         f"{names[shown[0]]} ({fmt_signed(pair.phi[shown[0]])})")
+        panels.append((f"#{rank} {doc_a} above #{rank + 1} {doc_b}: margin {figure(margin)}{gap}", labels, values))
+        sentences.append(f"#{rank} {doc_a} is above #{rank + 1} {doc_b} by {figure(margin)}, most because of "
+                         f"{names[shown[0]]} ({signed(pair.phi[shown[0]])})")
     which = (f"Query {data.query_ids[qi]} is the one the spec names (plot_query)" if options.plot_query is not None
              else f"By default {representative_text(data.query_ids[qi], part.stop - part.start)} of those audited")
     if qi not in by_query:

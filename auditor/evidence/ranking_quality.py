@@ -121,10 +121,9 @@ def _single_note(count: int) -> str:
 
 
 def _histogram_text(values: np.ndarray, k: int, low: float) -> str:
-    from auditor.report.plots import fmt, fmt_share
 
     kept = values[np.isfinite(values)]
     if not kept.size:
         return f"Histogram of nDCG@{k} over queries: no query has a value."
-    return (f"Histogram of nDCG@{k} over {kept.size} queries: median {fmt(np.median(kept))}, "
-            f"{fmt_share(np.mean(kept < low))} below {low:g}, lowest {fmt(kept.min())}.")
+    return (f"Histogram of nDCG@{k} over {kept.size} queries: median {figure(np.median(kept))}, "
+            f"{percent(np.mean(kept < low))} below {low:g}, lowest {figure(kept.min())}.")

@@ -34,7 +34,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.importance import summarize
 from auditor.evidence.options.surrogate import SurrogateOptions
 from auditor.metric_names import read
-from auditor.numbers import figure, stored, with_interval
+from auditor.numbers import data_value, figure, signed, stored, with_interval
 from auditor.words import counted
 
 if TYPE_CHECKING:
@@ -198,9 +198,6 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
         StepPanel,
         axis_label,
         cell_limit,
-        fmt,
-        fmt_signed,
-        fmt_value,
         is_yes_no,
         pair_cells,
         pair_heatmaps,
@@ -224,13 +221,13 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
             if len(levels) == 2:  # a yes/no feature: two bars, not a curve through values no document has
                 at = [column == v for v in levels]
                 words = {0.0: "no", 1.0: "yes"} if is_yes_no(unit) and set(levels) <= {0.0, 1.0} else {}
-                panels.append(LevelPanel(axis_label(name, unit), [words.get(float(v), fmt_value(v)) for v in levels],
+                panels.append(LevelPanel(axis_label(name, unit), [words.get(float(v), data_value(v)) for v in levels],
                                          [float(own[m].mean()) for m in at],
                                          [float(m.sum() / np.isfinite(column).sum()) for m in at]))
             else:
                 panels.append(StepPanel(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e],
                                         column))
-            swings.append(f"{name} from {fmt(own.min())} to {fmt_signed(own.max())}")
+            swings.append(f"{name} from {figure(own.min())} to {signed(own.max())}")
         left_out = len(all_mains) - len(mains)
         figures.append(Figure(
             title=f"Main effects: how each feature moves the score ({len(mains)} of {len(all_mains)})",
@@ -272,10 +269,10 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
                     + _scale_note(limit, [p[3] for p in chunk])
                     + (f" {counted(left_out, 'smaller pair')} not drawn (top_pairs = {options.top_pairs})."
                        if left_out and number == len(chunks) else ""),
-            description=f"Heatmaps of {len(chunk)} pair effects on one colour scale from {fmt(-limit)} to "
-                        f"{fmt_signed(limit)}; the strongest here, {chunk[0][0]}, moves a document's score by "
-                        f"{fmt(np.min(contrib[:, first] - offsets[first]))} to "
-                        f"{fmt_signed(np.max(contrib[:, first] - offsets[first]))} score units."))
+            description=f"Heatmaps of {len(chunk)} pair effects on one colour scale from {figure(-limit)} to "
+                        f"{signed(limit)}; the strongest here, {chunk[0][0]}, moves a document's score by "
+                        f"{figure(np.min(contrib[:, first] - offsets[first]))} to "
+                        f"{signed(np.max(contrib[:, first] - offsets[first]))} score units."))
     return figures
 
 
@@ -298,11 +295,10 @@ def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> 
 def _scale_note(limit: float, effects: list[np.ndarray]) -> str:
     """The colour scale covers the cells' means; single documents reach further, and the caption says how far, so
     a reader does not take the scale's end for the largest push."""
-    from auditor.report.plots import fmt, fmt_signed
 
     low = min(float(np.min(e)) for e in effects)
     high = max(float(np.max(e)) for e in effects)
     if max(-low, high) <= limit * (1 + 1e-9):
-        return f" The scale ({fmt(-limit)} to {fmt_signed(limit)}) covers every document's push."
-    return (f" The scale ends at ±{fmt(limit)}, the largest cell mean; single documents are pushed from {fmt(low)} "
-            f"to {fmt_signed(high)}.")
+        return f" The scale ({figure(-limit)} to {signed(limit)}) covers every document's push."
+    return (f" The scale ends at ±{figure(limit)}, the largest cell mean; single documents are pushed from "
+            f"{figure(low)} to {signed(high)}.")

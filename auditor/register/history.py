@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from auditor import metric_names
 from auditor.errors import InputError
+from auditor.numbers import figure, percent
 
 INDEX = "index.html"
 GENERATOR = "auditor {version} history"  # the <meta name="generator"> that marks a page as the site's own
@@ -236,14 +237,14 @@ def _series(reviews: list[dict[str, Any]]) -> list[str]:
 def trends(reviews: list[dict[str, Any]]) -> list[Any]:
     """A figure per key number present in at least one review (reviews oldest first)."""
     from auditor.evidence.base import Figure
-    from auditor.report.plots import fmt, fmt_share, trend_chart
+    from auditor.report.plots import trend_chart
 
     out = []
     days = [r["day"] for r in reviews]
     for index, label in enumerate(_series(reviews), 1):
         rows = [r["numbers"].get(label) for r in reviews]
         share = any(row and row["share"] for row in rows)
-        text = fmt_share if share else fmt
+        text = percent if share else figure
         svg = trend_chart(days, [row and row["value"] for row in rows], [row and row["low"] for row in rows],
                           [row and row["high"] for row in rows], ylabel="share" if share else "value", share=share,
                           gid=f"trend-{index}-points")
@@ -259,7 +260,6 @@ def trends(reviews: list[dict[str, Any]]) -> list[Any]:
 
 def number_table(reviews: list[dict[str, Any]]) -> dict[str, Any]:
     """The key numbers as a table, a row per number and a column per review (oldest first): the figures' data."""
-    from auditor.report.plots import fmt, fmt_share
 
     rows = []
     for label in _series(reviews):
@@ -269,7 +269,7 @@ def number_table(reviews: list[dict[str, Any]]) -> dict[str, Any]:
             if row is None:
                 cells.append("—")
                 continue
-            text = fmt_share if row["share"] else fmt
+            text = percent if row["share"] else figure
             interval = f" ({text(row['low'])} to {text(row['high'])})" if row["low"] is not None and \
                 row["high"] is not None else ""
             cells.append(text(row["value"]) + interval)

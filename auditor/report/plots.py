@@ -6,8 +6,9 @@ matters because feature names come from untrusted files. Mathtext is off (`text.
 figure (tick labels, titles, legends, annotations) goes through `auditor.display.shown` once, in `to_svg`: a name's
 bidi overrides and invisible characters show as ⟨U+202E⟩, mixed-script letters are marked, long names are cut.
 
-Numbers drawn in figures follow one convention (`fmt`, `fmt_value`, `fmt_share`, `fmt_positions`): 3 significant
-figures, feature values as the data holds them (a year stays 2019), shares as %, rank positions with one decimal.
+Numbers drawn inside figures follow matplotlib's tick labels, with its minus sign (`fmt`, `fmt_value`, `fmt_share`,
+`fmt_positions`: 3 significant figures, feature values as the data holds them, shares as %, rank positions with one
+decimal); captions and every other text print numbers with `auditor.numbers`.
 Every figure is labelled for screen readers by `label_svg` (`Figure` does it): `role="img"`, an `aria-label`, and
 `<title>`/`<desc>` elements.
 """
