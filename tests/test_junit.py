@@ -142,8 +142,9 @@ def test_junit_file_of_a_real_run(bookstore: Path) -> None:
     carries markup and a control character."""
     (bookstore / "strict.yaml").write_text(
         "pack: strict\ntitle: Strict\nversion: '1'\nrules:\n"
-        "  - {id: S-1, title: \"Very high nDCG <b>&\\e\", evidence: ranking_quality, metric: ranking_quality.ndcg@10.mean,\n"
-        "     fail_if: '< 0.99', severity: major, citation: test citation, rationale: test, remedy: Retrain.}\n"
+        "  - {id: S-1, title: \"Very high nDCG <b>&\\e\", evidence: ranking_quality,\n"
+        "     metric: ranking_quality.ndcg@10.mean, fail_if: '< 0.99', severity: major,\n"
+        "     citation: test citation, rationale: test, remedy: Retrain.}\n"
         "  - {id: S-2, title: Warn always, evidence: dataset, metric: dataset.n_docs,\n"
         "     warn_if: '> 0', severity: info, citation: test, rationale: test}\n"
         "  - {id: S-3, title: Waived, evidence: dataset, metric: dataset.n_docs,\n"
