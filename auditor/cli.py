@@ -164,6 +164,9 @@ def report(
                                                       "run's trusted time (default: the spec's signing."
                                                       "timestamp_url, else $AUDITOR_TSA_URL).",
                                                       show_default=False)] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Also write the findings as JUnit XML to this file "
+                                               "(replaced if it exists), one testcase a rule, for CI test reports "
+                                               "(docs/ci.md).", show_default=False)] = None,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -171,6 +174,11 @@ def report(
     in the register."""
     from auditor.engine import run_audit
     from auditor.policy import exit_code
+
+    if junit is not None:  # a path that cannot be written is refused before the audit runs
+        from auditor.junit import check_target
+
+        _guard(lambda: check_target(junit), debug=debug)
 
     def action() -> Any:
         with _progress(quiet) as progress:
@@ -193,6 +201,10 @@ def report(
     shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
                        if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
+    if junit is not None:  # after the run, from its evidence.json
+        from auditor.junit import write_results
+
+        _guard(lambda: write_results(junit, run.run_dir, fail_on=fail_on.value), debug=debug)
     if run.register_error is not None:  # the run is written; the register is an index of it, rebuilt from folders
         typer.echo(f"error: {terminal(run.register_error.one_line())} (the run folder was written; once the "
                    "register is fixed, `auditor register rebuild` indexes it)", err=True)

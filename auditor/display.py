@@ -1,6 +1,7 @@
-"""Untrusted strings as a reader may see them: one function, `shown`, for the HTML and PDF report, the SVG figures
-and the terminal. Feature names, document and query ids, the spec's texts and pack texts come from files the
-auditor does not control; evidence.json keeps them verbatim, and everything that *shows* them goes through here.
+"""Untrusted strings as a reader may see them: one function, `shown`, for the HTML and PDF report, the SVG figures,
+the `--junit` file and the terminal. Feature names, document and query ids, the spec's texts and pack texts come
+from files the auditor does not control; evidence.json keeps them verbatim, and everything that *shows* them goes
+through here.
 
 Why each rule (issue 33):
 - Bidi controls (U+202E reverses the text after it: "nDCG = 0.99 PASS" reads backwards), zero-width and other

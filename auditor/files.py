@@ -1,5 +1,5 @@
 """Reading files we were handed: regular files only, with a size cap where the content is parsed whole (and writing
-new files, never over an existing one).
+new files, never over an existing one; or replacing one whole, `replace_file`).
 
 A FIFO, a device (`/dev/urandom`) or a socket named as an input would block or read without end; a 20 GB "spec"
 would exhaust memory before the parser could object. Every reader of a user-named file goes through here.
@@ -12,6 +12,7 @@ import gzip
 import io
 import os
 import stat
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,6 +49,55 @@ def write_new(path: Path, text: str) -> None:
             handle.write(text)
     except OSError as exc:
         raise InputError(f"cannot write ({exc.strerror})", file=path, fix="choose another --out") from None
+
+
+def replace_file(path: Path, data: bytes, *, fix: str) -> None:
+    """Write `data` as `path`, complete or absent: into a temporary file beside it, then renamed over it, so a file
+    there is replaced in one step and no reader sees half of one. An OS error is one InputError naming the file
+    (`fix`: what to do), and no temporary file is left behind."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror or type(exc).__name__})", file=path, fix=fix) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private (0600); the file is for the CI system and its readers
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror or type(exc).__name__})", file=path, fix=fix) from None
+    finally:
+        with contextlib.suppress(OSError):  # gone once renamed
+            os.unlink(tmp)
+
+
+def check_new_file(path: Path, *, option: str) -> None:
+    """Refuse, before any work, a path a command would write a file to (replacing one there) when it cannot: a
+    folder or another non-regular file at the path, a folder that does not exist or is not a folder, or one this
+    user may not write to. `option` names the command-line option in the fix."""
+    fix = f"give {option} a file path in an existing folder you may write to"
+    try:
+        _check_new_file(path, option, fix)
+    except OSError as exc:  # a name too long, a loop of links
+        raise InputError(f"cannot use this path ({exc.strerror or type(exc).__name__})", file=path, fix=fix) from None
+
+
+def _check_new_file(path: Path, option: str, fix: str) -> None:
+    if os.path.isdir(path):
+        raise InputError("this is a folder, not a file", file=path, fix=f"give {option} a file path inside it")
+    if os.path.lexists(path) and not path.is_symlink():
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"this is {kind_of(mode)}, not a regular file", file=path, fix=fix)
+    folder = path.parent
+    if not folder.exists():
+        raise InputError(f"the folder {folder} does not exist", file=path, fix=f"make it first, or {fix}")
+    if not folder.is_dir():
+        raise InputError(f"{folder} is not a folder", file=path, fix=fix)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"the folder {folder} is not writable", file=path, fix=fix)
 
 
 def kind_of(mode: int) -> str:

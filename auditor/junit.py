@@ -1,0 +1,203 @@
+"""A run's findings as JUnit XML, the test-report format CI systems read (Jenkins, GitLab, GitHub Actions' test
+reporters): `auditor report spec.yaml --junit results.xml`.
+
+One testsuite a run, one testcase a rule of the applied packs (a finding of evidence.json): classname the pack id,
+name the rule id and title. What each status becomes (docs/ci.md says why):
+
+- PASS: a passed testcase, the measured value in its `<system-out>`;
+- FAIL: `<failure>`, its message the measured value, its text the requirement, the threshold's reason, the
+  remedy, the citation and the rationale;
+- WARN: `<failure>` when the run's `--fail-on` level fails on WARN (`warn`), else `<skipped>` with the same message
+  (a WARN asks a reviewer to look: a skip stays visible in every CI report without failing it);
+- ERROR (the rule could not be judged: its evidence failed, its metric was not computed): `<error>`;
+- WAIVED: `<skipped>` with the waiver's approver, expiry and justification;
+- SKIPPED (not applicable to this provider, or its evidence not requested): `<skipped>` with the reason.
+
+The suite's `<properties>` carry the run folder's name, the opinion, the spec file and its sha256, the model's name
+and version and the `--fail-on` level. Every string is untrusted (pack texts, the spec's names): it goes through
+`display.shown` like every other place that shows one (control, bidi and invisible characters as ⟨U+XXXX⟩, long
+runs cut), and any character XML 1.0 cannot hold is replaced the same way, so the file always parses.
+
+The file is a view of the run folder's evidence.json, written after the run, replaced whole (never half-written).
+Its shape is checked against the Jenkins xUnit plugin's `junit-10.xsd` (tests/junit-10.xsd).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
+from auditor.errors import InputError
+from auditor.files import MAX_JSON_BYTES, check_new_file, read_bytes, replace_file
+from auditor.policy import FAIL_ON_LEVELS, Finding
+
+Outcome = Literal["passed", "failure", "error", "skipped"]
+OPTION = "--junit"
+
+# What XML 1.0 allows (its `Char` production); `shown` already marks all the rest but one pattern keeps the
+# guarantee whatever it does.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the suite says about the run (its name, timing and `<properties>`), from evidence.json."""
+
+    run_id: str
+    title: str
+    opinion: str
+    spec_file: str = ""
+    spec_sha256: str = ""
+    model: str = ""
+    model_version: str = ""
+    tool_version: str = ""
+    evaluated_on: str = ""
+    started_at: str = ""
+    seconds: float | None = None
+    host: str = ""
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], run_id: str) -> RunInfo:
+        """The run as evidence.json records it; `run_id` is the run folder's name."""
+        run = _mapping(document.get("run"))
+        spec = _mapping(document.get("spec"))
+        audit = _mapping(document.get("audit"))
+        model = _mapping(_mapping(spec.get("content")).get("model"))
+        started = str(run.get("started_at") or "")
+        return cls(run_id=run_id, title=str(audit.get("title") or "audit"), opinion=str(document.get("opinion", "")),
+                   spec_file=str(spec.get("file") or ""), spec_sha256=str(spec.get("sha256") or ""),
+                   model=str(model.get("name") or ""), model_version=str(model.get("version") or ""),
+                   tool_version=str(_mapping(document.get("tool")).get("version") or ""),
+                   evaluated_on=str(run.get("evaluated_on") or ""), started_at=started,
+                   seconds=_seconds(started, str(run.get("finished_at") or "")),
+                   host=str(run.get("host") or ""))
+
+    def properties(self, fail_on: str) -> list[tuple[str, str]]:
+        """(name, value) of the suite's properties; those the run does not record are left out."""
+        pairs = [("auditor.run", self.run_id), ("auditor.opinion", self.opinion), ("auditor.fail_on", fail_on),
+                 ("auditor.spec", self.spec_file), ("auditor.spec.sha256", self.spec_sha256),
+                 ("auditor.model", self.model), ("auditor.model.version", self.model_version),
+                 ("auditor.evaluated_on", self.evaluated_on), ("auditor.version", self.tool_version)]
+        return [(name, value) for name, value in pairs if value]
+
+
+def outcome(finding: Finding, fail_on: str) -> Outcome:
+    """What a finding is in JUnit's terms, under the run's `--fail-on` level (a FAIL_ON_LEVELS key)."""
+    if finding.status == "FAIL":
+        return "failure"
+    if finding.status == "ERROR":
+        return "error"
+    if finding.status == "WARN":
+        return "failure" if "WARN" in FAIL_ON_LEVELS[fail_on] else "skipped"
+    if finding.status in ("WAIVED", "SKIPPED"):
+        return "skipped"
+    return "passed"
+
+
+def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str) -> ET.Element:
+    """The JUnit document: `<testsuites>` holding the run's one `<testsuite>`."""
+    outcomes = [outcome(f, fail_on) for f in findings]
+    counts = Counter(outcomes)
+    totals = {"tests": str(len(findings)), "failures": str(counts["failure"]), "errors": str(counts["error"])}
+    timing = {"time": f"{run.seconds:.3f}"} if run.seconds is not None else {}
+    root = ET.Element("testsuites", {"name": "auditor", **totals, **timing})
+    suite = ET.SubElement(root, "testsuite", {
+        "name": _text(run.title, TITLE_CHARS), **totals, "skipped": str(counts["skipped"]), **timing,
+        **({"timestamp": _text(run.started_at, NAME_CHARS)} if run.started_at else {}),
+        **({"hostname": _text(run.host, NAME_CHARS)} if run.host else {})})
+    properties = ET.SubElement(suite, "properties")
+    for name, value in run.properties(fail_on):
+        ET.SubElement(properties, "property", name=name, value=_text(value, TEXT_CHARS))
+    for finding, kind in zip(findings, outcomes, strict=True):
+        case = ET.SubElement(suite, "testcase", classname=_text(finding.pack, NAME_CHARS),
+                             name=f"{_text(finding.rule, NAME_CHARS)} {_text(finding.title, NAME_CHARS)}")
+        body = _text(details(finding), TEXT_CHARS * 4, lines=True)
+        if kind == "passed":
+            ET.SubElement(case, "system-out").text = body
+        else:
+            ET.SubElement(case, kind, message=_text(headline(finding), TEXT_CHARS), type=finding.status).text = body
+    return root
+
+
+def headline(finding: Finding) -> str:
+    """The one line a CI system shows for a testcase that did not pass: status, severity and what was measured."""
+    line = f"{finding.status} ({finding.severity}): {finding.message}"
+    if finding.status == "WAIVED" and finding.waiver is not None:  # the message names the approver and expiry
+        line += f" — {finding.waiver.get('justification', '')}"
+    return line
+
+
+def details(finding: Finding) -> str:
+    """The testcase's text: the verdict, what was measured and required, why, what to do, and the law."""
+    lines = [f"{finding.status} ({finding.severity}): {finding.pack} {finding.rule} — {finding.title}",
+             f"{'Problem' if finding.status == 'ERROR' else 'Measured'}: {finding.message}",
+             f"Requirement: {finding.requirement}"]
+    if finding.threshold_reason.strip():
+        lines.append(f"Why this threshold: {finding.threshold_reason.strip()}")
+    if finding.waiver is not None:
+        lines.append(f"Waiver: approved by {finding.waiver.get('approver', '?')} until "
+                     f"{finding.waiver.get('expires', '?')}: {finding.waiver.get('justification', '')}")
+    if finding.remedy.strip() and finding.status != "PASS":
+        lines.append(f"Remedy: {finding.remedy.strip()}")
+    lines.append(f"Citation: {finding.citation.strip()}")
+    if finding.rationale.strip():
+        lines.append(f"Rationale: {finding.rationale.strip()}")
+    return "\n".join(lines) + "\n"
+
+
+def to_bytes(root: ET.Element) -> bytes:
+    """The document as indented UTF-8 XML with its declaration."""
+    ET.indent(root)
+    text: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return text + b"\n"
+
+
+def findings_of(document: Mapping[str, Any]) -> list[Finding]:
+    """The findings evidence.json records, as `Finding`s again."""
+    out = []
+    for raw in document.get("findings") or []:
+        interval = raw.get("interval")
+        out.append(Finding(**{**raw, "interval": tuple(interval) if interval else None}))
+    return out
+
+
+def check_target(path: Path) -> None:
+    """Refuse a `--junit` path that cannot be written, or that lies in a run folder (an added file would break
+    its verification), before the audit runs."""
+    check_new_file(path, option=OPTION)
+    for folder in [path.parent.absolute(), *path.parent.absolute().parents]:
+        if (folder / "evidence.json").is_file() or (folder / "bundle.dsse.json").is_file():
+            raise InputError(f"the file would be inside the run folder {folder}", file=path,
+                             fix=f"give {OPTION} a path outside any run folder")
+
+
+def write_results(path: Path, run_dir: Path, *, fail_on: str) -> None:
+    """Write the JUnit XML of the run in `run_dir` (from its evidence.json) as `path`, replacing a file there."""
+    document = json.loads(read_bytes(run_dir / "evidence.json", limit=MAX_JSON_BYTES, what="evidence.json"))
+    root = testsuites(findings_of(document), RunInfo.from_document(document, run_dir.name), fail_on=fail_on)
+    replace_file(path, to_bytes(root), fix=f"give {OPTION} a path in a folder you may write to")
+
+
+def _text(value: object, limit: int, *, lines: bool = False) -> str:
+    """An untrusted string as the XML shows it: `display.shown`, then anything XML 1.0 cannot hold marked."""
+    return _NOT_XML.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", shown(value, limit=limit, lines=lines))
+
+
+def _seconds(started: str, finished: str) -> float | None:
+    """The run's wall-clock seconds from its ISO 8601 start and end; None when either is missing or unreadable."""
+    try:
+        return max(0.0, (dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
