@@ -6,6 +6,7 @@ what the bookstore audit counts."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from auditor.evidence.registry import ALWAYS, KINDS, EvidenceKind, KeyFigure, re
 
 runner = CliRunner()
 
+
+ROOT = Path(__file__).resolve().parents[1]
 
 class ToyOptions(EvidenceOptions):
     queries: int | None = Field(None, ge=1, description="Audit a sample of this many queries (default all).")
@@ -195,24 +198,44 @@ def test_the_cost_model_and_the_budget_name_no_kind_and_no_explainer() -> None:
         assert not named, f"{module} names {named}"
 
 
+def _generated_block(path: Path, start: str, end: str, make: Callable[[], str]) -> str:
+    """The block of `path` between the line starting with `start` and `end` (rewritten from `make` with
+    AUDITOR_UPDATE_GOLDEN=1, as the golden evidence is)."""
+    import os
+
+    text = path.read_text()
+    head, rest = text.split(start, 1)
+    marker, rest = rest.split("\n", 1)
+    block, tail = rest.split(end, 1)
+    if os.environ.get("AUDITOR_UPDATE_GOLDEN") == "1":
+        path.write_text(f"{head}{start}{marker}\n{make()}{end}{tail}")
+        return make()
+    return block
+
+
 def test_the_readme_lists_every_registered_kind_as_the_registry_describes_it() -> None:
     """README.md's table of evidence kinds is generated from the registry (`registry.readme_table`); regenerate
     with AUDITOR_UPDATE_GOLDEN=1 (as the golden evidence) after changing an entry."""
-    import os
-
     from auditor.evidence.registry import readme_table
 
-    path = Path(__file__).resolve().parents[1] / "README.md"
-    text = path.read_text()
-    start, end = "<!-- evidence kinds: generated", "<!-- end of evidence kinds -->"
-    head, rest = text.split(start, 1)
-    marker, rest = rest.split("\n", 1)
-    table, tail = rest.split(end, 1)
-    if os.environ.get("AUDITOR_UPDATE_GOLDEN") == "1":
-        path.write_text(f"{head}{start}{marker}\n{readme_table()}{end}{tail}")
-        table = readme_table()
+    table = _generated_block(ROOT / "README.md", "<!-- evidence kinds: generated", "<!-- end of evidence kinds -->",
+                             readme_table)
     assert table == readme_table(), "README.md's table of evidence kinds is stale: regenerate it (see docstring)"
     assert all(kind.readme for kind in KINDS.values() if kind.name != "toy_kind")
+
+
+def test_docs_metrics_lists_every_kind_s_names_and_defines_each_prefix() -> None:
+    """docs/metrics.md's table of kinds and the names they declare is generated from the registry
+    (`registry.metrics_table`, regenerated as the README's), and every prefix a kind declares has its section."""
+    from auditor.evidence.registry import metrics_table
+
+    path = ROOT / "docs" / "metrics.md"
+    table = _generated_block(path, "<!-- metric names: generated", "<!-- end of metric names -->", metrics_table)
+    assert table == metrics_table(), "docs/metrics.md's table of kinds is stale: regenerate it (see docstring)"
+    headings = [line for line in path.read_text().splitlines() if line.startswith("## `")]
+    for kind in [*ALWAYS.values(), *KINDS.values()]:
+        for prefix in {pattern.split(".", 1)[0] for pattern in kind.metrics}:
+            assert any(h.startswith(f"## `{prefix}.") for h in headings), f"docs/metrics.md defines no {prefix}.*"
 
 
 # Metric patterns the bundled example does not emit, and when a kind does: every other declared pattern must appear

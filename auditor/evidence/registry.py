@@ -151,6 +151,19 @@ def readme_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def metrics_table() -> str:
+    """docs/metrics.md's table of kinds: each kind's metric prefixes and the metric names it declares (its `metrics`
+    patterns, `{a|b}` one of the alternatives, `{name}` any one segment), every kind a spec has, the two always
+    present first (tests keep the file equal)."""
+    lines = ["| evidence kind | metric prefix | names it can emit |", "| --- | --- | --- |"]
+    for kind in [*ALWAYS.values(), *KINDS.values()]:
+        prefixes = dict.fromkeys(pattern.split(".", 1)[0] + "." for pattern in kind.metrics)
+        name = f"`{kind.name}`" + (" (always present)" if kind.name in ALWAYS else "")
+        names = "<br>".join(f"`{pattern}`".replace("|", "\\|") for pattern in kind.metrics)  # `|` splits cells
+        lines.append(f"| {name} | {', '.join(f'`{p}`' for p in prefixes)} | {names} |")
+    return "\n".join(lines) + "\n"
+
+
 def _builtins() -> None:
     from auditor.evidence.options import (
         confidence,
