@@ -21,7 +21,7 @@ from auditor.evidence import REGISTRY
 from auditor.feature_dictionary import build
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.summary import executive_summary
-from tests.conftest import ROOT, make_queries, write_spec
+from tests.conftest import make_queries, write_spec
 
 DAY = dt.date(2026, 1, 15)
 
@@ -148,15 +148,6 @@ def test_glossary_covers_every_explainer_and_references_are_complete() -> None:
         for match in re.findall(r"\(([A-Z][^()]*? \d{4})", meaning):
             for part in match.split(";"):
                 assert part.strip() in cited or not part.strip()[-4:].isdigit(), part
-
-
-def test_every_evidence_kind_is_in_the_readme_and_the_metric_prefixes() -> None:
-    readme = (ROOT / "README.md").read_text()
-    metrics = (ROOT / "docs" / "metrics.md").read_text()
-    prefixes = dict(re.findall(r"^\| `(\w+)`(?: \(always present\))? \| `([\w.]+)` \|$", metrics, re.MULTILINE))
-    for name in REGISTRY:
-        assert f"| `{name}` |" in readme, name
-        assert name in prefixes, name
 
 
 def _wide_folder(tmp_path: Path) -> Path:
