@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get_args
 
 from pydantic import (
     AfterValidator,
@@ -176,7 +176,7 @@ class ModelSpec(StrictModel):
             kind = kind_from_suffix(self.path)
             if kind is None:
                 raise ValueError(f"cannot tell the model kind from '{self.path.name}'; set `kind` (one of "
-                                 f"{', '.join(ModelKindName.__args__)})")
+                                 f"{', '.join(get_args(ModelKindName))})")
             object.__setattr__(self, "kind", kind)
         return self
 
@@ -376,9 +376,10 @@ def _evidence_union() -> Any:
     """One tagged union member per registered evidence kind: `- name: {options}`."""
     members = []
     for name, plugin in REGISTRY.items():
+        fields: dict[str, Any] = {name: (plugin.options, ...)}
         item = create_model(f"{plugin.options.__name__}Item",
                             __config__=ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True),
-                            **{name: (plugin.options, ...)})
+                            **fields)
         members.append(Annotated[item, Tag(name)])
 
     def tag(value: Any) -> str | None:
@@ -392,7 +393,10 @@ def _evidence_union() -> Any:
         tag, custom_error_type="unknown_evidence", custom_error_message="unknown evidence kind")]
 
 
-EvidenceItem = _evidence_union()
+if TYPE_CHECKING:  # a one-key model per kind, built at run time from the registry
+    EvidenceItem: TypeAlias = BaseModel
+else:
+    EvidenceItem = _evidence_union()
 _KINDS_VERSION = [kinds_version()]  # the registry as the union above was built from it
 
 
@@ -401,7 +405,7 @@ def refresh_kinds() -> None:
     registered from any module is a spec key, in the JSON Schema and in error hints without editing this file."""
     if _KINDS_VERSION[0] == kinds_version():
         return
-    AuditSpec.model_fields["evidence"].annotation = list[_evidence_union()]  # type: ignore[misc,assignment,valid-type]
+    AuditSpec.model_fields["evidence"].annotation = list[_evidence_union()]  # type: ignore[misc,assignment]
     AuditSpec.model_rebuild(force=True)
     _KINDS_VERSION[0] = kinds_version()
 
@@ -493,11 +497,12 @@ def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
     return spec, raw
 
 
-def _refuse_repeats(spec: AuditSpec, marks: dict[tuple, tuple[int, int]], path: Path) -> None:
+def _refuse_repeats(spec: AuditSpec, marks: dict[tuple[str | int, ...], tuple[int, int]], path: Path) -> None:
     """Lists whose repeats were silently dropped or doubled: an evidence kind listed twice (its results are kept by
     name, so the later item replaced the first without a word) and a feature column listed twice (two features of
     one name)."""
-    lists: list[tuple[tuple, list[str]]] = [(("evidence",), [name for name, _ in spec.evidence_items()])]
+    evidence = [name for name, _ in spec.evidence_items()]
+    lists: list[tuple[tuple[str | int, ...], list[str]]] = [(("evidence",), evidence)]
     for role in ("dataset", "background"):
         ds = getattr(spec, role)
         if ds is not None and ds.feature_columns:
@@ -517,7 +522,7 @@ def _refuse_repeats(spec: AuditSpec, marks: dict[tuple, tuple[int, int]], path: 
             first[name] = index
 
 
-def validate_yaml(model: type[M], raw: Any, marks: dict[tuple, tuple[int, int]], path: Path, *,
+def validate_yaml(model: type[M], raw: Any, marks: dict[tuple[str | int, ...], tuple[int, int]], path: Path, *,
                   context: dict[str, Any] | None = None) -> M:
     """`yaml_models.validate_yaml` with the evidence kinds as the spec's tagged items (nearest-kind errors, the
     keys allowed inside an item)."""

@@ -38,7 +38,7 @@ def methods_validator(field: str, allowed: Callable[[], list[str]], what: str = 
     def check(cls: Any, value: list[str]) -> list[str]:
         return registry.check_names(value, allowed(), what)
 
-    return field_validator(field)(classmethod(check))  # type: ignore[arg-type]
+    return field_validator(field)(classmethod(check))
 
 
 def method_names() -> list[str]:
