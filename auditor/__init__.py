@@ -1,3 +1,12 @@
 """auditor: audits learning-to-rank models and writes evidence a regulator can check."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """`from auditor import Audit` (auditor/api.py), imported on first use: `import auditor` stays light."""
+    if name in ("Audit", "AuditResult"):
+        from auditor import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'auditor' has no attribute {name!r}")

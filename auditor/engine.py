@@ -83,6 +83,9 @@ class AuditRun:
     unjudged: list[Detection] = field(default_factory=list)  # detections no applied rule judges
     budget: dict[str, Any] | None = None  # what the spec's budget chose (evidence.json `budget`)
     register_error: InputError | None = None  # the register could not be read or written: the run still was
+    document: dict[str, Any] = field(default_factory=dict)  # evidence.json as written
+    prepared: PreparedAudit | None = None  # what it ran on (the Python API writes the run again elsewhere)
+    started: dt.datetime | None = None
 
 
 def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None,
@@ -169,18 +172,22 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
               progress: Progress | None = None, today: dt.date | None = None,
               executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None,
-              register: str | None = None, timestamp_url: str | None = None) -> AuditRun:
+              register: str | None = None, timestamp_url: str | None = None,
+              formats: list[str] | None = None) -> AuditRun:
     """Run the audit a spec describes, write its run folder and record it in the register. Returns where it went
     and the verdicts. `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler),
     `register` the spec's register (`off`: none); `notify` receives one-line notes for the person running it
     (e.g. stale temporary folders removed). A register that cannot be used does not stop the run: its folder is
-    written without the register's sections and `register_error` says why."""
+    written without the register's sections and `register_error` says why. `formats` overrides the spec's output
+    formats (what is rendered, not what is measured: the Python API renders HTML only until a run is saved)."""
     from auditor.register import review as reviews
 
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url)
     spec = prepared.spec
+    if formats is not None:
+        spec = spec.model_copy(update={"output": spec.output.model_copy(update={"formats": formats})})
     out_dir = out if out is not None else spec.output.dir
     check_output_folder(out_dir)  # before any evidence runs
     review = reviews.open_review(reviews.location(spec, out_dir, register), reviews.system_name(spec))
@@ -265,7 +272,8 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     except InputError as exc:
         review.error = exc
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged,
-                    budget=document.get("budget"), register_error=review.error)
+                    budget=document.get("budget"), register_error=review.error, document=document,
+                    prepared=prepared, started=started)
 
 
 def planned(prepared: PreparedAudit, workers: int) -> tuple[list[tuple[str, Any]], Any, Any]:

@@ -1,0 +1,283 @@
+"""The Python API: `from auditor import Audit` — an audit of a model and data held in memory (a notebook's
+`lightgbm.Booster` and DataFrame) that is still a spec.
+
+The spec stays the single source of truth of an audit: `Audit(...)` writes its in-memory inputs (the model as
+LightGBM text, the data as Parquet) and a spec naming them into a staging folder, validates that spec as the CLI
+does, and `run()` runs the engine on it. So an audit through the API and the same spec through `auditor report`
+give the same evidence.json (tested), errors are the same `InputError` (file, place, fix), raised, and `save()`
+writes the inputs beside the run folder (`inputs/`: the spec, the model, the data, hashed in the manifest as
+they are in the run) so `auditor report <out>/inputs/audit.yaml` reproduces it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from auditor.errors import InputError
+from auditor.metric_names import HIGH, LOW, read
+
+SPEC_NAME = "audit.yaml"
+INPUTS = "inputs"  # the folder `save` writes the inputs and the spec into, beside the run folder
+
+
+class Audit:
+    """An audit to run: `Audit(model=booster, data=frame, query="qid", label="label", doc_id="doc_id",
+    evidence=["ranking_quality", {"global_importance": {}}], policies=["eu-p2b-ranking"], seed=7, audit={...})`,
+    or `Audit.from_spec("audit.yaml")`. Other keyword arguments are spec sections (`masking=`, `features=`,
+    `waivers=`, `output=`, ...), as a spec file writes them.
+
+    `model`: a `lightgbm.Booster`, a fitted `lightgbm.LGBMRanker`, a model file's path, or a `module:function`
+    string (a callable scorer, which needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
+    (one row a document) or a data file's path."""
+
+    def __init__(self, model: Any, data: Any, *, query: str = "qid", label: str | None = "label",
+                 doc_id: str | None = None, features: Sequence[str] | None = None, background: Any = None,
+                 evidence: Sequence[str | dict[str, Any]] = ("ranking_quality", "global_importance"),
+                 policies: Sequence[str] = (), seed: int = 7, title: str = "Audit from Python",
+                 organisation: str = "Not stated", trust: bool = False, **sections: Any) -> None:
+        self._folder = Path(tempfile.mkdtemp(prefix="auditor-api-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
+        columns = {"query_column": query, "label_column": label, "doc_id_column": doc_id,
+                   "feature_columns": list(features) if features is not None else None}
+        spec: dict[str, Any] = {
+            "audit": {"title": title, "organisation": organisation, **sections.pop("audit", {})},
+            "model": {**_staged_model(model, self._folder, trust), **sections.pop("model", {})},
+            "dataset": {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(columns)},
+        }
+        if background is not None:
+            spec["background"] = {**_staged_data(background, self._folder / "background.parquet", "background"),
+                                  **_set(columns)}
+        spec["evidence"] = [item if isinstance(item, dict) else {item: {}} for item in evidence]
+        spec.update(policies=list(policies), seed=seed, **sections)
+        spec.setdefault("output", {"dir": "reports", "formats": ["html"]})
+        self.spec_path = self._folder / SPEC_NAME
+        self.spec_path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        self._in_memory = True
+        try:
+            self._check()
+        except InputError as exc:
+            raise self._named(exc) from None
+
+    def _named(self, exc: InputError) -> InputError:
+        """An error in the staged spec names this call's arguments, not a temporary file."""
+        if not self._in_memory or exc.file != str(self.spec_path):
+            return exc
+        place = exc.where if exc.where and not re.fullmatch(r"\d+:\d+", exc.where) else "..."  # not a line:column
+        return InputError(exc.problem, where=f"Audit({place})", fix=exc.fix)
+
+    @classmethod
+    def from_spec(cls, path: str | Path) -> Audit:
+        """The audit a spec file describes (checked now; its paths are relative to the file, as for the CLI)."""
+        audit = cls.__new__(cls)
+        audit.spec_path = Path(path)
+        audit._in_memory = False
+        audit._check()
+        return audit
+
+    def _check(self) -> None:
+        from auditor.spec import load_spec
+
+        self.spec, self._raw = load_spec(self.spec_path)
+
+    def to_spec(self) -> str:
+        """The spec as YAML: for an in-memory audit, the one `save` writes to `<out>/inputs/audit.yaml`, naming
+        the model and data files saved beside it."""
+        return self.spec_path.read_text(encoding="utf-8")
+
+    def run(self, *, jobs: int | None = None, progress: bool = False, register: str = "off") -> AuditResult:
+        """Run the audit: evidence, findings and an HTML report in a temporary run folder (`AuditResult.save`
+        writes it where it belongs, in the formats asked for, signed or not). `jobs`: cores, as `--jobs`;
+        `progress`: progress bars on stderr; `register`: as `--register` (default `off`: a notebook's trial runs
+        are not reviews)."""
+        from auditor.engine import run_audit
+        from auditor.evidence.base import Progress
+        from auditor.spec import ExecutorSpec
+
+        executor = None if jobs is None else ExecutorSpec.model_validate(
+            {**self.spec.executor.model_dump(), "jobs": jobs, "kind": "serial" if jobs == 1 else "auto"})
+        out = Path(tempfile.mkdtemp(prefix="auditor-run-"))
+        try:
+            if progress:
+                from auditor.progress import for_terminal
+
+                with for_terminal() as bar:
+                    run = run_audit(self.spec_path, out=out, progress=bar, executor=executor, register=register,
+                                    formats=["html"])
+            else:
+                run = run_audit(self.spec_path, out=out, progress=Progress(), executor=executor,
+                                register=register, formats=["html"])
+        except InputError as exc:
+            shutil.rmtree(out, ignore_errors=True)
+            raise self._named(exc) from None
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+        return AuditResult(self, run, out)
+
+
+class AuditResult:
+    """What a run found: `opinion`, `findings` and `metrics` as DataFrames, `evidence` (each kind's typed result),
+    `report_html()`, and `save(out_dir)` for the run folder the CLI writes. Shown inline in Jupyter as the report's
+    executive summary."""
+
+    def __init__(self, audit: Audit, run: Any, scratch: Path) -> None:
+        self.audit = audit
+        self._run = run
+        self._scratch = scratch
+        self._cleanup = weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
+        self.opinion: str = run.opinion
+        self.document: dict[str, Any] = run.document
+        self.evidence: dict[str, Any] = run.results
+
+    @property
+    def findings(self) -> Any:
+        """One row a rule of the applied packs: rule, pack, status, severity, metric, value, interval, message."""
+        import pandas as pd
+
+        columns = ["rule", "pack", "status", "severity", "title", "metric", "value", "ci95_low", "ci95_high",
+                   "requirement", "message", "remedy", "citation", "evidence"]
+        rows = []
+        for f in self.document["findings"]:
+            low, high = f.get("interval") or (None, None)
+            rows.append({**{key: f.get(key) for key in columns}, "ci95_low": low, "ci95_high": high})
+        return pd.DataFrame(rows, columns=columns)
+
+    @property
+    def metrics(self) -> Any:
+        """One row a metric of every evidence item: metric, value, its 95% interval when it has one, evidence."""
+        import pandas as pd
+
+        rows = []
+        for name, result in self.document["evidence"].items():
+            values = result.get("metrics") or {}
+            for metric in values:
+                if metric.endswith((f".{LOW}", f".{HIGH}")):
+                    continue
+                found = read(values, metric)
+                rows.append({"metric": metric, "value": found.value if found else None,
+                             "ci95_low": found.low if found else None, "ci95_high": found.high if found else None,
+                             "evidence": name})
+        return pd.DataFrame(rows, columns=["metric", "value", "ci95_low", "ci95_high", "evidence"])
+
+    def tables(self, kind: str) -> dict[str, Any]:
+        """An evidence item's tables as DataFrames, by title (what its report section shows)."""
+        import pandas as pd
+
+        result = self.evidence.get(kind)
+        if result is None:
+            raise InputError(f"this audit has no evidence '{kind}'", where="AuditResult.tables",
+                             fix=f"one of {', '.join(self.evidence)}")
+        return {table.title: pd.DataFrame(table.rows, columns=table.columns) for table in result.tables}
+
+    def report_html(self) -> str:
+        """The whole report as one self-contained HTML page."""
+        return (self._run.run_dir / "report.html").read_text(encoding="utf-8")
+
+    def save(self, out_dir: str | Path, *, formats: Sequence[str] | None = None,
+             signing: dict[str, Any] | None = None) -> Path:
+        """Write the run folder into `out_dir` as `auditor report` does (evidence.json, and `formats`, default the
+        spec's; signed with `signing`, a spec `signing:` section whose paths are relative to the working folder, or
+        the spec's own). An in-memory audit's inputs go to `<out_dir>/inputs/` with the spec that names them; the
+        evidence is the run's, unchanged. Returns the run folder."""
+        from auditor.engine import write_run
+        from auditor.spec import load_spec
+
+        out_dir = Path(out_dir)
+        prepared = self._run.prepared
+        spec_path = self.audit.spec_path
+        if self.audit._in_memory:
+            spec_path = _saved_inputs(self.audit.spec_path.parent, out_dir / INPUTS)
+        spec, _ = load_spec(spec_path)
+        spec = spec.model_copy(update={"output": spec.output.model_copy(
+            update={"formats": list(formats) if formats is not None else spec.output.formats})})
+        material = prepared.signing
+        if signing is not None:
+            from auditor.signing import load_material
+            from auditor.spec import SigningSpec
+
+            try:
+                chosen = SigningSpec.model_validate(signing, context={"base_dir": Path.cwd()})
+            except ValueError as exc:
+                raise InputError(str(exc).splitlines()[-1].strip(), where="save(signing=...)",
+                                 fix="give a spec `signing:` section (key, passphrase_env, bundle_key)") from None
+            material = load_material(chosen, spec_file=spec_path, timestamp_url=None)
+        prepared = dataclasses.replace(prepared, spec=spec, spec_path=spec_path, signing=material)
+        return write_run(out_dir, spec, self.document, self.evidence, prepared, self._run.started)
+
+    def _repr_html_(self) -> str:
+        """The executive summary in a sandboxed frame: the report's styles and the notebook's do not meet."""
+        page = self.report_html()
+        style = re.search(r"<style>.*?</style>", page, re.S)
+        summary = re.search(r'<section id="summary".*?</section>', page, re.S)
+        body = summary.group(0) if summary else "<p>No summary was rendered.</p>"
+        inner = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{style.group(0) if style else ""}'
+                 f"</head><body>{body}</body></html>")
+        return (f'<iframe sandbox="" title="Audit summary" srcdoc="{html.escape(inner, quote=True)}" '
+                'style="width:100%;height:640px;border:1px solid #ccc"></iframe>'
+                f"<p>Opinion: <strong>{html.escape(self.opinion)}</strong>. The whole report: "
+                "<code>result.save(folder)</code> writes it with evidence.json.</p>")
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for finding in self.document["findings"]:
+            counts[finding["status"]] = counts.get(finding["status"], 0) + 1
+        shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rules applied"
+        return f"<AuditResult opinion={self.opinion!r} ({shown})>"
+
+
+def _set(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
+    """The spec's `model:` for `model`, writing an in-memory model into `folder` (LightGBM's own text format)."""
+    booster = getattr(model, "booster_", model)  # a fitted LGBMRanker holds its Booster
+    if type(booster).__module__.startswith("lightgbm") and hasattr(booster, "model_to_string"):
+        (folder / "model.txt").write_text(booster.model_to_string(), encoding="utf-8")
+        return {"path": "model.txt", "kind": "lightgbm"}
+    if isinstance(model, (str, Path)) and ":" in str(model) and not Path(model).exists():
+        return {"kind": "callable", "entry": str(model), "trust": trust}
+    if isinstance(model, (str, Path)):
+        return {"path": str(Path(model).resolve()), "trust": trust}
+    raise InputError(f"cannot audit a {type(model).__name__} held in memory", where="Audit(model=...)",
+                     fix="pass a lightgbm.Booster or LGBMRanker, a model file's path (LightGBM, XGBoost, CatBoost, "
+                         "ONNX, skops), or a 'module:function' scorer with trust=True")
+
+
+def _staged_data(data: Any, target: Path, role: str) -> dict[str, Any]:
+    """The spec's `dataset:` (or `background:`) for `data`, writing a DataFrame to `target` as Parquet."""
+    if isinstance(data, (str, Path)):
+        return {"path": str(Path(data).resolve())}
+    if hasattr(data, "to_parquet") and hasattr(data, "columns"):
+        frame = data.reset_index(drop=True)
+        frame.columns = [str(c) for c in frame.columns]
+        frame.to_parquet(target, index=False)
+        return {"path": target.name}
+    raise InputError(f"cannot read a {type(data).__name__} as the {role}", where=f"Audit({role}=...)",
+                     fix="pass a pandas DataFrame (one row a document) or a data file's path")
+
+
+def _saved_inputs(staging: Path, target: Path) -> Path:
+    """Copy the staged spec and the files it names into `target` (new or holding the same files); the spec's path
+    there."""
+    if target.exists() and any(target.iterdir()):
+        same = all((target / f.name).is_file() and (target / f.name).read_bytes() == f.read_bytes()
+                   for f in staging.iterdir() if f.is_file())
+        if not same:
+            raise InputError("holds other inputs", file=target, fix="save into another folder (one audit's inputs a "
+                                                                    "folder)")
+    target.mkdir(parents=True, exist_ok=True)
+    for file in staging.iterdir():
+        if file.is_file():
+            shutil.copyfile(file, target / file.name)
+    return target / SPEC_NAME

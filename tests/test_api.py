@@ -1,0 +1,125 @@
+"""The Python API (`from auditor import Audit`): an audit of a Booster and a DataFrame held in memory is a spec, so
+it gives what the CLI gives on the files `save` writes; results as DataFrames; the summary inline; errors raised."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import lightgbm as lgb
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from auditor import Audit
+from auditor.cli import app
+from auditor.errors import InputError
+from tests.conftest import BOOKSTORE, PASS, _keygen, verify
+
+LIGHT = ["ranking_quality", "global_importance"]
+
+
+def _same_evidence(a: dict, b: dict) -> None:
+    """Equal but for the wall-clock run block and the register's view (the API runs without a register)."""
+    for key in sorted(set(a) | set(b)):
+        if key not in ("run", "review", "since_last_review"):
+            assert a.get(key) == b.get(key), key
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return pd.read_csv(BOOKSTORE / "test.csv")
+
+
+@pytest.fixture(scope="module")
+def booster() -> lgb.Booster:
+    return lgb.Booster(model_file=str(BOOKSTORE / "model.txt"))
+
+
+@pytest.fixture(scope="module")
+def result(frame: pd.DataFrame, booster: lgb.Booster) -> object:
+    audit = Audit(model=booster, data=frame, doc_id="doc_id", evidence=LIGHT, policies=["eu-p2b-art5"],
+                  title="Notebook audit <b>", organisation="Example Books GmbH", seed=11)
+    return audit.run(jobs=1)
+
+
+def test_an_audit_of_a_booster_and_a_frame_gives_what_the_cli_gives_on_its_saved_inputs(result, tmp_path):
+    run = result.save(tmp_path / "out")
+    inputs = tmp_path / "out" / "inputs"
+    assert sorted(p.name for p in inputs.iterdir()) == ["audit.yaml", "data.parquet", "model.txt"]
+    assert (inputs / "audit.yaml").read_text() == result.audit.to_spec()
+    saved = json.loads((run / "evidence.json").read_text())
+    manifest = saved["inputs"]
+    assert manifest["model"]["file"] == "model.txt" and manifest["dataset"]["file"] == "data.parquet"
+    import hashlib
+
+    assert manifest["dataset"]["sha256"] == hashlib.sha256((inputs / "data.parquet").read_bytes()).hexdigest()
+    cli = CliRunner().invoke(app, ["report", str(inputs / "audit.yaml"), "--out", str(tmp_path / "cli"), "--quiet",
+                                   "--fail-on", "never", "--register", "off"])
+    assert cli.exit_code == 0, cli.output
+    _same_evidence(saved, json.loads((Path(cli.stdout.strip()).parent / "evidence.json").read_text()))
+    assert saved["seed"] == 11 and saved["opinion"] == result.opinion
+
+
+def test_results_are_frames_with_intervals(result):
+    metrics = result.metrics
+    assert list(metrics.columns) == ["metric", "value", "ci95_low", "ci95_high", "evidence"]
+    assert not metrics["metric"].str.endswith((".ci95_low", ".ci95_high")).any()  # read into their own columns
+    ndcg = metrics.set_index("metric").loc["ranking_quality.ndcg@10.mean"]
+    assert ndcg["ci95_low"] <= ndcg["value"] <= ndcg["ci95_high"] and ndcg["evidence"] == "ranking_quality"
+    findings = result.findings
+    assert {"rule", "pack", "status", "severity", "metric", "value", "message"} <= set(findings.columns)
+    assert set(findings["status"]) <= {"PASS", "FAIL", "WARN", "ERROR", "SKIPPED", "WAIVED"}
+    assert (findings["status"] == "FAIL").any()  # the pack asks for evidence this light audit did not request
+    assert result.evidence["ranking_quality"].metrics["ranking_quality.ndcg@10.mean"] == ndcg["value"]
+    assert result.opinion in repr(result)
+
+
+def test_the_summary_shows_inline_in_a_sandboxed_frame(result):
+    shown = result._repr_html_()
+    frame = re.search(r'<iframe sandbox="" [^>]*srcdoc="([^"]*)"', shown)
+    assert frame, shown[:300]
+    inner = html.unescape(frame.group(1))
+    assert 'id="summary"' in inner and "Executive summary" in inner and "<style>" in inner
+    assert "Notebook audit &lt;b&gt;" in result.report_html()  # the title escaped in the report
+    assert "<script" not in inner.lower()
+    assert 'id="findings"' not in inner  # the summary page only, not the whole report
+
+
+def test_bad_arguments_raise_input_errors_naming_the_argument(frame, booster):
+    with pytest.raises(InputError) as caught:
+        Audit(model=booster, data=frame, evidence=[{"local_explanations": {"k": 0}}])
+    assert caught.value.file is None and caught.value.where.startswith("Audit(")
+    assert "local_explanations.k" in str(caught.value) and "auditor-api-" not in str(caught.value)
+    with pytest.raises(InputError, match=r"Audit\(model=...\).*lightgbm.Booster"):
+        Audit(model=object(), data=frame)
+    with pytest.raises(InputError, match=r"Audit\(data=...\).*DataFrame"):
+        Audit(model=booster, data=[[1, 2]])
+    with pytest.raises(InputError, match="no built-in policy pack"):  # found when it runs, named the same way
+        Audit(model=booster, data=frame, policies=["eu-p2b-nope"]).run()
+    with pytest.raises(InputError, match="search_id") as caught:  # the data as the reader sees it
+        Audit(model=booster, data=frame, query="search_id").run()
+    assert "data.parquet" in str(caught.value)  # the frame, as the spec `save` writes names it
+
+
+def test_save_signs_and_renders_what_it_is_asked_for(result, tmp_path, monkeypatch):
+    keys = _keygen(tmp_path / "keys")
+    monkeypatch.setenv("TEST_KEY_PASS", PASS)
+    run = result.save(tmp_path / "out", formats=["html"], signing={
+        "key": str(keys / "signer.p12"), "passphrase_env": "TEST_KEY_PASS",
+        "bundle_key": str(keys / "bundle-ed25519.pem")})
+    assert (run / "report.html").is_file() and (run / "bundle.dsse.json").is_file()
+    code, output = verify({"keys": keys}, run)
+    assert code == 0, output
+
+
+@pytest.mark.slow
+def test_the_bookstore_through_the_api_is_the_bookstore_through_the_cli(signed, monkeypatch):
+    """The session's signed bookstore run (the bundled example with lighter explainer settings, through the CLI)
+    and the API on the same spec: the same evidence.json."""
+    monkeypatch.setenv("TEST_KEY_PASS", PASS)
+    api = Audit.from_spec(signed["spec"]).run()
+    _same_evidence(api.document, json.loads((signed["run"] / "evidence.json").read_text()))
+    assert {"local_explanations", "confidence", "surrogate", "exposure"} <= set(api.evidence)
