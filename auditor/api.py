@@ -27,6 +27,7 @@ from auditor.errors import InputError
 from auditor.metric_names import HIGH, LOW, read
 
 SPEC_NAME = "audit.yaml"
+_ARGUMENTS = {"data.parquet": "data", "background.parquet": "background", "model.txt": "model"}  # staged files
 INPUTS = "inputs"  # the folder `save` writes the inputs and the spec into, beside the run folder
 
 
@@ -38,7 +39,9 @@ class Audit:
 
     `model`: a `lightgbm.Booster`, a fitted `lightgbm.LGBMRanker`, a model file's path, or a `module:function`
     string (a callable scorer, which needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
-    (one row a document) or a data file's path."""
+    (one row a document, a query's rows together) or a data file's path; `dataset={...}` adds the data's spec
+    options (`nan_policy`, `description`, `sample_queries`, ...), which the background shares but for the last two.
+    `features`: the feature columns (default: every numeric column but the query, label and document id)."""
 
     def __init__(self, model: Any, data: Any, *, query: str = "qid", label: str | None = "label",
                  doc_id: str | None = None, features: Sequence[str] | None = None, background: Any = None,
@@ -52,11 +55,13 @@ class Audit:
         spec: dict[str, Any] = {
             "audit": {"title": title, "organisation": organisation, **sections.pop("audit", {})},
             "model": {**_staged_model(model, self._folder, trust), **sections.pop("model", {})},
-            "dataset": {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(columns)},
         }
-        if background is not None:
+        reading = sections.pop("dataset", {})  # e.g. {"nan_policy": "missing"}: the data's options in a spec
+        spec["dataset"] = {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(columns), **reading}
+        if background is not None:  # read as the data are, but whole and without their description
+            shared = {k: v for k, v in reading.items() if k not in ("description", "sample_queries")}
             spec["background"] = {**_staged_data(background, self._folder / "background.parquet", "background"),
-                                  **_set(columns)}
+                                  **_set(columns), **shared}
         spec["evidence"] = [item if isinstance(item, dict) else {item: {}} for item in evidence]
         spec.update(policies=list(policies), seed=seed, **sections)
         spec.setdefault("output", {"dir": "reports", "formats": ["html"]})
@@ -69,11 +74,18 @@ class Audit:
             raise self._named(exc) from None
 
     def _named(self, exc: InputError) -> InputError:
-        """An error in the staged spec names this call's arguments, not a temporary file."""
-        if not self._in_memory or exc.file != str(self.spec_path):
+        """An error in a staged file names this call's argument (`Audit(data=...)`, with the row), not a temporary
+        file, and its fix the keyword that sets a spec key (`dataset={"nan_policy": "missing"}`)."""
+        if not self._in_memory or exc.file is None or Path(exc.file).parent != self.spec_path.parent:
             return exc
-        place = exc.where if exc.where and not re.fullmatch(r"\d+:\d+", exc.where) else "..."  # not a line:column
-        return InputError(exc.problem, where=f"Audit({place})", fix=exc.fix)
+        if exc.file == str(self.spec_path):
+            place = exc.where if exc.where and not re.fullmatch(r"\d+:\d+", exc.where) else "..."  # a line:column
+            where = f"Audit({place})"
+        else:
+            where = f"Audit({_ARGUMENTS.get(Path(exc.file).name, '...')}=...)" + (f" {exc.where}" if exc.where else "")
+        fix = exc.fix and re.sub(r"`(dataset|background|model)\.(\w+): ([^`]+)`",
+                                 lambda m: f"`{m[1]}={{{m[2]!r}: {yaml.safe_load(m[3])!r}}}`", exc.fix)
+        return InputError(_keywords(exc.problem), where=where, fix=fix and _keywords(fix))
 
     @classmethod
     def from_spec(cls, path: str | Path) -> Audit:
@@ -233,6 +245,15 @@ class AuditResult:
             counts[finding["status"]] = counts.get(finding["status"], 0) + 1
         shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rules applied"
         return f"<AuditResult opinion={self.opinion!r} ({shown})>"
+
+
+_KEYWORDS = {"query_column": "query", "label_column": "label", "doc_id_column": "doc_id", "feature_columns": "features"}
+
+
+def _keywords(text: str) -> str:
+    """A spec key the API sets by a keyword named as that keyword: `dataset.query_column` → `query=`."""
+    return re.sub(r"`(?:dataset|background)\.(query_column|label_column|doc_id_column|feature_columns)`",
+                  lambda m: f"`{_KEYWORDS[m[1]]}=`", text)
 
 
 def _set(values: dict[str, Any]) -> dict[str, Any]:

@@ -589,7 +589,8 @@ def _need_column(column: str, columns: list[str], key: str, path: Path, present:
         import difflib
 
         near = difflib.get_close_matches(column, columns, n=1)
-        hint = f"did you mean '{near[0]}'?" if near else f"columns are: {', '.join(columns[:12])}"
+        hint = f"did you mean '{near[0]}'?" if near else \
+            f"columns are: {', '.join(columns[:12])}{', ...' if len(columns) > 12 else ''}."
         raise InputError(f"no column '{column}' (from `dataset.{key}`)", file=path,
                          fix=f"{hint} Set `dataset.{key}` to the right column")
 

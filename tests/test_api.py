@@ -101,7 +101,7 @@ def test_bad_arguments_raise_input_errors_naming_the_argument(frame, booster):
         Audit(model=booster, data=frame, policies=["eu-p2b-nope"]).run()
     with pytest.raises(InputError, match="search_id") as caught:  # the data as the reader sees it
         Audit(model=booster, data=frame, query="search_id").run()
-    assert "data.parquet" in str(caught.value)  # the frame, as the spec `save` writes names it
+    assert caught.value.where == "Audit(data=...)" and "`query=`" in str(caught.value)  # the argument, the keyword
 
 
 def test_save_signs_and_renders_what_it_is_asked_for(result, tmp_path, monkeypatch):
@@ -123,3 +123,32 @@ def test_the_bookstore_through_the_api_is_the_bookstore_through_the_cli(signed, 
     api = Audit.from_spec(signed["spec"]).run()
     _same_evidence(api.document, json.loads((signed["run"] / "evidence.json").read_text()))
     assert {"local_explanations", "confidence", "surrogate", "exposure"} <= set(api.evidence)
+
+
+def test_a_ranker_fitted_with_the_sklearn_api_on_wide_data_with_gaps(tmp_path):
+    """Data unlike the bookstore: 60 features with hostile names, negative values, missing values, single-document
+    queries and string query ids; an LGBMRanker rather than a Booster."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 25, 40)
+    sizes[:3] = 1
+    X = rng.normal(size=(int(sizes.sum()), 60)) - 0.5
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.clip((np.nan_to_num(X[:, 0]) * 2 + rng.normal(size=len(X))).round(), 0, 4).astype(int)
+    frame = pd.DataFrame(X, columns=[f"f {i} <ü>" for i in range(60)])
+    frame.insert(0, "query", np.repeat([f"q-{i}" for i in range(40)], sizes))
+    frame.insert(1, "grade", y)
+    ranker = lgb.LGBMRanker(n_estimators=30, num_leaves=7, min_child_samples=5, verbosity=-1)
+    ranker.fit(frame.iloc[:, 2:], y, group=sizes)
+    with pytest.raises(InputError) as caught:
+        Audit(model=ranker, data=frame, query="query", label="grade").run()
+    assert caught.value.where.startswith("Audit(data=...)") and "dataset={'nan_policy': 'missing'}" in caught.value.fix
+    result = Audit(model=ranker, data=frame, query="query", label="grade", dataset={"nan_policy": "missing"},
+                   evidence=["ranking_quality", "global_importance"]).run(jobs=1)
+    facts = result.metrics.set_index("metric")["value"]
+    assert facts["dataset.single_doc_queries"] == (sizes == 1).sum() >= 3 and facts["dataset.n_features"] == 60
+    assert facts["dataset.missing_values"] > 0
+    assert "f 0 &lt;ü&gt;" in result.report_html() and "f 0 <ü>" not in result.report_html()
+    run = result.save(tmp_path / "out")
+    assert json.loads((run / "evidence.json").read_text())["inputs"]["dataset"]["feature_names"][0] == "f 0 <ü>"
