@@ -270,6 +270,13 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
         return {"kind": "callable", "entry": str(model), "trust": trust}
     if isinstance(model, (str, Path)):
         return {"path": str(Path(model).resolve()), "trust": trust}
+    if callable(model) and hasattr(model, "__qualname__"):  # a scorer the spec can name as module:function
+        module = getattr(model, "__module__", None)
+        if module in (None, "__main__") or "<" in model.__qualname__:
+            raise InputError("a scoring function defined in the notebook or script itself cannot be named by the "
+                             "spec that reproduces the audit", where="Audit(model=...)",
+                             fix="define it in a module (e.g. scorer.py beside the notebook) and pass it from there")
+        return {"kind": "callable", "entry": f"{module}:{model.__qualname__}", "trust": trust}
     raise InputError(f"cannot audit a {type(model).__name__} held in memory", where="Audit(model=...)",
                      fix="pass a lightgbm.Booster or LGBMRanker, a model file's path (LightGBM, XGBoost, CatBoost, "
                          "ONNX, skops), or a 'module:function' scorer with trust=True")

@@ -95,6 +95,8 @@ def test_bad_arguments_raise_input_errors_naming_the_argument(frame, booster):
     assert "local_explanations.k" in str(caught.value) and "auditor-api-" not in str(caught.value)
     with pytest.raises(InputError, match=r"Audit\(model=...\).*lightgbm.Booster"):
         Audit(model=object(), data=frame)
+    with pytest.raises(InputError, match=r"Audit\(model=...\).*define it in a module"):
+        Audit(model=lambda X: X[:, 0], data=frame, trust=True)  # the spec could not name it
     with pytest.raises(InputError, match=r"Audit\(data=...\).*DataFrame"):
         Audit(model=booster, data=[[1, 2]])
     with pytest.raises(InputError, match="no built-in policy pack"):  # found when it runs, named the same way
