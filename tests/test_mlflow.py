@@ -1,4 +1,4 @@
-"""Models from an MLflow registry (`model: {kind: mlflow, uri: ...}`), against a real
+"""Models from an MLflow registry (`model: {kind: mlflow, uri: ...}`) and `auditor report --mlflow`, against a real
 local tracking store (SQLite in a temporary folder): the bookstore's LightGBM model logged with
 `mlflow.lightgbm.log_model` and registered as catalogue-ranker version 1, audited with the small bad-input baseline
 spec (one cheap evidence item). Skipped without the mlflow extra, except the refusals that say to install it."""
@@ -227,12 +227,67 @@ def test_xgboost_flavour_loads_as_its_file(store: Store, base: Path, no_env: Pat
     assert np.array_equal(ranker.predict(rows), native.predict(rows))
 
 
+def test_report_logs_to_mlflow(store: Store, base: Path, no_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--mlflow`: a new run (in $MLFLOW_EXPERIMENT_NAME) gets the opinion and each rule's status as tags, the judged
+    numbers as metrics (MLflow's spelling: ndcg@10 → ndcg_at_10) and the run folder as artifacts; an active run
+    is logged to instead."""
+    import mlflow
+
+    client = mlflow.MlflowClient(store.uri)  # (an experiment made by MLflow would keep artifacts in ./mlruns)
+    client.create_experiment("audits", artifact_location=str(base / "audit-artifacts"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "audits")
+    spec = write_base_spec(base)
+    code, html = report(spec, "--mlflow")
+    assert code in (0, 1) and html is not None
+    doc = evidence(html)
+    experiment = client.get_experiment_by_name("audits")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    logged = runs[0].data
+    assert logged.tags["auditor.opinion"] == doc["opinion"]
+    assert logged.tags["auditor.run_folder"] == html.parent.name
+    for finding in doc["findings"]:
+        assert logged.tags[f"rule.{finding['pack']}.{finding['rule']}"] == finding["status"]
+        if finding["value"] is not None:
+            assert logged.metrics[f"rule.{finding['pack']}.{finding['rule']}"] == pytest.approx(finding["value"])
+    quality = doc["evidence"]["ranking_quality"]["metrics"]
+    assert logged.metrics["ranking_quality.ndcg_at_10.mean"] == pytest.approx(quality["ranking_quality.ndcg@10.mean"])
+    assert logged.metrics["ranking_quality.ndcg_at_10.ci95_low"] == pytest.approx(
+        quality["ranking_quality.ndcg@10.ci95_low"])
+    artifacts = {a.path for a in client.list_artifacts(runs[0].info.run_id, f"auditor/{html.parent.name}")}
+    assert f"auditor/{html.parent.name}/evidence.json" in artifacts
+
+    mlflow.set_tracking_uri(store.uri)
+    try:
+        with mlflow.start_run(experiment_id=experiment.experiment_id) as active:
+            code, html = report(spec, "--mlflow")
+    finally:
+        mlflow.set_tracking_uri(None)  # type: ignore[arg-type]
+    assert html is not None
+    assert client.get_run(active.info.run_id).data.tags["auditor.run_folder"] == html.parent.name
+    assert len(client.search_runs([experiment.experiment_id])) == 2
+
+
+def test_mlflow_metric_names() -> None:
+    from auditor.mlflow_log import metric_name
+
+    assert metric_name("ranking_quality.ndcg@10.mean") == "ranking_quality.ndcg_at_10.mean"
+    assert metric_name("rule.eu-p2b-art5.P2B-1") == "rule.eu-p2b-art5.P2B-1"
+    assert metric_name("a//b/./c:d\u202e") == "a/_/b/_/c_d_"  # MLflow refuses names a path would normalise
+    assert len(metric_name("x" * 400)) == 250
+
+
 def test_without_the_extra_the_fix_is_to_install_it(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No mlflow installed: kind `mlflow` is bad input (exit 2) that names the extra."""
+    """No mlflow installed: kind `mlflow` and `--mlflow` are bad input (exit 2) that names the extra."""
     monkeypatch.setitem(sys.modules, "mlflow", None)  # `import mlflow` raises ImportError
     spec = _spec(base, "models:/catalogue-ranker/1", tracking_uri="sqlite:///mlflow.db")
     assert_one_error_line(invoke("validate", str(spec), "--quiet"),
                           Case(spec, spec, "model.kind", ("mlflow package", "auditor[mlflow]")))
+    plain = write_base_spec(base, name="plain.yaml")
+    assert_one_error_line(invoke("report", str(plain), "--quiet", "--mlflow"),
+                          Case(plain, None, None, ("--mlflow", "auditor[mlflow]")))
+    assert not (base / "reports").exists()  # refused before the audit ran
 
 
 def test_spec_model_kind_mlflow_is_checked() -> None:
