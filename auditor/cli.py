@@ -167,6 +167,10 @@ def report(
     junit: Annotated[Path | None, typer.Option("--junit", help="Also write the findings as JUnit XML to this file "
                                                "(replaced if it exists), one testcase a rule, for CI test reports "
                                                "(docs/ci.md).", show_default=False)] = None,
+    mlflow: Annotated[bool, typer.Option("--mlflow", help="Also log the audit to MLflow: the opinion and each "
+                                         "rule's status as tags, the judged numbers as metrics, the run folder as "
+                                         "artifacts (the active run, $MLFLOW_RUN_ID's, or a new one; tracking URI "
+                                         "from the spec's model.tracking_uri or $MLFLOW_TRACKING_URI).")] = False,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -179,6 +183,11 @@ def report(
         from auditor.junit import check_target
 
         _guard(lambda: check_target(junit), debug=debug)
+    tracking_uri = None
+    if mlflow:  # installed, and somewhere to log to, before the audit runs
+        from auditor import mlflow_log
+
+        tracking_uri = _guard(lambda: mlflow_log.check_ready(spec), debug=debug)
 
     def action() -> Any:
         with _progress(quiet) as progress:
@@ -205,6 +214,14 @@ def report(
         from auditor.junit import write_results
 
         _guard(lambda: write_results(junit, run.run_dir, fail_on=fail_on.value), debug=debug)
+    if mlflow:
+        try:
+            logged_to = mlflow_log.log_audit(run, tracking_uri=tracking_uri)
+        except InputError as exc:  # the run is written; logging it again needs another audit (or MLflow's own tools)
+            typer.echo(f"error: {terminal(exc.one_line())} (the run folder was written)", err=True)
+            raise typer.Exit(2) from None
+        if not quiet:
+            typer.echo(f"mlflow: logged to run {logged_to}", err=True)
     if run.register_error is not None:  # the run is written; the register is an index of it, rebuilt from folders
         typer.echo(f"error: {terminal(run.register_error.one_line())} (the run folder was written; once the "
                    "register is fixed, `auditor register rebuild` indexes it)", err=True)

@@ -32,7 +32,7 @@ from auditor.evidence.registry import EvidenceKind
 from auditor.executor import Executor, core_limit, usable_jobs
 from auditor.files import write_new
 from auditor.hashing import sha256_file
-from auditor.models import load_model
+from auditor.models import load_model, open_model
 from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import (
     Finding,
@@ -72,6 +72,12 @@ class PreparedAudit:
     signing: SigningMaterial | None = None
     baseline: dict[str, Any] | None = None
     features: dict[str, dict] = field(default_factory=dict)  # the feature dictionary (auditor/feature_dictionary.py)
+    logged: Any = None  # kind `mlflow`: where the model came from (auditor.models.mlflow.LoggedModel)
+
+    def close(self) -> None:
+        """Remove what loading left behind: the artifact folder downloaded for an MLflow model."""
+        if self.logged is not None:
+            self.logged.close()
 
 
 @dataclass
@@ -104,7 +110,9 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
         from auditor.report.render import check_templates
 
         check_templates(spec.output.templates)
-    model = load_model(spec.model, base_dir=base, spec_file=spec_path)
+    model, logged = open_model(spec.model, base_dir=base, spec_file=spec_path)
+    if logged is not None:  # the registered model's name and version where the spec leaves them out
+        spec = spec.model_copy(update={"model": logged.filled(spec.model)})
     seed = spec.seed if seed is None else seed
     data = load_dataset(spec.dataset, model, seed, "dataset")
     _check_rankable(data, spec.dataset.path)
@@ -133,7 +141,8 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
             raise InputError(f"the baseline run has evidence schema {baseline.get('schema')}, not {EVIDENCE_SCHEMA}",
                              file=spec_path, where="baseline", fix="name a run written by this auditor version")
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
-                         background=background, signing=signing, baseline=baseline, features=features)
+                         background=background, signing=signing, baseline=baseline, features=features,
+                         logged=logged)  # (an error before this leaves `logged`'s folder to its finalizer)
 
 
 def _check_rankable(data: RankingData, path: Path) -> None:
@@ -180,11 +189,24 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     (e.g. stale temporary folders removed). A register that cannot be used does not stop the run: its folder is
     written without the register's sections and `register_error` says why. `formats` overrides the spec's output
     formats (what is rendered, not what is measured: the Python API renders HTML only until a run is saved)."""
-    from auditor.register import review as reviews
-
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url)
+    try:
+        return _run_prepared(prepared, started, out=out, seed=seed, progress=progress, today=today,
+                             executor=executor, notify=notify, register=register, formats=formats)
+    finally:
+        prepared.close()
+
+
+def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | None, seed: int | None,
+                  progress: Progress, today: dt.date | None, executor: ExecutorSpec | None,
+                  notify: Callable[[str], None] | None, register: str | None,
+                  formats: list[str] | None = None) -> AuditRun:
+    """`run_audit` once everything is loaded and checked: the evidence, the verdicts, the run folder, the
+    register."""
+    from auditor.register import review as reviews
+
     spec = prepared.spec
     if formats is not None:
         spec = spec.model_copy(update={"output": spec.output.model_copy(update={"formats": formats})})
@@ -406,6 +428,9 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
                              "training_date": spec.model.training_date}
     if spec.model.path is not None:
         model.update(file=spec.model.path.name, sha256=sha256_file(spec.model.path))
+    if prepared.logged is not None:  # kind mlflow: the native file inside the artifact folder, and where it came from
+        logged = prepared.logged
+        model.update(file=logged.file, sha256=logged.sha256(logged.file), mlflow=logged.to_json())
     ds = spec.dataset
     dataset: dict[str, Any] = {"file": ds.path.name, "sha256": sha256_file(ds.path), "format": ds.format or "inferred",
                                "n_docs": prepared.data.n_docs, "n_queries": prepared.data.n_queries,
@@ -564,6 +589,10 @@ def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
     out += [(f"policy pack {p.pack.pack}", p.path) for p in prepared.packs]
     if spec.model.path is not None:
         out.append(("model", spec.model.path))
+    if prepared.logged is not None:  # kind mlflow: every file of the artifact folder, the native file as the model
+        logged = prepared.logged
+        out += [("model" if a["file"] == logged.file else "model artifact", logged.folder / a["file"])
+                for a in logged.artifacts]
     source = getattr(prepared.model, "source", None)
     if spec.model.kind == "callable" and isinstance(source, Path) and source.is_file():
         out.append(("model module", source))  # the file of `model.entry`'s module (the code that scores)

@@ -140,7 +140,8 @@ class AuditMeta(StrictModel):
                                                                  "very_large_platform, intermediation_service}`.")
 
 
-ModelKindName = Literal["lightgbm", "sklearn", "xgboost", "catboost", "onnx", "callable"]  # models.KINDS, in order
+ModelKindName = Literal["lightgbm", "sklearn", "xgboost", "catboost", "onnx", "mlflow",
+                        "callable"]  # models.KINDS, in order
 
 
 class ModelSpec(StrictModel):
@@ -150,26 +151,50 @@ class ModelSpec(StrictModel):
                                                      ".json/.ubj, CatBoost .cbm/.json, ONNX .onnx).")
     kind: ModelKindName | None = Field(
         None, description="Model kind; inferred from the file name when left out (a .json file is read as LightGBM: "
-                          "set `xgboost` or `catboost` for theirs).")
+                          "set `xgboost` or `catboost` for theirs), `mlflow` when `uri` is given.")
+    uri: str | None = Field(None, min_length=1, max_length=2000,
+                            description="Kind `mlflow`: the logged model, `models:/<name>/<version>` (or "
+                                        "`@<alias>`), `runs:/<run id>/<path>`, or a folder holding an MLmodel file "
+                                        "(relative to the spec). Its LightGBM, XGBoost, CatBoost or ONNX file is "
+                                        "checked and loaded as that kind's file is.")
+    tracking_uri: str | None = Field(None, min_length=1, max_length=2000,
+                                     description="Kind `mlflow`: the MLflow tracking server or store (e.g. "
+                                                 "`sqlite:///mlflow.db`, relative to the spec; "
+                                                 "`https://mlflow.example`); default $MLFLOW_TRACKING_URI.")
     entry: str | None = Field(None, description="`module:function` for kind `callable` (needs `trust: true`).")
     trust: bool = Field(False, description="Allow pickles and Python callables, which run code when loaded.")
     name: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$",
                              description="The audited system's stable name across versions (e.g. catalogue-ranker): "
                                          "the register follows its findings and figures from review to review. "
-                                         "Without it, the audit's title.")
-    version: str | None = Field(None, min_length=1, description="The model's version in the owner's registry.")
+                                         "Without it, the registered model's name (kind `mlflow`), else the audit's "
+                                         "title.")
+    version: str | None = Field(None, min_length=1, description="The model's version in the owner's registry "
+                                                                "(kind `mlflow`: the registered version when left "
+                                                                "out).")
     training_date: Day | None = Field(None, strict=False, description="When the model was trained "
                                                                       "(YYYY-MM-DD).")
 
     @model_validator(mode="after")
     def _kind_and_source(self) -> ModelSpec:
+        if self.kind == "mlflow" or (self.kind is None and self.uri is not None):
+            if self.uri is None:
+                raise ValueError("kind `mlflow` needs `uri: models:/<name>/<version>` (or runs:/<run id>/<path>, or "
+                                 "a folder holding an MLmodel file)")
+            if self.path is not None or self.entry is not None:
+                extra = "path" if self.path is not None else "entry"
+                raise ValueError(f"kind `mlflow` reads the model from `uri`: remove `{extra}`")
+            object.__setattr__(self, "kind", "mlflow")
+            return self
+        if self.uri is not None or self.tracking_uri is not None:
+            raise ValueError(f"`{'uri' if self.uri is not None else 'tracking_uri'}` is for kind `mlflow` (a model "
+                             "logged with MLflow); remove it, or set `kind: mlflow`")
         if self.kind == "callable" or (self.kind is None and self.entry):
             if not self.entry:
                 raise ValueError("kind `callable` needs `entry: module:function`")
             object.__setattr__(self, "kind", "callable")
             return self
         if self.path is None:
-            raise ValueError("give the model file in `path`")
+            raise ValueError("give the model file in `path` (or a model logged with MLflow in `uri`)")
         if self.kind is None:
             from auditor.models import kind_from_suffix
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ML_LIBRARIES = ("lightgbm", "numba", "matplotlib", "sklearn", "shap", "xgboost", "catboost", "onnxruntime")
+ML_LIBRARIES = ("lightgbm", "numba", "matplotlib", "sklearn", "shap", "xgboost", "catboost", "onnxruntime", "mlflow")
 
 
 def test_importing_the_spec_and_the_policies_loads_no_ml_library() -> None:

@@ -14,9 +14,11 @@ from auditor.errors import InputError
 from auditor.models.base import CountingRanker, Ranker
 
 if TYPE_CHECKING:
+    from auditor.models.mlflow import LoggedModel
     from auditor.spec import ModelKindName, ModelSpec
 
-__all__ = ["KINDS", "CountingRanker", "Ranker", "kind_from_file", "kind_from_suffix", "load_model"]
+__all__ = ["KINDS", "CountingRanker", "Ranker", "kind_from_file", "kind_from_suffix", "load_file", "load_model",
+           "open_model"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class ModelKind:
     name: ModelKindName
     label: str
     suffixes: tuple[str, ...]  # file suffixes that name this kind alone (`.json` names none: several write it)
-    load: Callable[[Path, bool], Ranker] | None  # (path, trust) -> Ranker; None for `callable` (no file)
+    load: Callable[[Path, bool], Ranker] | None  # (path, trust) -> Ranker; None for `mlflow`, `callable` (no file)
 
 
 def _lightgbm(path: Path, trust: bool) -> Ranker:
@@ -64,6 +66,8 @@ KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (
     ModelKind("xgboost", "XGBoost JSON or UBJSON model", (".ubj", ".bst"), _xgboost),
     ModelKind("catboost", "CatBoost .cbm model or JSON export", (".cbm",), _catboost),
     ModelKind("onnx", "ONNX graph (run with ONNX Runtime on CPU)", (".onnx",), _onnx),
+    ModelKind("mlflow", "a model logged with MLflow (models:/, runs:/ or its folder): its LightGBM, XGBoost, "
+                        "CatBoost or ONNX file", (), None),
     ModelKind("callable", "Python function module:function (with trust)", (), None),
 )}
 
@@ -100,18 +104,35 @@ def kind_from_file(path: Path) -> ModelKindName | None:
 
 
 def load_model(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None) -> Ranker:
+    return open_model(ref, base_dir=base_dir, spec_file=spec_file)[0]
+
+
+def open_model(ref: ModelSpec, *, base_dir: Path,
+               spec_file: Path | None = None) -> tuple[Ranker, LoggedModel | None]:
+    """The model a spec names and, for kind `mlflow`, where it came from (`models/mlflow.py`: the URI resolved, the
+    artifact files and their hashes; `close()` removes the downloaded folder)."""
+    if ref.kind == "mlflow":
+        from auditor.models.mlflow import load_logged
+
+        ranker, logged = load_logged(ref, base_dir=base_dir, spec_file=spec_file)
+        return ranker, logged
     if ref.kind == "callable":
         from auditor.models.callable import load_callable
 
         return load_callable(ref.entry or "", trust=ref.trust, search_path=base_dir, n_features=None,
-                             spec_file=spec_file)
+                             spec_file=spec_file), None
     assert ref.path is not None and ref.kind is not None  # guaranteed by ModelSpec's validator
-    load = KINDS[ref.kind].load
-    assert load is not None  # only `callable` has no file to load
-    ranker = load(ref.path, ref.trust)
+    return load_file(ref.kind, ref.path, ref.trust), None
+
+
+def load_file(kind: ModelKindName, path: Path, trust: bool) -> Ranker:
+    """A model file of a kind that has one (not `mlflow` or `callable`): checked, rehearsed and loaded."""
+    load = KINDS[kind].load
+    assert load is not None  # only `mlflow` and `callable` have no file to load
+    ranker = load(path, trust)
     if getattr(ranker, "source", None) is None:  # the file an error about its scores names (`base.check_scores`)
-        setattr(ranker, "source", ref.path)  # noqa: B010 (an optional attribute: not part of the Ranker protocol)
-    _check_names(ranker.feature_names, ref.path)
+        setattr(ranker, "source", path)  # noqa: B010 (an optional attribute: not part of the Ranker protocol)
+    _check_names(ranker.feature_names, path)
     return ranker
 
 
