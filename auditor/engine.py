@@ -158,7 +158,8 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
             doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
             zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label,
             sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]),
-            max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query)
+            max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query,
+            attribute_columns=list(ds.attribute_columns))
     except InputError as exc:  # the readers' fixes name `dataset.` keys: for the background, name its own
         if role == "dataset":
             raise
@@ -210,7 +211,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
                        feature_units={name: info["unit"] for name, info in prepared.features.items()
                                       if info.get("unit")})
 
-    always = always_present_options(spec)
+    always = always_present_options(spec, today)
     results = {name: _run_plugin(ALWAYS[name], always[name], ctx)[0] for name in ALWAYS}
     seconds: dict[str, float] = {}
     try:
@@ -349,8 +350,9 @@ def not_produced(result: EvidenceResult) -> None:
                   citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 
 
-def always_present_options(spec: AuditSpec) -> dict[str, Any]:
-    """The options of the items every audit has (`evidence.ALWAYS`): the governance facts read from the spec."""
+def always_present_options(spec: AuditSpec, today: dt.date | None = None) -> dict[str, Any]:
+    """The options of the items every audit has (`evidence.ALWAYS`): the governance facts read from the spec, and
+    the evaluation day (`today`), the audit's date, which the distribution date is counted from."""
     from auditor.evidence.dataset import DatasetOptions
     from auditor.evidence.governance import GovernanceOptions
 
@@ -358,7 +360,10 @@ def always_present_options(spec: AuditSpec) -> dict[str, Any]:
             "governance": GovernanceOptions(audit=spec.audit.model_dump(), signed=spec.signing is not None,
                                             baseline_present=spec.baseline is not None,
                                             features_described=len(spec.features) > 0
-                                            or spec.feature_dictionary is not None)}
+                                            or spec.feature_dictionary is not None,
+                                            data_source_stated=spec.dataset.description is not None
+                                            and bool((spec.dataset.description.frame or "").strip()),
+                                            evaluated_on=today.isoformat() if today is not None else None)}
 
 
 def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult], findings: list[Finding],
@@ -412,6 +417,8 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
                                "n_features": prepared.data.n_features,
                                "feature_names": prepared.data.feature_names,
                                "description": ds.description.model_dump() if ds.description is not None else {}}
+    if prepared.data.attributes:  # kept beside the data, never given to the model
+        dataset["attribute_columns"] = list(prepared.data.attributes)
     for key, extra in (("feature_names", ds.feature_names), ("query_file", prepared.data.query_file)):
         if extra is not None:  # the query file also when read by convention (`X.query` beside `X`)
             dataset[f"{key}_file"] = {"file": extra.name, "sha256": sha256_file(extra)}
