@@ -106,9 +106,14 @@ def _normal(value: str | None) -> str | None:
     return None if value is None else value.strip().casefold()
 
 
+def _shown(value: str | None) -> str:
+    """A category value as a table row names it: an empty cell not counted as unknown reads "(empty)"."""
+    return "missing" if value is None else value if value.strip() else "(empty)"
+
+
 def _breakdown(columns: list[str], data: RankingData, options: SelectionRatesOptions) -> _Breakdown:
     unknown = {_normal(v) for v in options.unknown_values}
-    texts = [[v if v is not None else "missing" for v in data.attributes[c]] for c in columns]
+    texts = [[_shown(v) for v in data.attributes[c]] for c in columns]
     known = np.ones(data.n_docs, dtype=bool)
     for column in columns:
         known &= np.array([_normal(v) not in unknown for v in data.attributes[column]], dtype=bool)
