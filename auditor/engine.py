@@ -374,7 +374,7 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "schema": EVIDENCE_SCHEMA,
         "tool": {"name": "auditor", "version": __version__, "python": platform.python_version(),
                  "libraries": {lib: _version(lib) for lib in _LIBRARIES}},
-        "audit": spec.audit.model_dump(),
+        "audit": spec.audit.model_dump(mode="json"),  # dates as YYYY-MM-DD: the register stores this document
         "spec": {"file": prepared.spec_path.name, "sha256": sha256_file(prepared.spec_path),
                  "content": _plain(prepared.raw)},
         "seed": seed,
@@ -408,7 +408,8 @@ def _judged_detection(detection: Any, findings: list[Finding]) -> dict[str, Any]
 def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     spec = prepared.spec
     model: dict[str, Any] = {"describe": prepared.model.describe(), "version": spec.model.version,
-                             "training_date": spec.model.training_date}
+                             "training_date": spec.model.training_date.isoformat() if spec.model.training_date
+                             else None}
     if spec.model.path is not None:
         model.update(file=spec.model.path.name, sha256=sha256_file(spec.model.path))
     ds = spec.dataset
