@@ -17,7 +17,7 @@ import yaml
 
 from auditor.data import RankingData, load_ranking_data
 from auditor.errors import InputError
-from auditor.evidence.base import AuditContext
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.models.base import CountingRanker
 
@@ -245,3 +245,31 @@ def test_category_values_are_escaped_in_the_report(tmp_path: Path) -> None:
     run = _hiring(tmp_path, "audit.yaml", resamples=100, edit=poison)
     html = (run.run_dir / "report.html").read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+
+
+def test_the_audit_is_dated_against_the_tool_s_distribution() -> None:
+    """governance counts the days from the evaluation day (the audit's date) to `audit.distribution_date`: LL144-3
+    fails past 365 (6 RCNY §5-301(a)); a tool distributed before the audit counts negative days."""
+    from auditor.evidence.governance import run
+    from auditor.evidence.options.governance import GovernanceOptions
+    from auditor.policy import bundled_policies_dir, evaluate, load_packs
+
+    def days(distributed: str | None) -> dict[str, float]:
+        audit = {"distribution_date": dt.date.fromisoformat(distributed) if distributed else None}
+        options = GovernanceOptions(audit=audit, evaluated_on="2026-12-01")
+        metrics: dict[str, float] = run(None, options).metrics  # type: ignore[arg-type]
+        return metrics
+
+    assert days("2027-01-15")["governance.days_audit_to_distribution"] == 45
+    assert days("2026-06-01")["governance.days_audit_to_distribution"] == -183
+    missing = days(None)
+    assert missing["governance.distribution_date_stated"] == 0
+    assert "governance.days_audit_to_distribution" not in missing
+    pack = load_packs(["us-nyc-ll144"], base_dir=bundled_policies_dir())
+    late = {"governance": EvidenceResult(name="governance", metrics=days("2028-01-02"))}
+    verdict = {f.rule: f.status for f in evaluate(pack, late, requested={"governance"}, waivers=[],
+                                                  today=dt.date(2026, 12, 1), provider={})}
+    assert verdict["LL144-3"] == "FAIL" and verdict["LL144-2"] == "PASS" and verdict["LL144-1"] == "FAIL"
+    outside = evaluate(pack, late, requested={"governance"}, waivers=[], today=dt.date(2026, 12, 1),
+                       provider={"employment_decision_tool": False})
+    assert {f.status for f in outside} == {"SKIPPED"}
