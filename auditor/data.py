@@ -67,6 +67,9 @@ class RankingData:
     notes: list[str] = field(default_factory=list)
     sample: QuerySample | None = None  # set when these queries are a stratified sample of the file's
     query_file: Path | None = None  # the group-size file read beside an SVMlight file (named or by convention)
+    # columns read beside the features and never given to the model (`dataset.attribute_columns`: e.g. sex and
+    # race/ethnicity for a bias audit): per column, each document's value as text, None where the cell is empty
+    attributes: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_docs(self) -> int:
@@ -134,6 +137,7 @@ class _Columns(TypedDict):
     doc_id_column: str | None
     feature_columns: list[str] | None
     model_feature_names: list[str] | None
+    attribute_columns: list[str]
 
 
 def load_ranking_data(
@@ -155,16 +159,23 @@ def load_ranking_data(
     sample_rng: np.random.Generator | None = None,
     max_bytes: int = MAX_DATA_BYTES,
     max_docs_per_query: int | None = MAX_DOCS_PER_QUERY,
+    attribute_columns: list[str] | None = None,
 ) -> RankingData:
     """Read a ranking dataset and check it. `n_features` (the model's) pads sparse files and catches mismatches.
     `sample_queries`: keep a stratified sample of that many queries (auditor/sampling.py), drawn with
     `sample_rng`; Parquet files are then read one row group at a time, keeping only the sampled queries' rows.
     `max_bytes` bounds the memory reading takes and `max_docs_per_query` the audited queries' length, so that a
-    hostile file is one error line, not an exhausted machine (docs/security.md)."""
+    hostile file is one error line, not an exhausted machine (docs/security.md). `attribute_columns` (CSV and
+    Parquet): columns kept beside the data as text (`RankingData.attributes`), never features."""
     path = Path(path)
     check_regular(path, what="data file")
     fmt = format or infer_format(path)
     sample, group_file, lines_are_rows, row_lines = None, None, False, np.zeros(0, dtype=np.int64)
+    attributes: dict[str, np.ndarray] = {}
+    if fmt == "svmlight" and attribute_columns:
+        raise InputError("an SVMlight/LETOR file has no named columns to keep beside the features", file=path,
+                         fix="write the data as CSV or Parquet with the attribute columns, or drop "
+                             "`dataset.attribute_columns`")
     if fmt == "svmlight":
         X, y, qids, doc_ids, group_file, row_lines = _read_svmlight(path, n_features=n_features,
                                                                     zero_based=zero_based, query_file=query_file,
@@ -172,16 +183,19 @@ def load_ranking_data(
         names = None
     else:
         columns = _Columns(query_column=query_column, label_column=label_column, doc_id_column=doc_id_column,
-                           feature_columns=feature_columns, model_feature_names=model_feature_names)
+                           feature_columns=feature_columns, model_feature_names=model_feature_names,
+                           attribute_columns=list(attribute_columns or []))
         if fmt == "parquet" and sample_queries is not None:
             frame, sample = _read_parquet_sample(path, query_column, label_column, sample_queries,
                                                  sample_rng or np.random.default_rng(0), max_bytes)
-            X, y, qids, doc_ids, names = _split_frame(frame, path, **columns)
+            X, y, qids, doc_ids, names, attributes = _split_frame(frame, path, **columns)
         elif fmt == "parquet":
-            X, y, qids, doc_ids, names = _read_parquet_by_row_group(path, max_bytes=max_bytes, **columns)
+            X, y, qids, doc_ids, names, attributes = _read_parquet_by_row_group(path, max_bytes=max_bytes, **columns)
         else:
-            frame, lines_are_rows = _read_frame(path, fmt, max_bytes, (query_column, doc_id_column))
-            X, y, qids, doc_ids, names = _split_frame(frame, path, lines_are_rows=lines_are_rows, **columns)
+            frame, lines_are_rows = _read_frame(path, fmt, max_bytes,
+                                                (query_column, doc_id_column, *(attribute_columns or [])))
+            X, y, qids, doc_ids, names, attributes = _split_frame(frame, path, lines_are_rows=lines_are_rows,
+                                                                  **columns)
     if X.shape[0] == 0:
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     if n_features is not None and X.shape[1] != n_features:
@@ -196,9 +210,9 @@ def load_ranking_data(
         _check_labels(y, path, max_label, place)
     if doc_ids is not None:
         _check_unique_documents(qids, doc_ids, path, place)
-    X, y, qids, doc_ids, ptr, query_ids = _group_by_query(X, y, qids, doc_ids, notes)
+    X, y, qids, doc_ids, ptr, query_ids, attributes = _group_by_query(X, y, qids, doc_ids, notes, attributes)
     data = RankingData(X=X, y=y, query_ptr=ptr, query_ids=query_ids, doc_ids=doc_ids, feature_names=names,
-                       source=str(path), notes=notes, sample=sample, query_file=group_file)
+                       source=str(path), notes=notes, sample=sample, query_file=group_file, attributes=attributes)
     if sample_queries is not None and sample is None:  # formats read whole: sample after reading
         data = sample_data(data, sample_queries, sample_rng or np.random.default_rng(0))
     if data.sample is not None:
@@ -222,7 +236,8 @@ def sample_data(data: RankingData, count: int, rng: np.random.Generator) -> Rank
     return RankingData(X=data.X[rows], y=None if data.y is None else data.y[rows], query_ptr=ptr,
                        query_ids=[data.query_ids[q] for q in sample.chosen], doc_ids=[data.doc_ids[r] for r in rows],
                        feature_names=data.feature_names, source=data.source, notes=list(data.notes), sample=sample,
-                       query_file=data.query_file)
+                       query_file=data.query_file,
+                       attributes={name: values[rows] for name, values in data.attributes.items()})
 
 
 def _read_parquet_sample(path: Path, query_column: str, label_column: str | None, count: int,
@@ -558,6 +573,7 @@ def _read_parquet_by_row_group(path: Path, max_bytes: int = MAX_DATA_BYTES, **co
     _check_columns(file.metadata.num_columns, path)
     X = None
     labels, qids, doc_ids, names, start = [], [], [], None, 0
+    attributes: dict[str, list[np.ndarray]] = {}
     for group in range(file.num_row_groups):
         try:
             frame = file.read_row_group(group).to_pandas()
@@ -566,7 +582,9 @@ def _read_parquet_by_row_group(path: Path, max_bytes: int = MAX_DATA_BYTES, **co
                              f"{str(exc)[:120]})", file=path, fix="check that it is a valid parquet file") from None
         if len(frame) == 0:
             continue
-        part_X, part_y, part_q, part_d, names = _split_frame(frame, path, row_offset=start, **columns)
+        part_X, part_y, part_q, part_d, names, part_a = _split_frame(frame, path, row_offset=start, **columns)
+        for column, values in part_a.items():
+            attributes.setdefault(column, []).append(values)
         if X is None:
             _check_matrix(n_rows, part_X.shape[1], path, max_bytes)
             X = np.empty((n_rows, part_X.shape[1]), dtype=np.float64)
@@ -579,7 +597,7 @@ def _read_parquet_by_row_group(path: Path, max_bytes: int = MAX_DATA_BYTES, **co
         raise InputError("the dataset has no documents", file=path, fix="point `dataset.path` at a non-empty file")
     y = None if any(part is None for part in labels) else np.concatenate(labels)
     ids = None if any(part is None for part in doc_ids) else [d for part in doc_ids for d in part]
-    return X[:start], y, np.concatenate(qids), ids, names
+    return X[:start], y, np.concatenate(qids), ids, names, {c: np.concatenate(v) for c, v in attributes.items()}
 
 
 def _need_column(column: str, columns: list[str], key: str, path: Path, present: set[str] | None = None) -> None:
@@ -603,7 +621,8 @@ def _numeric_columns(frame: pd.DataFrame, columns: list[str]) -> set[str]:
 
 def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_column: str | None,
                  doc_id_column: str | None, feature_columns: list[str] | None,
-                 model_feature_names: list[str] | None, row_offset: int = 0, lines_are_rows: bool = False):
+                 model_feature_names: list[str] | None, attribute_columns: list[str], row_offset: int = 0,
+                 lines_are_rows: bool = False):
     """Arrays from a frame of a CSV or Parquet file. Data row r is named by its file line when `lines_are_rows`
     (a CSV file without line breaks in fields), else as `row N` (counted from `row_offset`)."""
     place = (lambda row: str(row + 2)) if lines_are_rows else (lambda row: f"row {row_offset + row + 1}")
@@ -628,7 +647,9 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
         label_column = None
     if doc_id_column is not None:
         need(doc_id_column, "doc_id_column")
-    reserved = {query_column, label_column, doc_id_column} - {None}
+    for column in attribute_columns:
+        need(column, "attribute_columns")
+    reserved = {query_column, label_column, doc_id_column, *attribute_columns} - {None}
     numeric = _numeric_columns(frame, columns)
     given = feature_columns is not None
     if feature_columns is None:
@@ -676,7 +697,21 @@ def _split_frame(frame: pd.DataFrame, path: Path, *, query_column: str, label_co
                              fix=f"give every row a {'query' if key == 'query_column' else 'document'} id")
     qids = frame[query_column].astype(str).to_numpy(dtype=object)
     doc_ids = frame[doc_id_column].astype(str).tolist() if doc_id_column else None
-    return X, y, qids, doc_ids, list(feature_columns)
+    attributes = {column: _attribute_values(frame[column]) for column in attribute_columns}
+    return X, y, qids, doc_ids, list(feature_columns), attributes
+
+
+def _attribute_values(column: pd.Series) -> np.ndarray:
+    """An attribute column as text, one value a document (None where empty): whole numbers without decimals (a
+    Parquet float column of codes reads 1, not 1.0), as a person would write the category."""
+    def text(value: object) -> str | None:
+        if value is None or (isinstance(value, float) and not np.isfinite(value)) or value is pd.NA:
+            return None
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            return str(int(value))
+        return str(value)
+
+    return np.array([text(v) for v in column.tolist()], dtype=object)
 
 
 # --- checks -------------------------------------------------------------------------------------------------
@@ -784,7 +819,7 @@ def _generic_names(names: list[str]) -> bool:
 
 
 def _group_by_query(X: np.ndarray, y: np.ndarray | None, qids: np.ndarray, doc_ids: list[str] | None,
-                    notes: list[str]):
+                    notes: list[str], attributes: dict[str, np.ndarray] | None = None):
     """Make each query's documents contiguous: queries in order of first appearance, documents in file order."""
     codes, first_seen = _codes_by_first_appearance(qids)
     n_queries = int(codes.max()) + 1
@@ -794,6 +829,7 @@ def _group_by_query(X: np.ndarray, y: np.ndarray | None, qids: np.ndarray, doc_i
         X, codes = X[order], codes[order]
         y = None if y is None else y[order]
         doc_ids = None if doc_ids is None else [doc_ids[i] for i in order]
+        attributes = {name: values[order] for name, values in (attributes or {}).items()}
         notes.append("Documents of some queries were not contiguous in the file; they were grouped by query "
                      "(queries in order of first appearance, documents in file order).")
     ptr = np.zeros(n_queries + 1, dtype=np.int64)
@@ -801,7 +837,7 @@ def _group_by_query(X: np.ndarray, y: np.ndarray | None, qids: np.ndarray, doc_i
     query_ids = [str(q) for q in first_seen]
     if doc_ids is None:
         doc_ids = [f"{query_ids[codes[i]]}:{i - ptr[codes[i]]}" for i in range(len(codes))]
-    return X, y, codes, doc_ids, ptr, query_ids
+    return X, y, codes, doc_ids, ptr, query_ids, attributes or {}
 
 
 def _codes_by_first_appearance(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

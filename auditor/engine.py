@@ -167,7 +167,8 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
             doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
             zero_based=ds.zero_based, nan_policy=ds.nan_policy, max_label=ds.max_label,
             sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]),
-            max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query)
+            max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query,
+            attribute_columns=list(ds.attribute_columns))
     except InputError as exc:  # the readers' fixes name `dataset.` keys: for the background, name its own
         if role == "dataset":
             raise
@@ -232,7 +233,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
                        feature_units={name: info["unit"] for name, info in prepared.features.items()
                                       if info.get("unit")})
 
-    always = always_present_options(spec)
+    always = always_present_options(spec, today)
     results = {name: _run_plugin(ALWAYS[name], always[name], ctx)[0] for name in ALWAYS}
     seconds: dict[str, float] = {}
     try:
@@ -371,8 +372,9 @@ def not_produced(result: EvidenceResult) -> None:
                   citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 
 
-def always_present_options(spec: AuditSpec) -> dict[str, Any]:
-    """The options of the items every audit has (`evidence.ALWAYS`): the governance facts read from the spec."""
+def always_present_options(spec: AuditSpec, today: dt.date | None = None) -> dict[str, Any]:
+    """The options of the items every audit has (`evidence.ALWAYS`): the governance facts read from the spec, and
+    the evaluation day (`today`), the audit's date, which the distribution date is counted from."""
     from auditor.evidence.dataset import DatasetOptions
     from auditor.evidence.governance import GovernanceOptions
 
@@ -380,7 +382,10 @@ def always_present_options(spec: AuditSpec) -> dict[str, Any]:
             "governance": GovernanceOptions(audit=spec.audit.model_dump(), signed=spec.signing is not None,
                                             baseline_present=spec.baseline is not None,
                                             features_described=len(spec.features) > 0
-                                            or spec.feature_dictionary is not None)}
+                                            or spec.feature_dictionary is not None,
+                                            data_source_stated=spec.dataset.description is not None
+                                            and bool((spec.dataset.description.frame or "").strip()),
+                                            evaluated_on=today.isoformat() if today is not None else None)}
 
 
 def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult], findings: list[Finding],
@@ -391,7 +396,7 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "schema": EVIDENCE_SCHEMA,
         "tool": {"name": "auditor", "version": __version__, "python": platform.python_version(),
                  "libraries": {lib: _version(lib) for lib in _LIBRARIES}},
-        "audit": spec.audit.model_dump(),
+        "audit": spec.audit.model_dump(mode="json"),  # dates as YYYY-MM-DD: the register stores this document
         "spec": {"file": prepared.spec_path.name, "sha256": sha256_file(prepared.spec_path),
                  "content": _plain(prepared.raw)},
         "seed": seed,
@@ -425,7 +430,8 @@ def _judged_detection(detection: Any, findings: list[Finding]) -> dict[str, Any]
 def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     spec = prepared.spec
     model: dict[str, Any] = {"describe": prepared.model.describe(), "version": spec.model.version,
-                             "training_date": spec.model.training_date}
+                             "training_date": spec.model.training_date.isoformat() if spec.model.training_date
+                             else None}
     if spec.model.path is not None:
         model.update(file=spec.model.path.name, sha256=sha256_file(spec.model.path))
     if prepared.logged is not None:  # kind mlflow: the native file inside the artifact folder, and where it came from
@@ -437,6 +443,8 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
                                "n_features": prepared.data.n_features,
                                "feature_names": prepared.data.feature_names,
                                "description": ds.description.model_dump() if ds.description is not None else {}}
+    if prepared.data.attributes:  # kept beside the data, never given to the model
+        dataset["attribute_columns"] = list(prepared.data.attributes)
     for key, extra in (("feature_names", ds.feature_names), ("query_file", prepared.data.query_file)):
         if extra is not None:  # the query file also when read by convention (`X.query` beside `X`)
             dataset[f"{key}_file"] = {"file": extra.name, "sha256": sha256_file(extra)}

@@ -100,6 +100,12 @@ class ProviderFacts(StrictModel):
                                                                "designated under the DSA (Art. 33).")
     intermediation_service: bool | None = Field(None, description="An online intermediation service or search "
                                                                   "engine under P2B (Reg. 2019/1150 Art. 1-2).")
+    employment_decision_tool: bool | None = Field(
+        None, description="The ranker is an automated employment decision tool used for candidates or employees in "
+                          "New York City (NYC Local Law 144 of 2021, Admin. Code §20-870; 6 RCNY §5-300).")
+    jp_specified_platform: bool | None = Field(
+        None, description="A specified digital platform provider designated under Japan's Act on Improving "
+                          "Transparency and Fairness of Digital Platforms (Act No. 38 of 2020, Art. 4).")
 
 
 PROVIDER_FACTS = tuple(ProviderFacts.model_fields)
@@ -135,9 +141,14 @@ class AuditMeta(StrictModel):
                           "conclusion) or `limited` (nothing came to our attention).")
     qualifications: str | None = Field(None, description="The auditor's qualifications, in one statement.")
     place: str | None = Field(None, description="Where the report is issued (city).")
+    distribution_date: Day | None = Field(
+        None, strict=False, description="The date the audited tool is distributed, i.e. put to use (YYYY-MM-DD): "
+                                        "NYC LL144's published summary states it beside the audit's date, and the "
+                                        "audit may be at most a year older (6 RCNY §5-301(a), §5-303).")
     provider: ProviderFacts = Field(ProviderFacts(), description="What the provider is, for the laws' scope: "
                                                                  "`{gatekeeper, high_risk, online_platform, "
-                                                                 "very_large_platform, intermediation_service}`.")
+                                                                 "very_large_platform, intermediation_service, "
+                                                                 "employment_decision_tool, jp_specified_platform}`.")
 
 
 ModelKindName = Literal["lightgbm", "sklearn", "xgboost", "catboost", "onnx", "mlflow",
@@ -230,6 +241,9 @@ class DatasetSpec(StrictModel):
     label_column: str | None = Field("label", description="CSV/Parquet: the relevance label column.")
     doc_id_column: str | None = Field(None, description="CSV/Parquet: the document id column.")
     feature_columns: list[str] | None = Field(None, description="CSV/Parquet: feature columns (default: numeric).")
+    attribute_columns: list[str] = Field(
+        [], description="CSV/Parquet: columns read beside the data as text and never given to the model (e.g. sex, "
+                        "race_ethnicity for a bias audit, `selection_rates`); they are no features by default.")
     query_file: InputFile | None = Field(None, description="SVMlight without qid: file of group sizes.")
     zero_based: bool | Literal["auto"] = Field("auto", description="SVMlight: are feature indices 0-based?")
     nan_policy: Literal["reject", "missing"] = Field(

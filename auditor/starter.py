@@ -38,7 +38,9 @@ def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[
     data_rel = Path(os.path.relpath(dataset.resolve(), base)).as_posix()
     evidence = _evidence_lines(packs, _feature_names(model, kind))
     csv_hint = ("\n  # CSV/Parquet columns (defaults shown):\n  # query_column: qid\n  # label_column: label\n"
-                "  # doc_id_column: doc_id\n") if fmt != "svmlight" else \
+                "  # doc_id_column: doc_id\n"
+                "  # attribute_columns: []   # e.g. [sex, race_ethnicity]: kept beside the data, never features "
+                "(selection_rates)\n") if fmt != "svmlight" else \
         "\n  # feature_names: features.txt   # one name a line (optional)\n"
     return f"""# Audit spec written by `auditor init`. Check it with `auditor validate {spec_path.name}`,
 # run it with `auditor report {spec_path.name}`. Paths are relative to this file.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-IRREGULAR = {"query": "queries", "entry": "entries", "analysis": "analyses"}
+IRREGULAR = {"query": "queries", "entry": "entries", "analysis": "analyses", "category": "categories"}
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

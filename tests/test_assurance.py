@@ -129,10 +129,11 @@ def test_laws_not_applied_are_stated_with_whether_they_bind_the_provider() -> No
     provider = {"gatekeeper": False, "online_platform": True, "very_large_platform": False, "high_risk": None,
                 "intermediation_service": True}
     others = {law["pack"]: law for law in law_scope(applied, provider)}
-    assert set(others) == {"eu-dma-art6-5", "eu-dsa-art27-34", "eu-ai-act-annex-iv"}
+    assert set(others) == {"eu-dma-art6-5", "eu-dsa-art27-34", "eu-ai-act-annex-iv", "us-nyc-ll144", "jp-tfdpa-ranking"}
     assert others["eu-dma-art6-5"]["applicability"].startswith("not applicable: the provider is not a gatekeeper")
     assert others["eu-dsa-art27-34"]["applicability"].startswith("applies")
     assert "not established" in others["eu-ai-act-annex-iv"]["applicability"]
+    assert "employment_decision_tool not stated" in others["us-nyc-ll144"]["applicability"]
     rows = dict(engagement({"audit": {}, "opinion": "negative", "other_laws": list(others.values()),
                             "policies": []}, {}))
     dsa = next(line for line in rows["Criteria"] if "eu-dsa-art27-34" in line)

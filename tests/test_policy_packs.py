@@ -323,3 +323,21 @@ def test_init_requests_each_packs_evidence(name: str, bookstore: Path) -> None:
     if "parameter_influence" in needed:
         assert {"parameter_influence": {"sensitive": ["sponsored"]}} in spec["evidence"]
     assert runner.invoke(app, ["validate", str(out)]).exit_code == 0
+
+
+def test_tfdpa_rules_are_the_p2b_art5_requirements(tmp_path: Path) -> None:
+    """Japan's TFDPA Art. 5 pack judges the main matters of the display order on the metrics and conditions of P2B-1
+    to P2B-5: one finding per requirement citing both laws; not applicable where the provider is not designated."""
+    packs = load_packs(["eu-p2b-art5", "jp-tfdpa-ranking"], base_dir=tmp_path)
+    p2b = {rule.id: rule for rule in packs[0].pack.rules}
+    jp = {rule.id: rule for rule in packs[1].pack.rules}
+    for n in range(1, 6):
+        ours, theirs = jp[f"TFDPA-{n}"], p2b[f"P2B-{n}"]
+        assert (ours.evidence, ours.metric, ours.requirement()) == (theirs.evidence, theirs.metric,
+                                                                    theirs.requirement())
+        assert "Act No. 38 of 2020" in ours.citation and "Art. 5" in ours.citation
+    groups = group_findings(judge(packs, _p2b(undeclared=1)))
+    assert {"P2B-4", "TFDPA-4"} in [{f.rule for f in group} for group in groups]
+    outside = evaluate(packs[1:], _p2b(undeclared=1), requested={"disclosure_consistency"}, waivers=[],
+                       today=dt.date(2026, 12, 1), provider={"jp_specified_platform": False})
+    assert {f.status for f in outside} == {"SKIPPED"} and "not a jp specified platform" in outside[0].message

@@ -26,7 +26,8 @@ from auditor.report.wording import PHRASES, measured_sentence
 from tests.conftest import make_queries
 from tests.helpers import section_text, summary_page_checks
 
-PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
+WIDE_PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
+PACKS = [*WIDE_PACKS, "us-nyc-ll144", "jp-tfdpa-ranking"]  # every built-in pack (the wide audit applies the EU ones)
 METRIC_KEY = re.compile(r"\b[a-z][a-z0-9_]*(?:\.[a-z0-9_@]+){1,}\b")
 
 
@@ -126,7 +127,7 @@ def wide_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      {"disclosure_consistency": {"declared": names[5:9]}},
                      {"parameter_influence": {"sensitive": [names[3]]}},
                      {"exposure": {"group": [names[10]], "own": {names[10]: 1}}}],
-        "policies": PACKS, "seed": 3, "output": {"dir": "reports", "formats": ["html", "pdf"]},
+        "policies": WIDE_PACKS, "seed": 3, "output": {"dir": "reports", "formats": ["html", "pdf"]},
     }
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return run_audit(folder / "audit.yaml").run_dir

@@ -192,6 +192,13 @@ def exposure(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[in
         f"{groups} group column(s), {options.resamples} bootstrap samples"
 
 
+def selection_rates(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
+    """No model rows beyond the shared scores; the bootstrap's weighted medians and counts per draw and individual."""
+    per_draw = shape.docs * (12.0 if options.cutoff == "median" else 4.0)
+    return shape.queries, 0, 0.2 + 4e-9 * options.resamples * per_draw, \
+        f"{options.resamples} bootstrap samples of {shape.docs:,} individuals"
+
+
 def scores_only(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:
     return shape.queries, 0, 0.2 + 1e-5 * shape.docs, "measures on the scores"
 

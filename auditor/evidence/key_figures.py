@@ -76,6 +76,14 @@ def exposure(result: Result) -> list[KeyFigure]:
                       "exposure.max.ratio", "1 = attention in proportion to relevance")]
 
 
+def selection_rates(result: Result) -> list[KeyFigure]:
+    if _metrics(result).get("selection.min_ratio") is None:
+        return []
+    return [KeyFigure(45, "Smallest impact ratio of a category (its scoring rate ÷ the highest category's)",
+                      "selection.min_ratio", "1 = selected as often as the most favoured category; NYC LL144 sets "
+                      "no level, 0.8 is the four-fifths rule of thumb")]
+
+
 def surrogate(result: Result) -> list[KeyFigure]:
     return [KeyFigure(60, "Surrogate fidelity (Kendall tau with the model's rankings)",
                       "surrogate.fidelity.kendall.mean", "1 = the surrogate orders documents as the model does")]
@@ -130,6 +138,20 @@ def local_limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]
                 "reproduce much of a ranking, so validity figures say less than with a small k."]
     return [f"Explanations name k = {k} of {n_features} features; validity and completeness are measured at that size "
             "only (the effect-of-k curve shows other sizes where requested)."]
+
+
+def selection_limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
+    if "selection.individuals" not in metrics:
+        return []
+    out = ["Scoring rates count each document of a query as an individual: a person who applied to several postings "
+           "counts once per posting, and the categories are those the data records (self-reported or inferred "
+           "as its source says)."]
+    excluded = int(metrics.get("selection.excluded", 0))
+    if excluded:
+        out.append(f"{counted(excluded, 'category')} under the minimum share of the data "
+                   f"{'has' if excluded == 1 else 'have'} no impact ratio (the section names "
+                   f"{'it' if excluded == 1 else 'them'}).")
+    return out
 
 
 def surrogate_limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:

@@ -177,6 +177,7 @@ def _builtins() -> None:
         pairwise,
         parameter_influence,
         ranking_quality,
+        selection_rates,
         surrogate,
     )
 
@@ -274,6 +275,17 @@ def _builtins() -> None:
                      "seller tier...), with what the group feature itself is worth when set alike for every "
                      "document; disparate treatment (Singh & Joachims 2018), expected exposure (Diaz et al. 2020) "
                      "and AWRF (TREC Fair Ranking 2021–22) beside it")),
+        EvidenceKind("selection_rates", selection_rates.SelectionRatesOptions, "auditor.evidence.selection_rates",
+                     "Scoring rates and impact ratios (bias audit)",
+                     "Each category's share of individuals scoring above the median, and its impact ratio "
+                     "(NYC Local Law 144).", f"{costs}:selection_rates", metrics=selection_rates.METRICS,
+                     key_figures=f"{key}:selection_rates", limitations=f"{key}:selection_limitations",
+                     readme=(
+                     "the bias audit of a hiring ranker under NYC Local Law 144 (6 RCNY §5-301): per sex, "
+                     "race/ethnicity and intersectional category (columns kept beside the data, never features), "
+                     "the scoring rate (share above the sample's median score, or in a query's top k) and the impact "
+                     "ratio to the highest category, with intervals, unknown counts and the categories under 2% "
+                     "excluded with the reason; laid out as the published summary")),
         EvidenceKind("surrogate", surrogate.SurrogateOptions, "auditor.evidence.surrogate",
                      "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity.",
                      f"{costs}:surrogate", metrics=surrogate.METRICS,

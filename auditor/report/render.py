@@ -95,6 +95,7 @@ class _Section(TypedDict):
     title: str
     result: EvidenceResult
     tables: list[dict[str, Any]]
+    layout: str | None  # `sections/evidence_<name>.html.j2` when a kind has its own layout, else the generic one
 
 
 def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
@@ -108,7 +109,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     plugins: dict[str, EvidenceKind] = REGISTRY  # typed here: the evidence package makes it on first use
     sections: list[_Section] = [
         {"name": name, "title": plugins[name].title, "result": result,
-         "tables": table_layout(name, result, timings)}
+         "tables": table_layout(name, result, timings), "layout": own_layout(name, templates)}
         for name, result in results.items() if name in plugins
     ]
     appendix_tables = [t for s in sections for t in s["tables"] if t["appendix"]]
@@ -160,6 +161,14 @@ def table_layout(name: str, result: EvidenceResult, timings: bool) -> list[dict[
         out.append({"table": table, "body": min(body, n), "appendix": body < n,
                     "anchor": f"full-{name}-{index + 1}", "section": name})
     return out
+
+
+def own_layout(name: str, templates: Path | None) -> str | None:
+    """The template of a kind with a layout of its own (`sections/evidence_<name>.html.j2`, an organisation's folder
+    first), or None: the generic `evidence_section` macro draws it."""
+    wanted = f"sections/evidence_{name}.html.j2"
+    folders = ([templates] if templates is not None else []) + [templates_dir()]
+    return wanted if any((folder / wanted).is_file() for folder in folders) else None
 
 
 def render_template(name: str, context: dict[str, Any], templates: Path | None) -> str:

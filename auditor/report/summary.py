@@ -222,7 +222,8 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
 
 
 REGULATIONS = {"eu-dma-art6-5": "2022/1925", "eu-dsa-art27-34": "2022/2065", "eu-ai-act-annex-iv": "2024/1689",
-               "eu-p2b-art5": "2019/1150"}  # the built-in packs' laws, by the number citations carry
+               "eu-p2b-art5": "2019/1150", "us-nyc-ll144": "RCNY",
+               "jp-tfdpa-ranking": "Act No. 38 of 2020"}  # the built-in packs' laws, by what their citations carry
 
 
 def _law_scope(document: dict[str, Any]) -> dict[str, str]:

@@ -89,6 +89,22 @@ PHRASES: dict[str, Phrase] = {
                                         "no previous review is named to compare with"),
     "governance.limitations_recorded": lambda v, _: (f"{counted(int(v), 'limitation')} recorded by the owner"
                                                      if v else "no limitation is recorded by the owner"),
+    "governance.distribution_date_stated": _yes("the tool's distribution date is stated",
+                                                "the tool's distribution date is not stated"),
+    "governance.days_audit_to_distribution": lambda v, _: (
+        f"the tool is distributed {counted(int(v), 'day')} after this audit" if v >= 0 else
+        f"the tool was distributed {counted(int(-v), 'day')} before this audit"),
+    "governance.data_source_stated": _yes("the source of the audit's data is described",
+                                          "the source of the audit's data is not described"),
+    "selection.min_ratio": lambda v, s: f"the least selected category's scoring rate is {s} times the most selected "
+                                        "category's — 1 means as often",
+    "selection.columns": lambda v, _: (f"{counted(int(v), 'category column')} (sex, race/ethnicity) "
+                                       f"{'is' if int(v) == 1 else 'are'} reported"),
+    "selection.intersections": _yes("the intersectional categories are reported",
+                                    "the intersectional categories are not reported"),
+    "selection.reported": lambda v, _: f"{counted(int(v), 'category', 'categories')} have an impact ratio",
+    "selection.unknown_reported": _yes("the number of individuals of unknown category is reported",
+                                       "the number of individuals of unknown category is not reported"),
     "governance.retention_years": lambda v, _: (f"evidence is kept for {counted(int(v), 'year')}" if v else
                                                 "no retention period is stated"),
 }

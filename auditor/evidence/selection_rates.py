@@ -1,0 +1,267 @@
+"""Evidence `selection_rates`: does the ranker score some categories of people above the median less often than
+others — NYC Local Law 144's bias audit of an automated employment decision tool that scores (6 RCNY §5-301(c)).
+
+Per category column (sex, race/ethnicity: columns the data keeps beside the features, `dataset.attribute_columns`,
+never the model's) and their intersection: each category's number of individuals, its scoring rate (the share of its
+individuals scoring above the median score of the whole sample; or, with `cutoff: top_k`, the share among the first k
+of their query) and its impact ratio (its rate ÷ the highest category's rate), laid out as the published summary of
+results asks (6 RCNY §5-303). Individuals of unknown category are counted and left out; categories under `min_share`
+(2%) of the individuals with a known category are excluded from the ratios with the reason stated, their number and
+rate still shown. Intervals: a bootstrap over queries (or individuals) recomputing the median, the rates, the highest
+rate and the ratios in every draw (`auditor/checks/selection.py`). The four-fifths rule (0.8) is given as an
+informative comparison only: LL144 sets no threshold. One model call: the scores every item shares.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from auditor.checks.selection import Intervals, Rates, Table, bootstrap, rates, selected
+from auditor.data import RankingData
+from auditor.errors import InputError
+from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.base import Table as ReportTable
+from auditor.evidence.feature_names import metric_name
+from auditor.evidence.options.selection_rates import INTERSECTION, SelectionRatesOptions
+from auditor.metric_names import spelled
+from auditor.numbers import figure, interval, percent, stored, with_interval
+
+FOUR_FIFTHS = 0.8  # the EEOC's rule of thumb (29 CFR §1607.4(D)): informative only under LL144
+CITATION = ("NYC Local Law 144 of 2021 (Admin. Code §20-871); 6 RCNY §5-301(c) — scoring rates and impact ratios of "
+            "sex, race/ethnicity and intersectional categories")
+HOW_TO_READ = (
+    "Scoring rate: the share of a category's individuals (a candidate for one posting is one individual) the tool "
+    "selects — above the median score of the whole sample, or among the first k of their posting. Impact ratio: a "
+    "category's rate ÷ the highest category's rate (1 = as often as the most favoured category). Individuals of "
+    "unknown category are counted but not included; categories under the minimum share of the data get no ratio. "
+    "95% intervals by resampling, with the median recomputed in every draw. LL144 sets no threshold; the "
+    "four-fifths rule (0.8) is a comparison, not a verdict."
+)
+
+
+@dataclass(frozen=True)
+class _Breakdown:
+    """One table of the summary: a column (or the columns' intersection), its categories and who is unknown."""
+
+    key: str  # metric segment: `sex`, `sex_x_race_ethnicity`
+    label: str  # as the report writes it: `sex`, `sex × race_ethnicity`
+    values: list[str]  # category labels, sorted
+    names: list[str]  # their metric segments
+    codes: np.ndarray  # each individual's category index, -1 unknown
+    unknown: int
+
+
+def categories_of(options: SelectionRatesOptions, data: RankingData) -> list[str]:
+    """The category columns: `categories`, or every attribute column of the data."""
+    return list(options.categories) if options.categories is not None else list(data.attributes)
+
+
+def check(options: SelectionRatesOptions, data: RankingData) -> None:
+    """The category columns are columns the data keeps beside the features (bad input before any evidence runs)."""
+    import difflib
+
+    columns = categories_of(options, data)
+    if not columns:
+        raise InputError("the data keeps no category column beside its features", where="categories",
+                         fix="list the columns of sex and race/ethnicity under `dataset.attribute_columns` (e.g. "
+                             "[sex, race_ethnicity]); they are read as text and never given to the model")
+    for index, column in enumerate(columns):
+        if column in columns[:index]:
+            raise InputError(f"'{column}' is listed twice", where=f"categories.{index}", fix="list each column once")
+        if column not in data.attributes:
+            near = difflib.get_close_matches(column, list(data.attributes), n=1)
+            fix = (f"did you mean '{near[0]}'?" if near else
+                   f"add '{column}' to `dataset.attribute_columns`, so it is read as text beside the data")
+            raise InputError(f"'{column}' is not an attribute column of the data", where=f"categories.{index}",
+                             fix=fix)
+
+
+def run(ctx: AuditContext, options: SelectionRatesOptions) -> EvidenceResult:
+    data = ctx.data
+    result = EvidenceResult(name="selection_rates", how_to_read=HOW_TO_READ)
+    check(options, data)
+    columns = categories_of(options, data)
+    scores = ctx.scores()
+    chosen = selected(scores, data.query_ptr, cutoff=options.cutoff, k=options.k)
+    breakdowns = [_breakdown([column], data, options) for column in columns]
+    if options.intersections and len(columns) > 1:
+        breakdowns.append(_breakdown(columns, data, options))
+    tables = [Table(codes=b.codes, reported=_reported(b, options.min_share)) for b in breakdowns]
+    full = [rates(table, chosen) for table in tables]
+    units = (np.repeat(np.arange(data.n_queries), data.query_sizes()) if options.resample_unit == "query"
+             else np.arange(data.n_docs))
+    spread = bootstrap(scores, chosen, tables, units, ctx.rng("selection_rates"), cutoff=options.cutoff,
+                       n_resamples=options.resamples)
+    _metrics(result, breakdowns, tables, full, spread, data)
+    result.metrics["selection.intersections"] = float(any(INTERSECTION in b.key for b in breakdowns))
+    _report(result, breakdowns, tables, full, spread, options, float(np.median(scores)), data)
+    _detect(result, breakdowns, tables, full, spread, options)
+    return result
+
+
+def _normal(value: str | None) -> str | None:
+    return None if value is None else value.strip().casefold()
+
+
+def _shown(value: str | None) -> str:
+    """A category value as a table row names it: an empty cell not counted as unknown reads "(empty)"."""
+    return "missing" if value is None else value if value.strip() else "(empty)"
+
+
+def _breakdown(columns: list[str], data: RankingData, options: SelectionRatesOptions) -> _Breakdown:
+    unknown = {_normal(v) for v in options.unknown_values}
+    texts = [[_shown(v) for v in data.attributes[c]] for c in columns]
+    known = np.ones(data.n_docs, dtype=bool)
+    for column in columns:
+        known &= np.array([_normal(v) not in unknown for v in data.attributes[column]], dtype=bool)
+    labels = [" × ".join(parts) for parts in zip(*texts, strict=True)]
+    values = sorted({label for label, ok in zip(labels, known, strict=True) if ok})
+    index = {value: i for i, value in enumerate(values)}
+    codes = np.array([index[label] if ok else -1 for label, ok in zip(labels, known, strict=True)], dtype=np.int64)
+    names: list[str] = []
+    for value in values:  # metric segments, made distinct where two values read alike (`a b` and `a-b`)
+        name = INTERSECTION.join(metric_name(part) or "value" for part in value.split(" × ")) if len(columns) > 1 \
+            else metric_name(value)
+        stem, n = name, 2
+        while name in names:
+            name, n = f"{stem}_{n}", n + 1
+        names.append(name)
+    return _Breakdown(key=INTERSECTION.join(metric_name(c) for c in columns), label=" × ".join(columns),
+                      values=values, names=names, codes=codes, unknown=int((~known).sum()))
+
+
+def _reported(breakdown: _Breakdown, min_share: float) -> np.ndarray:
+    """Categories with an impact ratio: those with at least `min_share` of the individuals of known category."""
+    n = np.bincount(breakdown.codes[breakdown.codes >= 0], minlength=len(breakdown.values)).astype(np.float64)
+    total = n.sum()
+    return (n > 0) & (n >= min_share * total) if total > 0 else np.zeros(len(n), dtype=bool)
+
+
+def _metrics(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],
+             spread: Intervals, data: RankingData) -> None:
+    metrics = result.metrics
+    for b, table, figures, rate_ci, ratio_ci, low in zip(breakdowns, tables, full, spread.rate, spread.ratio,
+                                                          spread.min_ratio, strict=True):
+        for j, name in enumerate(b.names):
+            key = f"selection.{b.key}.{name}"
+            metrics[f"{key}.n"] = float(figures.n[j])
+            metrics.update(spelled(f"{key}.rate", figures.rate[j], *rate_ci[j]))
+            if table.reported[j] and math.isfinite(figures.ratio[j]):
+                metrics.update(spelled(f"{key}.ratio", figures.ratio[j], *ratio_ci[j]))
+        if math.isfinite(figures.min_ratio):
+            metrics.update(spelled(f"selection.{b.key}.min_ratio", figures.min_ratio, *low))
+        metrics[f"selection.unknown.{b.key}"] = float(b.unknown)
+    lows = [f.min_ratio for f in full if math.isfinite(f.min_ratio)]
+    if lows:
+        metrics.update(spelled("selection.min_ratio", min(lows), *spread.overall))
+    ratios = [f.ratio[j] for f, t in zip(full, tables, strict=True) for j in np.flatnonzero(t.reported)
+              if math.isfinite(f.ratio[j])]
+    metrics["selection.reported"] = float(len(ratios))
+    metrics["selection.below_four_fifths"] = float(sum(r < FOUR_FIFTHS for r in ratios))
+    metrics["selection.excluded"] = float(sum(int((~t.reported & (f.n > 0)).sum()) for t, f in zip(tables, full,
+                                                                                                  strict=True)))
+    metrics["selection.individuals"] = float(data.n_docs)
+    metrics["selection.queries"] = float(data.n_queries)
+    metrics["selection.columns"] = float(sum(INTERSECTION not in b.key for b in breakdowns))
+    metrics["selection.unknown_reported"] = 1.0  # every table states its unknown count (6 RCNY §5-301(c))
+
+
+def _cell_ratio(ratio: float, ci: np.ndarray) -> tuple[str, str]:
+    low, high = (float(ci[0]), float(ci[1]))
+    if not math.isfinite(ratio):
+        return "—", "—"
+    if math.isfinite(low) and math.isfinite(high):
+        low, high = min(low, ratio), max(high, ratio)
+    return figure(ratio), interval(low, high)
+
+
+def _report(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],
+            spread: Intervals, options: SelectionRatesOptions, median: float, data: RankingData) -> None:
+    rate_name = "scoring rate" if options.cutoff == "median" else f"selection rate (top {options.k})"
+    rule = (f"scoring above the sample's median score ({figure(median)})" if options.cutoff == "median" else
+            f"ranked among the first {options.k} of their query")
+    excluded_notes = []
+    for b, table, figures, ratio_ci in zip(breakdowns, tables, full, spread.ratio, strict=True):
+        rows: list[list[object]] = []
+        known = int(figures.n.sum())
+        for j, value in enumerate(b.values):
+            ratio, band = _cell_ratio(figures.ratio[j], ratio_ci[j])
+            if not table.reported[j]:
+                ratio, band = "excluded (under " + percent(options.min_share) + ")", "—"
+            rows.append([value, int(figures.n[j]), percent(figures.rate[j]), ratio, band])
+            result.records.append({
+                "kind": "category", "table": b.label, "category": value, "individuals": int(figures.n[j]),
+                "selected": int(figures.selected[j]), "rate": stored(figures.rate[j]),
+                "impact_ratio": stored(figures.ratio[j]) if table.reported[j] else None,
+                "ci95_low": stored(ratio_ci[j][0]) if table.reported[j] else None,
+                "ci95_high": stored(ratio_ci[j][1]) if table.reported[j] else None,
+                "share": stored(figures.n[j] / known) if known else None, "excluded": not bool(table.reported[j])})
+        rows.append(["unknown (not included)", b.unknown, "—", "—", "—"])
+        result.records.append({"kind": "unknown", "table": b.label, "individuals": b.unknown})
+        small = [j for j in range(len(b.values)) if not table.reported[j] and figures.n[j] > 0]
+        if small:
+            excluded_notes.append(f"{b.label}: " + ", ".join(
+                f"{b.values[j]} ({figures.n[j]:,.0f} individuals, {percent(figures.n[j] / known)} of those of known "
+                f"{b.label}; {rate_name} {percent(figures.rate[j])})" for j in small))
+        result.tables.append(ReportTable(
+            title=f"{rate_name.capitalize()} and impact ratio by {b.label}",
+            columns=[b.label, "number of individuals", rate_name, "impact ratio", "95% interval"],
+            rows=rows, body_rows=len(rows),
+            note=(f"{known:,} individuals of known {b.label}, {b.unknown:,} of unknown {b.label} (not included); "
+                  f"selected: {rule}. Impact ratio: the category's {rate_name} ÷ the highest reported category's.")))
+    if excluded_notes:
+        result.notes.append(
+            f"Excluded from the impact ratios as under {percent(options.min_share)} of the individuals of known "
+            "category (6 RCNY §5-301 lets the independent auditor exclude a category under 2% of the data, stating "
+            "why; such a category is too small for its ratio to be estimated): " + "; ".join(excluded_notes) + ".")
+    below = [(b.label, b.values[j], f.ratio[j]) for b, t, f in zip(breakdowns, tables, full, strict=True)
+             for j in np.flatnonzero(t.reported) if math.isfinite(f.ratio[j]) and f.ratio[j] < FOUR_FIFTHS]
+    result.notes.append(
+        "For comparison only (LL144 sets no threshold): under the four-fifths rule of thumb (29 CFR §1607.4(D)), "
+        + (f"{len(below)} categor{'y has' if len(below) == 1 else 'ies have'} an impact ratio below 0.8: "
+           + "; ".join(f"{value} ({label}) {figure(r)}" for label, value, r in below) + "."
+           if below else "no reported category has an impact ratio below 0.8."))
+    if options.cutoff == "top_k":
+        result.notes.append(f"Selected = among the first {options.k} of a query: a ranked list's first page, not "
+                            "LL144's median split of the whole sample (`cutoff: median`).")
+    metrics = result.metrics
+    if "selection.min_ratio" in metrics:
+        lowest = min(((b, int(i), f.ratio[i]) for b, t, f in zip(breakdowns, tables, full, strict=True)
+                      for i in np.flatnonzero(t.reported) if math.isfinite(f.ratio[i])), key=lambda item: item[2])
+        b, at, _ = lowest
+        shown = with_interval(metrics["selection.min_ratio"], metrics.get("selection.min_ratio.ci95_low"),
+                              metrics.get("selection.min_ratio.ci95_high"))
+        result.summary = (f"The smallest impact ratio is {b.values[at]}'s ({b.label}): {shown}, over "
+                          f"{data.n_docs:,} individuals in {data.n_queries:,} queries, selected when {rule}.")
+    else:
+        result.summary = "No category could be given an impact ratio (no category is large enough, or none is " \
+                         "ever selected)."
+
+
+def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],
+            spread: Intervals, options: SelectionRatesOptions) -> None:
+    """One detection when the smallest impact ratio lies below `warn_below` over its whole interval, naming the
+    category that has it and every other reported category whose own interval lies below."""
+    metrics = result.metrics
+    value, high = metrics.get("selection.min_ratio"), metrics.get("selection.min_ratio.ci95_high")
+    if value is None or high is None or not math.isfinite(high) or max(high, value) >= options.warn_below:
+        return
+    low = min(metrics["selection.min_ratio.ci95_low"], value)
+    found = [(b, j, f.ratio[j], ci[j]) for b, t, f, ci in zip(breakdowns, tables, full, spread.ratio, strict=True)
+             for j in np.flatnonzero(t.reported) if math.isfinite(f.ratio[j])]
+    b, j, _, _ = min(found, key=lambda item: item[2])
+    others = [f"{o.values[i]} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in found
+              if (o, i) != (b, j) and math.isfinite(ci[1]) and max(ci[1], r) < options.warn_below]
+    result.detect(
+        "impact-ratio-below-level", f"{b.values[j]} ({b.label}) is selected less often than the most favoured "
+                                    "category",
+        f"The smallest impact ratio, {b.values[j]}'s ({b.label}, {percent(full[breakdowns.index(b)].rate[j])} of "
+        f"{full[breakdowns.index(b)].n[j]:,.0f} individuals selected), is {with_interval(value, low, max(high, value))}"
+        f": below {figure(options.warn_below)} over its whole interval"
+        + (f"; also below it over their own interval: {'; '.join(others)}" if others else "") + ".",
+        severity="major", citation=CITATION, subject=f"{b.label} = {b.values[j]}", value=float(value),
+        interval=(float(low), float(max(high, value))),
+        judged_by=("selection.min_ratio", f"selection.{b.key}.min_ratio", f"selection.{b.key}.{b.names[j]}.ratio"))
