@@ -246,6 +246,7 @@ def test_docs_metrics_lists_every_kind_s_names_and_defines_each_prefix() -> None
 CONDITIONAL = {
     "local.{method}.{validity_rows.{mean|ci95_low|ci95_high}|completeness_rows.mean}": "with `background_rows`",
     "dataset.population.{n_queries|n_docs}": "with `dataset.sample_queries`",
+    "disclosure.statement.{claims|false_claims|uncertain_claims|unchecked_claims}": "with `statement`",
 }
 
 
