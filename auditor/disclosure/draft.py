@@ -8,7 +8,7 @@ be checked on the next review (docs/disclose.md). Plain data for the templates (
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -86,7 +86,6 @@ class Own:
 class Statement:
     """What the templates say, as data. `claims`: every claim the statement makes, in order."""
 
-    system: str
     run: str
     evaluated_on: str
     tool_version: str
@@ -191,7 +190,6 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
     if order is not None:
         claims.insert(0, order)
     statement = Statement(
-        system=str(((document.get("review") or {}).get("system")) or document.get("audit", {}).get("title") or ""),
         run=run, evaluated_on=str((document.get("run") or {}).get("evaluated_on") or ""),
         tool_version=str((document.get("tool") or {}).get("version") or ""),
         queries=int(metrics.get("dataset.n_queries") or 0), queries_note=queries_note,
@@ -227,7 +225,7 @@ def _surrogate_fits(ok: Mapping[str, Any], metrics: Mapping[str, float | None], 
 
 
 def _paid(names: list[str], spec: Mapping[str, Any], metrics: Mapping[str, float | None], notes: _Notes,
-          claims: list[Claim], plain: Any) -> list[Paid]:
+          claims: list[Claim], plain: Callable[[str], str]) -> list[Paid]:
     out = []
     k = int(_option(spec, "parameter_influence", "top_k"))
     for feature in _option(spec, "parameter_influence", "sensitive") or []:
@@ -248,7 +246,7 @@ def _paid(names: list[str], spec: Mapping[str, Any], metrics: Mapping[str, float
 
 
 def _own(spec: Mapping[str, Any], metrics: Mapping[str, float | None], notes: _Notes, claims: list[Claim],
-         plain: Any) -> Own | None:
+         plain: Callable[[str], str]) -> Own | None:
     metric = "exposure.own.counterfactual.share_change"
     change = read(metrics, metric)
     own = _option(spec, "exposure", "own") or {}
