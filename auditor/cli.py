@@ -383,6 +383,43 @@ def schema(out: Annotated[Path | None, typer.Option("--out", "-o", help="Write t
         typer.echo(str(out))
 
 
+class Language(StrEnum):
+    en = "en"
+    de = "de"
+
+
+@app.command()
+def disclose(
+    spec: SpecArg,
+    run: Annotated[Path | None, typer.Option("--run", help="The run folder to draft from (default: the latest run of "
+                                             "the spec as it is now, in its output folder).", show_default=False)] =
+    None,
+    language: Annotated[Language, typer.Option("--language", "-l", help="The statement's language.")] = Language.en,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file, .md or .html (never "
+                                             "overwritten); default: Markdown on stdout.", show_default=False)] =
+    None,
+    debug: Debug = False,
+) -> None:
+    """Draft the plain-language statement of the main ranking parameters (P2B Art. 5, DSA Art. 27) from a run's
+    evidence: each sentence with the metric behind it, each claim marked so the next review checks it
+    (docs/disclose.md). Runs no audit. Exit 0 when drafted, 2 on bad input."""
+    from auditor.disclosure.command import disclose as drafted
+    from auditor.disclosure.render import format_of
+
+    def action() -> Any:
+        fmt = format_of(out.suffix) if out is not None else "md"
+        result = drafted(spec, run=run, language=language.value, fmt=fmt)
+        if out is not None:
+            write_new(out, result.text)
+        return result
+
+    result = _guard(action, debug=debug)
+    typer.echo(f"note: drafted from {terminal(str(result.run))}", err=True)
+    for note in result.notes:
+        typer.echo(f"note: {terminal(note)}", err=True)
+    typer.echo(str(out) if out is not None else result.text, nl=out is not None)
+
+
 @app.command()
 def diff(
     run_a: Annotated[Path, typer.Argument(help="The earlier run folder.", show_default=False)],

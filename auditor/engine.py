@@ -490,7 +490,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
             from auditor.signing import sign_run
 
             sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document))
-        final = _rename_free(tmp, out_dir, f"{_slug(spec.audit.title)}-{started.strftime('%Y%m%dT%H%M%SZ')}")
+        final = _rename_free(tmp, out_dir, f"{run_stem(spec.audit.title)}-{started.strftime(RUN_TIME)}")
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _write_error(exc, out_dir) from None
@@ -615,6 +615,8 @@ def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
                 out.append((f"{role} {key}", extra))
     if spec.feature_dictionary is not None:
         out.append(("feature dictionary", spec.feature_dictionary))
+    for name, options in spec.evidence_items():  # files an evidence item reads, e.g. a published statement
+        out += [(f"evidence {name}.{key}", value) for key, value in options if isinstance(value, Path)]
     if spec.output.templates is not None:
         out += [(f"template {name}", path) for name, path in _template_files(spec.output.templates)]
     if spec.baseline is not None:  # the previous run the 'since last review' section compares with
@@ -692,7 +694,11 @@ def _rename_free(tmp: Path, out_dir: Path, stem: str, *, attempts: int = 100) ->
     return final
 
 
-def _slug(title: str) -> str:
+RUN_TIME = "%Y%m%dT%H%M%SZ"  # a run folder is `<run_stem(title)>-<UTC time>[-n]`
+
+
+def run_stem(title: str) -> str:
+    """The start of a run folder's name: the audit's title in lower-case letters, digits and hyphens."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
     return slug[:40].rstrip("-") or "audit"
 

@@ -16,6 +16,13 @@ from auditor.display import code_point, flagged
 from auditor.errors import InputError
 from auditor.files import MAX_SMALL_BYTES, read_bytes
 
+_YES_NO = {"yes/no", "no/yes", "y/n", "boolean", "bool", "flag", "true/false"}
+
+
+def is_yes_no(unit: str | None) -> bool:
+    """Whether a feature dictionary's unit says 0/1 means no/yes."""
+    return (unit or "").replace(" ", "").lower() in _YES_NO
+
 
 def build(inline: dict[str, Any], file: Path | None, names: list[str], *, spec_file: Path) -> dict[str, dict]:
     """{feature: {"meaning", "unit"}} for the features described; unknown names are bad input with the nearest."""

@@ -658,6 +658,9 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         shown = f"{value:.1%} of {len(values)} queries have {rule.metric} {rule.per_query.text()}"
     else:
         if rule.metric not in result.metrics:
+            why = (getattr(result, "unmeasured", None) or {}).get(rule.metric)
+            if why is not None:  # an input the spec did not give: nothing to judge, as for evidence not requested
+                return finding("SKIPPED", None, f"not measured in this audit: {why}")
             near = nearest(rule.metric, list(result.metrics), cutoff=0.6)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             return finding("ERROR", None, f"metric '{rule.metric}' is not produced by '{rule.evidence}'{hint}")

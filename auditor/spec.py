@@ -11,7 +11,6 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    Strict,
     Tag,
     ValidationInfo,
     create_model,
@@ -21,58 +20,10 @@ from pydantic import (
 from auditor.errors import InputError, shorten
 from auditor.evidence import REGISTRY
 from auditor.evidence.registry import version as kinds_version
-from auditor.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, kind_of, read_bytes
+from auditor.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, read_bytes
 from auditor.yaml_io import parse_yaml
-from auditor.yaml_models import Day, M, StrictModel
+from auditor.yaml_models import Day, InputFile, InputFolder, M, OutputPath, StrictModel, any_path
 from auditor.yaml_models import validate_yaml as _validate_yaml
-
-
-def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", "any"]) -> Path:
-    base = (info.context or {}).get("base_dir")
-    try:
-        path = value.expanduser()
-    except RuntimeError:  # `~` with no HOME and no password entry, or `~someone` who does not exist
-        raise ValueError(f"cannot tell which home folder '{shorten(str(value))}' starts from; "
-                         "write the full path") from None
-    if base is not None and not path.is_absolute():
-        path = Path(base) / path
-    if want == "any":
-        return path
-    try:
-        return _checked(path, want)
-    except OSError as exc:  # a name too long, a loop of links, a folder we may not read
-        raise ValueError(f"cannot open {shorten(str(path))} ({exc.strerror or exc}); check the path") from None
-
-
-def _checked(path: Path, want: Literal["file", "dir"]) -> Path:
-    if not path.exists():
-        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {shorten(str(path))}; "
-                         "check the path (relative paths start from the spec's folder)")
-    if want == "file" and path.is_dir():
-        raise ValueError(f"{path} is a folder, but a file is expected here; give the path of the file inside it")
-    if want == "file" and not path.is_file():  # a FIFO or a device would block or never end
-        raise ValueError(f"{path} is {kind_of(path.stat().st_mode)}, not a regular file; give the path of a file")
-    return path
-
-
-def _file(value: Path, info: ValidationInfo) -> Path:
-    return _resolve(value, info, want="file")
-
-
-def _any_path(value: Path, info: ValidationInfo) -> Path:
-    return _resolve(value, info, want="any")
-
-
-def _folder(value: Path, info: ValidationInfo) -> Path:
-    path = _resolve(value, info, want="dir")
-    if not path.is_dir():
-        raise ValueError(f"{path} is a file, but a folder is expected here; give the folder that holds it")
-    return path
-
-
-InputFile = Annotated[Path, Strict(False), AfterValidator(_file)]
-InputFolder = Annotated[Path, Strict(False), AfterValidator(_folder)]
-OutputPath = Annotated[Path, Strict(False), AfterValidator(_any_path)]
 
 
 def _register(value: str | bool, info: ValidationInfo) -> str | bool:
@@ -81,7 +32,7 @@ def _register(value: str | bool, info: ValidationInfo) -> str | bool:
         raise ValueError("`register: true` names no register; give a path or a postgresql:// URL (or false for none)")
     if value is False or "://" in value:
         return value
-    return str(_any_path(Path(value), info))
+    return str(any_path(Path(value), info))
 
 
 RegisterLocation = Annotated[str | bool, AfterValidator(_register)]

@@ -10,12 +10,13 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
 from auditor.errors import InputError, shorten
+from auditor.files import kind_of
 from auditor.yaml_io import KEY_MARK, day_problem, shown_key
 
 M = TypeVar("M", bound=BaseModel)
@@ -29,6 +30,56 @@ def nearest(word: str, names: Sequence[str], *, n: int = 1, cutoff: float = 0.6)
         return []
     return difflib.get_close_matches(word, [name for name in names if len(name) <= MAX_SUGGESTED], n=n,
                                      cutoff=cutoff)
+
+
+# Paths in a spec: relative to the spec's folder (the `base_dir` of the validation context), checked to exist.
+
+def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", "any"]) -> Path:
+    base = (info.context or {}).get("base_dir")
+    try:
+        path = value.expanduser()
+    except RuntimeError:  # `~` with no HOME and no password entry, or `~someone` who does not exist
+        raise ValueError(f"cannot tell which home folder '{shorten(str(value))}' starts from; "
+                         "write the full path") from None
+    if base is not None and not path.is_absolute():
+        path = Path(base) / path
+    if want == "any":
+        return path
+    try:
+        return _checked(path, want)
+    except OSError as exc:  # a name too long, a loop of links, a folder we may not read
+        raise ValueError(f"cannot open {shorten(str(path))} ({exc.strerror or exc}); check the path") from None
+
+
+def _checked(path: Path, want: Literal["file", "dir"]) -> Path:
+    if not path.exists():
+        raise ValueError(f"no such {'file' if want == 'file' else 'folder'}: {shorten(str(path))}; "
+                         "check the path (relative paths start from the spec's folder)")
+    if want == "file" and path.is_dir():
+        raise ValueError(f"{path} is a folder, but a file is expected here; give the path of the file inside it")
+    if want == "file" and not path.is_file():  # a FIFO or a device would block or never end
+        raise ValueError(f"{path} is {kind_of(path.stat().st_mode)}, not a regular file; give the path of a file")
+    return path
+
+
+def _file(value: Path, info: ValidationInfo) -> Path:
+    return _resolve(value, info, want="file")
+
+
+def any_path(value: Path, info: ValidationInfo) -> Path:
+    return _resolve(value, info, want="any")
+
+
+def _folder(value: Path, info: ValidationInfo) -> Path:
+    path = _resolve(value, info, want="dir")
+    if not path.is_dir():
+        raise ValueError(f"{path} is a file, but a folder is expected here; give the folder that holds it")
+    return path
+
+
+InputFile = Annotated[Path, Strict(False), AfterValidator(_file)]
+InputFolder = Annotated[Path, Strict(False), AfterValidator(_folder)]
+OutputPath = Annotated[Path, Strict(False), AfterValidator(any_path)]
 
 
 def _existing_day(value: Any) -> Any:

@@ -250,6 +250,7 @@ ELSEWHERE = {"selection_rates": "examples/hiring (no bookstore data records sex 
 CONDITIONAL = {
     "local.{method}.{validity_rows.{mean|ci95_low|ci95_high}|completeness_rows.mean}": "with `background_rows`",
     "dataset.population.{n_queries|n_docs}": "with `dataset.sample_queries`",
+    "disclosure.statement.{claims|false_claims|uncertain_claims|unchecked_claims}": "with `statement`",
 }
 
 

@@ -121,3 +121,33 @@ def bootstrap_interval(values: np.ndarray, rng: np.random.Generator, *, n_resamp
     """Percentile bootstrap interval of the mean over queries (queries are the sampling unit): the interval of
     `checks.estimate.estimate`, which evidence uses directly (kept for callers that want the interval only)."""
     return interval(values, rng, n_resamples=n_resamples, level=level)
+
+
+def within_query_correlation(x: np.ndarray, y: np.ndarray, query_ptr: np.ndarray) -> np.ndarray:
+    """Pearson's correlation of x and y inside each query (documents whose x is not finite left out): one value a
+    query, NaN where the query has fewer than two such documents or x or y does not vary in it. Vectorised over
+    queries (sums by query)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ptr = np.asarray(query_ptr, dtype=np.int64)
+    if len(ptr) < 2:
+        return np.empty(0)
+    keep = np.isfinite(x) & np.isfinite(y)
+    weight = keep.astype(np.float64)
+    x, y = np.where(keep, x, 0.0), np.where(keep, y, 0.0)
+    owner = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+
+    def by_query(values: np.ndarray) -> np.ndarray:
+        return np.bincount(owner, weights=values, minlength=len(ptr) - 1)
+
+    n = by_query(weight)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x_mean, y_mean = by_query(x) / n, by_query(y) / n
+        dx = np.where(keep, x - x_mean[owner], 0.0)  # centred first: no cancellation between large sums
+        dy = np.where(keep, y - y_mean[owner], 0.0)
+        sxx, syy, sxy = by_query(dx * dx), by_query(dy * dy), by_query(dx * dy)
+        # a column that does not vary, up to rounding (its spread below 1e-12 of its size)
+        flat = (n < 2) | (sxx <= 1e-24 * by_query(x * x)) | (syy <= 1e-24 * by_query(y * y)) | (sxx == 0) | (syy == 0)
+        out: np.ndarray = np.where(flat, np.nan, sxy / np.sqrt(sxx * syy))
+    clipped: np.ndarray = np.clip(out, -1.0, 1.0)
+    return clipped

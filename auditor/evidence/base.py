@@ -99,6 +99,9 @@ class EvidenceResult:
     error: str = ""
     n_model_rows: int = 0
     detections: list[Detection] = field(default_factory=list)
+    # metrics this item can emit but did not measure in this audit, and why (an input the spec did not give, e.g. no
+    # published statement to check): a rule on one is SKIPPED with the reason instead of ERROR (docs/policies.md)
+    unmeasured: dict[str, str] = field(default_factory=dict)
     # values the evidence items that use this one read (their plugin's `uses`), e.g. the surrogate's importance per
     # feature; arrays and small typed values, never written to evidence.json
     shared: dict[str, Any] = field(default_factory=dict)
@@ -123,6 +126,8 @@ class EvidenceResult:
             "notes": self.notes,
             "n_model_rows": self.n_model_rows,
         }
+        if self.unmeasured:  # only when there are: evidence.json of the other items stays as it was
+            out["unmeasured"] = dict(sorted(self.unmeasured.items()))
         if self.per_query:  # values per query that per-query rules judge (`per_query:` in a policy rule)
             out["per_query"] = {name: {q: _plain(v) for q, v in values.items()}
                                 for name, values in sorted(self.per_query.items())}

@@ -15,16 +15,21 @@ samples of queries.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from auditor.checks.estimate import estimate
 from auditor.data import RankingData
+from auditor.disclosure.claims import Claim, judge, read_statement
+from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceResult, Table
-from auditor.evidence.feature_names import check_feature_names
+from auditor.evidence.feature_names import check_feature_names, metric_segments
 from auditor.evidence.importance import importance_by_query
 from auditor.evidence.options.disclosure_consistency import DisclosureConsistencyOptions
 from auditor.numbers import figure, percent, stored
+from auditor.words import counted
+from auditor.yaml_models import nearest
 
 HOW_TO_READ = (
     "The declared list is what the business tells users about how results are ordered. The measured order is how "
@@ -38,8 +43,11 @@ HOW_TO_READ = (
 
 
 def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:
-    """Every declared parameter is a feature of the data, listed once (bad input before any evidence runs)."""
+    """Every declared parameter is a feature of the data, listed once; the published statement's claims are well
+    formed and name features of the data (bad input before any evidence runs)."""
     check_feature_names(options.declared, data.feature_names, key="declared")
+    if options.statement is not None:
+        _claims(options.statement, data.feature_names)
 
 
 def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceResult:
@@ -146,7 +154,72 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
                       + (f"undeclared influential {'parameter' if len(undeclared) == 1 else 'parameters'}: "
                          f"{flagged}." if undeclared else
                          "every influential parameter is declared."))
+    if options.statement is None:
+        result.unmeasured.update({metric: "no published statement was given to check (`statement` of "
+                                          "disclosure_consistency names it)" for metric in STATEMENT_METRICS})
+    else:
+        check_statement(result, ctx, options.statement)
     return result
+
+
+STATEMENT_METRICS = tuple(f"disclosure.statement.{name}" for name in ("claims", "false_claims", "uncertain_claims",
+                                                                     "unchecked_claims"))
+CLAIM_CITATION = ("Reg. (EU) 2019/1150 (P2B) Art. 5(1) and 5(2) — the main parameters and their relative importance, "
+                  "described accurately and kept up to date; Reg. (EU) 2022/2065 (DSA) Art. 27(1)")
+_MEASURED_BY = ("global_importance", "surrogate", "parameter_influence", "exposure")  # what claims are judged on
+
+
+def _claims(path: Path, names: list[str]) -> list[Claim]:
+    """The statement's claims; a feature the data does not have is bad input at the claim's line."""
+    claims = read_statement(path)
+    for claim in claims:
+        for feature in claim.features:
+            if feature not in names:
+                near = nearest(feature, names)
+                raise InputError(f"the claim names '{feature}', which is not a feature of the data", file=path,
+                                 where=str(claim.line),
+                                 fix=f"did you mean '{near[0]}'?" if near else "name a feature of the dataset")
+    return claims
+
+
+def check_statement(result: EvidenceResult, ctx: AuditContext, path: Path) -> None:
+    """Each claim of the published statement judged on the metrics of the evidence it rests on (`claims.judge`):
+    counts as metrics, a table of the claims with their status, a detection for each false one."""
+    names = list(ctx.data.feature_names)
+    claims = _claims(path, names)
+    metrics: dict[str, float] = {}
+    for name in _MEASURED_BY:
+        used = ctx.used(name)
+        if used is not None:
+            metrics.update(used.metrics)
+    verdicts = [judge(claim, metrics, metric_segments(names)) for claim in claims]
+    counts = {status: sum(v.status == status for v in verdicts) for status in ("false", "uncertain", "unchecked")}
+    result.metrics["disclosure.statement.claims"] = float(len(verdicts))
+    for status, count in counts.items():
+        result.metrics[f"disclosure.statement.{status}_claims"] = float(count)
+    result.tables.append(Table(
+        title="Claims of the published statement",
+        columns=["line", "claim", "measured", "status", "why"],
+        rows=[[v.claim.line, v.claim.text(), v.measured(), v.status.upper() if v.status == "false" else v.status,
+               v.why] for v in verdicts],
+        note=(f"{path.name}: {counted(len(verdicts), 'claim')}. A claim holds when the 95% interval of its metric lies "
+              "inside the band it states, is false when the interval lies wholly outside, uncertain otherwise; an "
+              "order claim compares neighbours' intervals. Not checked: the evidence it rests on was not requested "
+              "or did not measure that feature (docs/disclose.md).")))
+    for verdict in verdicts:
+        if verdict.status != "false":
+            continue
+        claim = verdict.claim
+        result.detect(
+            "statement-claim-false", f"A claim of the published statement does not hold: {claim.text()}",
+            f"{path.name}, line {claim.line}: the statement says {claim.text()}; {verdict.why}.",
+            severity="major", citation=CLAIM_CITATION, judged_by=("disclosure.statement.false_claims",),
+            subject=f"{claim.kind}: {', '.join(claim.features)}")
+    if not claims:
+        result.notes.append(f"The statement {path.name} carries no claim markers, so none of its sentences could be "
+                            "checked: mark each claim as docs/disclose.md shows (`auditor disclose` drafts them).")
+    result.summary += (f" The published statement makes {counted(len(verdicts), 'checkable claim')}: "
+                       f"{counts['false']} false, {counts['uncertain']} uncertain, {counts['unchecked']} not checked.")
 
 
 def _main_set(shares: np.ndarray, share_for_main: float) -> list[int]:

@@ -14,6 +14,18 @@ def metric_name(feature: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "_", feature).strip("_") or "feature"
 
 
+def metric_segments(names: list[str]) -> dict[str, str]:
+    """Each feature's dotted-metric segment (`metric_name`), for the features whose segment no other feature of
+    `names` shares: a metric named after one of two such features (`a.b`, `a_b`) could be read as the other's, so
+    neither gets one. The writers of per-feature metrics (`global_importance`, `surrogate`) and their readers (the
+    statement's claims, auditor/disclosure/) name features through this one mapping."""
+    segments = [metric_name(name) for name in names]
+    counts: dict[str, int] = {}
+    for segment in segments:
+        counts[segment] = counts.get(segment, 0) + 1
+    return {name: segment for name, segment in zip(names, segments, strict=True) if counts[segment] == 1}
+
+
 def check_feature_names(wanted: list[str], names: list[str], *, key: str) -> None:
     """Feature names given in options exist, each once; InputError(where=`key.index`) with the nearest name."""
     for index, name in enumerate(wanted):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from auditor.checks.estimate import estimate
 from auditor.checks.ranking import rank_order
 from auditor.data import RankingData
 from auditor.evidence.base import (
@@ -31,6 +32,7 @@ from auditor.evidence.base import (
     representative_query,
     representative_text,
 )
+from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.importance import (
     IMPORTANCE_KEY,
     _contribution_chunks,
@@ -39,6 +41,7 @@ from auditor.evidence.importance import (
     summarize,
 )
 from auditor.evidence.options.global_importance import GlobalImportanceOptions
+from auditor.metric_names import spelled
 from auditor.numbers import figure, percent, positions, signed, stored
 from auditor.words import counted
 
@@ -91,6 +94,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     metrics["global_importance.top1_share"] = float(within[order[0]])
     metrics["global_importance.top3_share"] = float(within[order[:3]].sum())
     metrics["global_importance.unused_features"] = float(np.sum(views["global"] == 0))
+    metrics.update(share_metrics(passed.summary.within, order[: options.top], names,
+                                 ctx.rng("global_importance/shares")))
     from scipy.stats import spearmanr  # here, not at import: the spec and policies load without scipy.stats
 
     rho = spearmanr(views["global"], views["within_query"]).statistic if len(names) > 1 else 1.0
@@ -127,6 +132,34 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
                       f"{options.share_for_main:.0%} of the within-query importance; "
                       f"the main ones: {main}{'…' if main_count > 5 else ''}.")
     return result
+
+
+def share_metrics(within: np.ndarray, features: np.ndarray, names: list[str],
+                  rng: np.random.Generator) -> dict[str, float]:
+    """`global_importance.within_share.<feature>` with its 95% interval for each of `features` (the table's rows):
+    the feature's share of the within-query importance, a ratio of two means over queries (its mean |φ − φ̄| over
+    the sum over features), resampling whole queries (`checks.estimate`, statistic form). A feature whose metric
+    segment another feature shares gets none (`metric_segments`)."""
+    segments = metric_segments(names)
+    if len(within) == 0:
+        return {}
+    columns = np.column_stack([np.zeros(len(within)), within.sum(axis=1)])
+    out: dict[str, float] = {}
+    for f in features:
+        segment = segments.get(names[int(f)])
+        if segment is None:
+            continue
+        columns[:, 0] = within[:, int(f)]
+        found = estimate(columns, rng, statistic=_ratio)
+        if np.isfinite(found.mean):
+            out.update(spelled(f"global_importance.within_share.{segment}", found.mean, found.low, found.high))
+    return out
+
+
+def _ratio(means: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: np.ndarray = means[..., 0] / means[..., 1]
+    return out
 
 
 def _plotted_rows(ctx: AuditContext, options: GlobalImportanceOptions) -> np.ndarray:

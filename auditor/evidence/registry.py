@@ -231,11 +231,14 @@ def _builtins() -> None:
         EvidenceKind("disclosure_consistency", disclosure_consistency.DisclosureConsistencyOptions,
                      "auditor.evidence.disclosure_consistency", "Declared vs actual main parameters",
                      "The declared main parameters and their order against the measured ones (P2B Art. 5).",
-                     f"{costs}:disclosure_consistency", uses=("surrogate",), metrics=disclosure_consistency.METRICS,
+                     f"{costs}:disclosure_consistency", metrics=disclosure_consistency.METRICS,
+                     # the surrogate measures a model without TreeSHAP; all four, the published statement's claims
+                     uses=("surrogate", "global_importance", "parameter_influence", "exposure"),
                      key_figures=f"{key}:disclosure_consistency",
                      readme=(
                      "the main parameters the terms and conditions declare vs the measured ones (P2B Art. 5(1)): "
-                     "undeclared influential parameters, order agreement, stability over query samples")),
+                     "undeclared influential parameters, order agreement, stability over query samples; with "
+                     "`statement`, each claim of the published statement checked against the evidence")),
         EvidenceKind("parameter_influence", parameter_influence.ParameterInfluenceOptions,
                      "auditor.evidence.parameter_influence", "Influence of sensitive parameters",
                      "Rank shifts when paid or other sensitive parameters are masked or swept.",

@@ -31,9 +31,10 @@ import numpy as np
 
 from auditor.checks.estimate import estimate
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.importance import summarize
 from auditor.evidence.options.surrogate import SurrogateOptions
-from auditor.metric_names import read
+from auditor.metric_names import read, spelled
 from auditor.numbers import data_value, figure, signed, stored, with_interval
 from auditor.words import counted
 
@@ -129,6 +130,7 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     m["surrogate.decomposition.max_abs_error"] = exactness
 
     m["surrogate.training.synthetic_documents"] = float(fitted.n_synthetic)
+    m.update(direction_metrics(data.X, contrib, parts, names, data.query_ptr, ctx.rng("surrogate/direction")))
     result.tables.append(_fidelity_table(full_fid, main_fid, m, fit))
     total = importance.sum() or 1.0
     result.tables.append(Table(
@@ -164,6 +166,28 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
             citation="Reg. (EU) 2019/1150 Art. 5(5) — adequate understanding of the ranking mechanism",
             judged_by=("surrogate.fidelity.kendall.mean",), value=tau, interval=(low, high))
     return result
+
+
+def direction_metrics(X: np.ndarray, contrib: np.ndarray, parts: Decomposition, names: list[str],
+                      query_ptr: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
+    """`surrogate.direction.<feature>` with its 95% interval, for each feature with a main effect: inside each
+    query, Pearson's correlation between the feature's value and the surrogate's effects on it (its main effect and
+    the pairs it is in), then the mean over queries where both vary (bootstrap over queries). Near 1: a higher value
+    moves a document up; near −1: down; near 0: up or down depending on the value or on the other feature of a pair.
+    A feature whose metric segment another feature shares gets none (`metric_segments`)."""
+    from auditor.checks.ranking import within_query_correlation
+
+    segments = metric_segments(names)
+    out: dict[str, float] = {}
+    for f in sorted({effect.features[0] for effect in parts.main_effects}):
+        segment = segments.get(names[f])
+        if segment is None:
+            continue
+        own = [e for e, effect in enumerate(parts.effects) if f in effect.features]
+        found = estimate(within_query_correlation(X[:, f], contrib[:, own].sum(axis=1), query_ptr), rng)
+        if np.isfinite(found.mean):
+            out.update(spelled(f"surrogate.direction.{segment}", found.mean, found.low, found.high))
+    return out
 
 
 def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:

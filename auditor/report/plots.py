@@ -38,6 +38,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
 
 from auditor.display import shown
+from auditor.feature_dictionary import is_yes_no
 
 if TYPE_CHECKING:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -109,14 +110,6 @@ def fmt_positions(x: float) -> str:
     """Rank positions with one decimal and a sign (+3.0, −0.5)."""
     value = round(float(x), 1) + 0.0  # + 0.0 turns −0.0 into 0.0
     return "0.0" if value == 0 else f"{value:+.1f}".replace("-", _MINUS)
-
-
-_YES_NO = {"yes/no", "no/yes", "y/n", "boolean", "bool", "flag", "true/false"}
-
-
-def is_yes_no(unit: str | None) -> bool:
-    """Whether a feature dictionary's unit says 0/1 means no/yes."""
-    return (unit or "").replace(" ", "").lower() in _YES_NO
 
 
 def axis_label(name: str, unit: str | None) -> str:

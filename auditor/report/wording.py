@@ -41,6 +41,10 @@ PHRASES: dict[str, Phrase] = {
                                                                "always the same",
     "disclosure.stability.weighted_kendall.mean": lambda v, s: f"resampling the queries, the measured order of the "
                                                                f"parameters keeps a weighted Kendall tau of {s}",
+    "disclosure.statement.false_claims": lambda v, _: (
+        f"{counted(int(v), 'claim')} of the published ranking statement {'is' if int(v) == 1 else 'are'} contradicted "
+        "by the measurement" if v else "every claim of the published ranking statement that could be checked holds "
+        "or is within the measurement's uncertainty"),
     "global_importance.main_parameters": lambda v, _: f"{counted(int(v), 'feature')} carry 80% of what orders "
                                                       "documents within a query",
     "global_importance.top1_share": lambda v, s: f"the most important feature carries {s} of what orders documents "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from auditor.evidence.options import EvidenceOptions
+from auditor.yaml_models import InputFile
 
 
 class DisclosureConsistencyOptions(EvidenceOptions):
@@ -16,6 +17,10 @@ class DisclosureConsistencyOptions(EvidenceOptions):
                                                            "is not counted as influential when undeclared.")
     resamples: int = Field(200, ge=20, le=10_000, description="Bootstrap samples of queries for the stability of "
                                                               "the measured order.")
+    statement: InputFile | None = Field(None, description="The transparency statement the platform published "
+                                                          "(Markdown or HTML, relative to the spec): each claim its "
+                                                          "`<!-- claim: ... -->` markers make is checked against the "
+                                                          "evidence (docs/disclose.md).")
 
 
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
@@ -26,4 +31,5 @@ METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.r
     "disclosure.per_query.rank_correlation.{mean|ci95_low|ci95_high}",
     "disclosure.stability.{kendall|weighted_kendall|main_set_overlap}.{mean|p05}",
     "disclosure.stability.{main_set_agreement|undeclared_share}",
+    "disclosure.statement.{claims|false_claims|uncertain_claims|unchecked_claims}",
 )

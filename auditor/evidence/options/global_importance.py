@@ -23,4 +23,6 @@ class GlobalImportanceOptions(EvidenceOptions):
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "global_importance.{additivity.max_abs_error|score_rounding.max_abs|main_parameters"
     "|rank_agreement_global_vs_within|top1_share|top3_share|unused_features}",
+    "global_importance.within_share.{feature}",
+    "global_importance.within_share.{feature}.{ci95_low|ci95_high}",
 )

@@ -44,4 +44,6 @@ METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.r
     "surrogate.fidelity.{kendall|ndcg@{k}}.{mean|ci95_low|ci95_high|min|p10}",
     "surrogate.fidelity.main_effects.{kendall|ndcg@{k}}.mean",
     "surrogate.labels.ndcg@{k}.{model|surrogate}",
+    "surrogate.direction.{feature}",
+    "surrogate.direction.{feature}.{ci95_low|ci95_high}",
 )

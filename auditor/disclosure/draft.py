@@ -1,0 +1,276 @@
+"""A transparency statement drafted from a run's evidence.json: the main ranking parameters in measured order with
+their weight in words, the directions the surrogate reads, the effect of paid placement and the treatment of the
+provider's own products — each sentence with a footnote naming the metric behind it and its value with 95%
+interval, and each claim with its marker (`claims.Claim.marker`), so the statement, once edited and published, can
+be checked on the next review (docs/disclose.md). Plain data for the templates (`render.py`); no wording here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from markupsafe import Markup
+
+from auditor.disclosure.claims import Claim, band_of
+from auditor.errors import InputError
+from auditor.evidence import REGISTRY
+from auditor.evidence.feature_names import metric_name, metric_segments
+from auditor.feature_dictionary import is_yes_no
+from auditor.metric_names import Reading, read
+from auditor.numbers import figure, held, percent, points, with_interval
+
+Unit = Literal["share", "points", "number"]
+MAX_LISTED = 10  # main parameters listed one by one; the rest are counted
+SAFE_METRIC = re.compile(r"[A-Za-z0-9_.@]+")  # a metric name printed as is (in a Markdown code span)
+
+
+@dataclass(frozen=True)
+class Footnote:
+    """The measurement behind a sentence: the metric's name and its value with 95% interval, whole (`text`, as every
+    number of the audit is printed: `numbers.with_interval`) and in parts for other languages' words."""
+
+    number: int
+    metric: str | Markup
+    text: str
+    value: str
+    low: str | None
+    high: str | None
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A main parameter: its plain name, its weight band and, when the surrogate reads one, its direction."""
+
+    feature: str
+    name: str
+    band: str
+    note: int
+    claim: Markup
+    yes_no: bool = False
+    direction: str | None = None
+    direction_note: int = 0
+    direction_claim: Markup = field(default_factory=Markup)
+
+
+@dataclass(frozen=True)
+class Paid:
+    """A paid parameter (`parameter_influence`'s `sensitive`): positions a result owes to it and top-k changes."""
+
+    feature: str
+    name: str
+    band: str
+    shift: str
+    note: int
+    claim: Markup
+    topk: str | None = None
+    k: int = 10
+    topk_note: int = 0
+
+
+@dataclass(frozen=True)
+class Own:
+    """The provider's own products (`exposure`'s `own`): the share of attention their flag itself gives them."""
+
+    feature: str
+    name: str
+    band: str
+    change: str
+    note: int
+    claim: Markup
+
+
+@dataclass
+class Statement:
+    """What the templates say, as data. `claims`: every claim the statement makes, in order."""
+
+    run: str
+    evaluated_on: str
+    tool_version: str
+    queries: int
+    queries_note: int
+    main_count: int
+    main_share: str
+    main_note: int
+    order_claim: Markup
+    parameters: list[Parameter]
+    more: int
+    surrogate_note: int
+    paid: list[Paid]
+    own: Own | None
+    footnotes: list[Footnote]
+    claims: list[Claim]
+    left_out: list[str] = field(default_factory=list)  # what the evidence could not support, for the person drafting
+
+
+class _Notes:
+    """Footnotes numbered in order of first use; a metric cited twice keeps its number."""
+
+    def __init__(self, metrics: Mapping[str, float | None]) -> None:
+        self.metrics = metrics
+        self.notes: list[Footnote] = []
+
+    def cite(self, metric: str, unit: Unit = "number") -> int:
+        for note in self.notes:
+            if note.metric == metric:
+                return note.number
+        reading = read(self.metrics, metric)
+        if reading is None:
+            raise ValueError(f"{metric} is not in the run's evidence")  # callers check first
+        number = len(self.notes) + 1
+        self.notes.append(_footnote(number, metric, reading, unit))
+        return number
+
+
+def _footnote(number: int, metric: str, reading: Reading, unit: Unit) -> Footnote:
+    low, high = held(reading.value, reading.low, reading.high)
+    if unit == "points":
+        value = points(reading.value)
+        parts = (points(low), points(high)) if low is not None and high is not None else None
+        text = value + (f" (95% interval {parts[0]} to {parts[1]})" if parts else "")
+    else:
+        shown = percent if unit == "share" else figure
+        value = shown(reading.value)
+        parts = (shown(low), shown(high)) if low is not None and high is not None else None
+        text = with_interval(reading.value, reading.low, reading.high, share=unit == "share")
+    return Footnote(number, Markup(metric) if SAFE_METRIC.fullmatch(metric) else metric, text, value,
+                    parts[0] if parts else None, parts[1] if parts else None)
+
+
+def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
+    """The statement a run's evidence supports. Bad input when the run has no `global_importance` result, which
+    every statement rests on."""
+    evidence = document.get("evidence") or {}
+    ok = {name: item for name, item in evidence.items() if isinstance(item, dict) and item.get("status") == "ok"}
+    if "global_importance" not in ok:
+        raise InputError("the run has no global_importance result to draft the statement from", file=run or None,
+                         fix="request `global_importance` in the spec and run `auditor report` again")
+    metrics: dict[str, float | None] = {k: v for item in ok.values() for k, v in (item.get("metrics") or {}).items()}
+    notes = _Notes(metrics)
+    names = list(document["inputs"]["dataset"]["feature_names"])
+    segments = metric_segments(names)
+    dictionary = document.get("feature_dictionary") or {}
+    spec = _spec_options(document)
+    claims: list[Claim] = []
+    left_out: list[str] = []
+
+    def plain(feature: str) -> str:
+        return str((dictionary.get(feature) or {}).get("meaning") or feature)
+
+    main_count = int(metrics.get("global_importance.main_parameters") or 0)
+    ranked = [str(r["feature"]) for r in sorted(ok["global_importance"].get("records") or [], key=lambda r: r["rank"])]
+    listed = [f for f in ranked[:main_count] if f in segments
+              and read(metrics, f"global_importance.within_share.{segments[f]}") is not None][:MAX_LISTED]
+    if len(listed) < min(main_count, MAX_LISTED):
+        left_out.append(f"{min(main_count, MAX_LISTED) - len(listed)} main parameter(s) have no share metric (beyond "
+                        "global_importance's `top`, or a name another feature's metric name shares): not listed")
+    queries_note, main_note = notes.cite("dataset.n_queries"), notes.cite("global_importance.main_parameters")
+    fidelity_ok = _surrogate_fits(ok, metrics, spec, left_out)
+    parameters = []
+    for feature in listed:
+        share = f"global_importance.within_share.{segments[feature]}"
+        value = metrics[share]
+        assert value is not None  # listed only when read() found it
+        weight = Claim("weight", (feature,), band_of("weight", value))
+        claims.append(weight)
+        unit = (dictionary.get(feature) or {}).get("unit")
+        parameter = Parameter(feature, plain(feature), str(weight.band), notes.cite(share, "share"),
+                              Markup(weight.marker()), yes_no=is_yes_no(unit))
+        direction = f"surrogate.direction.{segments[feature]}"
+        measured = metrics.get(direction)
+        if fidelity_ok and measured is not None:
+            turn = Claim("direction", (feature,), band_of("direction", measured))
+            claims.append(turn)
+            parameter = replace(parameter, direction=turn.band, direction_note=notes.cite(direction),
+                                direction_claim=Markup(turn.marker()))
+        parameters.append(parameter)
+    order = Claim("order", tuple(listed)) if len(listed) >= 2 else None
+    if order is not None:
+        claims.insert(0, order)
+    statement = Statement(
+        run=run, evaluated_on=str((document.get("run") or {}).get("evaluated_on") or ""),
+        tool_version=str((document.get("tool") or {}).get("version") or ""),
+        queries=int(metrics.get("dataset.n_queries") or 0), queries_note=queries_note,
+        main_count=main_count, main_share=percent(_option(spec, "global_importance", "share_for_main")),
+        main_note=main_note, order_claim=Markup(order.marker()) if order is not None else Markup(""),
+        parameters=parameters, more=max(main_count - len(listed), 0),
+        surrogate_note=notes.cite("surrogate.fidelity.kendall.mean") if any(p.direction for p in parameters) else 0,
+        paid=[], own=None, footnotes=notes.notes, claims=claims, left_out=left_out)
+    if "parameter_influence" in ok:
+        statement.paid = _paid(names, spec, metrics, notes, claims, plain)
+    if "exposure" in ok:
+        statement.own = _own(spec, metrics, notes, claims, plain)
+    return statement
+
+
+def _surrogate_fits(ok: Mapping[str, Any], metrics: Mapping[str, float | None], spec: Mapping[str, Any],
+                    left_out: list[str]) -> bool:
+    """Whether the surrogate's directions may be stated: it ran, and its fidelity interval does not lie wholly
+    below its `fidelity_floor` (its own detection's criterion)."""
+    if "surrogate" not in ok:
+        left_out.append("no surrogate in the run: no directions (request `surrogate` to state them)")
+        return False
+    fidelity = read(metrics, "surrogate.fidelity.kendall.mean")
+    if fidelity is None:
+        return False
+    floor = float(_option(spec, "surrogate", "fidelity_floor"))
+    high = held(fidelity.value, fidelity.low, fidelity.high)[1]
+    if (high if high is not None else fidelity.value) < floor:
+        left_out.append(f"the surrogate ranks too unlike the model (Kendall tau {figure(fidelity.value)}, below "
+                        f"{figure(floor)}): its directions are not stated")
+        return False
+    return True
+
+
+def _paid(names: list[str], spec: Mapping[str, Any], metrics: Mapping[str, float | None], notes: _Notes,
+          claims: list[Claim], plain: Callable[[str], str]) -> list[Paid]:
+    out = []
+    k = int(_option(spec, "parameter_influence", "top_k"))
+    for feature in _option(spec, "parameter_influence", "sensitive") or []:
+        if feature not in names:
+            continue
+        key = f"influence.{metric_name(feature)}"
+        shift = read(metrics, f"{key}.rank_shift.mean")
+        if shift is None:
+            continue
+        claim = Claim("paid", (feature,), band_of("paid", shift.value))
+        claims.append(claim)
+        topk = read(metrics, f"{key}.topk_changed_share")
+        out.append(Paid(feature, plain(feature), str(claim.band), figure(shift.value),
+                        notes.cite(f"{key}.rank_shift.mean"), Markup(claim.marker()),
+                        topk=percent(topk.value) if topk is not None else None, k=k,
+                        topk_note=notes.cite(f"{key}.topk_changed_share", "share") if topk is not None else 0))
+    return out
+
+
+def _own(spec: Mapping[str, Any], metrics: Mapping[str, float | None], notes: _Notes, claims: list[Claim],
+         plain: Callable[[str], str]) -> Own | None:
+    metric = "exposure.own.counterfactual.share_change"
+    change = read(metrics, metric)
+    own = _option(spec, "exposure", "own") or {}
+    if change is None or not own:
+        return None
+    feature = str(next(iter(own)))
+    claim = Claim("own", (feature,), band_of("own", change.value))
+    claims.append(claim)
+    return Own(feature, plain(feature), str(claim.band), points(abs(change.value)), notes.cite(metric, "points"),
+               Markup(claim.marker()))
+
+
+def _spec_options(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each evidence item's options as the run's spec wrote them (evidence.json keeps the spec's content)."""
+    content = (document.get("spec") or {}).get("content") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for item in content.get("evidence") or [] if isinstance(content, dict) else []:
+        if isinstance(item, dict) and len(item) == 1:
+            name, options = next(iter(item.items()))
+            out[str(name)] = options if isinstance(options, dict) else {}
+    return out
+
+
+def _option(spec: Mapping[str, dict[str, Any]], kind: str, key: str) -> Any:
+    """An option of an evidence item as the spec gave it, else its options model's default."""
+    given = spec.get(kind) or {}
+    return given[key] if key in given else REGISTRY[kind].options.model_fields[key].default
