@@ -282,3 +282,41 @@ def test_report_checks_the_published_statement_end_to_end(bookstore: Path) -> No
         "weight: sales_rank_log"]
     assert "Claims of the published statement" in Path(result.stdout.strip()).read_text()
     assert ("evidence disclosure_consistency.statement", bookstore / "terms.md") in input_files(prepare(path))
+
+
+def test_a_published_claim_turns_false_when_the_model_changes_so_sales_rank_log_leads(signed: dict[str, Path],
+                                                                                       bookstore: Path) -> None:
+    """The issue's own case: the statement drafted from this quarter's run is published; next quarter's model is
+    retrained so sales volume orders the results (trained on labels made from `sales_rank_log`): the published
+    'genre matters most' becomes a false claim, a detection, and P2B-12 fails."""
+    import lightgbm as lgb
+    import numpy as np
+    import pandas as pd
+
+    (bookstore / "terms.md").write_text(disclose(signed["spec"], run=signed["run"]).text)
+    train = pd.read_csv(bookstore / "train.csv")
+    features = [c for c in train.columns if c not in ("qid", "doc_id", "label")]
+    sales = train.groupby("qid", sort=False)["sales_rank_log"].rank(pct=True)
+    label = np.minimum((sales * 4).astype(int), 3)  # grades from the query's sales ranks
+    groups = train.groupby("qid", sort=False).size().to_numpy()
+    booster = lgb.train({"objective": "lambdarank", "num_leaves": 7, "learning_rate": 0.1, "min_data_in_leaf": 20,
+                         "deterministic": True, "force_row_wise": True, "num_threads": 1, "seed": 7,
+                         "verbosity": -1},
+                        lgb.Dataset(train[features], label=label, group=groups), num_boost_round=40)
+    booster.save_model(str(bookstore / "model.txt"))
+    spec = yaml.safe_load((bookstore / "audit.yaml").read_text())
+    evidence = [{"global_importance": {"top": 11}}, LIGHT_SURROGATE,
+                {"disclosure_consistency": {"declared": ["genre_match", "price_in_range"], "resamples": 20,
+                                            "statement": "terms.md"}}]
+    path = write_spec(bookstore, evidence=evidence, policies=["eu-p2b-art5"],
+                      output={"dir": "reports", "formats": ["html"]}, register=False,
+                      audit={**spec["audit"], "provider": {"intermediation_service": True}})
+    result = runner.invoke(app, ["report", str(path), "--quiet"])
+    assert result.exit_code == 1, result.output
+    document = _evidence(Path(result.stdout.strip()).parent)
+    shares = {f: document["evidence"]["global_importance"]["metrics"][f"global_importance.within_share.{f}"]
+              for f in ("sales_rank_log", "genre_match")}
+    assert shares["sales_rank_log"] > 0.5 > shares["genre_match"]  # the retrained model is led by sales
+    assert {f["rule"]: f["status"] for f in document["findings"]}["P2B-12"] == "FAIL"
+    false = [d["subject"] for d in document["detections"] if d["kind"] == "statement-claim-false"]
+    assert "weight: genre_match" in false, false
