@@ -262,11 +262,9 @@ def test_without_a_statement_the_rule_is_skipped_and_a_bad_one_is_bad_input(sign
                    make_bookstore_context().data)
 
 
-def test_report_checks_the_published_statement_end_to_end(bookstore: Path) -> None:
-    """A light spec through `auditor report` (4 s): P2B-12 fails on a contradicted claim, the detection reaches
-    evidence.json and the report, and the statement is an input of the run (hashed in a signed run's bundle)."""
-    (bookstore / "terms.md").write_text('Sales matter most. <!-- claim: {"weight": "sales_rank_log", "is": "most"} '
-                                        '-->\n')
+def _report_with_statement(bookstore: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """A light spec checking `terms.md` through `auditor report` (P2B-12 expected to fail): the spec, the report
+    and evidence.json."""
     spec = yaml.safe_load((bookstore / "audit.yaml").read_text())
     evidence = [{"global_importance": {"top": 11}}, LIGHT_SURROGATE,
                 {"disclosure_consistency": {"declared": ["genre_match", "price_in_range"], "resamples": 20,
@@ -276,11 +274,20 @@ def test_report_checks_the_published_statement_end_to_end(bookstore: Path) -> No
                       audit={**spec["audit"], "provider": {"intermediation_service": True}})
     result = runner.invoke(app, ["report", str(path), "--quiet"])
     assert result.exit_code == 1, result.output
-    document = _evidence(Path(result.stdout.strip()).parent)
+    report = Path(result.stdout.strip())
+    return path, report, _evidence(report.parent)
+
+
+def test_report_checks_the_published_statement_end_to_end(bookstore: Path) -> None:
+    """A light spec through `auditor report` (4 s): P2B-12 fails on a contradicted claim, the detection reaches
+    evidence.json and the report, and the statement is an input of the run (hashed in a signed run's bundle)."""
+    (bookstore / "terms.md").write_text('Sales matter most. <!-- claim: {"weight": "sales_rank_log", "is": "most"} '
+                                        '-->\n')
+    path, report, document = _report_with_statement(bookstore)
     assert {f["rule"]: f["status"] for f in document["findings"]}["P2B-12"] == "FAIL"
     assert [d["subject"] for d in document["detections"] if d["kind"] == "statement-claim-false"] == [
         "weight: sales_rank_log"]
-    assert "Claims of the published statement" in Path(result.stdout.strip()).read_text()
+    assert "Claims of the published statement" in report.read_text()
     assert ("evidence disclosure_consistency.statement", bookstore / "terms.md") in input_files(prepare(path))
 
 
@@ -304,16 +311,7 @@ def test_a_published_claim_turns_false_when_the_model_changes_so_sales_rank_log_
                          "verbosity": -1},
                         lgb.Dataset(train[features], label=label, group=groups), num_boost_round=40)
     booster.save_model(str(bookstore / "model.txt"))
-    spec = yaml.safe_load((bookstore / "audit.yaml").read_text())
-    evidence = [{"global_importance": {"top": 11}}, LIGHT_SURROGATE,
-                {"disclosure_consistency": {"declared": ["genre_match", "price_in_range"], "resamples": 20,
-                                            "statement": "terms.md"}}]
-    path = write_spec(bookstore, evidence=evidence, policies=["eu-p2b-art5"],
-                      output={"dir": "reports", "formats": ["html"]}, register=False,
-                      audit={**spec["audit"], "provider": {"intermediation_service": True}})
-    result = runner.invoke(app, ["report", str(path), "--quiet"])
-    assert result.exit_code == 1, result.output
-    document = _evidence(Path(result.stdout.strip()).parent)
+    _, _, document = _report_with_statement(bookstore)
     shares = {f: document["evidence"]["global_importance"]["metrics"][f"global_importance.within_share.{f}"]
               for f in ("sales_rank_log", "genre_match")}
     assert shares["sales_rank_log"] > 0.5 > shares["genre_match"]  # the retrained model is led by sales
