@@ -155,7 +155,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
                          f"{flagged}." if undeclared else
                          "every influential parameter is declared."))
     if options.statement is None:
-        result.unmeasured.update({metric: "no published statement was given to check (`statement` of "
+        result.unmeasured.update({metric: "no published statement was given to check (the option statement of "
                                           "disclosure_consistency names it)" for metric in STATEMENT_METRICS})
     else:
         check_statement(result, ctx, options.statement)
