@@ -318,3 +318,15 @@ def test_a_published_claim_turns_false_when_the_model_changes_so_sales_rank_log_
     assert {f["rule"]: f["status"] for f in document["findings"]}["P2B-12"] == "FAIL"
     false = [d["subject"] for d in document["detections"] if d["kind"] == "statement-claim-false"]
     assert "weight: genre_match" in false, false
+
+
+def test_the_dsa_pack_judges_a_false_claim_too() -> None:
+    """DSA Art. 27(1) asks the same statement of an online platform: DSA-13 fails on a false claim as P2B-12 does,
+    so an audit applying only the DSA pack leaves no false claim unjudged."""
+    result = EvidenceResult(name="disclosure_consistency", metrics={"disclosure.statement.false_claims": 1.0})
+    for packs, rules in ((["eu-dsa-art27-34"], {"DSA-13"}), (["eu-p2b-art5", "eu-dsa-art27-34"], {"P2B-12", "DSA-13"})):
+        findings = evaluate(load_packs(packs, base_dir=bundled_policies_dir()), {result.name: result},
+                            requested={result.name}, waivers=[], today=dt.date(2026, 11, 27),
+                            provider={"online_platform": True, "intermediation_service": True})
+        judged = {f.rule: f.status for f in findings if f.metric == "disclosure.statement.false_claims"}
+        assert judged == dict.fromkeys(rules, "FAIL")
