@@ -64,7 +64,7 @@ def replace_file(path: Path, data: bytes, *, fix: str) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private (0600); the file is for the CI system and its readers
+        os.chmod(tmp, 0o644)  # mkstemp makes it private (0600); the file is for its readers (CI, a site)
         os.replace(tmp, path)
     except OSError as exc:
         raise InputError(f"cannot write ({exc.strerror or type(exc).__name__})", file=path, fix=fix) from None

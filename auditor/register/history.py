@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from auditor import metric_names
 from auditor.errors import InputError
+from auditor.files import replace_file
 from auditor.numbers import figure, percent
 
 INDEX = "index.html"
@@ -321,7 +322,7 @@ def write_site(register: Any, out: str | Path, system: str | None = None, today:
                          fix="check the path and that it is writable") from None
     written = []
     for name, text in site.items():
-        _replace(out / name, text)
+        replace_file(out / name, text.encode("utf-8"), fix="check that the folder is writable")
         written.append(out / name)
     return written
 
@@ -341,14 +342,3 @@ def _check_ours(path: Path) -> None:
         raise InputError("this file was not written by `auditor history`; it is not replaced", file=path,
                          fix="move it away or give --out another folder")
 
-
-def _replace(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise InputError(f"cannot write ({exc.strerror or exc})", file=path,
-                         fix="check that the folder is writable") from None
