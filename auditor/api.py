@@ -214,8 +214,8 @@ class AuditResult:
             update={"formats": list(formats) if formats is not None else spec.output.formats})})
         material = prepared.signing
         if signing is not None:
-            from auditor.signing import load_material
             from auditor.spec import SigningSpec
+            from auditor.trust.keys import load_material
 
             try:
                 chosen = SigningSpec.model_validate(signing, context={"base_dir": Path.cwd()})

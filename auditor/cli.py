@@ -241,7 +241,7 @@ def keygen(
     """Make a signing identity: RSA-3072 key + self-signed certificate (PKCS#12) and an Ed25519 bundle key."""
     import os
 
-    from auditor.signing import keygen as make_keys
+    from auditor.trust.keys import keygen as make_keys
 
     passphrase = os.environ.get(passphrase_env)
     if passphrase is None:
@@ -277,7 +277,7 @@ def verify(
     trusted time, the approver's sign-off; with --inputs, the inputs too.
 
     Exit 0 when everything holds, 1 when anything does not, 2 on bad input."""
-    from auditor.signing import parse_moment, verify_run
+    from auditor.trust.verify import parse_moment, verify_run
 
     verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey, approver_trust=approver_trust,
                                          inputs=inputs or inputs_root is not None, inputs_root=inputs_root,
@@ -310,13 +310,14 @@ def approve(
 ) -> None:
     """Sign off a signed run (four eyes): a signed statement over its bundle, written as approval.dsse.json in
     the run folder and recorded in the register. Exit 0 when recorded, 2 on bad input."""
-    from auditor import approval
+    from auditor.register import decisions
+    from auditor.trust import approval
 
     if reject and not (reason or "").strip():
         typer.echo('error: --reject needs --reason "why the run is rejected"', err=True)
         raise typer.Exit(2)
     run = _guard(lambda: approval.inspect_run(run_dir), debug=debug)  # before the passphrase: nothing to ask
-    store, note = _guard(lambda: approval.open_register(run_dir, register), debug=debug)
+    store, note = _guard(lambda: decisions.open_for_run(run_dir, register), debug=debug)
     with contextlib.ExitStack() as stack:
         if store is not None:
             stack.callback(store.close)
@@ -331,7 +332,7 @@ def approve(
                    f"{terminal(written.predicate['approver'])} (certificate {terminal(signer.subject)})", err=True)
         typer.echo(str(written.path))
         if store is not None:
-            note = _guard(lambda: approval.record(store, run_dir, written, run.bundle_sha256), debug=debug)
+            note = _guard(lambda: decisions.record_approval(store, run_dir, written, run.bundle_sha256), debug=debug)
         typer.echo(f"note: {terminal(note)}", err=True)
 
 

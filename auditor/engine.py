@@ -30,8 +30,7 @@ from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progr
 from auditor.evidence.dataset import add_score_facts
 from auditor.evidence.registry import EvidenceKind
 from auditor.executor import Executor, core_limit, usable_jobs
-from auditor.files import write_new
-from auditor.hashing import sha256_file
+from auditor.files import sha256_file, write_new
 from auditor.models import load_model, open_model
 from auditor.models.base import CountingRanker, Ranker
 from auditor.policy import (
@@ -50,9 +49,9 @@ from auditor.policy import (
     opinion,
     unjudged,
 )
-from auditor.signing import SigningMaterial
 from auditor.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
 from auditor.threads import cpu_count
+from auditor.trust.keys import SigningMaterial
 
 EVIDENCE_SCHEMA = "auditor.evidence/v1"
 _LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "lightgbm", "shap", "pydantic", "jinja2", "matplotlib")
@@ -129,7 +128,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
                                         spec_file=spec_path)
     signing = None
     if spec.signing is not None:  # keys and passphrase are checked before any evidence runs
-        from auditor.signing import load_material
+        from auditor.trust.keys import load_material
 
         signing = load_material(spec.signing, spec_file=spec_path, timestamp_url=timestamp_url)
     baseline = None
@@ -487,7 +486,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
                                  title=spec.audit.title)
                 (tmp / "report.pdf").write_bytes(pdf)
         if prepared.signing is not None:  # inside the temporary folder: a signed run is complete or absent
-            from auditor.signing import sign_run
+            from auditor.trust.sign import sign_run
 
             sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document))
         final = _rename_free(tmp, out_dir, f"{run_stem(spec.audit.title)}-{started.strftime(RUN_TIME)}")

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from auditor.trees import _ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+from auditor.trees import K_ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 _MAX_BITS = 63  # hot masks are int64 bit sets of a path's distinct features
 _BLOCK = 128  # rows a prange task explains together (64-512 measured alike; 32 is slower)
@@ -307,7 +307,7 @@ def _shap_rows(X, feature, threshold, left, right, default_left, missing, value,
         for r in range(nb):
             for f in range(n_features):
                 x = X[r0 + r, f]
-                xt[f, r] = 0.0 if zero_filter and -_ZERO <= x <= _ZERO else x
+                xt[f, r] = 0.0 if zero_filter and -K_ZERO <= x <= K_ZERO else x
         phi = np.zeros((n_features, block))
         mask = np.empty((max_nodes, block), dtype=np.int64)  # hot mask of each node of the tree, per row
         total = np.empty((max_nodes, block))  # Σ v·G(O) over each node's tabulated leaves, per row

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import os
 import stat
@@ -126,18 +127,93 @@ def check_regular(path: Path, *, what: str = "file", fix: str | None = None) -> 
 
 
 def read_bytes(path: Path, *, limit: int | None = None, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. The type is checked on the opened descriptor, so a
-    FIFO swapped in after a check still cannot block the read (it is opened non-blocking)."""
-    with _open_regular(path, what) as handle:
-        info = os.fstat(handle.fileno())
-        if limit is not None and info.st_size > limit:
-            raise InputError(f"the {what} is {info.st_size / MiB:.1f} MiB, more than the {limit / MiB:g} MiB "
-                             f"allowed", file=path, fix=f"give the right file (a {what} is never this large)")
-        data = handle.read(limit + 1 if limit is not None else -1)
-    if limit is not None and len(data) > limit:  # grew while we read it
-        raise InputError(f"the {what} is larger than the {limit / MiB:g} MiB allowed", file=path,
-                         fix=f"give the right file (a {what} is never this large)")
+    """The bytes of a regular file of at most `limit` bytes (symbolic links followed), or one InputError naming it.
+    The type is checked on the opened descriptor, so a FIFO swapped in after a check still cannot block the read
+    (it is opened non-blocking)."""
+    try:
+        return read_regular(path, limit=limit)
+    except Unreadable as exc:
+        raise exc.input_error(path, what) from None
+
+
+class Unreadable(Exception):
+    """A path that is not read: missing, not a regular file (a FIFO, device, socket, folder, or a symbolic link where
+    links are not followed), larger than allowed, or an OS error. The message is what it is ("missing", "a FIFO
+    (named pipe), not a regular file"...); `input_error` says it as bad input."""
+
+    def __init__(self, message: str, *, missing: bool = False, kind: str | None = None,
+                 limit: int | None = None) -> None:
+        super().__init__(message)
+        self.missing, self.kind, self.limit = missing, kind, limit
+
+    def input_error(self, path: Path, what: str) -> InputError:
+        if self.missing:
+            return InputError(f"no such {what}", file=path, fix="check the path")
+        if self.kind is not None:
+            return InputError(f"this is {self.kind}, not a regular {what}", file=path,
+                              fix=f"give the path of a regular {what}")
+        if self.limit is not None:
+            return InputError(f"the {what} is {self}", file=path,
+                              fix=f"give the right file (a {what} is never this large)")
+        return InputError(f"cannot read the {what} ({self})", file=path, fix="check the path and its permissions")
+
+
+def _kind(mode: int) -> str:
+    return "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
+
+
+def open_regular(path: Path, *, follow: bool = True) -> io.BufferedReader:
+    """`path` opened for reading only if it is a regular file, or Unreadable: the type is checked before opening
+    (opening a FIFO blocks, a device may act) and again on the descriptor, opened non-blocking (something swapped in
+    between). `follow=False` refuses a symbolic link (`O_NOFOLLOW`): a run folder's files, which an adversary may
+    have replaced by links."""
+    try:
+        mode = os.stat(path, follow_symlinks=follow).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"{_kind(mode)}, not a regular file", kind=_kind(mode))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else os.O_NOFOLLOW))
+    except (FileNotFoundError, NotADirectoryError):
+        raise Unreadable("missing", missing=True) from None
+    except OSError as exc:
+        raise Unreadable(f"unreadable ({exc.strerror or type(exc).__name__})") from None
+    except ValueError:  # a NUL, or a lone surrogate from JSON: no file can have this name
+        raise Unreadable("missing (a name no file can have)", missing=True) from None
+    handle = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        handle.close()
+        raise Unreadable("replaced while being read: not a regular file", kind=_kind(mode))
+    return handle
+
+
+def read_regular(path: Path, *, limit: int | None = None, follow: bool = True) -> bytes:
+    """The bytes of a regular file (`open_regular`), at most `limit` of them; Unreadable otherwise."""
+    with open_regular(path, follow=follow) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if limit is not None and size > limit:
+            raise Unreadable(f"{size / MiB:.1f} MiB, more than the {limit / MiB:g} MiB allowed", limit=limit)
+        data = handle.read(limit + 1 if limit is not None else -1)  # + 1: the file may grow while it is read
+    if limit is not None and len(data) > limit:
+        raise Unreadable(f"larger than the {limit / MiB:g} MiB allowed", limit=limit)
     return data
+
+
+def sha256_file(path: Path, *, what: str = "file") -> str:
+    """sha256 (hex) of a regular file: the identity of every input and artifact in evidence.json and the bundle; one
+    InputError naming it when it is not a readable regular file."""
+    try:
+        return sha256_regular(path)
+    except Unreadable as exc:
+        raise exc.input_error(path, what) from None
+
+
+def sha256_regular(path: Path, *, follow: bool = True) -> str:
+    """sha256 (hex) of a regular file, read in blocks (`open_regular`); Unreadable otherwise."""
+    digest = hashlib.sha256()
+    with open_regular(path, follow=follow) as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_inflated(path: Path, *, limit: int, what: str = "file", cost: Callable[[bytes], int] | None = None,
@@ -174,21 +250,10 @@ def open_inflated(path: Path, *, limit: int, what: str = "file", cost: Callable[
 
 
 def _open_regular(path: Path, what: str) -> io.BufferedReader:
-    """Open non-blocking and check the type on the descriptor (a FIFO swapped in after a check cannot block)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise InputError(f"no such {what}", file=path, fix="check the path") from None
-    except OSError as exc:
-        raise InputError(f"cannot read the {what} ({exc.strerror})", file=path,
-                         fix="check the path and its permissions") from None
-    handle = os.fdopen(fd, "rb")
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        handle.close()
-        raise InputError(f"this is {kind_of(mode)}, not a regular {what}", file=path,
-                         fix=f"give the path of a regular {what}")
-    return handle
+        return open_regular(path)
+    except Unreadable as exc:
+        raise exc.input_error(path, what) from None
 
 
 class _Meter:

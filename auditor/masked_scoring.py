@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from auditor.trees import _ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+from auditor.trees import K_ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 
 def masked_ensemble(model: Any) -> TreeEnsemble | None:
@@ -125,12 +125,12 @@ def masked_scores_rows(ensemble: TreeEnsemble, X: np.ndarray, fills: np.ndarray,
 @njit(cache=True, inline="always")
 def _child(value, node, threshold, left, right, default_left, missing, zero_filter):
     """The child `auditor.trees._leaf` sends `value` to from split `node` (the same rule, one step)."""
-    if zero_filter and -_ZERO <= value <= _ZERO:
+    if zero_filter and -K_ZERO <= value <= K_ZERO:
         value = 0.0
     kind = missing[node]
     if np.isnan(value) and kind != MISSING_NAN:
         value = 0.0
-    if (kind == MISSING_ZERO and -_ZERO <= value <= _ZERO) or (kind == MISSING_NAN and np.isnan(value)):
+    if (kind == MISSING_ZERO and -K_ZERO <= value <= K_ZERO) or (kind == MISSING_NAN and np.isnan(value)):
         return left[node] if default_left[node] else right[node]
     if value <= threshold[node]:
         return left[node]

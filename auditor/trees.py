@@ -33,7 +33,7 @@ from numba import njit, prange
 LEAF = -1
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 _MISSING = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
-_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold (a float)
+K_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold (a float)
 
 
 class UnsupportedModel(ValueError):
@@ -451,12 +451,12 @@ def _leaf(x: np.ndarray, node: int, feature: np.ndarray, threshold: np.ndarray, 
           right: np.ndarray, default_left: np.ndarray, missing: np.ndarray, zero_filter: bool) -> int:
     while feature[node] >= 0:
         value = x[feature[node]]
-        if zero_filter and -_ZERO <= value <= _ZERO:
+        if zero_filter and -K_ZERO <= value <= K_ZERO:
             value = 0.0  # LightGBM's C API drops |x| <= kZeroThreshold when it reads a dense row
         kind = missing[node]
         if np.isnan(value) and kind != MISSING_NAN:
             value = 0.0
-        if (kind == MISSING_ZERO and -_ZERO <= value <= _ZERO) or (kind == MISSING_NAN and np.isnan(value)):
+        if (kind == MISSING_ZERO and -K_ZERO <= value <= K_ZERO) or (kind == MISSING_NAN and np.isnan(value)):
             node = left[node] if default_left[node] else right[node]
         elif value <= threshold[node]:
             node = left[node]

@@ -290,7 +290,8 @@ def test_ecdsa_and_ed25519_approver_keys(signed: dict[str, Path], tmp_path: Path
 
 def test_malformed_approvals_fail_without_crashing(signed: dict[str, Path], approver: Path) -> None:
     """Validly signed by the approver but wrong in shape, or wrong in the envelope: a FAIL line each, never exit 3."""
-    from auditor import approval
+    from auditor.trust import approval, dsse
+    from auditor.trust.layout import PAYLOAD_TYPE
 
     run = _copy(signed, "malformed")
     assert approve(run, approver / "signer.p12", "--register", "off").exit_code == 0
@@ -299,7 +300,7 @@ def test_malformed_approvals_fail_without_crashing(signed: dict[str, Path], appr
 
     def signed_as(statement: object) -> dict:
         payload = json.dumps(statement).encode()
-        sig = approval._sign(key.key, approval.pae(approval.PAYLOAD_TYPE, payload))
+        sig = dsse.sign_message(key.key, dsse.pae(PAYLOAD_TYPE, payload))
         return {**genuine, "payload": base64.b64encode(payload).decode(),
                 "signatures": [{**genuine["signatures"][0], "sig": base64.b64encode(sig).decode()}]}
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from auditor.surrogate.decompose import Effect, decompose, representatives
-from auditor.trees import _ZERO, MISSING_NAN, MISSING_NONE, MISSING_ZERO, TreeEnsemble, probe_rows
+from auditor.trees import K_ZERO, MISSING_NAN, MISSING_NONE, MISSING_ZERO, TreeEnsemble, probe_rows
 
-SPECIAL = np.array([0.0, -0.0, _ZERO, -_ZERO, 5e-36, -5e-36, np.nextafter(_ZERO, 1.0), -np.nextafter(_ZERO, 1.0),
+SPECIAL = np.array([0.0, -0.0, K_ZERO, -K_ZERO, 5e-36, -5e-36, np.nextafter(K_ZERO, 1.0), -np.nextafter(K_ZERO, 1.0),
                     np.nan, -1.0, 1.0, np.inf, -np.inf])
 
 
@@ -53,7 +53,7 @@ def test_decomposition_is_the_raw_score_for_any_threshold(params, constraints):
                          "deterministic": True, **params}, lgb.Dataset(X, _target(X, rng)), num_boost_round=40)
     ensemble = TreeEnsemble.from_lightgbm(booster.dump_model())
     thresholds = ensemble.threshold[ensemble.feature >= 0]
-    assert np.any(thresholds == -_ZERO)  # the case of the issue: "≤ 0" on a feature with negative values
+    assert np.any(thresholds == -K_ZERO)  # the case of the issue: "≤ 0" on a feature with negative values
     splits = ensemble.feature >= 0
     kinds = set(ensemble.missing[splits].tolist())
     if params.get("zero_as_missing"):
@@ -87,12 +87,12 @@ def test_decomposition_of_scikit_learn_trees_reads_float32():
 def test_representatives_stay_inside_their_bins_once_read():
     """LightGBM reads |x| <= 1e-35 as 0: the cut −1e-35 itself lies in the next bin, so it cannot stand for
     (c, −1e-35]; a bin that only holds values read as 0 elsewhere is unreachable."""
-    cuts = np.array([-1.5, -_ZERO, 0.0, _ZERO, 2.0])
+    cuts = np.array([-1.5, -K_ZERO, 0.0, K_ZERO, 2.0])
     reps = representatives(cuts)
     assert reps[0] == -1.5 and reps[-2] > 2.0 and np.isnan(reps[-1])
-    assert reps[1] < -_ZERO  # a negative value, not the cut that reads as 0
+    assert reps[1] < -K_ZERO  # a negative value, not the cut that reads as 0
     assert reps[2] == 0.0  # (−1e-35, 0] holds exactly the values read as 0
     assert reps[4] == 2.0
     effect = Effect(features=(0,), cuts=(cuts,), values=np.arange(7.0), n_leaves=1)
-    x = np.array([-2.0, -1.5, -1.0, -_ZERO, -5e-36, -0.0, 0.0, 5e-36, _ZERO, 1e-30, 2.0, 3.0, np.nan])
+    x = np.array([-2.0, -1.5, -1.0, -K_ZERO, -5e-36, -0.0, 0.0, 5e-36, K_ZERO, 1e-30, 2.0, 3.0, np.nan])
     assert effect.bin_index(0, x).tolist() == [0, 0, 1, 2, 2, 2, 2, 2, 2, 4, 4, 5, 6]

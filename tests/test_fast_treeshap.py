@@ -123,7 +123,7 @@ def test_global_importance_streams_treeshap_without_holding_every_row() -> None:
     keep = np.sort(rng.choice(len(X), 50, replace=False))
     ctx.scores()  # shared with other evidence, counted once
     rows_before = ctx.model.rows_evaluated
-    passed = importance._treeshap_pass(ctx, keep, chunk=300)
+    passed = importance.treeshap_pass(ctx, keep, chunk=300)
     assert ctx.model.rows_evaluated - rows_before == len(X)
     chunks = importance._query_chunks(ptr, 300)
     assert chunks[0][0] == 0 and chunks[-1][1] == len(groups)

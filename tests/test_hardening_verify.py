@@ -18,16 +18,20 @@ from typing import Any
 
 import pytest
 
-from auditor import signing
+from auditor.trust import keys as signing_keys
+from auditor.trust.certificates import keyid
+from auditor.trust.dsse import pae
+from auditor.trust.layout import MAX_WALK_DEPTH, PAYLOAD_TYPE
+from auditor.trust.pdf_sign import sign_pdf
 from tests.conftest import PASS, _bundle_key, _copy, _statement, verify, within
 
 
 def _sign_payload(run: Path, payload: bytes) -> None:
     """bundle.dsse.json around `payload` (bytes as given), signed by the run's genuine bundle key."""
     key = _bundle_key(signed_keys(run))
-    signature = key.sign(signing.pae(signing.PAYLOAD_TYPE, payload))
-    envelope = {"payloadType": signing.PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
-                "signatures": [{"keyid": signing.keyid(key.public_key()),
+    signature = key.sign(pae(PAYLOAD_TYPE, payload))
+    envelope = {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
+                "signatures": [{"keyid": keyid(key.public_key()),
                                 "sig": base64.b64encode(signature).decode()}]}
     (run / "bundle.dsse.json").write_text(json.dumps(envelope))
 
@@ -168,10 +172,10 @@ def test_certificate_subject_prints_escaped_on_one_line(signed: dict[str, Path],
     pdf = (run / "report.pdf").read_bytes()
     unsigned = pdf[:pdf.index(b"%%EOF") + 5] + b"\n"  # the revision before the signature
     monkeypatch.setenv("FORGER_PASS", PASS)
-    keys = signing.keygen(tmp_path / "forger", PASS, name="forger\nverdict: VERIFIED")
-    material = signing.load_material(SigningSpec(key=keys["p12"], passphrase_env="FORGER_PASS",
+    keys = signing_keys.keygen(tmp_path / "forger", PASS, name="forger\nverdict: VERIFIED")
+    material = signing_keys.load_material(SigningSpec(key=keys["p12"], passphrase_env="FORGER_PASS",
                                                  bundle_key=keys["bundle"]), spec_file=signed["spec"])
-    (run / "report.pdf").write_bytes(signing.sign_pdf(unsigned, material))
+    (run / "report.pdf").write_bytes(sign_pdf(unsigned, material))
     code, output = verify(signed, run)
     lines = _assert_one_line_per_check(output)
     assert code == 1 and "verdict: VERIFIED" not in lines, output
@@ -208,14 +212,16 @@ def test_thousands_of_nested_folders_fail_naming_the_limit(signed: dict[str, Pat
     lines = _assert_one_line_per_check(output)
     assert "FAIL a: a folder that holds no file listed in the bundle, with 31 entries inside (added after " \
            "signing)" in lines
-    assert any(line.startswith(f"FAIL (run folder): folders nested more than {signing.MAX_WALK_DEPTH} levels deep")
+    assert any(line.startswith(f"FAIL (run folder): folders nested more than {MAX_WALK_DEPTH} levels deep")
                for line in lines), output
 
 
 def test_too_many_entries_fail_naming_the_limit(signed: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk stops at MAX_WALK_ENTRIES (100,000). Lowered here to 1,000: 100,000 files cost ~6 s to make and
     remove on this machine, and the code path is the same."""
-    monkeypatch.setattr(signing, "MAX_WALK_ENTRIES", 1_000, raising=False)  # raising=False: the test ran before
+    from auditor.trust import run_folder
+
+    monkeypatch.setattr(run_folder, "MAX_WALK_ENTRIES", 1_000)
     run = _copy(signed, "flood")
     (run / "flood").mkdir()
     for index in range(1_000):

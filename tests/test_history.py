@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.engine import run_audit
 from auditor.errors import InputError
-from auditor.hashing import sha256_file
+from auditor.files import sha256_file
 from auditor.register.history import pages, write_site
 from auditor.register.store import Register
 from auditor.report.browser import Chromium, file_url, find_chromium

@@ -152,3 +152,63 @@ def test_no_test_module_imports_another(tmp_path: Path) -> None:
                                            "test_probe.py:2 imports tests.test_x", "test_probe.py:3 imports test_y"]
     bad = [hit for path in sorted((ROOT / "tests").glob("*.py")) for hit in _test_module_imports(path)]
     assert not bad, "\n".join(bad)
+
+
+# The trust package (auditor/trust/__init__.py): each module imports only those listed before it, and outside the
+# package only the core helpers below — never the register, the engine, the report or the commands.
+TRUST_ORDER = ("layout", "verdict", "strict_json", "certificates", "dsse", "timestamps", "token", "keys",
+               "pdf_revisions", "pdf_sign", "pdf_verify", "pdf_attachment", "bundle", "run_folder", "approval", "sign",
+               "verify")
+TRUST_MAY_IMPORT = ("auditor.errors", "auditor.files", "auditor.display", "auditor.__version__")
+
+
+def _trust_problems(folder: Path) -> list[str]:
+    bad = []
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    bad += [f"auditor/trust/{name}.py is not placed in TRUST_ORDER" for name in modules if name not in TRUST_ORDER]
+    for path in sorted(folder.glob("*.py")):
+        rank = TRUST_ORDER.index(path.stem) if path.stem in TRUST_ORDER else len(TRUST_ORDER)
+        for line, name in _imports(path):
+            parts = name.split(".")
+            if parts[0] != "auditor" or name in ("auditor", "auditor.trust") or \
+                    any(name == m or name.startswith(m + ".") for m in TRUST_MAY_IMPORT):
+                continue
+            if parts[:2] == ["auditor", "trust"] and parts[2] in TRUST_ORDER and TRUST_ORDER.index(parts[2]) < rank:
+                continue
+            if parts[:2] == ["auditor", "trust"] and parts[2] not in TRUST_ORDER:
+                continue  # a name imported from the package itself: its module is checked by the line above
+            bad.append(f"auditor/trust/{path.name}:{line} imports {name}")
+    return bad
+
+
+def test_the_trust_package_imports_in_one_direction() -> None:
+    """Keys, PKI helpers, DSSE, timestamps, PKCS#11, PAdES, the run folder, approvals, signing and verification: one
+    direction of imports (no cycle), and nothing above the trust code (the register is written by the commands)."""
+    assert not _trust_problems(ROOT / "auditor" / "trust")
+
+
+def test_the_trust_check_sees_a_violation(tmp_path: Path) -> None:
+    """An upward import, a reach into the register and an unplaced module are each reported."""
+    folder = tmp_path / "trust"
+    folder.mkdir()
+    (folder / "layout.py").write_text("from auditor.trust.verify import verify_run\n", encoding="utf-8")
+    (folder / "keys.py").write_text("from auditor.register.store import Register\nfrom auditor.trust import dsse\n",
+                                    encoding="utf-8")
+    (folder / "extra.py").write_text("", encoding="utf-8")
+    problems = _trust_problems(folder)
+    assert problems == ["auditor/trust/extra.py is not placed in TRUST_ORDER",
+                        "auditor/trust/keys.py:1 imports auditor.register.store",
+                        "auditor/trust/keys.py:1 imports auditor.register.store.Register",
+                        "auditor/trust/layout.py:1 imports auditor.trust.verify",
+                        "auditor/trust/layout.py:1 imports auditor.trust.verify.verify_run"], problems
+
+
+def test_no_private_name_crosses_modules() -> None:
+    """A name starting with `_` is its module's own: no other module of the package imports it."""
+    bad = []
+    for path in sorted((ROOT / "auditor").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("auditor"):
+                bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}.{a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, "\n".join(bad)

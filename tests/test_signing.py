@@ -92,7 +92,9 @@ def test_dotdot_and_absolute_artifact_paths_are_refused(signed: dict[str, Path])
     """Even in a validly signed bundle (here re-signed with the right key), `..` and absolute paths are refused."""
     from cryptography.hazmat.primitives import serialization
 
-    from auditor.signing import PAYLOAD_TYPE, keyid, pae
+    from auditor.trust.certificates import keyid
+    from auditor.trust.dsse import pae
+    from auditor.trust.layout import PAYLOAD_TYPE
 
     run = _copy(signed, "dotdot")
     envelope = json.loads((run / "bundle.dsse.json").read_text())
@@ -161,7 +163,7 @@ def test_removed_file_fails(signed: dict[str, Path]) -> None:
 def test_envelope_signed_by_another_key_fails(signed: dict[str, Path]) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from auditor.signing import pae
+    from auditor.trust.dsse import pae
 
     run = _copy(signed, "other-key")
     envelope = json.loads((run / "bundle.dsse.json").read_text())
@@ -194,7 +196,9 @@ def test_incremental_update_to_the_pdf_fails(signed: dict[str, Path]) -> None:
 
 def _resign(run: Path, statement: dict, key) -> None:
     """Write bundle.dsse.json for `statement`, signed by `key` (an Ed25519 private key)."""
-    from auditor.signing import PAYLOAD_TYPE, keyid, pae
+    from auditor.trust.certificates import keyid
+    from auditor.trust.dsse import pae
+    from auditor.trust.layout import PAYLOAD_TYPE
 
     payload = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
     envelope = {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
@@ -272,8 +276,8 @@ def _render(run: Path, attachment: bytes) -> bytes:
 
 
 def _material(keys: Path, spec: Path):
-    from auditor.signing import load_material
     from auditor.spec import SigningSpec
+    from auditor.trust.keys import load_material
 
     return load_material(SigningSpec(key=keys / "signer.p12", passphrase_env="TEST_KEY_PASS",
                                      bundle_key=keys / "bundle-ed25519.pem"), spec_file=spec)
@@ -284,12 +288,13 @@ def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """report.pdf re-signed by another identity (trusted by the verifier), the bundle re-signed by the right key
     over the new hash: only the predicate's certificate_sha256 tells."""
-    from auditor.signing import _attachment, sign_pdf
+    from auditor.trust.pdf_attachment import attachment
+    from auditor.trust.pdf_sign import sign_pdf
 
     monkeypatch.setenv("TEST_KEY_PASS", PASS)
     other = _keygen(tmp_path / "other")
     run = _copy(signed, "pdf-other-certificate")
-    unsigned = _render(run, _attachment((run / "report.pdf").read_bytes(), "evidence.json"))
+    unsigned = _render(run, attachment((run / "report.pdf").read_bytes(), "evidence.json"))
     (run / "report.pdf").write_bytes(sign_pdf(unsigned, _material(other, signed["spec"])))
     statement = _statement(run)
     _rehash(statement, run, "report.pdf")
@@ -305,7 +310,7 @@ def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[
 def test_pdf_whose_attached_evidence_differs_fails(signed: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """A PDF rendered with another evidence.json attached, signed by the right keys: every signature holds, the
     attachment does not match the folder's evidence.json."""
-    from auditor.signing import sign_pdf
+    from auditor.trust.pdf_sign import sign_pdf
 
     monkeypatch.setenv("TEST_KEY_PASS", PASS)
     run = _copy(signed, "pdf-attachment")

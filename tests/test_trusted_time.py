@@ -14,9 +14,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from auditor import signing, trusted_time
 from auditor.cli import app
 from auditor.spec import SigningSpec
+from auditor.trust import timestamps as trusted_time
+from auditor.trust.certificates import load_trust
+from auditor.trust.keys import load_material
+from auditor.trust.pdf_sign import sign_pdf
+from auditor.trust.pdf_verify import check_pdf_signature
 from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen
 
 runner = CliRunner()
@@ -96,10 +100,10 @@ def test_a_signature_without_trusted_time_fails_once_its_certificate_expired(lta
     cert, key = trust_services.issue_signer("Short-lived, no TSA", not_before=NOW - dt.timedelta(minutes=5),
                                             not_after=NOW + dt.timedelta(minutes=20))
     material = _material(tmp_path, trust_services, cert, key, timestamp=False)
-    signed = signing.sign_pdf(pdf, material)
-    root = signing.load_trust(lta_run["root"])
-    assert signing.check_pdf_signature(signed, root)[0].ok
-    late = signing.check_pdf_signature(signed, root, at=NOW + dt.timedelta(days=400))[0]
+    signed = sign_pdf(pdf, material)
+    root = load_trust(lta_run["root"])
+    assert check_pdf_signature(signed, root)[0].ok
+    late = check_pdf_signature(signed, root, at=NOW + dt.timedelta(days=400))[0]
     assert not late.ok and "nothing proves when it signed" in late.message
 
 
@@ -112,16 +116,16 @@ def test_a_revoked_certificate_does_not_sign(trust_services: Any, lta_run: dict[
                                             not_after=NOW + dt.timedelta(days=30))
     trust_services.revoke(cert, when=NOW - dt.timedelta(minutes=30))
     with pytest.raises(InputError, match="revoked"):
-        signing.sign_pdf(_unsigned_pdf(lta_run["run"]), _material(tmp_path, trust_services, cert, key))
+        sign_pdf(_unsigned_pdf(lta_run["run"]), _material(tmp_path, trust_services, cert, key))
 
 
 @pytest.mark.slow
 def test_revoked_after_signing_stays_valid(trust_services: Any, lta_run: dict[str, Path], tmp_path: Path) -> None:
     cert, key = trust_services.issue_signer("Later revoked", not_before=NOW - dt.timedelta(hours=1),
                                             not_after=NOW + dt.timedelta(days=30))
-    signed = signing.sign_pdf(_unsigned_pdf(lta_run["run"]), _material(tmp_path, trust_services, cert, key))
+    signed = sign_pdf(_unsigned_pdf(lta_run["run"]), _material(tmp_path, trust_services, cert, key))
     trust_services.revoke(cert)
-    verdicts = signing.check_pdf_signature(signed, signing.load_trust(lta_run["root"]))
+    verdicts = check_pdf_signature(signed, load_trust(lta_run["root"]))
     assert verdicts[0].ok, verdicts[0].message  # the OCSP response embedded at signing time said good
 
 
@@ -173,7 +177,7 @@ def test_a_later_revision_that_shows_something_is_refused(lta_run: dict[str, Pat
     writer.update_container(page)
     out = BytesIO()
     writer.write(out)
-    verdicts = signing.check_pdf_signature(out.getvalue(), signing.load_trust(lta_run["root"]))
+    verdicts = check_pdf_signature(out.getvalue(), load_trust(lta_run["root"]))
     assert not verdicts[0].ok and "changed after signing" in verdicts[0].message, verdicts[0].message
     assert not verdicts[-1].ok and "change the signed document" in verdicts[-1].message
 
@@ -278,13 +282,13 @@ def _material(folder: Path, services: Any, cert: Any, key: Any, *, timestamp: bo
     os.environ["TEST_KEY_PASS"] = PASS
     spec = SigningSpec(key=folder / "s.p12", bundle_key=keys / "bundle-ed25519.pem", passphrase_env="TEST_KEY_PASS",
                        timestamp_url=services.url_tsa if timestamp else None, timestamp_roots=[root])
-    return signing.load_material(spec, spec_file=folder / "audit.yaml")
+    return load_material(spec, spec_file=folder / "audit.yaml")
 
 
 @pytest.mark.slow
 def test_token_check_rejects_a_token_for_other_data(lta_run: dict[str, Path]) -> None:
     token = (lta_run["run"] / "bundle.tsr").read_bytes()
-    facts = trusted_time.check_token(token, b"other bytes", signing.load_trust(lta_run["root"]))
+    facts = trusted_time.check_token(token, b"other bytes", load_trust(lta_run["root"]))
     assert not facts.intact
 
 
@@ -304,7 +308,7 @@ def test_a_signature_made_after_expiry_says_so(trust_services: Any, lta_run: dic
     cert, key = trust_services.issue_signer("Expired signer", not_before=NOW - dt.timedelta(days=30),
                                             not_after=NOW - dt.timedelta(days=1))
     signed = _sign_unchecked(_unsigned_pdf(lta_run["run"]), cert, key, trust_services)
-    verdicts = signing.check_pdf_signature(signed, signing.load_trust(lta_run["root"]))
+    verdicts = check_pdf_signature(signed, load_trust(lta_run["root"]))
     assert not verdicts[0].ok and "expired" in verdicts[0].message, verdicts[0].message
 
 
@@ -327,7 +331,7 @@ def test_a_revoked_signer_bypassing_our_checks_is_not_verified(trust_services: A
                                             not_after=NOW + dt.timedelta(days=30))
     trust_services.revoke(cert, when=NOW - dt.timedelta(days=1))
     signed = _sign_unchecked(_unsigned_pdf(lta_run["run"]), cert, key, trust_services)
-    verdicts = signing.check_pdf_signature(signed, signing.load_trust(lta_run["root"]))
+    verdicts = check_pdf_signature(signed, load_trust(lta_run["root"]))
     assert not verdicts[0].ok and "cannot be established offline" in verdicts[0].message, verdicts[0].message
     assert not verdicts[1].ok and "not validated" in verdicts[1].message
 

@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.signing import _check_input, _input_places
+from auditor.trust.run_folder import check_input, input_places
 from tests.conftest import BOOKSTORE, PASS, ROOT, _keygen
 
 runner = CliRunner()
@@ -172,15 +172,15 @@ def test_inputs_are_not_read_when_the_bundle_is_not_authenticated(made: dict[str
 def test_inputs_root_lookups_stay_inside_it(tmp_path: Path) -> None:
     root = tmp_path / "root"
     recorded = tmp_path / "run" / "x"
-    assert _input_places("../../a/b.txt", recorded, root) == [(recorded, False), (root / "a" / "b.txt", True),
+    assert input_places("../../a/b.txt", recorded, root) == [(recorded, False), (root / "a" / "b.txt", True),
                                                              (root / "b.txt", True)]
-    assert _input_places("../../b.txt", recorded, root) == [(recorded, False), (root / "b.txt", True)]
-    assert _input_places("../a/../../etc/passwd", recorded, root) == [(recorded, False), (root / "passwd", True)]
-    assert _input_places("../..", recorded, root) == [(recorded, False)]
-    assert _input_places("../../a/b.txt", recorded, None) == [(recorded, False)]
+    assert input_places("../../b.txt", recorded, root) == [(recorded, False), (root / "b.txt", True)]
+    assert input_places("../a/../../etc/passwd", recorded, root) == [(recorded, False), (root / "passwd", True)]
+    assert input_places("../..", recorded, root) == [(recorded, False)]
+    assert input_places("../../a/b.txt", recorded, None) == [(recorded, False)]
     (root / "secret").mkdir(parents=True)
     (root / "secret" / "passwd").write_text("x")
-    verdict = _check_input("../a/../../secret/passwd", recorded, "0" * 64, "model", authentic=True, required=True,
+    verdict = check_input("../a/../../secret/passwd", recorded, "0" * 64, "model", authentic=True, required=True,
                            inputs_root=root)
     assert not verdict.ok and "not found" in verdict.message  # `..` past the leading ones: only the name is tried
 

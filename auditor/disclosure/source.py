@@ -11,7 +11,7 @@ from typing import Any
 from auditor.diff import load_run
 from auditor.engine import run_stem
 from auditor.errors import InputError
-from auditor.hashing import sha256_file
+from auditor.files import sha256_file
 from auditor.spec import load_spec
 
 MAX_FOLDERS = 10_000  # run folders looked at in the output folder

@@ -35,10 +35,10 @@ from auditor.evidence.base import (
 from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.importance import (
     IMPORTANCE_KEY,
-    _contribution_chunks,
-    _Pass,
-    _treeshap_pass,
+    TreeshapPass,
+    contribution_chunks,
     summarize,
+    treeshap_pass,
 )
 from auditor.evidence.options.global_importance import GlobalImportanceOptions
 from auditor.metric_names import spelled
@@ -68,7 +68,7 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     plotted = _plotted_rows(ctx, options)
     decision = _explain_query(data, options.explain_query)
     keep = plotted if decision is None else np.union1d(plotted, np.arange(*data.query_ptr[decision:decision + 2]))
-    passed = _treeshap_pass(ctx, keep)
+    passed = treeshap_pass(ctx, keep)
     if passed is None:
         result.status = "skipped"
         result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP; model-agnostic importance comes with "
@@ -170,11 +170,11 @@ def _plotted_rows(ctx: AuditContext, options: GlobalImportanceOptions) -> np.nda
     return np.sort(ctx.rng("global_importance/plots").choice(n_docs, options.plot_docs, replace=False))
 
 
-def _figures(ctx: AuditContext, passed: _Pass, keep: np.ndarray, rows: np.ndarray, query: int | None,
+def _figures(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, rows: np.ndarray, query: int | None,
              order: np.ndarray, options: GlobalImportanceOptions) -> list[Figure]:
     """Summary (beeswarm) and dependence plots of within-query-centred SHAP values, and for one query the waterfall
     of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
-    query (the caveat of paper 000). Only the `keep` rows' φ exist here (`_treeshap_pass`), which these plots
+    query (the caveat of paper 000). Only the `keep` rows' φ exist here (`treeshap_pass`), which these plots
     need."""
     from auditor.report.plots import axis_label, beeswarm, is_yes_no, scatter
 
@@ -335,8 +335,8 @@ def check(options: GlobalImportanceOptions, data: RankingData) -> None:
 
 def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
     """TreeSHAP for every document at once (φ and bias columns; None for non-tree models) — for small data and
-    tests; the evidence streams instead (`_treeshap_pass`)."""
-    streamed = _contribution_chunks(ctx, chunk)
+    tests; the evidence streams instead (`treeshap_pass`)."""
+    streamed = contribution_chunks(ctx, chunk)
     if streamed is None:
         return None, ""
     parts, method = streamed

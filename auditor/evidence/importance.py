@@ -77,14 +77,14 @@ def importance_by_query(ctx: AuditContext) -> ImportanceByQuery | None:
     """The per-query TreeSHAP summaries, computed once per audit (by global_importance when it ran first); None for
     models without exact TreeSHAP."""
     def compute() -> ImportanceByQuery | None:
-        passed = _treeshap_pass(ctx, np.zeros(0, dtype=np.int64))
+        passed = treeshap_pass(ctx, np.zeros(0, dtype=np.int64))
         return None if passed is None else passed.summary
 
     return ctx.memo(IMPORTANCE_KEY, compute)
 
 
 @dataclass(frozen=True)
-class _Pass:
+class TreeshapPass:
     """What one pass of TreeSHAP over the data leaves behind: never φ for every document (1M documents × 136
     features would be 1.1 GB), only per-query summaries and the φ of the rows the figures show."""
 
@@ -108,7 +108,7 @@ def _query_chunks(query_ptr: np.ndarray, chunk: int) -> list[tuple[int, int]]:
     return out
 
 
-def _contribution_chunks(ctx: AuditContext, chunk: int) -> tuple[Iterator[tuple[int, int, np.ndarray]], str] | None:
+def contribution_chunks(ctx: AuditContext, chunk: int) -> tuple[Iterator[tuple[int, int, np.ndarray]], str] | None:
     """TreeSHAP (φ and bias columns) chunk by chunk of whole queries — (first query, end query, values) — and
     which implementation computes it; None for models without exact TreeSHAP. Chunks show progress, and every
     chunk counts its rows as model rows, whichever implementation ran."""
@@ -140,10 +140,10 @@ def _contribution_chunks(ctx: AuditContext, chunk: int) -> tuple[Iterator[tuple[
     return stream(), method
 
 
-def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> _Pass | None:
+def treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> TreeshapPass | None:
     """One streaming pass of TreeSHAP over the data: per-query summaries, additivity, query means, and φ of the
     sorted rows `keep`. Memory: one chunk of φ plus Q × F summaries. None for models without exact TreeSHAP."""
-    streamed = _contribution_chunks(ctx, chunk)
+    streamed = contribution_chunks(ctx, chunk)
     if streamed is None:
         return None
     parts, method = streamed
@@ -161,5 +161,5 @@ def _treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> 
         summaries.add(phi, ptr[qa:qb + 1] - start)
         here = np.flatnonzero((keep >= start) & (keep < stop))
         kept[here] = phi[keep[here] - start]
-    return _Pass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(), kept=kept,
-                 method=method, rounding=rounding)
+    return TreeshapPass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(),
+                        kept=kept, method=method, rounding=rounding)

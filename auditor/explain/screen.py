@@ -36,7 +36,7 @@ import numpy as np
 
 from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
-from auditor.trees import _ZERO, LEAF, MISSING_NAN, MISSING_ZERO
+from auditor.trees import K_ZERO, LEAF, MISSING_NAN, MISSING_ZERO
 
 if TYPE_CHECKING:
     from auditor.explain.base import QueryView
@@ -71,7 +71,7 @@ class Routing:
         as the trees read it (float32 first for scikit-learn; |x| <= 1e-35 is 0); NaN is read as 0 unless some
         split routes NaN; 0 has its own key when some split sends it to the default side."""
         x = np.asarray(values, dtype=np.float32 if self.float32 else np.float64).astype(np.float64)
-        x = np.where(np.abs(x) <= _ZERO, 0.0, x)
+        x = np.where(np.abs(x) <= K_ZERO, 0.0, x)
         nan = np.isnan(x)
         if not self.nan_split[f]:
             x = np.where(nan, 0.0, x)

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from auditor.errors import InputError, shorten
-from auditor.files import read_bytes
-from auditor.hashing import sha256_file
+from auditor.files import read_bytes, sha256_file
 from auditor.models.base import Ranker
 from auditor.models.callable import CallableRanker
 

@@ -57,8 +57,8 @@ def rebuild(folder: Path, location: str) -> list[Path]:
                              fix="re-index only run folders written by `auditor report`")
         pending.append((document["run"]["evaluated_on"], document["run"].get("started_at", ""), run, document))
     pending.sort(key=lambda item: (item[0], item[1], item[2].name))
-    from auditor.approval import APPROVAL_NAME, read_approval
-    from auditor.hashing import sha256_file
+    from auditor.files import sha256_file
+    from auditor.trust.approval import APPROVAL_NAME, read_approval
 
     for _, _, run, document in pending:
         bundle = run / "bundle.dsse.json"

@@ -112,7 +112,7 @@ def record(review: Review, document: dict[str, Any], run_dir: Path) -> None:
     """The run into the register, once its folder is complete (evidence.json and bundle digests from the files)."""
     if review.location is None or review.error is not None:
         return
-    from auditor.hashing import sha256_file
+    from auditor.files import sha256_file
     from auditor.register.store import Register
 
     register = review.register or Register(review.location)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.trees import _ZERO, LEAF, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+from auditor.trees import K_ZERO, LEAF, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,13 @@ def read_inputs(x: np.ndarray, float32_inputs: bool = False) -> np.ndarray:
     """Values as the tree traversal reads them (auditor/trees.py `_leaf`): through float32 for scikit-learn
     ensembles, then |x| <= 1e-35 (LightGBM's kZeroThreshold, −0.0 included) as 0. NaN stays NaN."""
     x = np.asarray(x, dtype=np.float32 if float32_inputs else np.float64).astype(np.float64)
-    return np.where(np.abs(x) <= _ZERO, 0.0, x)
+    return np.where(np.abs(x) <= K_ZERO, 0.0, x)
 
 
 def representatives(cuts: np.ndarray, float32_inputs: bool = False) -> np.ndarray:
     """One value per bin (-inf, c₁], (c₁, c₂], …, (c_m, +inf) that is still inside its bin once read
     (`read_inputs`), then NaN for the missing entry (module docstring)."""
-    below, above = np.nextafter(-_ZERO, -np.inf), np.nextafter(_ZERO, np.inf)
+    below, above = np.nextafter(-K_ZERO, -np.inf), np.nextafter(K_ZERO, np.inf)
     out = []
     for i in range(len(cuts) + 1):
         low = cuts[i - 1] if i > 0 else None
@@ -194,7 +194,7 @@ def _cuts(ensemble: TreeEnsemble, leaves: np.ndarray, feature: int) -> np.ndarra
     nodes_list = sorted(nodes)
     cuts = ensemble.threshold[nodes_list]
     if np.any(ensemble.missing[nodes_list] == MISSING_ZERO):
-        cuts = np.concatenate([cuts, [-_ZERO, 0.0]])
+        cuts = np.concatenate([cuts, [-K_ZERO, 0.0]])
     return np.unique(cuts + 0.0)  # + 0.0: a −0.0 threshold is the cut 0
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.trust.certificates import load_cert, to_asn1
 
 
 class TokenKey:
@@ -24,7 +24,8 @@ class TokenKey:
 
     def sign(self, message: bytes) -> bytes:
         """RSA PKCS#1 v1.5 with SHA-256 over `message`, made by the token."""
-        return asyncio.run(self.signer.async_sign_raw(message, "sha256"))
+        signature: bytes = asyncio.run(self.signer.async_sign_raw(message, "sha256"))
+        return signature
 
     def public_key(self) -> Any:
         return self.certificate.public_key()
@@ -38,7 +39,6 @@ def open_token_key(pkcs11: Any, pin_env: str, *, spec_file: Path, chain: list[An
     """Open the token the spec's `signing.pkcs11` names and find its key and certificate; one InputError line per
     problem (module, token, PIN, key, certificate)."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
 
     try:
         import pkcs11 as _pkcs11  # noqa: F401 (python-pkcs11, the `pkcs11` extra)
@@ -62,13 +62,10 @@ def open_token_key(pkcs11: Any, pin_env: str, *, spec_file: Path, chain: list[An
                          fix=f"check the module path, the token label and {pin_env}") from None
     signing_cert = None
     if pkcs11.cert is not None:
-        from asn1crypto import x509 as asn1_x509
-
-        from auditor.signing import _load_cert
-        signing_cert = asn1_x509.Certificate.load(_load_cert(pkcs11.cert).public_bytes(serialization.Encoding.DER))
+        signing_cert = to_asn1(load_cert(pkcs11.cert))
     try:
         signer = PKCS11Signer(session, key_label=pkcs11.key_label, cert_label=pkcs11.cert_label or pkcs11.key_label,
-                              signing_cert=signing_cert, ca_chain=[_asn1(c) for c in chain or []])
+                              signing_cert=signing_cert, ca_chain=[to_asn1(c) for c in chain or []])
         asn1_cert = signer.signing_cert
     except Exception as exc:
         session.close()
@@ -78,21 +75,6 @@ def open_token_key(pkcs11: Any, pin_env: str, *, spec_file: Path, chain: list[An
                          ) from None
     certificate = x509.load_der_x509_certificate(asn1_cert.dump())
     return TokenKey(session, signer, certificate)
-
-
-def _asn1(cert: Any) -> Any:
-    from asn1crypto import x509 as asn1_x509
-    from cryptography.hazmat.primitives import serialization
-
-    return asn1_x509.Certificate.load(cert.public_bytes(serialization.Encoding.DER))
-
-
-def token_keyid(public_key: Any) -> str:
-    """sha256 of the public key's SubjectPublicKeyInfo (DER), hex: the DSSE keyid of a non-Ed25519 key."""
-    from cryptography.hazmat.primitives import serialization
-
-    der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return hashlib.sha256(der).hexdigest()
 
 
 def _reason(exc: BaseException) -> str:

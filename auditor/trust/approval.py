@@ -13,8 +13,9 @@
 - `check_approval`: what `verify` prints about it: the signature by the certificate it carries, the subject equal
   to this run's bundle, the predicate well-formed; and the approver's certificate against `--approver-trust`.
 
-Everything read from the folder is strict JSON (`signing.strict_json`) and every printed string is escaped
-(`signing.shown`, in `Verdict.line`).
+Everything read from the folder is strict JSON (`trust.strict_json`) and every printed string is escaped
+(`trust.verdict.shown`, in `Verdict.line`). Recording the decision in the register is the command's
+(`auditor.register.decisions`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import binascii
 import contextlib
 import datetime as dt
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -33,31 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, read_bytes
-from auditor.signing import (
-    APPROVAL_NAME,
-    BUNDLE_NAME,
-    PAYLOAD_TYPE,
-    STATEMENT_TYPE,
-    BadJSON,
-    Verdict,
-    _check_folder,
-    _check_predicate,
-    _check_subject,
-    _parse_envelope,
-    _read_evidence,
-    _read_regular,
-    _Unreadable,
-    json_object,
-    pae,
-    shown,
-    strict_json,
-)
+from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_bytes, read_regular
+from auditor.trust.certificates import key_names, load_cert, quiet_pyhanko
+from auditor.trust.dsse import envelope, pae, parse_envelope, sign_message, statement_bytes, verify_message
+from auditor.trust.layout import APPROVAL_NAME, APPROVAL_PREDICATE_TYPE, BUNDLE_NAME, PAYLOAD_TYPE, STATEMENT_TYPE
+from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
+from auditor.trust.strict_json import BadJSON, json_object, strict_json
+from auditor.trust.verdict import Verdict, quoted, shown
 
 __all__ = ["APPROVAL_NAME", "APPROVAL_PREDICATE_TYPE", "check_approval", "inspect_run", "load_approver",
            "write_approval"]
 
-APPROVAL_PREDICATE_TYPE = "urn:auditor:approval:v1"  # the bundle's is urn:auditor:audit-run:v1
 DECISIONS = ("approved", "rejected")
 MAX_APPROVER_CHARS = 200  # --as
 MAX_REASON_CHARS = 2_000  # --reason
@@ -94,22 +80,22 @@ def inspect_run(run_dir: Path) -> RunToApprove:
         raise InputError("the run is not signed (no bundle.dsse.json): only a signed run can be approved",
                          file=run_dir, fix="add a `signing:` block to the spec and run the audit again")
     try:
-        data = _read_regular(bundle, limit=MAX_SMALL_BYTES)
-        statement, _payload, _signatures = _parse_envelope(data)
-    except _Unreadable as exc:
+        data = read_regular(bundle, limit=MAX_SMALL_BYTES, follow=False)
+        statement, _payload, _signatures = parse_envelope(data)
+    except Unreadable as exc:
         raise InputError(f"bundle.dsse.json is {exc}", file=run_dir, fix=_FIX_VERIFY) from None
     except ValueError as exc:
         raise InputError(f"bundle.dsse.json is unreadable ({shown(str(exc))})", file=run_dir, fix=_FIX_VERIFY) \
             from None
     root = run_dir.resolve()
     listed: set[str] = set()
-    problems = [v for v in (_check_subject(s, root, listed, authentic=False) for s in statement["subject"])
+    problems = [v for v in (check_subject(s, root, listed, authentic=False) for s in statement["subject"])
                 if not v.ok]
-    problems += _check_folder(root, listed)
+    problems += check_folder(root, listed)
     predicate = json_object(statement.get("predicate"))
     if "evidence.json" in listed:
-        evidence, problem = _read_evidence(root / "evidence.json")
-        verdict = _check_predicate(predicate, evidence) if problem is None \
+        evidence, problem = read_evidence(root / "evidence.json")
+        verdict = check_predicate(predicate, evidence) if problem is None \
             else Verdict(False, "evidence.json (predicate)", problem)
         problems += [] if verdict.ok else [verdict]
     else:
@@ -134,11 +120,11 @@ def inspect_run(run_dir: Path) -> RunToApprove:
 def _describe_existing(path: Path) -> str:
     """"approved by "X" on D", read without trusting it (the line only names what is there)."""
     try:
-        statement = strict_json(base64.b64decode(strict_json(_read_regular(path, limit=MAX_SMALL_BYTES),
+        statement = strict_json(base64.b64decode(strict_json(read_regular(path, limit=MAX_SMALL_BYTES, follow=False),
                                                              "approval")["payload"], validate=True), "statement")
         predicate = statement["predicate"]
-        return f"{predicate['decision']} by {_quoted(predicate['approver'])} on {str(predicate['time'])[:10]}"
-    except (_Unreadable, ValueError, KeyError, TypeError):
+        return f"{predicate['decision']} by {quoted(predicate['approver'])} on {str(predicate['time'])[:10]}"
+    except (Unreadable, ValueError, KeyError, TypeError):
         return "approval.dsse.json is present"
 
 
@@ -146,14 +132,13 @@ def _pdf_signer_keys(path: Path) -> list[bytes]:
     """The public key (SubjectPublicKeyInfo DER) of report.pdf's signing certificate: the same key in a new
     certificate is the same identity. The signature itself is `verify`'s to judge; an unreadable PDF adds no key
     (its sha256 matched the bundle, so it is the PDF the tool signed)."""
-    from auditor.signing import _quiet_pyhanko
 
-    with _quiet_pyhanko(), contextlib.suppress(Exception):
+    with quiet_pyhanko(), contextlib.suppress(Exception):
         from io import BytesIO
 
         from pyhanko.pdf_utils.reader import PdfFileReader
 
-        reader = PdfFileReader(BytesIO(_read_regular(path, limit=MAX_JSON_BYTES)), strict=False)
+        reader = PdfFileReader(BytesIO(read_regular(path, limit=MAX_JSON_BYTES, follow=False)), strict=False)
         return [s.signer_cert.public_key.dump() for s in reader.embedded_regular_signatures]
     return []
 
@@ -198,50 +183,6 @@ def load_approver(path: Path, passphrase: str, *, passphrase_env: str = "AUDITOR
                     subject=cert.subject.rfc4514_string())
 
 
-def _public_keys(public: Any) -> set[bytes]:
-    """How the tool's identity may name this key: SubjectPublicKeyInfo DER, and sha256 of raw Ed25519 (keyid)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ed25519
-
-    names = {public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)}
-    if isinstance(public, ed25519.Ed25519PublicKey):
-        raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        names.add(hashlib.sha256(raw).digest())
-    return names
-
-
-def _sign(key: Any, message: bytes) -> bytes:
-    """RSASSA-PSS (SHA-256, MGF1 SHA-256, 32-byte salt), ECDSA with SHA-256 (DER), or Ed25519: by the key's type."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-
-    if isinstance(key, rsa.RSAPrivateKey):
-        return key.sign(message, padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.DIGEST_LENGTH),
-                        hashes.SHA256())
-    if isinstance(key, ec.EllipticCurvePrivateKey):
-        return key.sign(message, ec.ECDSA(hashes.SHA256()))
-    return key.sign(message)
-
-
-def _verify_signature(public: Any, signature: bytes, message: bytes) -> None:
-    """As `_sign`, by the certificate's key type; InvalidSignature or ValueError when it does not hold."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-
-    if isinstance(public, rsa.RSAPublicKey):
-        public.verify(signature, message,
-                      padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.DIGEST_LENGTH),
-                      hashes.SHA256())
-    elif isinstance(public, ec.EllipticCurvePublicKey):
-        public.verify(signature, message, ec.ECDSA(hashes.SHA256()))
-    elif isinstance(public, ed25519.Ed25519PublicKey):
-        public.verify(signature, message)
-    else:
-        raise ValueError(f"the certificate's key is {type(public).__name__}, not RSA, ECDSA or Ed25519")
-
-
-# --- writing --------------------------------------------------------------------------------------------------------
-
 @dataclass
 class Approval:
     path: Path
@@ -264,15 +205,16 @@ def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision
                          fix="shorten it")
     if decision == "rejected" and reason is None:
         raise InputError("a rejection needs a reason", fix='add --reason "what must change"')
-    if approver.certificate_sha256 == run.signer_sha256 or _public_keys(approver.certificate.public_key()) \
+    if approver.certificate_sha256 == run.signer_sha256 or key_names(approver.certificate.public_key()) \
             & set(run.signer_keys):
         raise InputError("the approver's key is the tool's signing identity, which signed this run: an approval "
                          "needs a second identity (four eyes)", file=run.run_dir,
                          fix="approve with the approver's own key (`auditor keygen --name \"Your Name\"` makes one)")
     bundle = run.run_dir / BUNDLE_NAME
     try:
-        same = hashlib.sha256(_read_regular(bundle, limit=MAX_SMALL_BYTES)).hexdigest() == run.bundle_sha256
-    except _Unreadable:
+        data = read_regular(bundle, limit=MAX_SMALL_BYTES, follow=False)
+        same = hashlib.sha256(data).hexdigest() == run.bundle_sha256
+    except Unreadable:
         same = False
     if not same:
         raise InputError("bundle.dsse.json changed while the approval was being prepared", file=run.run_dir,
@@ -292,14 +234,12 @@ def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision
     }
     statement = {"_type": STATEMENT_TYPE, "predicateType": APPROVAL_PREDICATE_TYPE, "predicate": predicate,
                  "subject": [{"name": BUNDLE_NAME, "digest": {"sha256": run.bundle_sha256}}]}
-    payload = json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    signature = _sign(approver.key, pae(PAYLOAD_TYPE, payload))
-    envelope = {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode("ascii"),
-                "signatures": [{"keyid": approver.certificate_sha256,
-                                "sig": base64.b64encode(signature).decode("ascii"),
-                                "certificate": approver.certificate_pem}]}
+    payload = statement_bytes(statement)
+    signature = sign_message(approver.key, pae(PAYLOAD_TYPE, payload))
     path = run.run_dir / APPROVAL_NAME
-    _write_once(path, (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    _write_once(path, envelope(payload, [{"keyid": approver.certificate_sha256,
+                                          "sig": base64.b64encode(signature).decode("ascii"),
+                                          "certificate": approver.certificate_pem}]))
     return Approval(path=path, statement_sha256=hashlib.sha256(payload).hexdigest(), predicate=predicate)
 
 
@@ -341,44 +281,6 @@ def _write_once(path: Path, data: bytes) -> None:
             os.close(folder)
 
 
-# --- the register ---------------------------------------------------------------------------------------------------
-
-def open_register(run_dir: Path, location: str | None) -> tuple[Any, str | None]:
-    """(Register or None, a note when there is none): `--register`, else register.sqlite beside the run folder
-    (where `auditor report` records it). A missing default register is a note; any other fault is an error,
-    raised before anything is written."""
-    from auditor.register.review import DEFAULT_NAME
-    from auditor.register.store import Register
-
-    if location is not None and location.lower() in ("off", "false", "none"):
-        return None, "not recorded in a register (--register off)"
-    if location is None:
-        default = Path(run_dir).absolute().parent / DEFAULT_NAME
-        if not default.exists():
-            return None, (f"no register at {default}: the decision is in approval.dsse.json only (`--register` names "
-                          "another register)")
-        location = str(default)
-    return Register(location, create=False), None
-
-
-def record(register: Any, run_dir: Path, approval: Approval, bundle_sha256: str) -> str:
-    """The decision into the register; a note saying where it went. A fault is an InputError saying the file was
-    written all the same."""
-    predicate = approval.predicate
-    try:
-        known = register.has_run(run_dir)
-        register.record_approval(run_dir=run_dir, bundle_sha256=bundle_sha256, decision=predicate["decision"],
-                                 approver=predicate["approver"], reason=predicate["reason"],
-                                 statement_sha256=approval.statement_sha256)
-    except InputError as exc:
-        raise InputError(f"{exc.problem} (approval.dsse.json was written; the register was not updated)",
-                         file=exc.file, fix=exc.fix) from None
-    if known:
-        return f"recorded in the register {register.shown}"
-    return (f"recorded in the register {register.shown}, which does not hold this run (recorded by its bundle "
-            "digest only)")
-
-
 # --- verify ---------------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -395,7 +297,7 @@ def read_approval(path: Path) -> dict[str, Any] | None:
     with the certificate it carries; who that is, `verify --approver-trust` says); None when the file is no valid
     approval. For `auditor register rebuild`."""
     try:
-        data = _read_regular(path, limit=MAX_SMALL_BYTES)
+        data = read_regular(path, limit=MAX_SMALL_BYTES, follow=False)
         parsed = _parse(data)
         payload = base64.b64decode(strict_json(data, APPROVAL_NAME)["payload"], validate=True)
     except (ValueError, OSError, BadJSON, binascii.Error):
@@ -416,13 +318,13 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     if not os.path.lexists(path):
         return [Verdict(True, name, "the run is not approved (no approval.dsse.json)", skipped=True)]
     try:
-        parsed = _parse(_read_regular(path, limit=MAX_SMALL_BYTES))
-    except _Unreadable as exc:
+        parsed = _parse(read_regular(path, limit=MAX_SMALL_BYTES, follow=False))
+    except Unreadable as exc:
         return [Verdict(False, name, f"approval.dsse.json is {exc}")]
     except ValueError as exc:
         return [Verdict(False, name, str(exc))]
     predicate = parsed.predicate
-    who = f"{predicate['decision']} by {_quoted(predicate['approver'])} (certificate {parsed.subject}) on " \
+    who = f"{predicate['decision']} by {quoted(predicate['approver'])} (certificate {parsed.subject}) on " \
           f"{predicate['time'][:10]}"
     problems = []
     if bundle_sha256 is None:
@@ -445,7 +347,7 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
         problems.append("its time is outside the approver's certificate's validity")
     if problems:
         return [Verdict(False, name, f"{who}: {'; '.join(problems)}")]
-    reason = f" (reason: {_quoted(predicate['reason'])})" if predicate.get("reason") else ""
+    reason = f" (reason: {quoted(predicate['reason'])})" if predicate.get("reason") else ""
     verdicts = [Verdict(True, name, f"{who}{reason}, covers this run's bundle")]
     fingerprints = {c.fingerprint(hashes.SHA256()).hex() for c in trusted or []}
     identity = f"{parsed.subject}, sha256 {parsed.certificate_sha256[:16]}…"
@@ -494,7 +396,7 @@ def _parse(data: bytes) -> _Parsed:
     except Exception:  # an algorithm or a name cryptography cannot read
         raise ValueError("malformed: the certificate's key, subject or validity cannot be read") from None
     try:
-        _verify_signature(public, signature, pae(PAYLOAD_TYPE, payload))
+        verify_message(public, signature, pae(PAYLOAD_TYPE, payload))
     except InvalidSignature:
         raise ValueError("signature invalid: it does not verify with the certificate the approval carries (edited "
                          "after signing)") from None
@@ -541,15 +443,6 @@ def _predicate(predicate: Any, fingerprint: str) -> dict[str, Any]:
     return predicate
 
 
-def _quoted(text: Any, limit: int = 160) -> str:
-    """An untrusted string in double quotes, its quotes and backslashes escaped (`Verdict.line` escapes the rest)."""
-    text = str(text)
-    cut = text[:limit] + ("…" if len(text) > limit else "")
-    return '"' + cut.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def load_trusted(paths: list[Path] | None) -> list[Any]:
     """The --approver-trust certificates (PEM or DER); a bad file is bad input."""
-    from auditor.signing import _load_cert
-
-    return [_load_cert(p) for p in paths or []]
+    return [load_cert(p) for p in paths or []]

@@ -1,0 +1,17 @@
+"""What a signed run folder holds besides its artifacts, and the types of the statements signed over it."""
+
+from __future__ import annotations
+
+BUNDLE_NAME = "bundle.dsse.json"  # the run's signed statement (auditor.trust.bundle)
+TOKEN_NAME = "bundle.tsr"  # the RFC 3161 token over the bundle's signature (auditor.trust.timestamps)
+APPROVAL_NAME = "approval.dsse.json"  # the approver's sign-off, written after signing (auditor.trust.approval)
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "urn:auditor:audit-run:v1"
+APPROVAL_PREDICATE_TYPE = "urn:auditor:approval:v1"
+PDF_FIELD = "AuditorCertification"  # report.pdf's certifying signature field
+ATTACHMENT = "evidence.json"  # the file attached to report.pdf (PDF/A-3)
+
+# What `verify` reads from a run folder it does not trust: a signed run is a few regular files, one level deep.
+MAX_WALK_DEPTH = 32  # levels of folders walked below the run folder
+MAX_WALK_ENTRIES = 100_000  # files, folders and anything else walked; also the most subjects a statement may list

@@ -1,0 +1,24 @@
+"""Signing a run folder (in its temporary folder, before the rename): report.pdf's PAdES signature, then the bundle
+over every file, the signed PDF included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from auditor.trust.bundle import write_bundle
+from auditor.trust.keys import SigningMaterial
+from auditor.trust.pdf_sign import sign_pdf
+
+
+def sign_run(run_dir: Path, material: SigningMaterial, inputs: list[tuple[str, Path]],
+             predicate: dict[str, Any]) -> None:
+    """Sign report.pdf in place (if present), then write the bundle over everything; the token's session, if any,
+    is closed after."""
+    try:
+        pdf = run_dir / "report.pdf"
+        if pdf.exists():
+            pdf.write_bytes(sign_pdf(pdf.read_bytes(), material))
+        write_bundle(run_dir, material, inputs, {**predicate, "signer": material.details})
+    finally:
+        material.close()

@@ -1,0 +1,204 @@
+"""Trusted time (RFC 3161): the client of a time-stamping authority and the check of a token.
+
+pyHanko makes and validates the PDF's timestamps; this module adds what it leaves to its callers: a TSA client
+that checks the answer (nonce, message imprint, size, time limit) with the standard library, one line per problem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from auditor.trust.certificates import quiet_pyhanko, to_asn1
+
+TIMEOUT_SECONDS = 20  # a TSA answers in well under a second; a hung one must not hang the audit
+MAX_REPLY_BYTES = 1 << 20  # a timestamp reply is a few KB
+ENV_URL = "AUDITOR_TSA_URL"
+ENV_ROOTS = "AUDITOR_TSA_ROOTS"
+
+
+class TimestampError(Exception):
+    """The TSA could not be reached or its answer is not a valid timestamp for our request (one line)."""
+
+
+def _timestamper_class() -> type:
+    from pyhanko.sign.timestamps.api import TimeStamper
+
+    class UrllibTimeStamper(TimeStamper):
+        """An RFC 3161 client over HTTP(S) with the standard library: bounded in time and size, and the answer's
+        message imprint checked against the request (pyHanko checks the nonce)."""
+
+        def __init__(self, url: str) -> None:
+            super().__init__(include_nonce=True)  # type: ignore[no-untyped-call]
+            self.url = url
+
+        async def async_request_tsa_response(self, req: Any) -> Any:
+            return await asyncio.to_thread(self._post, req)
+
+        def _post(self, req: Any) -> Any:
+            from asn1crypto import tsp
+
+            request = urllib.request.Request(self.url, data=req.dump(), method="POST", headers={
+                "Content-Type": "application/timestamp-query", "Accept": "application/timestamp-reply"})
+            try:
+                with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
+                    body = reply.read(MAX_REPLY_BYTES + 1)
+                    kind = reply.headers.get("Content-Type", "")
+            except urllib.error.HTTPError as exc:
+                raise TimestampError(f"the TSA answered HTTP {exc.code} ({exc.reason})") from None
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise TimestampError(f"cannot reach the TSA ({reason})") from None
+            if len(body) > MAX_REPLY_BYTES:
+                raise TimestampError("the TSA's answer is larger than 1 MiB: not a timestamp reply")
+            if kind.split(";")[0].strip() != "application/timestamp-reply":
+                raise TimestampError(f"the TSA answered {kind or 'no content type'}, not application/"
+                                     "timestamp-reply")
+            status = _status(body)
+            if status is None:
+                raise TimestampError("the TSA's answer is not an RFC 3161 timestamp reply")
+            if status["status"].native not in ("granted", "granted_with_mods"):
+                text = "; ".join(status["status_string"].native or []) or status["status"].native
+                raise TimestampError(f"the TSA refused the request ({text})")
+            try:
+                response = tsp.TimeStampResp.load(body)
+                response.native  # noqa: B018 (parse it all now: a malformed reply fails here, not later)
+            except Exception:
+                raise TimestampError("the TSA's answer is not an RFC 3161 timestamp reply") from None
+            try:
+                info = response["time_stamp_token"]["content"]["encap_content_info"]["content"].parsed
+                imprint = info["message_imprint"]
+            except Exception:
+                raise TimestampError("the TSA's answer holds no timestamp token") from None
+            if req["nonce"].native is not None and info["nonce"].native != req["nonce"].native:
+                raise TimestampError("the TSA's answer carries another nonce than the request's (a replayed or "
+                                     "forged answer)")
+            if imprint.dump() != req["message_imprint"].dump():
+                raise TimestampError("the TSA's token is for another document (its message imprint is not the one "
+                                     "requested)")
+            return response
+
+    return UrllibTimeStamper
+
+
+def _status(body: bytes) -> Any:
+    """The PKIStatusInfo of a TimeStampResp, read on its own: asn1crypto's TimeStampResp requires the token, which
+    RFC 3161 leaves out of a refusal."""
+    from asn1crypto import core, tsp
+
+    class StatusFirst(core.Sequence):  # type: ignore[misc]
+        _fields = [("status", tsp.PKIStatusInfo), ("time_stamp_token", core.Any, {"optional": True})]  # noqa: RUF012
+
+    try:
+        parsed = StatusFirst.load(body)
+        status = parsed["status"]
+        status.native  # noqa: B018
+        return status
+    except Exception:
+        return None
+
+
+def timestamper(url: str) -> Any:
+    """A pyHanko TimeStamper for `url`."""
+    return _timestamper_class()(url)
+
+
+def token_for(url: str, data: bytes) -> bytes:
+    """An RFC 3161 token (DER ContentInfo) over sha256(data), from the TSA at `url`; TimestampError otherwise."""
+    from pyhanko.sign.timestamps.common_utils import TimestampRequestError
+
+    try:
+        token = asyncio.run(timestamper(url).async_timestamp(hashlib.sha256(data).digest(), "sha256"))
+    except TimestampRequestError as exc:
+        raise TimestampError(_plain(exc)) from None
+    dumped: bytes = token.dump()
+    return dumped
+
+
+def _plain(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "bad nonce" in text:
+        return "the TSA's answer carries another nonce than the request's (a replayed or forged answer)"
+    return text[:200]
+
+
+@dataclass
+class TokenFacts:
+    """What a timestamp token vouches for, once checked."""
+
+    time: dt.datetime
+    tsa: str
+    trusted: bool
+    intact: bool
+    problem: str | None = None
+
+
+def check_token(token: bytes, data: bytes, trusted: list[Any], *, at: dt.datetime | None = None) -> TokenFacts:
+    """An RFC 3161 token over sha256(data): intact (signature and imprint), and the TSA certificate trusted by one
+    of `trusted` (cryptography certificates) at `at` (default now)."""
+    from asn1crypto import cms
+    from pyhanko.sign.validation.generic_cms import validate_tst_signed_data
+    from pyhanko_certvalidator import ValidationContext
+
+    try:
+        info = cms.ContentInfo.load(token)
+        signed = info["content"]
+        tst = signed["encap_content_info"]["content"].parsed
+        when = tst["gen_time"].native
+    except Exception:
+        return TokenFacts(dt.datetime.min.replace(tzinfo=dt.UTC), "?", False, False, "not an RFC 3161 token")
+    context = ValidationContext(trust_roots=[to_asn1(c) for c in trusted], allow_fetching=False,
+                                revocation_mode="soft-fail", moment=at)
+    with quiet_pyhanko():
+        try:
+            status = asyncio.run(validate_tst_signed_data(
+                signed, context, lambda algorithm: hashlib.new(algorithm, data).digest()))
+        except Exception as exc:
+            return TokenFacts(when, "?", False, False, f"cannot be validated ({type(exc).__name__})")
+    cert = status.get("signing_cert")
+    name = cert.subject.human_friendly if cert is not None else "?"
+    trust = status.get("trust_problem_indic") is None and bool(trusted)
+    return TokenFacts(when, name, trust, bool(status.get("intact")) and bool(status.get("valid")))
+
+
+def default_url() -> str | None:
+    import os
+
+    return os.environ.get(ENV_URL) or None
+
+
+def default_roots() -> list[Path]:
+    import os
+
+    value = os.environ.get(ENV_ROOTS, "")
+    return [Path(p) for p in value.split(os.pathsep) if p]
+
+
+def without_credentials(url: str) -> str:
+    """The URL as it may be printed and signed: a user name or password in it is left out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        netloc = host + (f":{parts.port}" if parts.port else "")
+    except ValueError:  # a port that is not a number: the request fails with its own line
+        netloc = host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+def describe_utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def read_error(url: str, exc: TimestampError) -> InputError:
+    return InputError(f"no timestamp from {url}: {exc}", where="signing.timestamp_url",
+                      fix="check the TSA's URL and that it is reachable, or remove timestamp_url to sign without "
+                          "trusted time")
