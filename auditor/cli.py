@@ -271,6 +271,9 @@ def verify(
                                                      show_default=False)] = None,
     at: Annotated[str | None, typer.Option("--at", help="Validate as of this time (ISO 8601, e.g. "
                                            "2031-01-01T00:00:00Z) instead of now.", show_default=False)] = None,
+    require_revocation: Annotated[bool, typer.Option("--require-revocation", help="Fail when a certificate's "
+                                                     "revocation cannot be checked (it names no OCSP responder or "
+                                                     "CRL, or the signature embeds no revocation data).")] = False,
     debug: Debug = False,
 ) -> None:
     """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature and its
@@ -281,7 +284,7 @@ def verify(
 
     verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey, approver_trust=approver_trust,
                                          inputs=inputs or inputs_root is not None, inputs_root=inputs_root,
-                                         at=parse_moment(at)), debug=debug)
+                                         at=parse_moment(at), require_revocation=require_revocation), debug=debug)
     for verdict in verdicts:
         typer.echo(verdict.line())
     failed = [v for v in verdicts if not v.ok]

@@ -40,11 +40,12 @@ from typing import Any
 
 from asn1crypto import core as asn1_core
 from asn1crypto import keys as asn1_keys
+from asn1crypto import ocsp as asn1_ocsp
 from asn1crypto import tsp
 from asn1crypto import x509 as asn1_x509
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509 import ocsp
 from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
@@ -85,18 +86,42 @@ def _name(common_name: str) -> x509.Name:
                       x509.NameAttribute(NameOID.ORGANIZATION_NAME, ORGANISATION)])
 
 
-def _make_root(common_name: str, key: rsa.RSAPrivateKey) -> x509.Certificate:
+ROOT_YEARS = 30  # the roots outlive every certificate they issue, as real ones do (20-25 years), so that a test
+# can move the clock a decade ahead and still find the root valid
+
+
+def _make_ca(common_name: str, key: rsa.RSAPrivateKey, parent: _Issuer | None = None,
+             urls: dict[str, str] | None = None) -> x509.Certificate:
+    """A root (self-signed, `parent` None) or an intermediate CA issued by `parent` (path length 0, with AIA and
+    CRL pointers to its parent's services when `urls` is given)."""
     start = now() - dt.timedelta(days=1)
-    return (x509.CertificateBuilder()
-            .subject_name(_name(common_name)).issuer_name(_name(common_name))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(start).not_valid_after(start + dt.timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                         crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-            .sign(key, hashes.SHA256()))
+    years = ROOT_YEARS - (5 if parent else 0)
+    builder = (x509.CertificateBuilder()
+               .subject_name(_name(common_name)).issuer_name(parent.cert.subject if parent else _name(common_name))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(start).not_valid_after(start + dt.timedelta(days=365 * years))
+               .add_extension(x509.BasicConstraints(ca=True, path_length=0 if parent else None), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                            data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                            crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False))
+    if parent is not None:
+        builder = builder.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(parent.key.public_key()),
+                                        critical=False)
+        if urls:
+            builder = _with_pointers(builder, urls)
+    return builder.sign(parent.key if parent else key, hashes.SHA256())
+
+
+def _with_pointers(builder: x509.CertificateBuilder, urls: dict[str, str]) -> x509.CertificateBuilder:
+    """AIA (OCSP, caIssuers) and a CRL distribution point."""
+    builder = builder.add_extension(x509.AuthorityInformationAccess([
+        x509.AccessDescription(AuthorityInformationAccessOID.OCSP, x509.UniformResourceIdentifier(urls["ocsp"])),
+        x509.AccessDescription(AuthorityInformationAccessOID.CA_ISSUERS, x509.UniformResourceIdentifier(urls["ca"]))]),
+        critical=False)
+    return builder.add_extension(x509.CRLDistributionPoints([x509.DistributionPoint(
+        full_name=[x509.UniformResourceIdentifier(urls["crl"])], relative_name=None, reasons=None, crl_issuer=None)]),
+        critical=False)
 
 
 def _key_usage(*, digital_signature: bool = True, non_repudiation: bool = False) -> x509.KeyUsage:
@@ -106,11 +131,18 @@ def _key_usage(*, digital_signature: bool = True, non_repudiation: bool = False)
 
 
 class _Issuer:
-    """A CA's certificate and key, and the leaf certificates it issues."""
+    """A CA's certificate and key (a root, or an intermediate issued by `parent`), the leaf certificates it issues,
+    and its delegated OCSP responder (made on first use)."""
 
-    def __init__(self, common_name: str) -> None:
+    def __init__(self, common_name: str, parent: _Issuer | None = None, urls: dict[str, str] | None = None) -> None:
         self.key = new_rsa_key()
-        self.cert = _make_root(common_name, self.key)
+        self.parent = parent
+        self.cert = _make_ca(common_name, self.key, parent, urls)
+        self.responder: tuple[x509.Certificate, rsa.RSAPrivateKey] | None = None
+
+    def chain(self) -> list[x509.Certificate]:
+        """This CA's certificate and those above it, up to the root."""
+        return [self.cert, *(self.parent.chain() if self.parent else [])]
 
     def issue(self, common_name: str, public_key: Any, *, not_before: dt.datetime, not_after: dt.datetime,
               key_usage: x509.KeyUsage, extended: list[x509.ObjectIdentifier] | None = None,
@@ -130,14 +162,7 @@ class _Issuer:
         if ocsp_no_check:
             builder = builder.add_extension(x509.OCSPNoCheck(), critical=False)
         if urls:
-            builder = builder.add_extension(x509.AuthorityInformationAccess([
-                x509.AccessDescription(AuthorityInformationAccessOID.OCSP,
-                                       x509.UniformResourceIdentifier(urls["ocsp"])),
-                x509.AccessDescription(AuthorityInformationAccessOID.CA_ISSUERS,
-                                       x509.UniformResourceIdentifier(urls["ca"]))]), critical=False)
-            builder = builder.add_extension(x509.CRLDistributionPoints([x509.DistributionPoint(
-                full_name=[x509.UniformResourceIdentifier(urls["crl"])], relative_name=None, reasons=None,
-                crl_issuer=None)]), critical=False)
+            builder = _with_pointers(builder, urls)
         return builder.sign(self.key, hashes.SHA256())
 
 
@@ -153,6 +178,9 @@ class TrustServices:
 
     def __init__(self, *, fixed_time: dt.datetime | None = None, ocsp_delegated: bool = True) -> None:
         self.fixed_time = fixed_time
+        self.clock: dt.datetime | None = None  # every service's clock (TSAs, OCSP, CRLs) when set: a faked "now"
+        self._issuers: list[_Issuer] = []
+        self._tsas: dict[str, tuple[x509.Certificate, rsa.RSAPrivateKey]] = {}
         self.ocsp_delegated = ocsp_delegated
         self.hits: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -174,6 +202,7 @@ class TrustServices:
 
     def _make_pki(self) -> None:
         self._ca = _Issuer(ROOT_NAME)
+        self._issuers.append(self._ca)
         self._other_ca = _Issuer("Unrelated Test Root CA")
         start = now() - dt.timedelta(hours=1)
         self.tsa_key = new_rsa_key()
@@ -182,9 +211,11 @@ class TrustServices:
             key_usage=_key_usage(), extended=[ExtendedKeyUsageOID.TIME_STAMPING], extended_critical=True,
             urls=self._urls()))
         self.ocsp_responder_key = new_rsa_key()
+        # the responder lives as long as its CA (a real one is renewed every few months: a test that moves the clock
+        # years ahead stands for a responder renewed all along)
         self.ocsp_responder_cert = self._track(self._ca.issue(
             "Auditor Test OCSP Responder", self.ocsp_responder_key.public_key(), not_before=start,
-            not_after=start + dt.timedelta(days=730), key_usage=_key_usage(),
+            not_after=self._ca.cert.not_valid_after_utc, key_usage=_key_usage(),
             extended=[ExtendedKeyUsageOID.OCSP_SIGNING], ocsp_no_check=True))
         self.untrusted_tsa_key = new_rsa_key()
         self.untrusted_tsa_cert = self._other_ca.issue(
@@ -225,8 +256,38 @@ class TrustServices:
             raise ValueError(f"no lying TSA {kind!r}; there are {', '.join(LYING_TSA)}")
         return f"{self.url_tsa}/{kind}"
 
-    def _urls(self) -> dict[str, str]:
-        return {"ocsp": self.url_ocsp, "crl": self.url_crl, "ca": f"{self.url_base}/ca.crt"}
+    def _urls(self, issuer: _Issuer | None = None) -> dict[str, str]:
+        index = self._issuers.index(issuer) if issuer is not None else 0
+        if index == 0:
+            return {"ocsp": self.url_ocsp, "crl": self.url_crl, "ca": f"{self.url_base}/ca.crt"}
+        return {"ocsp": self.url_ocsp, "crl": f"{self.url_crl}/{index}", "ca": f"{self.url_base}/ca/{index}.crt"}
+
+    def now(self) -> dt.datetime:
+        """The services' clock: `clock` when set, else the real time."""
+        return self.clock or now()
+
+    def issue_ca(self, name: str, *, pointers: bool = True) -> _Issuer:
+        """An intermediate CA issued by the root (with OCSP and CRL pointers to the root's services, or none); it
+        issues signers (`issue_signer(issuer=...)`) and its OCSP and CRL are served here too."""
+        issuer = _Issuer(name, self._ca, self._urls() if pointers else None)
+        self._track(issuer.cert)
+        with self._lock:
+            self._issuers.append(issuer)
+        return issuer
+
+    def add_tsa(self, label: str, *, not_before: dt.datetime, not_after: dt.datetime) -> str:
+        """Another time-stamping authority of the root, with this certificate validity; its URL."""
+        key = new_rsa_key()
+        cert = self._track(self._ca.issue(f"Auditor Test TSA {label}", key.public_key(), not_before=not_before,
+                                          not_after=not_after, key_usage=_key_usage(),
+                                          extended=[ExtendedKeyUsageOID.TIME_STAMPING], extended_critical=True,
+                                          urls=self._urls()))
+        with self._lock:
+            self._tsas[label] = (cert, key)
+        return f"{self.url_tsa}/at/{label}"
+
+    def tsa_certificate(self, label: str) -> x509.Certificate:
+        return self._tsas[label][0]
 
     def _track(self, cert: x509.Certificate) -> x509.Certificate:
         with self._lock:
@@ -234,18 +295,21 @@ class TrustServices:
         return cert
 
     def issue_signer(self, name: str, *, not_before: dt.datetime, not_after: dt.datetime,
-                     key: rsa.RSAPrivateKey | None = None,
-                     public_key: Any = None) -> tuple[x509.Certificate, rsa.RSAPrivateKey | None]:
-        """A signer certificate from the root (keyUsage digitalSignature + nonRepudiation, AIA OCSP and caIssuers
-        here, CRL distribution point here). With `public_key` (a key held on a token) the certificate is issued
-        for it and no private key is returned; otherwise for `key`, or a new RSA 2048 key."""
+                     key: rsa.RSAPrivateKey | None = None, public_key: Any = None, issuer: _Issuer | None = None,
+                     pointers: bool = True) -> tuple[x509.Certificate, rsa.RSAPrivateKey | None]:
+        """A signer certificate from the root or `issuer` (an intermediate of `issue_ca`), keyUsage
+        digitalSignature + nonRepudiation, with AIA OCSP and caIssuers and a CRL distribution point here (none with
+        `pointers=False`). With `public_key` (a key held on a token) the certificate is issued for it and no private
+        key is returned; otherwise for `key`, or a new RSA 2048 key."""
         if public_key is not None and key is not None:
             raise ValueError("give `key` or `public_key`, not both")
         if public_key is None:
             key = key or new_rsa_key()
             public_key = key.public_key()
-        cert = self._track(self._ca.issue(name, public_key, not_before=not_before, not_after=not_after,
-                                          key_usage=_key_usage(non_repudiation=True), urls=self._urls()))
+        issuer = issuer or self._ca
+        cert = self._track(issuer.issue(name, public_key, not_before=not_before, not_after=not_after,
+                                        key_usage=_key_usage(non_repudiation=True),
+                                        urls=self._urls(issuer) if pointers else None))
         return cert, key
 
     def revoke(self, cert: x509.Certificate | int, *, when: dt.datetime | None = None,
@@ -263,10 +327,11 @@ class TrustServices:
     # --- files -------------------------------------------------------------------------------------------------------
 
     def write_pkcs12(self, path: Path | str, cert: x509.Certificate, key: rsa.RSAPrivateKey,
-                     passphrase: bytes | str, *, name: str = "report signer") -> Path:
-        """A PKCS#12 file with the key, its certificate and the root as an additional certificate."""
+                     passphrase: bytes | str, *, name: str = "report signer", issuer: _Issuer | None = None) -> Path:
+        """A PKCS#12 file with the key, its certificate and its CA chain (`issuer`'s, default the root) as
+        additional certificates."""
         secret = passphrase.encode() if isinstance(passphrase, str) else passphrase
-        data = pkcs12.serialize_key_and_certificates(name.encode(), key, cert, [self.root_cert],
+        data = pkcs12.serialize_key_and_certificates(name.encode(), key, cert, (issuer or self._ca).chain(),
                                                      serialization.BestAvailableEncryption(secret))
         path = Path(path)
         path.write_bytes(data)
@@ -345,6 +410,12 @@ class TrustServices:
             req = _request(algorithm, digest, (nonce or 0) + 1)
         elif kind == "wrong-digest":
             req = _request(algorithm, bytes(b ^ 0xFF for b in digest), nonce)
+        if kind.startswith("at/"):
+            cert, key = self._tsas[kind[3:]]
+            stamper = DummyTimeStamper(tsa_cert=to_asn1_cert(cert), tsa_key=to_asn1_key(key),
+                                       certs_to_embed=[to_asn1_cert(self.root_cert)],
+                                       fixed_dt=self.fixed_time or self.clock)
+            return stamper.request_tsa_response(req).dump()
         if kind == "untrusted":
             stamper = DummyTimeStamper(tsa_cert=to_asn1_cert(self.untrusted_tsa_cert),
                                        tsa_key=to_asn1_key(self.untrusted_tsa_key),
@@ -352,7 +423,8 @@ class TrustServices:
                                        fixed_dt=self.fixed_time)
         else:
             stamper = DummyTimeStamper(tsa_cert=to_asn1_cert(self.tsa_cert), tsa_key=to_asn1_key(self.tsa_key),
-                                       certs_to_embed=[to_asn1_cert(self.root_cert)], fixed_dt=self.fixed_time)
+                                       certs_to_embed=[to_asn1_cert(self.root_cert)],
+                                       fixed_dt=self.fixed_time or self.clock)
         return stamper.request_tsa_response(req).dump()
 
     # --- OCSP and CRL ------------------------------------------------------------------------------------------------
@@ -365,13 +437,11 @@ class TrustServices:
         except Exception:
             return ocsp.OCSPResponseBuilder.build_unsuccessful(ocsp.OCSPResponseStatus.MALFORMED_REQUEST).public_bytes(
                 serialization.Encoding.DER)
-        root = to_asn1_cert(self.root_cert)
-        name_hash = getattr(root.subject, algorithm.name.replace("-", ""), None)
-        key_hash = getattr(root.public_key, algorithm.name.replace("-", ""), None)
-        if (request.issuer_name_hash, request.issuer_key_hash) != (name_hash, key_hash):
+        issuer = self._issuer_of(request.issuer_name_hash, request.issuer_key_hash, algorithm.name.replace("-", ""))
+        if issuer is None:
             return ocsp.OCSPResponseBuilder.build_unsuccessful(ocsp.OCSPResponseStatus.UNAUTHORIZED).public_bytes(
                 serialization.Encoding.DER)
-        moment = now().replace(microsecond=0) - ISSUED_BEFORE
+        moment = self.now().replace(microsecond=0) - ISSUED_BEFORE
         serial = request.serial_number
         with self._lock:
             revoked = self._revoked.get(serial)
@@ -381,42 +451,92 @@ class TrustServices:
         else:
             status = ocsp.OCSPCertStatus.GOOD if known else ocsp.OCSPCertStatus.UNKNOWN
             revoked_at = reason = None
-        builder = ocsp.OCSPResponseBuilder().add_response_by_hash(
-            issuer_name_hash=request.issuer_name_hash, issuer_key_hash=request.issuer_key_hash, serial_number=serial,
-            algorithm=algorithm, cert_status=status, this_update=moment, next_update=moment + dt.timedelta(days=1),
-            revocation_time=revoked_at, revocation_reason=reason)
         if self.ocsp_delegated:
-            builder = builder.responder_id(ocsp.OCSPResponderEncoding.HASH, self.ocsp_responder_cert)
-            builder = builder.certificates([self.ocsp_responder_cert])
-            signing_key = self.ocsp_responder_key
+            responder, signing_key = self._responder(issuer)
         else:
-            builder = builder.responder_id(ocsp.OCSPResponderEncoding.HASH, self.root_cert)
-            signing_key = self.root_key
-        try:
-            nonce = request.extensions.get_extension_for_class(x509.OCSPNonce)
-            builder = builder.add_extension(nonce.value, critical=False)
-        except x509.ExtensionNotFound:
-            pass
-        return builder.sign(signing_key, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+            responder, signing_key = issuer.cert, issuer.key
+        return _signed_ocsp(body, responder, signing_key, moment, status.name.lower(), revoked_at, reason,
+                            embed=self.ocsp_delegated)
 
-    def crl(self) -> bytes:
-        """The root's current CRL (DER)."""
-        moment = now().replace(microsecond=0) - ISSUED_BEFORE
+    def _issuer_of(self, name_hash: bytes, key_hash: bytes, algorithm: str) -> _Issuer | None:
+        for issuer in self._issuers:
+            cert = to_asn1_cert(issuer.cert)
+            if (name_hash, key_hash) == (getattr(cert.subject, algorithm, None),
+                                         getattr(cert.public_key, algorithm, None)):
+                return issuer
+        return None
+
+    def _responder(self, issuer: _Issuer) -> tuple[x509.Certificate, rsa.RSAPrivateKey]:
+        """The issuer's delegated OCSP responder (id-kp-OCSPSigning, id-pkix-ocsp-nocheck)."""
+        if issuer is self._ca:
+            return self.ocsp_responder_cert, self.ocsp_responder_key
+        with self._lock:
+            if issuer.responder is None:
+                key = new_rsa_key()
+                start = issuer.cert.not_valid_before_utc
+                cert = issuer.issue(f"{issuer.cert.subject.rfc4514_string()[:40]} OCSP Responder", key.public_key(),
+                                    not_before=start, not_after=issuer.cert.not_valid_after_utc,
+                                    key_usage=_key_usage(), extended=[ExtendedKeyUsageOID.OCSP_SIGNING],
+                                    ocsp_no_check=True)
+                self._issued[cert.serial_number] = cert
+                issuer.responder = (cert, key)
+            return issuer.responder
+
+    def crl(self, index: int = 0) -> bytes:
+        """The current CRL (DER) of the root, or of the intermediate `index` (in order of `issue_ca`)."""
+        issuer = self._issuers[index]
+        moment = self.now().replace(microsecond=0) - ISSUED_BEFORE
         with self._lock:
             self._crl_number += 1
             number = self._crl_number
             revoked = dict(self._revoked)
         builder = (x509.CertificateRevocationListBuilder()
-                   .issuer_name(self.root_cert.subject).last_update(moment)
+                   .issuer_name(issuer.cert.subject).last_update(moment)
                    .next_update(moment + dt.timedelta(days=1))
                    .add_extension(x509.CRLNumber(number), critical=False)
-                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.root_key.public_key()),
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.key.public_key()),
                                   critical=False))
         for serial, (when, reason) in revoked.items():
+            cert = self._issued.get(serial)
+            if cert is not None and cert.issuer != issuer.cert.subject:
+                continue
             entry = (x509.RevokedCertificateBuilder().serial_number(serial).revocation_date(when)
                      .add_extension(x509.CRLReason(reason), critical=False).build())
             builder = builder.add_revoked_certificate(entry)
-        return builder.sign(self.root_key, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+        return builder.sign(issuer.key, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+
+
+def _signed_ocsp(body: bytes, responder: x509.Certificate, key: rsa.RSAPrivateKey, moment: dt.datetime, status: str,
+                 revoked_at: dt.datetime | None, reason: x509.ReasonFlags | None, *, embed: bool) -> bytes:
+    """A BasicOCSPResponse to `body`'s one request, produced at `moment` (cryptography's builder stamps producedAt
+    with the real clock, which a test that moves the clock cannot have), signed by `responder`'s `key`."""
+    request = asn1_ocsp.OCSPRequest.load(body)["tbs_request"]
+    cert_id = request["request_list"][0]["req_cert"]
+    if status == "revoked":
+        cert_status = asn1_ocsp.CertStatus(name="revoked", value={"revocation_time": revoked_at, "revocation_reason":
+                                                                  _REASONS.get(reason, "unspecified")})
+    else:
+        cert_status = asn1_ocsp.CertStatus(name=status, value=None)
+    extensions = [e for e in request["request_extensions"] or [] if e["extn_id"].native == "nonce"]
+    responder_asn1 = to_asn1_cert(responder)
+    data = asn1_ocsp.ResponseData({
+        "responder_id": asn1_ocsp.ResponderId(name="by_key", value=responder_asn1.public_key.sha1),
+        "produced_at": moment,
+        "responses": [{"cert_id": cert_id, "cert_status": cert_status, "this_update": moment,
+                       "next_update": moment + dt.timedelta(days=1)}],
+        "response_extensions": [{"extn_id": "nonce", "critical": False, "extn_value": e["extn_value"].native}
+                                for e in extensions] or None})
+    signature = key.sign(data.dump(), padding.PKCS1v15(), hashes.SHA256())
+    basic = asn1_ocsp.BasicOCSPResponse({"tbs_response_data": data, "signature_algorithm": {"algorithm": "sha256_rsa"},
+                                         "signature": signature, "certs": [responder_asn1] if embed else None})
+    return asn1_ocsp.OCSPResponse({"response_status": "successful", "response_bytes": {
+        "response_type": "basic_ocsp_response", "response": basic}}).dump()
+
+
+_REASONS = {x509.ReasonFlags.key_compromise: "key_compromise", x509.ReasonFlags.ca_compromise: "ca_compromise",
+            x509.ReasonFlags.cessation_of_operation: "cessation_of_operation",
+            x509.ReasonFlags.superseded: "superseded",
+            x509.ReasonFlags.affiliation_changed: "affiliation_changed"}
 
 
 def _request(algorithm: str, digest: bytes, nonce: int | None) -> tsp.TimeStampReq:
@@ -466,7 +586,8 @@ def _handler(services: TrustServices) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0].rstrip("/")
             services._count(path)
             try:
-                if path == "/tsa" or (path.startswith("/tsa/") and path[5:] in LYING_TSA):
+                if path == "/tsa" or (path.startswith("/tsa/") and path[5:] in LYING_TSA) or \
+                        (path.startswith("/tsa/at/") and path[8:] in services._tsas):
                     kind = path[5:]
                     body = self._body()
                     if body is None:
@@ -492,11 +613,12 @@ def _handler(services: TrustServices) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             services._count(path.rstrip("/") if not path.startswith("/ocsp/") else "/ocsp")
             try:
-                if path == "/crl":
-                    self._send(200, "application/pkix-crl", services.crl())
-                elif path == "/ca.crt":
-                    self._send(200, "application/pkix-cert",
-                               services.root_cert.public_bytes(serialization.Encoding.DER))
+                if path == "/crl" or (path.startswith("/crl/") and path[5:].isdigit()):
+                    self._send(200, "application/pkix-crl", services.crl(int(path[5:] or 0)))
+                elif path == "/ca.crt" or (path.startswith("/ca/") and path[4:-4].isdigit()):
+                    index = int(path[4:-4]) if path.startswith("/ca/") else 0
+                    cert = services._issuers[index].cert  # the issuer of the certificates pointing here
+                    self._send(200, "application/pkix-cert", cert.public_bytes(serialization.Encoding.DER))
                 elif path.startswith("/ocsp/"):
                     from urllib.parse import unquote
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any
 
@@ -18,11 +18,13 @@ from auditor.trust.verdict import Verdict
 
 
 def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: Any = None,
-                        at: dt.datetime | None = None) -> list[Verdict]:
+                        at: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
     """The PDF's certifying signature: intact, trusted by one of `trusted`, no changes, made with the certificate
-    whose sha256 the bundle's predicate states (when given). Without trusted time it must cover the entire file;
-    with it (PAdES B-LTA) it is validated as of `at` at the time its timestamp vouches for, and the revisions after
-    it may only add validation data and timestamps (`auditor.trust.pdf_revisions`)."""
+    whose sha256 the bundle's predicate states (when given). Without trusted time it must cover the entire file and
+    its certificate be valid at `at` (default now); with it (PAdES B-LTA) it is validated at the time its timestamp
+    vouches for, the chain of timestamps must reach `at`, and the revisions after it may only add validation data
+    and timestamps (`auditor.trust.pdf_revisions`). `require_revocation`: a certificate whose revocation cannot be
+    checked fails."""
     from pyhanko.pdf_utils.reader import PdfFileReader
 
     name = "report.pdf (signature)"
@@ -36,8 +38,10 @@ def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: 
     if len(signatures) != 1:
         return [Verdict(False, name, f"expected one signature, found {len(signatures)}")]
     if stamps or _has_signature_timestamp(signatures[0]):
-        return _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at)
-    return [_check_pdf_plain(signatures[0], trusted, certificate_sha256=certificate_sha256, at=at)]
+        return _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at,
+                              require_revocation=require_revocation)
+    return [_check_pdf_plain(signatures[0], trusted, certificate_sha256=certificate_sha256, at=at,
+                             require_revocation=require_revocation)]
 
 
 def _has_signature_timestamp(signature: Any) -> bool:
@@ -50,8 +54,10 @@ def _has_signature_timestamp(signature: Any) -> bool:
 
 
 def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: Any,
-                     at: dt.datetime | None) -> Verdict:
-    """A signature without trusted time (PAdES B-B): its certificate is checked at `at` (now by default)."""
+                     at: dt.datetime | None, require_revocation: bool = False) -> Verdict:
+    """A signature without trusted time (PAdES B-B): its certificate is checked at `at` (now by default). Nothing
+    proves when it was made, so outside its certificate's validity it fails, the certificate being trusted as a root
+    (a self-signed one, which certificate path validation does not date) or not."""
     from pyhanko.sign.validation import validate_pdf_signature
     from pyhanko.sign.validation.status import SignatureCoverageLevel
     from pyhanko_certvalidator import ValidationContext
@@ -69,15 +75,21 @@ def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: 
     problems = []
     if not status.intact or not status.valid:
         problems.append("signature not intact (the signed bytes changed)")
+    outside = _outside_validity(status.signing_cert, at)
+    if outside:
+        problems.append(outside)
     if status.coverage != SignatureCoverageLevel.ENTIRE_FILE:
         problems.append("does not cover the entire file (bytes added after signing)")
     if status.docmdp_ok is False:
         problems.append("changes after certification")
     if not trusted:
         problems.append("signer not checked: no --trust certificate given")
-    elif not status.trusted:
-        problems.append("signer not trusted by the --trust certificates (or its certificate is not valid "
+    elif not status.trusted and not outside:
+        problems.append("signer not trusted by the --trust certificates (or a certificate of its chain is not valid "
                         f"{'at --at' if at else 'today'}: without a timestamp nothing proves when it signed)")
+    if require_revocation:
+        problems.append("revocation not checked: a signature without trusted time embeds no revocation data "
+                        "(--require-revocation)")
     problems += _named_certificate(status.signing_cert, certificate_sha256)
     subject = status.signing_cert.subject.human_friendly
     if problems:
@@ -85,6 +97,18 @@ def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: 
     named = ", the certificate the predicate names" if certificate_sha256 is not None else ""
     return Verdict(True, name, f"intact, trusted ({subject}{named}), covers the entire file, certified no-changes; "
                                "no trusted time (signed without a TSA)")
+
+
+def _outside_validity(cert: Any, at: dt.datetime | None) -> str | None:
+    """Why a certificate (asn1crypto) is not valid at `at` (default now), or None."""
+    validity = cert["tbs_certificate"]["validity"]
+    start, end = validity["not_before"].native, validity["not_after"].native
+    moment = at or dt.datetime.now(dt.UTC)
+    if start <= moment <= end:
+        return None
+    return (f"the signer's certificate is not valid {'at' if at else 'on'} {describe_utc(moment)} (valid "
+            f"{describe_utc(start)} to {describe_utc(end)}), and no trusted timestamp proves the signature was made "
+            "inside that period")
 
 
 def _named_certificate(cert: Any, certificate_sha256: Any) -> list[str]:
@@ -96,12 +120,12 @@ def _named_certificate(cert: Any, certificate_sha256: Any) -> list[str]:
 
 
 def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
-                   at: dt.datetime | None) -> list[Verdict]:
-    """Three lines: the signature (valid at the timestamped signing time), the trusted time, the long-term
-    validation data and document timestamps."""
+                   at: dt.datetime | None, require_revocation: bool = False) -> list[Verdict]:
+    """Three or four lines: the signature (valid at the timestamped signing time), the trusted time, the revocation
+    not checked (when a certificate names no source), the long-term validation data and document timestamps."""
     name = "report.pdf (signature)"
     try:
-        facts = validate_lta(data, trusted, at=at)
+        facts = validate_lta(data, trusted, at=at, require_revocation=require_revocation)
     except Exception as exc:
         return [Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")]
     problems = []
@@ -129,19 +153,41 @@ def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
             "signature failed above)"
         verdicts.append(Verdict(False, "report.pdf (trusted time)", message))
     else:
-        tsa_ok = facts.tsa_trusted and facts.intact
+        expired = facts.newest is not None and moment > facts.newest.expires
+        tsa_ok = facts.tsa_trusted and facts.intact and not expired
         verdicts.append(Verdict(tsa_ok, "report.pdf (trusted time)",
                                 f"signed no later than {when}, vouched for by the TSA {facts.tsa}"
-                                + (" (trusted)" if tsa_ok else " (NOT trusted by the --trust certificates)")))
+                                + (" (trusted)" if facts.tsa_trusted and facts.intact else
+                                   " (NOT trusted by the --trust certificates)")
+                                + ("; no timestamp vouches for it any longer (see the signature line)" if expired
+                                   else "")))
+    if facts.unchecked_revocation:
+        whose = "its certificate names" if len(facts.unchecked_revocation) == 1 else "their certificates name"
+        verdicts.append(Verdict(True, "report.pdf (revocation)", "not checked for "
+                                f"{'; '.join(facts.unchecked_revocation)}: {whose} no OCSP responder and no CRL, so "
+                                "nobody can tell whether it was revoked (`--require-revocation` makes this a failure)",
+                                skipped=True))
     certs, ocsps, crls = facts.dss
     stamps = "; ".join(f"{describe_utc(t)} by {who}" for t, who in facts.document_timestamps)
     lta_ok = bool(facts.document_timestamps) and facts.later is None and facts.ok
+    holds = f"; the proof holds until {describe_utc(facts.newest.expires)} (`auditor restamp` renews it before then)" \
+        if facts.ok and facts.newest is not None else ""
     verdicts.append(Verdict(lta_ok, "report.pdf (long-term validation)",
                             f"validation data embedded ({certs} certificates, {ocsps} OCSP responses, {crls} CRLs); "
                             f"document timestamp {stamps or 'missing (PAdES B-LT, not B-LTA)'}; later revisions "
                             + ("add only validation data and timestamps" if facts.later is None else
-                               "change the signed document")))
+                               "change the signed document") + holds))
     return verdicts
+
+
+@dataclass
+class TrustedTime:
+    """One timestamp of the chain that dates the signature: when, by whom, and until when its TSA's certificate
+    vouches for it."""
+
+    time: dt.datetime
+    tsa: str
+    expires: dt.datetime
 
 
 @dataclass
@@ -161,6 +207,8 @@ class LtaFacts:
     dss: tuple[int, int, int]  # certificates, OCSP responses, CRLs embedded
     later: str | None  # why the later revisions are more than LTA updates
     stated_time: dt.datetime | None = None  # what the signature's token says, validated or not
+    newest: TrustedTime | None = None  # the newest timestamp: the signature is proven until its TSA's expiry
+    unchecked_revocation: list[str] = field(default_factory=list)  # certificates that name no revocation source
 
 
 SUBINDICATIONS = {  # ETSI EN 319 102-1 sub-indications, in words for the verify line
@@ -193,6 +241,18 @@ def _token_time(signature: Any) -> dt.datetime | None:
     return when
 
 
+def _token_signer(signature: Any) -> Any:
+    """The TSA certificate (asn1crypto) of the signature's own timestamp token, or None."""
+    from pyhanko.sign.general import extract_certificate_info
+    from pyhanko.sign.validation.generic_cms import extract_tst_data_iter
+
+    try:
+        token = next(extract_tst_data_iter(signature.signer_info, signed=False))
+        return extract_certificate_info(token).signer_cert
+    except Exception:
+        return None
+
+
 def _plain_reason(cert: Any, status: Any, stamp: Any, stated: dt.datetime | None, revinfo: int) -> str | None:
     """The reason a reader needs, from the facts rather than the AdES sub-indication: a signature the TSA dates
     after the certificate's expiry or revocation, or before its start; an untrusted TSA."""
@@ -217,12 +277,41 @@ def _plain_reason(cert: Any, status: Any, stamp: Any, stated: dt.datetime | None
     return None
 
 
-def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = None) -> LtaFacts:
-    """AdES long-term validation (pyHanko's ades_lta_validation) of report.pdf's signature as of `at` (default
-    now), offline: only the certificates, OCSP responses and CRLs embedded in the DSS are used. Revocation data is
-    accepted however old it is — the status it records is the one at the time of the timestamp that covers it."""
-    from pyhanko.sign.validation.ades import ades_lta_validation
-    from pyhanko.sign.validation.dss import DocumentSecurityStore
+def _has_revocation_source(cert: Any) -> bool:
+    """Whether a certificate names an OCSP responder or a CRL (asn1crypto certificate)."""
+    try:
+        return bool(cert.ocsp_urls or cert.crl_distribution_points)
+    except Exception:
+        return True  # unreadable extensions: let the validation judge it
+
+
+def _issuer_path(cert: Any, pool: list[Any], trusted: list[Any]) -> list[Any]:
+    """`cert` and its issuers found in `pool`, up to (not including) a trusted or self-signed certificate."""
+    roots = {t.dump() for t in trusted}
+    path: list[Any] = []
+    current = cert
+    while current is not None and current.dump() not in roots and len(path) < 10:
+        path.append(current)
+        if current.self_signed != "no":
+            break
+        current = next((c for c in pool if c.subject == current.issuer and c.dump() != current.dump()), None)
+    return path
+
+
+def _stamps(reader: Any) -> list[tuple[dt.datetime, Any]]:
+    """(time, TSA certificate) of the document timestamps, oldest first."""
+    out = []
+    for ts in reader.embedded_timestamp_signatures:
+        info = ts.signed_data["encap_content_info"]["content"].parsed
+        out.append((info["gen_time"].native, ts.signer_cert))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _policy(trusted: list[Any], *, require_revocation: bool) -> Any:
+    """The signature validation spec: offline (the DSS only); revocation data for every certificate that names a
+    source (every certificate with `require_revocation`), fresh within its own window (thisUpdate to nextUpdate):
+    the past validation slides its control time back to the end of that window, which is why the data must not be
+    accepted at any age."""
     from pyhanko.sign.validation.policy_decl import (
         PdfSignatureValidationSpec,
         RevinfoOnlineFetchingRule,
@@ -230,7 +319,6 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
         SignatureValidationSpec,
     )
     from pyhanko_certvalidator.context import CertValidationPolicySpec
-    from pyhanko_certvalidator.ltv.types import ValidationTimingInfo
     from pyhanko_certvalidator.policy_decl import (
         CertRevTrustPolicy,
         FreshnessReqType,
@@ -239,43 +327,144 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
     )
     from pyhanko_certvalidator.registry import SimpleTrustManager
 
-    moment = at or dt.datetime.now(dt.UTC)
-    rule = RevocationCheckingRule.CHECK_IF_DECLARED
+    rule = RevocationCheckingRule.CRL_OR_OCSP_REQUIRED if require_revocation else \
+        RevocationCheckingRule.CHECK_IF_DECLARED
     policy = CertValidationPolicySpec(
         trust_manager=SimpleTrustManager.build(trust_roots=[to_asn1(c) for c in trusted]),
         revinfo_policy=CertRevTrustPolicy(RevocationCheckingPolicy(ee_certificate_rule=rule,
                                                                    intermediate_ca_cert_rule=rule),
-                                          freshness=dt.timedelta(days=365 * 100),
+                                          freshness=None,
                                           freshness_req_type=FreshnessReqType.MAX_DIFF_REVOCATION_VALIDATION))
-    spec = PdfSignatureValidationSpec(SignatureValidationSpec(
+    return PdfSignatureValidationSpec(SignatureValidationSpec(
         cert_validation_policy=policy,
         revinfo_gathering_policy=RevocationInfoGatheringSpec(online_fetching_rule=RevinfoOnlineFetchingRule.LOCAL_ONLY)),
         diff_policy=None)  # the later revisions: later_revision_problem
+
+
+def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = None,
+                 require_revocation: bool = False) -> LtaFacts:
+    """AdES long-term validation (pyHanko's ades_lta_validation) of report.pdf's signature, offline: only the
+    certificates, OCSP responses and CRLs embedded in the DSS are used.
+
+    The validation runs as of the newest timestamp — the last moment the file proves, and the one its newest
+    validation data was collected for (at signing, or by `auditor restamp`) — so that no revocation data needs to
+    be fresher than the file can hold; the past validation proves every older signature and timestamp from there.
+    Whether that proof still holds at `at` (default now) is the newest timestamp's: its TSA's certificate must not
+    have expired by then (else the run needed a restamp before). A certificate of the signer's path that names no
+    OCSP responder and no CRL has no revocation status anyone could check: pyHanko's past validation refuses such
+    a path, so it is validated at the signing time without revocation (`unchecked_revocation` names it), unless
+    `require_revocation`."""
+    from pyhanko.sign.validation.ades import ades_lta_validation
+    from pyhanko.sign.validation.dss import DocumentSecurityStore
+    from pyhanko_certvalidator.ltv.types import ValidationTimingInfo
+
     reader = pdf_reader(data)
     signature = next(s for s in reader.embedded_regular_signatures)
+    stamps = _stamps(reader)
+    stated = _token_time(signature)
+    token_tsa = _token_signer(signature)
+    chain = [(stated, token_tsa)] if stated is not None and token_tsa is not None else []
+    chain += stamps
+    newest = None
+    if chain:
+        when, tsa = max(chain, key=lambda item: item[0])
+        newest = TrustedTime(when, tsa.subject.human_friendly,
+                             tsa["tbs_certificate"]["validity"]["not_after"].native)
+    moment = newest.time if newest is not None else (at or dt.datetime.now(dt.UTC))
     with quiet_pyhanko():
-        result = asyncio.run(ades_lta_validation(signature, spec, timing_info=ValidationTimingInfo(
-            moment, moment, point_in_time_validation=False)))
+        result = asyncio.run(ades_lta_validation(
+            signature, _policy(trusted, require_revocation=require_revocation),
+            timing_info=ValidationTimingInfo(moment, moment, point_in_time_validation=False)))
     status = result.api_status
     stamp = status.timestamp_validity if status is not None else None
-    stamps = []
-    for ts in reader.embedded_timestamp_signatures:
-        info = ts.signed_data["encap_content_info"]["content"].parsed
-        stamps.append((info["gen_time"].native, ts.signer_cert.subject.human_friendly))
     indication = getattr(result.ades_subindic, "name", str(result.ades_subindic))
     ok = indication == "OK"
     cert = status.signing_cert if status is not None else signature.signer_cert
     try:
         dss = DocumentSecurityStore.read_dss(reader)
         counts = (len(list(dss.certs)), len(dss.ocsps), len(dss.crls))
+        pool = [*dss.load_certs(), *signature.other_embedded_certs]
     except Exception:
-        counts = (0, 0, 0)
-    problem = None if ok else (_plain_reason(cert, status, stamp, _token_time(signature), counts[1] + counts[2])
-                               or SUBINDICATIONS.get(indication, indication.replace("_", " ").lower()))
+        counts, pool = (0, 0, 0), list(signature.other_embedded_certs)
+    unchecked = [c.subject.human_friendly for c in _issuer_path(cert, pool, [to_asn1(t) for t in trusted])
+                 if not _has_revocation_source(c)]
+    problem = None
+    if not ok and unchecked and not require_revocation and stated is not None:
+        ok, stamp, problem = _without_revocation(signature, reader, trusted, stated, moment)
+    elif not ok:
+        problem = _plain_reason(cert, status, stamp, stated, counts[1] + counts[2]) \
+            or SUBINDICATIONS.get(indication, indication.replace("_", " ").lower())
+        if unchecked and require_revocation:
+            problem = (f"the revocation of {', '.join(unchecked)} cannot be checked: the certificate names no OCSP "
+                       "responder and no CRL (--require-revocation)")
+    if ok:
+        problem = _expired_proof(newest, stated, at)
+        ok = problem is None
     return LtaFacts(
         ok=ok, intact=bool(status and status.intact and status.valid), trusted=bool(status and status.trusted),
         signer=cert.subject.human_friendly, signer_cert=cert, problem=problem,
         signing_time=stamp.timestamp if stamp is not None else None,
         tsa=stamp.signing_cert.subject.human_friendly if stamp is not None else None,
-        tsa_trusted=bool(stamp is not None and stamp.trusted), document_timestamps=stamps, dss=counts,
-        later=later_revision_problem(reader, signature.signed_revision), stated_time=_token_time(signature))
+        tsa_trusted=bool(stamp is not None and stamp.trusted),
+        document_timestamps=[(when, tsa.subject.human_friendly) for when, tsa in stamps], dss=counts,
+        later=later_revision_problem(reader, signature.signed_revision), stated_time=stated, newest=newest,
+        unchecked_revocation=unchecked if ok else [])
+
+
+def _expired_proof(newest: TrustedTime | None, stated: dt.datetime | None, at: dt.datetime | None) -> str | None:
+    """Why the chain of timestamps does not reach `at` (default now): the newest TSA's certificate has expired, or
+    `at` is before the signature existed."""
+    moment = at or dt.datetime.now(dt.UTC)
+    if stated is not None and moment < stated:
+        return f"the signature did not exist yet at {describe_utc(moment)}: the TSA dates it {describe_utc(stated)}"
+    if newest is not None and moment > newest.expires:
+        return (f"the trusted time has expired: the newest timestamp ({describe_utc(newest.time)}, by {newest.tsa}) "
+                f"is vouched for until {describe_utc(newest.expires)}, and nothing renewed it (`auditor restamp` "
+                "adds a new one before then)")
+    return None
+
+
+def _without_revocation(signature: Any, reader: Any, trusted: list[Any], stated: dt.datetime,
+                        moment: dt.datetime) -> tuple[bool, Any, str | None]:
+    """A signer path without revocation sources: the signature validated at its timestamped signing time with the
+    certificates and revocation data the file embeds (pyHanko's point-in-time validation), its timestamp and every
+    document timestamp at the time of the timestamp after it (the newest at `moment`)."""
+    from pyhanko.sign.validation import validate_pdf_signature, validate_pdf_timestamp
+    from pyhanko.sign.validation.dss import DocumentSecurityStore
+    from pyhanko_certvalidator import ValidationContext
+
+    try:
+        dss: Any = DocumentSecurityStore.read_dss(reader)
+    except Exception:
+        dss = None
+    roots = [to_asn1(c) for c in trusted]
+
+    def context(when: dt.datetime) -> Any:
+        if dss is not None:
+            return dss.as_validation_context({"trust_roots": roots, "allow_fetching": False,
+                                              "revocation_mode": "hard-fail", "moment": when})
+        return ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="hard-fail", moment=when)
+
+    stamps = list(reader.embedded_timestamp_signatures)
+    times = [s.signed_data["encap_content_info"]["content"].parsed["gen_time"].native for s in stamps]
+    order = sorted(range(len(stamps)), key=lambda i: times[i])
+    first_stamp = times[order[0]] if order else moment
+    with quiet_pyhanko():
+        try:
+            status = validate_pdf_signature(signature, context(stated), ts_validation_context=context(first_stamp),
+                                            skip_diff=True)
+            for position, index in enumerate(order):
+                after = times[order[position + 1]] if position + 1 < len(order) else moment
+                stamp_status = validate_pdf_timestamp(stamps[index], context(after), skip_diff=True)
+                if not (stamp_status.intact and stamp_status.valid and stamp_status.trusted):
+                    return False, status.timestamp_validity, (
+                        f"the document timestamp of {describe_utc(times[index])} does not validate at "
+                        f"{describe_utc(after)}")
+        except Exception as exc:
+            return False, None, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})"
+    stamp = status.timestamp_validity
+    if not (status.intact and status.valid and status.trusted):
+        return False, stamp, "the signer's certificate does not validate at the signing time"
+    if stamp is None or not stamp.trusted:
+        return False, stamp, "the signature's timestamp does not validate"
+    return True, stamp, None

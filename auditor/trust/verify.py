@@ -24,7 +24,7 @@ from auditor.trust.verdict import Verdict, shown
 
 def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey: Path | None = None,
                approver_trust: list[Path] | None = None, inputs: bool = False, inputs_root: Path | None = None,
-               at: dt.datetime | None = None) -> list[Verdict]:
+               at: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
     """Every check on a signed run folder; the run holds when every verdict is ok (skipped ones included). The
     approver's sign-off (approval.dsse.json), when present, is checked last (`auditor.trust.approval.check_approval`).
 
@@ -56,7 +56,7 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
                                 inputs_root=inputs_root) for subject in statement["subject"]]
     verdicts += check_folder(root, listed)
     predicate = json_object(statement.get("predicate"))
-    verdicts += _check_contents(root, listed, predicate, trusted, at=at)
+    verdicts += _check_contents(root, listed, predicate, trusted, at=at, require_revocation=require_revocation)
     verdicts += check_bundle_timestamp(root, bundle, trusted, at=at,
                                         expected=bool((predicate.get("signer") or {}).get("timestamp_authority")))
     try:
@@ -68,7 +68,7 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
 
 
 def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any, *,
-                    at: dt.datetime | None = None) -> list[Verdict]:
+                    at: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
     """What evidence.json and report.pdf say, beyond their hashes: the predicate's claims, the PDF's signature and
     its attachment."""
     verdicts: list[Verdict] = []
@@ -83,7 +83,8 @@ def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], tru
         except Unreadable as exc:
             return [*verdicts, Verdict(False, "report.pdf (signature)", f"not checked: {exc}")]
         signer = json_object(predicate.get("signer"))
-        verdicts += check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256"), at=at)
+        verdicts += check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256"), at=at,
+                                        require_revocation=require_revocation)
         verdicts.append(check_pdf_evidence(data, evidence))
     return verdicts
 
