@@ -295,6 +295,57 @@ def verify(
 
 
 @app.command()
+def restamp(
+    runs: Annotated[list[Path], typer.Argument(help="Signed run folders (with --due: a run folder or the folder of "
+                                               "run folders).", show_default=False)],
+    timestamp_url: Annotated[str | None, typer.Option("--timestamp-url", help="The RFC 3161 TSA to ask (default: "
+                                                      "$AUDITOR_TSA_URL).", show_default=False)] = None,
+    trust: Annotated[list[Path] | None, typer.Option(help="Certificates (PEM/DER, or a folder of them) trusted for "
+                                                           "the TSAs, the new one and the earlier ones (repeatable; "
+                                                           "default: $AUDITOR_TSA_ROOTS).")] = None,
+    due: Annotated[str | None, typer.Option("--due", help="Only list the runs whose proof ends within this span "
+                                            "(90d, 6w, 18m, 2y); exit 1 when any does.", show_default=False)] = None,
+    debug: Debug = False,
+) -> None:
+    """Renew a signed run's trusted time before its TSA's certificate expires: a new document timestamp with the
+    previous one's validation data in report.pdf, and a renewal of the bundle's timestamp (docs/signing.md).
+    Exit 0 when done, 2 on bad input; with --due, 1 when a run is due."""
+    from auditor.trust import restamp as renewal
+    from auditor.trust.certificates import load_trust
+    from auditor.trust.timestamps import default_roots, default_url, describe_utc
+
+    if due is not None:
+        span = _guard(lambda: renewal.parse_span(due), debug=debug)
+        now = dt.datetime.now(dt.UTC)
+        found = _guard(lambda: [p for folder in runs for p in renewal.signed_runs(folder)], debug=debug)
+        late = 0
+        for run in found:
+            proof = renewal.proof_of(run)
+            if proof.until is None:
+                state, late = "DUE", late + 1
+                typer.echo(f"{state:<4} {terminal(str(run))}: {terminal(proof.what)}")
+                continue
+            days = (proof.until - now).days
+            state = "DUE" if proof.until <= now + span else "ok"
+            late += state == "DUE"
+            ended = "ended" if proof.until <= now else "holds until"
+            typer.echo(f"{state:<4} {terminal(str(run))}: {ended} {describe_utc(proof.until)} ({days:,} days; "
+                       f"{terminal(proof.what)})")
+        typer.echo(f"due: {late} of {counted(len(found), 'signed run')} within {due}")
+        raise typer.Exit(1 if late else 0)
+    url = timestamp_url or default_url()
+    if not url:
+        typer.echo("error: no TSA: give --timestamp-url URL (or set AUDITOR_TSA_URL)", err=True)
+        raise typer.Exit(2)
+    roots = _guard(lambda: load_trust(list(trust) if trust else default_roots()), debug=debug)
+    for run in runs:
+        done = _guard(functools.partial(renewal.restamp_run, run, url=url, trusted=roots), debug=debug)
+        typer.echo(f"restamped: {terminal(str(done.run))}")
+        for line in done.lines:
+            typer.echo(f"  {terminal(line)}")
+
+
+@app.command()
 def approve(
     run_dir: Annotated[Path, typer.Argument(help="A signed run folder (holds bundle.dsse.json).",
                                             show_default=False)],

@@ -207,12 +207,18 @@ def sha256_file(path: Path, *, what: str = "file") -> str:
         raise exc.input_error(path, what) from None
 
 
-def sha256_regular(path: Path, *, follow: bool = True) -> str:
-    """sha256 (hex) of a regular file, read in blocks (`open_regular`); Unreadable otherwise."""
+def sha256_regular(path: Path, *, follow: bool = True, prefix: int | None = None) -> str:
+    """sha256 (hex) of a regular file, read in blocks (`open_regular`), or of its first `prefix` bytes (fewer when
+    the file is shorter); Unreadable otherwise."""
     digest = hashlib.sha256()
+    left = prefix if prefix is not None else -1
     with open_regular(path, follow=follow) as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+        while left != 0:
+            block = handle.read(1 << 20 if left < 0 else min(left, 1 << 20))
+            if not block:
+                break
             digest.update(block)
+            left = left - len(block) if left > 0 else left
     return digest.hexdigest()
 
 

@@ -179,7 +179,7 @@ def test_certificate_subject_prints_escaped_on_one_line(signed: dict[str, Path],
     code, output = verify(signed, run)
     lines = _assert_one_line_per_check(output)
     assert code == 1 and "verdict: VERIFIED" not in lines, output
-    assert any(line.startswith("FAIL report.pdf (signature): signer not trusted") and
+    assert any(line.startswith("FAIL report.pdf (signature): ") and "signer not trusted" in line and
                line.endswith("(signer Common Name: forger⟨U+000A⟩verdict: VERIFIED)") for line in lines), output
 
 

@@ -195,3 +195,176 @@ def test_the_faked_clock_reaches_the_process_and_the_services(trust_services: An
         assert abs((dt.datetime.now(dt.UTC) - target).total_seconds()) < 1
         assert abs((trust_services.now() - target).total_seconds()) < 1
     assert os.environ.get("TZ") != "faked"
+
+
+# --- restamp: a run carried past its first TSA's expiry ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def first_tsa_run(pki: dict[str, Any], trust_services: Any, two_tsas: dict[str, str],
+                  tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A bookstore run (light spec) signed by the CA-issued signer with revocation pointers (valid one year) and the
+    first TSA (three years)."""
+    import shutil
+
+    import yaml
+
+    from tests.conftest import BOOKSTORE
+
+    root = tmp_path_factory.mktemp("first-tsa")
+    folder = root / "audit"
+    folder.mkdir()
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    keys = _keygen(root / "keys")
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec["evidence"] = [{"ranking_quality": {"cutoffs": [5]}}]
+    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+    spec["register"] = False
+    spec["signing"] = {"key": str(pki[True]["p12"]), "passphrase_env": "TEST_KEY_PASS",
+                       "bundle_key": "../keys/bundle-ed25519.pem", "timestamp_url": two_tsas["first"],
+                       "timestamp_roots": [str(pki["root"])]}
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = runner.invoke(app, ["report", str(folder / "audit.yaml"), "--quiet", "--fail-on", "never"],
+                           env={"TEST_KEY_PASS": PASS})
+    assert result.exit_code == 0, result.output
+    return {"run": Path(result.stdout.strip()).parent, "keys": keys, "root": pki["root"]}
+
+
+def _verify_cli(run: Path, keys: Path, root: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["verify", str(run), "--trust", str(root), "--pubkey",
+                                 str(keys / "bundle-ed25519.pub.pem"), *extra])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+@pytest.mark.slow
+def test_one_restamp_carries_a_run_past_its_first_tsas_expiry(first_tsa_run: dict[str, Path], two_tsas: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    """Two years on (the signer's certificate expired, the first TSA's not yet), `auditor restamp` with the second
+    TSA; twelve years on, the restamped run VERIFIES and its untouched copy does not, saying why for the PDF and the
+    bundle. `restamp --due` lists the copy, not the restamped run."""
+    import shutil
+
+    import time_machine
+
+    restamped, untouched = tmp_path / "restamped", tmp_path / "untouched"
+    shutil.copytree(first_tsa_run["run"], restamped)
+    shutil.copytree(first_tsa_run["run"], untouched)
+    keys, root = first_tsa_run["keys"], first_tsa_run["root"]
+    before = (restamped / "report.pdf").read_bytes()
+    with time_machine.travel(now() + 2 * YEAR, tick=True):
+        result = runner.invoke(app, ["restamp", str(restamped), "--timestamp-url", two_tsas["second"], "--trust",
+                                     str(root)])
+        assert result.exit_code == 0, result.output
+        assert "report.pdf: document timestamp" in result.output and "bundle.renewal-1.json" in result.output
+        due = runner.invoke(app, ["restamp", "--due", "18m", str(tmp_path)])
+        assert due.exit_code == 1, due.output
+        lines = {line.split(":")[0].split()[-1]: line for line in due.output.splitlines() if ":" in line}
+        assert lines[str(untouched)].startswith("DUE") and lines[str(restamped)].startswith("ok"), due.output
+        code, output = _verify_cli(restamped, keys, root)
+        assert code == 0, output
+    after = (restamped / "report.pdf").read_bytes()
+    assert after.startswith(before) and len(after) > len(before)  # appended, never rewritten
+    with time_machine.travel(now() + 12 * YEAR, tick=True):
+        code, output = _verify_cli(restamped, keys, root)
+        assert code == 0, output
+        assert "renewed 1 time" in output and "report.pdf: sha256 of the certified revision" in output
+        code, output = _verify_cli(untouched, keys, root)
+    assert code == 1, output
+    failed = [line for line in output.splitlines() if line.startswith("FAIL")]
+    assert any("report.pdf (signature)" in line and "the trusted time has expired" in line for line in failed), output
+    assert any("bundle.dsse.json (trusted time)" in line and "the trusted time has expired" in line
+               for line in failed), output
+
+
+def _append_revision(pdf: bytes, change: str) -> bytes:
+    """report.pdf with one incremental update appended: a document timestamp (what restamp adds), or something else."""
+    from io import BytesIO
+
+    from pyhanko.pdf_utils import generic
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+
+    writer = IncrementalPdfFileWriter(BytesIO(pdf))
+    if change == "annotation":
+        page = writer.root["/Pages"]["/Kids"][0].get_object()
+        annots = generic.ArrayObject([writer.add_object(generic.DictionaryObject({
+            generic.NameObject("/Type"): generic.NameObject("/Annot"),
+            generic.NameObject("/Subtype"): generic.NameObject("/Text"),
+            generic.NameObject("/Rect"): generic.ArrayObject([generic.FloatObject(v) for v in (10, 10, 60, 60)]),
+            generic.NameObject("/Contents"): generic.TextStringObject("approved!")}))])
+        page[generic.NameObject("/Annots")] = annots
+        writer.update_container(page)
+    elif change == "title":
+        info = writer.trailer["/Info"].get_object()
+        info[generic.NameObject("/Title")] = generic.TextStringObject("Another report")
+        writer.update_container(info)
+    out = BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", ["annotation", "title"])
+def test_a_revision_of_another_kind_appended_to_the_pdf_fails(first_tsa_run: dict[str, Path], change: str,
+                                                             tmp_path: Path) -> None:
+    """The bundle pins the certified revision, so an appended revision keeps the pinned digest; only validation
+    data and document timestamps (above) may be appended: a visible annotation or a changed title is named."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(first_tsa_run["run"], run)
+    (run / "report.pdf").write_bytes(_append_revision((run / "report.pdf").read_bytes(), change))
+    code, output = _verify_cli(run, first_tsa_run["keys"], first_tsa_run["root"])
+    assert code == 1, output
+    assert "OK   report.pdf: sha256 of the certified revision" in output
+    line = next(x for x in output.splitlines() if x.startswith("FAIL report.pdf (signature)"))
+    assert "changed after signing: revision" in line, line
+
+
+@pytest.mark.slow
+def test_a_restamp_after_the_tsa_expired_is_refused_in_one_line(first_tsa_run: dict[str, Path],
+                                                                two_tsas: dict[str, str], tmp_path: Path) -> None:
+    """Four years on the first TSA's certificate has expired: nothing can be renewed any more, and restamp says so
+    in one line, appending nothing."""
+    import shutil
+
+    import time_machine
+
+    run = tmp_path / "late"
+    shutil.copytree(first_tsa_run["run"], run)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    with time_machine.travel(now() + 4 * YEAR, tick=True):
+        result = runner.invoke(app, ["restamp", str(run), "--timestamp-url", two_tsas["second"], "--trust",
+                                     str(first_tsa_run["root"])])
+    assert result.exit_code == 2, result.output
+    assert "too late to renew" in result.output and "Traceback" not in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+@pytest.mark.slow
+def test_a_run_signed_without_a_tsa_gets_its_first_trusted_time(signed: dict[str, Path], trust_services: Any,
+                                                                tmp_path: Path) -> None:
+    """The demo's self-signed identity, no TSA: a restamp gives the PDF a document timestamp and the bundle its
+    bundle.tsr, so the run verifies after the signer's certificate expired (six years on)."""
+    import shutil
+
+    import time_machine
+
+    run = tmp_path / "run"
+    shutil.copytree(signed["run"], run)
+    keys = signed["keys"]
+    root = trust_services.write_root_pem(tmp_path / "tsa-root.pem")
+    result = runner.invoke(app, ["restamp", str(run), "--timestamp-url", trust_services.url_tsa, "--trust", str(root),
+                                 "--trust", str(keys / "signer-cert.pem")])
+    assert result.exit_code == 0, result.output
+    assert "bundle.tsr: the bundle's first trusted time" in result.output
+    args = ["verify", str(run), "--trust", str(keys / "signer-cert.pem"), "--trust", str(root), "--pubkey",
+            str(keys / "bundle-ed25519.pub.pem")]
+    verified = runner.invoke(app, args)
+    assert verified.exit_code == 0, verified.output
+    assert "OK   report.pdf (long-term validation)" in verified.output
+    assert "OK   bundle.dsse.json (trusted time)" in verified.output
+    with time_machine.travel(now() + 6 * YEAR, tick=True):  # the certificate expired; the default TSA's too
+        late = runner.invoke(app, args)
+    assert late.exit_code == 1 and "the trusted time has expired" in late.output, late.output

@@ -61,7 +61,8 @@ def test_bytes_appended_to_pdf_fail(signed: dict[str, Path]) -> None:
     with (run / "report.pdf").open("ab") as handle:
         handle.write(b"\n% appended after %%EOF\n")
     code, output = verify(signed, run)
-    assert code == 1 and "FAIL report.pdf: sha256 differs" in output
+    # the bundle pins the certified revision, which is intact; the bytes after it are no permitted revision
+    assert code == 1 and "OK   report.pdf: sha256 of the certified revision" in output, output
     assert "FAIL report.pdf (signature): does not cover the entire file" in output
 
 
@@ -139,7 +140,7 @@ def test_one_byte_flipped_inside_the_pdf_fails(signed: dict[str, Path]) -> None:
     data[len(data) // 3] ^= 0x01  # inside the signed byte range, away from the signature contents
     (run / "report.pdf").write_bytes(bytes(data))
     code, output = verify(signed, run)
-    assert code == 1 and "FAIL report.pdf: sha256 differs" in output
+    assert code == 1 and "FAIL report.pdf: sha256 of the certified revision" in output and "differs" in output
     assert "FAIL report.pdf (signature)" in output
 
 
@@ -188,8 +189,8 @@ def test_incremental_update_to_the_pdf_fails(signed: dict[str, Path]) -> None:
             writer.write(out)
     (run / "amended.pdf").replace(run / "report.pdf")
     code, output = verify(signed, run)
-    assert code == 1 and "FAIL report.pdf: sha256 differs" in output
-    assert "FAIL report.pdf (signature)" in output
+    assert code == 1 and "OK   report.pdf: sha256 of the certified revision" in output, output
+    assert "FAIL report.pdf (signature): does not cover the entire file" in output, output
 
 
 # --- what verify prints, and what the predicate claims ------------------------------------------------------------
@@ -208,11 +209,18 @@ def _resign(run: Path, statement: dict, key) -> None:
 
 
 def _rehash(statement: dict, run: Path, name: str) -> None:
+    """The subject's digest of the file as it is now (report.pdf: its certified revision, as the tool pins it)."""
     import hashlib
+
+    from auditor.trust.pdf_revisions import certified_length
 
     for subject in statement["subject"]:
         if subject["name"] == name:
-            subject["digest"]["sha256"] = hashlib.sha256((run / name).read_bytes()).hexdigest()
+            data = (run / name).read_bytes()
+            if "certified_bytes" in subject.get("annotations", {}):
+                subject["annotations"]["certified_bytes"] = certified_length(data)
+                data = data[:certified_length(data)]
+            subject["digest"]["sha256"] = hashlib.sha256(data).hexdigest()
 
 
 def test_verify_prints_one_line_per_check_and_no_traceback(signed: dict[str, Path], tmp_path: Path) -> None:
@@ -301,7 +309,8 @@ def test_pdf_signed_with_a_certificate_the_predicate_does_not_name(signed: dict[
     _resign(run, statement, _bundle_key(signed["keys"]))
     code, output = verify(signed, run, trust=other / "signer-cert.pem")
     assert code == 1, output
-    assert "OK   report.pdf: sha256 matches" in output and "OK   report.pdf (attached evidence.json)" in output
+    assert "OK   report.pdf: sha256 of the certified revision" in output, output
+    assert "OK   report.pdf (attached evidence.json)" in output
     assert re.search(r"FAIL report.pdf \(signature\): signed with certificate \w+…, but the bundle's predicate "
                      r"names \w+…", output), output
 

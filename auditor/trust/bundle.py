@@ -6,12 +6,11 @@ of both."""
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
 
-from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular, sha256_file
+from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular, sha256_file, sha256_regular
 from auditor.trust import timestamps
 from auditor.trust.certificates import keyid
 from auditor.trust.dsse import envelope, pae, parse_envelope, statement_bytes, verify_message
@@ -21,17 +20,24 @@ from auditor.trust.verdict import Verdict
 
 
 def write_bundle(run_dir: Path, material: SigningMaterial, inputs: list[tuple[str, Path]],
-                 predicate: dict[str, Any]) -> Path:
+                 predicate: dict[str, Any], *, certified: dict[str, int] | None = None) -> Path:
     """Sign every file of `run_dir` (artifacts) and every input (role, path), as bundle.dsse.json in `run_dir`.
 
     Input paths are recorded relative to the run folder's parent's child, i.e. as seen from the final run folder
-    (the temporary folder is its sibling, so relative paths are the same).
+    (the temporary folder is its sibling, so relative paths are the same). `certified`: files pinned by their first
+    bytes only (report.pdf's certified revision, `certified_bytes`), which may gain later PDF revisions.
     """
     subjects = []
     for path in sorted(p for p in run_dir.rglob("*") if p.is_file() and p.name != BUNDLE_NAME):
         name = path.relative_to(run_dir).as_posix()
-        subjects.append({"name": name, "digest": {"sha256": sha256_file(path)},
-                         "annotations": {"kind": "artifact"}})
+        prefix = (certified or {}).get(name)
+        annotations: dict[str, Any] = {"kind": "artifact"}
+        if prefix is not None:
+            annotations["certified_bytes"] = prefix
+            digest = sha256_regular(path, prefix=prefix)
+        else:
+            digest = sha256_file(path)
+        subjects.append({"name": name, "digest": {"sha256": digest}, "annotations": annotations})
     for role, path in inputs:
         relative = Path(os.path.relpath(Path(path).resolve(), run_dir.resolve())).as_posix()
         subjects.append({"name": relative, "digest": {"sha256": sha256_file(Path(path))},
@@ -93,29 +99,3 @@ def _key_kind(public: Any) -> str:
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
     return "Ed25519" if isinstance(public, ed25519.Ed25519PublicKey) else f"RSA-{public.key_size}"
-
-
-def check_bundle_timestamp(root: Path, bundle: Path, trusted: list[Any], *, at: dt.datetime | None = None,
-                            expected: bool = False) -> list[Verdict]:
-    """bundle.tsr, when the run was signed with a TSA (`expected`: the predicate names one): an RFC 3161 token over
-    the bundle's signature bytes, from a TSA one of `trusted` vouches for."""
-    name = f"{BUNDLE_NAME} (trusted time)"
-    if not os.path.lexists(root / TOKEN_NAME):
-        return [Verdict(False, name, f"{TOKEN_NAME} is missing, but the bundle says the run was signed with a TSA "
-                                     "(removed after signing)")] if expected else []
-    try:
-        token = read_regular(root / TOKEN_NAME, limit=MAX_SMALL_BYTES, follow=False)
-        _statement, _payload, signatures = parse_envelope(read_regular(bundle, limit=MAX_SMALL_BYTES, follow=False))
-        signature = base64.b64decode(signatures[0]["sig"], validate=True)
-    except (Unreadable, ValueError, KeyError, IndexError, TypeError) as exc:
-        return [Verdict(False, name, f"not checked: {str(exc)[:120]}")]
-    facts = timestamps.check_token(token, signature, trusted, at=at)
-    if facts.problem or not facts.intact:
-        return [Verdict(False, name, f"{TOKEN_NAME} is not a valid timestamp of the bundle's signature "
-                                     f"({facts.problem or 'its imprint or signature does not match'})")]
-    when = timestamps.describe_utc(facts.time)
-    if not facts.trusted:
-        return [Verdict(False, name, f"the bundle's signature existed at {when} says {facts.tsa}, which no --trust "
-                                     "certificate vouches for")]
-    return [Verdict(True, name, f"the bundle's signature existed at {when}, vouched for by the TSA {facts.tsa} "
-                                "(trusted)")]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 BUNDLE_NAME = "bundle.dsse.json"  # the run's signed statement (auditor.trust.bundle)
 TOKEN_NAME = "bundle.tsr"  # the RFC 3161 token over the bundle's signature (auditor.trust.timestamps)
+RENEWAL = re.compile(r"bundle\.renewal-([1-9][0-9]{0,4})\.json")  # its renewals (auditor.trust.token_chain)
 APPROVAL_NAME = "approval.dsse.json"  # the approver's sign-off, written after signing (auditor.trust.approval)
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -15,3 +18,12 @@ ATTACHMENT = "evidence.json"  # the file attached to report.pdf (PDF/A-3)
 # What `verify` reads from a run folder it does not trust: a signed run is a few regular files, one level deep.
 MAX_WALK_DEPTH = 32  # levels of folders walked below the run folder
 MAX_WALK_ENTRIES = 100_000  # files, folders and anything else walked; also the most subjects a statement may list
+
+
+def renewal_name(number: int) -> str:
+    """The file of the bundle's `number`th timestamp renewal."""
+    return f"bundle.renewal-{number}.json"
+
+
+def is_renewal(name: str) -> bool:
+    return RENEWAL.fullmatch(name) is not None

@@ -17,6 +17,19 @@ def pdf_reader(data: bytes) -> Any:
     return PdfFileReader(BytesIO(data), strict=False)
 
 
+def certified_length(data: bytes) -> int:
+    """The length of report.pdf's certified revision: where the byte range of its one regular signature ends."""
+    reader = pdf_reader(data)
+    signature = next(s for s in reader.embedded_regular_signatures)
+    return covered_end(signature)
+
+
+def covered_end(signature: Any) -> int:
+    """Where a signature's byte range ends: the end of the revision it signs."""
+    byte_range = [int(n) for n in signature.byte_range]
+    return byte_range[2] + byte_range[3]
+
+
 LATER_CATALOG_KEYS = {"/DSS", "/AcroForm", "/Extensions"}  # what LTA updates may change in the catalog
 LATER_INFO_KEYS = {"/ModDate", "/Producer"}
 LATER_ACROFORM_KEYS = {"/Fields", "/SigFlags"}

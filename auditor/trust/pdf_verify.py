@@ -12,19 +12,21 @@ from io import BytesIO
 from typing import Any
 
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
-from auditor.trust.pdf_revisions import later_revision_problem, pdf_reader
+from auditor.trust.pdf_revisions import covered_end, later_revision_problem, pdf_reader
 from auditor.trust.timestamps import describe_utc
 from auditor.trust.verdict import Verdict
 
 
 def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: Any = None,
-                        at: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
+                        at: dt.datetime | None = None, require_revocation: bool = False,
+                        certified_bytes: int | None = None) -> list[Verdict]:
     """The PDF's certifying signature: intact, trusted by one of `trusted`, no changes, made with the certificate
     whose sha256 the bundle's predicate states (when given). Without trusted time it must cover the entire file and
     its certificate be valid at `at` (default now); with it (PAdES B-LTA) it is validated at the time its timestamp
     vouches for, the chain of timestamps must reach `at`, and the revisions after it may only add validation data
     and timestamps (`auditor.trust.pdf_revisions`). `require_revocation`: a certificate whose revocation cannot be
-    checked fails."""
+    checked fails. `certified_bytes`: the length of the certified revision the bundle pins; the signature must end
+    there."""
     from pyhanko.pdf_utils.reader import PdfFileReader
 
     name = "report.pdf (signature)"
@@ -38,10 +40,16 @@ def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: 
     if len(signatures) != 1:
         return [Verdict(False, name, f"expected one signature, found {len(signatures)}")]
     if stamps or _has_signature_timestamp(signatures[0]):
-        return _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at,
-                              require_revocation=require_revocation)
-    return [_check_pdf_plain(signatures[0], trusted, certificate_sha256=certificate_sha256, at=at,
-                             require_revocation=require_revocation)]
+        verdicts = _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at,
+                                  require_revocation=require_revocation)
+    else:
+        verdicts = [_check_pdf_plain(signatures[0], trusted, certificate_sha256=certificate_sha256, at=at,
+                                     require_revocation=require_revocation)]
+    if certified_bytes is not None and covered_end(signatures[0]) != certified_bytes:
+        verdicts[0] = Verdict(False, name, f"the bundle pins the certified revision as the first {certified_bytes:,} "
+                                           f"bytes, but the signature covers {covered_end(signatures[0]):,}; "
+                                           f"{verdicts[0].message}")
+    return verdicts
 
 
 def _has_signature_timestamp(signature: Any) -> bool:
@@ -298,6 +306,19 @@ def _issuer_path(cert: Any, pool: list[Any], trusted: list[Any]) -> list[Any]:
     return path
 
 
+def newest_trusted_time(reader: Any) -> TrustedTime | None:
+    """The newest timestamp of a signed PDF — a document timestamp, or the signature's own — read, not validated."""
+    signature = next(iter(reader.embedded_regular_signatures), None)
+    stated = _token_time(signature) if signature is not None else None
+    tsa = _token_signer(signature) if signature is not None else None
+    chain = [(stated, tsa)] if stated is not None and tsa is not None else []
+    chain += _stamps(reader)
+    if not chain:
+        return None
+    when, cert = max(chain, key=lambda item: item[0])
+    return TrustedTime(when, cert.subject.human_friendly, cert["tbs_certificate"]["validity"]["not_after"].native)
+
+
 def _stamps(reader: Any) -> list[tuple[dt.datetime, Any]]:
     """(time, TSA certificate) of the document timestamps, oldest first."""
     out = []
@@ -343,17 +364,23 @@ def _policy(trusted: list[Any], *, require_revocation: bool) -> Any:
 
 def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = None,
                  require_revocation: bool = False) -> LtaFacts:
-    """AdES long-term validation (pyHanko's ades_lta_validation) of report.pdf's signature, offline: only the
-    certificates, OCSP responses and CRLs embedded in the DSS are used.
+    """The long-term validation of report.pdf's signature, offline: only the certificates, OCSP responses and CRLs
+    embedded in the file are used. Three parts, each one pyHanko's:
 
-    The validation runs as of the newest timestamp — the last moment the file proves, and the one its newest
-    validation data was collected for (at signing, or by `auditor restamp`) — so that no revocation data needs to
-    be fresher than the file can hold; the past validation proves every older signature and timestamp from there.
-    Whether that proof still holds at `at` (default now) is the newest timestamp's: its TSA's certificate must not
-    have expired by then (else the run needed a restamp before). A certificate of the signer's path that names no
-    OCSP responder and no CRL has no revocation status anyone could check: pyHanko's past validation refuses such
-    a path, so it is validated at the signing time without revocation (`unchecked_revocation` names it), unless
-    `require_revocation`."""
+    1. the signature at its timestamped signing time (pyHanko's AdES long-term validation run as of that time: the
+       validation data embedded when it was signed is fresh then, and its past validation proves the signature was
+       made while the signer's certificate was valid and not revoked);
+    2. the chain of timestamps, link by link: the signature's timestamp and every document timestamp each validated
+       at the time of the timestamp that covers it, with the validation data the file embeds (`auditor restamp`
+       adds it for the newest one before adding the next): a TSA whose certificate expired, or was revoked, before
+       the next timestamp breaks the chain;
+    3. the newest timestamp's TSA certificate still valid at `at` (default now): until then the file proves itself,
+       after it nothing does (`auditor restamp` renews it before).
+
+    A certificate of the signer's path that names no OCSP responder and no CRL has no revocation status anyone
+    could check, and pyHanko's past validation refuses such a path: its signature is then validated at the signing
+    time without revocation (pyHanko's point-in-time validation) and `unchecked_revocation` names the certificate,
+    unless `require_revocation` makes it a failure."""
     from pyhanko.sign.validation.ades import ades_lta_validation
     from pyhanko.sign.validation.dss import DocumentSecurityStore
     from pyhanko_certvalidator.ltv.types import ValidationTimingInfo
@@ -362,15 +389,8 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
     signature = next(s for s in reader.embedded_regular_signatures)
     stamps = _stamps(reader)
     stated = _token_time(signature)
-    token_tsa = _token_signer(signature)
-    chain = [(stated, token_tsa)] if stated is not None and token_tsa is not None else []
-    chain += stamps
-    newest = None
-    if chain:
-        when, tsa = max(chain, key=lambda item: item[0])
-        newest = TrustedTime(when, tsa.subject.human_friendly,
-                             tsa["tbs_certificate"]["validity"]["not_after"].native)
-    moment = newest.time if newest is not None else (at or dt.datetime.now(dt.UTC))
+    newest = newest_trusted_time(reader)
+    moment = stated or (stamps[0][0] if stamps else (at or dt.datetime.now(dt.UTC)))
     with quiet_pyhanko():
         result = asyncio.run(ades_lta_validation(
             signature, _policy(trusted, require_revocation=require_revocation),
@@ -381,16 +401,24 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
     ok = indication == "OK"
     cert = status.signing_cert if status is not None else signature.signer_cert
     try:
-        dss = DocumentSecurityStore.read_dss(reader)
+        dss: Any = DocumentSecurityStore.read_dss(reader)
         counts = (len(list(dss.certs)), len(dss.ocsps), len(dss.crls))
         pool = [*dss.load_certs(), *signature.other_embedded_certs]
     except Exception:
-        counts, pool = (0, 0, 0), list(signature.other_embedded_certs)
+        dss, counts, pool = None, (0, 0, 0), list(signature.other_embedded_certs)
     unchecked = [c.subject.human_friendly for c in _issuer_path(cert, pool, [to_asn1(t) for t in trusted])
                  if not _has_revocation_source(c)]
     problem = None
-    if not ok and unchecked and not require_revocation and stated is not None:
-        ok, stamp, problem = _without_revocation(signature, reader, trusted, stated, moment)
+    proven, by = (stamp.timestamp, stamp.signing_cert.subject.human_friendly) if stamp is not None else (None, None)
+    if stated is None and stamps:  # signed without a TSA, its first trusted time a document timestamp (restamp)
+        ok, _, problem = _point_in_time(signature, trusted, stamps[0][0], dss, with_token=False)
+        proven, by = stamps[0][0], stamps[0][1].subject.human_friendly
+        if ok and unchecked and require_revocation:
+            ok, problem = False, (f"the revocation of {', '.join(unchecked)} cannot be checked: the certificate names "
+                                  "no OCSP responder and no CRL (--require-revocation)")
+    elif not ok and unchecked and not require_revocation and stated is not None:
+        ok, stamp, problem = _point_in_time(signature, trusted, stated, dss)
+        proven, by = (stamp.timestamp, stamp.signing_cert.subject.human_friendly) if stamp is not None else (None, None)
     elif not ok:
         problem = _plain_reason(cert, status, stamp, stated, counts[1] + counts[2]) \
             or SUBINDICATIONS.get(indication, indication.replace("_", " ").lower())
@@ -398,17 +426,67 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
             problem = (f"the revocation of {', '.join(unchecked)} cannot be checked: the certificate names no OCSP "
                        "responder and no CRL (--require-revocation)")
     if ok:
-        problem = _expired_proof(newest, stated, at)
+        problem = _broken_chain(reader, signature, trusted, dss) or _expired_proof(newest, stated, at)
         ok = problem is None
     return LtaFacts(
         ok=ok, intact=bool(status and status.intact and status.valid), trusted=bool(status and status.trusted),
         signer=cert.subject.human_friendly, signer_cert=cert, problem=problem,
-        signing_time=stamp.timestamp if stamp is not None else None,
-        tsa=stamp.signing_cert.subject.human_friendly if stamp is not None else None,
-        tsa_trusted=bool(stamp is not None and stamp.trusted),
+        signing_time=proven, tsa=by,
+        tsa_trusted=(stamp is not None and bool(stamp.trusted)) or (proven is not None and ok),
         document_timestamps=[(when, tsa.subject.human_friendly) for when, tsa in stamps], dss=counts,
         later=later_revision_problem(reader, signature.signed_revision), stated_time=stated, newest=newest,
         unchecked_revocation=unchecked if ok else [])
+
+
+def _context(trusted: list[Any], dss: Any, when: dt.datetime, revocation: str = "hard-fail") -> Any:
+    """A pyHanko validation context at `when`, offline, with the file's DSS (certificates, OCSP, CRLs)."""
+    from pyhanko_certvalidator import ValidationContext
+
+    options: dict[str, Any] = {"trust_roots": [to_asn1(c) for c in trusted], "allow_fetching": False,
+                               "revocation_mode": revocation, "moment": when}
+    if dss is not None:
+        return dss.as_validation_context(options)
+    return ValidationContext(**options)
+
+
+def _broken_chain(reader: Any, signature: Any, trusted: list[Any], dss: Any) -> str | None:
+    """Why the chain of timestamps breaks, or None: the signature's timestamp and each document timestamp validated
+    at the time of the next one (the newest at its own time, its revocation not yet collected by anyone)."""
+    from pyhanko.sign.validation import validate_pdf_timestamp
+    from pyhanko.sign.validation.generic_cms import extract_tst_data_iter, validate_tst_signed_data
+
+    stamps = sorted(reader.embedded_timestamp_signatures,
+                    key=lambda s: s.signed_data["encap_content_info"]["content"].parsed["gen_time"].native)
+    times = [s.signed_data["encap_content_info"]["content"].parsed["gen_time"].native for s in stamps]
+    with quiet_pyhanko():
+        token = next(extract_tst_data_iter(signature.signer_info, signed=False), None)
+        if token is not None and times:
+            signed = signature.signer_info["signature"].native
+            try:
+                status = asyncio.run(validate_tst_signed_data(
+                    token, _context(trusted, dss, times[0]),
+                    lambda algorithm: hashlib.new(algorithm, signed).digest()))
+            except Exception as exc:
+                status = {"trust_problem_indic": exc}
+            if not status.get("intact", True) or status.get("trust_problem_indic") is not None:
+                return (f"the signature's timestamp no longer validated when the document timestamp of "
+                        f"{describe_utc(times[0])} covered it (its TSA's certificate expired or was revoked before)")
+        for index, stamp in enumerate(stamps):
+            newest = index + 1 == len(stamps)
+            when = times[index] if newest else times[index + 1]
+            try:
+                result = validate_pdf_timestamp(stamp, _context(trusted, dss, when,
+                                                                "soft-fail" if newest else "hard-fail"),
+                                                skip_diff=True)
+                good = result.intact and result.valid and result.trusted
+            except Exception:
+                good = False
+            if not good:
+                at = "at its own time" if newest else f"when the next one covered it ({describe_utc(when)})"
+                return (f"the document timestamp of {describe_utc(times[index])} by "
+                        f"{stamp.signer_cert.subject.human_friendly} does not validate {at}: its TSA's certificate "
+                        "had expired or was revoked, or its validation data is missing")
+    return None
 
 
 def _expired_proof(newest: TrustedTime | None, stated: dt.datetime | None, at: dt.datetime | None) -> str | None:
@@ -424,47 +502,28 @@ def _expired_proof(newest: TrustedTime | None, stated: dt.datetime | None, at: d
     return None
 
 
-def _without_revocation(signature: Any, reader: Any, trusted: list[Any], stated: dt.datetime,
-                        moment: dt.datetime) -> tuple[bool, Any, str | None]:
-    """A signer path without revocation sources: the signature validated at its timestamped signing time with the
-    certificates and revocation data the file embeds (pyHanko's point-in-time validation), its timestamp and every
-    document timestamp at the time of the timestamp after it (the newest at `moment`)."""
-    from pyhanko.sign.validation import validate_pdf_signature, validate_pdf_timestamp
-    from pyhanko.sign.validation.dss import DocumentSecurityStore
-    from pyhanko_certvalidator import ValidationContext
+def _point_in_time(signature: Any, trusted: list[Any], when: dt.datetime, dss: Any, *,
+                   with_token: bool = True) -> tuple[bool, Any, str | None]:
+    """The signature validated at `when` — its timestamped signing time, or, for a signature made without a TSA,
+    the first document timestamp that proves it existed — with the certificates and revocation data the file
+    embeds (pyHanko's point-in-time validation), where pyHanko's AdES validation cannot: a signer path whose
+    certificates name no revocation source, or a signature without its own timestamp (`with_token` False). The
+    chain of timestamps is checked apart (`_broken_chain`)."""
+    from pyhanko.sign.validation import validate_pdf_signature
 
-    try:
-        dss: Any = DocumentSecurityStore.read_dss(reader)
-    except Exception:
-        dss = None
-    roots = [to_asn1(c) for c in trusted]
-
-    def context(when: dt.datetime) -> Any:
-        if dss is not None:
-            return dss.as_validation_context({"trust_roots": roots, "allow_fetching": False,
-                                              "revocation_mode": "hard-fail", "moment": when})
-        return ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="hard-fail", moment=when)
-
-    stamps = list(reader.embedded_timestamp_signatures)
-    times = [s.signed_data["encap_content_info"]["content"].parsed["gen_time"].native for s in stamps]
-    order = sorted(range(len(stamps)), key=lambda i: times[i])
-    first_stamp = times[order[0]] if order else moment
     with quiet_pyhanko():
         try:
-            status = validate_pdf_signature(signature, context(stated), ts_validation_context=context(first_stamp),
-                                            skip_diff=True)
-            for position, index in enumerate(order):
-                after = times[order[position + 1]] if position + 1 < len(order) else moment
-                stamp_status = validate_pdf_timestamp(stamps[index], context(after), skip_diff=True)
-                if not (stamp_status.intact and stamp_status.valid and stamp_status.trusted):
-                    return False, status.timestamp_validity, (
-                        f"the document timestamp of {describe_utc(times[index])} does not validate at "
-                        f"{describe_utc(after)}")
+            status = validate_pdf_signature(signature, _context(trusted, dss, when),
+                                            ts_validation_context=_context(trusted, dss, when), skip_diff=True)
         except Exception as exc:
             return False, None, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})"
     stamp = status.timestamp_validity
-    if not (status.intact and status.valid and status.trusted):
-        return False, stamp, "the signer's certificate does not validate at the signing time"
-    if stamp is None or not stamp.trusted:
+    if not (status.intact and status.valid):
+        return False, stamp, "signature not intact (the signed bytes changed)"
+    if not status.trusted:
+        outside = _outside_validity(status.signing_cert, when)
+        return False, stamp, outside or (f"the signer's certificate does not validate at {describe_utc(when)}, the "
+                                         "time the file proves it signed")
+    if with_token and (stamp is None or not stamp.trusted):
         return False, stamp, "the signature's timestamp does not validate"
     return True, stamp, None

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from auditor.files import MAX_JSON_BYTES, Unreadable, kind_of, read_regular, sha256_regular
-from auditor.trust.layout import APPROVAL_NAME, BUNDLE_NAME, MAX_WALK_DEPTH, MAX_WALK_ENTRIES, TOKEN_NAME
+from auditor.trust.layout import APPROVAL_NAME, BUNDLE_NAME, MAX_WALK_DEPTH, MAX_WALK_ENTRIES, TOKEN_NAME, is_renewal
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
 from auditor.trust.verdict import Verdict
 
@@ -34,7 +34,10 @@ def check_subject(subject: Any, root: Path, listed: set[str], *, authentic: bool
         role = str(annotations.get("role", "input"))
         return check_input(name, root / name, digest.get("sha256"), role, authentic=authentic, required=inputs,
                             inputs_root=inputs_root)
-    return _check_artifact(name, root, digest.get("sha256"), listed)
+    prefix = annotations.get("certified_bytes")
+    if prefix is not None and (not isinstance(prefix, int) or isinstance(prefix, bool) or prefix < 1):
+        return Verdict(False, name, "malformed subject in the bundle (certified_bytes must be a positive integer)")
+    return _check_artifact(name, root, digest.get("sha256"), listed, prefix=prefix)
 
 
 def _refused_path(name: str) -> str | None:
@@ -53,8 +56,10 @@ def _refused_path(name: str) -> str | None:
     return None
 
 
-def _check_artifact(name: str, root: Path, expected: Any, listed: set[str]) -> Verdict:
-    """A file of the run folder: listed once, by its plain relative path, a regular file (not a link) inside."""
+def _check_artifact(name: str, root: Path, expected: Any, listed: set[str], *, prefix: int | None = None) -> Verdict:
+    """A file of the run folder: listed once, by its plain relative path, a regular file (not a link) inside. With
+    `prefix` (report.pdf's certified revision) only its first bytes are pinned: the revisions a signed PDF may gain
+    later (validation data, document timestamps) are judged by the PDF's own checks."""
     pure = PurePosixPath(name)
     if ".." in pure.parts:
         return Verdict(False, name, "`..` in an artifact path: refused")
@@ -71,12 +76,16 @@ def _check_artifact(name: str, root: Path, expected: Any, listed: set[str]) -> V
     if not inside:
         return Verdict(False, name, "its folder is a link out of the run folder, or unreadable: refused")
     try:
-        actual = sha256_regular(path, follow=False)
+        actual = sha256_regular(path, follow=False, prefix=prefix)
     except Unreadable as exc:
         if exc.missing:
             return Verdict(False, name, "listed in the bundle but missing from the run folder")
         return Verdict(False, name, f"listed in the bundle, but {exc}")
-    return _compare(name, actual, expected)
+    verdict = _compare(name, actual, expected)
+    if prefix is not None:
+        verdict.message = verdict.message.replace("sha256", f"sha256 of the certified revision (its first {prefix:,} "
+                                                            "bytes)", 1)
+    return verdict
 
 
 def check_input(name: str, path: Path, expected: Any, role: str, *, authentic: bool, required: bool = False,
@@ -149,7 +158,7 @@ def check_folder(root: Path, listed: set[str]) -> list[Verdict]:
     inside: dict[str, int] = {}  # unlisted folder -> entries below it
     for name, mode in sorted(entries):
         if name in listed or name == BUNDLE_NAME or (stat.S_ISDIR(mode) and name in folders) \
-                or (name in (APPROVAL_NAME, TOKEN_NAME) and stat.S_ISREG(mode)):  # checked on their own lines
+                or ((name in (APPROVAL_NAME, TOKEN_NAME) or is_renewal(name)) and stat.S_ISREG(mode)):  # own lines
             continue
         parent = next((up for up in map(str, PurePosixPath(name).parents) if up in unlisted), None)
         if parent is not None:

@@ -1,5 +1,5 @@
 """Signing a run folder (in its temporary folder, before the rename): report.pdf's PAdES signature, then the bundle
-over every file, the signed PDF included."""
+over every file, the signed PDF included (by its certified revision, which later revisions extend)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from auditor.trust.bundle import write_bundle
 from auditor.trust.keys import SigningMaterial
+from auditor.trust.pdf_revisions import certified_length
 from auditor.trust.pdf_sign import sign_pdf
 
 
@@ -17,8 +18,11 @@ def sign_run(run_dir: Path, material: SigningMaterial, inputs: list[tuple[str, P
     is closed after."""
     try:
         pdf = run_dir / "report.pdf"
+        certified: dict[str, int] = {}
         if pdf.exists():
-            pdf.write_bytes(sign_pdf(pdf.read_bytes(), material))
-        write_bundle(run_dir, material, inputs, {**predicate, "signer": material.details})
+            signed = sign_pdf(pdf.read_bytes(), material)
+            pdf.write_bytes(signed)
+            certified["report.pdf"] = certified_length(signed)
+        write_bundle(run_dir, material, inputs, {**predicate, "signer": material.details}, certified=certified)
     finally:
         material.close()

@@ -138,11 +138,29 @@ class TokenFacts:
     trusted: bool
     intact: bool
     problem: str | None = None
+    expires: dt.datetime | None = None  # the end of the TSA certificate's validity: how long the token proves
 
 
-def check_token(token: bytes, data: bytes, trusted: list[Any], *, at: dt.datetime | None = None) -> TokenFacts:
+def token_time(token: bytes) -> tuple[dt.datetime, Any] | None:
+    """(genTime, TSA certificate as asn1crypto) of a token, read without validating it; None if unreadable."""
+    from asn1crypto import cms
+    from pyhanko.sign.general import extract_certificate_info
+
+    try:
+        signed = cms.ContentInfo.load(token)["content"]
+        when: dt.datetime = signed["encap_content_info"]["content"].parsed["gen_time"].native
+        return when, extract_certificate_info(signed).signer_cert
+    except Exception:
+        return None
+
+
+def check_token(token: bytes, data: bytes, trusted: list[Any], *, at: dt.datetime | None = None,
+                certs: list[Any] | None = None, ocsps: list[Any] | None = None, crls: list[Any] | None = None,
+                revocation: str = "soft-fail") -> TokenFacts:
     """An RFC 3161 token over sha256(data): intact (signature and imprint), and the TSA certificate trusted by one
-    of `trusted` (cryptography certificates) at `at` (default now)."""
+    of `trusted` (cryptography certificates) at `at` (default now), with `certs`, `ocsps` and `crls` (asn1crypto
+    objects: validation data kept beside it) and pyHanko's legacy revocation mode (`hard-fail`: the data must cover
+    every certificate that names a source)."""
     from asn1crypto import cms
     from pyhanko.sign.validation.generic_cms import validate_tst_signed_data
     from pyhanko_certvalidator import ValidationContext
@@ -155,7 +173,8 @@ def check_token(token: bytes, data: bytes, trusted: list[Any], *, at: dt.datetim
     except Exception:
         return TokenFacts(dt.datetime.min.replace(tzinfo=dt.UTC), "?", False, False, "not an RFC 3161 token")
     context = ValidationContext(trust_roots=[to_asn1(c) for c in trusted], allow_fetching=False,
-                                revocation_mode="soft-fail", moment=at)
+                                revocation_mode=revocation, moment=at, other_certs=certs or [], ocsps=ocsps or [],
+                                crls=crls or [])
     with quiet_pyhanko():
         try:
             status = asyncio.run(validate_tst_signed_data(
@@ -165,7 +184,8 @@ def check_token(token: bytes, data: bytes, trusted: list[Any], *, at: dt.datetim
     cert = status.get("signing_cert")
     name = cert.subject.human_friendly if cert is not None else "?"
     trust = status.get("trust_problem_indic") is None and bool(trusted)
-    return TokenFacts(when, name, trust, bool(status.get("intact")) and bool(status.get("valid")))
+    expires = cert["tbs_certificate"]["validity"]["not_after"].native if cert is not None else None
+    return TokenFacts(when, name, trust, bool(status.get("intact")) and bool(status.get("valid")), expires=expires)
 
 
 def default_url() -> str | None:

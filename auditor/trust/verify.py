@@ -12,13 +12,14 @@ from typing import Any
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, Unreadable, read_regular, sha256_regular
 from auditor.trust.approval import check_approval, load_trusted
-from auditor.trust.bundle import check_bundle_timestamp, check_envelope
+from auditor.trust.bundle import check_envelope
 from auditor.trust.certificates import load_pubkey, load_trust
 from auditor.trust.layout import BUNDLE_NAME
 from auditor.trust.pdf_attachment import check_pdf_evidence
 from auditor.trust.pdf_verify import check_pdf_signature
 from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import json_object
+from auditor.trust.token_chain import check_chain
 from auditor.trust.verdict import Verdict, shown
 
 
@@ -56,9 +57,13 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
                                 inputs_root=inputs_root) for subject in statement["subject"]]
     verdicts += check_folder(root, listed)
     predicate = json_object(statement.get("predicate"))
-    verdicts += _check_contents(root, listed, predicate, trusted, at=at, require_revocation=require_revocation)
-    verdicts += check_bundle_timestamp(root, bundle, trusted, at=at,
-                                        expected=bool((predicate.get("signer") or {}).get("timestamp_authority")))
+    certified = {s["name"]: s["annotations"]["certified_bytes"] for s in statement["subject"]
+                 if isinstance(s, dict) and isinstance(s.get("annotations"), dict)
+                 and isinstance(s["annotations"].get("certified_bytes"), int)}
+    verdicts += _check_contents(root, listed, predicate, trusted, at=at, require_revocation=require_revocation,
+                                certified=certified.get("report.pdf"))
+    verdicts += check_chain(root, bundle, trusted, at=at,
+                            expected=bool(json_object(predicate.get("signer")).get("timestamp_authority")))
     try:
         bundle_sha256: str | None = sha256_regular(bundle, follow=False)
     except Unreadable:
@@ -68,7 +73,8 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
 
 
 def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any, *,
-                    at: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
+                    at: dt.datetime | None = None, require_revocation: bool = False,
+                    certified: int | None = None) -> list[Verdict]:
     """What evidence.json and report.pdf say, beyond their hashes: the predicate's claims, the PDF's signature and
     its attachment."""
     verdicts: list[Verdict] = []
@@ -84,7 +90,7 @@ def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], tru
             return [*verdicts, Verdict(False, "report.pdf (signature)", f"not checked: {exc}")]
         signer = json_object(predicate.get("signer"))
         verdicts += check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256"), at=at,
-                                        require_revocation=require_revocation)
+                                        require_revocation=require_revocation, certified_bytes=certified)
         verdicts.append(check_pdf_evidence(data, evidence))
     return verdicts
 
