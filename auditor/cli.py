@@ -144,9 +144,13 @@ def _executor_override(spec: Path, jobs: int | None, kind: ExecutorKind | None, 
 
 @app.command()
 def report(
-    spec: SpecArg,
+    spec: Annotated[Path | None, typer.Argument(help="The audit spec (YAML); none with --from-run.",
+                                                show_default=False)] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the run folder "
                                              "(default: the spec's output.dir).")] = None,
+    from_run: Annotated[Path | None, typer.Option("--from-run", help="Rerun a run folder's audit from the inputs it "
+                                                  "archived (needs --out; writes nothing inside the run).",
+                                                  show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(help="Override the spec's seed.", min=0)] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.")] =
     FailOn.fail,
@@ -179,6 +183,20 @@ def report(
     from auditor.engine import run_audit
     from auditor.policy import exit_code
 
+    rerun = None
+    if from_run is not None:
+        from auditor.archive import plan_rerun
+
+        if spec is not None or out is None:
+            typer.echo("error: --from-run RUN takes no spec (the run archived it) and needs --out DIR (a new folder, "
+                       "never the run's)", err=True)
+            raise typer.Exit(2)
+        rerun = _guard(lambda: plan_rerun(from_run), debug=debug)
+        spec = rerun.spec
+        register = register or "off"  # a rerun is a reproduction, not a review of the system
+    if spec is None:
+        typer.echo("error: give the audit spec (or --from-run RUN --out DIR)", err=True)
+        raise typer.Exit(2)
     if junit is not None:  # a path that cannot be written is refused before the audit runs
         from auditor.junit import check_target
 
@@ -194,7 +212,7 @@ def report(
             return run_audit(spec, out=out, seed=seed, progress=progress,
                              executor=_executor_override(spec, jobs, executor, scheduler),
                              notify=None if quiet else lambda note: typer.echo(f"note: {terminal(note)}", err=True),
-                             register=register, timestamp_url=timestamp_url)
+                             register=register, timestamp_url=timestamp_url, rerun=rerun)
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}

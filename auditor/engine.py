@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from auditor import __version__, feature_dictionary
+from auditor.archive import Rerun, write_archive
 from auditor.data import RankingData, load_ranking_data, read_feature_names
 from auditor.errors import InputError, shorten
 from auditor.evidence import ALWAYS, REGISTRY, run_order
@@ -38,6 +39,8 @@ from auditor.policy import (
     LoadedPack,
     applicability,
     applies_to,
+    builtin_packs_from,
+    bundled_policies_dir,
     check_assignments,
     check_metrics,
     check_waivers,
@@ -72,6 +75,8 @@ class PreparedAudit:
     baseline: dict[str, Any] | None = None
     features: dict[str, dict] = field(default_factory=dict)  # the feature dictionary (auditor/feature_dictionary.py)
     logged: Any = None  # kind `mlflow`: where the model came from (auditor.models.mlflow.LoggedModel)
+    rerun: Rerun | None = None  # `auditor report --from-run`: the archived run it reruns
+    notes: list[str] = field(default_factory=list)  # for the person running it (what the archive left out)
 
     def close(self) -> None:
         """Remove what loading left behind: the artifact folder downloaded for an MLflow model."""
@@ -94,14 +99,17 @@ class AuditRun:
 
 
 def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: int | None = None,
-            timestamp_url: str | None = None) -> PreparedAudit:
+            timestamp_url: str | None = None, rerun: Rerun | None = None) -> PreparedAudit:
     """Load and check everything the audit needs; raises InputError on the first problem. `seed` overrides the
-    spec's (it draws the dataset's query sample), `timestamp_url` the spec's TSA."""
+    spec's (it draws the dataset's query sample), `timestamp_url` the spec's TSA. `rerun`: an archived run's spec
+    (`auditor report --from-run`): inputs it did not archive read where the run found them, its archived packs for
+    the named ones, and no signing (the keys are not archived)."""
     progress = progress or Progress()
     spec_path = Path(spec_path)
-    spec, raw = load_spec(spec_path)
+    spec, raw = load_spec(spec_path, relocate=dict(rerun.relocate) if rerun is not None else None)
     base = spec_path.parent.resolve()
-    packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
+    with builtin_packs_from(rerun.packs if rerun is not None else None):
+        packs = load_packs(spec.policies, base_dir=base, spec_file=spec_path)
     check_metrics(packs, {**ALWAYS, **REGISTRY}, {*ALWAYS, *(name for name, _ in spec.evidence_items())})
     check_waivers(spec.waivers, packs, spec_file=spec_path)
     check_assignments(spec.findings, packs, spec_file=spec_path)
@@ -127,7 +135,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     features = feature_dictionary.build(dict(spec.features), spec.feature_dictionary, data.feature_names,
                                         spec_file=spec_path)
     signing = None
-    if spec.signing is not None:  # keys and passphrase are checked before any evidence runs
+    if spec.signing is not None and rerun is None:  # keys and passphrase are checked before any evidence runs
         from auditor.trust.keys import load_material
 
         signing = load_material(spec.signing, spec_file=spec_path, timestamp_url=timestamp_url)
@@ -141,7 +149,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
                              file=spec_path, where="baseline", fix="name a run written by this auditor version")
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
                          background=background, signing=signing, baseline=baseline, features=features,
-                         logged=logged)  # (an error before this leaves `logged`'s folder to its finalizer)
+                         logged=logged, rerun=rerun)  # (an error before this leaves `logged`'s folder to its finalizer)
 
 
 def _check_rankable(data: RankingData, path: Path) -> None:
@@ -182,7 +190,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
               progress: Progress | None = None, today: dt.date | None = None,
               executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None,
               register: str | None = None, timestamp_url: str | None = None,
-              formats: list[str] | None = None) -> AuditRun:
+              formats: list[str] | None = None, rerun: Rerun | None = None) -> AuditRun:
     """Run the audit a spec describes, write its run folder and record it in the register. Returns where it went
     and the verdicts. `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler),
     `register` the spec's register (`off`: none); `notify` receives one-line notes for the person running it
@@ -191,10 +199,13 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
     formats (what is rendered, not what is measured: the Python API renders HTML only until a run is saved)."""
     progress = progress or Progress()
     started = _utc_now()
-    prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url)
+    prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url, rerun=rerun)
     try:
-        return _run_prepared(prepared, started, out=out, seed=seed, progress=progress, today=today,
+        done = _run_prepared(prepared, started, out=out, seed=seed, progress=progress, today=today,
                              executor=executor, notify=notify, register=register, formats=formats)
+        for note in prepared.notes:
+            (notify or (lambda _: None))(note)
+        return done
     finally:
         prepared.close()
 
@@ -485,6 +496,12 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
                 pdf = render_pdf(html, attachment=attached, date=fixed_date(document["run"].get("evaluated_on")),
                                  title=spec.audit.title)
                 (tmp / "report.pdf").write_bytes(pdf)
+        archived = write_archive(tmp, prepared.spec_path, input_files(prepared), mode=spec.output.archive_inputs,
+                                 max_mb=spec.output.archive_max_mb,
+                                 builtin_packs=prepared.rerun.packs if prepared.rerun and prepared.rerun.packs
+                                 else bundled_policies_dir())
+        prepared.notes += [f"not archived in the run (over output.archive_max_mb): {what}"
+                           for what in archived.left_out]
         if prepared.signing is not None:  # inside the temporary folder: a signed run is complete or absent
             from auditor.trust.sign import sign_run
 

@@ -11,7 +11,9 @@ import hashlib
 import math
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -317,7 +319,24 @@ class Finding:
         return out
 
 
+_BUILTIN_FOLDER: ContextVar[Path | None] = ContextVar("builtin_packs", default=None)
+
+
+@contextmanager
+def builtin_packs_from(folder: Path | None) -> Iterator[None]:
+    """Within the block, packs named by name are read from `folder` (a run's archived packs, `auditor report
+    --from-run`) instead of the tool's own; None keeps the tool's."""
+    token = _BUILTIN_FOLDER.set(folder)
+    try:
+        yield
+    finally:
+        _BUILTIN_FOLDER.reset(token)
+
+
 def bundled_policies_dir() -> Path:
+    override = _BUILTIN_FOLDER.get()
+    if override is not None:
+        return override
     here = Path(__file__).resolve().parent
     for candidate in (here / "_bundled" / "policies", here.parent / "policies"):
         if candidate.is_dir():

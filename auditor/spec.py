@@ -21,9 +21,25 @@ from auditor.errors import InputError, shorten
 from auditor.evidence import REGISTRY
 from auditor.evidence.registry import version as kinds_version
 from auditor.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, read_bytes
+from auditor.urls import credentials_in
 from auditor.yaml_io import parse_yaml
 from auditor.yaml_models import Day, InputFile, InputFolder, M, OutputPath, StrictModel, any_path
 from auditor.yaml_models import validate_yaml as _validate_yaml
+
+
+def _no_credentials(value: str | None) -> str | None:
+    """A service URL without a password or token in it: the spec is archived with the run and its URLs are printed
+    and signed."""
+    found = credentials_in(value) if value is not None else []
+    if found:
+        raise ValueError(f"the URL carries {' and '.join(found)}: a spec never holds credentials (it is archived in "
+                         "the run, printed and signed); put them in an environment variable or the service's own "
+                         "credential store (PGPASSWORD or ~/.pgpass for PostgreSQL, MLFLOW_TRACKING_TOKEN for "
+                         "MLflow)")
+    return value
+
+
+ServiceUrl = Annotated[str, AfterValidator(_no_credentials)]
 
 
 def _register(value: str | bool, info: ValidationInfo) -> str | bool:
@@ -31,7 +47,7 @@ def _register(value: str | bool, info: ValidationInfo) -> str | bool:
     if value is True:
         raise ValueError("`register: true` names no register; give a path or a postgresql:// URL (or false for none)")
     if value is False or "://" in value:
-        return value
+        return value if value is False else str(_no_credentials(value))
     return str(any_path(Path(value), info))
 
 
@@ -114,12 +130,12 @@ class ModelSpec(StrictModel):
     kind: ModelKindName | None = Field(
         None, description="Model kind; inferred from the file name when left out (a .json file is read as LightGBM: "
                           "set `xgboost` or `catboost` for theirs), `mlflow` when `uri` is given.")
-    uri: str | None = Field(None, min_length=1, max_length=2000,
-                            description="Kind `mlflow`: the logged model, `models:/<name>/<version>` (or "
-                                        "`@<alias>`), `runs:/<run id>/<path>`, or a folder holding an MLmodel file "
-                                        "(relative to the spec). Its LightGBM, XGBoost, CatBoost or ONNX file is "
-                                        "checked and loaded as that kind's file is.")
-    tracking_uri: str | None = Field(None, min_length=1, max_length=2000,
+    uri: ServiceUrl | None = Field(None, min_length=1, max_length=2000,
+                                   description="Kind `mlflow`: the logged model, `models:/<name>/<version>` (or "
+                                               "`@<alias>`), `runs:/<run id>/<path>`, or a folder holding an "
+                                               "MLmodel file (relative to the spec). Its LightGBM, XGBoost, CatBoost "
+                                               "or ONNX file is checked and loaded as that kind's file is.")
+    tracking_uri: ServiceUrl | None = Field(None, min_length=1, max_length=2000,
                                      description="Kind `mlflow`: the MLflow tracking server or store (e.g. "
                                                  "`sqlite:///mlflow.db`, relative to the spec; "
                                                  "`https://mlflow.example`); default $MLFLOW_TRACKING_URI.")
@@ -251,8 +267,9 @@ class ExecutorSpec(StrictModel):
     jobs: int | None = Field(None, ge=1, description="Cores the audit may use: worker processes, and the threads "
                                                      "of this process (default: every CPU; 1 = serial on one "
                                                      "core). For dask without an address: LocalCluster workers.")
-    address: str | None = Field(None, min_length=1, description="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
-                                                                "(kind dask; default: a LocalCluster).")
+    address: ServiceUrl | None = Field(None, min_length=1, description="Dask scheduler address, e.g. "
+                                                                       "tcp://10.0.0.5:8786 (kind dask; default: a "
+                                                                       "LocalCluster).")
 
     @model_validator(mode="after")
     def _address_needs_dask(self) -> ExecutorSpec:
@@ -313,6 +330,13 @@ class OutputSpec(StrictModel):
     templates: InputFolder | None = Field(
         None, description="An organisation's template folder: a template there (e.g. sections/cover.html.j2) "
                           "replaces the default of the same name; `custom.css` is added after the default CSS.")
+    archive_inputs: Literal["decisive", "all"] = Field(
+        "decisive", description="What the run keeps of its inputs under inputs/ (listed in the signed bundle, so the "
+                                "run verifies and reruns on its own): `decisive` the spec, its policy packs, "
+                                "templates, feature dictionary and name/query files, a published statement and the "
+                                "baseline's evidence; `all` the model and the data too.")
+    archive_max_mb: float = Field(256, gt=0, le=1_000_000, description="The most the archive may hold, in MiB: an "
+                                                                      "input that would pass it is listed, not kept.")
 
 
 class Pkcs11Spec(StrictModel):
@@ -343,7 +367,7 @@ class SigningSpec(StrictModel):
     chain: list[InputFile] = Field([], description="CA certificates (PEM/DER) from the signer's issuer up to the "
                                                    "root, embedded for long-term validation (default: those in "
                                                    "the PKCS#12 file).")
-    timestamp_url: str | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2000,
+    timestamp_url: ServiceUrl | None = Field(None, pattern=r"^https?://[^\s]+$", max_length=2000,
                                       description="An RFC 3161 time-stamping authority: the PDF signature gets its "
                                                   "timestamp (PAdES B-T), the validation data and a document "
                                                   "timestamp follow (B-LTA), and the bundle's signature is "
@@ -466,8 +490,10 @@ class AuditSpec(StrictModel):
 
 # --- loading ----------------------------------------------------------------------------------------------------
 
-def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
-    """Read and validate a spec file. Returns the spec and the raw mapping (kept in evidence.json as written)."""
+def load_spec(path: str | Path, *, relocate: dict[Path, Path] | None = None) -> tuple[AuditSpec, dict[str, Any]]:
+    """Read and validate a spec file. Returns the spec and the raw mapping (kept in evidence.json as written).
+    `relocate`: inputs read from elsewhere (resolved path → file), an archived run's (`auditor report --from-run`):
+    the spec's text, and so its sha256 in evidence.json, stay as they were."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file", file=path, fix="give the path of an audit spec (YAML)")
@@ -482,7 +508,10 @@ def load_spec(path: str | Path) -> tuple[AuditSpec, dict[str, Any]]:
         raise InputError("the spec must be a mapping of keys (audit, model, dataset, evidence, ...)", file=path,
                          where="1:1", fix="start from `auditor init`")
     refresh_kinds()
-    spec = validate_yaml(AuditSpec, raw, marks, path, context={"base_dir": path.parent.resolve()})
+    context: dict[str, Any] = {"base_dir": path.parent.resolve()}
+    if relocate is not None:
+        context["relocate"] = {Path(k).resolve(): Path(v) for k, v in relocate.items()}
+    spec = validate_yaml(AuditSpec, raw, marks, path, context=context)
     _refuse_repeats(spec, marks, path)
     return spec, raw
 
@@ -527,3 +556,4 @@ def json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "auditor audit spec"
     return schema
+

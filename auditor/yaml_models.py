@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import difflib
+import os
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -43,8 +45,12 @@ def _resolve(value: Path, info: ValidationInfo, *, want: Literal["file", "dir", 
                          "write the full path") from None
     if base is not None and not path.is_absolute():
         path = Path(base) / path
-    if want == "any":
-        return path
+    relocate = (info.context or {}).get("relocate")
+    if relocate:  # an archived run's spec (`auditor report --from-run`): read this input from where it was kept
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            path = relocate.get(path.resolve(), path)
+    if want == "any" or (relocate is not None and not os.path.lexists(path)):
+        return path  # an archived run's spec: files it did not keep (its signing keys) are never read by a rerun
     try:
         return _checked(path, want)
     except OSError as exc:  # a name too long, a loop of links, a folder we may not read

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from auditor.cli import app
 from auditor.trust import keys as signing_keys
 from auditor.trust.certificates import keyid
 from auditor.trust.dsse import pae
@@ -160,7 +162,8 @@ def test_strings_of_the_predicate_print_escaped_on_one_line(signed: dict[str, Pa
     code, output = verify(signed, run)
     lines = _assert_one_line_per_check(output)
     assert code == 0 and lines[-1] == "verdict: VERIFIED", output
-    assert "OK   ../../model.txt: spec⟨U+000A⟩OK   forged.txt: sha256 matches⟨U+202E⟩: sha256 matches" in lines
+    assert ("SKIP ../../model.txt: spec⟨U+000A⟩OK   forged.txt: sha256 matches⟨U+202E⟩: outside the run, not compared "
+            "(`auditor verify --inputs` compares the file at hand)") in lines, lines
 
 
 def test_certificate_subject_prints_escaped_on_one_line(signed: dict[str, Path], tmp_path: Path,
@@ -316,7 +319,11 @@ def test_a_forged_bundle_cannot_have_files_outside_the_run_read(signed: dict[str
     code, output = verify(signed, run)
     assert code == 1 and "FAIL bundle.dsse.json: signature does not verify" in output, output
     assert hashlib.sha256(b"1234").hexdigest()[:12] not in output, output
-    assert f"SKIP {name}: spec: not checked (the bundle is not authenticated" in output, output
+    keys = signed["keys"]
+    asked = CliRunner().invoke(app, ["verify", str(run), "--trust", str(keys / "signer-cert.pem"), "--pubkey",
+                                     str(keys / "bundle-ed25519.pub.pem"), "--inputs"]).output
+    assert hashlib.sha256(b"1234").hexdigest()[:12] not in asked, asked
+    assert f"SKIP {name}: spec: not checked (the bundle is not authenticated" in asked, asked
 
 
 def test_bundle_that_is_a_symbolic_link_fails(signed: dict[str, Path]) -> None:

@@ -332,14 +332,14 @@ def test_a_restamp_after_the_tsa_expired_is_refused_in_one_line(first_tsa_run: d
 
     run = tmp_path / "late"
     shutil.copytree(first_tsa_run["run"], run)
-    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     with time_machine.travel(now() + 4 * YEAR, tick=True):
         result = runner.invoke(app, ["restamp", str(run), "--timestamp-url", two_tsas["second"], "--trust",
                                      str(first_tsa_run["root"])])
     assert result.exit_code == 2, result.output
     assert "too late to renew" in result.output and "Traceback" not in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
-    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.slow

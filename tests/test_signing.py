@@ -29,7 +29,8 @@ def test_keygen_writes_private_files_and_never_overwrites(signed: dict[str, Path
 
 def test_signed_run_verifies(signed: dict[str, Path]) -> None:
     run = signed["run"]
-    assert {p.name for p in run.iterdir()} == {"evidence.json", "report.html", "report.pdf", "bundle.dsse.json"}
+    assert {p.name for p in run.iterdir()} == {"evidence.json", "report.html", "report.pdf", "bundle.dsse.json",
+                                               "inputs"}
     assert (run / "report.pdf").read_bytes().startswith(b"%PDF-1.7")  # RSA keeps PDF 1.7 (PDF/A-3)
     statement = json.loads(base64.b64decode(json.loads((run / "bundle.dsse.json").read_text())["payload"]))
     names = {s["name"]: s["annotations"] for s in statement["subject"]}

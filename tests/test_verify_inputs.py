@@ -21,7 +21,7 @@ from auditor.trust.run_folder import check_input, input_places
 from tests.conftest import BOOKSTORE, PASS, ROOT, _keygen
 
 runner = CliRunner()
-HINT = "not found here (outside the run folder): not checked; `auditor verify --inputs --inputs-root DIR` checks it"
+HINT = "outside the run, not compared (`auditor verify --inputs` compares the file at hand)"
 
 
 @pytest.fixture(scope="module")
@@ -91,17 +91,21 @@ def test_every_input_is_listed_and_matches(made: dict[str, Path], tmp_path: Path
         assert _line(lines, name) == f"OK   {name}: {role}: sha256 matches"
 
 
-def test_a_changed_input_fails(made: dict[str, Path], tmp_path: Path) -> None:
+def test_a_changed_input_fails_with_inputs_and_is_not_read_without(made: dict[str, Path], tmp_path: Path) -> None:
+    """A run verifies by what it holds: the model changed beside it fails only `--inputs`, which compares the files
+    at hand; without it the run is VERIFIED and the input lines say they were not compared."""
     run, folder = _copy(made, tmp_path)
     data = bytearray((folder / "model.txt").read_bytes())
     data[100] ^= 0x01
     (folder / "model.txt").write_bytes(bytes(data))
-    for extra in (["--inputs"], []):  # found: compared with or without --inputs
-        code, lines = _verify(made, run, *extra)
-        assert code == 1 and lines[-1] == "verdict: NOT VERIFIED (1 problem)", lines
-        assert _line(lines, "../../model.txt").startswith(
-            "FAIL ../../model.txt: model: sha256 differs (file changed since signing)")
-        assert _line(lines, "../../test.csv") == "OK   ../../test.csv: dataset: sha256 matches"
+    code, lines = _verify(made, run, "--inputs")
+    assert code == 1 and lines[-1] == "verdict: NOT VERIFIED (1 problem)", lines
+    assert _line(lines, "../../model.txt").startswith(
+        "FAIL ../../model.txt: model: sha256 differs (file changed since signing)")
+    assert _line(lines, "../../test.csv") == "OK   ../../test.csv: dataset: sha256 matches"
+    code, lines = _verify(made, run)
+    assert code == 0 and lines[-1] == "verdict: VERIFIED", lines
+    assert _line(lines, "../../model.txt") == f"SKIP ../../model.txt: model: {HINT}"
 
 
 def test_moved_inputs_are_found_under_inputs_root(made: dict[str, Path], tmp_path: Path) -> None:
@@ -147,7 +151,10 @@ def test_without_inputs_a_missing_input_is_skipped_with_the_hint(made: dict[str,
     code, lines = _verify(made, run)
     assert code == 0 and lines[-1] == "verdict: VERIFIED", lines
     assert _line(lines, "../../train.csv") == f"SKIP ../../train.csv: background: {HINT}"
-    assert _line(lines, "../../test.csv") == "OK   ../../test.csv: dataset: sha256 matches"
+    assert _line(lines, "../../test.csv") == f"SKIP ../../test.csv: dataset: {HINT}"
+    assert _line(lines, "../../audit.yaml") == ("SKIP ../../audit.yaml: spec: outside the run, not compared; the run "
+                                                "keeps its own copy, inputs/files/audit.yaml (`auditor verify "
+                                                "--inputs` compares the file at hand)")
 
 
 def test_a_changed_template_is_caught(made: dict[str, Path], tmp_path: Path) -> None:

@@ -12,14 +12,37 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from auditor.files import MAX_JSON_BYTES, Unreadable, kind_of, read_regular, sha256_regular
-from auditor.trust.layout import APPROVAL_NAME, BUNDLE_NAME, MAX_WALK_DEPTH, MAX_WALK_ENTRIES, TOKEN_NAME, is_renewal
+from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, kind_of, read_regular, sha256_regular
+from auditor.trust.layout import (
+    APPROVAL_NAME,
+    ARCHIVE,
+    ARCHIVE_INDEX,
+    BUNDLE_NAME,
+    MAX_WALK_DEPTH,
+    MAX_WALK_ENTRIES,
+    TOKEN_NAME,
+    is_renewal,
+)
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
 from auditor.trust.verdict import Verdict
 
 
+def archived_copies(root: Path) -> dict[str, str]:
+    """The bundle's input name (relative to the run folder) → its copy in the run's archive (inputs/, relative to
+    the run folder), from inputs/index.json; empty when the run has none or it does not read. For the wording of the
+    input lines only: the copies themselves are artifacts, hashed like every other."""
+    try:
+        index = strict_json(read_regular(root / ARCHIVE_INDEX, limit=MAX_SMALL_BYTES, follow=False),
+                            ARCHIVE_INDEX)
+    except (Unreadable, BadJSON):
+        return {}
+    entries = index.get("inputs") if isinstance(index, dict) else None
+    return {e["from_run"]: f"{ARCHIVE}/{e['archived']}" for e in entries or []
+            if isinstance(e, dict) and isinstance(e.get("from_run"), str) and isinstance(e.get("archived"), str)}
+
+
 def check_subject(subject: Any, root: Path, listed: set[str], *, authentic: bool, inputs: bool = False,
-                   inputs_root: Path | None = None) -> Verdict:
+                  inputs_root: Path | None = None, archived: dict[str, str] | None = None) -> Verdict:
     """One subject of the statement: its path refused, or its file re-hashed."""
     if not isinstance(subject, dict) or not isinstance(subject.get("name"), str):
         return Verdict(False, "?", "malformed subject in the bundle")
@@ -33,7 +56,7 @@ def check_subject(subject: Any, root: Path, listed: set[str], *, authentic: bool
     if annotations.get("kind", "artifact") == "input":
         role = str(annotations.get("role", "input"))
         return check_input(name, root / name, digest.get("sha256"), role, authentic=authentic, required=inputs,
-                            inputs_root=inputs_root)
+                           inputs_root=inputs_root, copy=(archived or {}).get(name))
     prefix = annotations.get("certified_bytes")
     if prefix is not None and (not isinstance(prefix, int) or isinstance(prefix, bool) or prefix < 1):
         return Verdict(False, name, "malformed subject in the bundle (certified_bytes must be a positive integer)")
@@ -89,12 +112,17 @@ def _check_artifact(name: str, root: Path, expected: Any, listed: set[str], *, p
 
 
 def check_input(name: str, path: Path, expected: Any, role: str, *, authentic: bool, required: bool = False,
-                 inputs_root: Path | None = None) -> Verdict:
-    """An input the audit read, outside the run folder: looked for at its recorded path (`path`, relative to the
-    run folder), then under `inputs_root` (by that path without its leading `../`, then by its file name), and
-    re-hashed where first found (a regular file, links followed). Read only when the bundle is authenticated (a
-    forged bundle could name any file of the verifier's and have a prefix of its hash printed). Not found: a SKIP
-    that says how to check it, or, when `required` (`verify --inputs`), a failure."""
+                inputs_root: Path | None = None, copy: str | None = None) -> Verdict:
+    """An input the audit read, outside the run folder. A run verifies by what it holds: without `required`
+    (`verify --inputs`) the file outside is not read at all — a SKIP naming the run's own copy (`copy`, under
+    inputs/) when it archived one. With it: looked for at its recorded path (`path`, relative to the run folder),
+    then under `inputs_root` (by that path without its leading `../`, then by its file name), and re-hashed where
+    first found (a regular file, links followed), a changed or missing file failing. Read only when the bundle is
+    authenticated (a forged bundle could name any file of the verifier's and have a prefix of its hash printed)."""
+    kept = f"; the run keeps its own copy, {copy}" if copy else ""
+    if not required:
+        return Verdict(True, name, f"{role}: outside the run, not compared{kept} (`auditor verify --inputs` compares "
+                                   "the file at hand)", skipped=True)
     if not authentic:
         return Verdict(True, name, f"{role}: not checked (the bundle is not authenticated, so paths it names "
                                    "outside the run folder are not read)", skipped=True)
@@ -107,17 +135,15 @@ def check_input(name: str, path: Path, expected: Any, role: str, *, authentic: b
                 continue
             return Verdict(False, name, f"{role}: {exc}{where}")
         verdict = _compare(name, actual, expected)
-        verdict.message = f"{role}: {verdict.message}{where}"
+        changed = "" if verdict.ok else f"{kept.replace('; the run keeps', '; the run kept')}"
+        verdict.message = f"{role}: {verdict.message}{where}{changed}"
         return verdict
-    if not required:
-        return Verdict(True, name, f"{role}: not found here (outside the run folder): not checked; `auditor verify "
-                                   "--inputs --inputs-root DIR` checks it", skipped=True)
     if inputs_root is None:
         return Verdict(False, name, f"{role}: not found at {name}: cannot be checked (give --inputs-root DIR if the "
-                                    "inputs were moved)")
+                                    f"inputs were moved){kept}")
     folder = "" if os.path.isdir(inputs_root) else " (which is not a folder)"
     return Verdict(False, name, f"{role}: not found at {name} or under --inputs-root {inputs_root}{folder}: cannot "
-                                "be checked")
+                                f"be checked{kept}")
 
 
 def input_places(name: str, path: Path, inputs_root: Path | None) -> list[tuple[Path, bool]]:

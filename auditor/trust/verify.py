@@ -17,7 +17,7 @@ from auditor.trust.certificates import load_pubkey, load_trust
 from auditor.trust.layout import BUNDLE_NAME
 from auditor.trust.pdf_attachment import check_pdf_evidence
 from auditor.trust.pdf_verify import check_pdf_signature
-from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
+from auditor.trust.run_folder import archived_copies, check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import json_object
 from auditor.trust.token_chain import check_chain
 from auditor.trust.verdict import Verdict, shown
@@ -53,8 +53,9 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
     root = run_dir.resolve()
     listed: set[str] = set()
     verdicts = [envelope_verdict]
+    archived = archived_copies(root)
     verdicts += [check_subject(subject, root, listed, authentic=envelope_verdict.ok, inputs=inputs,
-                                inputs_root=inputs_root) for subject in statement["subject"]]
+                               inputs_root=inputs_root, archived=archived) for subject in statement["subject"]]
     verdicts += check_folder(root, listed)
     predicate = json_object(statement.get("predicate"))
     certified = {s["name"]: s["annotations"]["certified_bytes"] for s in statement["subject"]
