@@ -255,17 +255,47 @@ def keygen(
     name: Annotated[str, typer.Option(help="Common name of the signer in the certificate.")] =
     "auditor report signer",
     organisation: Annotated[str | None, typer.Option(help="Organisation in the certificate.")] = None,
+    pkcs11_module: Annotated[Path | None, typer.Option("--pkcs11-module", help="Make the key on a PKCS#11 token "
+                                                       "instead (an HSM, a smart card, SoftHSM2): its library.",
+                                                       show_default=False)] = None,
+    token: Annotated[str | None, typer.Option("--token", help="The token's label (with --pkcs11-module).",
+                                              show_default=False)] = None,
+    key_label: Annotated[str, typer.Option("--key-label", help="The key's label on the token.")] = "report-signer",
+    pin_env: Annotated[str, typer.Option("--pin-env", help="Environment variable holding the token's user PIN.")] =
+    "AUDITOR_PKCS11_PIN",
+    csr: Annotated[bool, typer.Option("--csr", help="On a token: write a certificate signing request for a CA "
+                                      "instead of a self-signed certificate.")] = False,
+    import_certificate: Annotated[Path | None, typer.Option("--import-certificate", help="On a token: store the "
+                                                            "certificate a CA issued for the key.",
+                                                            show_default=False)] = None,
+    days: Annotated[int, typer.Option(help="Validity of a self-signed certificate, in days.", min=1)] = 5 * 365,
 ) -> None:
-    """Make a signing identity: RSA-3072 key + self-signed certificate (PKCS#12) and an Ed25519 bundle key."""
+    """Make a signing identity: RSA-3072 key + self-signed certificate (PKCS#12) and an Ed25519 bundle key; or, with
+    --pkcs11-module, an RSA-3072 key made on a token (never leaving it) and its self-signed certificate stored there
+    (or a CSR for a CA, whose certificate --import-certificate stores)."""
     import os
 
     from auditor.trust.keys import keygen as make_keys
 
+    if pkcs11_module is not None:
+        from auditor.trust.identity import TokenOptions
+        from auditor.trust.token import token_keygen
+
+        if not token:
+            typer.echo("error: --pkcs11-module needs --token LABEL (the token's label)", err=True)
+            raise typer.Exit(2)
+        options = TokenOptions(module=pkcs11_module, token=token, key_label=key_label)
+        made = _guard(lambda: token_keygen(options, pin_env, name=name, organisation=organisation, days=days,
+                                           out_dir=out, csr=csr, import_certificate=import_certificate))
+        for kind, path in made.items():
+            typer.echo(f"{kind}: {path}")
+        typer.echo(f"key: {key_label!r} on the token {token!r} (generated there; it never leaves it)")
+        return
     passphrase = os.environ.get(passphrase_env)
     if passphrase is None:
         passphrase = typer.prompt(f"Passphrase ({passphrase_env} is not set)", hide_input=True,
                                   confirmation_prompt=True, err=True)
-    paths = _guard(lambda: make_keys(out, passphrase, name=name, organisation=organisation))
+    paths = _guard(lambda: make_keys(out, passphrase, name=name, organisation=organisation, days=days))
     typer.echo(f"signing key (PKCS#12): {paths['p12']}\ncertificate (give to verifiers, --trust): {paths['cert']}\n"
                f"bundle key (Ed25519, private): {paths['bundle']}\nbundle public key (--pubkey): "
                f"{paths['bundle_pub']}")
@@ -369,8 +399,23 @@ def approve(
                                             show_default=False)],
     as_: Annotated[str, typer.Option("--as", help='Who approves, and in which role: "Jane Roe, Head of Model '
                                      'Risk".', show_default=False)],
-    key: Annotated[Path, typer.Option("--key", help="The approver's PKCS#12 key and certificate (not the tool's "
-                                      "signing key).", show_default=False)],
+    pubkey: Annotated[Path, typer.Option("--pubkey", help="The tool's public key that signed the bundle, as for "
+                                         "`verify`: only a run that verifies is approved.", show_default=False)],
+    trust: Annotated[list[Path] | None, typer.Option(help="Certificates trusted for report.pdf's signer and the "
+                                                           "TSAs, as for `verify` (repeatable).")] = None,
+    key: Annotated[Path | None, typer.Option("--key", help="The approver's own PKCS#12 key and certificate (not the "
+                                             "tool's signing key).", show_default=False)] = None,
+    pkcs11_module: Annotated[Path | None, typer.Option("--pkcs11-module", help="Or the approver's key on a PKCS#11 "
+                                                       "token: the token's library.", show_default=False)] = None,
+    token: Annotated[str | None, typer.Option("--token", help="The token's label (with --pkcs11-module).",
+                                              show_default=False)] = None,
+    key_label: Annotated[str | None, typer.Option("--key-label", help="The key's label on the token.",
+                                                  show_default=False)] = None,
+    pin_env: Annotated[str, typer.Option("--pin-env", help="Environment variable holding the token's PIN.")] =
+    "AUDITOR_PKCS11_PIN",
+    timestamp_url: Annotated[str | None, typer.Option("--timestamp-url", help="An RFC 3161 TSA to date the approval "
+                                                      "(default: $AUDITOR_TSA_URL; without one its time is the "
+                                                      "approver's claim).", show_default=False)] = None,
     reject: Annotated[bool, typer.Option("--reject", help="Record a rejection (needs --reason).")] = False,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (required with --reject).")] = None,
     register: Annotated[str | None, typer.Option("--register", help="The register: an SQLite file, a "
@@ -380,26 +425,51 @@ def approve(
                                                 "passphrase; prompted for when it is not set.")] = "AUDITOR_KEY_PASS",
     debug: Debug = False,
 ) -> None:
-    """Sign off a signed run (four eyes): a signed statement over its bundle, written as approval.dsse.json in
-    the run folder and recorded in the register. Exit 0 when recorded, 2 on bad input."""
+    """Sign off a signed run that verifies (four eyes): a signed statement over its bundle, written as
+    approval.dsse.json in the run folder and recorded in the register. Exit 0 when recorded, 2 on bad input or a
+    run that does not verify."""
     from auditor.register import decisions
-    from auditor.trust import approval
+    from auditor.trust import approval, identity
+    from auditor.trust.certificates import load_trust
+    from auditor.trust.timestamps import default_roots, default_url
+    from auditor.trust.verify import verify_run
 
     if reject and not (reason or "").strip():
         typer.echo('error: --reject needs --reason "why the run is rejected"', err=True)
         raise typer.Exit(2)
+    if (key is None) == (pkcs11_module is None) or (pkcs11_module is not None and not (token and key_label)):
+        typer.echo("error: give the approver's key: --key FILE.p12, or --pkcs11-module LIB --token LABEL --key-label "
+                   "LABEL", err=True)
+        raise typer.Exit(2)
     run = _guard(lambda: approval.inspect_run(run_dir), debug=debug)  # before the passphrase: nothing to ask
+    verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey), debug=debug)
+    failed = [v for v in verdicts if not v.ok]
+    if failed:
+        typer.echo(f"error: {terminal(str(run_dir))}: the run does not verify ({len(failed)} problem"
+                   f"{'s' if len(failed) > 1 else ''}, the first: {failed[0].line()}); only a run that `auditor "
+                   "verify` calls VERIFIED can be approved", err=True)
+        raise typer.Exit(2)
     store, note = _guard(lambda: decisions.open_for_run(run_dir, register), debug=debug)
+    url = timestamp_url or default_url()
+    tsa_roots = _guard(lambda: load_trust([*(trust or []), *default_roots()]), debug=debug) if url else []
     with contextlib.ExitStack() as stack:
         if store is not None:
             stack.callback(store.close)
-        passphrase = os.environ.get(passphrase_env)
-        if passphrase is None:
-            passphrase = typer.prompt(f"Passphrase of {key.name} ({passphrase_env} is not set)", hide_input=True,
-                                      err=True)
-        signer = _guard(lambda: approval.load_approver(key, passphrase, passphrase_env=passphrase_env), debug=debug)
+        if key is not None:
+            passphrase = os.environ.get(passphrase_env)
+            if passphrase is None:
+                passphrase = typer.prompt(f"Passphrase of {key.name} ({passphrase_env} is not set)", hide_input=True,
+                                          err=True)
+            signer = _guard(lambda: identity.load_pkcs12_identity(key, passphrase, passphrase_env=passphrase_env),
+                            debug=debug)
+        else:
+            assert pkcs11_module is not None and token is not None and key_label is not None
+            options = identity.TokenOptions(module=pkcs11_module, token=token, key_label=key_label)
+            signer = _guard(lambda: identity.open_token_identity(options, pin_env), debug=debug)
+        stack.callback(signer.close)
         written = _guard(lambda: approval.write_approval(run, signer, name=as_, reason=reason,
-                                                         decision="rejected" if reject else "approved"), debug=debug)
+                                                         decision="rejected" if reject else "approved",
+                                                         timestamp_url=url, tsa_roots=tsa_roots), debug=debug)
         typer.echo(f"{written.predicate['decision']}: {terminal(str(run_dir))} by "
                    f"{terminal(written.predicate['approver'])} (certificate {terminal(signer.subject)})", err=True)
         typer.echo(str(written.path))

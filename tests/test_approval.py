@@ -34,9 +34,21 @@ def approver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+TOOL_KEYS: dict[str, Path] = {}
+
+
+@pytest.fixture(autouse=True)
+def _tool_keys(signed: dict[str, Path]) -> None:
+    TOOL_KEYS["keys"] = signed["keys"]
+
+
 def approve(run: Path, key: Path, *args: str, name: str = AS, env: dict[str, str | None] | None = None):
+    """`auditor approve` with the tool's keys of the session's signed run, to verify it first as `verify` would."""
+    keys = TOOL_KEYS["keys"]
     result = runner.invoke(app, ["approve", str(run), "--as", name, "--key", str(key), "--passphrase-env",
-                                 "TEST_KEY_PASS", *args], env={"TEST_KEY_PASS": PASS} if env is None else env)
+                                 "TEST_KEY_PASS", "--pubkey", str(keys / "bundle-ed25519.pub.pem"), "--trust",
+                                 str(keys / "signer-cert.pem"), *args],
+                           env={"TEST_KEY_PASS": PASS} if env is None else env)
     assert "Traceback" not in result.output, result.output
     return result
 
@@ -92,9 +104,9 @@ def test_approve_then_verify_shows_the_approval(signed: dict[str, Path], approve
 
     code, output = verify(signed, run)
     assert code == 0, output
-    day = predicate["time"][:10]
-    assert (f'OK   approval: approved by "{AS}" (certificate O=Example Bank,CN=Jane Roe) on {day}, covers this '
-            "run's bundle") in output
+    when = predicate["time"].replace("T", " ").replace("Z", " UTC")
+    assert (f'OK   approval: approved by "{AS}" (certificate O=Example Bank,CN=Jane Roe) on {when} (a time claimed '
+            "by the approver: no trusted timestamp), covers this run's bundle") in output, output
     assert "SKIP approval (approver): identity not checked against a trusted certificate" in output
     assert output.rstrip().endswith("verdict: VERIFIED")
 
@@ -118,8 +130,10 @@ def test_reject_needs_a_reason_and_verify_shows_it(signed: dict[str, Path], appr
     assert predicate["decision"] == "rejected" and predicate["reason"] == 'fairness "exposure" gap too wide'
     code, output = verify(signed, run)
     assert code == 0, output
-    assert (f'OK   approval: rejected by "{AS}" (certificate O=Example Bank,CN=Jane Roe) on '
-            f'{predicate["time"][:10]} (reason: "fairness \\"exposure\\" gap too wide"), covers') in output
+    when = predicate["time"].replace("T", " ").replace("Z", " UTC")
+    assert (f'OK   approval: rejected by "{AS}" (certificate O=Example Bank,CN=Jane Roe) on {when} (a time claimed '
+            'by the approver: no trusted timestamp) (reason: "fairness \\"exposure\\" gap too wide"), covers') \
+        in output, output
 
 
 def test_tampered_or_malformed_approval_fails(signed: dict[str, Path], approver: Path) -> None:
@@ -290,17 +304,17 @@ def test_ecdsa_and_ed25519_approver_keys(signed: dict[str, Path], tmp_path: Path
 
 def test_malformed_approvals_fail_without_crashing(signed: dict[str, Path], approver: Path) -> None:
     """Validly signed by the approver but wrong in shape, or wrong in the envelope: a FAIL line each, never exit 3."""
-    from auditor.trust import approval, dsse
+    from auditor.trust import dsse, identity
     from auditor.trust.layout import PAYLOAD_TYPE
 
     run = _copy(signed, "malformed")
     assert approve(run, approver / "signer.p12", "--register", "off").exit_code == 0
     genuine = _envelope(run)
-    key = approval.load_approver(approver / "signer.p12", PASS)
+    key = identity.load_pkcs12_identity(approver / "signer.p12", PASS)
 
     def signed_as(statement: object) -> dict:
         payload = json.dumps(statement).encode()
-        sig = dsse.sign_message(key.key, dsse.pae(PAYLOAD_TYPE, payload))
+        sig = key.sign(dsse.pae(PAYLOAD_TYPE, payload))
         return {**genuine, "payload": base64.b64encode(payload).decode(),
                 "signatures": [{**genuine["signatures"][0], "sig": base64.b64encode(sig).decode()}]}
 
@@ -333,3 +347,30 @@ def test_malformed_approvals_fail_without_crashing(signed: dict[str, Path], appr
         assert code == 1, (case, output)
         assert re.search(r"^FAIL approval: .*" + re.escape(expected.get(case, "malformed: ")), output, re.M), \
             (case, output)
+
+
+def test_the_tools_own_key_in_a_new_certificate_cannot_approve_a_run_without_a_pdf(signed: dict[str, Path],
+                                                                                    tmp_path: Path) -> None:
+    """Issue 55: with no report.pdf in the run, the tool's RSA signing key wrapped in a fresh certificate was taken
+    for an approver. The bundle's predicate names the signer's certificate, so its key is known either way; a
+    hand-made approval with that key fails verify too."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    run = _copy(signed, "no-pdf-own-key")
+    key, _cert, _ = pkcs12.load_key_and_certificates((signed["keys"] / "signer.p12").read_bytes(), PASS.encode())
+    wrapped = _p12(tmp_path, key)
+    line = _one_error_line(approve(run, wrapped))
+    assert "the approver's key is the tool's signing identity" in line, line
+
+
+def test_a_run_that_does_not_verify_is_not_approved(signed: dict[str, Path], approver: Path) -> None:
+    """`approve` runs verify's checks with the tool's keys: a run whose bundle verifies by hash but whose PDF
+    signature is not trusted by the given --trust is refused, naming the first failed check."""
+    run = _copy(signed, "not-verified")
+    result = runner.invoke(app, ["approve", str(run), "--as", AS, "--key", str(approver / "signer.p12"),
+                                 "--passphrase-env", "TEST_KEY_PASS", "--pubkey",
+                                 str(signed["keys"] / "bundle-ed25519.pub.pem"), "--trust",
+                                 str(approver / "signer-cert.pem")], env={"TEST_KEY_PASS": PASS})
+    line = _one_error_line(result)
+    assert "the run does not verify" in line and "report.pdf (signature)" in line, line
+    assert not (run / "approval.dsse.json").exists()

@@ -6,6 +6,7 @@ test PKI's included)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -368,3 +369,108 @@ def test_a_run_signed_without_a_tsa_gets_its_first_trusted_time(signed: dict[str
     with time_machine.travel(now() + 6 * YEAR, tick=True):  # the certificate expired; the default TSA's too
         late = runner.invoke(app, args)
     assert late.exit_code == 1 and "the trusted time has expired" in late.output, late.output
+
+
+# --- approvals checked the same way ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def approvers(trust_services: Any, pki: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two CA-issued approvers valid one year: one from the intermediate with revocation pointers, one from the
+    intermediate without."""
+    folder = tmp_path_factory.mktemp("approvers")
+    out = {}
+    for pointers in (True, False):
+        cert, key = trust_services.issue_signer(f"Jane Roe ({'with' if pointers else 'no'} revocation)",
+                                                not_before=now() - 30 * 24 * HOUR, not_after=now() + YEAR,
+                                                issuer=pki[pointers]["issuer"], pointers=pointers)
+        out[str(pointers)] = trust_services.write_pkcs12(folder / f"approver-{pointers}.p12", cert, key, PASS,
+                                                          issuer=pki[pointers]["issuer"])
+    return out
+
+
+def _approve(run: Path, keys: Path, root: Path, p12: Path, *extra: str) -> Any:
+    result = runner.invoke(app, ["approve", str(run), "--as", "Jane Roe, Head of Model Risk", "--key", str(p12),
+                                 "--passphrase-env", "TEST_KEY_PASS", "--pubkey", str(keys / "bundle-ed25519.pub.pem"),
+                                 "--trust", str(root), "--register", "off", *extra], env={"TEST_KEY_PASS": PASS})
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _approval_lines(run: Path, root: Path, *, at: dt.datetime | None = None, require: bool = False) -> str:
+    from auditor.trust.verify import verify_run
+
+    verdicts = verify_run(run, trust=[root], approver_trust=[root], at=at, require_revocation=require)
+    return "\n".join(v.line() for v in verdicts if v.subject.startswith("approval"))
+
+
+@pytest.mark.slow
+def test_a_ca_issued_approver_with_trusted_time_outlives_its_certificate(first_tsa_run: dict[str, Path],
+                                                                         approvers: dict[str, Path],
+                                                                         two_tsas: dict[str, str],
+                                                                         tmp_path: Path) -> None:
+    """An approver whose certificate chains to the root through an intermediate with OCSP: the approval carries
+    the chain, an OCSP response fetched when approving and the second TSA's token. It verifies against the root
+    (--approver-trust takes a CA), and five years on — the approver's certificate long expired — it still does,
+    dated by the TSA; an approval without a token is then refused, its time only claimed."""
+    import shutil
+
+    import time_machine
+
+    timed, claimed = tmp_path / "timed", tmp_path / "claimed"
+    for run in (timed, claimed):
+        shutil.copytree(first_tsa_run["run"], run)
+    keys, root = first_tsa_run["keys"], first_tsa_run["root"]
+    _approve(timed, keys, root, approvers["True"], "--timestamp-url", two_tsas["second"])
+    _approve(claimed, keys, root, approvers["True"])
+    entry = json.loads((timed / "approval.dsse.json").read_text())["signatures"][0]
+    assert entry["chain"] and entry["validation_data"]["ocsp"] and entry["timestamp"]
+    lines = _approval_lines(timed, root)
+    assert "vouched for by the TSA" in lines and "OK   approval (approver): certificate trusted" in lines, lines
+    assert "chains to a trusted certificate" in lines and "approval (revocation)" not in lines
+    with time_machine.travel(now() + 5 * YEAR, tick=True):
+        later = _approval_lines(timed, root)
+        untimed = _approval_lines(claimed, root)
+    assert later.startswith("OK   approval:") and "vouched for by the TSA" in later, later
+    assert untimed.startswith("FAIL approval:") and "no trusted timestamp proves the signature was made inside it" in \
+        untimed, untimed
+
+
+@pytest.mark.slow
+def test_an_approver_without_revocation_sources_is_said_so(first_tsa_run: dict[str, Path],
+                                                           approvers: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(first_tsa_run["run"], run)
+    _approve(run, first_tsa_run["keys"], first_tsa_run["root"], approvers["False"])
+    lines = _approval_lines(run, first_tsa_run["root"])
+    assert "OK   approval (approver): certificate trusted" in lines, lines
+    assert "SKIP approval (revocation): not checked for" in lines and "Jane Roe (no revocation)" in lines, lines
+    strict = _approval_lines(run, first_tsa_run["root"], require=True)
+    assert "FAIL approval (approver): certificate not trusted" in strict, strict
+
+
+@pytest.mark.slow
+def test_an_approval_claiming_a_time_ahead_is_refused(first_tsa_run: dict[str, Path], approvers: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    """Issue 55: an approval's date was the approver's clock, unchecked. One made with the clock three months ahead
+    fails today, saying so; so does one dated before the run existed."""
+    import shutil
+
+    import time_machine
+
+    ahead, before = tmp_path / "ahead", tmp_path / "before"
+    for run in (ahead, before):
+        shutil.copytree(first_tsa_run["run"], run)
+    with time_machine.travel(now() + dt.timedelta(days=90), tick=True):
+        _approve(ahead, first_tsa_run["keys"], first_tsa_run["root"], approvers["True"])
+    lines = _approval_lines(ahead, first_tsa_run["root"])
+    assert lines.startswith("FAIL approval:") and "claims a time ahead of now" in lines, lines
+    with time_machine.travel(now() - dt.timedelta(days=3), tick=True):
+        from auditor.trust import approval, identity
+
+        run = approval.inspect_run(before)
+        signer = identity.load_pkcs12_identity(approvers["False"], PASS)  # nothing to fetch three days ago
+        approval.write_approval(run, signer, name="Jane Roe", decision="approved", reason=None)
+    lines = _approval_lines(before, first_tsa_run["root"])
+    assert lines.startswith("FAIL approval:") and "before what it signs existed" in lines, lines

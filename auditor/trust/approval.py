@@ -4,14 +4,16 @@
   unlisted lies in the folder, evidence.json says what the bundle's predicate says, and it has no approval yet.
   The bundle's Ed25519 signature is not checked here (that needs the tool's public key): the approval covers the
   bundle's exact bytes, so `verify` with the genuine key tells whether what was approved is genuine.
-- `load_approver`: the approver's PKCS#12 (RSA, ECDSA or Ed25519 key with its certificate).
+- the approver's key: a PKCS#12 file or a PKCS#11 token (`trust.identity`), never the run's signing identity.
 - `write_approval`: an in-toto Statement v1 whose one subject is `bundle.dsse.json` with its sha256 (predicate
   `urn:auditor:approval:v1`: decision, approver, certificate, reason, time, the run's title, opinion and day), in a
   DSSE envelope signed by the approver's key, the certificate (PEM) in the signature entry; written as
   approval.dsse.json beside the bundle, atomically and never over an existing one. The approver's certificate must
-  not be the one that signed report.pdf, nor carry its key (four eyes: two identities).
+  not be the one that signed report.pdf, nor carry its key or the bundle key (four eyes: two identities). The
+  signature entry carries the approver's chain, revocation data and, with a TSA, a token over the signature.
 - `check_approval`: what `verify` prints about it: the signature by the certificate it carries, the subject equal
-  to this run's bundle, the predicate well-formed; and the approver's certificate against `--approver-trust`.
+  to this run's bundle, the predicate well-formed, its time (the TSA's, or claimed); and the approver's
+  certificate against `--approver-trust` (a CA or the very certificate), chain and revocation at that time.
 
 Everything read from the folder is strict JSON (`trust.strict_json`) and every printed string is escaped
 (`trust.verdict.shown`, in `Verdict.line`). Recording the decision in the register is the command's
@@ -33,16 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_bytes, read_regular
+from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
 from auditor.trust.certificates import key_names, load_cert, quiet_pyhanko
-from auditor.trust.dsse import envelope, pae, parse_envelope, sign_message, statement_bytes, verify_message
+from auditor.trust.dsse import envelope, pae, parse_envelope, statement_bytes
+from auditor.trust.identity import Identity, check_entry, parse_certificates, signature_entry, verify_entry_signature
 from auditor.trust.layout import APPROVAL_NAME, APPROVAL_PREDICATE_TYPE, BUNDLE_NAME, PAYLOAD_TYPE, STATEMENT_TYPE
 from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
+from auditor.trust.timestamps import describe_utc
 from auditor.trust.verdict import Verdict, quoted, shown
 
-__all__ = ["APPROVAL_NAME", "APPROVAL_PREDICATE_TYPE", "check_approval", "inspect_run", "load_approver",
-           "write_approval"]
+__all__ = ["APPROVAL_NAME", "APPROVAL_PREDICATE_TYPE", "check_approval", "inspect_run", "write_approval"]
 
 DECISIONS = ("approved", "rejected")
 MAX_APPROVER_CHARS = 200  # --as
@@ -113,6 +116,12 @@ def inspect_run(run_dir: Path) -> RunToApprove:
     keys = [bytes.fromhex(k) for k in [signer.get("bundle_keyid")] if isinstance(k, str) and _SHA256.fullmatch(k)]
     if "report.pdf" in listed:
         keys += _pdf_signer_keys(root / "report.pdf")
+    pem = signer.get("certificate_pem")  # the report signer's certificate, named even when there is no report.pdf
+    if isinstance(pem, str):
+        from cryptography import x509
+
+        with contextlib.suppress(ValueError):
+            keys += key_names(x509.load_pem_x509_certificate(pem.encode("utf-8")).public_key())
     return RunToApprove(run_dir=run_dir, bundle_sha256=hashlib.sha256(data).hexdigest(), predicate=predicate,
                         signer_sha256=signer_sha256, signer_keys=keys)
 
@@ -143,45 +152,7 @@ def _pdf_signer_keys(path: Path) -> list[bytes]:
     return []
 
 
-# --- the approver's key ---------------------------------------------------------------------------------------------
-
-@dataclass
-class Approver:
-    key: Any
-    certificate: Any  # cryptography x509.Certificate
-    certificate_pem: str
-    certificate_sha256: str
-    subject: str
-
-
-def load_approver(path: Path, passphrase: str, *, passphrase_env: str = "AUDITOR_KEY_PASS") -> Approver:
-    """The approver's PKCS#12: key and certificate, valid today; one InputError line otherwise."""
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
-    data = read_bytes(Path(path), limit=MAX_SMALL_BYTES, what="key file")
-    try:
-        key, cert, _extra = pkcs12.load_key_and_certificates(data, passphrase.encode("utf-8"))
-    except ValueError:
-        raise InputError(f"cannot open the PKCS#12 key: wrong passphrase in {passphrase_env}, or not a PKCS#12 file",
-                         file=path, fix=f"check {passphrase_env} and the file") from None
-    if key is None or cert is None:
-        raise InputError("the PKCS#12 file holds no private key and certificate", file=path,
-                         fix="export the key together with its certificate")
-    if not isinstance(key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey):
-        raise InputError(f"the approver's key is {type(key).__name__}, not RSA, ECDSA or Ed25519", file=path,
-                         fix="use an RSA key (`auditor keygen` makes RSA-3072)")
-    now = dt.datetime.now(dt.UTC)
-    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
-        raise InputError(f"the approver's certificate is not valid today (valid {cert.not_valid_before_utc:%Y-%m-%d}"
-                         f" to {cert.not_valid_after_utc:%Y-%m-%d})", file=path,
-                         fix="use a current certificate (`auditor keygen` makes one)")
-    return Approver(key=key, certificate=cert,
-                    certificate_pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
-                    certificate_sha256=cert.fingerprint(hashes.SHA256()).hex(),
-                    subject=cert.subject.rfc4514_string())
-
+# --- writing ------------------------------------------------------------------------------------------------------
 
 @dataclass
 class Approval:
@@ -190,9 +161,12 @@ class Approval:
     predicate: dict[str, Any]
 
 
-def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision: str, reason: str | None,
-                   now: dt.datetime | None = None) -> Approval:
-    """Sign the decision over the run's bundle and write approval.dsse.json into the run folder."""
+def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision: str, reason: str | None,
+                   now: dt.datetime | None = None, timestamp_url: str | None = None,
+                   tsa_roots: list[Any] | None = None) -> Approval:
+    """Sign the decision over the run's bundle and write approval.dsse.json into the run folder: the approver's
+    certificate, chain and revocation data in the signature entry, and, with a TSA, its token over the signature
+    (`identity.signature_entry`)."""
     from auditor import __version__
 
     name, reason = name.strip(), (reason.strip() if reason is not None else None) or None
@@ -205,7 +179,8 @@ def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision
                          fix="shorten it")
     if decision == "rejected" and reason is None:
         raise InputError("a rejection needs a reason", fix='add --reason "what must change"')
-    if approver.certificate_sha256 == run.signer_sha256 or key_names(approver.certificate.public_key()) \
+    names = key_names(approver.certificate.public_key())
+    if approver.sha256 == run.signer_sha256 or (names | {hashlib.sha256(n).digest() for n in names}) \
             & set(run.signer_keys):
         raise InputError("the approver's key is the tool's signing identity, which signed this run: an approval "
                          "needs a second identity (four eyes)", file=run.run_dir,
@@ -224,7 +199,7 @@ def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision
     predicate = {
         "decision": decision,
         "approver": name,
-        "approver_certificate": {"subject": approver.subject, "sha256": approver.certificate_sha256},
+        "approver_certificate": {"subject": approver.subject, "sha256": approver.sha256},
         "reason": reason,
         "time": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "run": {"name": run.run_dir.resolve().name, "audit_title": audit.get("title"),
@@ -235,11 +210,9 @@ def write_approval(run: RunToApprove, approver: Approver, *, name: str, decision
     statement = {"_type": STATEMENT_TYPE, "predicateType": APPROVAL_PREDICATE_TYPE, "predicate": predicate,
                  "subject": [{"name": BUNDLE_NAME, "digest": {"sha256": run.bundle_sha256}}]}
     payload = statement_bytes(statement)
-    signature = sign_message(approver.key, pae(PAYLOAD_TYPE, payload))
+    entry = signature_entry(approver, pae(PAYLOAD_TYPE, payload), timestamp_url=timestamp_url, tsa_roots=tsa_roots)
     path = run.run_dir / APPROVAL_NAME
-    _write_once(path, envelope(payload, [{"keyid": approver.certificate_sha256,
-                                          "sig": base64.b64encode(signature).decode("ascii"),
-                                          "certificate": approver.certificate_pem}]))
+    _write_once(path, envelope(payload, [entry]))
     return Approval(path=path, statement_sha256=hashlib.sha256(payload).hexdigest(), predicate=predicate)
 
 
@@ -290,6 +263,7 @@ class _Parsed:
     certificate_sha256: str
     subject: str  # of the certificate, RFC 4514
     valid: tuple[dt.datetime, dt.datetime]  # the certificate's validity
+    entry: dict[str, Any]  # the signature entry (certificate, chain, validation data, timestamp)
 
 
 def read_approval(path: Path) -> dict[str, Any] | None:
@@ -308,11 +282,15 @@ def read_approval(path: Path) -> dict[str, Any] | None:
 
 
 def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: dict[str, Any],
-                   trusted: list[Any] | None) -> list[Verdict]:
+                   trusted: list[Any] | None, tsa_roots: list[Any] | None = None, at: dt.datetime | None = None,
+                   not_before: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
     """`verify`'s lines on approval.dsse.json: none (not approved, not a failure), or the decision with its
-    signature and coverage, then the approver's identity against the --approver-trust certificates."""
-    from cryptography.hazmat.primitives import hashes
-
+    signature, coverage and time; then the approver's identity against the --approver-trust certificates (an
+    approver's CA, or the very certificate), validated at the approval's time with the revocation data it carries;
+    then, when a certificate of its chain names no revocation source, a line saying its revocation was not
+    checked. The time is the TSA's when the approval carries a token (`tsa_roots`: the --trust certificates), else
+    the approver's claim: then the certificate must still be valid at `at` (default now), and the claim may lie
+    neither ahead of it nor before the run (`not_before`)."""
     name = "approval"
     path = root / APPROVAL_NAME
     if not os.path.lexists(path):
@@ -324,9 +302,13 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     except ValueError as exc:
         return [Verdict(False, name, str(exc))]
     predicate = parsed.predicate
-    who = f"{predicate['decision']} by {quoted(predicate['approver'])} (certificate {parsed.subject}) on " \
-          f"{predicate['time'][:10]}"
-    problems = []
+    claimed = dt.datetime.strptime(predicate["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    facts = check_entry(parsed.entry, claimed=claimed, roots=trusted, tsa_roots=tsa_roots or [], at=at,
+                        not_before=not_before, require_revocation=require_revocation)
+    when = (f"on {describe_utc(facts.time)}, {facts.trusted_time}" if facts.trusted_time else
+            f"on {describe_utc(claimed)} (a time claimed by the approver: no trusted timestamp)")
+    who = f"{predicate['decision']} by {quoted(predicate['approver'])} (certificate {parsed.subject}) {when}"
+    problems = list(facts.problems)
     if bundle_sha256 is None:
         problems.append("not compared with this run's bundle: bundle.dsse.json is unreadable")
     elif parsed.covers != bundle_sha256:
@@ -335,73 +317,78 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     signer = json_object(bundle_predicate.get("signer"))
     if parsed.certificate_sha256 == signer.get("certificate_sha256"):
         problems.append("signed with the certificate that signed report.pdf: an approval needs a second identity")
+    elif _same_key_as_signer(parsed.entry, signer):
+        problems.append("signed with the key of the tool's signing identity, in another certificate: an approval "
+                        "needs a second identity")
     audit = json_object(bundle_predicate.get("audit"))
     run = json_object(predicate.get("run"))
-    facts = {"audit_title": audit.get("title"), "opinion": bundle_predicate.get("opinion"),
-             "evaluated_on": bundle_predicate.get("evaluated_on")}
-    differ = [key for key, value in facts.items() if run.get(key) != value]
+    stated = {"audit_title": audit.get("title"), "opinion": bundle_predicate.get("opinion"),
+              "evaluated_on": bundle_predicate.get("evaluated_on")}
+    differ = [key for key, value in stated.items() if run.get(key) != value]
     if differ and not problems:  # covering another bundle says it already
         problems.append(f"it states another {', '.join(differ)} than this run's bundle")
-    when = dt.datetime.strptime(predicate["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
-    if not parsed.valid[0] <= when <= parsed.valid[1]:
-        problems.append("its time is outside the approver's certificate's validity")
     if problems:
         return [Verdict(False, name, f"{who}: {'; '.join(problems)}")]
     reason = f" (reason: {quoted(predicate['reason'])})" if predicate.get("reason") else ""
     verdicts = [Verdict(True, name, f"{who}{reason}, covers this run's bundle")]
-    fingerprints = {c.fingerprint(hashes.SHA256()).hex() for c in trusted or []}
     identity = f"{parsed.subject}, sha256 {parsed.certificate_sha256[:16]}…"
     if not trusted:
         verdicts.append(Verdict(True, "approval (approver)", f"identity not checked against a trusted certificate "
                                 f"({identity}; give --approver-trust)", skipped=True))
-    elif parsed.certificate_sha256 in fingerprints:
-        verdicts.append(Verdict(True, "approval (approver)", f"certificate trusted ({identity}, one of the "
-                                "--approver-trust certificates)"))
-    else:
-        verdicts.append(Verdict(False, "approval (approver)", f"certificate not trusted ({identity} is none of the "
-                                "--approver-trust certificates)"))
+        return verdicts
+    verdicts.append(Verdict(facts.identity_ok, "approval (approver)", facts.identity or "not checked"))
+    if facts.identity_ok and facts.unchecked_revocation:
+        whose = "its certificate names" if len(facts.unchecked_revocation) == 1 else "their certificates name"
+        verdicts.append(Verdict(True, "approval (revocation)", f"not checked for "
+                                f"{'; '.join(facts.unchecked_revocation)}: {whose} no OCSP responder and no CRL "
+                                "(`--require-revocation` makes this a failure)", skipped=True))
     return verdicts
+
+
+def _same_key_as_signer(entry: dict[str, Any], signer: dict[str, Any]) -> bool:
+    """Whether the approval's certificate carries the key of the run's signing identity: the bundle key (its id is
+    the sha256 of a raw Ed25519 key, or of an RSA key's SubjectPublicKeyInfo) or the report signer's certificate's
+    key (`certificate_pem`, which the predicate's signer details hold since runs name it)."""
+    from cryptography import x509
+
+    try:
+        cert, _ = parse_certificates(entry)
+        names = key_names(cert.public_key())
+    except ValueError:
+        return False
+    bundle_key = signer.get("bundle_keyid")
+    own = {bytes.fromhex(bundle_key)} if isinstance(bundle_key, str) and _SHA256.fullmatch(bundle_key) else set()
+    pem = signer.get("certificate_pem")
+    if isinstance(pem, str):
+        with contextlib.suppress(ValueError):
+            own |= key_names(x509.load_pem_x509_certificate(pem.encode("utf-8")).public_key())
+    spki_ids = {hashlib.sha256(n).digest() for n in names}  # an RSA bundle key's id: sha256 of its SPKI DER
+    return bool((names | spki_ids) & own)
 
 
 def _parse(data: bytes) -> _Parsed:
     """The approval envelope, its signature checked with the certificate it carries, then its statement; ValueError
     naming the first thing wrong."""
-    from cryptography import x509
-    from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import hashes
 
     try:
-        envelope = strict_json(data, "approval.dsse.json")
+        document = strict_json(data, "approval.dsse.json")
     except BadJSON as exc:
         raise ValueError(f"malformed: {exc}") from None
-    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE \
-            or not isinstance(envelope.get("payload"), str):
+    if not isinstance(document, dict) or document.get("payloadType") != PAYLOAD_TYPE \
+            or not isinstance(document.get("payload"), str):
         raise ValueError(f"malformed: not a DSSE envelope with payloadType {PAYLOAD_TYPE}")
-    signatures = envelope.get("signatures")
+    signatures = document.get("signatures")
     if not isinstance(signatures, list) or len(signatures) != 1 or not isinstance(signatures[0], dict) \
             or not isinstance(signatures[0].get("sig"), str) or not isinstance(signatures[0].get("certificate"), str):
         raise ValueError("malformed: expected one signature with its certificate (PEM)")
+    entry = signatures[0]
     try:
-        payload = base64.b64decode(envelope["payload"], validate=True)
-        signature = base64.b64decode(signatures[0]["sig"], validate=True)
+        payload = base64.b64decode(document["payload"], validate=True)
     except binascii.Error:
         raise ValueError("malformed: the payload or the signature is not base64") from None
-    try:
-        cert = x509.load_pem_x509_certificate(signatures[0]["certificate"].encode("utf-8"))
-    except (ValueError, UnicodeEncodeError):
-        raise ValueError("malformed: the certificate is not a PEM X.509 certificate") from None
-    try:
-        public, subject_name = cert.public_key(), cert.subject.rfc4514_string()
-        valid = (cert.not_valid_before_utc, cert.not_valid_after_utc)
-    except Exception:  # an algorithm or a name cryptography cannot read
-        raise ValueError("malformed: the certificate's key, subject or validity cannot be read") from None
-    try:
-        verify_message(public, signature, pae(PAYLOAD_TYPE, payload))
-    except InvalidSignature:
-        raise ValueError("signature invalid: it does not verify with the certificate the approval carries (edited "
-                         "after signing)") from None
-    except ValueError as exc:
-        raise ValueError(f"signature not checked: {exc}") from None
+    cert, _chain = parse_certificates(entry)
+    verify_entry_signature(entry, pae(PAYLOAD_TYPE, payload))
     fingerprint = cert.fingerprint(hashes.SHA256()).hex()
     try:
         statement = strict_json(payload, "the approval's statement")
@@ -418,7 +405,8 @@ def _parse(data: bytes) -> _Parsed:
             or not _SHA256.fullmatch(covers):
         raise ValueError(f"malformed: the statement's one subject must be {BUNDLE_NAME} with its sha256")
     return _Parsed(predicate=_predicate(statement.get("predicate"), fingerprint), covers=covers,
-                   certificate_sha256=fingerprint, subject=subject_name, valid=valid)
+                   certificate_sha256=fingerprint, subject=cert.subject.rfc4514_string(),
+                   valid=(cert.not_valid_before_utc, cert.not_valid_after_utc), entry=entry)
 
 
 def _predicate(predicate: Any, fingerprint: str) -> dict[str, Any]:

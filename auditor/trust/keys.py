@@ -172,6 +172,7 @@ def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = 
     roots = [c for path in [*signing.timestamp_roots, *timestamps.default_roots()] for c in load_trust(Path(path))]
     details = {"subject": cert.subject.rfc4514_string(),
                "certificate_sha256": cert.fingerprint(hashes.SHA256()).hex(),
+               "certificate_pem": cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
                "not_after": cert.not_valid_after_utc.date().isoformat(),
                "bundle_keyid": keyid(bundle_key.public_key())}
     if token is not None:

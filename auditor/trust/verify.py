@@ -70,7 +70,16 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
     except Unreadable:
         bundle_sha256 = None
     return verdicts + check_approval(root, bundle_sha256=bundle_sha256, bundle_predicate=predicate,
-                                     trusted=approvers)
+                                     trusted=approvers, tsa_roots=trusted, at=at, not_before=_made(predicate),
+                                     require_revocation=require_revocation)
+
+
+def _made(predicate: dict[str, Any]) -> dt.datetime | None:
+    """The earliest the run can have existed: its evaluation day's start (an approval dated before is a lie)."""
+    try:
+        return dt.datetime.fromisoformat(str(predicate.get("evaluated_on"))).replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
 
 
 def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any, *,
