@@ -728,6 +728,7 @@ def findings_list(system: Annotated[str | None, typer.Option(help="Only this sys
         return [r for r in rows if status is None or r["state"].status == status.value]
 
     rows = _guard(action, debug=debug)
+    _trail_warnings(register, system, debug)
     if not rows:
         typer.echo("no findings" + (f" of {terminal(system)}" if system else "") +
                    (f" in status {status.value}" if status else ""))
@@ -744,12 +745,22 @@ def findings_show(finding: Annotated[str, typer.Argument(help="The finding's id,
                   register: RegisterOption = None, debug: Debug = False) -> None:
     """One finding and every event of its life."""
     row = _guard(lambda: _open_register(register).finding(finding, today=dt.date.today()), debug=debug)
+    _trail_warnings(register, row["system"], debug)
     now = row["state"]
     typer.echo(terminal(f"{row['id']}: {row['title']} ({row['severity']}) — {now.status}, first seen "
                         f"{now.first_seen}"))
     for e in now.events:
         details = ", ".join(f"{k} {v}" for k, v in e.to_json().items() if k not in ("event", "on_day", "actor"))
         typer.echo(terminal(f"  {e.on_day}  {e.event:<10} by {e.actor}" + (f": {details}" if details else "")))
+
+
+def _trail_warnings(register: str | None, system: str | None, debug: bool) -> None:
+    """Before anything is shown from the register: where its trail breaks, if it does (never shown as genuine)."""
+    results = _guard(lambda: _open_register(register).check(system=system, folders=False), debug=debug)
+    for result in results:
+        for problem in result.breaks[:1]:
+            typer.echo(terminal(f"BROKEN TRAIL {result.system}: {problem}; what follows includes changes the "
+                                "register did not record (`auditor register check`)"))
 
 
 def _record_event(finding: str, kind: str, as_: str | None, register: str | None, debug: bool,
@@ -806,6 +817,89 @@ def register_rebuild(
 
     added = _guard(lambda: rebuild(folder, register or str(folder / "register.sqlite")), debug=debug)
     typer.echo(f"{len(added)} run(s) indexed" + "".join(f"\n  {terminal(p.name)}" for p in added))
+
+
+@register_app.command("check")
+def register_check(
+    system: Annotated[str | None, typer.Option(help="Only this system (spec `model.name`).")] = None,
+    register: RegisterOption = None,
+    trust: Annotated[list[Path] | None, typer.Option(help="Certificates trusted for the TSA of the anchors "
+                                                           "(repeatable; default: $AUDITOR_TSA_ROOTS).")] = None,
+    anchor: Annotated[bool, typer.Option("--anchor", help="Then have the TSA timestamp each intact trail's head "
+                                         "(kept in the register, and with --anchor-out as files).")] = False,
+    timestamp_url: Annotated[str | None, typer.Option("--timestamp-url", help="The TSA for --anchor (default: "
+                                                      "$AUDITOR_TSA_URL).", show_default=False)] = None,
+    anchor_out: Annotated[Path | None, typer.Option("--anchor-out", help="Also write each anchor as a file into "
+                                                    "this folder, to keep apart from the database.",
+                                                    show_default=False)] = None,
+    debug: Debug = False,
+) -> None:
+    """Walk the register's trail (a hash chain per system over every run, event and approval) against the rows it
+    stands for, the run folders' digests, the heads signed runs pinned and the anchors: one line per system, the
+    first break named. Exit 0 when every trail holds, 1 when one breaks, 2 on bad input."""
+    from auditor.trust import timestamps
+    from auditor.trust.certificates import load_trust
+
+    roots = _guard(lambda: load_trust(list(trust) if trust else timestamps.default_roots()), debug=debug)
+    store = _guard(lambda: _open_register(register), debug=debug)
+    try:
+        results = _guard(lambda: store.check(system=system, tsa_roots=roots), debug=debug)
+        if not results:
+            typer.echo("no trail" + (f" of {terminal(system)}" if system else "") + " in the register")
+        for result in results:
+            name = terminal(result.system or "(approvals of runs the register lacks)")
+            if result.ok:
+                before = f" ({result.pre_chain} recorded before the trail)" if result.pre_chain else ""
+                pins = ("; 1 signed run's pin holds" if result.pinned == 1 else
+                        f"; {result.pinned:,} signed runs' pins hold" if result.pinned else "")
+                anchors = ("; 1 anchor holds" if result.anchored == 1 else
+                           f"; {result.anchored:,} anchors hold" if result.anchored else "")
+                typer.echo(f"OK   {name}: {counted(result.length, 'entry', 'entries')}, intact{before}{pins}"
+                           f"{anchors}; head {result.head[:16]}…")
+            for problem in result.breaks:
+                typer.echo(f"FAIL {name}: {terminal(problem)}")
+            for note in result.notes:
+                typer.echo(f"     note: {terminal(note)}")
+        broken = [r for r in results if not r.ok]
+        if anchor and not broken:
+            url = timestamp_url or timestamps.default_url()
+            if not url:
+                typer.echo("error: --anchor needs a TSA: --timestamp-url URL (or AUDITOR_TSA_URL)", err=True)
+                raise typer.Exit(2)
+            for result in results:
+                line = _guard(functools.partial(_anchor, store, result, url, roots, anchor_out), debug=debug)
+                typer.echo(terminal(line))
+        if broken:
+            raise typer.Exit(1)
+    finally:
+        store.close()
+
+
+def _anchor(store: Any, result: Any, url: str, roots: list[Any], out: Path | None) -> str:
+    """Have the TSA timestamp one system's trail head; kept in the register (and in `out`)."""
+    from auditor.register.trail import anchor_bytes, anchor_file
+    from auditor.trust import timestamps
+
+    data = anchor_bytes(result.system, result.length, result.head)
+    try:
+        token = timestamps.token_for(url, data)
+    except timestamps.TimestampError as exc:
+        raise timestamps.read_error(url, exc) from None
+    facts = timestamps.check_token(token, data, roots)
+    if not facts.intact or not facts.trusted:
+        raise InputError(f"the TSA's token does not chain to a --trust certificate ({facts.tsa}); nothing anchored",
+                         where="--trust", fix="name the TSA's root certificate (or AUDITOR_TSA_ROOTS)")
+    store.add_anchor(result.system, result.length, result.head, token)
+    if out is not None:
+        from auditor.files import replace_file
+
+        out.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in result.system)[:80] or "none"
+        replace_file(out / f"{safe}-{result.length}.anchor.json",
+                     anchor_file(result.system, result.length, result.head, token).encode("utf-8"),
+                     fix="give --anchor-out a folder you may write to")
+    return (f"anchored: {result.system or '(unrecorded runs)'} at entry {result.length}, "
+            f"{timestamps.describe_utc(facts.time)} by {facts.tsa}")
 
 
 @app.command()

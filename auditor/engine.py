@@ -657,9 +657,13 @@ def _template_files(folder: Path) -> list[tuple[str, Path]]:
 
 def bundle_predicate(document: dict[str, Any]) -> dict[str, Any]:
     """What the signed statement says about the run, besides the file hashes."""
-    return {"tool": {"name": "auditor", "version": __version__}, "audit": document["audit"],
-            "opinion": document["opinion"], "seed": document["seed"],
-            "evaluated_on": document["run"].get("evaluated_on"), "evidence_schema": EVIDENCE_SCHEMA}
+    predicate = {"tool": {"name": "auditor", "version": __version__}, "audit": document["audit"],
+                 "opinion": document["opinion"], "seed": document["seed"],
+                 "evaluated_on": document["run"].get("evaluated_on"), "evidence_schema": EVIDENCE_SCHEMA}
+    review = document.get("review") or {}
+    if isinstance(review.get("trail"), dict):  # the register's trail as the review saw it: signed, it pins it
+        predicate["register"] = {"system": review.get("system"), **review["trail"]}
+    return predicate
 
 
 def dump_json(document: dict[str, Any]) -> str:

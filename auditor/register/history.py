@@ -68,6 +68,7 @@ def pages(register: Any, out: Path, *, system: str | None = None, today: dt.date
         if row.get("run_id") is not None:
             approvals.setdefault(row["run_id"], []).append(row)
     findings = register.findings(system=system, today=today)
+    trails = {c.system: c for c in register.check(system=system, folders=False)}
     common = {"version": __version__, "generator": GENERATOR.format(version=__version__),
               "today": today.isoformat(), "register": register.shown, "index": INDEX}
     out = Path(os.path.abspath(out))
@@ -77,6 +78,8 @@ def pages(register: Any, out: Path, *, system: str | None = None, today: dt.date
         theirs = [r for r in runs if r["system"] == name]
         page = system_page(register, name, theirs, [f for f in findings if f["system"] == name], approvals, out)
         page["file"] = slugs[name]
+        trail = trails.get(name)
+        page["trail_broken"] = trail.breaks if trail is not None and trail.breaks else []
         portfolio.append(page)
         pages_out[slugs[name]] = render("history/system.html.j2", {**common, "s": page})
     index = render("history/index.html.j2", {**common, "systems": portfolio, "only": system,

@@ -13,7 +13,6 @@ from typing import Any
 
 from auditor.diff import load_run
 from auditor.errors import InputError
-from auditor.register.review import actor
 from auditor.register.store import Register
 
 MAX_RUN_FOLDERS = 100_000
@@ -64,7 +63,8 @@ def rebuild(folder: Path, location: str) -> list[Path]:
         bundle = run / "bundle.dsse.json"
         register.record(document, system=system_of(document), run_dir=run,
                         evidence_sha256=sha256_file(run / "evidence.json"),
-                        bundle_sha256=sha256_file(bundle) if bundle.is_file() else None, actor=actor())
+                        bundle_sha256=sha256_file(bundle) if bundle.is_file() else None,
+                        actor="auditor register rebuild")
         decision = read_approval(run / APPROVAL_NAME) if (run / APPROVAL_NAME).is_file() else None
         if decision is not None:  # the approver's sign-off kept beside the run
             register.record_approval(run_dir=run, **decision)

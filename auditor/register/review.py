@@ -15,6 +15,7 @@ from auditor.errors import InputError
 from auditor.register.lifecycle import Event, review_events, state
 
 DEFAULT_NAME = "register.sqlite"
+SYSTEM_ACTOR = "auditor report"  # who records what a review shows (opened, seen, remediated; the spec's findings:)
 
 
 def system_name(spec: Any) -> str:
@@ -51,6 +52,7 @@ class Review:
     previous: dict[str, Any] | None = None
     known: dict[str, Any] | None = None
     error: InputError | None = None
+    trail: dict[str, Any] | None = None  # the system's trail as this review saw it: register id, length, head
 
 
 def open_review(location_: str | None, system: str) -> Review:
@@ -70,6 +72,8 @@ def open_review(location_: str | None, system: str) -> Review:
         review.register = Register(location_, create=False)
         review.previous = review.register.previous(system)
         review.known = review.register.known(system)
+        length, head = review.register.head(system)
+        review.trail = {"register": review.register.setting("register_id"), "length": length, "head": head}
     except InputError as exc:
         review.register, review.error = None, exc
     return review
@@ -84,13 +88,15 @@ def review_block(review: Review, document: dict[str, Any]) -> dict[str, Any] | N
     if review.error is not None:
         block["error"] = review.error.problem
         return block
+    # what the register's trail was when this review read it: a signed run pins it (auditor.register.trail)
+    block["trail"] = review.trail or {"register": None, "length": 0, "head": "0" * 64}
     previous = review.previous
     block["previous"] = None if previous is None else {
         "run": previous["run_name"], "evaluated_on": previous["evaluated_on"], "opinion": previous["opinion"],
         "model_version": previous["model_version"]}
     day = document["run"]["evaluated_on"]
     known = review.known or {}
-    added = review_events(document, known, run="this review", day=day, actor=actor(),
+    added = review_events(document, known, run="this review", day=day, actor=SYSTEM_ACTOR,
                           assignments=document.get("assignments", []), waivers=document.get("waivers", []))
     today = dt.date.fromisoformat(day)
     rows = []
@@ -118,5 +124,6 @@ def record(review: Review, document: dict[str, Any], run_dir: Path) -> None:
     register = review.register or Register(review.location)
     bundle = run_dir / "bundle.dsse.json"
     register.record(document, system=review.system, run_dir=run_dir,
-                           evidence_sha256=sha256_file(run_dir / "evidence.json"),
-                           bundle_sha256=sha256_file(bundle) if bundle.is_file() else None, actor=actor())
+                    evidence_sha256=sha256_file(run_dir / "evidence.json"),
+                    bundle_sha256=sha256_file(bundle) if bundle.is_file() else None,
+                    actor=SYSTEM_ACTOR)

@@ -120,6 +120,8 @@ events = Table(
     Column("approver", Text),
     Column("until", String(10)),
     Column("reason", Text),
+    Column("statement", Text),  # v2: the decision's signed statement (DSSE envelope JSON), when a person signed it
+    Column("signer", Text),  # v2: the signing certificate's subject
 )
 Index("events_by_finding", events.c.finding_id, events.c.id)
 
@@ -133,6 +135,7 @@ approvals = Table(
     Column("reason", Text),
     Column("at", String(40), nullable=False),
     Column("statement_sha256", String(64), nullable=False),
+    Column("statement", Text),  # v2: approval.dsse.json itself
 )
 
 
@@ -143,4 +146,56 @@ def _v1(connection: Connection) -> None:
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1]  # MIGRATIONS[i] brings a register to version i + 1
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# --- version 2: the trail (issue 54) ---------------------------------------------------------------------------------
+
+trail = Table(
+    "trail", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("system", String(200), nullable=False),
+    Column("seq", Integer, nullable=False),  # 1, 2, ... per system
+    Column("kind", String(20), nullable=False),  # run, event, approval
+    Column("ref", Integer, nullable=False),  # the row's id in runs, finding_events or approvals
+    Column("content", Text, nullable=False),  # the record as canonical JSON (auditor.register.trail.content)
+    Column("prev", String(64), nullable=False),  # the hash of the system's previous entry ("0" * 64 first)
+    Column("hash", String(64), nullable=False),  # sha256 of prev + "\n" + content
+    Column("pre_chain", Integer, nullable=False),  # 1: recorded before the register kept a trail (migrated)
+)
+Index("trail_by_system", trail.c.system, trail.c.seq, unique=True)
+
+anchors = Table(
+    "anchors", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("system", String(200), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("head", String(64), nullable=False),
+    Column("token", LargeBinary, nullable=False),  # RFC 3161 over auditor.register.trail.anchor_bytes
+    Column("at", String(40), nullable=False),
+)
+
+
+def _v2(connection: Connection) -> None:
+    """The trail: a hash chain per system over every run, event and approval, and its anchors; the signed
+    statements of decisions beside their rows; the register's identity and marker in `meta`. The events a register
+    already holds start its chain, marked as recorded before it (`pre_chain`)."""
+    import secrets
+
+    from sqlalchemy import inspect, text
+
+    metadata.create_all(connection, tables=[trail, anchors])
+    for table, column in (("finding_events", "statement"), ("finding_events", "signer"), ("approvals", "statement")):
+        if column not in {c["name"] for c in inspect(connection).get_columns(table)}:  # (v1 of this code makes them)
+            connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT"))
+    for key, value in (("application", "auditor register"), ("register_id", secrets.token_hex(16)),
+                       ("unsigned_decisions", "refused")):
+        connection.execute(meta.delete().where(meta.c.key == key))
+        connection.execute(meta.insert().values(key=key, value=value))
+    from auditor.register.trail import chain_existing
+
+    chain_existing(connection)
+
+
+MIGRATIONS.append(_v2)
 SCHEMA_VERSION = len(MIGRATIONS)

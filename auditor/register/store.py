@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.errors import InputError
 from auditor.register import schema as s
+from auditor.register import trail
 from auditor.register.lifecycle import Event, Observed, review_events, state
 
 if TYPE_CHECKING:
@@ -258,6 +259,7 @@ class Register:
             known = self.known(system, connection)
             added = review_events(document, known, run=Path(run_dir).name, day=day, actor=actor,
                                   assignments=document.get("assignments", []), waivers=document.get("waivers", []))
+            self._chain(connection, system, "run", int(run_id))
             for key, (seen, new_events) in added.items():
                 finding_id = f"{system}/{key}"
                 if key not in known:
@@ -265,27 +267,88 @@ class Register:
                                     source=seen.source, title=seen.title, severity=seen.severity,
                                     evidence=seen.evidence, first_run=run_id, first_seen=day)
                 for e in new_events:
-                    connection.execute(s.events.insert().values(
+                    event_id = connection.execute(s.events.insert().values(
                         finding_id=finding_id, run_id=run_id if e.run else None, at=recorded_at,
-                        **{k: v for k, v in e.to_json().items() if k != "run"}))
+                        **{k: v for k, v in e.to_json().items() if k != "run"})).inserted_primary_key[0]
+                    self._chain(connection, system, "event", int(event_id))
         return int(run_id)
 
-    def add_event(self, finding_id: str, event: Event) -> None:
-        """A response or an acceptance from the command line (`auditor findings respond|accept`)."""
+    def add_event(self, finding_id: str, event: Event, *, statement: str | None = None,
+                  signer: str | None = None) -> None:
+        """A response or an acceptance from the command line (`auditor findings respond|accept`), with the signed
+        statement of the person who made it."""
+        from sqlalchemy import select
+
         with self._write() as connection:
-            connection.execute(s.events.insert().values(finding_id=finding_id, at=_now(),
-                                                        **{k: v for k, v in event.to_json().items() if k != "run"}))
+            system = str(connection.execute(select(s.findings.c.system).where(s.findings.c.id == finding_id))
+                         .scalar() or "")
+            self._lock(connection, system)
+            event_id = connection.execute(s.events.insert().values(
+                finding_id=finding_id, at=_now(), statement=statement, signer=signer,
+                **{k: v for k, v in event.to_json().items() if k != "run"})).inserted_primary_key[0]
+            self._chain(connection, system, "event", int(event_id))
 
     def record_approval(self, *, run_dir: Path, bundle_sha256: str, decision: str, approver: str,
-                        reason: str | None, statement_sha256: str) -> None:
+                        reason: str | None, statement_sha256: str, statement: str | None = None) -> None:
         from sqlalchemy import select
 
         with self._write() as connection:
             run_id = connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir == str(Path(run_dir).absolute()))
                                         ).scalar()
-            connection.execute(s.approvals.insert().values(
+            system = trail.system_of_run(connection, run_id)
+            self._lock(connection, system)
+            approval_id = connection.execute(s.approvals.insert().values(
                 run_id=run_id, bundle_sha256=bundle_sha256, decision=decision, approver=approver, reason=reason,
-                at=_now(), statement_sha256=statement_sha256))
+                at=_now(), statement_sha256=statement_sha256, statement=statement)).inserted_primary_key[0]
+            self._chain(connection, system, "approval", int(approval_id))
+
+    # --- the trail ------------------------------------------------------------------------------------------------
+
+    def _lock(self, connection: Any, system: str) -> None:
+        """One writer of a system's chain at a time (SQLite's BEGIN IMMEDIATE locks the whole file already)."""
+        if not self.sqlite:
+            from sqlalchemy import text
+
+            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:system))"), {"system": system})
+
+    def _chain(self, connection: Any, system: str, kind: str, ref: int) -> None:
+        """The row just written, as the trail's next entry (its content read back as `check` will read it)."""
+        from sqlalchemy import select
+
+        table = {"run": s.runs, "event": s.events, "approval": s.approvals}[kind]
+        row = dict(connection.execute(select(table).where(table.c.id == ref)).mappings().one())
+        run_id = ref if kind == "run" else row.get("run_id")
+        names = {} if run_id is None else dict(connection.execute(select(s.runs.c.id, s.runs.c.run_name)
+                                                                  .where(s.runs.c.id == run_id)).all())
+        trail.append(connection, system, kind, ref, trail.content(kind, row, names))
+
+    def head(self, system: str) -> tuple[int, str]:
+        """(length, hash) of the system's trail now: what a run pins."""
+        with self._errors(), self.engine.connect() as connection:
+            return trail.head(connection, system)
+
+    def setting(self, key: str) -> str | None:
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            value = connection.execute(select(s.meta.c.value).where(s.meta.c.key == key)).scalar()
+        return None if value is None else str(value)
+
+    def set_setting(self, key: str, value: str) -> None:
+        with self._write() as connection:
+            connection.execute(s.meta.delete().where(s.meta.c.key == key))
+            connection.execute(s.meta.insert().values(key=key, value=value))
+
+    def check(self, *, system: str | None = None, tsa_roots: list[Any] | None = None,
+              folders: bool = True) -> list[trail.SystemCheck]:
+        """`auditor register check`: every system's trail against its rows, folders, pins and anchors."""
+        with self._errors(), self.engine.connect() as connection:
+            return trail.check(connection, system=system, register_id=self.setting("register_id") or "",
+                               tsa_roots=tsa_roots, folders=folders)
+
+    def add_anchor(self, system: str, seq: int, head: str, token: bytes) -> None:
+        with self._write() as connection:
+            connection.execute(s.anchors.insert().values(system=system, seq=seq, head=head, token=token, at=_now()))
 
     def approvals(self) -> list[dict[str, Any]]:
         from sqlalchemy import select
