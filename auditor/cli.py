@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -25,6 +26,7 @@ from auditor import __version__
 from auditor.display import terminal
 from auditor.errors import InputError
 from auditor.files import write_new
+from auditor.spans import parse_span
 from auditor.words import counted
 
 
@@ -62,6 +64,8 @@ findings_app = typer.Typer(no_args_is_help=True, help="Findings across reviews (
 app.add_typer(findings_app, name="findings")
 register_app = typer.Typer(no_args_is_help=True, help="The register of audits.")
 app.add_typer(register_app, name="register")
+roles_app = typer.Typer(no_args_is_help=True, help="Who may decide what: a roles file signed under an approver root.")
+app.add_typer(roles_app, name="roles")
 
 T = TypeVar("T")
 
@@ -322,6 +326,7 @@ def verify(
     require_revocation: Annotated[bool, typer.Option("--require-revocation", help="Fail when a certificate's "
                                                      "revocation cannot be checked (it names no OCSP responder or "
                                                      "CRL, or the signature embeds no revocation data).")] = False,
+    roles: RolesOption = None, roles_trust: RolesTrustOption = None,
     debug: Debug = False,
 ) -> None:
     """Check a signed run: bundle signature, every file's sha256, unlisted files, the PDF signature and its
@@ -332,7 +337,8 @@ def verify(
 
     verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey, approver_trust=approver_trust,
                                          inputs=inputs or inputs_root is not None, inputs_root=inputs_root,
-                                         at=parse_moment(at), require_revocation=require_revocation), debug=debug)
+                                         at=parse_moment(at), require_revocation=require_revocation,
+                                         roles=_roles(roles, roles_trust)), debug=debug)
     for verdict in verdicts:
         typer.echo(verdict.line())
     failed = [v for v in verdicts if not v.ok]
@@ -363,7 +369,7 @@ def restamp(
     from auditor.trust.timestamps import default_roots, default_url, describe_utc
 
     if due is not None:
-        span = _guard(lambda: renewal.parse_span(due), debug=debug)
+        span = _guard(lambda: parse_span(due, "--due"), debug=debug)
         now = dt.datetime.now(dt.UTC)
         found = _guard(lambda: [p for folder in runs for p in renewal.signed_runs(folder)], debug=debug)
         late = 0
@@ -419,10 +425,12 @@ def approve(
     reject: Annotated[bool, typer.Option("--reject", help="Record a rejection (needs --reason).")] = False,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (required with --reject).")] = None,
     register: Annotated[str | None, typer.Option("--register", help="The register: an SQLite file, a "
-                                                 "postgresql:// URL, or `off` (default: register.sqlite beside "
-                                                 "the run folder, when there is one).")] = None,
+                                                 "postgresql:// URL, or `off` (default: the one the run was recorded "
+                                                 "in, else $AUDITOR_REGISTER, else register.sqlite beside the run "
+                                                 "folder).")] = None,
     passphrase_env: Annotated[str, typer.Option("--passphrase-env", help="Environment variable holding the key's "
                                                 "passphrase; prompted for when it is not set.")] = "AUDITOR_KEY_PASS",
+    roles: RolesOption = None, roles_trust: RolesTrustOption = None,
     debug: Debug = False,
 ) -> None:
     """Sign off a signed run that verifies (four eyes): a signed statement over its bundle, written as
@@ -442,6 +450,7 @@ def approve(
                    "LABEL", err=True)
         raise typer.Exit(2)
     run = _guard(lambda: approval.inspect_run(run_dir), debug=debug)  # before the passphrase: nothing to ask
+    chosen_roles = _guard(lambda: _roles(roles, roles_trust), debug=debug)
     verdicts = _guard(lambda: verify_run(run_dir, trust=trust, pubkey=pubkey), debug=debug)
     failed = [v for v in verdicts if not v.ok]
     if failed:
@@ -449,7 +458,9 @@ def approve(
                    f"{'s' if len(failed) > 1 else ''}, the first: {failed[0].line()}); only a run that `auditor "
                    "verify` calls VERIFIED can be approved", err=True)
         raise typer.Exit(2)
-    store, note = _guard(lambda: decisions.open_for_run(run_dir, register), debug=debug)
+    recorded_in = (run.predicate.get("register") or {}).get("location") \
+        if isinstance(run.predicate.get("register"), dict) else None
+    store, note = _guard(lambda: decisions.open_for_run(run_dir, register, recorded_in), debug=debug)
     url = timestamp_url or default_url()
     tsa_roots = _guard(lambda: load_trust([*(trust or []), *default_roots()]), debug=debug) if url else []
     with contextlib.ExitStack() as stack:
@@ -469,7 +480,8 @@ def approve(
         stack.callback(signer.close)
         written = _guard(lambda: approval.write_approval(run, signer, name=as_, reason=reason,
                                                          decision="rejected" if reject else "approved",
-                                                         timestamp_url=url, tsa_roots=tsa_roots), debug=debug)
+                                                         timestamp_url=url, tsa_roots=tsa_roots, roles=chosen_roles),
+                         debug=debug)
         typer.echo(f"{written.predicate['decision']}: {terminal(str(run_dir))} by "
                    f"{terminal(written.predicate['approver'])} (certificate {terminal(signer.subject)})", err=True)
         typer.echo(str(written.path))
@@ -700,6 +712,7 @@ class FindingStatus(StrEnum):
     accepted = "accepted"
     overdue = "overdue"
     remediated = "remediated"
+    merged = "merged"
 
 
 def _open_register(register: str | None) -> Any:
@@ -718,17 +731,58 @@ def _day(text: str, option: str) -> str:
     return text
 
 
+class ListFormat(StrEnum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+
+
+class DueFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def _trails(store: Any, system: str | None) -> dict[str, str]:
+    """Each system's trail: "intact", or "broken: <where>" (what a list never presents as genuine)."""
+    return {r.system: "intact" if r.ok else f"broken: {r.breaks[0]}" for r in store.check(system=system,
+                                                                                         folders=False)}
+
+
 @findings_app.command("list")
 def findings_list(system: Annotated[str | None, typer.Option(help="Only this system (spec `model.name`).")] = None,
                   status: Annotated[FindingStatus | None, typer.Option(help="Only findings in this status.")] = None,
+                  format_: Annotated[ListFormat, typer.Option("--format", help="text (a table), json or csv: "
+                                                              "everything a finding's card shows, the rules and "
+                                                              "laws that judge it, and its history.")]
+                  = ListFormat.text,
                   register: RegisterOption = None, debug: Debug = False) -> None:
     """Every finding of the register with its status today, first day seen, owner, due date and last response."""
-    def action() -> list[dict[str, Any]]:
-        rows = _open_register(register).findings(system=system, today=dt.date.today())
-        return [r for r in rows if status is None or r["state"].status == status.value]
+    from auditor.register import export
 
-    rows = _guard(action, debug=debug)
-    _trail_warnings(register, system, debug)
+    today = dt.date.today()
+
+    def action() -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any], str]:
+        store = _open_register(register)
+        try:
+            rows = [r for r in store.findings(system=system, today=today)
+                    if status is None or r["state"].status == status.value]
+            trails = _trails(store, system)
+            latest = {name: (store.previous(name) or {}).get("document") for name in {r["system"] for r in rows}} \
+                if format_ != ListFormat.text else {}
+            return rows, trails, latest, store.shown
+        finally:
+            store.close()
+
+    rows, trails, latest, shown_as = _guard(action, debug=debug)
+    if format_ != ListFormat.text:
+        for name, trail in trails.items():  # said where a person sees it too, not only in a column
+            if trail != "intact":
+                typer.echo(terminal(f"BROKEN TRAIL {name}: {trail.removeprefix('broken: ')}"), err=True)
+        found = export.records(rows, latest, trails)
+        typer.echo(export.to_json(found, register=shown_as, today=today) if format_ == ListFormat.json
+                   else export.to_csv(found), nl=False)
+        return
+    _print_broken(trails)
     if not rows:
         typer.echo("no findings" + (f" of {terminal(system)}" if system else "") +
                    (f" in status {status.value}" if status else ""))
@@ -738,6 +792,54 @@ def findings_list(system: Annotated[str | None, typer.Option(help="Only this sys
         now = r["state"]
         typer.echo(terminal(f"{r['id']:<48} {now.status:<11} {r['severity']:<9} {now.first_seen:<11} "
                             f"{(now.owner or '—'):<24} {now.due or '—'}"))
+
+
+@findings_app.command("due")
+def findings_due(
+    within: Annotated[str, typer.Option("--within", help="How far ahead to look: 14d, 6w, 3m (days, weeks, "
+                                        "30-day months).")] = "14d",
+    system: Annotated[str | None, typer.Option(help="Only this system (spec `model.name`).")] = None,
+    format_: Annotated[DueFormat, typer.Option("--format", help="text (by owner) or json.")] = DueFormat.text,
+    register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """What is due or overdue — remedies past or near their due date, risk acceptances that lapse or lapsed — by
+    owner, for cron, CI or a chat webhook. Exit 0 when nothing is, 1 when something is, 2 on bad input."""
+    from auditor.register import export
+
+    span = _guard(lambda: parse_span(within, "--within"), debug=debug)
+    today = dt.date.today()
+
+    def action() -> tuple[list[dict[str, Any]], dict[str, str]]:
+        store = _open_register(register)
+        try:
+            return export.due(store.findings(system=system, today=today), today, span), _trails(store, system)
+        finally:
+            store.close()
+
+    items, trails = _guard(action, debug=debug)
+    if format_ == DueFormat.json:
+        typer.echo(json.dumps({"schema": "auditor.due/v1", "today": today.isoformat(), "within_days": span.days,
+                               "trails": trails, "due": items}, indent=2, ensure_ascii=False))
+    else:
+        _print_broken(trails)
+        if not items:
+            typer.echo(f"nothing due within {counted(span.days, 'day')} (today {today.isoformat()})")
+        owners: dict[str, list[dict[str, Any]]] = {}
+        for item in items:
+            owners.setdefault(item["owner"], []).append(item)
+        for owner, mine in sorted(owners.items(), key=lambda pair: pair[1][0]["date"]):
+            typer.echo(terminal(owner))
+            for item in mine:
+                typer.echo(terminal(f"  {item['id']:<46} {export.describe(item):<44} {item['severity']:<8} "
+                                    f"{item['title']}"))
+    raise typer.Exit(1 if items else 0)
+
+
+def _print_broken(trails: dict[str, str]) -> None:
+    for name, trail in sorted(trails.items()):
+        if trail != "intact":
+            typer.echo(terminal(f"BROKEN TRAIL {name}: {trail.removeprefix('broken: ')}; what follows includes "
+                                "changes the register did not record (`auditor register check`)"))
 
 
 @findings_app.command("show")
@@ -750,33 +852,201 @@ def findings_show(finding: Annotated[str, typer.Argument(help="The finding's id,
     typer.echo(terminal(f"{row['id']}: {row['title']} ({row['severity']}) — {now.status}, first seen "
                         f"{now.first_seen}"))
     for e in now.events:
-        details = ", ".join(f"{k} {v}" for k, v in e.to_json().items() if k not in ("event", "on_day", "actor"))
-        typer.echo(terminal(f"  {e.on_day}  {e.event:<10} by {e.actor}" + (f": {details}" if details else "")))
+        details = ", ".join(f"{k} {v}" for k, v in e.to_json().items()
+                            if k not in ("event", "on_day", "actor", "signature"))
+        signed = f" ({e.signature})" if e.signature else ""
+        typer.echo(terminal(f"  {e.on_day}  {e.event:<10} by {e.actor}{signed}" + (f": {details}" if details else "")))
 
 
 def _trail_warnings(register: str | None, system: str | None, debug: bool) -> None:
     """Before anything is shown from the register: where its trail breaks, if it does (never shown as genuine)."""
-    results = _guard(lambda: _open_register(register).check(system=system, folders=False), debug=debug)
-    for result in results:
-        for problem in result.breaks[:1]:
-            typer.echo(terminal(f"BROKEN TRAIL {result.system}: {problem}; what follows includes changes the "
-                                "register did not record (`auditor register check`)"))
+    def action() -> dict[str, str]:
+        store = _open_register(register)
+        try:
+            return _trails(store, system)
+        finally:
+            store.close()
+
+    _print_broken(_guard(action, debug=debug))
 
 
-def _record_event(finding: str, kind: str, as_: str | None, register: str | None, debug: bool,
-                  days: dict[str, tuple[str, str]], **fields: str) -> None:
-    """Append one event to a finding's history in the register; `days`: field → (text, option), each checked as
-    a day. Bad input (a day that does not exist, an unknown id: the nearest named) is one line."""
+KeyOption = Annotated[Path | None, typer.Option("--key", help="Your own PKCS#12 key and certificate: the decision is "
+                                               "signed by you, and you are its actor.", show_default=False)]
+ModuleOption = Annotated[Path | None, typer.Option("--pkcs11-module", help="Or your key on a PKCS#11 token: the "
+                                                   "token's library.", show_default=False)]
+TokenOption = Annotated[str | None, typer.Option("--token", help="The token's label (with --pkcs11-module).",
+                                                 show_default=False)]
+KeyLabelOption = Annotated[str | None, typer.Option("--key-label", help="The key's label on the token.",
+                                                    show_default=False)]
+PinEnvOption = Annotated[str, typer.Option("--pin-env", help="Environment variable holding the token's PIN.")]
+PassEnvOption = Annotated[str, typer.Option("--passphrase-env", help="Environment variable holding the key's "
+                                            "passphrase; prompted for when it is not set.")]
+RolesOption = Annotated[Path | None, typer.Option("--roles", help="The signed roles file (default: $AUDITOR_ROLES): "
+                                                  "who may decide what.", show_default=False)]
+RolesTrustOption = Annotated[list[Path] | None, typer.Option("--roles-trust", help="Certificates trusted to sign "
+                                                             "the roles file (default: $AUDITOR_ROLES_TRUST).")]
+ROLES_ENV, ROLES_TRUST_ENV, DECISIONS_ENV = "AUDITOR_ROLES", "AUDITOR_ROLES_TRUST", "AUDITOR_DECISIONS"
+
+
+def _person(key: Path | None, module: Path | None, token: str | None, key_label: str | None, pin_env: str,
+            passphrase_env: str, who: str) -> Any:
+    """The identity of the person deciding (`trust.identity.Identity`), or None when no key was given."""
+    from auditor.trust import identity
+
+    if key is not None and module is not None:
+        raise InputError("give one key: --key FILE.p12, or --pkcs11-module LIB --token LABEL --key-label LABEL",
+                         fix="drop one of them")
+    if key is not None:
+        passphrase = os.environ.get(passphrase_env)
+        if passphrase is None:
+            passphrase = typer.prompt(f"Passphrase of {key.name} ({passphrase_env} is not set)", hide_input=True,
+                                      err=True)
+        return identity.load_pkcs12_identity(key, passphrase, passphrase_env=passphrase_env, who=who)
+    if module is not None:
+        if not token or not key_label:
+            raise InputError("--pkcs11-module needs --token LABEL and --key-label LABEL", fix="name the key")
+        return identity.open_token_identity(identity.TokenOptions(module=module, token=token, key_label=key_label),
+                                            pin_env, who=who)
+    return None
+
+
+def _roles(path: Path | None, trust: list[Path] | None) -> Any:
+    """The signed roles file (`--roles`, else $AUDITOR_ROLES), verified against `--roles-trust` (else
+    $AUDITOR_ROLES_TRUST); None when none is configured."""
+    from auditor.trust.certificates import load_trust
+    from auditor.trust.roles import load_roles
+
+    chosen = path or (Path(os.environ[ROLES_ENV]) if os.environ.get(ROLES_ENV) else None)
+    if chosen is None:
+        return None
+    roots = list(trust) if trust else [Path(p) for p in os.environ.get(ROLES_TRUST_ENV, "").split(os.pathsep) if p]
+    return load_roles(chosen, load_trust(roots))
+
+
+def _decisions_folder(store: Any, option: Path | None) -> Path:
+    """Where decision files go: --decisions, else $AUDITOR_DECISIONS, else the register's setting (`auditor register
+    settings --decisions`), else `decisions/` beside an SQLite register (the reports folder `register rebuild`
+    reads); a server's register without the setting is an error."""
+    if option is not None:
+        return option
+    if os.environ.get(DECISIONS_ENV):
+        return Path(os.environ[DECISIONS_ENV])
+    if store.setting("decisions_folder"):
+        return Path(str(store.setting("decisions_folder")))
+    if store.sqlite:
+        return Path(store.location).parent / "decisions"
+    raise InputError("where do signed decisions go? A server's register has no folder of its own",
+                     fix="set one once: `auditor register settings --decisions DIR` (or give --decisions, or "
+                     "$AUDITOR_DECISIONS)")
+
+
+@dataclass
+class _Decider:
+    """Who decides on a finding, and where the decision goes: the options `findings respond` and `findings accept`
+    share."""
+
+    key: Path | None
+    module: Path | None
+    token: str | None
+    key_label: str | None
+    pin_env: str
+    passphrase_env: str
+    roles: Path | None
+    roles_trust: list[Path] | None
+    decisions: Path | None
+    timestamp_url: str | None
+    strict: bool
+    as_: str | None
+    register: str | None
+
+
+def _decide(finding: str, kind: str, role: str, who: _Decider, days: dict[str, tuple[str, str]],
+            **fields: str) -> tuple[str, list[str]]:
+    """Append one decision to a finding's history: signed by the person's own key (a statement in the register and
+    a file in the decisions folder; the actor is the certificate's subject), or unsigned where the register allows
+    it. With a roles file, the person must hold `role` under a certificate that chains to the roles' roots. A day
+    already past is a warning (refused with --strict). Returns (the actor, the notes to print)."""
     from auditor.register.lifecycle import Event
     from auditor.register.review import actor
+    from auditor.trust.certificates import load_trust
+    from auditor.trust.decision import file_name, read_decision, sign_decision
+    from auditor.trust.timestamps import default_roots, default_url
 
-    def action() -> None:
-        checked = {name: _day(text, option) for name, (text, option) in days.items()}
-        store = _open_register(register)
-        store.finding(finding, today=dt.date.today())
-        store.add_event(finding, Event(kind, dt.date.today().isoformat(), as_ or actor(), **fields, **checked))
+    checked = {name: _day(text, option) for name, (text, option) in days.items()}
+    notes, today = [], dt.date.today()
+    for name, value in checked.items():
+        if dt.date.fromisoformat(value) < today:
+            what = "the due date is already past" if name == "due" else "the acceptance has lapsed already"
+            if who.strict:
+                raise InputError(f"{what} ({value})", where=f"--{name}", fix="give a day after today (or drop "
+                                 "--strict to record it all the same)")
+            notes.append(f"warning: {what} ({value}): recorded all the same")
+    roles = _roles(who.roles, who.roles_trust)
+    store = _open_register(who.register)
+    try:
+        row = store.finding(finding, today=today)
+        if who.key is None and who.module is None:
+            if store.setting("unsigned_decisions") != "allowed":
+                raise InputError("a decision is signed by the person who makes it", fix="give your key: --key "
+                                 "FILE.p12 (or --pkcs11-module, --token, --key-label); unsigned decisions only where "
+                                 "the register allows them: `auditor register settings --unsigned-decisions "
+                                 "allowed`")
+            if kind == "accepted" and not fields.get("approver"):
+                if not who.as_:
+                    raise InputError("who accepts the risk?", fix="sign with your key (--key), or give --approver")
+                fields = {**fields, "approver": who.as_}
+            name = fields.get("approver") or who.as_ or actor()
+            store.add_event(finding, Event(kind, today.isoformat(), who.as_ or actor(), **fields, **checked))
+            notes.append("unsigned: recorded without a signature (the register allows it); it reads as unsigned "
+                         "wherever it appears")
+            return name, notes
+        if who.as_ is not None or fields.get("approver"):
+            raise InputError("a signed decision's actor is your certificate's subject", where="--as/--approver",
+                             fix="drop --as and --approver (they name who decides only for unsigned decisions)")
+        folder = _decisions_folder(store, who.decisions)
+        runs = store.runs(row["system"])
+        last_run = max(runs, key=lambda r: r["id"])["run_name"] if runs else None
+        person = _person(who.key, who.module, who.token, who.key_label, who.pin_env, who.passphrase_env,
+                         "the person deciding")
+        try:
+            if kind == "accepted":
+                fields = {**fields, "approver": person.subject}
+            _, head = store.head(row["system"])
+            url = who.timestamp_url or default_url()
+            tsa_roots = load_trust(default_roots()) if url else []
+            data = sign_decision(person, kind=kind, finding=finding, system=row["system"],
+                                 fields={**fields, **checked}, head=head,
+                                 register_id=store.setting("register_id") or "", after_run=last_run, timestamp_url=url,
+                                 tsa_roots=tsa_roots)
+        finally:
+            person.close()
+        decision = read_decision(data)
+        refused = roles.refuses(decision.entry, role, claimed=decision.time, tsa_roots=tsa_roots) if roles else None
+        if refused is not None:
+            raise InputError(refused, where="--roles", fix=f"decide with the key of someone who has the role `{role}`"
+                             " under a certificate that chains to --roles-trust")
+        target = folder / file_name(decision, data)
+        store.add_event(finding, Event(kind, decision.time.date().isoformat(), decision.actor, **fields, **checked),
+                        statement=data.decode("utf-8"), signer=decision.actor)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_new(target, data.decode("utf-8"))
+        except (InputError, OSError) as exc:
+            problem = exc.problem if isinstance(exc, InputError) else str(exc)
+            raise InputError(f"{problem} (the decision is in the register; its file was not written)", file=target,
+                             fix="give --decisions a folder you may write to, and copy the statement there from "
+                             "`auditor findings show`") from None
+        notes.append(f"signed by {decision.actor}; kept as {target}")
+        return decision.actor, notes
+    finally:
+        store.close()
 
-    _guard(action, debug=debug)
+
+DecisionsOption = Annotated[Path | None, typer.Option("--decisions", help="The decisions folder, where each signed "
+                                                      "decision is also kept as a file (default: $AUDITOR_DECISIONS,"
+                                                      " else decisions/ beside the register).", show_default=False)]
+DecisionTsaOption = Annotated[str | None, typer.Option("--timestamp-url", help="A TSA to date the decision "
+                                                       "(default: $AUDITOR_TSA_URL).", show_default=False)]
 
 
 @findings_app.command("respond")
@@ -785,38 +1055,101 @@ def findings_respond(
     owner: Annotated[str, typer.Option(help="Who owns the remedy (person or team).")],
     due: Annotated[str, typer.Option(help="When the remedy is due (YYYY-MM-DD).")],
     response: Annotated[str, typer.Option(help="The management response: what will be done.")],
+    key: KeyOption = None, pkcs11_module: ModuleOption = None, token: TokenOption = None,
+    key_label: KeyLabelOption = None, pin_env: PinEnvOption = "AUDITOR_PKCS11_PIN",
+    passphrase_env: PassEnvOption = "AUDITOR_KEY_PASS", roles: RolesOption = None, roles_trust: RolesTrustOption = None,
+    decisions: DecisionsOption = None, timestamp_url: DecisionTsaOption = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a due date already past.")] = False,
     as_: AsOption = None, register: RegisterOption = None, debug: Debug = False,
 ) -> None:
-    """Record the management response to a finding: owner, due date and what will be done."""
-    _record_event(finding, "responded", as_, register, debug, {"due": (due, "--due")}, owner=owner,
-                  response=response)
+    """Record the management response to a finding: owner, due date and what will be done — signed with your key
+    (you are its actor; the roles file's `owner` role when one is given), kept in the register and as a file in
+    the decisions folder."""
+    who = _Decider(key, pkcs11_module, token, key_label, pin_env, passphrase_env, roles, roles_trust, decisions,
+                   timestamp_url, strict, as_, register)
+    _, notes = _guard(lambda: _decide(finding, "responded", "owner", who, {"due": (due, "--due")}, owner=owner,
+                                      response=response), debug=debug)
     typer.echo(terminal(f"{finding}: responded (owner {owner}, due {due})"))
+    for note in notes:
+        typer.echo(terminal(note if note.startswith("warning:") else f"note: {note}"), err=True)
 
 
 @findings_app.command("accept")
 def findings_accept(
     finding: Annotated[str, typer.Argument(help="The finding's id, e.g. catalogue-ranker/BASE-8.")],
-    approver: Annotated[str, typer.Option(help="Who accepts the risk.")],
     until: Annotated[str, typer.Option(help="Last day the acceptance holds (YYYY-MM-DD).")],
     reason: Annotated[str, typer.Option(help="Why the risk is accepted.")],
+    approver: Annotated[str | None, typer.Option(help="Who accepts the risk, for an unsigned decision (signed, it is "
+                                                 "your certificate's subject).")] = None,
+    key: KeyOption = None, pkcs11_module: ModuleOption = None, token: TokenOption = None,
+    key_label: KeyLabelOption = None, pin_env: PinEnvOption = "AUDITOR_PKCS11_PIN",
+    passphrase_env: PassEnvOption = "AUDITOR_KEY_PASS", roles: RolesOption = None, roles_trust: RolesTrustOption = None,
+    decisions: DecisionsOption = None, timestamp_url: DecisionTsaOption = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse an acceptance that has lapsed already.")] = False,
     as_: AsOption = None, register: RegisterOption = None, debug: Debug = False,
 ) -> None:
-    """Record a risk acceptance of a finding, with its approver and the day it lapses."""
-    _record_event(finding, "accepted", as_, register, debug, {"until": (until, "--until")}, approver=approver,
-                  reason=reason)
-    typer.echo(terminal(f"{finding}: accepted by {approver} until {until}"))
+    """Record a risk acceptance of a finding and the day it lapses — signed with your key (you accept the risk; the
+    roles file's `risk_acceptor` role when one is given), kept in the register and as a file in the decisions
+    folder."""
+    who = _Decider(key, pkcs11_module, token, key_label, pin_env, passphrase_env, roles, roles_trust, decisions,
+                   timestamp_url, strict, as_, register)
+    fields = {"reason": reason, **({"approver": approver} if approver else {})}
+    actor_, notes = _guard(lambda: _decide(finding, "accepted", "risk_acceptor", who, {"until": (until, "--until")},
+                                           **fields), debug=debug)
+    typer.echo(terminal(f"{finding}: accepted by {actor_} until {until}"))
+    for note in notes:
+        typer.echo(terminal(note if note.startswith("warning:") else f"note: {note}"), err=True)
+
+
+@register_app.command("settings")
+def register_settings(
+    unsigned_decisions: Annotated[str | None, typer.Option("--unsigned-decisions", help="`allowed` or `refused` "
+                                                           "(the default): may responses and acceptances be recorded "
+                                                           "without the person's signature?", show_default=False)]
+    = None,
+    decisions: Annotated[Path | None, typer.Option("--decisions", help="The folder where signed decisions are kept "
+                                                   "as files (default: decisions/ beside an SQLite register).",
+                                                   show_default=False)] = None,
+    register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """Show or change the register's settings."""
+    def action() -> str:
+        store = _open_register(register)
+        try:
+            if unsigned_decisions is not None:
+                if unsigned_decisions not in ("allowed", "refused"):
+                    raise InputError(f"--unsigned-decisions {unsigned_decisions[:20]!r}", fix="allowed or refused")
+                store.set_setting("unsigned_decisions", unsigned_decisions)
+            if decisions is not None:
+                store.set_setting("decisions_folder", str(decisions.absolute()))
+            folder = store.setting("decisions_folder") or (str(Path(store.location).parent / "decisions")
+                                                           if store.sqlite else "not set")
+            return (f"unsigned decisions: {store.setting('unsigned_decisions') or 'refused'}\n"
+                    f"decisions folder:   {folder}")
+        finally:
+            store.close()
+
+    typer.echo(_guard(action, debug=debug))
 
 
 @register_app.command("rebuild")
 def register_rebuild(
     folder: Annotated[Path, typer.Argument(help="The folder holding the run folders (e.g. reports).")],
-    register: RegisterOption = None, debug: Debug = False,
+    register: RegisterOption = None,
+    decisions: Annotated[Path | None, typer.Option("--decisions", help="The decisions folder (default: "
+                                                   "FOLDER/decisions).", show_default=False)] = None,
+    debug: Debug = False,
 ) -> None:
-    """Index every run folder under FOLDER that the register lacks, in the order they were evaluated."""
+    """Index every run folder under FOLDER, every approval beside them and every signed decision in the decisions
+    folder that the register lacks, in the order they happened (a decision whose signature does not verify is left
+    out and named)."""
     from auditor.register.rebuild import rebuild
 
-    added = _guard(lambda: rebuild(folder, register or str(folder / "register.sqlite")), debug=debug)
-    typer.echo(f"{len(added)} run(s) indexed" + "".join(f"\n  {terminal(p.name)}" for p in added))
+    done = _guard(lambda: rebuild(folder, register or str(folder / "register.sqlite"), decisions), debug=debug)
+    typer.echo(f"{len(done.runs)} run(s) indexed" + "".join(f"\n  {terminal(p.name)}" for p in done.runs))
+    typer.echo(f"{done.decisions} signed decision(s) and {done.approvals} approval(s) restored")
+    for line in done.left_out:
+        typer.echo(terminal(f"left out: {line}"), err=True)
 
 
 @register_app.command("check")
@@ -854,8 +1187,10 @@ def register_check(
                         f"; {result.pinned:,} signed runs' pins hold" if result.pinned else "")
                 anchors = ("; 1 anchor holds" if result.anchored == 1 else
                            f"; {result.anchored:,} anchors hold" if result.anchored else "")
+                signed = f"; {counted(result.signed, 'signed decision', 'signed decisions')} verified" \
+                    if result.signed else ""
                 typer.echo(f"OK   {name}: {counted(result.length, 'entry', 'entries')}, intact{before}{pins}"
-                           f"{anchors}; head {result.head[:16]}…")
+                           f"{anchors}{signed}; head {result.head[:16]}…")
             for problem in result.breaks:
                 typer.echo(f"FAIL {name}: {terminal(problem)}")
             for note in result.notes:
@@ -900,6 +1235,53 @@ def _anchor(store: Any, result: Any, url: str, roots: list[Any], out: Path | Non
                      fix="give --anchor-out a folder you may write to")
     return (f"anchored: {result.system or '(unrecorded runs)'} at entry {result.length}, "
             f"{timestamps.describe_utc(facts.time)} by {facts.tsa}")
+
+
+@roles_app.command("sign")
+def roles_sign(
+    source: Annotated[Path, typer.Argument(help="The roles file (YAML: `roles:` mapping approver, risk_acceptor, "
+                                           "owner and auditor to `subject:` or `issuer:` names).",
+                                           show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The signed roles file to write (never overwritten).")],
+    key: KeyOption = None, pkcs11_module: ModuleOption = None, token: TokenOption = None,
+    key_label: KeyLabelOption = None, pin_env: PinEnvOption = "AUDITOR_PKCS11_PIN",
+    passphrase_env: PassEnvOption = "AUDITOR_KEY_PASS", debug: Debug = False,
+) -> None:
+    """Sign a roles file with a key whose certificate chains to the roots approvers, verifiers and the findings
+    commands will trust for it (--roles-trust). Exit 0 when written, 2 on bad input."""
+    from auditor.files import MAX_YAML_BYTES, read_bytes
+    from auditor.trust.roles import sign_roles
+    from auditor.yaml_io import parse_yaml
+
+    def action() -> Path:
+        data = read_bytes(source, limit=MAX_YAML_BYTES, what="roles file")
+        try:
+            mapping, _marks = parse_yaml(data.decode("utf-8"), source)
+        except UnicodeDecodeError:
+            raise InputError("the roles file is not UTF-8 text", file=source, fix="save it as UTF-8 YAML") from None
+        person = _person(key, pkcs11_module, token, key_label, pin_env, passphrase_env, "the roles' signer")
+        if person is None:
+            raise InputError("a roles file is signed", fix="give the signer's key: --key FILE.p12 (or a token)")
+        try:
+            signed = sign_roles(mapping, data, person)
+        finally:
+            person.close()
+        write_new(out, signed.decode("utf-8"))
+        return out
+
+    typer.echo(str(_guard(action, debug=debug)))
+
+
+@roles_app.command("show")
+def roles_show(roles: Annotated[Path, typer.Argument(help="A signed roles file.", show_default=False)],
+               roles_trust: RolesTrustOption = None, debug: Debug = False) -> None:
+    """Verify a signed roles file against --roles-trust and print who has which role."""
+    loaded = _guard(lambda: _roles(roles, roles_trust), debug=debug)
+    typer.echo(terminal(f"signed by {loaded.signed_by}"))
+    for role, members in sorted(loaded.roles.items()):
+        for member in members:
+            kind, name = next(iter(member.items()))
+            typer.echo(terminal(f"{role:<14} {kind:<8} {name}"))
 
 
 @app.command()

@@ -89,19 +89,36 @@ def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = N
     return doc
 
 
+WORST_FIRST = ("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED")
+
+
+def _by_finding(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A run's findings by identity (the rules of every pack that judge one fact, as the report and the register
+    know them), each its worst rule's verdict."""
+    from auditor.register.lifecycle import identity_of
+
+    out: dict[str, dict[str, Any]] = {}
+    for f in document.get("findings", []):
+        key = identity_of(f)
+        rank = WORST_FIRST.index(f["status"]) if f["status"] in WORST_FIRST else len(WORST_FIRST)
+        held = out.get(key)
+        if held is None or rank < (WORST_FIRST.index(held["status"]) if held["status"] in WORST_FIRST else 99):
+            out[key] = f
+    return out
+
+
 def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", new_name: str = "B",
             file: Path | None = None) -> dict[str, Any]:
     """What changed from run `old` to run `new`, as plain data (rendered as a table and in HTML)."""
     if old.get("schema") != new.get("schema"):
         raise InputError(f"the runs have different evidence schemas ({old.get('schema')} vs {new.get('schema')})",
                          file=file, fix="compare runs written by the same auditor version family")
-    before = {f["rule"]: f for f in old.get("findings", [])}
-    after = {f["rule"]: f for f in new.get("findings", [])}
-    findings = [{"rule": rule, "title": (after.get(rule) or before[rule])["title"],
-                 "before": before[rule]["status"] if rule in before else "—",
-                 "after": after[rule]["status"] if rule in after else "—"}
-                for rule in sorted(set(before) | set(after))
-                if (before.get(rule) or {}).get("status") != (after.get(rule) or {}).get("status")]
+    before, after = _by_finding(old), _by_finding(new)
+    findings = [{"rule": key, "title": (after.get(key) or before[key])["title"],
+                 "before": before[key]["status"] if key in before else "—",
+                 "after": after[key]["status"] if key in after else "—"}
+                for key in sorted(set(before) | set(after))
+                if (before.get(key) or {}).get("status") != (after.get(key) or {}).get("status")]
     metrics = []
     for name, result in sorted(old.get("evidence", {}).items()):
         m_old = result.get("metrics", {})

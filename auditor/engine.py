@@ -77,6 +77,7 @@ class PreparedAudit:
     logged: Any = None  # kind `mlflow`: where the model came from (auditor.models.mlflow.LoggedModel)
     rerun: Rerun | None = None  # `auditor report --from-run`: the archived run it reruns
     notes: list[str] = field(default_factory=list)  # for the person running it (what the archive left out)
+    register_shown: str | None = None  # the register the run is recorded in, as people may see it
 
     def close(self) -> None:
         """Remove what loading left behind: the artifact folder downloaded for an MLflow model."""
@@ -224,6 +225,11 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     out_dir = out if out is not None else spec.output.dir
     check_output_folder(out_dir)  # before any evidence runs
     review = reviews.open_review(reviews.location(spec, out_dir, register), reviews.system_name(spec))
+    if review.location is not None:  # where the run is recorded: the bundle names it (no credentials), so an
+        from auditor.urls import shown  # approval finds the register the run is in
+
+        prepared.register_shown = shown(str(Path(review.location).absolute()) if "://" not in review.location
+                                        else review.location)
     if review.error is not None:
         (notify or (lambda _: None))(f"the register cannot be used ({review.error.problem}); the run is written "
                                      "without it")
@@ -505,7 +511,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
         if prepared.signing is not None:  # inside the temporary folder: a signed run is complete or absent
             from auditor.trust.sign import sign_run
 
-            sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document))
+            sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document, prepared.register_shown))
         final = _rename_free(tmp, out_dir, f"{run_stem(spec.audit.title)}-{started.strftime(RUN_TIME)}")
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -655,14 +661,14 @@ def _template_files(folder: Path) -> list[tuple[str, Path]]:
     return sorted(out)
 
 
-def bundle_predicate(document: dict[str, Any]) -> dict[str, Any]:
+def bundle_predicate(document: dict[str, Any], register: str | None = None) -> dict[str, Any]:
     """What the signed statement says about the run, besides the file hashes."""
     predicate = {"tool": {"name": "auditor", "version": __version__}, "audit": document["audit"],
                  "opinion": document["opinion"], "seed": document["seed"],
                  "evaluated_on": document["run"].get("evaluated_on"), "evidence_schema": EVIDENCE_SCHEMA}
     review = document.get("review") or {}
     if isinstance(review.get("trail"), dict):  # the register's trail as the review saw it: signed, it pins it
-        predicate["register"] = {"system": review.get("system"), **review["trail"]}
+        predicate["register"] = {"system": review.get("system"), **review["trail"], "location": register}
     return predicate
 
 

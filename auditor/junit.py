@@ -1,8 +1,9 @@
 """A run's findings as JUnit XML, the test-report format CI systems read (Jenkins, GitLab, GitHub Actions' test
 reporters): `auditor report spec.yaml --junit results.xml`.
 
-One testsuite a run, one testcase a rule of the applied packs (a finding of evidence.json): classname the pack id,
-name the rule id and title. What each status becomes (docs/ci.md says why):
+One testsuite a run, one testcase a finding: the rules of every applied pack that judge the same fact, as the report
+shows them on one card (classname the packs' ids, name the finding's identity and title, the other rules named;
+its verdict the worst rule's, its text every rule's). What each status becomes (docs/ci.md says why):
 
 - PASS: a passed testcase, the measured value in its `<system-out>`;
 - FAIL: `<failure>`, its message the measured value, its text the requirement, the threshold's reason, the
@@ -37,7 +38,7 @@ from typing import Any, Literal
 from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, check_new_file, read_bytes, replace_file
-from auditor.policy import FAIL_ON_LEVELS, Finding
+from auditor.policy import FAIL_ON_LEVELS, Finding, group_findings, identity
 
 Outcome = Literal["passed", "failure", "error", "skipped"]
 OPTION = "--junit"
@@ -102,11 +103,21 @@ def outcome(finding: Finding, fail_on: str) -> Outcome:
     return "passed"
 
 
+def findings_in_order(findings: Sequence[Finding]) -> list[list[Finding]]:
+    """The run's findings by identity (the rules of every pack that judge one fact), in the packs' order, each
+    worst verdict first (`policy.group_findings`)."""
+    first: dict[str, int] = {}
+    for index, f in enumerate(findings):
+        first.setdefault(identity(f), index)
+    return sorted(group_findings(list(findings)), key=lambda group: min(first[identity(f)] for f in group))
+
+
 def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str) -> ET.Element:
-    """The JUnit document: `<testsuites>` holding the run's one `<testsuite>`."""
-    outcomes = [outcome(f, fail_on) for f in findings]
+    """The JUnit document: `<testsuites>` holding the run's one `<testsuite>`, one testcase a finding."""
+    groups = findings_in_order(findings)
+    outcomes = [outcome(group[0], fail_on) for group in groups]
     counts = Counter(outcomes)
-    totals = {"tests": str(len(findings)), "failures": str(counts["failure"]), "errors": str(counts["error"])}
+    totals = {"tests": str(len(groups)), "failures": str(counts["failure"]), "errors": str(counts["error"])}
     timing = {"time": f"{run.seconds:.3f}"} if run.seconds is not None else {}
     root = ET.Element("testsuites", {"name": "auditor", **totals, **timing})
     suite = ET.SubElement(root, "testsuite", {
@@ -116,14 +127,18 @@ def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str) -> ET
     properties = ET.SubElement(suite, "properties")
     for name, value in run.properties(fail_on):
         ET.SubElement(properties, "property", name=name, value=_text(value, TEXT_CHARS))
-    for finding, kind in zip(findings, outcomes, strict=True):
-        case = ET.SubElement(suite, "testcase", classname=_text(finding.pack, NAME_CHARS),
-                             name=f"{_text(finding.rule, NAME_CHARS)} {_text(finding.title, NAME_CHARS)}")
-        body = _text(details(finding), TEXT_CHARS * 4, lines=True)
+    for group, kind in zip(groups, outcomes, strict=True):
+        head = group[0]
+        packs = list(dict.fromkeys(f.pack for f in group))
+        also = [f.rule for f in group if f.rule != identity(head)]
+        name = f"{_text(identity(head), NAME_CHARS)} {_text(head.title, NAME_CHARS)}" + \
+            (f" (also {_text(', '.join(also), NAME_CHARS)})" if also else "")
+        case = ET.SubElement(suite, "testcase", classname=_text("+".join(packs), NAME_CHARS), name=name)
+        body = _text("\n".join(details(f) for f in group), TEXT_CHARS * 4 * len(group), lines=True)
         if kind == "passed":
             ET.SubElement(case, "system-out").text = body
         else:
-            ET.SubElement(case, kind, message=_text(headline(finding), TEXT_CHARS), type=finding.status).text = body
+            ET.SubElement(case, kind, message=_text(headline(head), TEXT_CHARS), type=head.status).text = body
     return root
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -312,6 +312,7 @@ class Finding:
     inconclusive: bool = False  # WARN because the interval crosses a threshold
     remedy: str = ""
     threshold_reason: str = ""
+    finding: str = ""  # the finding's identity: one for the rules of every pack that judge the same fact
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -543,7 +544,35 @@ def evaluate(packs: list[LoadedPack], evidence: dict[str, Any], *, requested: se
                 findings.append(_not_applicable(rule, loaded.pack.pack, outside))
                 continue
             findings.append(_judge(rule, loaded.pack.pack, evidence, requested, waivers, today))
-    return findings
+    return with_identities(findings)
+
+
+def same_fact(finding: Finding) -> tuple[str, str, str]:
+    """What a rule judges: its evidence, metric and (for a share of queries) the per-query condition. Rules of
+    different packs with the same fact are one finding."""
+    per_query = finding.requirement.split(":", 1)[0] if finding.requirement.startswith("share of queries") else ""
+    return finding.evidence, finding.metric, per_query
+
+
+def with_identities(findings: list[Finding]) -> list[Finding]:
+    """Each finding with its identity: rules of different packs that judge the same fact are one finding, known by
+    the first (in sorted order) of their ids; a pack's own rules on one fact (a warning and a failure threshold,
+    say) stay apart, each its own id. The report's cards, the register, JUnit and `auditor diff` know a finding by
+    its identity."""
+    by_fact: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in findings:
+        by_fact.setdefault(same_fact(f), []).append(f)
+    out = []
+    for f in findings:
+        rules = by_fact[same_fact(f)]
+        packs = [r.pack for r in rules]
+        out.append(replace(f, finding=min(r.rule for r in rules) if len(set(packs)) == len(packs) else f.rule))
+    return out
+
+
+def identity(finding: Finding) -> str:
+    """A finding's identity; a rule's own id for documents written before identities."""
+    return finding.finding or finding.rule
 
 
 def applies_to(loaded: LoadedPack) -> dict[str, bool]:
@@ -784,14 +813,13 @@ def unjudged(detections: list[JudgedT], findings: list[Finding]) -> list[JudgedT
 
 
 def group_findings(findings: list[Finding]) -> list[list[Finding]]:
-    """Findings on the same requirement (same evidence, metric and per-query condition) from different packs,
-    as one group, worst verdict first: the report shows one finding citing every rule."""
+    """Findings with the same identity (the same fact judged by rules of different packs), as one group, worst
+    verdict first: the report shows one finding citing every rule."""
     order = {s: i for i, s in enumerate(("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"))}
     severity = {s: i for i, s in enumerate(("critical", "major", "minor", "info"))}
     groups: dict[tuple[str, str, str], list[Finding]] = {}
     for f in findings:
-        per_query = f.requirement.split(":", 1)[0] if f.requirement.startswith("share of queries") else ""
-        groups.setdefault((f.evidence, f.metric, per_query), []).append(f)
+        groups.setdefault(same_fact(f) if not f.finding else ("", "", f.finding), []).append(f)
     out = [sorted(g, key=lambda f: (order[f.status], severity[f.severity])) for g in groups.values()]
     return sorted(out, key=lambda g: (order[g[0].status], severity[g[0].severity], g[0].rule))
 

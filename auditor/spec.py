@@ -99,6 +99,13 @@ class AuditMeta(StrictModel):
                                                           "(AI Act Art. 14).")
     auditor: str | None = Field(None, description="Who ran the audit (person or team).")
     approver: str | None = Field(None, description="Who approved the report.")
+    auditor_subject: str | None = Field(None, min_length=3, max_length=500,
+                                        description="The auditor's certificate subject (RFC 4514, e.g. "
+                                                    "`CN=Ann Auditor,O=Example Bank`): `auditor approve` refuses an "
+                                                    "approval by that person (four eyes).")
+    approver_subject: str | None = Field(None, min_length=3, max_length=500,
+                                         description="The approver's certificate subject (RFC 4514): only that "
+                                                     "person's approval is taken (`auditor approve`, `verify`).")
     independence: str | None = Field(None, description="The auditor's independence from the model owner, in one "
                                                        "statement (e.g. a separate team, no part in building it).")
     addressee: str | None = Field(None, description="To whom the report is addressed (e.g. the board, a "

@@ -56,9 +56,9 @@ TODAY = dt.date(2026, 11, 22)
 BASE = {"title": "t", "evidence": "ranking_quality", "citation": "c", "rationale": "r", "severity": "major"}
 
 
-def packs(*rules: dict) -> list[LoadedPack]:
-    model = PolicyPack(pack="p", title="P", version="1", rules=[{**BASE, **r} for r in rules])
-    return [LoadedPack(pack=model, path=Path("p.yaml"), sha256="0")]
+def packs(*rules: dict, name: str = "p") -> list[LoadedPack]:
+    model = PolicyPack(pack=name, title=name.upper(), version="1", rules=[{**BASE, **r} for r in rules])
+    return [LoadedPack(pack=model, path=Path(f"{name}.yaml"), sha256="0")]
 
 
 def judge(rules: list[LoadedPack], evidence: dict, *, requested: set[str] | None = None,

@@ -240,23 +240,26 @@ def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver:
         register.close()
         payload = base64.b64decode(_envelope(run)["payload"])
         assert len(rows) == 1, rows
-        assert rows[0]["decision"] == "approved" and rows[0]["approver"] == AS
+        assert rows[0]["decision"] == "approved" and rows[0]["approver"] == "O=Example Bank,CN=Jane Roe", \
+            "the register names the certificate's subject, not the free text of --as"
         assert rows[0]["reason"] == "fit for release"
         assert rows[0]["bundle_sha256"] == hashlib.sha256((run / "bundle.dsse.json").read_bytes()).hexdigest()
         assert rows[0]["statement_sha256"] == hashlib.sha256(payload).hexdigest()
     finally:
         (run / "approval.dsse.json").unlink(missing_ok=True)
 
-    elsewhere = tmp_path / "moved" / run.name  # no register beside it: the file is still written, and it says so
+    elsewhere = tmp_path / "moved" / run.name  # moved: the decision goes to the register its bundle names
     shutil.copytree(run, elsewhere)
     result = approve(elsewhere, approver / "signer.p12")
-    assert result.exit_code == 0 and "note: no register at" in result.stderr
+    assert result.exit_code == 0 and f"note: recorded in the register {run.parent / 'register.sqlite'}, which does " \
+        "not hold this run" in result.stderr, result.stderr
     assert (elsewhere / "approval.dsse.json").is_file()
     from auditor.register.rebuild import rebuild  # a register rebuilt from the folders has the approval too
 
-    assert rebuild(elsewhere.parent, str(tmp_path / "rebuilt.sqlite")) == [elsewhere]
+    assert rebuild(elsewhere.parent, str(tmp_path / "rebuilt.sqlite")).runs == [elsewhere]
     rebuilt = Register(tmp_path / "rebuilt.sqlite").approvals()
-    assert [(r["decision"], r["approver"], r["run_id"] is not None) for r in rebuilt] == [("approved", AS, True)]
+    assert [(r["decision"], r["approver"], r["run_id"] is not None) for r in rebuilt] == \
+        [("approved", "O=Example Bank,CN=Jane Roe", True)]
 
     off = _copy(signed, "register-off")
     result = approve(off, approver / "signer.p12", "--register", "off")

@@ -88,12 +88,22 @@ def test_a_detection_no_rule_judges_caps_the_opinion() -> None:
 
 def test_the_same_requirement_from_two_packs_is_one_group_worst_first() -> None:
     metrics = {"ranking_quality.ndcg@10.mean": 0.55}
-    findings = judge(packs(_rule(), _rule(id="R2", fail_if="< 0.3", warn_if="< 0.4"),
-                           {"id": "R3", "metric": "ranking_quality.map", "fail_if": "< 0.1"}),
+    findings = judge([*packs(_rule(), {"id": "R3", "metric": "ranking_quality.map", "fail_if": "< 0.1"}),
+                      *packs(_rule(id="R2", fail_if="< 0.3", warn_if="< 0.4"), name="q")],
                      quality(**metrics, **{"ranking_quality.map": 0.5}))
     groups = group_findings(findings)
     assert [[f.rule for f in g] for g in groups] == [["R1", "R2"], ["R3"]]
     assert [g[0].status for g in groups] == ["WARN", "PASS"]
+    assert [f.finding for f in findings] == ["R1", "R3", "R1"], "one finding, known by the first rule id"
+
+
+def test_a_packs_own_rules_on_one_metric_stay_apart() -> None:
+    """A warning and a failure threshold of one pack on one metric are two requirements, not one fact of two
+    laws."""
+    findings = judge(packs(_rule(), _rule(id="R2", fail_if="< 0.3", warn_if="< 0.4")),
+                     quality(**{"ranking_quality.ndcg@10.mean": 0.55}))
+    assert [f.finding for f in findings] == ["R1", "R2"]
+    assert [[f.rule for f in g] for g in group_findings(findings)] == [["R1"], ["R2"]]
 
 
 def test_evidence_results_carry_their_detections_to_json() -> None:

@@ -158,8 +158,8 @@ def test_no_test_module_imports_another(tmp_path: Path) -> None:
 # package only the core helpers below — never the register, the engine, the report or the commands.
 TRUST_ORDER = ("layout", "verdict", "strict_json", "certificates", "dsse", "timestamps", "token", "keys", "identity",
                "pdf_revisions", "pdf_sign", "pdf_verify", "pdf_attachment", "bundle", "token_chain", "run_folder",
-               "approval", "restamp", "sign", "verify")
-TRUST_MAY_IMPORT = ("auditor.errors", "auditor.files", "auditor.display", "auditor.__version__")
+               "roles", "approval", "decision", "restamp", "sign", "verify")
+TRUST_MAY_IMPORT = ("auditor.errors", "auditor.files", "auditor.display", "auditor.spans", "auditor.__version__")
 
 
 def _trust_problems(folder: Path) -> list[str]:

@@ -26,6 +26,7 @@ from auditor.errors import InputError
 from auditor.register import schema
 from auditor.register.lifecycle import Event, Observed, review_events, state
 from auditor.register.store import Register
+from tests.conftest import PASS
 
 runner = CliRunner()
 BOOKSTORE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
@@ -130,10 +131,17 @@ def _report(spec: Path, register: str) -> Path:
     return Path(result.stdout.strip()).parent
 
 
-def _cli(*args: str) -> str:
-    result = runner.invoke(app, list(args))
+def _cli(*args: str, env: dict[str, str] | None = None) -> str:
+    result = runner.invoke(app, list(args), env=env)
     assert result.exit_code == 0, result.output
     return result.stdout
+
+
+def _person(folder: Path, name: str) -> Path:
+    """A person's own key and certificate (`auditor keygen --name`): what they sign their decisions with."""
+    _cli("keygen", "--out", str(folder), "--passphrase-env", "TEST_KEY_PASS", "--name", name, "--organisation",
+         "Example Bank", env={"TEST_KEY_PASS": PASS})
+    return folder / "signer.p12"
 
 
 def _text(run: Path) -> str:
@@ -151,9 +159,18 @@ def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None
     assert "First review of catalogue-ranker" in _text(q1)
     assert "No owner recorded" in _text(q1) and "findings:" not in _text(q1)
 
+    jane = _person(tmp_path / "jane", "Jane Roe")
+    decisions = tmp_path / "reports" / "decisions"
+    if "://" in register_location:  # a server's register keeps its decision files where its settings say
+        _cli("register", "settings", "--decisions", str(decisions), "--register", register_location)
+    unsigned = runner.invoke(app, ["findings", "respond", "catalogue-ranker/BASE-8", "--owner", "x", "--due",
+                                   "2027-03-31", "--response", "y", "--as", "Jane Roe", "--register",
+                                   register_location])
+    assert unsigned.exit_code == 2 and "signed by the person who makes it" in unsigned.stderr, unsigned.output
     _cli("findings", "respond", "catalogue-ranker/BASE-8", "--owner", "Search & Discovery team", "--due",
-         "2027-03-31", "--response", "Declare sales volume in the terms", "--as", "Jane Roe", "--register",
-         register_location)
+         "2027-03-31", "--response", "Declare sales volume in the terms", "--key", str(jane), "--passphrase-env",
+         "TEST_KEY_PASS", "--register", register_location, env={"TEST_KEY_PASS": PASS})
+    assert len(list(decisions.glob("catalogue-ranker/*-responded-BASE-8-*.dsse.json"))) == 1
     q2 = _report(spec, register_location)
     assert re.search(r"catalogue-ranker/BASE-8\s+responded", _cli("findings", "list", "--register",
                                                                    register_location))
@@ -170,12 +187,20 @@ def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None
     assert "catalogue-ranker/BASE-8" in listed, listed
     shown = _cli("findings", "show", "catalogue-ranker/BASE-8", "--register", register_location)
     assert [line.split()[1] for line in shown.splitlines()[1:]] == ["opened", "responded", "seen", "remediated"]
-    assert "remediated by" in shown and q3.name in shown and "by Jane Roe" in shown
+    assert "remediated by" in shown and q3.name in shown and "by O=Example Bank,CN=Jane Roe (signed)" in shown, shown
     text = _text(q3)
     assert "1 finding remediated (Every main ranking parameter is declared)" in text and "BASE-8 FAIL → PASS" in text
     runs = Register(register_location).runs("catalogue-ranker")
     assert [r["run_name"] for r in runs] == [q1.name, q2.name, q3.name]
     assert [r["opinion"] for r in runs][-1] != "negative"
+
+    rebuilt = tmp_path / "rebuilt.sqlite"  # the register lost: the run folders and the decisions bring it back
+    out = _cli("register", "rebuild", str(tmp_path / "reports"), "--register", str(rebuilt), "--decisions",
+               str(decisions))
+    assert "3 run(s) indexed" in out and "1 signed decision(s)" in out, out
+    again = _cli("findings", "show", "catalogue-ranker/BASE-8", "--register", str(rebuilt))
+    assert again.splitlines()[1:] == shown.replace("by auditor report", "by auditor register rebuild").splitlines()[1:]
+    assert _cli("register", "check", "--register", str(rebuilt)).startswith("OK   catalogue-ranker: ")
 
     _cli("history", "--out", str(tmp_path / "board"), "--register", register_location)  # the board's view
     page = (tmp_path / "board" / "catalogue-ranker.html").read_text()

@@ -43,7 +43,7 @@ def history(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     for name in ("model.txt", "test.csv", "train.csv"):
         shutil.copy(BOOKSTORE / name, folder / name)
     keys = _keygen(base / "keys")
-    approver = _keygen(base / "approver")
+    approver = base / "approver"
     if request.param == "sqlite":
         location = str(folder / "reports" / "register.sqlite")
     else:
@@ -61,8 +61,13 @@ def history(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     env = {"TEST_KEY_PASS": PASS}
     report = ["report", str(folder / "audit.yaml"), "--register", location, "--quiet", "--fail-on", "never"]
     q1 = Path(_cli(*report, env=env).strip().splitlines()[-1]).parent
+    if request.param == "postgresql":
+        _cli("register", "settings", "--decisions", str(base / "decisions"), "--register", location)
+    _cli("keygen", "--out", str(base / "jane"), "--passphrase-env", "TEST_KEY_PASS", "--name", "Jane Roe", env=env)
+    _cli("keygen", "--out", str(approver), "--passphrase-env", "TEST_KEY_PASS", "--name", "Ann Approver", env=env)
     _cli("findings", "respond", f"{SYSTEM}/BASE-8", "--owner", "Search team", "--due", "2027-03-31", "--response",
-         "Declare sales volume", "--as", "Jane Roe", "--register", location)
+         "Declare sales volume", "--key", str(base / "jane" / "signer.p12"), "--passphrase-env", "TEST_KEY_PASS",
+         "--register", location, env=env)
     q2 = Path(_cli(*report, env=env).strip().splitlines()[-1]).parent
     _cli("approve", str(q2), "--as", "Jane Roe", "--key", str(approver / "signer.p12"), "--passphrase-env",
          "TEST_KEY_PASS", "--pubkey", str(keys / "bundle-ed25519.pub.pem"), "--trust", str(keys / "signer-cert.pem"),
@@ -117,7 +122,7 @@ def test_an_untouched_register_checks_out(register: str, history: dict[str, Any]
 
 TAMPERING: dict[str, tuple[Callable[[], list[str]], str]] = {
     "a response changed": (lambda: ["UPDATE finding_events SET response = 'Nothing to do', actor = 'Bob' "
-                                    "WHERE event = 'responded'"], "was edited (actor: 'Jane Roe' → 'Bob'"),
+                                    "WHERE event = 'responded'"], "was edited (actor: 'CN=Jane Roe' → 'Bob'"),
     "a due date moved": (lambda: ["UPDATE finding_events SET due = '2099-12-31' WHERE event = 'responded'"],
                          "due: '2027-03-31' → '2099-12-31'"),
     "an event deleted": (lambda: ["DELETE FROM finding_events WHERE event = 'seen'"], "was deleted from the register"),
@@ -155,7 +160,7 @@ def _swap_two_events(location: str) -> None:
     from auditor.register.store import register_url
 
     engine = create_engine(register_url(location))
-    columns = ("event", "run_id", "on_day", "at", "actor", "owner", "due", "response")
+    columns = ("event", "run_id", "on_day", "at", "actor", "owner", "due", "response", "statement", "signer")
     with engine.begin() as connection:
         rows = connection.execute(text(f"SELECT id, {', '.join(columns)} FROM finding_events WHERE finding_id = "
                                        f"'{SYSTEM}/BASE-8' ORDER BY id")).all()

@@ -33,10 +33,11 @@ INDEX = "index.html"
 GENERATOR = "auditor {version} history"  # the <meta name="generator"> that marks a page as the site's own
 _OURS = re.compile(r'<meta name="generator" content="auditor [^"<>]{1,40} history">')
 OPEN_STATUSES = ("open", "responded", "overdue")  # a finding still to fix (not remediated, not accepted)
-STATUS_ORDER = ("overdue", "open", "responded", "accepted", "remediated")
+STATUS_ORDER = ("overdue", "open", "responded", "accepted", "remediated", "merged")
 SEVERITY_ORDER = ("critical", "major", "minor", "info")
-EVENT_ORDER = ("opened", "reopened", "seen", "remediated", "responded", "accepted")
-STATUS_CLASS = {"overdue": "fail", "open": "warn", "responded": "waived", "accepted": "skipped", "remediated": "pass"}
+EVENT_ORDER = ("opened", "reopened", "seen", "remediated", "responded", "accepted", "merged")
+STATUS_CLASS = {"overdue": "fail", "open": "warn", "responded": "waived", "accepted": "skipped", "remediated": "pass",
+                "merged": "skipped"}
 OPINION_CLASS = {"positive": "pass", "positive with comments": "warn", "negative": "fail"}
 NDCG10 = ("Ranking quality: mean nDCG@10", "ranking_quality", "ranking_quality.ndcg@10")  # as key_numbers names it
 UNDECLARED = ("Share of what orders documents that the declared main parameters do not name (undeclared share)",
@@ -153,7 +154,7 @@ def finding_entry(row: dict[str, Any], reviews: dict[str, dict[str, str]]) -> di
             "remediated": reviews.get(now.remediated_in or ""),
             "events": [{"day": e.on_day, "event": e.event, "actor": e.actor, "owner": e.owner, "due": e.due,
                         "response": e.response, "approver": e.approver, "until": e.until, "reason": e.reason,
-                        "run": e.run, "review": reviews.get(e.run or "")}
+                        "run": e.run, "review": reviews.get(e.run or ""), "signature": e.signature}
                        for e in now.events]}
 
 

@@ -1,8 +1,9 @@
 """Findings across reviews, as pure functions of an evidence document and a finding's events.
 
-A finding is a rule that FAILed, WARNed or was WAIVED, or a detection no applied rule judges. Its id is stable per
-audited system (`catalogue-ranker/BASE-8`, `catalogue-ranker/explainer-no-better-than-random:lirme5`), so the same
-problem found again next quarter is the same finding. Its status is read from its append-only events:
+A finding is a fact the applied rules FAILed, WARNed or WAIVED — the rules of every pack that judge the same metric
+are one finding, citing each — or a detection no applied rule judges. Its id is stable per audited system
+(`catalogue-ranker/BASE-8`, `catalogue-ranker/explainer-no-better-than-random:lirme5`), so the same problem found
+again next quarter is the same finding. Its status is read from its append-only events:
 
     opened ─► responded (owner, due date, response) ─► remediated (a later review no longer shows it)
        │            │                                      │
@@ -10,18 +11,20 @@ problem found again next quarter is the same finding. Its status is read from it
 
 A finding open or responded past its due date is *overdue*; an acceptance past its `until` no longer holds. A
 finding is remediated only by a review that could have shown it (its rule judged and PASSed, or the evidence that
-detects it ran); a rule SKIPPED or a pack left out says nothing about it.
+detects it ran); a rule SKIPPED or a pack left out says nothing about it. A register that kept two findings for
+one fact (written before findings had identities) has the second *merged* into the first at the next review.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 SHOWN_STATUSES = ("FAIL", "WARN", "WAIVED")  # rule statuses that make a finding
 JUDGED = ("PASS", "WARN", "FAIL", "WAIVED")  # rule statuses of a rule that looked at its metric
-STATUSES = ("open", "responded", "accepted", "overdue", "remediated")
+STATUSES = ("open", "responded", "accepted", "overdue", "remediated", "merged")
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,14 @@ class Observed:
     severity: str
     shown_as: str  # the rule's status, or "DETECTED"
     evidence: str = ""
+    rules: tuple[str, ...] = ()  # every pack's rule that judges this fact (a rule's finding)
 
 
 @dataclass(frozen=True)
 class Event:
     """One line of a finding's history (the register's `finding_events` row, without its ids)."""
 
-    event: str  # opened, seen, responded, accepted, remediated, reopened
+    event: str  # opened, seen, responded, accepted, remediated, reopened, merged
     on_day: str
     actor: str
     run: str | None = None  # the review's run folder name, for events a review made
@@ -50,9 +54,14 @@ class Event:
     approver: str | None = None
     until: str | None = None
     reason: str | None = None
+    signature: str | None = None  # a decision's: "signed" (by `actor`, the certificate's subject) or "unsigned"
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    def columns(self) -> dict[str, Any]:
+        """The register row's columns this event fills (a run and a signature are kept otherwise)."""
+        return {k: v for k, v in self.to_json().items() if k not in ("run", "signature")}
 
 
 @dataclass
@@ -84,10 +93,33 @@ def finding_key(detection: dict[str, Any]) -> str:
     return f"{detection['kind']}:{subject}" if subject else str(detection["kind"])
 
 
-def observed(document: dict[str, Any]) -> list[Observed]:
-    """The findings an evidence document shows: rules FAILed, WARNed or WAIVED, and detections no rule judges."""
-    out = [Observed(f["rule"], "rule", f["title"], f["severity"], f["status"])
-           for f in document.get("findings", []) if f["status"] in SHOWN_STATUSES]
+def identity_of(finding: dict[str, Any]) -> str:
+    """A rule's finding in an evidence document: its identity (one for every pack's rule that judges the same
+    fact), or its own id in documents written before identities."""
+    return str(finding.get("finding") or finding["rule"])
+
+
+def observed(document: dict[str, Any], known: Iterable[str] = ()) -> list[Observed]:
+    """The findings an evidence document shows: rules FAILed, WARNed or WAIVED — the rules of several packs that
+    judge the same fact as one finding, worst verdict first — and detections no rule judges. A fact whose rules
+    include one the register already knows a finding by keeps that finding's key (`known`), so adding or dropping
+    a pack does not open a new finding for the same fact."""
+    rank = {status: i for i, status in enumerate(("FAIL", "WARN", "WAIVED"))}
+    severity = {s: i for i, s in enumerate(("critical", "major", "minor", "info"))}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in document.get("findings", []):
+        groups.setdefault(identity_of(f), []).append(f)
+    known = set(known)
+    out = []
+    for key, rules in groups.items():
+        shown = sorted((f for f in rules if f["status"] in SHOWN_STATUSES),
+                       key=lambda f: (rank[f["status"]], severity.get(f["severity"], 9), f["rule"]))
+        if not shown:
+            continue
+        ids = sorted(f["rule"] for f in rules)
+        chosen = key if key in known else next((r for r in ids if r in known), key)
+        head = shown[0]
+        out.append(Observed(chosen, "rule", head["title"], head["severity"], head["status"], rules=tuple(ids)))
     seen = {o.key for o in out}
     for d in document.get("detections", []):
         key = finding_key(d)
@@ -98,9 +130,10 @@ def observed(document: dict[str, Any]) -> list[Observed]:
 
 
 def could_show(document: dict[str, Any], key: str, source: str, evidence: str) -> bool:
-    """Whether this review looked where the finding was: its rule judged its metric, or its evidence ran."""
+    """Whether this review looked where the finding was: one of its rules judged its metric, or its evidence
+    ran."""
     if source == "rule":
-        return any(f["rule"] == key and f["status"] in JUDGED for f in document.get("findings", []))
+        return any(key in (f["rule"], identity_of(f)) and f["status"] in JUDGED for f in document.get("findings", []))
     return document.get("evidence", {}).get(evidence, {}).get("status") == "ok"
 
 
@@ -124,6 +157,8 @@ def state(events: list[Event], today: dt.date) -> State:
                 now.status = "accepted"
         elif e.event == "remediated":
             now.status, now.remediated_in = "remediated", e.run
+        elif e.event == "merged":
+            now.status = "merged"
     if now.status == "accepted" and now.until is not None and dt.date.fromisoformat(now.until) < today:
         now.status = held  # the acceptance lapsed
     if now.status in ("open", "responded") and now.due is not None and dt.date.fromisoformat(now.due) < today:
@@ -140,7 +175,8 @@ def review_events(document: dict[str, Any], known: dict[str, tuple[Observed, lis
     responses and acceptances when they differ from the last ones."""
     added: dict[str, tuple[Observed, list[Event]]] = {}
     today = dt.date.fromisoformat(day)
-    shown = {o.key: o for o in observed(document)}
+    shown = {o.key: o for o in observed(document, known)}
+    merged = {rule: o.key for o in shown.values() for rule in o.rules if rule != o.key}
     for key, seen in shown.items():
         if key not in known:
             added[key] = (seen, [Event("opened", day, actor, run)])
@@ -148,11 +184,17 @@ def review_events(document: dict[str, Any], known: dict[str, tuple[Observed, lis
             was = state(known[key][1], today).status
             added[key] = (seen, [Event("reopened" if was == "remediated" else "seen", day, actor, run)])
     for key, (before, history) in known.items():
-        if key not in shown and state(history, today).status != "remediated" and \
-                could_show(document, key, before.source, before.evidence):
+        status = state(history, today).status
+        if key in shown or status in ("remediated", "merged"):
+            continue
+        if key in merged:  # a register that kept two findings for one fact: this one joins the other
+            added[key] = (before, [Event("merged", day, actor, run, reason=f"one finding with {merged[key]}: "
+                                         "their rules judge the same fact")])
+        elif could_show(document, key, before.source, before.evidence):
             added[key] = (before, [Event("remediated", day, actor, run)])
+    finding_of = {rule: o.key for o in shown.values() for rule in o.rules}
     for a in assignments:  # the spec's `findings:` seed the responses
-        key = a["rule"]
+        key = finding_of.get(a["rule"], a["rule"])
         if key not in added and key not in known:
             continue
         history = known.get(key, (None, []))[1] + added.get(key, (None, []))[1]
@@ -161,9 +203,11 @@ def review_events(document: dict[str, Any], known: dict[str, tuple[Observed, lis
             _append(added, known, key, Event("responded", day, actor, owner=a["owner"], due=str(a["due"]),
                                              response=a.get("note")))
     for w in waivers:  # the spec's waivers are risk acceptances
-        key = w["rule"]
+        key = finding_of.get(w["rule"], w["rule"])
         if key not in added and key not in known:
             continue
+        if key in shown and shown[key].shown_as != "WAIVED":  # another law's rule on the same fact still fails:
+            continue  # waiving one rule does not accept the finding
         history = known.get(key, (None, []))[1] + added.get(key, (None, []))[1]
         now = state(history, today)
         if (now.approver, now.until, now.reason) != (w["approver"], str(w["expires"]), w["justification"]):

@@ -269,7 +269,7 @@ class Register:
                 for e in new_events:
                     event_id = connection.execute(s.events.insert().values(
                         finding_id=finding_id, run_id=run_id if e.run else None, at=recorded_at,
-                        **{k: v for k, v in e.to_json().items() if k != "run"})).inserted_primary_key[0]
+                        **e.columns())).inserted_primary_key[0]
                     self._chain(connection, system, "event", int(event_id))
         return int(run_id)
 
@@ -285,7 +285,7 @@ class Register:
             self._lock(connection, system)
             event_id = connection.execute(s.events.insert().values(
                 finding_id=finding_id, at=_now(), statement=statement, signer=signer,
-                **{k: v for k, v in event.to_json().items() if k != "run"})).inserted_primary_key[0]
+                **event.columns())).inserted_primary_key[0]
             self._chain(connection, system, "event", int(event_id))
 
     def record_approval(self, *, run_dir: Path, bundle_sha256: str, decision: str, approver: str,
@@ -363,6 +363,17 @@ class Register:
             return connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir == str(Path(run_dir).absolute()))
                                       ).first() is not None
 
+    def statements(self) -> set[str]:
+        """Every signed statement the register holds (decisions and approvals), as text: what a rebuild skips."""
+        from sqlalchemy import select
+
+        with self._errors(), self.engine.connect() as connection:
+            found = {str(v) for v in connection.execute(select(s.events.c.statement)
+                                                         .where(s.events.c.statement.is_not(None))).scalars()}
+            found |= {str(v) for v in connection.execute(select(s.approvals.c.statement)
+                                                          .where(s.approvals.c.statement.is_not(None))).scalars()}
+        return found
+
     @contextmanager
     def _maybe(self, connection: Any | None) -> Iterator[Any]:
         if connection is not None:
@@ -408,10 +419,13 @@ def _insert_finding(connection: Any, sqlite: bool, **values: Any) -> None:
 
 
 def _event(row: Any, run_names: dict[int, str]) -> Event:
+    signature = "signed" if row.get("statement") else \
+        "unsigned" if row["event"] in ("responded", "accepted") and row["run_id"] is None and \
+        not str(row["actor"]).startswith("auditor ") else None
     return Event(event=row["event"], on_day=row["on_day"], actor=row["actor"],
                  run=run_names.get(row["run_id"]) if row["run_id"] is not None else None, owner=row["owner"],
                  due=row["due"], response=row["response"], approver=row["approver"], until=row["until"],
-                 reason=row["reason"])
+                 reason=row["reason"], signature=signature)
 
 
 def _number(value: Any) -> float | None:

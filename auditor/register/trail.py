@@ -118,6 +118,7 @@ class SystemCheck:
     breaks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     pinned: int = 0  # runs whose pinned head matched
+    signed: int = 0  # signed decisions and approvals whose statements verified and match their rows
     anchored: int = 0  # anchors that matched
     ledger: dict[int, str] = field(default_factory=dict)  # seq -> hash, as the trail holds them
 
@@ -163,11 +164,60 @@ def check(connection: Any, *, system: str | None = None, register_id: str = "",
                              ledger={e["seq"]: e["hash"] for e in chain})
         _walk(result, chain, rows, names)
         result.breaks += stray.get(name, [])
+        _statements(result, [e for e in rows["event"].values() if finding_system.get(e["finding_id"]) == name],
+                    [a for a in rows["approval"].values() if runs.get(a["run_id"], {}).get("system") == name],
+                    register_id)
         if folders:
             _folders(result, [r for r in runs.values() if r["system"] == name], register_id)
         _anchors(result, chain, [a for a in anchors if a["system"] == name], tsa_roots or [])
         out.append(result)
     return out
+
+
+def _statements(result: SystemCheck, events: list[dict[str, Any]], approvals: list[dict[str, Any]],
+                register_id: str) -> None:
+    """Each signed decision and approval the register holds: its signature verifies with the certificate it
+    carries, its row says what it says (an edit the trail was rehashed over still shows here), and a decision made
+    in this register saw a head the trail still has (a rewrite before it no longer does)."""
+    from auditor.trust.approval import approval_record
+    from auditor.trust.decision import read_decision
+
+    heads = set(result.ledger.values()) | {GENESIS}
+    for row in sorted(events, key=lambda r: r["id"]):
+        if not row.get("statement"):
+            continue
+        what = f"the signed event '{row['event']}' of {row['finding_id']} on {row['on_day']}"
+        try:
+            decision = read_decision(str(row["statement"]).encode("utf-8"))
+        except ValueError as exc:
+            result.breaks.append(f"{what}: its statement does not verify ({str(exc)[:120]})")
+            continue
+        said = {"event": decision.kind, "finding_id": decision.finding, "actor": decision.actor,
+                "signer": decision.actor, **decision.fields}
+        differ = [f"{key}: signed {str(value)[:40]!r}, the register {str(row.get(key))[:40]!r}"
+                  for key, value in said.items() if row.get(key) != value]
+        if differ:
+            result.breaks.append(f"{what} differs from what its signer signed ({'; '.join(differ[:3])})")
+        elif decision.register == register_id and decision.head not in heads:
+            result.breaks.append(f"the trail was rewritten before {what}: its signer saw head "
+                                 f"{decision.head[:16]}…, which the trail no longer has")
+        else:
+            result.signed += 1
+    for row in sorted(approvals, key=lambda r: r["id"]):
+        if not row.get("statement"):
+            continue
+        what = f"the approval ({row.get('decision')} by {row.get('approver')})"
+        try:
+            record = approval_record(str(row["statement"]).encode("utf-8"))
+        except ValueError as exc:
+            result.breaks.append(f"{what}: its statement does not verify ({str(exc)[:120]})")
+            continue
+        differ = [f"{key}: signed {str(record[key])[:40]!r}, the register {str(row.get(key))[:40]!r}"
+                  for key in ("bundle_sha256", "decision", "reason", "statement_sha256") if row.get(key) != record[key]]
+        if differ:
+            result.breaks.append(f"{what} differs from what its approver signed ({'; '.join(differ[:3])})")
+        else:
+            result.signed += 1
 
 
 def _describe(kind: str, row: dict[str, Any], names: dict[int, str]) -> str:

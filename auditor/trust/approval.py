@@ -40,6 +40,7 @@ from auditor.trust.certificates import key_names, load_cert, quiet_pyhanko
 from auditor.trust.dsse import envelope, pae, parse_envelope, statement_bytes
 from auditor.trust.identity import Identity, check_entry, parse_certificates, signature_entry, verify_entry_signature
 from auditor.trust.layout import APPROVAL_NAME, APPROVAL_PREDICATE_TYPE, BUNDLE_NAME, PAYLOAD_TYPE, STATEMENT_TYPE
+from auditor.trust.roles import Roles, normalised
 from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
 from auditor.trust.timestamps import describe_utc
@@ -163,7 +164,7 @@ class Approval:
 
 def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision: str, reason: str | None,
                    now: dt.datetime | None = None, timestamp_url: str | None = None,
-                   tsa_roots: list[Any] | None = None) -> Approval:
+                   tsa_roots: list[Any] | None = None, roles: Roles | None = None) -> Approval:
     """Sign the decision over the run's bundle and write approval.dsse.json into the run folder: the approver's
     certificate, chain and revocation data in the signature entry, and, with a TSA, its token over the signature
     (`identity.signature_entry`)."""
@@ -185,6 +186,10 @@ def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision
         raise InputError("the approver's key is the tool's signing identity, which signed this run: an approval "
                          "needs a second identity (four eyes)", file=run.run_dir,
                          fix="approve with the approver's own key (`auditor keygen --name \"Your Name\"` makes one)")
+    refused = who_may_not_approve(approver.subject, run.predicate)
+    if refused is not None:
+        raise InputError(refused, file=run.run_dir, fix="approve with the key of the person the spec and the roles "
+                         "name as the approver")
     bundle = run.run_dir / BUNDLE_NAME
     try:
         data = read_regular(bundle, limit=MAX_SMALL_BYTES, follow=False)
@@ -211,6 +216,10 @@ def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision
                  "subject": [{"name": BUNDLE_NAME, "digest": {"sha256": run.bundle_sha256}}]}
     payload = statement_bytes(statement)
     entry = signature_entry(approver, pae(PAYLOAD_TYPE, payload), timestamp_url=timestamp_url, tsa_roots=tsa_roots)
+    refused = roles.refuses(entry, "approver", claimed=when, tsa_roots=tsa_roots) if roles is not None else None
+    if refused is not None:
+        raise InputError(refused, where="--roles", fix="approve with the key of someone the roles file names as an "
+                         "approver, whose certificate chains to --roles-trust")
     path = run.run_dir / APPROVAL_NAME
     _write_once(path, envelope(payload, [entry]))
     return Approval(path=path, statement_sha256=hashlib.sha256(payload).hexdigest(), predicate=predicate)
@@ -271,19 +280,28 @@ def read_approval(path: Path) -> dict[str, Any] | None:
     with the certificate it carries; who that is, `verify --approver-trust` says); None when the file is no valid
     approval. For `auditor register rebuild`."""
     try:
-        data = read_regular(path, limit=MAX_SMALL_BYTES, follow=False)
+        return approval_record(read_regular(path, limit=MAX_SMALL_BYTES, follow=False))
+    except (ValueError, OSError, Unreadable):
+        return None
+
+
+def approval_record(data: bytes) -> dict[str, Any]:
+    """An approval envelope as `Register.record_approval` takes it (and `time`), its signature checked with the
+    certificate it carries; ValueError when it is no valid approval. For rebuilding and checking the register."""
+    try:
         parsed = _parse(data)
         payload = base64.b64decode(strict_json(data, APPROVAL_NAME)["payload"], validate=True)
-    except (ValueError, OSError, BadJSON, binascii.Error):
-        return None
-    return {"bundle_sha256": parsed.covers, "decision": parsed.predicate["decision"],
-            "approver": parsed.predicate["approver"], "reason": parsed.predicate.get("reason"),
-            "statement_sha256": hashlib.sha256(payload).hexdigest()}
+    except (BadJSON, binascii.Error) as exc:
+        raise ValueError(f"malformed: {exc}") from None
+    return {"bundle_sha256": parsed.covers, "decision": parsed.predicate["decision"], "approver": parsed.subject,
+            "reason": parsed.predicate.get("reason"), "statement_sha256": hashlib.sha256(payload).hexdigest(),
+            "statement": data.decode("utf-8"), "time": parsed.predicate["time"]}
 
 
 def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: dict[str, Any],
                    trusted: list[Any] | None, tsa_roots: list[Any] | None = None, at: dt.datetime | None = None,
-                   not_before: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
+                   not_before: dt.datetime | None = None, require_revocation: bool = False,
+                   roles: Roles | None = None) -> list[Verdict]:
     """`verify`'s lines on approval.dsse.json: none (not approved, not a failure), or the decision with its
     signature, coverage and time; then the approver's identity against the --approver-trust certificates (an
     approver's CA, or the very certificate), validated at the approval's time with the revocation data it carries;
@@ -320,6 +338,11 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     elif _same_key_as_signer(parsed.entry, signer):
         problems.append("signed with the key of the tool's signing identity, in another certificate: an approval "
                         "needs a second identity")
+    refused = who_may_not_approve(parsed.subject, bundle_predicate)
+    if refused is None and roles is not None:
+        refused = roles.refuses(parsed.entry, "approver", claimed=claimed, tsa_roots=tsa_roots)
+    if refused is not None:
+        problems.append(refused)
     audit = json_object(bundle_predicate.get("audit"))
     run = json_object(predicate.get("run"))
     stated = {"audit_title": audit.get("title"), "opinion": bundle_predicate.get("opinion"),
@@ -343,6 +366,25 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
                                 f"{'; '.join(facts.unchecked_revocation)}: {whose} no OCSP responder and no CRL "
                                 "(`--require-revocation` makes this a failure)", skipped=True))
     return verdicts
+
+
+def who_may_not_approve(subject: str, bundle_predicate: dict[str, Any]) -> str | None:
+    """Why this person may not approve this run, or None: the run's signer under another key (the same subject is
+    the same person), the auditor the spec names, or someone other than the approver the spec names. (The roles
+    file is asked apart: `Roles.refuses`.)"""
+    me = normalised(subject)
+    signer = json_object(bundle_predicate.get("signer")).get("subject")
+    if isinstance(signer, str) and normalised(signer) == me:
+        return (f"{subject} signed this run (with another key: the same certificate subject is the same person); an "
+                "approval needs a second person")
+    audit = json_object(bundle_predicate.get("audit"))
+    auditor = audit.get("auditor_subject")
+    if isinstance(auditor, str) and normalised(auditor) == me:
+        return f"the spec names {subject} as the audit's auditor (audit.auditor_subject); the auditor cannot approve"
+    approver = audit.get("approver_subject")
+    if isinstance(approver, str) and normalised(approver) != me:
+        return f"the spec names {approver} as the approver (audit.approver_subject), not {subject}"
+    return None
 
 
 def _same_key_as_signer(entry: dict[str, Any], signer: dict[str, Any]) -> bool:

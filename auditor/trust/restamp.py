@@ -246,12 +246,3 @@ def signed_runs(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise InputError("no such folder", file=folder, fix="give a run folder or the folder of run folders")
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and (p / BUNDLE_NAME).is_file())
-
-
-def parse_span(text: str) -> dt.timedelta:
-    """`--due`: a span such as 90d, 6w, 18m, 2y (days, weeks, 30-day months, 365-day years)."""
-    units = {"d": 1, "w": 7, "m": 30, "y": 365}
-    value = text.strip().lower()
-    if len(value) < 2 or value[-1] not in units or not value[:-1].isdigit() or int(value[:-1]) > 100_000:
-        raise InputError(f"not a span: {value[:20]!r}", where="--due", fix="write e.g. 90d, 6w, 18m or 2y")
-    return dt.timedelta(days=int(value[:-1]) * units[value[-1]])

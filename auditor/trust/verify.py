@@ -17,6 +17,7 @@ from auditor.trust.certificates import load_pubkey, load_trust
 from auditor.trust.layout import BUNDLE_NAME
 from auditor.trust.pdf_attachment import check_pdf_evidence
 from auditor.trust.pdf_verify import check_pdf_signature
+from auditor.trust.roles import Roles
 from auditor.trust.run_folder import archived_copies, check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import json_object
 from auditor.trust.token_chain import check_chain
@@ -25,7 +26,8 @@ from auditor.trust.verdict import Verdict, shown
 
 def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey: Path | None = None,
                approver_trust: list[Path] | None = None, inputs: bool = False, inputs_root: Path | None = None,
-               at: dt.datetime | None = None, require_revocation: bool = False) -> list[Verdict]:
+               at: dt.datetime | None = None, require_revocation: bool = False,
+               roles: Roles | None = None) -> list[Verdict]:
     """Every check on a signed run folder; the run holds when every verdict is ok (skipped ones included). The
     approver's sign-off (approval.dsse.json), when present, is checked last (`auditor.trust.approval.check_approval`).
 
@@ -71,7 +73,7 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
         bundle_sha256 = None
     return verdicts + check_approval(root, bundle_sha256=bundle_sha256, bundle_predicate=predicate,
                                      trusted=approvers, tsa_roots=trusted, at=at, not_before=_made(predicate),
-                                     require_revocation=require_revocation)
+                                     require_revocation=require_revocation, roles=roles)
 
 
 def _made(predicate: dict[str, Any]) -> dt.datetime | None:
