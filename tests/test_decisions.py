@@ -356,3 +356,15 @@ def test_four_eyes_refuse_the_signer_the_auditor_someone_else_and_a_role_missing
                                    "--roles", str(people["roles"]), "--roles-trust", str(people["root"])])
     assert verified.exit_code == 0, verified.output
     assert f"OK   approval: approved by \"Approver\" (certificate {people['jane_subject']})" in verified.output
+
+
+def test_an_approval_needs_the_approver_role(people: dict[str, Path], signed: dict[str, Path]) -> None:
+    """A run whose spec names no approver: with a roles file, a trusted certificate without the approver role is
+    refused all the same (the chief risk officer accepts risks; she does not sign off runs)."""
+    from tests.conftest import _copy
+
+    run = _copy(signed, "roles-approval")
+    line = _error(*_approve(run, signed["keys"], people["cro"], "--roles", str(people["roles"]), "--roles-trust",
+                            str(people["root"])))
+    assert f"{people['cro_subject']} has no role `approver` in the roles file" in line, line
+    assert not (run / "approval.dsse.json").exists()
