@@ -11,8 +11,12 @@ they are in the run) so `auditor report <out>/inputs/audit.yaml` reproduces it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime as dt
 import html
+import numbers
+import os
 import re
 import shutil
 import tempfile
@@ -48,6 +52,16 @@ class Audit:
                  evidence: Sequence[str | dict[str, Any]] = ("ranking_quality", "global_importance"),
                  policies: Sequence[str] = (), seed: int = 7, title: str = "Audit from Python",
                  organisation: str = "Not stated", trust: bool = False, **sections: Any) -> None:
+        for keyword, value in (("features", features), ("evidence", evidence), ("policies", policies)):
+            if isinstance(value, str):  # list("eu-p2b-art5") would be eleven one-letter packs
+                raise InputError(f"{keyword}= takes a list, not one string", where=f"Audit({keyword}=...)",
+                                 fix=f"write {keyword}=[{value[:60]!r}]")
+        for keyword in ("audit", "dataset"):
+            if not isinstance(sections.get(keyword, {}), dict):
+                raise InputError(f"{keyword}= takes a mapping of spec keys, not a {type(sections[keyword]).__name__}",
+                                 where=f"Audit({keyword}=...)",
+                                 fix='e.g. audit={"owner": "..."} (the title is title=)' if keyword == "audit" else
+                                 'e.g. dataset={"nan_policy": "missing"} (the data itself is data=)')
         self._folder = Path(tempfile.mkdtemp(prefix="auditor-api-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         columns = {"query_column": query, "label_column": label, "doc_id_column": doc_id,
@@ -66,7 +80,8 @@ class Audit:
         spec.update(policies=list(policies), seed=seed, **sections)
         spec.setdefault("output", {"dir": "reports", "formats": ["html"]})
         self.spec_path = self._folder / SPEC_NAME
-        self.spec_path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        self.spec_path.write_text(yaml.safe_dump(_plain(spec), sort_keys=False, allow_unicode=True),
+                                  encoding="utf-8")
         self._in_memory = True
         try:
             self._check()
@@ -115,6 +130,11 @@ class Audit:
         from auditor.evidence.base import Progress
         from auditor.spec import ExecutorSpec
 
+        if jobs is not None:  # jobs=-1 (scikit-learn's "every core") was pydantic's traceback
+            if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs < 1:
+                raise InputError(f"jobs={jobs!r}: the cores to use are 1 or more", where="run(jobs=...)",
+                                 fix="jobs=1 runs on one core; leave jobs out for the spec's executor (every core)")
+            jobs = int(jobs)
         executor = None if jobs is None else ExecutorSpec.model_validate(
             {**self.spec.executor.model_dump(), "jobs": jobs, "kind": "serial" if jobs == 1 else "auto"})
         out = Path(tempfile.mkdtemp(prefix="auditor-run-"))
@@ -201,30 +221,58 @@ class AuditResult:
         spec's; signed with `signing`, a spec `signing:` section whose paths are relative to the working folder, or
         the spec's own). An in-memory audit's inputs go to `<out_dir>/inputs/` with the spec that names them; the
         evidence is the run's, unchanged. Returns the run folder."""
-        from auditor.engine import write_run
+        from auditor.engine import check_output_folder, write_run
         from auditor.spec import load_spec
 
         out_dir = Path(out_dir)
         prepared = self._run.prepared
+        chosen = _checked_formats(formats)  # all that is asked is checked before anything is written
+        material = prepared.signing if signing is None else self._signing(signing)
+        try:
+            check_output_folder(out_dir)
+        except InputError as exc:
+            raise InputError(exc.problem, where="save(out_dir=...)",
+                             fix=(exc.fix or "").replace("`--out`", "out_dir")) from None
         spec_path = self.audit.spec_path
-        if self.audit._in_memory:
-            spec_path = _saved_inputs(self.audit.spec_path.parent, out_dir / INPUTS)
-        spec, _ = load_spec(spec_path)
-        spec = spec.model_copy(update={"output": spec.output.model_copy(
-            update={"formats": list(formats) if formats is not None else spec.output.formats})})
-        material = prepared.signing
-        if signing is not None:
-            from auditor.spec import SigningSpec
-            from auditor.trust.keys import load_material
+        inputs = out_dir / INPUTS
+        made = self.audit._in_memory and not os.path.lexists(inputs)
+        fresh = not os.path.lexists(out_dir)
+        try:
+            if self.audit._in_memory:
+                spec_path = _saved_inputs(self.audit.spec_path.parent, inputs)
+            spec, _ = load_spec(spec_path)
+            spec = spec.model_copy(update={"output": spec.output.model_copy(
+                update={"formats": chosen if chosen is not None else spec.output.formats})})
+            prepared = dataclasses.replace(prepared, spec=spec, spec_path=spec_path, signing=material)
+            return write_run(out_dir, spec, self.document, self.evidence, prepared, self._run.started)
+        except BaseException:
+            if made:  # no run folder: no inputs of it either, nor a folder made for them
+                shutil.rmtree(inputs, ignore_errors=True)
+            if fresh:
+                with contextlib.suppress(OSError):
+                    out_dir.rmdir()  # only if empty
+            raise
 
-            try:
-                chosen = SigningSpec.model_validate(signing, context={"base_dir": Path.cwd()})
-            except ValueError as exc:
-                raise InputError(str(exc).splitlines()[-1].strip(), where="save(signing=...)",
-                                 fix="give a spec `signing:` section (key, passphrase_env, bundle_key)") from None
-            material = load_material(chosen, spec_file=spec_path, timestamp_url=None)
-        prepared = dataclasses.replace(prepared, spec=spec, spec_path=spec_path, signing=material)
-        return write_run(out_dir, spec, self.document, self.evidence, prepared, self._run.started)
+    def _signing(self, signing: Any) -> Any:
+        """`save(signing=...)`'s keys, loaded (a passphrase asked for, a TSA reached) before anything is written."""
+        from pydantic import ValidationError
+
+        from auditor.spec import SigningSpec
+        from auditor.trust.keys import load_material
+
+        try:
+            chosen = SigningSpec.model_validate(signing, context={"base_dir": Path.cwd()})
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            place = ".".join(str(part) for part in first["loc"])
+            raise InputError(f"{place + ': ' if place else ''}{first['msg']}", where="save(signing=...)",
+                             fix="give a spec `signing:` section as a dict (key, passphrase_env, bundle_key)") from None
+        try:
+            return load_material(chosen, spec_file=self.audit.spec_path, timestamp_url=None)
+        except InputError as exc:
+            if exc.file != str(self.audit.spec_path) or not self.audit._in_memory:
+                raise
+            raise InputError(exc.problem, where="save(signing=...)", fix=exc.fix) from None
 
     def _repr_html_(self) -> str:
         """The executive summary in a sandboxed frame: the report's styles and the notebook's do not meet."""
@@ -288,16 +336,80 @@ def _staged_data(data: Any, target: Path, role: str) -> dict[str, Any]:
         return {"path": str(Path(data).resolve())}
     if hasattr(data, "to_parquet") and hasattr(data, "columns"):
         frame = data.reset_index(drop=True)
-        frame.columns = [str(c) for c in frame.columns]
-        frame.to_parquet(target, index=False)
+        names = [str(c) for c in frame.columns]
+        twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+        if twice is not None:  # pyarrow refuses them with a ValueError listing every column
+            raise InputError(f"two columns are named '{twice[:80]}'", where=f"Audit({role}=...)",
+                             fix="rename one (a column is named by its text: 1 and '1' are one name)")
+        frame.columns = names
+        try:
+            frame.to_parquet(target, index=False)
+        except (ValueError, TypeError, ArithmeticError, ImportError) as exc:  # pyarrow's errors subclass these
+            raise InputError(f"cannot stage the data as Parquet: {_arrow_problem(exc)}", where=f"Audit({role}=...)",
+                             fix="give each column one type: numbers, or text (`frame[column].astype(str)`)") from None
         return {"path": target.name}
     raise InputError(f"cannot read a {type(data).__name__} as the {role}", where=f"Audit({role}=...)",
                      fix="pass a pandas DataFrame (one row a document) or a data file's path")
 
 
+def _arrow_problem(exc: BaseException) -> str:
+    """pyarrow's complaint in one short line, naming the column when it does ("Conversion failed for column
+    doc_id with type object")."""
+    text = " ".join(str(part) for part in exc.args) if exc.args else type(exc).__name__
+    column = re.search(r"column (.+?) with type (\w+)", text)
+    first = str(exc.args[0]) if exc.args else text
+    head = first.splitlines()[0][:160] if first else type(exc).__name__
+    return f"column '{column[1][:80]}' ({column[2]}): {head}" if column else head
+
+
+def _checked_formats(formats: Sequence[str] | None) -> list[str] | None:
+    """`save(formats=...)` as the spec's `output.formats` allows them: `formats="pdf"` (a string, i.e. 'p', 'd',
+    'f') or `["docx"]` wrote no report and said nothing."""
+    if formats is None:
+        return None
+    from pydantic import TypeAdapter, ValidationError
+
+    from auditor.spec import OutputSpec
+
+    allowed: Any = OutputSpec.model_fields["formats"].annotation
+    if isinstance(formats, str):
+        raise InputError("formats= takes a list, not one string", where="save(formats=...)",
+                         fix=f"write formats=[{formats[:20]!r}]")
+    try:
+        return list(TypeAdapter(allowed).validate_python(list(formats)))
+    except (ValidationError, TypeError):
+        given = list(formats) if isinstance(formats, (list, tuple)) else [formats]
+        wrong = next((f for f in given if f not in ("html", "pdf")), formats)
+        raise InputError(f"no report format {str(wrong)[:40]!r}", where="save(formats=...)",
+                         fix="choose from 'html' and 'pdf'") from None
+
+
+def _plain(value: Any, at: str = "") -> Any:
+    """The spec as plain YAML values: numpy scalars and arrays (a notebook's `seed=np.int64(7)`, `cutoffs=
+    np.arange(1, 11)`) as Python numbers and lists, paths as text; anything else YAML cannot write is bad input
+    naming its place, not a RepresenterError."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _plain(value.tolist(), at)
+    if isinstance(value, dict):
+        return {_plain(key, at): _plain(item, f"{at}.{key}" if at else str(key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, f"{at}.{i}") for i, item in enumerate(value)]
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, bool) or type(value) in (str, int, float, dt.date, dt.datetime):
+        return value
+    for kind in (str, int, float):  # subclasses YAML's safe writer does not know (an enum of str)
+        if isinstance(value, kind):
+            return kind(value)
+    raise InputError(f"cannot write a {type(value).__name__} into the spec (at {at or 'the top'})",
+                     where="Audit(...)", fix="pass plain values: text, numbers, booleans, lists and dicts of them")
+
+
 def _saved_inputs(staging: Path, target: Path) -> Path:
     """Copy the staged spec and the files it names into `target` (new or holding the same files); the spec's path
     there."""
+    if os.path.lexists(target) and not target.is_dir():
+        raise InputError("is not a folder", file=target, fix="move it away, or save into another folder")
     if target.exists() and any(target.iterdir()):
         same = all((target / f.name).is_file() and (target / f.name).read_bytes() == f.read_bytes()
                    for f in staging.iterdir() if f.is_file())

@@ -10,7 +10,9 @@ import datetime as dt
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -30,29 +32,126 @@ from auditor.spans import parse_span
 from auditor.words import counted
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a CI job's timeout, a service manager) as an exception in the main thread, so what runs on
+    Ctrl-C runs on it too: `finally` blocks, `write_run` removing its hidden temporary folder. By default SIGTERM
+    ends the process on the spot and left that folder behind. A KeyboardInterrupt, so code that stops cleanly on
+    Ctrl-C stops cleanly on it."""
+
+
+STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal's number, as shells report it
+
+
+@dataclass
+class _Stop:
+    """The stop signal whose exception has not reached the top (`_stopped`) yet, and its re-delivery."""
+
+    active: bool = False
+    pending: int | None = None
+    timer: threading.Timer | None = None
+    hook: Callable[[Any], object] = sys.unraisablehook
+
+
+_STOP = _Stop()
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    """The handler of SIGINT and SIGTERM while a command runs: raise in the main thread."""
+    if _STOP.timer is not None:  # this raise is the re-delivery
+        _STOP.timer.cancel()
+        _STOP.timer = None
+    _STOP.pending = signum
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _unraisable(unraisable: Any) -> None:
+    """Raised where Python cannot pass it on (a weakref or cffi callback, a `__del__`: WeasyPrint runs many while the
+    PDF renders), an interrupt was printed as "Exception ignored" with a traceback, then lost, and the audit went on
+    to the end. Not printed: the signal is delivered again 10 ms later, until it lands where it stops the command."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _STOP.active and _STOP.pending is not None:
+        if _STOP.timer is None:
+            _STOP.timer = threading.Timer(0.01, _redeliver, (_STOP.pending,))
+            _STOP.timer.daemon = True
+            _STOP.timer.start()
+        return
+    _STOP.hook(unraisable)
+
+
+def _redeliver(signum: int) -> None:
+    if _STOP.active and _STOP.pending == signum:
+        os.kill(os.getpid(), signum)
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[None]:
+    """While a command runs, Ctrl-C and SIGTERM raise (`_raise_stop`), so every command's cleanup runs and its one
+    line and exit code (130, 143) follow. Installed by the command line only (the Python API leaves its host's
+    handlers alone), and only over the default handlers (SIG_IGN under nohup, a host's own handler stay)."""
+    if _STOP.active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installed = {}
+    for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(signum) == default:
+            installed[signum] = signal.signal(signum, _raise_stop)
+    _STOP.active, _STOP.pending, _STOP.hook = True, None, sys.unraisablehook
+    sys.unraisablehook = _unraisable
+    try:
+        yield
+    finally:
+        _STOP.active = False
+        if _STOP.timer is not None:
+            _STOP.timer.cancel()
+            _STOP.timer = None
+        sys.unraisablehook = _STOP.hook
+        for signum, handler in installed.items():
+            signal.signal(signum, handler)
+
+
+def _stopped(exc: BaseException | None, words: str) -> int:
+    """One line for Ctrl-C or SIGTERM (`exc`, else the pending signal), and its exit code: 130 or 143."""
+    signum = signal.SIGTERM if isinstance(exc, Terminated) or (exc is None and _STOP.pending == signal.SIGTERM) \
+        else signal.SIGINT
+    _STOP.pending = None
+    typer.echo(f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}: {words}", err=True)
+    return STOP_CODES[signum]
+
+
 class OneLineErrors(TyperGroup):
-    """Usage errors (bad option values, unknown options) as one `error:` line and exit 2, like all bad input."""
+    """Usage errors (bad option values, unknown options) as one `error:` line and exit 2, like all bad input; Ctrl-C
+    and SIGTERM as one line and exit 130 / 143 wherever they land."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
-        try:
-            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
-                                windows_expand_args=windows_expand_args, **extra)
-        except TyperException as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(exc, "show"):  # bare `auditor`: show the help
-                exc.show()
-                code = 2
-            else:
-                ctx = getattr(exc, "ctx", None)
-                where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-                typer.echo(f"error: {terminal(exc.format_message() + where)}", err=True)
-                code = 2
-        except Abort:
-            typer.echo("aborted: nothing was written", err=True)
-            code = 1
+        with _stop_signals():
+            try:
+                code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                    windows_expand_args=windows_expand_args, **extra)
+            except TyperException as exc:
+                if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(exc, "show"):  # bare `auditor`: the help
+                    exc.show()
+                    code = 2
+                else:
+                    ctx = getattr(exc, "ctx", None)
+                    where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+                    typer.echo(f"error: {terminal(exc.format_message() + where)}", err=True)
+                    code = 2
+            except Abort:
+                typer.echo("aborted: nothing was written", err=True)
+                code = 1
+            if _STOP.pending is not None:  # swallowed where it landed, or silenced by typer (exit 130 for both)
+                code = _stopped(None, "received as the command ended")
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Ctrl-C or SIGTERM outside a command's `_guard` (its imports, its last lines), which typer would turn into
+        a silent exit 130."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise typer.Exit(_stopped(exc, "stopped")) from None
 
 
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -86,10 +185,11 @@ def _guard(action: Callable[[], T], *, debug: bool = False) -> T:
     except InputError as exc:
         typer.echo(f"error: {terminal(exc.one_line())}", err=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted: nothing was written", err=True)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated) from the command line's handler
+        raise typer.Exit(_stopped(exc, "nothing was written")) from None
     except Exception as exc:
+        if _STOP.pending is not None:  # raised while stopping (a library turned the interrupt into its own error)
+            raise typer.Exit(_stopped(None, "nothing was written")) from None
         if debug:
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
@@ -366,7 +466,7 @@ def restamp(
     Exit 0 when done, 2 on bad input; with --due, 1 when a run is due."""
     from auditor.trust import restamp as renewal
     from auditor.trust.certificates import load_trust
-    from auditor.trust.timestamps import default_roots, default_url, describe_utc
+    from auditor.trust.timestamps import chosen_url, default_roots, describe_utc
 
     if due is not None:
         span = _guard(lambda: parse_span(due, "--due"), debug=debug)
@@ -387,7 +487,7 @@ def restamp(
                        f"{terminal(proof.what)})")
         typer.echo(f"due: {late} of {counted(len(found), 'signed run')} within {due}")
         raise typer.Exit(1 if late else 0)
-    url = timestamp_url or default_url()
+    url = _guard(lambda: chosen_url(timestamp_url), debug=debug)  # http(s) only
     if not url:
         typer.echo("error: no TSA: give --timestamp-url URL (or set AUDITOR_TSA_URL)", err=True)
         raise typer.Exit(2)
@@ -439,7 +539,7 @@ def approve(
     from auditor.register import decisions
     from auditor.trust import approval, identity
     from auditor.trust.certificates import load_trust
-    from auditor.trust.timestamps import default_roots, default_url
+    from auditor.trust.timestamps import chosen_url, default_roots
     from auditor.trust.verify import verify_run
 
     if reject and not (reason or "").strip():
@@ -461,7 +561,7 @@ def approve(
     recorded_in = (run.predicate.get("register") or {}).get("location") \
         if isinstance(run.predicate.get("register"), dict) else None
     store, note = _guard(lambda: decisions.open_for_run(run_dir, register, recorded_in), debug=debug)
-    url = timestamp_url or default_url()
+    url = _guard(lambda: chosen_url(timestamp_url), debug=debug)  # http(s) only
     tsa_roots = _guard(lambda: load_trust([*(trust or []), *default_roots()]), debug=debug) if url else []
     with contextlib.ExitStack() as stack:
         if store is not None:
@@ -940,6 +1040,9 @@ def _decisions_folder(store: Any, option: Path | None) -> Path:
                      "$AUDITOR_DECISIONS)")
 
 
+DECISION_CHARS = {"owner": 200, "approver": 200, "response": 2_000, "reason": 2_000}  # what a card can show
+
+
 @dataclass
 class _Decider:
     """Who decides on a finding, and where the decision goes: the options `findings respond` and `findings accept`
@@ -970,9 +1073,16 @@ def _decide(finding: str, kind: str, role: str, who: _Decider, days: dict[str, t
     from auditor.register.review import actor
     from auditor.trust.certificates import load_trust
     from auditor.trust.decision import file_name, read_decision, sign_decision
-    from auditor.trust.timestamps import default_roots, default_url
+    from auditor.trust.timestamps import chosen_url, default_roots
 
     checked = {name: _day(text, option) for name, (text, option) in days.items()}
+    for name, value in fields.items():
+        limit = DECISION_CHARS.get(name, DECISION_CHARS["reason"])
+        if not value.strip():
+            raise InputError(f"--{name} is empty", fix=f"say it in words: --{name} \"…\"")
+        if len(value) > limit:
+            raise InputError(f"--{name} is {len(value):,} characters long (at most {limit:,})",
+                             fix="shorten it; put the details in the remediation plan it names")
     notes, today = [], dt.date.today()
     for name, value in checked.items():
         if dt.date.fromisoformat(value) < today:
@@ -1012,7 +1122,7 @@ def _decide(finding: str, kind: str, role: str, who: _Decider, days: dict[str, t
             if kind == "accepted":
                 fields = {**fields, "approver": person.subject}
             _, head = store.head(row["system"])
-            url = who.timestamp_url or default_url()
+            url = chosen_url(who.timestamp_url)  # http(s) only
             tsa_roots = load_trust(default_roots()) if url else []
             data = sign_decision(person, kind=kind, finding=finding, system=row["system"],
                                  fields={**fields, **checked}, head=head,
@@ -1138,15 +1248,30 @@ def register_rebuild(
     register: RegisterOption = None,
     decisions: Annotated[Path | None, typer.Option("--decisions", help="The decisions folder (default: "
                                                    "FOLDER/decisions).", show_default=False)] = None,
+    trust: Annotated[list[Path] | None, typer.Option(help="As for `auditor verify`: certificates trusted for the "
+                                                           "signer and the TSA (repeatable).")] = None,
+    pubkey: Annotated[Path | None, typer.Option(help="As for `auditor verify`: the bundle's public key.",
+                                                show_default=False)] = None,
+    approver_trust: Annotated[list[Path] | None, typer.Option(help="As for `auditor verify`: certificates trusted "
+                                                                    "for approvers (repeatable).")] = None,
+    refuse_unverified: Annotated[bool, typer.Option("--refuse-unverified", help="Leave out every run folder that "
+                                                    "does not verify (default: index it, marked unverified).")]
+    = False,
     debug: Debug = False,
 ) -> None:
     """Index every run folder under FOLDER, every approval beside them and every signed decision in the decisions
-    folder that the register lacks, in the order they happened (a decision whose signature does not verify is left
-    out and named)."""
-    from auditor.register.rebuild import rebuild
+    folder that the register lacks, in the order they happened. Each folder is verified as `auditor verify` would
+    (--trust, --pubkey, --approver-trust): one that does not is indexed as unverified and never as approved (or left
+    out with --refuse-unverified); a folder whose evidence.json is not what an audit writes, and a decision whose
+    signature does not verify, are left out and named."""
+    from auditor.register.rebuild import Trust, rebuild
 
-    done = _guard(lambda: rebuild(folder, register or str(folder / "register.sqlite"), decisions), debug=debug)
+    options = Trust(trust=trust, pubkey=pubkey, approver_trust=approver_trust, refuse_unverified=refuse_unverified)
+    done = _guard(lambda: rebuild(folder, register or str(folder / "register.sqlite"), decisions, options),
+                  debug=debug)
     typer.echo(f"{len(done.runs)} run(s) indexed" + "".join(f"\n  {terminal(p.name)}" for p in done.runs))
+    for line in done.unverified:  # "<run>: unsigned" or "<run>: unverified: <why>"
+        typer.echo(terminal(f"  indexed as not verified: {line}"))
     typer.echo(f"{done.decisions} signed decision(s) and {done.approvals} approval(s) restored")
     for line in done.left_out:
         typer.echo(terminal(f"left out: {line}"), err=True)
@@ -1197,7 +1322,7 @@ def register_check(
                 typer.echo(f"     note: {terminal(note)}")
         broken = [r for r in results if not r.ok]
         if anchor and not broken:
-            url = timestamp_url or timestamps.default_url()
+            url = _guard(lambda: timestamps.chosen_url(timestamp_url), debug=debug)
             if not url:
                 typer.echo("error: --anchor needs a TSA: --timestamp-url URL (or AUDITOR_TSA_URL)", err=True)
                 raise typer.Exit(2)

@@ -8,7 +8,6 @@ distributions stored under the dataset facts. Stable features are summed up in o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +75,12 @@ def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = N
     if not file.is_file():
         raise InputError("no evidence.json here", file=spec_file or path, where=where,
                          fix=f"give a run folder written by `auditor report` ({path})")
-    try:
-        doc = json.loads(read_bytes(file, limit=MAX_JSON_BYTES, what="evidence file").decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"evidence.json is not valid JSON ({exc})", file=file, fix="give an untouched run folder"
-                         ) from None
-    except RecursionError:
-        raise InputError("evidence.json is nested too deeply to be an auditor evidence file", file=file,
-                         fix="give an untouched run folder") from None
+    from auditor.trust.strict_json import BadJSON, strict_json
+
+    try:  # as `verify` reads it: no key twice, no NaN, no number of thousands of digits, not too deep
+        doc = strict_json(read_bytes(file, limit=MAX_JSON_BYTES, what="evidence file"), "evidence.json")
+    except BadJSON as exc:
+        raise InputError(str(exc)[:300], file=file, fix="give an untouched run folder") from None
     if not isinstance(doc, dict) or "schema" not in doc:
         raise InputError("not an auditor evidence.json (no `schema`)", file=file, fix="give a run folder")
     return doc

@@ -292,7 +292,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     previous: tuple[dict[str, Any], str] | None = None
     if prepared.baseline is not None and spec.baseline is not None:  # (prepare read the one from the other)
         previous = (prepared.baseline, spec.baseline.name)
-    elif review.previous is not None:
+    elif review.previous is not None and review.error is None:
         previous = (review.previous["document"], review.previous["run_name"])
     if previous is not None:  # the "since last review" section: the baseline, else the register's last review
         from auditor.diff import compare
@@ -304,7 +304,12 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
             if prepared.baseline is not None:
                 raise
             # a review recorded by an auditor of another evidence schema: no comparison, said in the review block
-            document["review"]["previous"]["not_compared"] = "recorded by an auditor of another evidence schema"
+            _previous_block(document)["not_compared"] = "recorded by an auditor of another evidence schema"
+        except reviews.UNREADABLE as exc:
+            if prepared.baseline is not None:
+                raise
+            # the register's previous review holds what no audit of ours wrote: no comparison, and the run says so
+            _previous_block(document)["not_compared"] = f"the register's copy cannot be read ({exc!r:.80})"
     run_dir = write_run(out_dir, spec, document, results, prepared, started)
     try:
         reviews.record(review, document, run_dir)
@@ -313,6 +318,12 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged,
                     budget=document.get("budget"), register_error=review.error, document=document,
                     prepared=prepared, started=started)
+
+
+def _previous_block(document: dict[str, Any]) -> dict[str, Any]:
+    """The review block's `previous` (a throwaway dict when the block has none)."""
+    found = (document.get("review") or {}).get("previous")
+    return found if isinstance(found, dict) else {}
 
 
 def planned(prepared: PreparedAudit, workers: int) -> tuple[list[tuple[str, Any]], Any, Any]:
@@ -357,7 +368,9 @@ def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
         raise InputError(f"the Dask executor needs the 'distributed' package ({exc})", file=spec_file,
                          where="executor.kind", fix="pip install 'auditor[dask]', or choose kind processes") from None
     except OSError as exc:
-        raise InputError(f"cannot reach the Dask scheduler at {spec.address} ({exc})", file=spec_file,
+        from auditor.urls import shown
+
+        raise InputError(f"cannot reach the Dask scheduler at {shown(str(spec.address))} ({exc})", file=spec_file,
                          where="executor.address", fix="start the scheduler or correct the address") from None
 
 

@@ -39,6 +39,8 @@ Kind = Literal["auto", "serial", "processes", "dask"]
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
 AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/cost.py)...
 AUTO_RUNNING_SECONDS = 10.0  # ...or at this long once the workers run (an earlier item started them)
+DASK_SCHEMES = ("tcp", "tls")  # a scheduler's address: tcp://host:port, tls://host:port, or host:port (tcp)
+DASK_CONNECT_SECONDS = 20  # to reach the scheduler, and then for its first worker
 _here = threading.local()  # the serial executor's progress tick, for tasks running in this thread
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
@@ -290,6 +292,8 @@ class DaskExecutor:
     kind = "dask"
 
     def __init__(self, address: str | None, workers: int) -> None:
+        if address is not None:
+            check_address(address)
         from distributed import Client, LocalCluster
 
         self._cluster = None
@@ -298,7 +302,9 @@ class DaskExecutor:
                                          dashboard_address=None, silence_logs=40)
             self._client = Client(self._cluster)
         else:
-            self._client = Client(address, timeout="20s")
+            _handshake(address)
+            self._client = Client(address, timeout=DASK_CONNECT_SECONDS)
+            _first_worker(self._client, address)
         self.workers = max(1, sum(self._client.nthreads().values()))
         self._client.run(_set_threads, 1)
         self._scattered: tuple[str, Any] | None = None
@@ -318,6 +324,71 @@ class DaskExecutor:
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def check_address(address: str) -> None:
+    """A Dask scheduler is reached over tcp:// or tls:// (host:port alone is tcp): any other scheme (inproc, ucx,
+    ws, a file path) is refused with one line, before distributed is asked."""
+    from auditor.errors import InputError
+    from auditor.urls import shown
+
+    scheme, found, rest = address.strip().partition("://")
+    if (found and scheme.lower() not in DASK_SCHEMES) or not (rest if found else address).strip() or \
+            (not found and "/" in address):
+        raise InputError(f"the Dask scheduler's address {shown(address)!r} is not tcp:// or tls://",
+                         where="executor.address (--scheduler)",
+                         fix="give tcp://host:8786 or tls://host:8786 (or leave it out for a local cluster)")
+
+
+def _handshake(address: str) -> None:
+    """One connection to the scheduler, handshake included, within DASK_CONNECT_SECONDS; OSError otherwise.
+    distributed's `Client(timeout=)` bounds the connection but then waits for the handshake without any: a port that
+    accepts and stays silent would hold the audit for ever. In a thread of its own (a caller's running event loop,
+    Jupyter's, is left alone)."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    failure: list[BaseException] = []
+
+    async def probe() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=DASK_CONNECT_SECONDS,
+                                              **Security().get_connection_args("client")), DASK_CONNECT_SECONDS)
+        await comm.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(probe())
+        except TimeoutError:
+            failure.append(OSError(f"no handshake within {DASK_CONNECT_SECONDS} s"))
+        except Exception as exc:
+            failure.append(exc if isinstance(exc, OSError) else OSError(str(exc) or type(exc).__name__))
+
+    worker = threading.Thread(target=run, daemon=True, name="auditor-dask-handshake")
+    worker.start()
+    worker.join(DASK_CONNECT_SECONDS + 5)
+    if worker.is_alive():
+        raise OSError(f"no handshake within {DASK_CONNECT_SECONDS} s")
+    if failure:
+        raise failure[0]
+
+
+def _first_worker(client: Any, address: str) -> None:
+    """A scheduler without workers would leave every task waiting: wait DASK_CONNECT_SECONDS for one, then stop."""
+    if client.nthreads():
+        return
+    try:
+        client.wait_for_workers(1, timeout=DASK_CONNECT_SECONDS)
+    except TimeoutError:
+        from auditor.errors import InputError
+        from auditor.urls import shown
+
+        client.close()
+        raise InputError(f"the Dask scheduler at {shown(address)} has no worker (none joined within "
+                         f"{DASK_CONNECT_SECONDS} s)", where="executor.address (--scheduler)",
+                         fix="start workers for it (dask worker ADDRESS), or leave the address out for a local "
+                             "cluster") from None
 
 
 def usable_jobs(jobs: int | None, address: str | None = None) -> int:

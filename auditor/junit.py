@@ -37,11 +37,18 @@ from typing import Any, Literal
 
 from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, check_new_file, read_bytes, replace_file
+from auditor.files import MAX_JSON_BYTES, Unreadable, check_new_file, open_regular, read_bytes, replace_file
 from auditor.policy import FAIL_ON_LEVELS, Finding, group_findings, identity
 
 Outcome = Literal["passed", "failure", "error", "skipped"]
 OPTION = "--junit"
+
+# The start of a file `--junit` may replace: empty, or XML (a BOM, a declaration, comments) whose root element is a
+# JUnit report's.
+_HEAD_BYTES = 4096
+# (Each comment matches one way only — `(?!-->).` never crosses its end — so a head of many comments is linear.)
+_JUNIT_HEAD = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*\?>\s*)?(?:<!--(?:(?!-->).)*-->\s*)*<testsuites?[\s>/]",
+                         re.S)
 
 # What XML 1.0 allows (its `Char` production); `shown` already marks all the rest but one pattern keeps the
 # guarantee whatever it does.
@@ -185,19 +192,42 @@ def findings_of(document: Mapping[str, Any]) -> list[Finding]:
 
 
 def check_target(path: Path) -> None:
-    """Refuse a `--junit` path that cannot be written, or that lies in a run folder (an added file would break
-    its verification), before the audit runs."""
+    """Refuse a `--junit` path that cannot be written, that lies in a run folder (an added file would break
+    its verification), or that holds a file no JUnit report would be (`--junit audit.yaml` replaced the spec, and
+    `--junit reports/register.sqlite` the register, with XML), before the audit runs."""
     check_new_file(path, option=OPTION)
     for folder in [path.parent.absolute(), *path.parent.absolute().parents]:
         if (folder / "evidence.json").is_file() or (folder / "bundle.dsse.json").is_file():
             raise InputError(f"the file would be inside the run folder {folder}", file=path,
                              fix=f"give {OPTION} a path outside any run folder")
+    _check_replaceable(path)
+
+
+def _check_replaceable(path: Path) -> None:
+    """A file at `path` may be replaced when its name ends in `.xml` (what CI systems collect), or when it is
+    empty or a JUnit report (an XML document whose root is `<testsuites>` or `<testsuite>`, ours or another
+    tool's) whatever its name; a link is replaced, never its target. Any other file — a spec, data, a model, the
+    register — is someone's input, not an earlier result."""
+    if path.is_symlink() or not path.is_file() or path.suffix.lower() == ".xml":
+        return
+    try:
+        with open_regular(path, follow=False) as handle:
+            head = handle.read(_HEAD_BYTES)
+    except Unreadable as exc:
+        raise InputError(f"cannot read the file to be replaced ({exc})", file=path,
+                         fix=f"give {OPTION} a new file name") from None
+    if not head.strip() or _JUNIT_HEAD.match(head):
+        return
+    raise InputError("the file exists and is not a JUnit report: it would be replaced", file=path,
+                     fix=f"give {OPTION} a new .xml file name (or the path of an earlier JUnit file)")
 
 
 def write_results(path: Path, run_dir: Path, *, fail_on: str) -> None:
-    """Write the JUnit XML of the run in `run_dir` (from its evidence.json) as `path`, replacing a file there."""
+    """Write the JUnit XML of the run in `run_dir` (from its evidence.json) as `path`, replacing a JUnit file there
+    (checked again: the audit took time, and something else may stand there now)."""
     document = json.loads(read_bytes(run_dir / "evidence.json", limit=MAX_JSON_BYTES, what="evidence.json"))
     root = testsuites(findings_of(document), RunInfo.from_document(document, run_dir.name), fail_on=fail_on)
+    _check_replaceable(path)
     replace_file(path, to_bytes(root), fix=f"give {OPTION} a path in a folder you may write to")
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError, shorten
+from auditor.urls import scrubbed
 
 EXTRA_FIX = "install it: pip install 'auditor[mlflow]'"
 _NOT_ALLOWED = re.compile(r"[^\w\-. /]")  # what MLflow allows everywhere (a colon is refused on Windows)
@@ -67,12 +68,15 @@ def log_audit(run: Any, *, tracking_uri: str | None) -> str:
     failure is one InputError line (the run folder is written already)."""
     import mlflow
 
+    from auditor.models.mlflow import bounded
+
     try:
-        return _log(mlflow, run, tracking_uri)
+        with bounded():  # MLflow's timeout and retries from ours while we log, restored after
+            return _log(mlflow, run, tracking_uri)
     except InputError:
         raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = scrubbed(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot log the audit to MLflow at {_shown(tracking_uri)} ({shorten(first, 200)})",
                          where="--mlflow", fix="check the tracking URI, the run and the credentials MLflow reads "
                                                "from the environment") from None

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from auditor import metric_names
 from auditor.errors import InputError, shorten
@@ -46,6 +46,26 @@ MAX_METRIC_CHARS = 200  # the longest built-in metric name is 42
 _BUILTIN_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _CONDITION = re.compile(rf"^\s*(<=|>=|==|!=|<|>)\s*({_NUMBER})\s*$")
 _BETWEEN = re.compile(rf"^\s*(between|outside)\s+({_NUMBER})\s+and\s+({_NUMBER})\s*$", re.IGNORECASE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable_text(value: object, rule: object = None) -> object:
+    """Text that UTF-8 can hold. YAML's `"\\udc80"` escape makes a lone surrogate, no character: it passed every
+    check and broke writing evidence.json and the report after the whole audit had run (exit 3). Refused when the
+    pack is read, so `validate` and `report` refuse it alike, before any evidence runs."""
+    for text in value if isinstance(value, list) else [value]:
+        found = _SURROGATE.search(text) if isinstance(text, str) else None
+        if found is not None:
+            code = f"{ord(found.group()):04x}"
+            raise ValueError(f"{f'rule {rule}: ' if isinstance(rule, str) else ''}the text holds U+{code.upper()}, "
+                             "a lone surrogate (half of a UTF-16 pair, not a character), which evidence.json and the "
+                             f"report cannot hold; write the character itself, or remove the `\\u{code}` escape")
+    return value
+
+
+def _writable_field(value: object, info: ValidationInfo) -> object:
+    """`writable_text` as a pack's field validator, naming the rule (its id is validated first)."""
+    return writable_text(value, (info.data or {}).get("id") if info.field_name != "id" else None)
 
 
 class Condition(StrictModel):
@@ -59,6 +79,7 @@ class Condition(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _from_text(cls, data: object) -> object:
+        writable_text(data)
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             data = str(data)
         return parse_condition(data) if isinstance(data, str) else data
@@ -189,6 +210,9 @@ class Rule(StrictModel):
     def _known_facts(cls, value: dict[str, bool]) -> dict[str, bool]:
         return known_facts(value)
 
+    _writable = field_validator("id", "title", "evidence", "metric", "citation", "rationale", "threshold_reason",
+                                "remedy", mode="before")(_writable_field)
+
     @model_validator(mode="after")
     def _has_condition(self) -> Rule:
         if self.metric is None:
@@ -240,6 +264,9 @@ class PolicyPack(StrictModel):
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
+
+    _writable = field_validator("pack", "title", "version", "description", "extends", "requires",
+                                mode="before")(_writable_field)
 
     @model_validator(mode="after")
     def _has_rules(self) -> PolicyPack:

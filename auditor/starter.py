@@ -1,17 +1,26 @@
-"""`auditor init`: a commented starter spec that validates as written, for a given model and dataset."""
+"""`auditor init`: a commented starter spec that validates as written, for a given model and dataset.
+
+Every value that comes from outside (the model file's feature names, paths, the title, pack names) is written by
+PyYAML (`_flow`), never pasted into the text: a feature name is whatever the model file says, and one holding a
+line break, `: `, `#` or a tag would otherwise add keys (waivers, an executor address) to the spec. The comments
+are fixed text. Before the text is returned it is read back and must be exactly the data `init` meant to write.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from auditor.data import infer_format
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.models import KINDS, kind_from_file, kind_from_suffix
 from auditor.policy import LoadedPack, load_pack
+from auditor.yaml_io import parse_yaml
 
 if TYPE_CHECKING:
     from auditor.spec import ModelKindName
@@ -28,25 +37,32 @@ def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[
         names = ", ".join(f"{s} ({k.name})" for k in KINDS.values() for s in k.suffixes)
         raise InputError("cannot tell which kind of model this is from its name", file=model,
                          fix=f"give a model file ending in one of {names}, or .json (LightGBM, XGBoost or CatBoost)")
-    if kind == kind_from_suffix(model):
-        kind_line = f"  # kind: {kind}        # inferred from the file name ({KINDS[kind].label})"
-    else:
-        kind_line = f"  kind: {kind}          # {KINDS[kind].label}: a .json file is read as LightGBM unless set"
     packs = [load_pack(name, base_dir=Path.cwd()) for name in policies]
     base = spec_path.resolve().parent
     model_rel = Path(os.path.relpath(model.resolve(), base)).as_posix()
     data_rel = Path(os.path.relpath(dataset.resolve(), base)).as_posix()
-    evidence = _evidence_lines(packs, _feature_names(model, kind))
+    items, evidence = _evidence_lines(packs, _feature_names(model, kind))
+    inferred = kind == kind_from_suffix(model)
+    meant: dict[str, Any] = {  # what the text below must read back as, key for key
+        "audit": {"title": title, "organisation": organisation},
+        "model": {"path": model_rel} if inferred else {"path": model_rel, "kind": kind},
+        "dataset": {"path": data_rel, "format": fmt, "nan_policy": "reject"},
+        "evidence": items, "policies": list(policies), "seed": 0, "output": {"dir": "reports"}}
+    if inferred:
+        kind_line = f"  # kind: {_flow(kind)}        # inferred from the file name ({KINDS[kind].label})"
+    else:
+        kind_line = f"  kind: {_flow(kind)}          # {KINDS[kind].label}: a .json file is read as LightGBM unless set"
+    shown_name = spec_path.name if _PLAIN_NAME.fullmatch(spec_path.name) else "<this file>"
     csv_hint = ("\n  # CSV/Parquet columns (defaults shown):\n  # query_column: qid\n  # label_column: label\n"
                 "  # doc_id_column: doc_id\n"
                 "  # attribute_columns: []   # e.g. [sex, race_ethnicity]: kept beside the data, never features "
                 "(selection_rates)\n") if fmt != "svmlight" else \
         "\n  # feature_names: features.txt   # one name a line (optional)\n"
-    return f"""# Audit spec written by `auditor init`. Check it with `auditor validate {spec_path.name}`,
-# run it with `auditor report {spec_path.name}`. Paths are relative to this file.
+    text = f"""# Audit spec written by `auditor init`. Check it with `auditor validate {shown_name}`,
+# run it with `auditor report {shown_name}`. Paths are relative to this file.
 audit:
-  title: {_quote(title)}
-  organisation: {_quote(organisation)}
+  title: {_flow(title)}
+  organisation: {_flow(organisation)}
   # owner: Ranking team
   # period: 2026-Q4
   # purpose: Ranking transparency under Regulation (EU) 2019/1150 Art. 5
@@ -60,15 +76,15 @@ audit:
   # limitations: [Known limitations the model owner records]
 
 model:
-  path: {_quote(model_rel)}
+  path: {_flow(model_rel)}
 {kind_line}
   # trust: false        # pickles and Python callables run code when loaded: only with trust: true
   # version: "2026.11.1" # the model's version in your registry
   # training_date: 2026-11-01
 
 dataset:
-  path: {_quote(data_rel)}
-  format: {fmt}
+  path: {_flow(data_rel)}
+  format: {_flow(fmt)}
   nan_policy: reject    # or `missing`: pass missing values to the model as missing{csv_hint}
 # background:           # reference data, e.g. the training set: masking, the samplers and the surrogate use it;
 #   path: train.csv     #   without it they use the audited data itself
@@ -84,7 +100,7 @@ dataset:
 evidence:
 {evidence}
 
-policies: [{", ".join(policies)}]   # built-in names (`auditor policies list`) or paths to your own packs
+policies: {_flow(list(policies))}   # built-in names (`auditor policies list`) or paths to your own packs
 
 # waivers:              # accepted exceptions: FAIL becomes WAIVED until the expiry date
 #   - {{rule: BASE-2, justification: "...", approver: "J. Doe", expires: 2027-03-31}}
@@ -103,31 +119,42 @@ output:
   dir: reports
   # formats: [html, pdf]
 """
+    _check_reads_back(text, meant, spec_path)
+    return text
 
 
-def _evidence_lines(packs: list[LoadedPack], features: list[str]) -> str:
+def _evidence_lines(packs: list[LoadedPack], features: list[str]) -> tuple[list[dict[str, Any]], str]:
     """Every evidence kind the packs need, in registry order, with the options it cannot do without; the other
-    kinds commented out; kinds a pack names that this installation lacks, as a comment."""
+    kinds commented out; kinds a pack names that this installation lacks, as a comment. Returns the items as data
+    (what the lines must read back as) and the lines."""
     needed = [name for loaded in packs for name in loaded.evidence()]
+    items: list[dict[str, Any]] = []
     lines = []
     for name, plugin in REGISTRY.items():
-        options = "{}"
+        options: dict[str, Any] = {}
+        note = plugin.description
         if name == "disclosure_consistency":
-            options = "{declared: []}   # TO FILL: the parameters your terms disclose, most important first"
+            options, note = {"declared": []}, "TO FILL: the parameters your terms disclose, most important first"
         elif name == "parameter_influence":
             guessed = [f for f in features if _SENSITIVE.search(f)]
-            options = (f"{{sensitive: [{', '.join(guessed)}]}}   # paid or otherwise sensitive parameters"
-                       + ("" if guessed else " (TO FILL)"))
+            options = {"sensitive": guessed}
+            note = "paid or otherwise sensitive parameters" + ("" if guessed else " (TO FILL)")
         elif name == "exposure":
-            guessed = [f for f in features if _OWN.search(f)][:1]
-            options = (f"{{group: [{guessed[0]}], own: {{{guessed[0]}: 1}}}}   # the platform's own products (flag = 1)"
-                       if guessed else "{group: []}   # TO FILL: group columns, e.g. an own-brand flag; own: {flag: 1}")
-        line = f"  - {name}: {options}" + ("" if "#" in options else f"    # {plugin.description}")
-        lines.append(line if name in needed else f"  # {line.strip()}    (not needed by the policies)")
+            own = [f for f in features if _OWN.search(f)][:1]
+            options = {"group": own, "own": {own[0]: 1}} if own else {"group": []}
+            note = ("the platform's own products (flag = 1)" if own
+                    else "TO FILL: group columns, e.g. an own-brand flag; own: {flag: 1}")
+        gap = "    " if note == plugin.description else "   "
+        line = f"  - {_flow(name)}: {_flow(options)}{gap}# {note}"
+        if name in needed:
+            items.append({name: options})
+            lines.append(line)
+        else:
+            lines.append(f"  # {line.strip()}    (not needed by the policies)")
     for name in dict.fromkeys(needed):
         if name not in REGISTRY:
-            lines.append(f"  # {name}: needed by the policies, not available in this installation")
-    return "\n".join(lines)
+            lines.append(f"  # {_flow(name)}: needed by the policies, not available in this installation")
+    return items, "\n".join(lines)
 
 
 _SENSITIVE = re.compile(r"sponsor|paid|promot|commission|advert|boost", re.IGNORECASE)
@@ -146,5 +173,36 @@ def _feature_names(model: Path, kind: ModelKindName) -> list[str]:
         return []
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # a spec file name the header comment may show
+_BREAKS = ("\r", "\n", "\x85", "\u2028", "\u2029", "\ufeff")  # line breaks to YAML 1.1 (and a BOM)
+
+
+def _flow(value: Any) -> str:
+    """`value` as one line of YAML, written by PyYAML: quoted and escaped as the emitter decides, so no text from a
+    model file or a path can end the line, open a key, a comment, an anchor or a tag. One line (line breaks of
+    every kind, U+2028 and U+0085 too, escaped), so a comment may follow it, or hold it in a commented example."""
+    for dumper in (yaml.SafeDumper, _Escaping):  # readable first; if that breaks the line, text as ASCII "..."
+        text = yaml.dump([value], Dumper=dumper, default_flow_style=True, allow_unicode=dumper is yaml.SafeDumper,
+                         width=1 << 30).rstrip("\n")
+        if not any(mark in text for mark in _BREAKS):
+            return text[1:-1]  # the list's brackets: a value in flow style is valid in block style too
+    raise ValueError("YAML could not write a value on one line")  # unreachable: "..." escapes every break
+
+
+class _Escaping(yaml.SafeDumper):
+    """Every text double-quoted: with ASCII output, each line break (and every other non-ASCII or control
+    character) is written as an escape (`\\n`, `\\L`, `\\N`, `\\uFEFF`), so the value stays on its line."""
+
+    def represent_str(self, data: str) -> yaml.ScalarNode:
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+
+
+_Escaping.add_representer(str, _Escaping.represent_str)
+
+
+def _check_reads_back(text: str, meant: dict[str, Any], spec_path: Path) -> None:
+    """The written spec, read as `auditor validate` reads it, holds exactly the data `init` meant to write: no
+    value added a key, and every value (a feature name, byte for byte) comes back as it was."""
+    data, _ = parse_yaml(text, spec_path)
+    if data != meant:  # a fault of ours, not the user's input: exit 3 rather than a spec that says other things
+        raise RuntimeError("the starter spec does not read back as the data it was written from")

@@ -8,6 +8,7 @@ environment variable or the service's own credential store)."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # query parameters that carry secrets: libpq (password, sslpassword), OAuth and API tokens, signed URLs
@@ -58,3 +59,12 @@ def shown(url: str) -> str:
     query = urlencode([(name, HIDDEN if _secret(name) else value)
                        for name, value in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s'\"<>()\[\]]+")
+
+
+def scrubbed(text: str) -> str:
+    """Free text (a library's error message) with every URL in it as `shown` renders it: a client that puts the
+    URL it called, credentials included, into its exception must not have them printed."""
+    return _URL_IN_TEXT.sub(lambda match: shown(match.group()), text)

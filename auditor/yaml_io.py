@@ -91,6 +91,9 @@ def _unquoted(problem: str) -> str:
                        problem)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # YAML's "\\udc80" escape makes one: text UTF-8 cannot write
+
+
 def parse_yaml(text: str, path: Path) -> tuple[Any, Marks]:
     """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
     try:
@@ -175,6 +178,12 @@ def _refuse(node: yaml.Node, path: Path, problem: str, fix: str) -> None:
 def _collect_marks(node: yaml.Node, loc: tuple, marks: Marks, path: Path) -> None:
     """Positions of every value under its loc, and of every key under (*loc, KEY_MARK)."""
     marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.ScalarNode) and (found := _SURROGATE.search(node.value)) is not None:
+        code = f"{ord(found.group()):04x}"
+        named = f"{'.'.join(str(part) for part in loc)}: " if loc else ""
+        _refuse(node, path, f"{named}the text holds U+{code.upper()}, a lone surrogate (half of a UTF-16 pair, not a "
+                "character), which evidence.json and the report cannot hold",
+                f"write the character itself, or remove the `\\u{code}` escape")
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:

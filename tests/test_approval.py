@@ -254,9 +254,15 @@ def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver:
     assert result.exit_code == 0 and f"note: recorded in the register {run.parent / 'register.sqlite'}, which does " \
         "not hold this run" in result.stderr, result.stderr
     assert (elsewhere / "approval.dsse.json").is_file()
-    from auditor.register.rebuild import rebuild  # a register rebuilt from the folders has the approval too
+    from auditor.register.rebuild import Trust, rebuild  # a register rebuilt from the verified folders has it too
 
-    assert rebuild(elsewhere.parent, str(tmp_path / "rebuilt.sqlite")).runs == [elsewhere]
+    unverified = rebuild(elsewhere.parent, str(tmp_path / "blind.sqlite"))
+    assert unverified.runs == [elsewhere] and unverified.approvals == 0, "without keys nothing counts as approved"
+    assert "not indexed, the run or the approval does not verify" in unverified.left_out[0]
+    keys = signed["keys"]
+    trusted = Trust(trust=[keys / "signer-cert.pem"], pubkey=keys / "bundle-ed25519.pub.pem",
+                    approver_trust=[approver / "signer-cert.pem"])
+    assert rebuild(elsewhere.parent, str(tmp_path / "rebuilt.sqlite"), trust=trusted).runs == [elsewhere]
     rebuilt = Register(tmp_path / "rebuilt.sqlite").approvals()
     assert [(r["decision"], r["approver"], r["run_id"] is not None) for r in rebuilt] == \
         [("approved", "O=Example Bank,CN=Jane Roe", True)]

@@ -368,3 +368,48 @@ def test_an_approval_needs_the_approver_role(people: dict[str, Path], signed: di
                             str(people["root"])))
     assert f"{people['cro_subject']} has no role `approver` in the roles file" in line, line
     assert not (run / "approval.dsse.json").exists()
+
+
+# --- hostile input (issue 55) ----------------------------------------------------------------------------------------
+
+def test_hostile_decisions_are_one_line_or_shown_escaped(people: dict[str, Path], register: str,
+                                                         tmp_path: Path) -> None:
+    """A response longer than a card shows, an empty owner, an owner with a line break and a bidi override, a span
+    of three hundred years, a roles file that expands aliases a billion times, a decision file that is a FIFO."""
+    line = _error("findings", "respond", f"{SYSTEM}/BASE-8", "--owner", "Team", "--due", "2099-01-01", "--response",
+                  "x" * 2_001, "--register", register, *_as(people["jane"], people))
+    assert "--response is 2,001 characters long (at most 2,000)" in line, line
+    line = _error("findings", "respond", f"{SYSTEM}/BASE-8", "--owner", "  ", "--due", "2099-01-01", "--response",
+                  "r", "--register", register, *_as(people["jane"], people))
+    assert "--owner is empty" in line, line
+    _cli("findings", "respond", f"{SYSTEM}/BASE-8", "--owner", "Team\nFAKE LINE \u202eeman", "--due", "2099-01-01",
+         "--response", "r", "--register", register, *_as(people["jane"], people))
+    shown = _cli("findings", "show", f"{SYSTEM}/BASE-8", "--register", register).stdout
+    assert "\u202e" not in shown and "\nFAKE LINE" not in shown and "⟨U+202E⟩" in shown, shown
+    assert "not a span" in _error("findings", "due", "--within", "100001y", "--register", register)
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi",
+                                                                                            strict=True)) +
+        "roles: {owner: [{subject: 'CN=x'}]}\n")
+    line = _error("roles", "sign", str(bomb), "--out", str(tmp_path / "r.dsse.json"), "--key", str(people["admin"]),
+                  "--passphrase-env", "TEST_KEY_PASS")
+    assert str(bomb) in line and not (tmp_path / "r.dsse.json").exists(), line
+    crowd = tmp_path / "crowd.yaml"
+    crowd.write_text(yaml.safe_dump({"roles": {"owner": [{"subject": f"CN={i}"} for i in range(1_001)]}}))
+    line = _error("roles", "sign", str(crowd), "--out", str(tmp_path / "c.dsse.json"), "--key", str(people["admin"]),
+                  "--passphrase-env", "TEST_KEY_PASS")
+    assert "at most 1,000" in line, line
+
+    reports = Path(register).parent
+    fifo = reports / "decisions" / SYSTEM / "20260101T000000.000000Z-responded-BASE-8-fifo.dsse.json"
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    import os
+
+    os.mkfifo(fifo)
+    from tests.conftest import within
+
+    with within(30):
+        done = _cli("register", "rebuild", str(reports), "--register", str(tmp_path / "rebuilt.sqlite"))
+    assert f"left out: {SYSTEM}/{fifo.name}: " in done.stderr, done.stderr

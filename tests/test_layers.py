@@ -156,10 +156,11 @@ def test_no_test_module_imports_another(tmp_path: Path) -> None:
 
 # The trust package (auditor/trust/__init__.py): each module imports only those listed before it, and outside the
 # package only the core helpers below — never the register, the engine, the report or the commands.
-TRUST_ORDER = ("layout", "verdict", "strict_json", "certificates", "dsse", "timestamps", "token", "keys", "identity",
-               "pdf_revisions", "pdf_sign", "pdf_verify", "pdf_attachment", "bundle", "token_chain", "run_folder",
-               "roles", "approval", "decision", "restamp", "sign", "verify")
-TRUST_MAY_IMPORT = ("auditor.errors", "auditor.files", "auditor.display", "auditor.spans", "auditor.__version__")
+TRUST_ORDER = ("layout", "verdict", "strict_json", "certificates", "dsse", "net", "timestamps", "token", "keys",
+               "identity", "pdf_revisions", "pdf_sign", "pdf_verify", "pdf_attachment", "bundle", "token_chain",
+               "run_folder", "roles", "approval", "decision", "restamp", "sign", "verify")
+TRUST_MAY_IMPORT = ("auditor.errors", "auditor.files", "auditor.display", "auditor.spans", "auditor.urls",
+                    "auditor.__version__")
 
 
 def _trust_problems(folder: Path) -> list[str]:

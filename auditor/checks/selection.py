@@ -147,15 +147,23 @@ def _weighted_medians(ordered: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def _counts(weights: np.ndarray, hits: np.ndarray, tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
     """Per draw (rows of `weights`) and category of every table (columns, tables one after another): individuals
-    and selected individuals, each individual counted as often as its weight."""
-    onehot = np.zeros((weights.shape[1], sum(t.size for t in tables)))
+    and selected individuals, each individual counted as often as its weight. Summed by `bincount` over (draw,
+    category) cells: memory grows with draws × individuals (the chunk `bootstrap` holds anyway), never with
+    individuals × categories as a one-hot matrix did."""
+    draws = weights.shape[0]
+    n = np.zeros((draws, sum(t.size for t in tables)))
+    picked = np.zeros_like(n)
     offset = 0
     for table in tables:
-        known = table.codes >= 0
-        onehot[np.flatnonzero(known), offset + table.codes[known]] = 1.0
+        known = np.flatnonzero(table.codes >= 0)
+        if table.size and known.size:
+            cells = (np.arange(draws)[:, None] * table.size + table.codes[known][None, :]).ravel()
+            held = weights[:, known]
+            span = slice(offset, offset + table.size)
+            n[:, span] = np.bincount(cells, weights=held.ravel(), minlength=draws * table.size).reshape(draws, -1)
+            chosen = (held * hits[:, known]).ravel()
+            picked[:, span] = np.bincount(cells, weights=chosen, minlength=draws * table.size).reshape(draws, -1)
         offset += table.size
-    n: np.ndarray = weights @ onehot
-    picked: np.ndarray = (weights * hits) @ onehot
     return n, picked
 
 

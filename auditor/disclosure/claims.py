@@ -14,8 +14,10 @@ outside it, and is uncertain otherwise. `auditor disclose` writes the markers; t
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +49,14 @@ MARKER = "claim:"
 MAX_CLAIMS = 500
 MAX_CLAIM_CHARS = 10_000
 MAX_ORDER = 200
+MAX_DIGITS = 100  # a number in a claim (none belongs there): Python refuses ints over 4,300 digits with a ValueError
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")  # a statement with any other suffix is read as Markdown (or text)
+# A comment that was meant as a claim but does not start with `claim:` (`Claim:`, `claim {`, `claims:`): refused,
+# since it would otherwise be skipped as a plain comment and its claim never checked.
+_NEAR_MARKER = re.compile(r"(?i)claims?\s*[:=]?\s*\{")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_TICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 FIX = 'write a claim as <!-- claim: {"weight": "feature", "is": "most"} --> (docs/disclose.md, "Claims")'
 
 
@@ -102,25 +112,112 @@ def band_of(kind: str, value: float) -> str:
     return next(band for band, (low, high) in BANDS[kind].items() if low <= value < high)
 
 
-def parse_claims(text: str, *, file: Path | str | None = None) -> list[Claim]:
+def parse_claims(text: str, *, file: Path | str | None = None, markdown: bool | None = None) -> list[Claim]:
     """Every claim marker of a statement, in order; bad input (InputError naming the file and the marker's line)
-    for a marker that is not a claim this module writes. Linear in the text: comments are found with `find`."""
+    for a marker that is not a claim this module writes, or that looks like one but is not (`Claim:`, `claim {`).
+    `markdown` (default: a `file` whose suffix is not HTML's): a comment inside a code block or code span is text a
+    reader sees, not a comment — a claim marker there is refused, any other `<!--` there skipped. Linear in the
+    text: comments are found with `find`."""
+    if markdown is None:
+        markdown = file is not None and Path(str(file)).suffix.lower() not in HTML_SUFFIXES
+    code = _markdown_code(text) if markdown else []
+    starts = [a for a, _ in code]
     claims: list[Claim] = []
     position, line = 0, 1
     while (start := text.find("<!--", position)) >= 0:
+        line += text.count("\n", position, start)
+        at = bisect.bisect_right(starts, start) - 1
+        if at >= 0 and start < code[at][1]:  # shown as code: not a comment
+            if _NEAR_MARKER.match(text[start + 4:start + 40].lstrip()):
+                raise InputError("a claim marker inside a code block or code span is shown as text, not read as a "
+                                 "claim", file=file, where=str(line),
+                                 fix="take the marker out of the code (beside its sentence), or delete it")
+            position = start + 4
+            continue
         end = text.find("-->", start + 4)
         if end < 0:
             break
-        line += text.count("\n", position, start)
         body = text[start + 4:end].strip()
         if body.startswith(MARKER):
             if len(claims) >= MAX_CLAIMS:
                 raise InputError(f"more than {MAX_CLAIMS} claims", file=file, where=str(line),
                                  fix="a statement of main parameters makes a few dozen claims at most")
             claims.append(_claim(body[len(MARKER):].strip(), line, file))
+        elif _NEAR_MARKER.match(body):
+            raise InputError(f"a comment that looks like a claim marker but does not start with '{MARKER}' "
+                             f"('{body[:12]}…')", file=file, where=str(line), fix=FIX)
         line += text.count("\n", start, end)
         position = end + 3
     return claims
+
+
+def _markdown_code(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of a Markdown text's fenced code blocks and code spans, in order. A code span opens
+    at an unescaped run of backticks and closes at the next run of the same length in its paragraph; an HTML
+    comment that starts first is not searched for backticks (CommonMark: whichever starts first wins)."""
+    ranges: list[tuple[int, int]] = []
+    offset, fence, opened = 0, "", 0
+    outside: list[tuple[int, int]] = []  # the stretches between fenced blocks
+    for raw in text.splitlines(keepends=True):
+        found = _FENCE.match(raw.rstrip("\r\n"))
+        if not fence and found and not (found.group(1)[0] == "`" and "`" in found.group(2)):
+            fence, opened = found.group(1), offset
+        elif fence and found and found.group(1)[0] == fence[0] and len(found.group(1)) >= len(fence) \
+                and not found.group(2).strip():
+            ranges.append((opened, offset + len(raw)))
+            fence = ""
+        offset += len(raw)
+    if fence:
+        ranges.append((opened, len(text)))
+    previous = 0
+    for start, end in ranges:
+        outside.append((previous, start))
+        previous = end
+    outside.append((previous, len(text)))
+    for start, end in outside:
+        ranges.extend(_code_spans(text, start, end))
+    return sorted(ranges)
+
+
+def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The code spans of `text[start:end]` (no fenced block in it); the closing run found by bisecting each length's
+    runs, so a text of many unmatched backticks stays fast."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text, start, end)]
+    by_length: dict[int, list[int]] = {}
+    for a, b in runs:
+        by_length.setdefault(b - a, []).append(a)
+    paragraphs = [m.start() for m in _BLANK_LINE.finditer(text, start, end)]
+    spans: list[tuple[int, int]] = []
+    position, index = start, 0
+    while index < len(runs):
+        a, b = runs[index]
+        comment = text.find("<!--", position, a)
+        if comment >= 0:  # a comment starts before the backticks: they may be inside it
+            close = text.find("-->", comment + 4, end)
+            if close < 0:
+                break
+            position = close + 3
+            while index < len(runs) and runs[index][0] < position:
+                index += 1
+            continue
+        if _escaped(text, a):  # `\`` is a literal backtick; the rest of the run may open a span
+            a += 1
+            if a == b:
+                position, index = b, index + 1
+                continue
+        after = bisect.bisect_right(paragraphs, a)
+        limit = paragraphs[after] if after < len(paragraphs) else end
+        same = by_length.get(b - a, [])
+        later = bisect.bisect_right(same, a)
+        if later < len(same) and same[later] < limit:
+            close_end = same[later] + (b - a)
+            spans.append((a, close_end))
+            position = close_end
+            while index < len(runs) and runs[index][0] < position:
+                index += 1
+        else:
+            position, index = b, index + 1
+    return spans
 
 
 def read_statement(path: Path) -> list[Claim]:
@@ -141,8 +238,10 @@ def _claim(body: str, line: int, file: Path | str | None) -> Claim:
     if len(body) > MAX_CLAIM_CHARS:
         raise bad(f"a claim of {len(body):,} characters")
     try:
-        value = json.loads(body)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        value = json.loads(body, parse_int=_bounded_int, object_pairs_hook=_unique_keys)
+    except _Refused as exc:
+        raise bad(f"the claim is not a claim this tool writes ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise bad(f"the claim is not a JSON object ({getattr(exc, 'msg', 'nested too deeply')})") from None
     if not isinstance(value, dict):
         raise bad("the claim is not a JSON object")
@@ -174,16 +273,51 @@ def _claim(body: str, line: int, file: Path | str | None) -> Claim:
 
 def metric_of(kind: str, feature: str, segments: Mapping[str, str]) -> str | None:
     """The metric a claim about `feature` is judged on; None when the feature has no metric segment of its own
-    (`evidence.feature_names.metric_segments`)."""
-    if kind == "paid":
-        return f"influence.{metric_name(feature)}.rank_shift.mean"
+    (`evidence.feature_names.metric_segments`): a paid claim about `a-b` must not be judged on `a b`'s influence,
+    whose metric is spelled alike. A paid claim read without the data's names (`segments` empty) is spelled by
+    `metric_name`, as `parameter_influence` spells it."""
     if kind == "own":
         return "exposure.own.counterfactual.share_change"
     segment = segments.get(feature)
+    if kind == "paid" and segment is None and not segments:
+        segment = metric_name(feature)
     if segment is None:
         return None
+    if kind == "paid":
+        return f"influence.{segment}.rank_shift.mean"
     return f"global_importance.within_share.{segment}" if kind in ("weight", "order") else \
         f"surrogate.direction.{segment}"
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the character at `at` follows an odd number of backslashes (a Markdown escape)."""
+    count = 0
+    while at - count > 0 and text[at - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1
+
+
+class _Refused(ValueError):
+    """What a claim's JSON may not hold: a key twice, a number of hundreds of digits."""
+
+
+def _bounded_int(text: str) -> int:
+    """An integer of the claim's JSON, refused beyond MAX_DIGITS digits (over 4,300 Python raises a ValueError that
+    no JSON error names, and no claim has a number)."""
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise _Refused(f"a number of {len(text.lstrip('-')):,} digits")
+    return int(text)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose keys are unique: with `"is"` twice, Python keeps the last and other readers the first,
+    so the claim checked would not be the claim a person reads."""
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"the key '{key[:40]}' twice")
+        out[key] = value
+    return out
 
 
 def metrics_of(claim: Claim, segments: Mapping[str, str]) -> list[str | None]:

@@ -7,6 +7,7 @@ be checked on the next review (docs/disclose.md). Plain data for the templates (
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -17,7 +18,7 @@ from markupsafe import Markup
 from auditor.disclosure.claims import Claim, band_of
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
-from auditor.evidence.feature_names import metric_name, metric_segments
+from auditor.evidence.feature_names import metric_segments
 from auditor.feature_dictionary import is_yes_no
 from auditor.metric_names import Reading, read
 from auditor.numbers import figure, held, percent, points, with_interval
@@ -143,23 +144,26 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
     """The statement a run's evidence supports. Bad input when the run has no `global_importance` result, which
     every statement rests on."""
     evidence = document.get("evidence") or {}
-    ok = {name: item for name, item in evidence.items() if isinstance(item, dict) and item.get("status") == "ok"}
+    ok = {name: item for name, item in evidence.items() if isinstance(item, dict) and item.get("status") == "ok"} \
+        if isinstance(evidence, dict) else {}
     if "global_importance" not in ok:
         raise InputError("the run has no global_importance result to draft the statement from", file=run or None,
                          fix="request `global_importance` in the spec and run `auditor report` again")
-    metrics: dict[str, float | None] = {k: v for item in ok.values() for k, v in (item.get("metrics") or {}).items()}
+    metrics = _checked_metrics(ok, run)
     notes = _Notes(metrics)
-    names = list(document["inputs"]["dataset"]["feature_names"])
+    names = _checked_names(document, ok, run)
     segments = metric_segments(names)
-    dictionary = document.get("feature_dictionary") or {}
-    spec = _spec_options(document)
+    dictionary = _mapping(document.get("feature_dictionary"))
+    spec = _spec_options(document, run)
     claims: list[Claim] = []
     left_out: list[str] = []
 
     def plain(feature: str) -> str:
-        return str((dictionary.get(feature) or {}).get("meaning") or feature)
+        return str(_mapping(dictionary.get(feature)).get("meaning") or feature)
 
     main_count = int(metrics.get("global_importance.main_parameters") or 0)
+    if not 0 <= main_count <= len(names):
+        raise _damaged(run, f"it counts {main_count:,} main parameters among {len(names):,} features")
     ranked = [str(r["feature"]) for r in sorted(ok["global_importance"].get("records") or [], key=lambda r: r["rank"])]
     listed = [f for f in ranked[:main_count] if f in segments
               and read(metrics, f"global_importance.within_share.{segments[f]}") is not None][:MAX_LISTED]
@@ -175,9 +179,9 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
         assert value is not None  # listed only when read() found it
         weight = Claim("weight", (feature,), band_of("weight", value))
         claims.append(weight)
-        unit = (dictionary.get(feature) or {}).get("unit")
+        unit = _mapping(dictionary.get(feature)).get("unit")
         parameter = Parameter(feature, plain(feature), str(weight.band), notes.cite(share, "share"),
-                              Markup(weight.marker()), yes_no=is_yes_no(unit))
+                              Markup(weight.marker()), yes_no=isinstance(unit, str) and is_yes_no(unit))
         direction = f"surrogate.direction.{segments[feature]}"
         measured = metrics.get(direction)
         if fidelity_ok and measured is not None:
@@ -190,8 +194,8 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
     if order is not None:
         claims.insert(0, order)
     statement = Statement(
-        run=run, evaluated_on=str((document.get("run") or {}).get("evaluated_on") or ""),
-        tool_version=str((document.get("tool") or {}).get("version") or ""),
+        run=run, evaluated_on=str(_mapping(document.get("run")).get("evaluated_on") or ""),
+        tool_version=str(_mapping(document.get("tool")).get("version") or ""),
         queries=int(metrics.get("dataset.n_queries") or 0), queries_note=queries_note,
         main_count=main_count, main_share=percent(_option(spec, "global_importance", "share_for_main")),
         main_note=main_note, order_claim=Markup(order.marker()) if order is not None else Markup(""),
@@ -228,10 +232,11 @@ def _paid(names: list[str], spec: Mapping[str, Any], metrics: Mapping[str, float
           claims: list[Claim], plain: Callable[[str], str]) -> list[Paid]:
     out = []
     k = int(_option(spec, "parameter_influence", "top_k"))
+    segments = metric_segments(names)
     for feature in _option(spec, "parameter_influence", "sensitive") or []:
-        if feature not in names:
+        if feature not in segments:  # not a feature, or its metric is spelled like another's (`a b`, `a-b`)
             continue
-        key = f"influence.{metric_name(feature)}"
+        key = f"influence.{segments[feature]}"
         shift = read(metrics, f"{key}.rank_shift.mean")
         if shift is None:
             continue
@@ -259,14 +264,83 @@ def _own(spec: Mapping[str, Any], metrics: Mapping[str, float | None], notes: _N
                Markup(claim.marker()))
 
 
-def _spec_options(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each evidence item's options as the run's spec wrote them (evidence.json keeps the spec's content)."""
-    content = (document.get("spec") or {}).get("content") or {}
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A block of evidence.json read for words only (the dictionary, the run's date): anything but a mapping is
+    read as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def _damaged(run: str, problem: str) -> InputError:
+    """Bad input: an evidence.json no audit of ours wrote (a run folder is untrusted input, docs/security.md)."""
+    return InputError(f"the run's evidence.json is not as `auditor report` writes it: {problem}",
+                      file=run or None, fix="draft from an untouched run folder")
+
+
+def _checked_metrics(ok: Mapping[str, Any], run: str) -> dict[str, float | None]:
+    """Every metric of the ok results: a finite number or null, as `numbers.stored` writes them. An `inf` (1e309
+    in the file), NaN, a string or an integer of hundreds of digits would end the draft in a traceback (no band
+    holds inf) or print as a measurement."""
+    metrics: dict[str, float | None] = {}
+    for name, item in ok.items():
+        values = item.get("metrics") or {}
+        if not isinstance(values, dict):
+            raise _damaged(run, f"the metrics of {str(name)[:60]!r} are not a mapping")
+        for key, value in values.items():
+            if value is None:
+                metrics[key] = None
+                continue
+            number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            try:
+                finite = number is not None and math.isfinite(number) and abs(number) <= 1e30
+            except OverflowError:  # an integer past float's range
+                finite = False
+            if not finite:
+                shown = f"an integer of {value.bit_length():,} bits" if isinstance(number, int) else \
+                    repr(str(value)[:24])
+                raise _damaged(run, f"the metric {str(key)[:80]!r} is {shown}, not a finite number")
+            metrics[key] = float(value)
+    return metrics
+
+
+def _checked_names(document: Mapping[str, Any], ok: Mapping[str, Any], run: str) -> list[str]:
+    """The data's feature names (a list of strings) and global_importance's records (each a feature and a rank)."""
+    dataset = ((document.get("inputs") or {}) if isinstance(document.get("inputs"), dict) else {}).get("dataset")
+    names = dataset.get("feature_names") if isinstance(dataset, dict) else None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise _damaged(run, "inputs.dataset.feature_names is not a list of names")
+    records = ok["global_importance"].get("records") or []
+    if not isinstance(records, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("feature"), str) and isinstance(r.get("rank"), (int, float))
+            and not isinstance(r.get("rank"), bool) for r in records):
+        raise _damaged(run, "global_importance's records are not each a feature with its rank")
+    return list(names)
+
+
+# The options the draft reads: checked by their kind's options model, as a run folder's spec may be anything.
+READ_OPTIONS = {"global_importance": ("share_for_main",), "surrogate": ("fidelity_floor",),
+                "parameter_influence": ("top_k", "sensitive"), "exposure": ("own",)}
+
+
+def _spec_options(document: Mapping[str, Any], run: str = "") -> dict[str, dict[str, Any]]:
+    """Each evidence item's options as the run's spec wrote them (evidence.json keeps the spec's content), those
+    the draft reads validated (a `top_k` of "ten" or a `sensitive` of [[1]] is bad input, not a traceback)."""
+    from pydantic import ValidationError
+
+    spec = document.get("spec")
+    content = (spec.get("content") or {}) if isinstance(spec, dict) else {}
     out: dict[str, dict[str, Any]] = {}
     for item in content.get("evidence") or [] if isinstance(content, dict) else []:
         if isinstance(item, dict) and len(item) == 1:
             name, options = next(iter(item.items()))
-            out[str(name)] = options if isinstance(options, dict) else {}
+            out[str(name)] = dict(options) if isinstance(options, dict) else {}
+    for kind, keys in READ_OPTIONS.items():
+        given = out.get(kind, {})
+        for key in keys:
+            if key in given:
+                try:
+                    given[key] = getattr(REGISTRY[kind].options.model_validate({key: given[key]}), key)
+                except ValidationError:
+                    raise _damaged(run, f"the option {kind}.{key} is {str(given[key])[:40]!r}") from None
     return out
 
 

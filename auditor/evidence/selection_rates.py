@@ -30,6 +30,13 @@ from auditor.metric_names import spelled
 from auditor.numbers import figure, interval, percent, stored, with_interval
 
 FOUR_FIFTHS = 0.8  # the EEOC's rule of thumb (29 CFR §1607.4(D)): informative only under LL144
+# Categories over every table. LL144's tables hold about 25 (2-3 sexes, 7 races/ethnicities, their intersections); a
+# column of thousands of values is an id named by mistake, and 20,000 of them took 16 GB and a minute.
+MAX_CATEGORIES = 1_000
+# `selection.<word>` names the kind's own figures: a column whose metric segment is one of them would put its
+# categories' metrics beside (or over) them (`selection.unknown.<column>` is also a column "unknown"'s table).
+RESERVED = ("individuals", "queries", "columns", "intersections", "reported", "excluded", "unknown_reported",
+            "below_four_fifths", "min_ratio", "unknown")
 CITATION = ("NYC Local Law 144 of 2021 (Admin. Code §20-871); 6 RCNY §5-301(c) — scoring rates and impact ratios of "
             "sex, race/ethnicity and intersectional categories")
 HOW_TO_READ = (
@@ -48,10 +55,11 @@ class _Breakdown:
 
     key: str  # metric segment: `sex`, `sex_x_race_ethnicity`
     label: str  # as the report writes it: `sex`, `sex × race_ethnicity`
-    values: list[str]  # category labels, sorted
+    values: list[str]  # category labels, sorted, distinct (a label two categories would share gets ` [2]`)
     names: list[str]  # their metric segments
     codes: np.ndarray  # each individual's category index, -1 unknown
     unknown: int
+    columns: int = 1  # columns this table breaks down by: 1, or more for the intersection
 
 
 def categories_of(options: SelectionRatesOptions, data: RankingData) -> list[str]:
@@ -77,6 +85,39 @@ def check(options: SelectionRatesOptions, data: RankingData) -> None:
                    f"add '{column}' to `dataset.attribute_columns`, so it is read as text beside the data")
             raise InputError(f"'{column}' is not an attribute column of the data", where=f"categories.{index}",
                              fix=fix)
+    _check_names(columns)
+    _check_sizes(columns, data, options)
+
+
+def _check_names(columns: list[str]) -> None:
+    """Each table's metric segment is its own: two columns spelled alike (`race ethnicity`, `race-ethnicity`) would
+    write their categories' metrics over each other, and a segment of the kind's own figures would sit among them."""
+    seen: dict[str, str] = {}
+    for index, column in enumerate(columns):
+        segment = metric_name(column)
+        if segment in RESERVED:
+            raise InputError(f"'{column}' would name its metrics like the kind's own figure selection.{segment}",
+                             where=f"categories.{index}", fix="rename the column in the data (e.g. 'group')")
+        if segment in seen:
+            raise InputError(f"'{column}' and '{seen[segment]}' would share the metric name selection.{segment}",
+                             where=f"categories.{index}", fix="rename one of the two columns in the data")
+        seen[segment] = column
+
+
+def _check_sizes(columns: list[str], data: RankingData, options: SelectionRatesOptions) -> None:
+    """At most MAX_CATEGORIES categories over every table, before the scores and the bootstrap (whose arrays grow
+    with them) are computed."""
+    tables = [(f"'{column}'", len({k for k in _keys([column], data, options) if k is not None}))
+              for column in columns]
+    if options.intersections and len(columns) > 1:
+        tables.append(("their intersection", len({k for k in _keys(columns, data, options) if k is not None})))
+    total = sum(n for _, n in tables)
+    if total > MAX_CATEGORIES:
+        name, most = max(tables, key=lambda table: table[1])
+        raise InputError(f"{total:,} categories to report ({name}: {most:,}), more than {MAX_CATEGORIES:,}",
+                         where="categories",
+                         fix="set `intersections: false`, or name fewer columns" if name == "their intersection"
+                         else "name the columns of sex and race/ethnicity, not an id or a score")
 
 
 def run(ctx: AuditContext, options: SelectionRatesOptions) -> EvidenceResult:
@@ -96,7 +137,7 @@ def run(ctx: AuditContext, options: SelectionRatesOptions) -> EvidenceResult:
     spread = bootstrap(scores, chosen, tables, units, ctx.rng("selection_rates"), cutoff=options.cutoff,
                        n_resamples=options.resamples)
     _metrics(result, breakdowns, tables, full, spread, data)
-    result.metrics["selection.intersections"] = float(any(INTERSECTION in b.key for b in breakdowns))
+    result.metrics["selection.intersections"] = float(any(b.columns > 1 for b in breakdowns))
     _report(result, breakdowns, tables, full, spread, options, float(np.median(scores)), data)
     _detect(result, breakdowns, tables, full, spread, options)
     return result
@@ -111,26 +152,54 @@ def _shown(value: str | None) -> str:
     return "missing" if value is None else value if value.strip() else "(empty)"
 
 
-def _breakdown(columns: list[str], data: RankingData, options: SelectionRatesOptions) -> _Breakdown:
+Key = tuple[str | None, ...]
+
+
+def _keys(columns: list[str], data: RankingData, options: SelectionRatesOptions) -> list[Key | None]:
+    """Each individual's category: the tuple of its values in `columns` (None when one of them is unknown). A
+    category is its values, never its label: `F × A` with `B` and `F` with `A × B` read alike joined, and a missing
+    cell reads like the value "missing". Cells of spaces alone are one category, "(empty)"."""
     unknown = {_normal(v) for v in options.unknown_values}
-    texts = [[_shown(v) for v in data.attributes[c]] for c in columns]
-    known = np.ones(data.n_docs, dtype=bool)
-    for column in columns:
-        known &= np.array([_normal(v) not in unknown for v in data.attributes[column]], dtype=bool)
-    labels = [" × ".join(parts) for parts in zip(*texts, strict=True)]
-    values = sorted({label for label, ok in zip(labels, known, strict=True) if ok})
-    index = {value: i for i, value in enumerate(values)}
-    codes = np.array([index[label] if ok else -1 for label, ok in zip(labels, known, strict=True)], dtype=np.int64)
+    out: list[Key | None] = []
+    for row in zip(*(data.attributes[c] for c in columns), strict=True):
+        if any(_normal(v) in unknown for v in row):
+            out.append(None)
+        else:
+            out.append(tuple(v if v is None or v.strip() else "" for v in row))
+    return out
+
+
+def _breakdown(columns: list[str], data: RankingData, options: SelectionRatesOptions) -> _Breakdown:
+    keys = _keys(columns, data, options)
+
+    def label(key: Key) -> str:
+        return " × ".join(_shown(v) for v in key)
+
+    found = sorted({k for k in keys if k is not None}, key=lambda k: (label(k), [(v is None, v or "") for v in k]))
+    index = {key: i for i, key in enumerate(found)}
+    codes = np.array([index[k] if k is not None else -1 for k in keys], dtype=np.int64)
+    values: list[str] = []
+    shown_as: set[str] = set()
+    for key in found:  # a label two categories would share names the later one apart
+        text, n = label(key), 2
+        while text in shown_as:
+            text, n = f"{label(key)} [{n}]", n + 1
+        shown_as.add(text)
+        values.append(text)
     names: list[str] = []
-    for value in values:  # metric segments, made distinct where two values read alike (`a b` and `a-b`)
-        name = INTERSECTION.join(metric_name(part) or "value" for part in value.split(" × ")) if len(columns) > 1 \
-            else metric_name(value)
-        stem, n = name, 2
-        while name in names:
+    taken: set[str] = set()
+    last: dict[str, int] = {}
+    for key in found:  # metric segments, made distinct where two values read alike (`a b` and `a-b`)
+        stem = INTERSECTION.join(metric_name(_shown(v)) for v in key)
+        name, n = stem, last.get(stem, 2)
+        while name in taken:
             name, n = f"{stem}_{n}", n + 1
+        last[stem] = n
+        taken.add(name)
         names.append(name)
     return _Breakdown(key=INTERSECTION.join(metric_name(c) for c in columns), label=" × ".join(columns),
-                      values=values, names=names, codes=codes, unknown=int((~known).sum()))
+                      values=values, names=names, codes=codes, unknown=sum(k is None for k in keys),
+                      columns=len(columns))
 
 
 def _reported(breakdown: _Breakdown, min_share: float) -> np.ndarray:
@@ -165,7 +234,7 @@ def _metrics(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[
                                                                                                   strict=True)))
     metrics["selection.individuals"] = float(data.n_docs)
     metrics["selection.queries"] = float(data.n_queries)
-    metrics["selection.columns"] = float(sum(INTERSECTION not in b.key for b in breakdowns))
+    metrics["selection.columns"] = float(sum(b.columns == 1 for b in breakdowns))  # not by the key's spelling
     metrics["selection.unknown_reported"] = 1.0  # every table states its unknown count (6 RCNY §5-301(c))
 
 

@@ -37,6 +37,7 @@ from auditor.errors import InputError, shorten
 from auditor.files import read_bytes, sha256_file
 from auditor.models.base import Ranker
 from auditor.models.callable import CallableRanker
+from auditor.urls import scrubbed
 
 if TYPE_CHECKING:
     from auditor.spec import ModelSpec
@@ -48,6 +49,12 @@ MAX_ARTIFACT_FILES = 10_000
 TEMP_PREFIX = "auditor-mlflow-"
 NATIVE = "LightGBM, XGBoost, CatBoost or ONNX"
 LOG_NATIVE = "log it with mlflow.lightgbm (a Booster), mlflow.xgboost, mlflow.catboost or mlflow.onnx"
+# MLflow's HTTP client while our calls run (`bounded`): its defaults wait 120 s for each request and retry 7 times
+# with exponential backoff, minutes for one call to a dead or stalled server
+HTTP_BOUNDS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "20", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+               "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+# storage MLflow reaches without any timeout (ftplib's default): a silent server hangs the audit
+NO_DEADLINE_SCHEMES = ("ftp",)
 
 
 @dataclass
@@ -122,13 +129,16 @@ def load_logged(ref: ModelSpec, *, base_dir: Path, spec_file: Path | None = None
                                  "models:/ or runs:/ URI")
         folder, temporary = local, None
     else:
-        location, facts = _resolve(mlflow, uri, tracking, spec_file=spec_file)
-        temporary = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
-        try:
-            folder = _download(mlflow, location, temporary, tracking, uri=uri, spec_file=spec_file)
-        except BaseException:
-            shutil.rmtree(temporary, ignore_errors=True)
-            raise
+        _check_scheme(uri, uri=uri, spec_file=spec_file)
+        with bounded():
+            location, facts = _resolve(mlflow, uri, tracking, spec_file=spec_file)
+            _check_scheme(location, uri=uri, spec_file=spec_file)  # the registry's answer, checked as the spec's URI
+            temporary = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+            try:
+                folder = _download(mlflow, location, temporary, tracking, uri=uri, spec_file=spec_file)
+            except BaseException:
+                shutil.rmtree(temporary, ignore_errors=True)
+                raise
     try:
         ranker, logged = _open(folder, ref, uri=uri, tracking=tracking, facts=facts, temporary=temporary,
                                spec_file=spec_file)
@@ -157,6 +167,43 @@ def quiet() -> None:
     if not os.environ.get("MLFLOW_LOGGING_LEVEL"):
         logging.getLogger("mlflow").setLevel(logging.WARNING)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+@contextlib.contextmanager
+def bounded() -> Iterator[None]:
+    """MLflow's HTTP timeout, retries and backoff set from ours (HTTP_BOUNDS) while our calls run, and restored
+    after them: without this one call to a stalled tracking server or artifact store waits minutes. A value the
+    environment already sets is the person's choice and kept."""
+    import logging
+
+    saved = {name: os.environ.get(name) for name in HTTP_BOUNDS}
+    for name, value in HTTP_BOUNDS.items():
+        if saved[name] is None:
+            os.environ[name] = value
+    pool = logging.getLogger("urllib3.connectionpool")  # its retry warnings print the URL with its token
+    level = pool.level
+    pool.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        pool.setLevel(level)
+        for name, before in saved.items():
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
+
+
+def _check_scheme(location: str, *, uri: str, spec_file: Path | None) -> None:
+    """Refuse storage MLflow would reach without a deadline (NO_DEADLINE_SCHEMES); MLflow itself refuses the
+    schemes it has no client for."""
+    scheme = urllib.parse.urlsplit(location).scheme.lower()
+    if scheme in NO_DEADLINE_SCHEMES:
+        where = "" if location == uri else f" (where {shorten(uri)} is stored)"
+        raise InputError(f"MLflow reads {scheme}:// storage{where} without any timeout, so a silent server would "
+                         "hang the audit", file=spec_file, where="model.uri",
+                         fix="copy the model to storage MLflow reaches over HTTP(S), S3, GCS, Azure or a local "
+                             "folder, and name it there")
 
 
 def _local_folder(uri: str, base_dir: Path) -> Path | None:
@@ -216,7 +263,7 @@ def _mlflow_errors(uri: str, tracking: str | None, spec_file: Path | None) -> It
     except InputError:
         raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = scrubbed(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise InputError(f"MLflow cannot fetch {shorten(uri)} from {recorded_uri(tracking)} "
                          f"({shorten(first, 200)})", file=spec_file, where="model.uri",
                          fix="check the URI, `model.tracking_uri` and the credentials MLflow reads from the "
@@ -555,7 +602,7 @@ def _load_pyfunc(folder: Path, *, uri: str, spec_file: Path | None) -> PyfuncRan
     try:
         model = mlflow.pyfunc.load_model(str(folder))
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = scrubbed(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise InputError(f"MLflow cannot load the python_function flavour of {shorten(uri)} "
                          f"({shorten(first, 200)})", file=spec_file, where="model.uri",
                          fix="install what the model needs (its requirements.txt) in this environment") from None

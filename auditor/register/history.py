@@ -112,6 +112,7 @@ def system_page(register: Any, system: str, runs: list[dict[str, Any]], findings
             "approvals": [approval(a, run) for a in approvals.get(run["id"], [])],
             "run_name": run["run_name"], "run_dir": run["run_dir"], "link": report_link(run["run_dir"], out),
             "verify": verify_command(run), "bundle_sha256": run.get("bundle_sha256"),
+            "indexed": run.get("verified"),  # how a rebuild found the folder (None: recorded by its own audit)
             "evidence_sha256": run["evidence_sha256"], "tool_version": run["tool_version"],
             "rules": [(s, rules[s]) for s in ("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED") if s in rules],
             "events": sorted((events_by_run.get(run["run_name"]) or {}).items(),
@@ -181,7 +182,7 @@ def href(target: Path, out: Path) -> str:
 
 def verify_command(run: dict[str, Any]) -> str | None:
     """`auditor verify` for a signed run (the register recorded its bundle); None for an unsigned one."""
-    if not run.get("bundle_sha256"):
+    if not run.get("bundle_sha256") or str(run.get("verified") or "verified") != "verified":
         return None
     return f"auditor verify {shlex.quote(run['run_dir'])} {VERIFY_KEYS}"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,22 @@ def open_review(location_: str | None, system: str) -> Review:
         review.trail = {"register": review.register.setting("register_id"), "length": length, "head": head}
     except InputError as exc:
         review.register, review.error = None, exc
+    except UNREADABLE as exc:  # a row no audit of ours wrote: never a reason to lose this run
+        review.register, review.error = None, unreadable(location_, exc)
     return review
+
+
+UNREADABLE = (ValueError, KeyError, TypeError, IndexError, zlib.error)
+
+
+def unreadable(location_: str, exc: Exception) -> InputError:
+    """A register whose records this auditor cannot read (edited by hand, or by a forged folder a rebuild of an
+    older auditor indexed), as the one line the run ends with."""
+    from auditor.urls import shown
+
+    return InputError(f"the register holds a record this auditor cannot read ({type(exc).__name__}: "
+                      f"{str(exc)[:120]})", file=shown(location_),
+                      fix="run `auditor register check`, and rebuild the register from the run folders if it breaks")
 
 
 def review_block(review: Review, document: dict[str, Any]) -> dict[str, Any] | None:
@@ -96,16 +112,20 @@ def review_block(review: Review, document: dict[str, Any]) -> dict[str, Any] | N
         "model_version": previous["model_version"]}
     day = document["run"]["evaluated_on"]
     known = review.known or {}
-    added = review_events(document, known, run="this review", day=day, actor=SYSTEM_ACTOR,
-                          assignments=document.get("assignments", []), waivers=document.get("waivers", []))
-    today = dt.date.fromisoformat(day)
-    rows = []
-    for key, (seen, events) in added.items():
-        history: list[Event] = (known[key][1] if key in known else []) + events
-        now = state(history, today)
-        rows.append({"id": f"{review.system}/{key}", "key": key, "source": seen.source, "title": seen.title,
-                     "severity": seen.severity, "shown_as": seen.shown_as if events[0].event != "remediated" else "",
-                     **now.to_json()})
+    try:
+        added = review_events(document, known, run="this review", day=day, actor=SYSTEM_ACTOR,
+                              assignments=document.get("assignments", []), waivers=document.get("waivers", []))
+        today = dt.date.fromisoformat(day)
+        rows = []
+        for key, (seen, events) in added.items():
+            history: list[Event] = (known[key][1] if key in known else []) + events
+            now = state(history, today)
+            rows.append({"id": f"{review.system}/{key}", "key": key, "source": seen.source, "title": seen.title,
+                         "severity": seen.severity, "rules": list(seen.rules),
+                         "shown_as": seen.shown_as if events[0].event != "remediated" else "", **now.to_json()})
+    except UNREADABLE as exc:  # the register's history of this system cannot be read: the run goes on without it
+        review.error = unreadable(review.location or "", exc)
+        return {"system": review.system, "error": review.error.problem}
     block["findings"] = sorted(rows, key=lambda r: r["id"])
     counts: dict[str, int] = {}
     for row in rows:

@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
+APPLICATION = "auditor register"  # meta's marker: a database without it is another application's, left untouched
 
 meta = Table("meta", metadata, Column("key", String(64), primary_key=True), Column("value", Text, nullable=False))
 
@@ -52,6 +53,7 @@ runs = Table(
     Column("inputs", Text, nullable=False),  # the evidence's inputs manifest (files and their hashes), as JSON
     Column("evidence_gz", LargeBinary, nullable=False),  # evidence.json, zlib-compressed
     Column("tool_version", String(40), nullable=False),
+    Column("verified", Text),  # v3: how a rebuild found the folder (None: recorded by the run itself)
 )
 Index("runs_by_system", runs.c.system, runs.c.evaluated_on, runs.c.id)
 
@@ -188,7 +190,7 @@ def _v2(connection: Connection) -> None:
     for table, column in (("finding_events", "statement"), ("finding_events", "signer"), ("approvals", "statement")):
         if column not in {c["name"] for c in inspect(connection).get_columns(table)}:  # (v1 of this code makes them)
             connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT"))
-    for key, value in (("application", "auditor register"), ("register_id", secrets.token_hex(16)),
+    for key, value in (("application", APPLICATION), ("register_id", secrets.token_hex(16)),
                        ("unsigned_decisions", "refused")):
         connection.execute(meta.delete().where(meta.c.key == key))
         connection.execute(meta.insert().values(key=key, value=value))
@@ -198,4 +200,19 @@ def _v2(connection: Connection) -> None:
 
 
 MIGRATIONS.append(_v2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# --- version 3: how a rebuild found each run (issue 55) --------------------------------------------------------------
+
+def _v3(connection: Connection) -> None:
+    """`runs.verified`: NULL for a run its own audit recorded; for one `auditor register rebuild` indexed, what
+    verifying its folder found ("verified", "unsigned", or "unverified: <the first failed check>")."""
+    from sqlalchemy import inspect, text
+
+    if "verified" not in {c["name"] for c in inspect(connection).get_columns("runs")}:
+        connection.execute(text("ALTER TABLE runs ADD COLUMN verified TEXT"))
+
+
+MIGRATIONS.append(_v3)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,12 +26,23 @@ if TYPE_CHECKING:
     from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 SQLITE_BUSY_SECONDS = 60  # how long a writer waits for another audit's transaction
+POSTGRESQL_CONNECT_SECONDS = 10  # how long to wait for a register server to answer
 _REBUILD_FIX = "move the file aside and re-index the run folders: `auditor register rebuild REPORTS-FOLDER`"
 
 
+REGISTER_SCHEMES = ("postgresql", "postgresql+psycopg", "postgres", "sqlite")
+
+
 def register_url(location: str | Path) -> str:
-    """A SQLAlchemy URL for a register location: a `postgresql://` (or `sqlite://`) URL as given, a path as SQLite."""
+    """A SQLAlchemy URL for a register location: a `postgresql://` (or `sqlite://`) URL as given, a path as SQLite.
+    Any other scheme is refused: `nope://x` is a mistake, not a file named `nope:/x`."""
     text = str(location)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else None
+    if scheme is not None and scheme not in REGISTER_SCHEMES:
+        from auditor.urls import shown
+
+        raise InputError(f"a register is an SQLite file or a postgresql:// URL, not {scheme[:20]}://",
+                         file=shown(text), fix="give a path (reports/register.sqlite) or postgresql://HOST/DATABASE")
     if text.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
         return "postgresql+psycopg://" + text.split("://", 1)[1]
     if text.startswith("sqlite://"):
@@ -50,6 +61,9 @@ class Register:
         self.sqlite = self.url.startswith("sqlite")
         if self.sqlite:
             path = Path(self.url.removeprefix("sqlite:///"))
+            if path.is_symlink():  # a link (dangling or not) would have us write a database where it points
+                raise InputError("the register is a link", file=self.location,
+                                 fix="give the register.sqlite file itself, not a link to it")
             if not create and not path.exists():
                 raise InputError("no register here", file=self.location,
                                  fix="give `--register` the register.sqlite of your reports folder, or its "
@@ -82,8 +96,11 @@ class Register:
             except ImportError:
                 raise InputError("a PostgreSQL register needs the psycopg package", file=self.location,
                                  fix="pip install 'auditor[postgres]'") from None
-            self.engine = create_engine(self.url, connect_args={"connect_timeout": 10}, pool_pre_ping=True)
-        self.shown = self.location if self.sqlite else self.engine.url.render_as_string(hide_password=True)
+            self.engine = create_engine(self.url, connect_args={"connect_timeout": POSTGRESQL_CONNECT_SECONDS},
+                                        pool_pre_ping=True)
+        from auditor.urls import shown
+
+        self.shown = shown(self.location)  # never a password, in any of its forms
         with self._errors():
             self._migrate()
 
@@ -119,7 +136,12 @@ class Register:
                                  "PGPASSWORD or ~/.pgpass") from None
         except exc.DatabaseError as error:
             text = str(error.orig or error).splitlines()[0]
-            raise InputError(f"the register is damaged ({text})", file=self.shown, fix=_REBUILD_FIX) from None
+            if self.sqlite:
+                raise InputError(f"the register is damaged or not a register ({text})", file=self.shown,
+                                 fix=_REBUILD_FIX) from None
+            raise InputError(f"the register refused the write ({text})", file=self.shown,
+                             fix="check that the server accepts writes (not a read-only standby) and the value "
+                                 "named") from None
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
@@ -129,15 +151,12 @@ class Register:
     # --- schema ---------------------------------------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        from sqlalchemy import inspect, select, text
+        from sqlalchemy import text
 
         with self.engine.begin() as connection:
             if not self.sqlite:  # one migrator at a time on a shared server
                 connection.execute(text("SELECT pg_advisory_xact_lock(2026112634)"))
-            version = 0
-            if inspect(connection).has_table("meta"):
-                row = connection.execute(select(s.meta.c.value).where(s.meta.c.key == "schema_version")).first()
-                version = int(row[0]) if row else 0
+            version = self._version_of(connection)
             if version > s.SCHEMA_VERSION:
                 raise InputError(f"the register was written by a newer auditor (schema version {version}; this one "
                                  f"reads up to {s.SCHEMA_VERSION})", file=self.shown,
@@ -147,6 +166,30 @@ class Register:
             if version < s.SCHEMA_VERSION:
                 connection.execute(s.meta.delete().where(s.meta.c.key == "schema_version"))
                 connection.execute(s.meta.insert().values(key="schema_version", value=str(s.SCHEMA_VERSION)))
+
+    def _version_of(self, connection: Any) -> int:
+        """The schema version of the database as found: 0 when it holds no table (a new register); an InputError,
+        touching nothing, when it is another application's database or its version is not ours to read."""
+        from sqlalchemy import inspect, select
+
+        tables = set(inspect(connection).get_table_names())
+        if not tables:
+            return 0
+        foreign = InputError(f"this database is not an auditor register (it holds {', '.join(sorted(tables)[:5])}"
+                             f"{', …' if len(tables) > 5 else ''})", file=self.shown,
+                             fix="give the register `auditor report` wrote (register.sqlite in the reports folder), "
+                                 "or an empty database for a new one")
+        if "meta" not in tables or "runs" not in tables:
+            raise foreign
+        facts = dict(connection.execute(select(s.meta.c.key, s.meta.c.value)).all())
+        raw = str(facts.get("schema_version", ""))
+        if not raw.isdigit() or len(raw) > 6:
+            raise InputError(f"the register's schema version is not a number ({raw[:20]!r})", file=self.shown,
+                             fix=_REBUILD_FIX)
+        version = int(raw)
+        if version >= 2 and facts.get("application") != s.APPLICATION:
+            raise foreign
+        return version
 
     def schema_version(self) -> int:
         from sqlalchemy import select
@@ -180,7 +223,9 @@ class Register:
         from sqlalchemy import select
 
         with self._errors(), self.engine.connect() as connection:
-            row = connection.execute(select(s.runs).where(s.runs.c.system == system)
+            tomorrow = (dt.date.today() + dt.timedelta(days=1)).isoformat()  # a run "from the future" is no one's
+            row = connection.execute(select(s.runs).where(s.runs.c.system == system)  # previous review
+                                     .where(s.runs.c.evaluated_on <= tomorrow)
                                      .order_by(s.runs.c.evaluated_on.desc(), s.runs.c.id.desc()).limit(1)
                                      ).mappings().first()
         if row is None:
@@ -237,7 +282,7 @@ class Register:
     # --- writing --------------------------------------------------------------------------------------------------
 
     def record(self, document: dict[str, Any], *, system: str, run_dir: Path, evidence_sha256: str,
-               bundle_sha256: str | None, actor: str) -> int:
+               bundle_sha256: str | None, actor: str, verified: str | None = None) -> int:
         """Record one review and what it does to the system's findings, in one transaction. Returns its run id."""
         recorded_at = _now()
         day = document["run"]["evaluated_on"]
@@ -246,15 +291,15 @@ class Register:
                 from sqlalchemy import text
 
                 connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:system))"), {"system": system})
-            run_id = connection.execute(s.runs.insert().values(
+            run_id = connection.execute(s.runs.insert().values(fitted(s.runs, dict(
                 system=system, model_version=(document["inputs"]["model"].get("version")),
                 title=document["audit"]["title"], period=document["audit"].get("period"), evaluated_on=day,
                 started_at=document["run"]["started_at"], recorded_at=recorded_at, opinion=document["opinion"],
                 seed=document.get("seed"), spec_sha256=document["spec"]["sha256"], evidence_sha256=evidence_sha256,
-                bundle_sha256=bundle_sha256, run_dir=str(Path(run_dir).absolute()), run_name=Path(run_dir).name,
+                bundle_sha256=bundle_sha256, run_dir=folder_key(run_dir), run_name=Path(run_dir).name,
                 inputs=json.dumps(document["inputs"], sort_keys=True),
                 evidence_gz=zlib.compress(json.dumps(document, sort_keys=True).encode(), 6),
-                tool_version=document["tool"]["version"])).inserted_primary_key[0]
+                tool_version=document["tool"]["version"], verified=verified)))).inserted_primary_key[0]
             _results(connection, run_id, document)
             known = self.known(system, connection)
             added = review_events(document, known, run=Path(run_dir).name, day=day, actor=actor,
@@ -263,13 +308,13 @@ class Register:
             for key, (seen, new_events) in added.items():
                 finding_id = f"{system}/{key}"
                 if key not in known:
-                    _insert_finding(connection, self.sqlite, id=finding_id, system=system, key=key,
-                                    source=seen.source, title=seen.title, severity=seen.severity,
-                                    evidence=seen.evidence, first_run=run_id, first_seen=day)
+                    _insert_finding(connection, self.sqlite, **fitted(s.findings, dict(
+                        id=finding_id, system=system, key=key, source=seen.source, title=seen.title,
+                        severity=seen.severity, evidence=seen.evidence, first_run=run_id, first_seen=day)))
                 for e in new_events:
-                    event_id = connection.execute(s.events.insert().values(
+                    event_id = connection.execute(s.events.insert().values(fitted(s.events, dict(
                         finding_id=finding_id, run_id=run_id if e.run else None, at=recorded_at,
-                        **e.columns())).inserted_primary_key[0]
+                        **e.columns())))).inserted_primary_key[0]
                     self._chain(connection, system, "event", int(event_id))
         return int(run_id)
 
@@ -283,9 +328,9 @@ class Register:
             system = str(connection.execute(select(s.findings.c.system).where(s.findings.c.id == finding_id))
                          .scalar() or "")
             self._lock(connection, system)
-            event_id = connection.execute(s.events.insert().values(
+            event_id = connection.execute(s.events.insert().values(fitted(s.events, dict(
                 finding_id=finding_id, at=_now(), statement=statement, signer=signer,
-                **event.columns())).inserted_primary_key[0]
+                **event.columns())))).inserted_primary_key[0]
             self._chain(connection, system, "event", int(event_id))
 
     def record_approval(self, *, run_dir: Path, bundle_sha256: str, decision: str, approver: str,
@@ -293,13 +338,13 @@ class Register:
         from sqlalchemy import select
 
         with self._write() as connection:
-            run_id = connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir == str(Path(run_dir).absolute()))
+            run_id = connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir.in_(folder_keys(run_dir)))
                                         ).scalar()
             system = trail.system_of_run(connection, run_id)
             self._lock(connection, system)
-            approval_id = connection.execute(s.approvals.insert().values(
+            approval_id = connection.execute(s.approvals.insert().values(fitted(s.approvals, dict(
                 run_id=run_id, bundle_sha256=bundle_sha256, decision=decision, approver=approver, reason=reason,
-                at=_now(), statement_sha256=statement_sha256, statement=statement)).inserted_primary_key[0]
+                at=_now(), statement_sha256=statement_sha256, statement=statement)))).inserted_primary_key[0]
             self._chain(connection, system, "approval", int(approval_id))
 
     # --- the trail ------------------------------------------------------------------------------------------------
@@ -360,7 +405,7 @@ class Register:
         from sqlalchemy import select
 
         with self._errors(), self.engine.connect() as connection:
-            return connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir == str(Path(run_dir).absolute()))
+            return connection.execute(select(s.runs.c.id).where(s.runs.c.run_dir.in_(folder_keys(run_dir)))
                                       ).first() is not None
 
     def statements(self) -> set[str]:
@@ -401,7 +446,44 @@ def _results(connection: Any, run_id: int, document: dict[str, Any]) -> None:
               for result in document.get("evidence", {}).values() for name, value in result.get("metrics", {}).items()]
     for table, rows in ((s.rule_results, rules), (s.detections, found), (s.metrics, values)):
         if rows:
-            connection.execute(table.insert(), rows)
+            connection.execute(table.insert(), [fitted(table, row) for row in rows])
+
+
+FIELDS = {"runs.system": "the system's name (spec `model.name`)", "runs.model_version": "the model's version",
+          "runs.period": "the audit's period (spec `audit.period`)", "runs.run_name": "the run folder's name",
+          "runs.title": "the audit's title", "findings.id": "a finding's id (the system's name and a rule id)",
+          "rule_results.rule": "a rule's id", "rule_results.pack": "a policy pack's id",
+          "detections.kind": "a detection's kind"}
+
+
+def fitted(table: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` for a row of `table`, checked against what every register (SQLite and PostgreSQL) can keep: text
+    without NUL characters, within the column's length. A value that does not fit is one line naming it, before
+    anything is written (the run folder is written all the same)."""
+    for column in table.c:
+        value = values.get(column.name)
+        if not isinstance(value, str):
+            continue
+        what = FIELDS.get(f"{table.name}.{column.name}", f"the register's {table.name}.{column.name}")
+        if "\x00" in value:
+            raise InputError(f"{what} holds a NUL character, which a register cannot keep",
+                             fix="remove the NUL character from where it came from (the spec, a pack, the data)")
+        limit = getattr(column.type, "length", None)
+        if limit is not None and len(value) > limit:
+            raise InputError(f"{what} is {len(value):,} characters long; the register keeps at most {limit}",
+                             fix="shorten it")
+    return values
+
+
+def folder_key(run_dir: Path) -> str:
+    """How the register names a run folder: its absolute path with links and `..` resolved, so one folder spelled
+    two ways is one run."""
+    return str(Path(run_dir).resolve())
+
+
+def folder_keys(run_dir: Path) -> list[str]:
+    """The names a run folder may be recorded under: resolved, and as registers before this one kept it."""
+    return sorted({folder_key(run_dir), str(Path(run_dir).absolute())})
 
 
 def _insert_finding(connection: Any, sqlite: bool, **values: Any) -> None:

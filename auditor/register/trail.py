@@ -45,6 +45,8 @@ def content(kind: str, row: dict[str, Any], run_names: dict[int, str]) -> str:
     """A row of runs, finding_events or approvals as the trail keeps it."""
     if kind == "run":
         record = {key: row.get(key) for key in RUN_FIELDS}
+        if row.get("verified") is not None:  # a run a rebuild indexed: what verifying its folder found
+            record["verified"] = row["verified"]
     elif kind == "event":
         record = {key: row.get(key) for key in EVENT_FIELDS}
         record["run"] = run_names.get(row["run_id"]) if row.get("run_id") is not None else None
@@ -92,7 +94,7 @@ def chain_existing(connection: Any) -> None:
     as recorded before the trail."""
     from sqlalchemy import select
 
-    runs = connection.execute(select(s.runs)).mappings().all()
+    runs = connection.execute(select(*[s.runs.c[name] for name in ("id", *RUN_FIELDS)])).mappings().all()
     names = {r["id"]: r["run_name"] for r in runs}
     systems = {r["id"]: r["system"] for r in runs}
     finding_system = dict(connection.execute(select(s.findings.c.id, s.findings.c.system)).all())

@@ -7,13 +7,16 @@ One direction of imports, from the bottom up (tests/test_layers.py holds it, wit
 - `verdict` (one printed check), `strict_json` (JSON read from a folder nobody vouches for), `certificates` (X.509
   files, public keys and key ids, pyHanko's quiet logging);
 - `dsse`: DSSE envelopes — the PAE, signing and verifying a payload by key type, parsing an envelope;
-- `timestamps` (RFC 3161 client and tokens), `token` (a key on a PKCS#11 token);
-- `keys`: `auditor keygen` and the signing material a spec names (`SigningMaterial`);
+- `net` (every HTTP exchange: http(s) only, one deadline for the whole exchange, a size cap; pyHanko's fetchers),
+  `timestamps` (RFC 3161 client and tokens), `token` (a key on a PKCS#11 token);
+- `keys`: `auditor keygen` and the signing material a spec names (`SigningMaterial`); `identity` (a person's key and
+  the signature entry of their statements);
 - `pdf_revisions` (what later revisions of a signed PDF may add), `pdf_sign` (PAdES), `pdf_verify` (its validation,
   B-B and B-LTA), `pdf_attachment` (the evidence.json attached to report.pdf);
 - `bundle` (bundle.dsse.json: written, its signature and its timestamp checked), `run_folder` (the folder's files
   against the statement's subjects);
-- `approval`: an approver's sign-off, written and checked;
+- `roles` (who may decide what, signed under named roots), `decision` (a response or risk acceptance signed by its
+  maker), `approval` (an approver's sign-off, written and checked), `restamp` (renewed trusted time);
 - `sign` (`sign_run`) and `verify` (`verify_run`): the two entries the commands call.
 
 Nothing here writes to the register: the commands do (`auditor.register.decisions`). Every file of a run folder is

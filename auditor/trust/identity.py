@@ -24,7 +24,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.files import MAX_SMALL_BYTES, read_bytes
-from auditor.trust import timestamps
+from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import sign_message, verify_message
 
@@ -153,30 +153,46 @@ def signature_entry(identity: Identity, message: bytes, *, timestamp_url: str | 
 
 
 def _collect_revocation(identity: Identity) -> dict[str, list[str]]:
-    """OCSP responses and CRLs for the certificate and its chain, when any of them names a source; fetched now."""
+    """OCSP responses and CRLs for the certificate and its chain, when any of them names a source; fetched now, over
+    http(s) only and all within FETCH_SECONDS (`net.fetchers`: a responder that trickles its answer is cut off)."""
     import asyncio
 
     from pyhanko_certvalidator import CertificateValidator, ValidationContext
-    from pyhanko_certvalidator.fetchers.requests_fetchers import RequestsFetcherBackend
 
     certs = [to_asn1(c) for c in [identity.certificate, *identity.chain]]
     if not any(c.ocsp_urls or c.crl_distribution_points for c in certs):
         return {}
     roots = [c for c in certs if c.self_signed != "no"] or certs[-1:]
     context = ValidationContext(trust_roots=roots, other_certs=certs, allow_fetching=True,
-                                revocation_mode="hard-fail",
-                                fetcher_backend=RequestsFetcherBackend(per_request_timeout=FETCH_SECONDS))
+                                revocation_mode="hard-fail", fetcher_backend=net.fetchers(FETCH_SECONDS))
+    validation = CertificateValidator(certs[0], validation_context=context)
     with quiet_pyhanko():
         try:
-            asyncio.run(CertificateValidator(certs[0], validation_context=context)  # type: ignore[no-untyped-call]
-                        .async_validate_usage(key_usage=set()))
+            asyncio.run(asyncio.wait_for(validation.async_validate_usage(key_usage=set()),  # type: ignore[no-untyped-call]
+                                         FETCH_SECONDS + 1))
         except Exception as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"the revocation status of your certificate cannot be established now: {text[:160]}",
+            if isinstance(exc, TimeoutError):
+                text = f"no complete answer within {FETCH_SECONDS} s"
+            else:
+                text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"the revocation status of your certificate cannot be established now from "
+                             f"{_services(certs)}: {text[:160]}",
                              fix="check that its OCSP responder or CRL is reachable, and that it is not revoked") \
                 from None
     return {"ocsp": [base64.b64encode(o.dump()).decode("ascii") for o in context.ocsps],
             "crls": [base64.b64encode(c.dump()).decode("ascii") for c in context.crls]}
+
+
+def _services(certs: list[Any]) -> str:
+    """The revocation services the certificates name, for an error line: the first OCSP responder and CRL."""
+    ocsp = next((url for c in certs for url in c.ocsp_urls), None)
+    try:
+        crl = next((p.url for c in certs for p in c.crl_distribution_points if p.url), None)
+    except ValueError:  # a distribution point relative to its issuer: no URL to name
+        crl = None
+    named = [f"{what} {timestamps.without_credentials(url)[:120]}" for what, url in (("the OCSP responder", ocsp),
+                                                                                   ("the CRL at", crl)) if url]
+    return " or ".join(named) or "its revocation services"
 
 
 # --- checking an entry ----------------------------------------------------------------------------------------------

@@ -121,6 +121,7 @@ def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = 
     from cryptography.hazmat.primitives.serialization import pkcs12
     from pyhanko.sign.signers import SimpleSigner
 
+    url = timestamps.chosen_url(timestamp_url, signing.timestamp_url, spec_file=spec_file)  # before keys are opened
     env = signing.passphrase_env
     secret = b""
     if signing.key is not None or signing.bundle_key is not None:
@@ -168,7 +169,6 @@ def load_material(signing: Any, *, spec_file: Path, timestamp_url: str | None = 
     else:
         assert token is not None  # the spec: without `pkcs11`, `bundle_key` is required
         bundle_key = token
-    url = timestamp_url or signing.timestamp_url or timestamps.default_url()
     roots = [c for path in [*signing.timestamp_roots, *timestamps.default_roots()] for c in load_trust(Path(path))]
     details = {"subject": cert.subject.rfc4514_string(),
                "certificate_sha256": cert.fingerprint(hashes.SHA256()).hex(),

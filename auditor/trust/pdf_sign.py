@@ -8,7 +8,7 @@ from io import BytesIO
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.trust import timestamps
+from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.keys import SigningMaterial
 from auditor.trust.layout import PDF_FIELD
@@ -31,7 +31,10 @@ def sign_pdf(pdf: bytes, material: SigningMaterial) -> bytes:
         lta = {"embed_validation_info": True, "use_pades_lta": True,
                "validation_context": ValidationContext(
                    trust_roots=[to_asn1(c) for c in roots], other_certs=[to_asn1(c) for c in material.chain],
-                   allow_fetching=True, revocation_mode="soft-fail")}
+                   allow_fetching=True, revocation_mode="soft-fail",
+                   # http(s) only, everything within net.FETCH_SECONDS: a responder that trickles its answer, or
+                   # none, leaves the data out (soft-fail) instead of hanging the signature
+                   fetcher_backend=net.fetchers())}
     meta = signers.PdfSignatureMetadata(
         field_name=PDF_FIELD, certify=True, docmdp_permissions=fields.MDPPerm.NO_CHANGES,
         subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",

@@ -21,7 +21,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular, replace_file
-from auditor.trust import timestamps
+from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import statement_bytes
 from auditor.trust.layout import BUNDLE_NAME, TOKEN_NAME, renewal_name
@@ -87,7 +87,6 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
     from pyhanko.sign.signers.pdf_signer import PdfTimeStamper
     from pyhanko.sign.validation.dss import async_add_validation_info
     from pyhanko_certvalidator import ValidationContext
-    from pyhanko_certvalidator.fetchers.requests_fetchers import RequestsFetcherBackend
 
     try:
         data = read_regular(pdf, limit=MAX_JSON_BYTES, follow=False)
@@ -104,7 +103,7 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
     def context() -> Any:
         return ValidationContext(trust_roots=[to_asn1(c) for c in trusted], allow_fetching=True,
                                  revocation_mode="hard-fail",
-                                 fetcher_backend=RequestsFetcherBackend(per_request_timeout=FETCH_SECONDS))
+                                 fetcher_backend=net.fetchers(FETCH_SECONDS))
 
     with quiet_pyhanko():
         try:

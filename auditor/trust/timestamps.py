@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
-import urllib.error
-import urllib.request
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.trust import net
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 
-TIMEOUT_SECONDS = 20  # a TSA answers in well under a second; a hung one must not hang the audit
+# the whole exchange (connect, send, every read): a TSA answers in well under a second; a hung or trickling one must
+# not hang the audit
+TIMEOUT_SECONDS = 20
 MAX_REPLY_BYTES = 1 << 20  # a timestamp reply is a few KB
 ENV_URL = "AUDITOR_TSA_URL"
 ENV_ROOTS = "AUDITOR_TSA_ROOTS"
@@ -32,8 +34,9 @@ def _timestamper_class() -> type:
     from pyhanko.sign.timestamps.api import TimeStamper
 
     class UrllibTimeStamper(TimeStamper):
-        """An RFC 3161 client over HTTP(S) with the standard library: bounded in time and size, and the answer's
-        message imprint checked against the request (pyHanko checks the nonce)."""
+        """An RFC 3161 client over HTTP(S) (`net.exchange`: http(s) only, the whole exchange within TIMEOUT_SECONDS,
+        at most MAX_REPLY_BYTES), the answer's message imprint checked against the request (pyHanko checks the
+        nonce)."""
 
         def __init__(self, url: str) -> None:
             super().__init__(include_nonce=True)  # type: ignore[no-untyped-call]
@@ -45,19 +48,17 @@ def _timestamper_class() -> type:
         def _post(self, req: Any) -> Any:
             from asn1crypto import tsp
 
-            request = urllib.request.Request(self.url, data=req.dump(), method="POST", headers={
-                "Content-Type": "application/timestamp-query", "Accept": "application/timestamp-reply"})
             try:
-                with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
-                    body = reply.read(MAX_REPLY_BYTES + 1)
-                    kind = reply.headers.get("Content-Type", "")
-            except urllib.error.HTTPError as exc:
-                raise TimestampError(f"the TSA answered HTTP {exc.code} ({exc.reason})") from None
-            except (urllib.error.URLError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                raise TimestampError(f"cannot reach the TSA ({reason})") from None
-            if len(body) > MAX_REPLY_BYTES:
-                raise TimestampError("the TSA's answer is larger than 1 MiB: not a timestamp reply")
+                reply = net.exchange(self.url, data=req.dump(), seconds=TIMEOUT_SECONDS, max_bytes=MAX_REPLY_BYTES,
+                                     headers={"Content-Type": "application/timestamp-query",
+                                              "Accept": "application/timestamp-reply"})
+            except net.TooLarge:
+                raise TimestampError("the TSA's answer is larger than 1 MiB: not a timestamp reply") from None
+            except net.NetError as exc:
+                raise TimestampError(f"cannot reach the TSA ({exc})") from None
+            if not 200 <= reply.status < 300:
+                raise TimestampError(f"the TSA answered HTTP {reply.status} ({reply.reason})")
+            body, kind = reply.content, reply.header("Content-Type")
             if kind.split(";")[0].strip() != "application/timestamp-reply":
                 raise TimestampError(f"the TSA answered {kind or 'no content type'}, not application/"
                                      "timestamp-reply")
@@ -189,29 +190,34 @@ def check_token(token: bytes, data: bytes, trusted: list[Any], *, at: dt.datetim
 
 
 def default_url() -> str | None:
-    import os
-
     return os.environ.get(ENV_URL) or None
 
 
-def default_roots() -> list[Path]:
-    import os
+def chosen_url(option: str | None, spec: str | None = None, *, spec_file: Path | None = None) -> str | None:
+    """The TSA to ask: `option` (--timestamp-url), else `spec` (signing.timestamp_url), else $AUDITOR_TSA_URL; None
+    when none is set. One that is not an http:// or https:// URL is an InputError naming where it was set: a
+    file:// "TSA" would have a local file read as its reply, and a FIFO there would hang the command."""
+    for url, where in ((option, "--timestamp-url"), (spec, "signing.timestamp_url"), (default_url(), ENV_URL)):
+        if url:
+            problem = net.scheme_problem(url)
+            if problem is not None:
+                raise InputError(f"the TSA's URL is {problem}", where=where,
+                                 file=spec_file if where == "signing.timestamp_url" else None,
+                                 fix="give the TSA's http:// or https:// URL (e.g. https://tsa.example/tsr)")
+            return url
+    return None
 
+
+def default_roots() -> list[Path]:
     value = os.environ.get(ENV_ROOTS, "")
     return [Path(p) for p in value.split(os.pathsep) if p]
 
 
 def without_credentials(url: str) -> str:
-    """The URL as it may be printed and signed: a user name or password in it is left out."""
-    from urllib.parse import urlsplit, urlunsplit
+    """The URL as it may be printed and signed: no user part, no password or token in its query (`urls.shown`)."""
+    from auditor.urls import shown
 
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    try:
-        netloc = host + (f":{parts.port}" if parts.port else "")
-    except ValueError:  # a port that is not a number: the request fails with its own line
-        netloc = host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    return shown(url)
 
 
 def describe_utc(moment: dt.datetime) -> str:
@@ -219,6 +225,6 @@ def describe_utc(moment: dt.datetime) -> str:
 
 
 def read_error(url: str, exc: TimestampError) -> InputError:
-    return InputError(f"no timestamp from {url}: {exc}", where="signing.timestamp_url",
+    return InputError(f"no timestamp from {without_credentials(url)}: {exc}", where="signing.timestamp_url",
                       fix="check the TSA's URL and that it is reachable, or remove timestamp_url to sign without "
                           "trusted time")

@@ -25,7 +25,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular
-from auditor.trust import timestamps
+from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import parse_envelope, statement_bytes
 from auditor.trust.layout import BUNDLE_NAME, RENEWAL, TOKEN_NAME
@@ -191,13 +191,12 @@ def collect_validation_data(token: bytes, trusted: list[Any], *, timeout: float 
     from asn1crypto import cms
     from pyhanko.sign.general import extract_certificate_info
     from pyhanko_certvalidator import CertificateValidator, ValidationContext
-    from pyhanko_certvalidator.fetchers.requests_fetchers import RequestsFetcherBackend
 
     signed = cms.ContentInfo.load(token)["content"]
     info = extract_certificate_info(signed)
     context = ValidationContext(trust_roots=[to_asn1(c) for c in trusted], allow_fetching=True,
                                 revocation_mode="hard-fail",
-                                fetcher_backend=RequestsFetcherBackend(per_request_timeout=int(timeout)))
+                                fetcher_backend=net.fetchers(timeout))
     validator = CertificateValidator(info.signer_cert, intermediate_certs=info.other_certs,
                                      validation_context=context)
     with quiet_pyhanko():
