@@ -203,7 +203,6 @@ def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> str:
 
 PASS = "correct horse battery staple"
 
-
 @contextlib.contextmanager
 def within(seconds: float) -> Iterator[None]:
     """Fail with TimeoutError instead of hanging the suite: SIGALRM interrupts Python-level loops, a backtracking
@@ -230,45 +229,75 @@ def _keygen(folder: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One signed bookstore run (light spec) and its keys, for the session (tests/test_signing.py and the
-    modules that verify or approve runs); tests copy the run folder before tampering."""
-    root = tmp_path_factory.mktemp("signed")
-    folder = root / "bookstore"
-    folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
-    keys = _keygen(root / "keys")
-    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
-    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
-    spec["signing"] = {"key": "../keys/signer.p12", "passphrase_env": "TEST_KEY_PASS",
-                       "bundle_key": "../keys/bundle-ed25519.pem"}
-    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    result = CliRunner().invoke(app, ["report", str(folder / "audit.yaml"), "--quiet", "--fail-on", "never"],
-                                env={"TEST_KEY_PASS": PASS})
-    assert result.exit_code == 0, result.output
-    run = Path(result.stdout.strip()).parent
-    return {"run": run, "keys": keys, "spec": folder / "audit.yaml"}
+    """One signed bookstore run (light spec) and its keys, for the session and its workers (tests/test_signing.py
+    and the modules that verify or approve runs); tests copy the run folder before tampering (`_copy`)."""
+    with shared_by_workers(tmp_path_factory, "signed") as (root, made):
+        folder = root / "bookstore"
+        if made:
+            return {"run": Path((root / ".run").read_text()), "keys": root / "keys", "spec": folder / "audit.yaml"}
+        folder.mkdir()
+        for name in ("model.txt", "test.csv", "train.csv"):
+            shutil.copy(BOOKSTORE / name, folder / name)
+        keys = _keygen(root / "keys")
+        spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+        spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
+        spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+        spec["signing"] = {"key": "../keys/signer.p12", "passphrase_env": "TEST_KEY_PASS",
+                           "bundle_key": "../keys/bundle-ed25519.pem"}
+        (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        result = CliRunner().invoke(app, ["report", str(folder / "audit.yaml"), "--quiet", "--fail-on", "never"],
+                                    env={"TEST_KEY_PASS": PASS})
+        assert result.exit_code == 0, result.output
+        run = Path(result.stdout.strip()).parent
+        (root / ".run").write_text(str(run))
+        return {"run": run, "keys": keys, "spec": folder / "audit.yaml"}
+
+
+@contextlib.contextmanager
+def shared_by_workers(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[tuple[Path, bool]]:
+    """A folder every pytest-xdist worker of this session sees, held under a lock: (folder, made already). The first
+    worker to get here makes what goes in it; the others wait and read it. For read-only session fixtures whose
+    making costs a whole audit: made once per session instead of once per worker."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if base.name.startswith("popen-gw") else base  # under xdist: the session's folder
+    folder = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            made = (folder / ".made").is_file()
+            folder.mkdir(exist_ok=True)
+            yield folder, made
+            (folder / ".made").touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled example's full audit (every evidence kind, both packs), unsigned, as HTML and PDF: one run
-    shared by the report's layout and print-quality tests."""
-    folder = tmp_path_factory.mktemp("demo")
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
-    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec.pop("signing")
-    spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
-    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    from auditor.engine import run_audit
+    shared by the report's layout and print-quality tests — and by the session's workers (tests only read it)."""
+    with shared_by_workers(tmp_path_factory, "demo") as (folder, made):
+        if made:
+            return Path((folder / ".run").read_text())
+        for name in ("model.txt", "test.csv", "train.csv"):
+            shutil.copy(BOOKSTORE / name, folder / name)
+        spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+        spec.pop("signing")
+        spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
+        (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        from auditor.engine import run_audit
 
-    return run_audit(folder / "audit.yaml").run_dir
+        run_dir = run_audit(folder / "audit.yaml").run_dir
+        (folder / ".run").write_text(str(run_dir))
+        return run_dir
 
 
 def _copy(signed: dict[str, Path], name: str) -> Path:
     """A copy of the signed run next to it (same relative paths to the inputs)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # the run is shared by the session's workers too
+    name = f"{name}-{worker}" if worker else name
     target = signed["run"].parent / name
     for n in range(2, 1000):  # the run is shared by the session's modules: a name once
         if not target.exists():

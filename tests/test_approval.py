@@ -228,15 +228,22 @@ def test_untrusted_approver_name_prints_escaped_on_one_line(signed: dict[str, Pa
 
 
 def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver: Path, tmp_path: Path) -> None:
+    from auditor.files import sha256_file
     from auditor.register.store import Register
 
-    run = signed["run"]  # the run `auditor report` recorded in reports/register.sqlite
+    run = _copy(signed, "registered")  # recorded, like the session's run, in the register its bundle names
+    location = signed["run"].parent / "register.sqlite"
+    store = Register(location)
+    run_id = store.record(json.loads((run / "evidence.json").read_text()), system="registered-copy", run_dir=run,
+                          evidence_sha256=sha256_file(run / "evidence.json"),
+                          bundle_sha256=sha256_file(run / "bundle.dsse.json"), actor="test")
+    store.close()
     try:
         result = approve(run, approver / "signer.p12", "--reason", "fit for release")
         assert result.exit_code == 0, result.output
-        assert f"note: recorded in the register {run.parent / 'register.sqlite'}" in result.stderr
-        register = Register(run.parent / "register.sqlite")
-        rows = [row for row in register.approvals() if row["run_id"] is not None]  # copies are not in it
+        assert f"note: recorded in the register {location}" in result.stderr
+        register = Register(location)
+        rows = [row for row in register.approvals() if row["run_id"] == run_id]
         register.close()
         payload = base64.b64decode(_envelope(run)["payload"])
         assert len(rows) == 1, rows
@@ -251,7 +258,7 @@ def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver:
     elsewhere = tmp_path / "moved" / run.name  # moved: the decision goes to the register its bundle names
     shutil.copytree(run, elsewhere)
     result = approve(elsewhere, approver / "signer.p12")
-    assert result.exit_code == 0 and f"note: recorded in the register {run.parent / 'register.sqlite'}, which does " \
+    assert result.exit_code == 0 and f"note: recorded in the register {location}, which does " \
         "not hold this run" in result.stderr, result.stderr
     assert (elsewhere / "approval.dsse.json").is_file()
     from auditor.register.rebuild import Trust, rebuild  # a register rebuilt from the verified folders has it too

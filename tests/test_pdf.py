@@ -58,6 +58,8 @@ def test_pdf_is_pdfa3a_with_evidence_attached_and_deterministic(bookstore: Path)
     for name in ("report.html", "report.pdf"):  # same inputs + seed => same bytes (only evidence.json's run varies)
         assert hashlib.sha256((first / name).read_bytes()).digest() == \
             hashlib.sha256((second / name).read_bytes()).digest(), name
+    a, b = (json.loads((run / "evidence.json").read_text()) for run in (first, second))
+    assert a.pop("run") and b.pop("run") and a == b, "the whole audit's evidence, every kind"
     pdf = (first / "report.pdf").read_bytes()
     assert pdf.startswith(b"%PDF-1.7\n")  # not 2.0: PDF/A-3 is based on PDF 1.7
     root = _reader(pdf).root
