@@ -203,6 +203,7 @@ def postgres_url(postgres_server: str, request: pytest.FixtureRequest) -> str:
 
 PASS = "correct horse battery staple"
 
+
 @contextlib.contextmanager
 def within(seconds: float) -> Iterator[None]:
     """Fail with TimeoutError instead of hanging the suite: SIGALRM interrupts Python-level loops, a backtracking
