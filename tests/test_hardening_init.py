@@ -134,6 +134,12 @@ def _starting(proc: subprocess.Popen[str], out: Path) -> bool:
         return False
 
 
+def _interruptible() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A suite started in the background of a shell (`make test &`)
+    passes SIGINT on ignored, and the command rightly keeps an ignored SIGINT ignored (nohup)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stopped_report(base: Path, signum: int, moment: Callable[[subprocess.Popen[str], Path], bool]
                     ) -> tuple[subprocess.Popen[str], str, Path]:
     """`auditor report` on a light spec, sent `signum` at `moment`; a run that ended before it is tried again."""
@@ -141,7 +147,8 @@ def _stopped_report(base: Path, signum: int, moment: Callable[[subprocess.Popen[
     for attempt in range(3):
         out = base / f"out-{attempt}"
         proc = subprocess.Popen([*AUDITOR, "report", str(spec), "--quiet", "--register", "off", "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=base)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=base,
+                                preexec_fn=_interruptible)
         deadline = time.monotonic() + 60
         while proc.poll() is None and not moment(proc, out) and time.monotonic() < deadline:
             time.sleep(0.001)
@@ -210,7 +217,8 @@ app(["hang-in-callbacks"], prog_name="auditor")
 def test_an_interrupt_raised_inside_a_callback_still_stops_the_command(tmp_path: Path) -> None:
     """Ctrl-C landing in a callback (the PDF renderer runs many) printed "Exception ignored … KeyboardInterrupt" with a
     traceback, and the audit went on to the end as if nothing happened."""
-    done = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          preexec_fn=_interruptible)
     shown = f"exit {done.returncode}\nstdout: {done.stdout!r}\nstderr: {done.stderr!r}"
     assert done.returncode == 130 and "not stopped" not in done.stdout, shown
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, shown
