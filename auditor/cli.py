@@ -449,6 +449,37 @@ def verify(
 
 
 @app.command()
+def render(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder `auditor report` wrote.", show_default=False)],
+    out: Annotated[Path | None, typer.Option(help="Folder to write the rendered report's folder in (default: "
+                                                  "beside the run).", show_default=False)] = None,
+    template: Annotated[Path | None, typer.Option(help="An organisation's templates folder (as output.templates): "
+                                                       "render the evidence through it.", show_default=False)] = None,
+    format_: Annotated[list[str] | None, typer.Option("--format", help="html and/or pdf (repeatable; default "
+                                                      "html).", show_default=False)] = None,
+    pubkey: Annotated[Path | None, typer.Option(help="Public key (PEM) trusted to sign the run's bundle: checked "
+                                                     "before rendering.", show_default=False)] = None,
+    debug: Debug = False,
+) -> None:
+    """Render a run's report again from its evidence.json alone, without running anything: into a new, unsigned
+    folder outside the run. A signed run's evidence is first compared with the digest its bundle lists.
+
+    Exit 0 when the report is written, 2 on bad input."""
+    from auditor.render_run import FORMATS, render_run
+
+    formats = tuple(dict.fromkeys(format_ or ["html"]))
+    wrong = [f for f in formats if f not in FORMATS]
+    if wrong:
+        typer.echo(f"error: --format {terminal(wrong[0])}: not a format; use html or pdf", err=True)
+        raise typer.Exit(2)
+    rendered = _guard(lambda: render_run(run_dir, out=out, templates=template, formats=formats, pubkey=pubkey),
+                      debug=debug)
+    for note in rendered.notes:
+        typer.echo(f"note: {terminal(note)}", err=True)
+    typer.echo(str(rendered.folder))
+
+
+@app.command()
 def restamp(
     runs: Annotated[list[Path], typer.Argument(help="Signed run folders (with --due: a run folder or the folder of "
                                                "run folders).", show_default=False)],

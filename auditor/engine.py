@@ -431,6 +431,7 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "seed": seed,
         "inputs": inputs_manifest(prepared),
         "evidence": {name: result.to_json() for name, result in results.items()},
+        "evidence_order": list(results),  # the report's order of sections (the keys above are sorted when written)
         "policies": [{"pack": p.pack.pack, "title": p.pack.title, "version": p.pack.version, "sha256": p.sha256,
                       "source": p.path.name, "applies_to": applies_to(p),
                       "applicability": applicability(p, spec.audit.provider.model_dump())} for p in prepared.packs],
@@ -525,7 +526,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
             from auditor.trust.sign import sign_run
 
             sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document, prepared.register_shown))
-        final = _rename_free(tmp, out_dir, f"{run_stem(spec.audit.title)}-{started.strftime(RUN_TIME)}")
+        final = rename_free(tmp, out_dir, f"{run_stem(spec.audit.title)}-{started.strftime(RUN_TIME)}")
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _write_error(exc, out_dir) from None
@@ -715,7 +716,7 @@ def _free_name(out_dir: Path, stem: str) -> Path:
     return candidate
 
 
-def _rename_free(tmp: Path, out_dir: Path, stem: str, *, attempts: int = 100) -> Path:
+def rename_free(tmp: Path, out_dir: Path, stem: str, *, attempts: int = 100) -> Path:
     """Rename the finished run to a free name. Another run finishing in the same second can take the name between
     the check and the rename (the rename then fails: its folder is not empty): take the next free name."""
     import errno

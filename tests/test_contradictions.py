@@ -21,8 +21,8 @@ from auditor.evidence import (
     parameter_influence,
 )
 from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.figures import decode
 from auditor.numbers import figure, points, positions, signed
-from auditor.report import plots
 from tests.conftest import make_bookstore_context
 
 INTERVAL = re.compile(r"\[[^\]]*,[^\]]*\]|\d\s*[–—]\s*[−-]?\d")  # `[a, b]` or `a–b`: not the report's style
@@ -91,21 +91,14 @@ def test_the_confidence_detection_quotes_the_row_of_its_table_in_plain_words():
     assert n_flagged == int(flagged.sum()) and n_unflagged == int((~flagged).sum())
 
 
-def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_context, monkeypatch):
+def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_context):
     from auditor.explain.waterfall import opposed
 
-    calls = []
-    real = plots.waterfall
-
-    def record(*args, **kwargs):
-        calls.append((args, kwargs))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(plots, "waterfall", record)
     result = global_importance.run(bookstore_context, global_importance.GlobalImportanceOptions())
-    (labels, contributions), kwargs = calls[0]
-    worth = np.asarray(kwargs["positions"])
-    caption = next(f for f in result.figures if "(waterfall)" in f.title).caption
+    figure = next(f for f in result.figures if "(waterfall)" in f.title)
+    kwargs = {name: decode(value) for name, value in figure.data.items()}  # what the chart draws
+    labels, contributions, worth = kwargs["labels"], kwargs["contributions"], np.asarray(kwargs["positions"])
+    caption = figure.caption
     assert "pushes it down shows 0" not in caption  # the old claim, which the figure itself disproved
     assert "masked value" in caption and "replaced by its mean in the background data" in caption
     rows = opposed(np.asarray(contributions), worth)

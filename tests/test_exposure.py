@@ -37,6 +37,7 @@ from auditor.evidence import exposure as exposure_evidence
 from auditor.evidence.base import AuditContext
 from auditor.models.base import CountingRanker
 from auditor.policy import evaluate, load_packs
+from auditor.report.plots import draw
 
 LOG = [1.0, 1 / math.log2(3), 0.5, 1 / math.log2(5)]
 
@@ -301,7 +302,7 @@ def test_report_parts(marketplace: RankingData) -> None:
     assert all(r["excess"] == pytest.approx(r["exposure_share"] - r["merit_share"], abs=2e-6) for r in worst)
     assert any(n.startswith("Largest over-exposure of own_brand = 1: query ") for n in result.notes)
     figure = result.figures[0]
-    assert 'role="img"' in figure.svg and "own_brand = 1 gets" in figure.description
+    assert 'role="img"' in draw(figure) and "own_brand = 1 gets" in figure.description
     assert "Over-exposed beyond merit: own_brand = 1" in result.summary
     assert set(result.per_query) == {"exposure.own_brand.0.excess", "exposure.own_brand.1.excess"}
     for part in ("loss", "disparity", "relevance"):

@@ -58,6 +58,20 @@ def test_algorithm_packages_import_nothing_from_the_layers_above(package: str) -
     assert not bad, "\n".join(bad)
 
 
+MEASURING = ("evidence", "checks", "explain", "surrogate")
+
+
+def test_measuring_code_never_draws_or_words_the_report() -> None:
+    """Measuring returns data; presenting reads the stored evidence (issue 52): no module of evidence/, checks/,
+    explain/ or surrogate/ imports the report layer — figures are a chart's name and its data, drawn at render time."""
+    bad = []
+    for package in MEASURING:
+        for path in sorted((ROOT / "auditor" / package).rglob("*.py")):
+            bad += [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in _imports(path)
+                    if name == "auditor.report" or name.startswith("auditor.report.")]
+    assert not bad, "\n".join(bad)
+
+
 def test_the_layer_check_sees_a_violation(tmp_path: Path) -> None:
     """The check above would fail on a file that reaches up (so its silence means something)."""
     probe = ROOT / "auditor" / "explain" / "_probe_layers.py"

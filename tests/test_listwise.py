@@ -30,6 +30,7 @@ from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
 from auditor.models.lightgbm import LightGBMRanker
+from auditor.report.plots import draw
 
 
 @pytest.fixture(scope="module")
@@ -350,8 +351,9 @@ def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
     reference = next(t for t in local.tables if t.title.startswith("Listwise attributions against exact"))
     assert reference.columns[3:] == ["footrule@3", "footrule@10", "footrule@all", "L1"]
     figure = next(f for f in local.figures if f.title.startswith("What orders this query's results"))
-    assert "<title>" in figure.svg, figure.svg[:600]
-    assert "aria-label" in figure.svg and "<desc" in figure.svg
+    svg = draw(figure)
+    assert "<title>" in svg, svg[:600]
+    assert "aria-label" in svg and "<desc" in svg
     assert "RankingSHAP (listwise)" in figure.description
 
     # with background rows, RankingSHAP plays the published game: tau averaged over the rows' masked rankings

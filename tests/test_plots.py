@@ -4,14 +4,16 @@ labelled, untrusted names stay text, numbers follow one convention, same data gi
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
 
 from auditor.checks.ranking import rank_order
 from auditor.errors import InputError
-from auditor.evidence import global_importance, pairwise, surrogate
+from auditor.evidence import figures, global_importance, pairwise, surrogate
 from auditor.evidence.base import AuditContext, Figure, representative_query
+from auditor.evidence.figures import axis_label, decode, value_text
 from auditor.explain.waterfall import positions_worth, waterfall
 from auditor.report import plots
 from tests.conftest import LIGHT_PAIRWISE, LIGHT_SURROGATE, make_bookstore_context
@@ -25,17 +27,10 @@ def context() -> AuditContext:
     return make_bookstore_context(feature_units=UNITS)
 
 
-def spy(monkeypatch: pytest.MonkeyPatch, name: str, module: object = plots) -> list[tuple[tuple, dict]]:
-    """Record the arguments of `module`.<name> (a plot function) and still draw."""
-    calls: list[tuple[tuple, dict]] = []
-    real = getattr(module, name)
-
-    def record(*args, **kwargs):
-        calls.append((args, kwargs))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, record)
-    return calls
+def arguments(figure: Figure, chart: str) -> dict[str, Any]:
+    """What the report's chart `chart` draws of this figure: its stored data, decoded as `plots.draw` does."""
+    assert figure.chart == chart, figure.chart
+    return {name: decode(value) for name, value in figure.data.items()}
 
 
 def rerank_shift(scores: np.ndarray, doc: int, new_score: float) -> int:
@@ -46,15 +41,15 @@ def rerank_shift(scores: np.ndarray, doc: int, new_score: float) -> int:
     return int(np.flatnonzero(rank_order(changed) == doc)[0] - np.flatnonzero(rank_order(scores) == doc)[0])
 
 
-def test_waterfall_adds_up_and_its_positions_rerank(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
-    calls = spy(monkeypatch, "waterfall")
+def test_waterfall_adds_up_and_its_positions_rerank(context: AuditContext):
     result = global_importance.run(context, global_importance.GlobalImportanceOptions(top=11))
     data = context.data
     query = representative_query(data.query_sizes())
     part = data.query_slice(query)
     scores = context.scores()[part]
     assert data.query_sizes()[query] >= 10 and not (data.query_sizes()[:query] >= 10).any()
-    (labels, contributions), kwargs = calls[0]
+    kwargs = arguments(next(f for f in result.figures if "(waterfall)" in f.title), "waterfall")
+    labels, contributions = kwargs["labels"], kwargs["contributions"]
     best = int(rank_order(scores)[0])
     assert kwargs["score"] == scores[best] and kwargs["base"] == pytest.approx(scores.mean(), abs=0)
     assert abs(sum(contributions) - (kwargs["score"] - kwargs["base"])) <= 1e-9  # the bars add up exactly
@@ -75,7 +70,8 @@ def test_waterfall_adds_up_and_its_positions_rerank(context: AuditContext, monke
     figure = next(f for f in result.figures if "(waterfall)" in f.title)
     assert figure.description.startswith(f"Waterfall of document {data.doc_ids[part.start + best]}, ranked 1 ")
     decision = next(f for f in result.figures if "(decision plot)" in f.title)
-    assert decision.svg.count("#5 ") == 1 and "#6 " not in decision.svg  # thinned to the top 5
+    svg = plots.draw(decision)
+    assert svg.count("#5 ") == 1 and "#6 " not in svg  # thinned to the top 5
 
 
 def test_positions_worth_of_a_document_in_the_middle(context: AuditContext):
@@ -109,11 +105,11 @@ def test_explain_query_must_be_a_query_with_a_ranking(context: AuditContext):
     global_importance.check(global_importance.GlobalImportanceOptions(explain_query="241"), context.data)
 
 
-def test_pair_chart_values_add_up_to_the_margin(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
-    calls = spy(monkeypatch, "pair_bars")
+def test_pair_chart_values_add_up_to_the_margin(context: AuditContext):
     options = pairwise.PairwiseOptions(**LIGHT_PAIRWISE["pairwise"], top=3, plot_features=4)
     result = pairwise.run(context, options)
-    (panels,), kwargs = calls[0]
+    kwargs = arguments(result.figures[0], "pair_bars")
+    panels = kwargs["panels"]
     assert len(panels) == 2 and kwargs["up_label"] == "pushes A above B"
     figure = result.figures[0]
     query = re.search(r"query (\S+) is above", figure.title).group(1)
@@ -128,12 +124,11 @@ def test_pair_chart_values_add_up_to_the_margin(context: AuditContext, monkeypat
     assert "explained for this figure only" in named.figures[0].caption  # not in the seeded sample of 4
 
 
-def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContext, monkeypatch: pytest.MonkeyPatch):
-    steps = spy(monkeypatch, "step_curves")  # imported from plots when the section is drawn
-    heat = spy(monkeypatch, "pair_heatmaps")
+def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContext):
     light = {k: v for k, v in LIGHT_SURROGATE["surrogate"].items() if k not in ("top_effects", "top_pairs")}
     result = surrogate.run(context, surrogate.SurrogateOptions(**light))
-    (panels,), kwargs = steps[0]
+    kwargs = arguments(result.figures[0], "step_curves")
+    panels = kwargs["panels"]
     kinds = {panel.title: type(panel).__name__ for panel in panels}
     assert len(panels) == result.metrics["surrogate.n_main_effects"]  # every main effect the summary counts
     for name in ("genre_match", "price_in_range", "sponsored"):
@@ -142,9 +137,9 @@ def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContex
     bars = next(panel for panel in panels if panel.title == "genre_match")
     assert list(bars.levels) == ["no", "yes"] and sum(bars.shares) == pytest.approx(1.0)
     assert kwargs["ylabel"].startswith("contribution to the surrogate's score")
-    (pairs,), _ = heat[0]
+    pairs = arguments(result.figures[1], "pair_heatmaps")["panels"]
     assert len(pairs) == result.metrics["surrogate.n_interactions"]
-    svg = result.figures[-1].svg
+    svg = plots.draw(result.figures[-1])
     assert "bin edges" not in svg
 
 
@@ -156,20 +151,20 @@ def test_every_figure_is_labelled_and_untrusted_names_stay_text():
                         score_label="score of <b>", xlabel="score", positions=[2, 0, -1, 0], positions_label="p"),
         plots.pair_bars([("A $x$ above B", evil, [0.3, -0.1, 0.05, 0.0])], xlabel="x", up_label="$up$",
                         down_label="down"),
-        plots.step_curves([plots.LevelPanel(evil[0], ["no", "yes"], [-0.1, 0.2], [0.6, 0.4]),
-                           plots.StepPanel(evil[1], np.array([1.0, 2.0]), np.array([0.0, 0.1, 0.2]),
+        plots.step_curves([figures.LevelPanel(evil[0], ["no", "yes"], [-0.1, 0.2], [0.6, 0.4]),
+                           figures.StepPanel.of(evil[1], np.array([1.0, 2.0]), np.array([0.0, 0.1, 0.2]),
                                            np.array([0.5, 1.5, 2.5, 30.0]))], ylabel="effect"),
         plots.listwise_bars(evil, {"RankingSHAP <i>": ([0.3, -0.1, 0.05, 0.0], [0.02, 0.0, 0.01, 0.0])},
                             xlabel="$value$"),
     ]
     for svg in svgs:
-        figure = Figure(title="Why <script> $x$", svg=svg, description="One sentence & more.")
-        head = figure.svg[: figure.svg.index(">") + 1]
+        labelled = plots.label_svg(svg, "Why <script> $x$", "One sentence & more.")
+        head = labelled[: labelled.index(">") + 1]
         assert 'role="img"' in head and 'aria-label="Why &lt;script&gt; $x$"' in head
-        assert "<title>Why &lt;script&gt; $x$</title>" in figure.svg and "One sentence &amp; more.</desc>" in figure.svg
-        assert "<script" not in figure.svg and "&lt;script&gt;alert(1)&lt;/script&gt;" in figure.svg
-        assert "$\\frac$" in figure.svg and "mathdefault" not in figure.svg  # drawn as written: no mathtext
-        assert Figure(title=figure.title, svg=figure.svg, description="x").svg == figure.svg  # labelled once
+        assert "<title>Why &lt;script&gt; $x$</title>" in labelled and "One sentence &amp; more.</desc>" in labelled
+        assert "<script" not in labelled and "&lt;script&gt;alert(1)&lt;/script&gt;" in labelled
+        assert "$\\frac$" in labelled and "mathdefault" not in labelled  # drawn as written: no mathtext
+        assert plots.label_svg(labelled, "Why <script> $x$", "x") == labelled  # labelled once
     again = plots.waterfall(evil, [0.5, -0.2, 0.1, 0.05], base=-1.0, score=-0.55, base_label="$base$",
                             score_label="score of <b>", xlabel="score", positions=[2, 0, -1, 0], positions_label="p")
     assert again == svgs[1]  # same data, same bytes
@@ -182,8 +177,8 @@ def test_number_conventions():
     assert plots.fmt_share(0.2766) == "27.7%" and plots.fmt_share(-1e-9) == "0.0%"
     assert plots.fmt_positions(3) == "+3.0" and plots.fmt_positions(-0.04) == "0.0"
     assert plots.fmt_positions(-2) == "−2.0"
-    assert plots.axis_label("price", "EUR") == "price (EUR)" and plots.axis_label("sponsored", "yes/no") == "sponsored"
-    assert plots.value_text("sponsored", 1.0, "Yes / No") == "sponsored = yes"
+    assert axis_label("price", "EUR") == "price (EUR)" and axis_label("sponsored", "yes/no") == "sponsored"
+    assert value_text("sponsored", 1.0, "Yes / No") == "sponsored = yes"
 
 
 def test_a_chart_of_sixteen_lines_repeats_no_colour() -> None:

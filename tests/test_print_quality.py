@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from auditor.evidence import figures
 from auditor.report import plots
 
 PX = 0.75  # pt per CSS px
@@ -114,8 +115,9 @@ def test_every_plot_function_sets_its_text_at_print_size() -> None:
     rng = np.random.default_rng(0)
     names = [f"feature_{i}_with_a_longer_name" for i in range(16)]
     x = rng.normal(size=200)
-    heat = [(f"{a} × {b}", plots.HeatAxis(a, rng.normal(size=200)), plots.HeatAxis(b, rng.integers(0, 2, 200), True),
-             rng.normal(size=200)) for a, b in zip(names[:5], names[5:10], strict=True)]
+    heat = [(f"{a} × {b}", figures.HeatAxis(a, rng.normal(size=200)),
+             figures.HeatAxis(b, rng.integers(0, 2, 200), True), rng.normal(size=200))
+            for a, b in zip(names[:5], names[5:10], strict=True)]
     svgs = {
         "bar_chart": plots.bar_chart(names, np.linspace(1, 0.1, 16), xlabel="share", percent=True),
         "line_chart": plots.line_chart([1, 2, 3, 5, 10], {n: rng.uniform(size=5) for n in names},
@@ -128,9 +130,9 @@ def test_every_plot_function_sets_its_text_at_print_size() -> None:
         "pair_bars": plots.pair_bars([("A above B", names[:6], rng.normal(size=6))] * 3, xlabel="push",
                                      up_label="up", down_label="down"),
         "box_plot": plots.box_plot({n: rng.normal(size=50) for n in names}, ylabel="validity"),
-        "step_curves": plots.step_curves([plots.StepPanel(n, np.array([-1.0, 0.0, 1.0]), rng.normal(size=4), x)
+        "step_curves": plots.step_curves([figures.StepPanel.of(n, np.array([-1.0, 0.0, 1.0]), rng.normal(size=4), x)
                                           for n in names[:10]], ylabel="contribution", columns=4),
-        "pair_heatmaps": plots.pair_heatmaps(heat, colorbar="pair effect"),
+        "pair_heatmaps": plots.pair_heatmaps(figures.pair_cells(heat), colorbar="pair effect"),
         "scatter": plots.scatter(x, rng.normal(size=200), xlabel="price", ylabel="φ"),
         "histogram": plots.histogram(x, bins=20, xlabel="nDCG@10"),
     }
@@ -244,9 +246,10 @@ def test_a_colour_scale_narrower_than_the_cells_is_marked_as_clipped() -> None:
     """A shared scale (`limit`) that ends inside a panel's cells gets the colour bar's arrow ends: the cells past
     it are clipped, and the bar says so."""
     rng = np.random.default_rng(1)
-    panel = [("a × b", plots.HeatAxis("a", rng.normal(size=300)), plots.HeatAxis("b", rng.normal(size=300)),
+    panel = [("a × b", figures.HeatAxis("a", rng.normal(size=300)), figures.HeatAxis("b", rng.normal(size=300)),
               rng.normal(size=300))]
-    largest = plots.cell_limit(plots.pair_cells(panel))
-    assert plots.scale_extend(plots.pair_cells(panel), largest) == "neither"
-    assert plots.scale_extend(plots.pair_cells(panel), largest / 2) != "neither"
-    assert plots.pair_heatmaps(panel, colorbar="x", limit=largest / 2) != plots.pair_heatmaps(panel, colorbar="x")
+    largest = figures.cell_limit(figures.pair_cells(panel))
+    assert plots.scale_extend(figures.pair_cells(panel), largest) == "neither"
+    assert plots.scale_extend(figures.pair_cells(panel), largest / 2) != "neither"
+    cells = figures.pair_cells(panel)
+    assert plots.pair_heatmaps(cells, colorbar="x", limit=largest / 2) != plots.pair_heatmaps(cells, colorbar="x")

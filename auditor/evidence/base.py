@@ -7,7 +7,7 @@ templates can all read the same thing.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -36,24 +36,46 @@ class Table:
     body_rows: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
+        out: dict[str, Any] = {"title": self.title, "columns": self.columns, "rows": self.rows, "note": self.note}
+        if self.body_rows is not None:  # how the report lays it out: kept so a run renders again as it did
+            out["body_rows"] = self.body_rows
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Table:
+        return cls(title=str(raw["title"]), columns=[str(c) for c in raw["columns"]], rows=list(raw["rows"]),
+                   note=str(raw.get("note", "")), body_rows=raw.get("body_rows"))
 
 
 @dataclass(frozen=True)
 class Figure:
-    """An SVG figure for the report (kept out of evidence.json). `description` is its text alternative: one sentence
-    saying what the figure shows, with its main numbers, for a reader who cannot see it. The SVG is labelled with
-    the title and description on creation (`role="img"`, `aria-label`, `<title>`, `<desc>`)."""
+    """A figure for the report, as data: `chart` names a drawing of the report's (auditor/report/plots.py `CHARTS`)
+    and `data` its arguments, encoded as plain JSON on creation (auditor/evidence/figures.py), stored in
+    evidence.json and drawn when a document is rendered. `description` is its text alternative: one sentence saying
+    what the figure shows, with its main numbers, for a reader who cannot see it."""
 
     title: str
-    svg: str
+    chart: str
+    data: dict[str, Any]
     caption: str = ""
     description: str = ""
 
     def __post_init__(self) -> None:
-        from auditor.report.plots import label_svg
+        from auditor.evidence.figures import encode
 
-        object.__setattr__(self, "svg", label_svg(self.svg, self.title, self.description or self.caption))
+        object.__setattr__(self, "data", {name: encode(value) for name, value in self.data.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "chart": self.chart, "data": self.data, "caption": self.caption,
+                "description": self.description}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Figure:
+        """The figure as evidence.json stores it: its data already encoded (decoded when drawn)."""
+        figure = cls(title=str(raw["title"]), chart=str(raw["chart"]), data={}, caption=str(raw.get("caption", "")),
+                     description=str(raw.get("description", "")))
+        object.__setattr__(figure, "data", dict(raw["data"]))
+        return figure
 
 
 @dataclass(frozen=True)
@@ -80,6 +102,15 @@ class Detection:
                 "citation": self.citation, "judged_by": list(self.judged_by), "value": _plain(self.value),
                 "interval": None if self.interval is None else [_plain(v) for v in self.interval],
                 "evidence": self.evidence, "subject": self.subject}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Detection:
+        interval = raw.get("interval")
+        return cls(kind=str(raw["kind"]), title=str(raw["title"]), message=str(raw["message"]),
+                   severity=raw["severity"], citation=str(raw["citation"]),
+                   judged_by=tuple(str(m) for m in raw.get("judged_by", ())), value=_number(raw.get("value")),
+                   interval=None if interval is None else (_number(interval[0]), _number(interval[1])),
+                   evidence=str(raw.get("evidence", "")), subject=str(raw.get("subject", "")))
 
 
 @dataclass
@@ -125,6 +156,8 @@ class EvidenceResult:
             "records": self.records,
             "notes": self.notes,
             "n_model_rows": self.n_model_rows,
+            "how_to_read": self.how_to_read,
+            "figures": [f.to_json() for f in self.figures],
         }
         if self.unmeasured:  # only when there are: evidence.json of the other items stays as it was
             out["unmeasured"] = dict(sorted(self.unmeasured.items()))
@@ -132,6 +165,34 @@ class EvidenceResult:
             out["per_query"] = {name: {q: _plain(v) for q, v in values.items()}
                                 for name, values in sorted(self.per_query.items())}
         return out
+
+    @classmethod
+    def from_json(cls, name: str, raw: Mapping[str, Any]) -> EvidenceResult:
+        """The result as evidence.json holds it, for rendering a run again (`auditor render`): what the report
+        shows, not `shared` (arrays for other evidence items) nor tables of wall-clock figures (never stored). A
+        document written before figures were stored as data (no `figures`) says so in a note."""
+        result = cls(name=name, status=raw.get("status", "ok"), summary=str(raw.get("summary", "")),
+                     metrics={k: _number(v) for k, v in raw.get("metrics", {}).items()},
+                     tables=[Table.from_json(t) for t in raw.get("tables", [])],
+                     figures=[Figure.from_json(f) for f in raw.get("figures", [])],
+                     records=list(raw.get("records", [])), notes=[str(n) for n in raw.get("notes", [])],
+                     how_to_read=str(raw.get("how_to_read", "")),
+                     per_query={m: dict(values) for m, values in raw.get("per_query", {}).items()},
+                     error=str(raw.get("error", "")), n_model_rows=int(raw.get("n_model_rows", 0)),
+                     detections=[Detection.from_json(d) for d in raw.get("detections", [])],
+                     unmeasured=dict(raw.get("unmeasured", {})))
+        if "figures" not in raw and result.status == "ok":
+            result.notes.append(FIGURES_NOT_KEPT)
+        return result
+
+
+FIGURES_NOT_KEPT = ("This section's figures are not in the run's evidence.json (a run written before figures were kept "
+                    "as data); the run's own report shows them.")
+
+
+def _number(value: Any) -> float:
+    """A number as evidence.json stores it (null for a value that was not finite) back as a float (NaN)."""
+    return float("nan") if value is None else float(value)
 
 
 def _plain(value: float | None) -> float | None:

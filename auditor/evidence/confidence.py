@@ -652,14 +652,13 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
                                                       "outcomes, so no model was fitted: the estimate is the "
                                                       "observed rate." if found.constant else "")))
     if points:
-        from auditor.report.plots import line_chart
-
         result.figures.append(Figure(
             title="Reliability diagram of the estimate",
-            svg=line_chart([mid for mid, _, _, _ in points],
-                           {"observed share reliable": [rate for _, _, rate, _ in points],
-                            "mean estimate (perfect calibration)": [mean for _, mean, _, _ in points]},
-                           xlabel="estimated reliability (bins of 0.1, by their middle)", ylabel="share reliable"),
+            chart="line_chart", data={
+                "x": [mid for mid, _, _, _ in points],
+                "series": {"observed share reliable": [rate for _, _, rate, _ in points],
+                           "mean estimate (perfect calibration)": [mean for _, mean, _, _ in points]},
+                "xlabel": "estimated reliability (bins of 0.1, by their middle)", "ylabel": "share reliable"},
             caption="Each point is a bin of explanations by their estimated reliability: on the diagonal, an "
                     "estimate of 0.7 means 7 in 10 such explanations are reliable.",
             description=f"Reliability diagram over {len(points)} bins; expected calibration error {figure(ece)}."))

@@ -266,8 +266,6 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             curve_means: dict[tuple[str, str], np.ndarray], depth: np.ndarray,
             values: dict[tuple[str, str, str], list[float]], forms: dict[tuple[str, str, str, str], list[float]],
             rows_used: dict[str, int], seconds: dict[str, float], n_docs: int, n_queries: int) -> None:
-    from auditor.report.plots import line_chart  # here, not at import: the spec loads no matplotlib
-
     metrics = result.metrics
     names = options.explainers
     labels = _metric_labels(options.top_k)
@@ -342,8 +340,9 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
                   for kind in options.ground_truth for n in names], body_rows=0))  # the figure shows it
         result.figures.append(Figure(
             title="Top-K AUC against decision-path ground truth",
-            svg=line_chart(ks, series, xlabel="K (ground-truth features counted as important)",
-                           ylabel="mean top-K AUC"),
+            chart="line_chart", data={"x": ks, "series": series,
+                                      "xlabel": "K (ground-truth features counted as important)",
+                                      "ylabel": "mean top-K AUC"},
             caption="0.5 = chance. Rahnama & Bütepage 2022 (Figures 3-4) report that AUC falls as K grows.",
             description=f"Line chart of mean top-K AUC for K = {ks[0]} to {ks[-1]}, one line per explainer and "
                         f"ground truth; at K = {ks[-1]}: "

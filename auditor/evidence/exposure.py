@@ -360,8 +360,6 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
 def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions, queries: list[int],
             group_rows: list, measure_rows: list, figure_rows: list, focus: list, attention: Attention,
             stats: dict, labels: dict) -> None:
-    from auditor.report.plots import share_dots
-
     data = ctx.data
     model = _model_text(attention)
     cut = f"none beyond position {options.cutoff}" if options.cutoff else "the whole ranking"
@@ -386,7 +384,8 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions,
         cf = ([s["counterfactual.exposure_share"][0] for _, s in figure_rows] if options.counterfactual else None)
         result.figures.append(Figure(
             title="Exposure against merit, by group",
-            svg=share_dots(shown, merit_shares, exposure_shares, intervals, cf),
+            chart="share_dots", data={"labels": shown, "merit": merit_shares, "exposure": exposure_shares,
+                                      "intervals": intervals, "counterfactual": cf},
             caption="Circle: the share a group's relevance earns; dot: the share it gets (band: 95% interval)"
                     + ("; diamond: with the group feature set alike for every document." if cf is not None else "."),
             description="Dot plot of exposure and merit shares per group: " + "; ".join(
@@ -467,7 +466,8 @@ def _group_row(label: str, s: dict, n_queries: int) -> list:
 
 
 def _label(name: str, value: float, unit: str | None) -> str:
-    from auditor.report.plots import is_yes_no, value_text
+    from auditor.evidence.figures import value_text
+    from auditor.feature_dictionary import is_yes_no
 
     if not math.isfinite(value):
         return f"{name} = {_MISSING}"

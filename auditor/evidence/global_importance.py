@@ -61,8 +61,6 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
-    from auditor.report.plots import bar_chart  # here, not at import: the spec loads no matplotlib
-
     data = ctx.data
     result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
     plotted = _plotted_rows(ctx, options)
@@ -120,8 +118,8 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     top = order[: options.top]
     result.figures.append(Figure(
         title="Main ranking parameters",
-        svg=bar_chart([names[f] for f in top], [float(within[f]) for f in top], xlabel="share of within-query "
-                                                                                       "importance", percent=True),
+        chart="bar_chart", data={"labels": [names[f] for f in top], "values": [float(within[f]) for f in top],
+                                 "xlabel": "share of within-query importance", "percent": True},
         caption="Share of each feature in what moves documents against each other inside a query.",
         description="Bar chart of the features' shares of the within-query importance, largest first: "
                     + ", ".join(f"{names[f]} {percent(within[f])}" for f in top[:5])
@@ -176,7 +174,8 @@ def _figures(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, rows: np
     of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
     query (the caveat of paper 000). Only the `keep` rows' φ exist here (`treeshap_pass`), which these plots
     need."""
-    from auditor.report.plots import axis_label, beeswarm, is_yes_no, scatter
+    from auditor.evidence.figures import axis_label
+    from auditor.feature_dictionary import is_yes_no
 
     data, names = ctx.data, ctx.data.feature_names
 
@@ -192,16 +191,17 @@ def _figures(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, rows: np
     spread = shown[:, first]
     figures = [Figure(
         title=f"How the {len(top)} most important features move documents within their query (SHAP summary)",
-        svg=beeswarm(shown[:, top], data.X[np.ix_(rows, top)], [names[f] for f in top],
-                     xlabel="SHAP value minus the query's mean (score units)"),
+        chart="beeswarm", data={"phi": shown[:, top], "values": data.X[np.ix_(rows, top)],
+                                "names": [names[f] for f in top],
+                                "xlabel": "SHAP value minus the query's mean (score units)"},
         caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "
                 "the feature's value, low (blue) to high (red), as the colour bar shows.",
         description=f"Summary plot of {len(rows)} documents for the {len(top)} main parameters; {names[first]} "
                     f"spreads them most, from {figure(spread.min())} to {figure(spread.max())} score units around "
                     "their query's mean."),
         Figure(title=f"Dependence on {names[first]}",
-               svg=scatter(data.X[rows, first], spread, xlabel=axis_label(names[first], unit),
-                           ylabel="SHAP value minus the query's mean", yes_no=is_yes_no(unit)),
+               chart="scatter", data={"x": data.X[rows, first], "y": spread, "xlabel": axis_label(names[first], unit),
+                                      "ylabel": "SHAP value minus the query's mean", "yes_no": is_yes_no(unit)},
                caption="How the top parameter's value translates into a push up or down within the query.",
                description=f"Scatter plot of {len(rows)} documents: {names[first]}'s value against its push within "
                            "the query (SHAP value minus the query's mean).")]
@@ -218,9 +218,8 @@ DECISION_DOCS = 5  # lines in the decision plot: more are hard to tell apart (is
 def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImportanceOptions) -> list[Figure]:
     """The waterfall of the query's top document (score units and rank positions) and the decision plot of its
     top 5 documents."""
+    from auditor.evidence.figures import value_text
     from auditor.explain.waterfall import positions_worth, waterfall
-    from auditor.report.plots import decision_plot, value_text
-    from auditor.report.plots import waterfall as waterfall_plot
 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
     part = data.query_slice(query)
@@ -241,11 +240,12 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
     lead = int(np.argmax(np.abs(worth)))
     figures = [Figure(
         title=f"Why document {doc} is first in query {qid} (waterfall)",
-        svg=waterfall_plot(labels, fall.contributions, base=fall.base, score=fall.score,
-                           base_label="query's average score", score_label=f"score of {doc}"[:44],
-                           xlabel="score (starts at the query's average)", positions=worth,
-                           positions_label="positions its value is worth",
-                           reference=("#2's score", float(np.sort(scores)[-2]))),
+        chart="waterfall", data={"labels": labels, "contributions": fall.contributions, "base": fall.base,
+                                 "score": fall.score, "base_label": "query's average score",
+                                 "score_label": f"score of {doc}"[:44],
+                                 "xlabel": "score (starts at the query's average)",
+                                 "positions": worth, "positions_label": "positions its value is worth",
+                                 "reference": ("#2's score", float(np.sort(scores)[-2]))},
         caption=waterfall_caption(labels, fall.contributions, worth, _MASKING.get(ctx.masking, ctx.masking), which),
         description=(f"Waterfall of document {doc}, ranked {rank + 1} of {len(scores)} in query {qid}: its score "
                      f"{figure(fall.score)} is the query's average {figure(fall.base)} plus "
@@ -262,8 +262,9 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
     doc_labels = [f"#{r + 1} {data.doc_ids[part.start + d]}" for r, d in enumerate(docs)]
     figures.append(Figure(
         title=f"Why query {qid} is ranked as it is (decision plot)",
-        svg=decision_plot(steps, float(scores.mean()), [*[names[f] for f in features], "other features"],
-                          doc_labels, xlabel="score (the query's average at the bottom)"),
+        chart="decision_plot", data={"phi": steps, "base": float(scores.mean()),
+                                     "names": [*[names[f] for f in features], "other features"],
+                                     "labels": doc_labels, "xlabel": "score (the query's average at the bottom)"},
         caption=f"Each line is one of the top {len(docs)} documents of the query's {len(scores)}, climbing from the "
                 "query's average score by each feature's push; lines end at the documents' scores, so their order "
                 f"at the top is the ranking. {which}",

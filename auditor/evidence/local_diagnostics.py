@@ -76,8 +76,6 @@ def report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExp
                      figure_query: int | None) -> None:
     """The listwise explainers against the exact Shapley values of their game (a table and
     `local.<name>.reference.*`), and the figure of the representative query's attributions."""
-    from auditor.report.plots import listwise_bars
-
     metrics = result.metrics
     shown = [n for n in registry.EXPLAINERS if n in listwise.reference or n in listwise.reference_skipped]
     rows = []
@@ -122,7 +120,8 @@ def report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExp
     series = {registry.label(n): (r.values[top], r.half_width[top]) for n, r in results.items()}
     result.figures.append(Figure(
         title=f"What orders this query's results (query {query_id})",
-        svg=listwise_bars([names[f] for f in top], series, xlabel="Shapley value of the ranking game"),
+        chart="listwise_bars", data={"names": [names[f] for f in top], "series": series,
+                                     "xlabel": "Shapley value of the ranking game"},
         caption=(f"Each bar is a feature's Shapley value in the game \"how much of the model's order of this query's "
                  f"{size} documents does keeping the feature reproduce\" (RankingSHAP: Kendall tau; RankSHAP: nDCG "
                  "of the model's own order; "

@@ -111,8 +111,6 @@ def report_counts(result: EvidenceResult, methods: list[str], tallies: dict[tupl
 
 def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str],
             sizes: list[int], tallies: dict[tuple[str, int], Tally], excluded: int, n_chosen: int) -> None:
-    from auditor.report.plots import line_chart  # here, not at import: worker processes never draw
-
     k = options.k
     names = ctx.data.feature_names
     rows_k = [m for m in [*methods, "optimum"] if (m, k) in tallies and tallies[(m, k)].validity]
@@ -187,19 +185,18 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
             body_rows=0))  # the figure below draws it
         result.figures.append(Figure(
             title="Mean validity by explanation size",
-            svg=line_chart(sizes, {label(m): v for m, v in curve.items()}, xlabel="k (features in the set)",
-                           ylabel="mean validity"),
+            chart="line_chart", data={"x": sizes, "series": {label(m): v for m, v in curve.items()},
+                                      "xlabel": "k (features in the set)", "ylabel": "mean validity"},
             caption="Higher is better; a method that stays low needs many features to reproduce the ranking.",
             description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
                         f"{len(curve)} methods; at k = {sizes[-1]}: "
                         + ", ".join(f"{label(m)} {figure(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
                         + "."))
     if rows_k:
-        from auditor.report.plots import box_plot
-
         result.figures.append(Figure(
             title=f"Validity per query, k = {k}",
-            svg=box_plot({label(m): tallies[(m, k)].validity for m in rows_k}, ylabel="validity (Kendall tau-b)"),
+            chart="box_plot", data={"groups": {label(m): tallies[(m, k)].validity for m in rows_k},
+                                    "ylabel": "validity (Kendall tau-b)"},
             caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
                     "means some queries' explanations do not reproduce their ranking.",
             description=f"Box plot of validity per query at k = {k}, medians: "

@@ -134,7 +134,7 @@ def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOp
     feature's Shapley value of the margin, the largest `plot_features` one bar each and the rest summed, labelled
     with both documents' values. A query named by `plot_query` that the sample left out is explained here, from
     the same streams, for the figure only (its rows count in this item's model rows)."""
-    from auditor.report.plots import pair_bars, value_text
+    from auditor.evidence.figures import value_text
 
     data, scores, names, units = ctx.data, ctx.scores(), ctx.data.feature_names, ctx.feature_units
     qi = data.query_ids.index(options.plot_query) if options.plot_query is not None else \
@@ -165,8 +165,8 @@ def _figure(ctx: AuditContext, explainer: AsiPair | RaiPair, options: PairwiseOp
         which += " (not in the audited sample: explained for this figure only)"
     return Figure(
         title=f"Why each top document of query {data.query_ids[qi]} is above the next ({label})",
-        svg=pair_bars(panels, xlabel="contribution to the margin s(A) − s(B) (score units)",
-                      up_label="pushes A above B", down_label="pulls B up"),
+        chart="pair_bars", data={"panels": panels, "xlabel": "contribution to the margin s(A) − s(B) (score units)",
+                                 "up_label": "pushes A above B", "down_label": "pulls B up"},
         caption=("Each panel takes two neighbouring documents, A (placed higher) and B, and splits the score margin "
                  "s(A) − s(B) among the features: a red bar pushes A above B, a blue one pulls B up; the bars add "
                  "up to the margin. Labels give the feature's value for A, then for B. "

@@ -21,8 +21,6 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
-    from auditor.report.plots import histogram
-
     data = ctx.data
     result = EvidenceResult(name="ranking_quality", how_to_read=HOW_TO_READ)
     if data.y is None:
@@ -75,7 +73,7 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
                                                          for i in range(data.n_queries) if not single[i]}
     result.figures.append(Figure(
         title=f"Distribution of nDCG@{headline} over queries",
-        svg=histogram(ndcg[:, col], bins=np.linspace(0, 1, 21), xlabel=f"nDCG@{headline}"),
+        chart="histogram", data={"values": ndcg[:, col], "bins": np.linspace(0, 1, 21), "xlabel": f"nDCG@{headline}"},
         caption="Each bar counts queries; a long left tail means some users get poor rankings.",
         description=_histogram_text(ndcg[:, col], headline, options.low_threshold)))
     mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]

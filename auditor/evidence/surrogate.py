@@ -216,17 +216,8 @@ PAIRS_PER_FIGURE = 6  # three rows of two heatmaps: one page
 
 def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
              order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
-    from auditor.report.plots import (
-        HeatAxis,
-        LevelPanel,
-        StepPanel,
-        axis_label,
-        cell_limit,
-        is_yes_no,
-        pair_cells,
-        pair_heatmaps,
-        step_curves,
-    )
+    from auditor.evidence.figures import HeatAxis, LevelPanel, StepPanel, axis_label, cell_limit, pair_cells
+    from auditor.feature_dictionary import is_yes_no
     from auditor.surrogate.decompose import effect_name
 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
@@ -249,13 +240,14 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
                                          [float(own[m].mean()) for m in at],
                                          [float(m.sum() / np.isfinite(column).sum()) for m in at]))
             else:
-                panels.append(StepPanel(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e],
-                                        column))
+                panels.append(StepPanel.of(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e],
+                                           column))
             swings.append(f"{name} from {figure(own.min())} to {signed(own.max())}")
         left_out = len(all_mains) - len(mains)
         figures.append(Figure(
             title=f"Main effects: how each feature moves the score ({len(mains)} of {len(all_mains)})",
-            svg=step_curves(panels, ylabel=YLABEL, columns=4 if len(panels) > 6 else 3 if len(panels) > 4 else 2),
+            chart="step_curves", data={"panels": panels, "ylabel": YLABEL,
+                                       "columns": 4 if len(panels) > 6 else 3 if len(panels) > 4 else 2},
             caption="Step curve: the surrogate's score change at each value of the feature (centred: 0 is the "
                     "average document); grey histogram: where the audited documents' values lie. A yes/no feature "
                     "is two bars, each with the share of documents that have that value."
@@ -271,7 +263,8 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
         axes = [HeatAxis(axis_label(names[f], units.get(names[f])), data.X[:, f], is_yes_no(units.get(names[f])))
                 for f in effect.features]
         panels.append((effect_name(effect, names), axes[0], axes[1], contrib[:, e] - offsets[e]))
-    limit = cell_limit(pair_cells(panels)) if panels else 1.0  # one colour scale for every pair figure
+    cells = pair_cells(panels)  # what the heatmaps draw: the mean effect per cell, not every document
+    limit = cell_limit(cells) if panels else 1.0  # one colour scale for every pair figure
     chunks = [panels[i:i + PAIRS_PER_FIGURE] for i in range(0, len(panels), PAIRS_PER_FIGURE)]
     left_out = len(all_pairs) - len(pairs)
     for number, chunk in enumerate(chunks, start=1):
@@ -284,7 +277,8 @@ def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, impor
                    if len(chunks) == 1 and not left_out else
                    f"Interactions{part}: pairs {start + 1}–{start + len(chunk)} by importance of the surrogate's "
                    f"{len(all_pairs)}"),
-            svg=pair_heatmaps(chunk, colorbar="pair effect (score units)", limit=limit),
+            chart="pair_heatmaps", data={"panels": cells[start:start + len(chunk)],
+                                         "colorbar": "pair effect (score units)", "limit": limit},
             caption="Each cell is the mean push of the pair's table on the audited documents whose two values fall "
                     "in it (red up, blue down; centred on the audited documents; grey: no document). Cells are "
                     "quantile bins of the documents' values, ticks in the features' units; a yes/no feature has one "

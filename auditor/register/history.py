@@ -240,10 +240,10 @@ def _series(reviews: list[dict[str, Any]]) -> list[str]:
     return sorted(labels, key=lambda label: (label != NDCG10[0], labels.index(label)))
 
 
-def trends(reviews: list[dict[str, Any]]) -> list[Any]:
-    """A figure per key number present in at least one review (reviews oldest first)."""
+def trends(reviews: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """A figure per key number present in at least one review (reviews oldest first), drawn: title, svg, caption."""
     from auditor.evidence.base import Figure
-    from auditor.report.plots import trend_chart
+    from auditor.report.plots import draw
 
     out = []
     days = [r["day"] for r in reviews]
@@ -251,16 +251,18 @@ def trends(reviews: list[dict[str, Any]]) -> list[Any]:
         rows = [r["numbers"].get(label) for r in reviews]
         share = any(row and row["share"] for row in rows)
         text = percent if share else figure
-        svg = trend_chart(days, [row and row["value"] for row in rows], [row and row["low"] for row in rows],
-                          [row and row["high"] for row in rows], ylabel="share" if share else "value", share=share,
-                          gid=f"trend-{index}-points")
         said = [f"{day}: {text(row['value'])}" + (f" (95% interval {text(row['low'])} to {text(row['high'])})"
                                                  if row["low"] is not None and row["high"] is not None else "")
                 for day, row in zip(days, rows, strict=True) if row]
-        out.append(Figure(title=label, svg=svg,
-                          caption="One dot per review that measured it, oldest left; the bar is its 95% interval "
-                                  "where the evidence gives one.",
-                          description=f"{label} in {len(said)} of {len(reviews)} reviews: " + "; ".join(said) + "."))
+        trend = Figure(title=label, chart="trend_chart",
+                       data={"labels": days, "values": [row and row["value"] for row in rows],
+                             "lows": [row and row["low"] for row in rows],
+                             "highs": [row and row["high"] for row in rows],
+                             "ylabel": "share" if share else "value", "share": share, "gid": f"trend-{index}-points"},
+                       caption="One dot per review that measured it, oldest left; the bar is its 95% interval where "
+                               "the evidence gives one.",
+                       description=f"{label} in {len(said)} of {len(reviews)} reviews: " + "; ".join(said) + ".")
+        out.append({"title": trend.title, "svg": draw(trend), "caption": trend.caption})
     return out
 
 

@@ -9,7 +9,8 @@ bidi overrides and invisible characters show as ⟨U+202E⟩, mixed-script lette
 Numbers drawn inside figures follow matplotlib's tick labels, with its minus sign (`fmt`, `fmt_value`, `fmt_share`,
 `fmt_positions`: 3 significant figures, feature values as the data holds them, shares as %, rank positions with one
 decimal); captions and every other text print numbers with `auditor.numbers`.
-Every figure is labelled for screen readers by `label_svg` (`Figure` does it): `role="img"`, an `aria-label`, and
+A figure of the evidence (`auditor.evidence.base.Figure`: a chart's name and its data) is drawn by `draw`, when a
+document is rendered, and labelled for screen readers by `label_svg`: `role="img"`, an `aria-label`, and
 `<title>`/`<desc>` elements.
 """
 
@@ -21,8 +22,7 @@ import io
 import math
 import re
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
@@ -38,7 +38,19 @@ from matplotlib.text import Text
 from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
 
 from auditor.display import shown
-from auditor.feature_dictionary import is_yes_no
+from auditor.errors import InputError, shorten
+from auditor.evidence.base import Figure
+from auditor.evidence.figures import (  # also this module's names: measuring code builds a figure's data with them
+    MINUS,
+    HeatPanel,
+    LevelPanel,
+    StepPanel,
+    cell_limit,
+    decode,
+    fmt,
+    fmt_signed,
+    fmt_value,
+)
 
 if TYPE_CHECKING:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -67,63 +79,15 @@ _UP, _DOWN = "#b2182b", "#2166ac"  # pushes up / down: the red and blue of the h
 _GREY = "#999999"
 
 
-_MINUS = "\u2212"  # the minus sign matplotlib's own tick labels use
-
-
-def fmt(x: float, sig: int = 3) -> str:
-    """A computed number with `sig` significant figures, without exponent between 1e-4 and 1e6; "0" for 0."""
-    x = float(x)
-    if not math.isfinite(x):
-        return "n/a"
-    if x == 0:
-        return "0"
-    rounded = float(f"{x:.{sig - 1}e}")  # to `sig` figures first, so 99.96 becomes 100 (not 100.0)
-    magnitude = math.floor(math.log10(abs(rounded)))
-    if magnitude >= 6 or magnitude < -4:
-        return f"{x:.{sig - 1}e}".replace("-", _MINUS)
-    decimals = max(sig - 1 - magnitude, 0)
-    return f"{rounded:.{decimals}f}".replace("-", _MINUS)
-
-
-def fmt_signed(x: float, sig: int = 3) -> str:
-    """`fmt` with a + on positive numbers (contributions, pushes)."""
-    text = fmt(x, sig)
-    return text if text.startswith(_MINUS) or text in ("0", "n/a") else "+" + text
-
-
-def fmt_value(x: float) -> str:
-    """A feature's value as the data holds it: whole numbers exactly (a year stays 2019), others to 3 figures."""
-    x = float(x)
-    if not math.isfinite(x):
-        return "missing"
-    if x.is_integer() and abs(x) < 1e9:
-        return str(int(x)).replace("-", _MINUS)
-    return fmt(x)
-
-
 def fmt_share(x: float) -> str:
     """A share as a percentage with one decimal (27.6%)."""
-    return f"{round(100 * float(x), 1) + 0.0:.1f}%".replace("-", _MINUS)  # + 0.0: no "−0.0%"
+    return f"{round(100 * float(x), 1) + 0.0:.1f}%".replace("-", MINUS)  # + 0.0: no "−0.0%"
 
 
 def fmt_positions(x: float) -> str:
     """Rank positions with one decimal and a sign (+3.0, −0.5)."""
     value = round(float(x), 1) + 0.0  # + 0.0 turns −0.0 into 0.0
-    return "0.0" if value == 0 else f"{value:+.1f}".replace("-", _MINUS)
-
-
-def axis_label(name: str, unit: str | None) -> str:
-    """A feature's name with its unit from the feature dictionary: "price (EUR)"; yes/no features keep the name."""
-    if not unit or is_yes_no(unit):
-        return name
-    return f"{name}, {unit}" if "(" in unit else f"{name} ({unit})"
-
-
-def value_text(name: str, value: float, unit: str | None) -> str:
-    """"name = value" as shap's waterfall labels a row; yes/no features read "sponsored = yes"."""
-    if is_yes_no(unit) and float(value) in (0.0, 1.0):
-        return f"{name} = {'yes' if value else 'no'}"
-    return f"{name} = {fmt_value(value)}"
+    return "0.0" if value == 0 else f"{value:+.1f}".replace("-", MINUS)
 
 
 def label_svg(svg: str, title: str, description: str) -> str:
@@ -517,41 +481,6 @@ def box_plot(groups: dict[str, Sequence[float]], *, ylabel: str) -> str:
         return to_svg(fig)
 
 
-def _step_edges(cuts: np.ndarray, data: np.ndarray) -> np.ndarray:
-    """Bin edges for drawing a table over (-inf, c₁], …, (c_m, +inf): the outer bins end at the data's range."""
-    finite = data[np.isfinite(data)]
-    low = min(float(finite.min()) if finite.size else cuts[0], float(cuts[0]))
-    high = max(float(finite.max()) if finite.size else cuts[-1], float(cuts[-1]))
-    pad = 0.05 * ((high - low) or 1.0)
-    return np.concatenate([[low - (pad if low == cuts[0] else 0.0)], cuts, [high + (pad if high == cuts[-1] else 0.0)]])
-
-
-def _skewed(data: np.ndarray) -> bool:
-    finite = data[np.isfinite(data)]
-    return bool(finite.size and finite.min() >= 0 and finite.max() > 20 * max(np.percentile(finite, 90), 1e-12))
-
-
-@dataclass(frozen=True)
-class StepPanel:
-    """An effect over a feature with many values: the cuts, the effect per bin (len(cuts) + 1) and the audited
-    documents' values (for the histogram and the axis range)."""
-
-    title: str
-    cuts: np.ndarray
-    values: np.ndarray
-    data: np.ndarray
-
-
-@dataclass(frozen=True)
-class LevelPanel:
-    """An effect over a feature with a few values (yes/no): one bar per value, with the share of documents."""
-
-    title: str
-    levels: Sequence[str]
-    values: Sequence[float]
-    shares: Sequence[float]
-
-
 def step_curves(panels: Sequence[StepPanel | LevelPanel], *, ylabel: str, columns: int = 2) -> str:
     """Small multiples of effects, one panel a feature. A `StepPanel` is a step curve over the data's range with a
     histogram of the data drawn in grey along the bottom of the same axes (heavy-tailed non-negative features get a
@@ -581,26 +510,19 @@ def step_curves(panels: Sequence[StepPanel | LevelPanel], *, ylabel: str, column
 
 
 def _step_panel(ax: plt.Axes, panel: StepPanel) -> None:
-    data = np.asarray(panel.data, dtype=float)
-    finite = data[np.isfinite(data)]
-    edges = _step_edges(np.asarray(panel.cuts, dtype=float), finite)
     values = np.asarray(panel.values, dtype=float)
     low, high = min(float(np.min(values)), 0.0), max(float(np.max(values)), 0.0)
     span = (high - low) or 1.0
-    if _skewed(finite):
-        ax.set_xscale("symlog", linthresh=max(float(np.percentile(finite, 50)), 1.0))
+    if panel.linthresh is not None:
+        ax.set_xscale("symlog", linthresh=panel.linthresh)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_value(v)))  # not mathtext 10^k: it is off
-        positive = finite[finite > 0]
-        hist_edges = np.unique(np.concatenate([[min(0.0, edges[0])], np.geomspace(
-            positive.min() if positive.size else 1.0, edges[-1] + 1e-9, 25)]))
     else:
-        hist_edges = np.linspace(edges[0], edges[-1], 26)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # four ticks: no overlap at a third of the page
-    counts, _ = np.histogram(finite, bins=hist_edges)
+    counts = np.asarray(panel.counts)
     floor = low - 0.45 * span  # the histogram lives below the curve, scaled to a third of the curve's span
-    ax.stairs(floor + counts / max(counts.max(), 1) * 0.35 * span, hist_edges, baseline=floor, fill=True,
+    ax.stairs(floor + counts / max(counts.max(), 1) * 0.35 * span, panel.hist_edges, baseline=floor, fill=True,
               color="#d3dbe4")
-    ax.stairs(values, edges, color=_COLOR, linewidth=1.4, baseline=None)
+    ax.stairs(values, panel.edges, color=_COLOR, linewidth=1.4, baseline=None)
     ax.set_ylim(floor, high + 0.08 * span)
 
 
@@ -621,70 +543,19 @@ def _level_panel(ax: plt.Axes, panel: LevelPanel) -> None:
     ax.set_ylim(low - 0.4 * span, high + 0.4 * span)  # room for the value at a bar's end
 
 
-@dataclass(frozen=True)
-class HeatAxis:
-    """One feature of a pair effect: its label (with unit), the audited documents' values, and whether the values
-    0/1 mean no/yes (from the feature dictionary)."""
-
-    label: str
-    data: np.ndarray
-    yes_no: bool = False
-
-
-def _display_bins(values: np.ndarray, yes_no: bool, most: int) -> tuple[np.ndarray, int, list[float], list[str]]:
-    """Cells for one heatmap axis: one per value when there are at most `most` (labels at the cells' centres), else
-    quantile bins of the documents' values, [e₀, e₁], (e₁, e₂], … (labels at the cells' edges, in feature units).
-    Returns each document's cell (−1 for missing values), the cell count, tick positions and labels."""
-    values = np.asarray(values, dtype=float)
-    finite = np.isfinite(values)
-    distinct = np.unique(values[finite])
-    cell = np.full(len(values), -1)
-    if len(distinct) <= most:
-        cell[finite] = np.searchsorted(distinct, values[finite])
-        names = {0.0: "no", 1.0: "yes"} if yes_no else {}
-        return cell, max(len(distinct), 1), [i + 0.5 for i in range(len(distinct))], [
-            names.get(float(v), fmt_value(v)) for v in distinct]
-    edges = np.unique(np.quantile(values[finite], np.linspace(0, 1, most + 1)))
-    cell[finite] = np.searchsorted(edges[1:-1], values[finite], side="left")
-    return cell, len(edges) - 1, [float(i) for i in range(len(edges))], [fmt_value(e) for e in edges]
-
-
-def pair_cells(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, most: int = 6) -> list[tuple]:
-    """The cells `pair_heatmaps` draws, per panel (title, x axis, y axis, cell means as a masked array, x ticks,
-    y ticks); `cell_limit` of them gives a colour scale to share between figures."""
-    grids = []
-    for title, x_axis, y_axis, effect in panels:
-        x_cell, nx, x_ticks, x_labels = _display_bins(x_axis.data, x_axis.yes_no, most)
-        y_cell, ny, y_ticks, y_labels = _display_bins(y_axis.data, y_axis.yes_no, most)
-        inside = (x_cell >= 0) & (y_cell >= 0)
-        flat = x_cell[inside] * ny + y_cell[inside]
-        total = np.bincount(flat, weights=np.asarray(effect, dtype=float)[inside], minlength=nx * ny)
-        count = np.bincount(flat, minlength=nx * ny)
-        means = np.ma.masked_array(np.divide(total, np.maximum(count, 1)), mask=count == 0).reshape(nx, ny)
-        grids.append((title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels)))
-    return grids
-
-
-def cell_limit(grids: Sequence[tuple]) -> float:
-    """The largest |cell mean| of these panels: the end of a colour scale centred on 0."""
-    return max([float(np.max(np.abs(g[3]))) for g in grids if g[3].count()] + [1e-12])
-
-
-def scale_extend(grids: Sequence[tuple], limit: float) -> str:
+def scale_extend(grids: Sequence[HeatPanel], limit: float) -> str:
     """The colour bar's ends for a scale ±`limit` over these cells: "neither" when it covers every cell, else
     "both" — arrow ends, the sign that cells past them are clipped to the end colours."""
     return "neither" if cell_limit(grids) <= limit * (1 + 1e-9) else "both"
 
 
-def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], *, colorbar: str,
-                  most: int = 6, limit: float | None = None) -> str:
+def pair_heatmaps(panels: Sequence[HeatPanel], *, colorbar: str, limit: float | None = None) -> str:
     """Pair effects as small multiples on one colour scale (so a pale panel is a small effect; `limit` its end,
-    default the panels' largest |cell|, to share a scale across figures): each panel (title, x axis, y axis, the
-    effect of every audited document) is split into at most `most` × `most` cells — quantile bins of the
-    documents' values, or one cell per value — and a cell's colour is the mean effect of the documents in it; grey
+    default the panels' largest |cell|, to share a scale across figures): each panel's cells (`pair_cells`: quantile
+    bins of the documents' values, or one cell per value) coloured by the mean effect of the documents in them; grey
     cells hold no document. Ticks are in the features' own units. A `limit` below the largest |cell| clips those
     cells to the end colours, and the colour bar gets arrow ends to say so (`scale_extend`)."""
-    grids = pair_cells(panels, most=most)
+    grids = list(panels)
     limit = cell_limit(grids) if limit is None else limit
     columns = 1 if len(grids) == 1 else 2 if len(grids) <= 4 else 3
     rows = -(-len(grids) // columns)
@@ -696,7 +567,8 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
         engine.set(h_pad=0.08, hspace=0.06)  # room between a row's ticks and the next titles
         mesh = None
         for ax, grid in zip(axes.flat, grids, strict=False):
-            title, x_axis, y_axis, means, (x_ticks, x_labels), (y_ticks, y_labels) = grid
+            means = np.ma.masked_invalid(np.asarray(grid.means, dtype=float))
+            x_ticks, x_labels, y_ticks, y_labels = grid.x_ticks, grid.x_texts, grid.y_ticks, grid.y_texts
             ax.set_facecolor("#e6e6e6")
             mesh = ax.pcolormesh(np.arange(means.shape[0] + 1), np.arange(means.shape[1] + 1), means.T,
                                  cmap="RdBu_r", vmin=-limit, vmax=limit, shading="flat")
@@ -704,12 +576,12 @@ def pair_heatmaps(panels: Sequence[tuple[str, HeatAxis, HeatAxis, np.ndarray]], 
             ax.set_xticks(x_ticks, x_labels, rotation=45 if rotate else 0, ha="right" if rotate else "center",
                           fontsize=MIN_FONT)
             ax.set_yticks(y_ticks, y_labels, fontsize=MIN_FONT)
-            ax.set_xlabel(_short(x_axis.label, 40), fontsize=7.5)
-            y_label = _short(y_axis.label, 40)
+            ax.set_xlabel(_short(grid.x_label, 40), fontsize=7.5)
+            y_label = _short(grid.y_label, 40)
             if len(y_label) > 20 and " (" in y_label:  # a unit on its own line: the label stays within its panel
                 y_label = y_label.replace(" (", "\n(", 1)
             _MULTILINE.add(ax.set_ylabel(y_label, fontsize=7.5))
-            _MULTILINE.add(ax.set_title(title.replace(" × ", " ×\n") if len(title) > 32 else title,
+            _MULTILINE.add(ax.set_title(grid.title.replace(" × ", " ×\n") if len(grid.title) > 32 else grid.title,
                                         fontsize=8))  # on two lines: no overlap
             ax.spines[["top", "right"]].set_visible(True)
         for ax in list(axes.flat)[len(grids):]:
@@ -784,3 +656,27 @@ def trend_chart(labels: Sequence[str], values: Sequence[float | None], lows: Seq
         ax.grid(axis="y", color="#e6e9ee", linewidth=0.6)
         ax.set_axisbelow(True)
         return to_svg(fig)
+
+
+CHARTS: dict[str, Callable[..., str]] = {chart.__name__: chart for chart in (
+    bar_chart, histogram, line_chart, beeswarm, scatter, decision_plot, waterfall, pair_bars, listwise_bars, box_plot,
+    step_curves, pair_heatmaps, share_dots, trend_chart)}
+
+
+LATER = "render it with the version of auditor that made the run"
+
+
+def draw(figure: Figure) -> str:
+    """A figure of the evidence as labelled SVG: its chart drawn from its stored data. A chart this version does not
+    have, or data it does not take, is bad input (an evidence.json that is not ours, or from a later version)."""
+    chart = CHARTS.get(figure.chart)
+    if chart is None:
+        raise InputError(f"the figure '{shorten(figure.title, 80)}' names a chart this version cannot draw "
+                         f"({shorten(figure.chart, 40)})", fix=LATER)
+    arguments = {name: decode(value) for name, value in figure.data.items()}
+    try:
+        svg = chart(**arguments)
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise InputError(f"the figure '{shorten(figure.title, 80)}' holds data its chart cannot draw ({exc})",
+                         fix=LATER) from None
+    return label_svg(svg, figure.title, figure.description or figure.caption)

@@ -7,6 +7,7 @@ table cells, the `shown` filter) before autoescape: names from untrusted files c
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any, TypedDict
@@ -17,7 +18,7 @@ from markupsafe import Markup, escape
 from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
-from auditor.evidence.base import EvidenceResult
+from auditor.evidence.base import EvidenceResult, Figure
 from auditor.evidence.registry import EvidenceKind
 from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
@@ -108,7 +109,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
     counts = {status: sum(1 for f in findings if f["status"] == status) for status in STATUS_ORDER}
     plugins: dict[str, EvidenceKind] = REGISTRY  # typed here: the evidence package makes it on first use
     sections: list[_Section] = [
-        {"name": name, "title": plugins[name].title, "result": result,
+        {"name": name, "title": plugins[name].title, "result": drawn(result),
          "tables": table_layout(name, result, timings), "layout": own_layout(name, templates)}
         for name, result in results.items() if name in plugins
     ]
@@ -126,6 +127,29 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                    glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
                    section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
     return with_policy(render_template("report.html.j2", context, templates))
+
+
+@dataclasses.dataclass(frozen=True)
+class DrawnFigure:
+    """A figure of the evidence drawn for a template: its texts and its labelled SVG (`plots.draw`)."""
+
+    title: str
+    svg: str
+    caption: str
+    description: str
+
+    @classmethod
+    def of(cls, figure: Figure) -> DrawnFigure:
+        from auditor.report.plots import draw  # here: matplotlib loads when a report is drawn, not with the spec
+
+        return cls(figure.title, draw(figure), figure.caption, figure.description)
+
+
+def drawn(result: EvidenceResult) -> EvidenceResult:
+    """The result as templates read it: its figures drawn from their data (`r.figures`: title, svg, caption)."""
+    if not result.figures:
+        return result
+    return dataclasses.replace(result, figures=[DrawnFigure.of(f) for f in result.figures])  # type: ignore[misc]
 
 
 SPEC_CHARS = 200_000  # of the spec as written, in the appendix (the file itself is hashed in the manifest)

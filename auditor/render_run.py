@@ -1,0 +1,174 @@
+"""`auditor render RUN`: a run's report drawn again from its evidence.json alone, without running anything.
+
+The evidence is read strictly and, when the run is signed, compared with the digest its bundle lists (and the
+bundle's signature checked when `--pubkey` is given) before anything is drawn: a rendering shows what the run
+measured or nothing. The report is rendered as the run rendered it — figures from their stored data
+(`auditor.report.plots.draw`), the spec as archived under inputs/, the signer the bundle names — so on a run of this
+version the HTML is the run's own, byte for byte; `--template` renders it through an organisation's templates
+instead. The result is a new folder outside the run, unsigned, with `rendered.json` saying what it was made from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from auditor.evidence.base import EvidenceResult
+from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
+
+EVIDENCE = "evidence.json"
+RECORD = "rendered.json"  # in the rendered folder: what it was rendered from
+FORMATS = ("html", "pdf")
+
+
+@dataclass
+class Rendered:
+    """The rendered folder and what the command says about it (one line each)."""
+
+    folder: Path
+    notes: list[str] = field(default_factory=list)
+
+
+def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None = None,
+               formats: tuple[str, ...] = ("html",), pubkey: Path | None = None) -> Rendered:
+    """Render `run_dir`'s report from its evidence into a new folder under `out` (default: beside the run)."""
+    from auditor.engine import check_output_folder, dump_json, rename_free, reproducible_document
+    from auditor.report.render import check_templates, render_html
+
+    run_dir = Path(run_dir)
+    if not (run_dir / EVIDENCE).exists():
+        raise InputError("not a run folder (no evidence.json)", file=run_dir,
+                         fix="name a folder `auditor report` wrote")
+    notes: list[str] = []
+    raw = _read(run_dir / EVIDENCE, MAX_JSON_BYTES)
+    document = _evidence(raw, run_dir)
+    signer, bundle_state = _checked_against_bundle(run_dir, raw, pubkey, notes)
+    if templates is not None:
+        check_templates(templates)
+    order = document.get("evidence_order")
+    names = [n for n in order if n in document["evidence"]] if isinstance(order, list) else []
+    names += [n for n in document["evidence"] if n not in names]  # a run written before the order was kept
+    document["evidence"] = {name: document["evidence"][name] for name in names}  # as the run held it in memory
+    results = {name: EvidenceResult.from_json(name, document["evidence"][name]) for name in names}
+    if any("figures" not in item for item in document["evidence"].values()):
+        notes.append("the run's evidence.json keeps no figure data (written before figures were kept as data): "
+                     "the sections say so; the run's own report shows them")
+    spec_text = _spec_text(run_dir, notes)
+    html = render_html(document, results, spec_text=spec_text, signer=signer, timings=False, templates=templates)
+    out_dir = Path(out) if out is not None else run_dir.resolve().parent
+    check_output_folder(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out_dir))
+    try:
+        if "html" in formats:
+            (tmp / "report.html").write_text(html, encoding="utf-8")
+        if "pdf" in formats:
+            from auditor.report.pdf import fixed_date, render_pdf
+
+            attached = dump_json(reproducible_document(document)).encode("utf-8")
+            (tmp / "report.pdf").write_bytes(render_pdf(html, attachment=attached,
+                                                        date=fixed_date(document["run"].get("evaluated_on")),
+                                                        title=str(document["audit"].get("title", "Audit"))))
+        record = {"rendered_from": run_dir.resolve().name, "evidence_sha256": sha256_bytes(raw),
+                  "bundle": bundle_state, "templates": str(templates or "built-in"),
+                  "signed": False, "rendered_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "notes": notes}
+        (tmp / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        final = rename_free(tmp, out_dir, f"{run_dir.resolve().name}-rendered")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Rendered(final, notes)
+
+
+def _read(path: Path, limit: int) -> bytes:
+    try:
+        return read_regular(path, limit=limit, follow=False)
+    except Unreadable as exc:
+        raise InputError(f"cannot read it: it is {exc}", file=path,
+                         fix="render a run folder `auditor report` wrote, as it wrote it") from None
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _evidence(raw: bytes, run_dir: Path) -> dict[str, Any]:
+    """evidence.json strictly parsed, with the blocks the report reads; one line naming what is missing otherwise."""
+    from auditor.trust.strict_json import BadJSON, strict_json
+
+    try:
+        document = strict_json(raw, EVIDENCE)
+    except BadJSON as exc:
+        raise InputError(str(exc), file=run_dir / EVIDENCE, fix="render a run folder `auditor report` wrote") from None
+    missing = [key for key in ("evidence", "findings", "audit", "run") if not isinstance(
+        document.get(key) if isinstance(document, dict) else None, dict if key != "findings" else list)]
+    if missing or not isinstance(document["evidence"].get("dataset"), dict):
+        raise InputError(f"evidence.json is not an audit's evidence (no {', '.join(missing) or 'dataset'} block)",
+                         file=run_dir / EVIDENCE, fix="render a run folder `auditor report` wrote")
+    return document
+
+
+def _checked_against_bundle(run_dir: Path, raw: bytes, pubkey: Path | None,
+                            notes: list[str]) -> tuple[dict[str, str] | None, str]:
+    """The signer the run's bundle names, once evidence.json's digest matches the one the bundle lists (and the
+    bundle's signature verifies, with `pubkey`), and what was checked; None for an unsigned run."""
+    from auditor.trust.bundle import check_envelope
+    from auditor.trust.dsse import parse_envelope
+    from auditor.trust.layout import BUNDLE_NAME
+
+    bundle = run_dir / BUNDLE_NAME
+    if not bundle.exists():
+        if pubkey is not None:
+            raise InputError("the run is not signed (no bundle.dsse.json), so --pubkey has nothing to check",
+                             file=run_dir, fix="leave out --pubkey for an unsigned run")
+        notes.append("unsigned run: evidence.json is rendered as it is (no bundle to compare it with)")
+        return None, "none: the run is not signed"
+    if pubkey is not None:
+        from auditor.trust.certificates import load_pubkey
+
+        statement, verdict = check_envelope(bundle, load_pubkey(pubkey))
+        if not verdict.ok:
+            raise InputError(f"the run's bundle does not verify: {verdict.message}", file=bundle,
+                             fix="run `auditor verify` on the run; render only a run that verifies")
+    else:
+        try:
+            statement, _, _ = parse_envelope(_read(bundle, MAX_SMALL_BYTES))
+        except ValueError as exc:
+            raise InputError(f"the run's bundle is unreadable ({str(exc)[:120]})", file=bundle,
+                             fix="run `auditor verify` on the run") from None
+        notes.append("the bundle's signature was not checked (no --pubkey): evidence.json matches the digest it "
+                     "lists; `auditor verify` checks the signatures")
+    listed = [s for s in (statement or {}).get("subject", []) if isinstance(s, dict) and s.get("name") == EVIDENCE]
+    digest = listed[0].get("digest", {}).get("sha256") if listed and isinstance(listed[0].get("digest"), dict) else None
+    if digest != sha256_bytes(raw):
+        raise InputError("evidence.json differs from the digest the run's signed bundle lists (changed after the run)"
+                         if digest else "the run's bundle lists no evidence.json", file=run_dir / EVIDENCE,
+                         fix="run `auditor verify` on the run; render only a run that verifies")
+    state = ("signature verified with --pubkey; evidence.json has the digest it lists" if pubkey is not None else
+             "evidence.json has the digest the bundle lists; the bundle's signature was not checked")
+    notes.append(f"this rendering is not signed: the signed report is {run_dir / 'report.pdf'}")
+    predicate = (statement or {}).get("predicate")
+    signer = predicate.get("signer") if isinstance(predicate, dict) else None
+    if not isinstance(signer, dict) or not all(isinstance(v, str) for v in signer.values()):
+        return None, state
+    return signer, state
+
+
+def _spec_text(run_dir: Path, notes: list[str]) -> str:
+    """The spec as the run archived it (the report's appendix prints it); a sentence when it has none."""
+    from auditor.archive import FOLDER, read_index
+
+    index = read_index(run_dir)
+    spec = index.get("spec") if index else None
+    if not isinstance(spec, str):
+        notes.append("the run archived no spec: the appendix says so instead of printing it")
+        return "(the spec is not archived in this run folder)"
+    return _read(run_dir / FOLDER / spec, MAX_SMALL_BYTES).decode("utf-8", errors="replace")

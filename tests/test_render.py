@@ -1,0 +1,157 @@
+"""`auditor render`: a run's report drawn again from its evidence.json alone (issue 52, item 3).
+
+The figures are stored as data (a chart's name and its arguments) and drawn when a document is rendered, so the
+rendering of a run made by this version is the run's own report, byte for byte; through an organisation's
+templates it changes only where they do. A signed run's evidence is compared with its bundle first; evidence
+written before figures were kept renders without them and says why; evidence that is not ours is one line, exit 2,
+and nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from auditor.evidence.base import FIGURES_NOT_KEPT
+from auditor.report.render import templates_dir
+
+
+def _render(*args: str, code: int = 0) -> tuple[str, str]:
+    result = CliRunner().invoke(app, ["render", *args])
+    assert result.exit_code == code, result.output
+    return result.stdout, result.stderr
+
+
+def _folders(out: Path) -> list[Path]:
+    return sorted(out.iterdir()) if out.is_dir() else []
+
+
+@pytest.mark.slow
+def test_a_fresh_run_renders_byte_for_byte_and_through_a_changed_template(demo: Path, tmp_path: Path) -> None:
+    """The demo's full audit (every kind of figure): the same report.html, in a new unsigned folder outside the run;
+    an organisation's cover template changes the cover and nothing else."""
+    stdout, stderr = _render(str(demo), "--out", str(tmp_path / "out"))
+    folder = Path(stdout.strip())
+    assert folder.parent == tmp_path / "out" and folder.name == f"{demo.name}-rendered"
+    assert (folder / "report.html").read_bytes() == (demo / "report.html").read_bytes()
+    record = json.loads((folder / "rendered.json").read_text())
+    assert record["signed"] is False and record["rendered_from"] == demo.name
+    assert record["bundle"].startswith("none") and "unsigned run" in stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["rendered.json", "report.html"]
+    assert (demo / "report.html").read_text().count("<svg") >= 10  # every kind's figures, drawn from their data
+
+    mine = tmp_path / "templates" / "sections"
+    mine.mkdir(parents=True)
+    cover = (templates_dir() / "sections" / "cover.html.j2").read_text(encoding="utf-8")
+    (mine / "cover.html.j2").write_text(cover.replace("</header>", "<p>Rendered for the board</p></header>", 1),
+                                        encoding="utf-8")
+    stdout, _ = _render(str(demo), "--out", str(tmp_path / "out"), "--template", str(tmp_path / "templates"))
+    again = Path(stdout.strip())
+    assert again != folder and again.name.startswith(f"{demo.name}-rendered")
+    changed = (again / "report.html").read_text(encoding="utf-8")
+    assert "Rendered for the board" in changed
+    assert changed.replace("<p>Rendered for the board</p>", "", 1) == (demo / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_signed_run_renders_after_its_bundle_is_checked(signed: dict[str, Path], tmp_path: Path) -> None:
+    """With --pubkey the bundle's signature is verified, then evidence.json's digest; the HTML and the PDF are the
+    run's (the signer block included: it describes the run rendered), and the command says the rendering is not
+    signed."""
+    run, keys = signed["run"], signed["keys"]
+    stdout, stderr = _render(str(run), "--out", str(tmp_path), "--format", "html", "--format", "pdf",
+                             "--pubkey", str(keys / "bundle-ed25519.pub.pem"))
+    folder = Path(stdout.strip())
+    assert (folder / "report.html").read_bytes() == (run / "report.html").read_bytes()
+    assert (folder / "report.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "this rendering is not signed" in stderr
+    assert json.loads((folder / "rendered.json").read_text())["bundle"].startswith("signature verified")
+    _, stderr = _render(str(run), "--out", str(tmp_path / "wrong"), "--pubkey", str(keys / "signer-cert.pem"), code=2)
+    assert "bundle does not verify" in stderr and not (tmp_path / "wrong").exists()
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    return copy
+
+
+def test_evidence_changed_after_a_signed_run_is_not_rendered(signed: dict[str, Path], tmp_path: Path) -> None:
+    run = _copy(signed["run"], tmp_path)
+    text = (run / "evidence.json").read_text(encoding="utf-8")
+    (run / "evidence.json").write_text(text.replace('"opinion": "', '"opinion": "x', 1), encoding="utf-8")
+    _, stderr = _render(str(run), "--out", str(tmp_path / "out"), code=2)
+    assert "differs from the digest the run's signed bundle lists" in stderr
+    assert _folders(tmp_path / "out") == []
+
+
+@pytest.fixture(scope="module")
+def unsigned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A light unsigned run (HTML only) to edit: its evidence.json can be changed without a bundle to break."""
+    import yaml
+
+    from auditor.engine import run_audit
+    from tests.conftest import BOOKSTORE, LIGHT
+
+    folder = tmp_path_factory.mktemp("unsigned")
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(BOOKSTORE / name, folder / name)
+    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec.pop("signing")
+    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
+    spec["output"] = {"dir": "reports", "formats": ["html"]}
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return run_audit(folder / "audit.yaml").run_dir
+
+
+def test_evidence_written_before_figures_were_kept_renders_without_them(unsigned: Path, tmp_path: Path) -> None:
+    run = _copy(unsigned, tmp_path)
+    document = json.loads((run / "evidence.json").read_text())
+    for item in document["evidence"].values():
+        item.pop("figures", None)
+    document.pop("evidence_order")
+    (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
+    stdout, stderr = _render(str(run), "--out", str(tmp_path / "out"))
+    html = (Path(stdout.strip()) / "report.html").read_text(encoding="utf-8")
+    said = "figures are not in the run"
+    assert "<svg" not in html and said in html and said in FIGURES_NOT_KEPT
+    assert "keeps no figure data" in stderr
+
+
+NOT_OURS = "what no chart takes"
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda f: f.update(chart="pie_chart"), "names a chart this version cannot draw"),
+    (lambda f: f["data"].update(values={"__array__": "1 2 x", "dtype": "float64", "shape": [3]}), NOT_OURS),
+    (lambda f: f["data"].update(values={"__array__": "1 2", "dtype": "float64", "shape": [3]}), NOT_OURS),
+    (lambda f: f["data"].update(values={"__array__": "1", "dtype": "object", "shape": [1]}), NOT_OURS),
+    (lambda f: f["data"].update(surprise=1), "holds data its chart cannot draw"),
+])
+def test_figure_data_that_is_not_ours_is_one_line_and_nothing_written(unsigned: Path, tmp_path: Path, edit,
+                                                                      words: str) -> None:
+    run = _copy(unsigned, tmp_path)
+    document = json.loads((run / "evidence.json").read_text())
+    edit(document["evidence"]["ranking_quality"]["figures"][0])
+    (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
+    _, stderr = _render(str(run), "--out", str(tmp_path / "out"), code=2)
+    assert words in stderr and len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+    assert [p for p in _folders(tmp_path / "out") if not p.name.startswith(".")] == []
+    assert not any(p.name.startswith(".") for p in _folders(tmp_path / "out"))
+
+
+def test_what_is_not_a_run_or_writes_into_one_is_refused(unsigned: Path, tmp_path: Path) -> None:
+    _, stderr = _render(str(tmp_path), code=2)
+    assert "not a run folder" in stderr
+    _, stderr = _render(str(unsigned), "--out", str(unsigned / "inside"), code=2)
+    assert "inside the run folder" in stderr
+    _, stderr = _render(str(unsigned), "--format", "docx", code=2)
+    assert "not a format" in stderr
+    run = _copy(unsigned, tmp_path)
+    (run / "evidence.json").write_text('{"evidence": {}}', encoding="utf-8")
+    _, stderr = _render(str(run), "--out", str(tmp_path / "out"), code=2)
+    assert "is not an audit's evidence" in stderr
