@@ -163,13 +163,30 @@ class AuditResult:
     executive summary."""
 
     def __init__(self, audit: Audit, run: Any, scratch: Path) -> None:
-        self.audit = audit
+        self.audit: Audit | None = audit
         self._run = run
         self._scratch = scratch
         self._cleanup = weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
         self.opinion: str = run.opinion
         self.document: dict[str, Any] = run.document
         self.evidence: dict[str, Any] = run.results
+        self.folder: Path | None = None  # the run folder a loaded result was read from
+        self._loaded: Any = None  # its evidence as read back (auditor.render_run.LoadedRun)
+
+    @classmethod
+    def load(cls, run_folder: str | Path, *, pubkey: str | Path | None = None) -> AuditResult:
+        """A run folder read back (`auditor report`'s, or `save()`'s): opinion, findings, metrics, tables and the
+        inline summary, from its evidence.json alone. A signed run's evidence is first compared with the digest its
+        bundle lists, and with `pubkey` the bundle's signature is checked; `auditor verify` checks everything."""
+        from auditor.render_run import load_run
+
+        loaded = load_run(Path(run_folder), pubkey=None if pubkey is None else Path(pubkey))
+        result = cls.__new__(cls)
+        result.audit, result._run, result.folder = None, None, loaded.folder
+        result.document, result.evidence = loaded.document, loaded.results
+        result.opinion = str(loaded.document.get("opinion", ""))
+        result._loaded = loaded
+        return result
 
     @property
     def findings(self) -> Any:
@@ -212,7 +229,11 @@ class AuditResult:
         return {table.title: pd.DataFrame(table.rows, columns=table.columns) for table in result.tables}
 
     def report_html(self) -> str:
-        """The whole report as one self-contained HTML page."""
+        """The whole report as one self-contained HTML page (a loaded run's drawn from its evidence)."""
+        if self._run is None:
+            from auditor.render_run import html_of
+
+            return html_of(self._loaded)
         return (self._run.run_dir / "report.html").read_text(encoding="utf-8")
 
     def save(self, out_dir: str | Path, *, formats: Sequence[str] | None = None,
@@ -224,6 +245,10 @@ class AuditResult:
         from auditor.engine import check_output_folder, write_run
         from auditor.spec import load_spec
 
+        if self._run is None or self.audit is None:
+            raise InputError(f"this result was loaded from {self.folder}, which holds its run folder already",
+                             where="AuditResult.save", fix="copy that folder, or draw its report again with "
+                                                           "`auditor render`")
         out_dir = Path(out_dir)
         prepared = self._run.prepared
         chosen = _checked_formats(formats)  # all that is asked is checked before anything is written
@@ -267,10 +292,12 @@ class AuditResult:
             place = ".".join(str(part) for part in first["loc"])
             raise InputError(f"{place + ': ' if place else ''}{first['msg']}", where="save(signing=...)",
                              fix="give a spec `signing:` section as a dict (key, passphrase_env, bundle_key)") from None
+        audit = self.audit
+        assert audit is not None  # `save` refuses a loaded result before asking for keys
         try:
-            return load_material(chosen, spec_file=self.audit.spec_path, timestamp_url=None)
+            return load_material(chosen, spec_file=audit.spec_path, timestamp_url=None)
         except InputError as exc:
-            if exc.file != str(self.audit.spec_path) or not self.audit._in_memory:
+            if exc.file != str(audit.spec_path) or not audit._in_memory:
                 raise
             raise InputError(exc.problem, where="save(signing=...)", fix=exc.fix) from None
 

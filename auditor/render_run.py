@@ -36,12 +36,23 @@ class Rendered:
     notes: list[str] = field(default_factory=list)
 
 
-def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None = None,
-               formats: tuple[str, ...] = ("html",), pubkey: Path | None = None) -> Rendered:
-    """Render `run_dir`'s report from its evidence into a new folder under `out` (default: beside the run)."""
-    from auditor.engine import check_output_folder, dump_json, rename_free, reproducible_document
-    from auditor.report.render import check_templates, render_html
+@dataclass
+class LoadedRun:
+    """A run folder read back for rendering: its evidence document (sections in the run's order), each item's
+    result as the report reads it, the signer its bundle names (None unsigned), what was checked, and notes."""
 
+    folder: Path
+    document: dict[str, Any]
+    results: dict[str, EvidenceResult]
+    raw: bytes
+    signer: dict[str, str] | None
+    bundle: str
+    notes: list[str]
+
+
+def load_run(run_dir: Path, *, pubkey: Path | None = None) -> LoadedRun:
+    """Read a run folder's evidence strictly, compared with its signed bundle first when it has one (its signature
+    checked with `pubkey`): what `auditor render` draws and `AuditResult.load` returns."""
     run_dir = Path(run_dir)
     if not (run_dir / EVIDENCE).exists():
         raise InputError("not a run folder (no evidence.json)", file=run_dir,
@@ -50,18 +61,34 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
     raw = _read(run_dir / EVIDENCE, MAX_JSON_BYTES)
     document = _evidence(raw, run_dir)
     signer, bundle_state = _checked_against_bundle(run_dir, raw, pubkey, notes)
-    if templates is not None:
-        check_templates(templates)
     order = document.get("evidence_order")
     names = [n for n in order if n in document["evidence"]] if isinstance(order, list) else []
     names += [n for n in document["evidence"] if n not in names]  # a run written before the order was kept
     document["evidence"] = {name: document["evidence"][name] for name in names}  # as the run held it in memory
-    results = {name: EvidenceResult.from_json(name, document["evidence"][name]) for name in names}
+    try:
+        results = {name: EvidenceResult.from_json(name, document["evidence"][name]) for name in names}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"evidence.json holds a result the report cannot read ({type(exc).__name__}: "
+                         f"{str(exc)[:80]})", file=run_dir / EVIDENCE,
+                         fix="render a run folder `auditor report` wrote, as it wrote it") from None
     if any("figures" not in item for item in document["evidence"].values()):
         notes.append("the run's evidence.json keeps no figure data (written before figures were kept as data): "
                      "the sections say so; the run's own report shows them")
-    spec_text = _spec_text(run_dir, notes)
-    html = render_html(document, results, spec_text=spec_text, signer=signer, timings=False, templates=templates)
+    return LoadedRun(run_dir, document, results, raw, signer, bundle_state, notes)
+
+
+def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None = None,
+               formats: tuple[str, ...] = ("html",), pubkey: Path | None = None) -> Rendered:
+    """Render `run_dir`'s report from its evidence into a new folder under `out` (default: beside the run)."""
+    from auditor.engine import check_output_folder, dump_json, rename_free, reproducible_document
+
+    if templates is not None:
+        from auditor.report.render import check_templates
+
+        check_templates(templates)
+    run = load_run(run_dir, pubkey=pubkey)
+    document, notes, raw = run.document, run.notes, run.raw
+    html = html_of(run, templates=templates)
     out_dir = Path(out) if out is not None else run_dir.resolve().parent
     check_output_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -77,7 +104,7 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
                                                         date=fixed_date(document["run"].get("evaluated_on")),
                                                         title=str(document["audit"].get("title", "Audit"))))
         record = {"rendered_from": run_dir.resolve().name, "evidence_sha256": sha256_bytes(raw),
-                  "bundle": bundle_state, "templates": str(templates or "built-in"),
+                  "bundle": run.bundle, "templates": str(templates or "built-in"),
                   "signed": False, "rendered_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "notes": notes}
         (tmp / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -86,6 +113,14 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return Rendered(final, notes)
+
+
+def html_of(run: LoadedRun, *, templates: Path | None = None) -> str:
+    """The run's report as one HTML page, rendered from its evidence (the spec as archived, the bundle's signer)."""
+    from auditor.report.render import render_html
+
+    return render_html(run.document, run.results, spec_text=_spec_text(run.folder, run.notes), signer=run.signer,
+                       timings=False, templates=templates)
 
 
 def _read(path: Path, limit: int) -> bytes:

@@ -155,3 +155,29 @@ def test_what_is_not_a_run_or_writes_into_one_is_refused(unsigned: Path, tmp_pat
     (run / "evidence.json").write_text('{"evidence": {}}', encoding="utf-8")
     _, stderr = _render(str(run), "--out", str(tmp_path / "out"), code=2)
     assert "is not an audit's evidence" in stderr
+
+
+def test_a_run_folder_loads_back_as_an_audit_result(unsigned: Path, signed: dict[str, Path], tmp_path: Path) -> None:
+    """`auditor.load` / `AuditResult.load` (issue 58): the opinion, findings, metrics, tables and the inline summary
+    of a run folder, from its evidence alone; a signed run's bundle checked first; a loaded run is not saved again."""
+    import auditor
+    from auditor.api import AuditResult
+    from auditor.errors import InputError
+
+    result = auditor.load(unsigned)
+    document = json.loads((unsigned / "evidence.json").read_text())
+    assert result.opinion == document["opinion"] and result.folder == unsigned
+    assert len(result.findings) == len(document["findings"]) > 0
+    assert set(result.metrics["evidence"]) == set(document["evidence"])
+    quality = result.tables("ranking_quality")
+    assert quality and all(len(frame) for frame in quality.values())
+    assert result.report_html() == (unsigned / "report.html").read_text(encoding="utf-8")
+    assert "srcdoc=" in result._repr_html_() and result.opinion in repr(result)
+    with pytest.raises(InputError, match="holds its run folder already"):
+        result.save(tmp_path / "again")
+    assert not (tmp_path / "again").exists()
+    keys = signed["keys"]
+    mine = AuditResult.load(signed["run"], pubkey=keys / "bundle-ed25519.pub.pem")
+    assert mine.report_html() == (signed["run"] / "report.html").read_text(encoding="utf-8")
+    with pytest.raises(InputError, match="bundle does not verify"):
+        AuditResult.load(signed["run"], pubkey=keys / "signer-cert.pem")
