@@ -86,11 +86,11 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
         from auditor.report.render import check_templates
 
         check_templates(templates)
+    out_dir = Path(out) if out is not None else Path(run_dir).resolve().parent
+    check_output_folder(out_dir)  # before any drawing: a wrong --out costs nothing
     run = load_run(run_dir, pubkey=pubkey)
     document, notes, raw = run.document, run.notes, run.raw
     html = html_of(run, templates=templates)
-    out_dir = Path(out) if out is not None else run_dir.resolve().parent
-    check_output_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out_dir))
     try:

@@ -51,6 +51,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # several scripts run whole audits in their smoke mode (wide_audit, pdf_report, run_packs)
 @pytest.mark.parametrize("run", RUNS, ids=" ".join)
 def test_smoke_mode_runs(run: list[str], isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     name, *mode = run

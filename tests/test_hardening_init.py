@@ -170,6 +170,7 @@ def _assert_stopped(proc: subprocess.Popen[str], stderr: str, out: Path, code: i
     assert not [name for name in left if name.startswith(".")], f"a hidden half-written folder remains: {left}"
 
 
+@pytest.mark.slow  # a whole audit in a subprocess, stopped by a signal
 @pytest.mark.skipif(not hasattr(signal, "SIGTERM") or os.name != "posix", reason="POSIX signals")
 def test_sigterm_while_the_run_is_written_leaves_no_hidden_folder(base: Path) -> None:
     """SIGTERM killed the process on the spot: `.run-<pid>-…` stayed in the output folder, exit -15, no line."""
@@ -177,6 +178,7 @@ def test_sigterm_while_the_run_is_written_leaves_no_hidden_folder(base: Path) ->
     _assert_stopped(proc, stderr, out, 143, "terminated")
 
 
+@pytest.mark.slow  # a whole audit in a subprocess, stopped by a signal
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps to time the signal")
 def test_ctrl_c_prints_one_line_and_exits_130(base: Path) -> None:
     """Ctrl-C while the command imported its modules ended it silently (typer's exit 130 without a word); while the
@@ -213,6 +215,7 @@ app(["hang-in-callbacks"], prog_name="auditor")
 """
 
 
+@pytest.mark.slow  # a subprocess that runs up to five seconds if its interrupt is lost
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_an_interrupt_raised_inside_a_callback_still_stops_the_command(tmp_path: Path) -> None:
     """Ctrl-C landing in a callback (the PDF renderer runs many) printed "Exception ignored … KeyboardInterrupt" with a
