@@ -17,6 +17,7 @@ from auditor import metric_names
 from auditor.errors import InputError
 from auditor.files import MAX_JSON_BYTES, read_bytes
 from auditor.numbers import figure, with_interval
+from auditor.policy import STATUS_ORDER
 
 QUANTILES = 51  # stored per feature: the 0, 2, ..., 100th percentiles
 CATEGORICAL_MAX = 20  # features with at most this many distinct values store exact counts
@@ -86,7 +87,7 @@ def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = N
     return doc
 
 
-WORST_FIRST = ("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED")
+WORST_FIRST = STATUS_ORDER
 
 
 def _by_finding(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -395,8 +395,10 @@ def not_produced(result: EvidenceResult) -> None:
     if result.status == "ok":
         return
     failed = result.status == "error"
-    result.detect("evidence-not-produced", f"Requested evidence {'failed' if failed else 'does not apply'}: "
-                  f"{result.name}", f"'{result.name}' {'failed' if failed else 'was skipped'}: {result.error}",
+    what, done = {"error": ("failed", "failed"), "unmeasured": ("was not measured", "was not measured")}.get(
+        result.status, ("does not apply", "was skipped"))
+    result.detect("evidence-not-produced", f"Requested evidence {what}: {result.name}",
+                  f"'{result.name}' {done}: {result.error}",
                   severity="major" if failed else "minor", subject=result.name,
                   citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 

@@ -12,7 +12,9 @@ its verdict the worst rule's, its text every rule's). What each status becomes (
   (a WARN asks a reviewer to look: a skip stays visible in every CI report without failing it);
 - ERROR (the rule could not be judged: its evidence failed, its metric was not computed): `<error>`;
 - WAIVED: `<skipped>` with the waiver's approver, expiry and justification;
-- SKIPPED (not applicable to this provider, or its evidence not requested): `<skipped>` with the reason.
+- UNMEASURED (not measured: its evidence not requested, or an input the evidence needs not given): `<skipped>` of
+  type UNMEASURED, its message "NOT MEASURED (severity): …" with the spec change that would measure it;
+- SKIPPED (not applicable to this provider, or its evidence does not apply): `<skipped>` with the reason.
 
 The suite's `<properties>` carry the run folder's name, the opinion, the spec file and its sha256, the model's name
 and version and the `--fail-on` level. Every string is untrusted (pack texts, the spec's names): it goes through
@@ -105,7 +107,7 @@ def outcome(finding: Finding, fail_on: str) -> Outcome:
         return "error"
     if finding.status == "WARN":
         return "failure" if "WARN" in FAIL_ON_LEVELS[fail_on] else "skipped"
-    if finding.status in ("WAIVED", "SKIPPED"):
+    if finding.status in ("WAIVED", "UNMEASURED", "SKIPPED"):
         return "skipped"
     return "passed"
 
@@ -151,7 +153,8 @@ def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str) -> ET
 
 def headline(finding: Finding) -> str:
     """The one line a CI system shows for a testcase that did not pass: status, severity and what was measured."""
-    line = f"{finding.status} ({finding.severity}): {finding.message}"
+    line = f"{'NOT MEASURED' if finding.status == 'UNMEASURED' else finding.status} ({finding.severity}): " \
+           f"{finding.message}"
     if finding.status == "WAIVED" and finding.waiver is not None:  # the message names the approver and expiry
         line += f" — {finding.waiver.get('justification', '')}"
     return line

@@ -1,10 +1,11 @@
 """`auditor report --mlflow`: a finished audit logged to an MLflow run.
 
 What is logged: the opinion as the tag `auditor.opinion` (and `auditor.run_folder`, `auditor.version`); each rule's
-status as the tag `rule.<pack>.<rule id>` (PASS, WARN, FAIL, WAIVED, ERROR, SKIPPED) and the number it judged as the
-metric of the same name (with `.ci95_low` / `.ci95_high` when it judged an interval: a per-query rule's value is a
-share of queries, not the evidence metric it names); each evidence metric a rule names, under its own name, with
-its 95% interval as the evidence reports it; and the run folder as artifacts under `auditor/<run folder name>`.
+status as the tag `rule.<pack>.<rule id>` (PASS, WARN, FAIL, WAIVED, ERROR, UNMEASURED, SKIPPED) and the number it
+judged as the metric of the same name (with `.ci95_low` / `.ci95_high` when it judged an interval: a per-query
+rule's value is a share of queries, not the evidence metric it names); each evidence metric a rule names, under its
+own name, with its 95% interval as the evidence reports it; and the run folder as artifacts under
+`auditor/<run folder name>`.
 MLflow allows letters, digits, `_ - . /` and spaces in metric and tag names everywhere: `@` becomes `_at_`
 (`ranking_quality.ndcg@10.mean` → `ranking_quality.ndcg_at_10.mean`), any other character `_`; evidence.json,
 among the artifacts, keeps the evidence's own names.

@@ -31,7 +31,11 @@ if TYPE_CHECKING:
     from auditor.spec import Assignment, Waiver
 
 Severity = Literal["critical", "major", "minor", "info"]
-Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "SKIPPED"]
+Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "UNMEASURED", "SKIPPED"]
+# UNMEASURED ("not measured"): the rule would apply, but the spec did not request its evidence, or did not give what
+# the evidence needs (its result's `unmeasured` reasons, or the evidence's status "unmeasured"); the message says
+# what to change. SKIPPED: the rule does not apply (its pack, or its evidence, does not apply here). ERROR: the tool
+# failed. FAIL: the model failed.
 Opinion = Literal["positive", "positive with comments", "negative", "no policy applied"]
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -188,7 +192,8 @@ class Rule(StrictModel):
                                            "(`required: true`).")
     per_query: Condition | None = Field(None, description="Condition each query must meet; `fail_if`/`warn_if` "
                                                           "then judge the share of queries that meet it.")
-    required: bool = Field(False, description="The evidence must be present: absent or not applicable is FAIL, "
+    required: bool = Field(False, description="The evidence must apply: not applicable is FAIL (not requested is "
+                                              "NOT MEASURED, as for any rule), "
                                               "not SKIPPED.")
     applies_to: dict[str, bool] = Field({}, description="Scope of this rule's provision beyond its pack's (e.g. "
                                                         "`{very_large_platform: true}` for DSA Art. 34).")
@@ -701,14 +706,14 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         return finding("FAIL", value, f"{shown}{note}", interval=interval)
 
     if rule.evidence not in requested:
-        if rule.required:
-            return failing(None, f"evidence '{rule.evidence}' is required by this rule but was not requested in the "
-                                 f"spec; add `- {rule.evidence}: {{}}` under `evidence`")
-        return finding("SKIPPED", None, f"evidence '{rule.evidence}' was not requested in the spec")
+        return finding("UNMEASURED", None, f"not measured: the spec does not request evidence '{rule.evidence}'; add "
+                                           f"`- {rule.evidence}: {{}}` under `evidence`")
     result = evidence.get(rule.evidence)
     if result is None or result.status == "error":
         why = result.error if result is not None else "it did not run"
         return finding("ERROR", None, f"evidence '{rule.evidence}' failed: {why}")
+    if result.status == "unmeasured":
+        return finding("UNMEASURED", None, f"not measured: {result.error}")
     if result.status == "skipped":
         if rule.required:
             return failing(None, f"evidence '{rule.evidence}' is required by this rule but does not apply: "
@@ -735,10 +740,12 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         if rule.metric not in result.metrics:
             why = (getattr(result, "unmeasured", None) or {}).get(rule.metric)
             if why is not None:  # an input the spec did not give: nothing to judge, as for evidence not requested
-                return finding("SKIPPED", None, f"not measured in this audit: {why}")
-            near = nearest(rule.metric, list(result.metrics), cutoff=0.6)
-            hint = f" (did you mean '{near[0]}'?)" if near else ""
-            return finding("ERROR", None, f"metric '{rule.metric}' is not produced by '{rule.evidence}'{hint}")
+                return finding("UNMEASURED", None, f"not measured: {why}")
+            # the packs load only rules on metrics their kind can emit (`check_metrics`): one it did not emit here
+            # belongs to an option the spec did not choose (a method not listed, a cutoff not asked for)
+            return finding("UNMEASURED", None, f"not measured: '{rule.evidence}' as the spec sets it up does not "
+                                               f"produce {rule.metric}; choose the option that measures it (see "
+                                               "docs/metrics.md)")
         value = float(result.metrics[rule.metric])
         if not math.isfinite(value):
             return finding("ERROR", None, f"{rule.metric} could not be computed (no finite value)")
@@ -802,19 +809,21 @@ def _expired_waiver(rule_id: str, waivers: list[Waiver], today: dt.date) -> Waiv
 
 def opinion(findings: list[Finding], unjudged: Sequence[object] = ()) -> Opinion:
     """negative: an unwaived FAIL of critical or major severity, or evidence for a critical rule failed.
-    positive with comments: any other FAIL, WARN, WAIVED or ERROR, or anything the evidence detected that no rule
-    of the applied packs judges (`unjudged`). positive: everything else passed or skipped."""
+    positive with comments: any other FAIL, WARN, WAIVED or ERROR, a rule not measured (what the audit did not look
+    at is a comment, never an assurance), or anything the evidence detected that no rule of the applied packs judges
+    (`unjudged`). positive: everything else passed or did not apply."""
     if not findings:
         return "no policy applied"
     for f in findings:
         if (f.status == "FAIL" and f.severity in ("critical", "major")) or (f.status == "ERROR" and
                                                                             f.severity == "critical"):
             return "negative"
-    if unjudged or any(f.status in ("FAIL", "WARN", "WAIVED", "ERROR") for f in findings):
+    if unjudged or any(f.status in ("FAIL", "WARN", "WAIVED", "ERROR", "UNMEASURED") for f in findings):
         return "positive with comments"
     return "positive"
 
 
+STATUS_ORDER = ("FAIL", "ERROR", "WARN", "WAIVED", "UNMEASURED", "PASS", "SKIPPED")  # worst first
 JUDGING = ("PASS", "WARN", "FAIL", "WAIVED")  # statuses of a rule that actually looked at its metric
 
 
@@ -842,7 +851,7 @@ def unjudged(detections: list[JudgedT], findings: list[Finding]) -> list[JudgedT
 def group_findings(findings: list[Finding]) -> list[list[Finding]]:
     """Findings with the same identity (the same fact judged by rules of different packs), as one group, worst
     verdict first: the report shows one finding citing every rule."""
-    order = {s: i for i, s in enumerate(("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"))}
+    order = {s: i for i, s in enumerate(STATUS_ORDER)}
     severity = {s: i for i, s in enumerate(("critical", "major", "minor", "info"))}
     groups: dict[tuple[str, str, str], list[Finding]] = {}
     for f in findings:

@@ -252,7 +252,7 @@ def test_a_statement_the_model_bears_out_passes_and_a_contradicted_one_fails(sig
 def test_without_a_statement_the_rule_is_skipped_and_a_bad_one_is_bad_input(signed: dict[str, Path],
                                                                             tmp_path: Path) -> None:
     result, statuses = _check(None, _evidence(signed["run"]))
-    assert statuses["P2B-12"] == "SKIPPED" and "disclosure.statement.false_claims" in result.unmeasured
+    assert statuses["P2B-12"] == "UNMEASURED" and "disclosure.statement.false_claims" in result.unmeasured
     assert "unmeasured" in result.to_json()
     typo = tmp_path / "typo.md"
     typo.write_text('Intro.\n\n<!-- claim: {"weight": "genre_mach", "is": "most"} -->\n')

@@ -68,6 +68,8 @@ def _review(base: dict, i: int) -> dict:
      metrics["ranking_quality.ndcg@10.ci95_high"]) = NDCG[i]
     doc["evidence"]["disclosure_consistency"]["metrics"]["disclosure.undeclared_share"] = [0.12, 0.09, 0.082][i]
     status = {f["rule"]: f for f in doc["findings"]}
+    assert status["P2B-8"]["status"] == "UNMEASURED"  # its evidence is not in this light audit: made a failure here
+    status["P2B-8"]["status"] = "FAIL"
     assert {r: status[r]["status"] for r in ("BASE-8", "P2B-4", "P2B-8")} == dict.fromkeys(
         ("BASE-8", "P2B-4", "P2B-8"), "FAIL")
     doc["assignments"] = [{"rule": "P2B-4", "owner": "Search & Discovery team", "due": "2026-03-31",

@@ -68,6 +68,7 @@ WAIVER = {"justification": "Accepted until the Q2 retraining", "approver": "J. D
     ("ERROR", "fail", Error), ("ERROR", "warn", Error),
     ("WAIVED", "fail", Skipped), ("WAIVED", "warn", Skipped),
     ("SKIPPED", "fail", Skipped),
+    ("UNMEASURED", "fail", Skipped), ("UNMEASURED", "warn", Skipped),  # never a failure, but told apart: its type
 ])
 def test_each_status_maps_to_its_junit_outcome(status: str, fail_on: str, expected: type | None) -> None:
     extra = {"waiver": WAIVER} if status == "WAIVED" else {}
@@ -81,7 +82,8 @@ def test_each_status_maps_to_its_junit_outcome(status: str, fail_on: str, expect
         assert "ranking_quality.ndcg@10.mean = 0.8123" in (case.system_out or "")
     else:
         assert [type(r) for r in results] == [expected]
-        assert results[0].type == status and results[0].message.startswith(f"{status} (major): ")
+        shown = "NOT MEASURED" if status == "UNMEASURED" else status
+        assert results[0].type == status and results[0].message.startswith(f"{shown} (major): ")
     counts = {"failures": expected is Failure, "errors": expected is Error, "skipped": expected is Skipped}
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (1, *map(int, counts.values()))
 

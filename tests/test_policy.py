@@ -58,9 +58,10 @@ def test_error_skipped_and_missing_metric() -> None:
     rules = pack({"id": "R1", "metric": "m", "fail_if": "< 0.4"}, {"id": "R2", "metric": "ndcg_mean", "fail_if": "< 1"},
                  {"id": "R3", "metric": "x", "fail_if": "< 1", "evidence": "global_importance"})
     failed = {"ranking_quality": EvidenceResult(name="ranking_quality", status="error", error="no labels")}
-    assert [f.status for f in judge(rules, failed)] == ["ERROR", "ERROR", "SKIPPED"]
+    assert [f.status for f in judge(rules, failed)] == ["ERROR", "ERROR", "UNMEASURED"]  # R3: not requested
     found = judge(rules, results(**{"m": 1.0, "ndcg.mean": 2.0}))
-    assert found[1].status == "ERROR" and "did you mean 'ndcg.mean'" in found[1].message
+    # a metric its kind declares (checked when the packs load) that this spec's options did not produce
+    assert found[1].status == "UNMEASURED" and "does not produce ndcg_mean" in found[1].message
     assert judge(rules, results(m=float("nan")))[0].status == "ERROR"
 
 

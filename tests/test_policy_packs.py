@@ -19,6 +19,7 @@ from auditor.policy import (
     group_findings,
     load_pack,
     load_packs,
+    opinion,
 )
 from auditor.spec import Waiver
 from tests.helpers import TODAY, judge, packs, quality
@@ -70,15 +71,18 @@ def test_per_query_pass_rate_rule() -> None:
     assert missing.status == "ERROR" and "did you mean 'ranking_quality.ndcg@5'" in missing.message
 
 
-def test_required_evidence_fails_when_absent_and_plain_rule_is_skipped() -> None:
+def test_unrequested_evidence_is_not_measured_and_required_evidence_that_does_not_apply_fails() -> None:
+    """Not requested: NOT MEASURED for every rule, required or not (a limit of scope, never a failure of the model
+    nor "does not apply"); required evidence that does not apply: FAIL (waivable)."""
     rules = packs({"id": "R1", "evidence": "surrogate", "required": True},
                   {"id": "R2", "evidence": "surrogate", "metric": "surrogate.fidelity.kendall.mean",
                    "fail_if": "< 0.7"},
                   {"id": "R3", "evidence": "surrogate", "metric": "surrogate.fidelity.kendall.mean",
                    "fail_if": "< 0.7", "required": True})
     absent = judge(rules, quality(m=1.0))
-    assert [f.status for f in absent] == ["FAIL", "SKIPPED", "FAIL"]
-    assert "required by this rule but was not requested" in absent[0].message and "- surrogate: {}" in absent[0].message
+    assert [f.status for f in absent] == ["UNMEASURED", "UNMEASURED", "UNMEASURED"]
+    assert "does not request evidence 'surrogate'" in absent[0].message and "- surrogate: {}" in absent[0].message
+    assert opinion(absent) == "positive with comments"  # never "positive" over what was not looked at
     present = {"surrogate": EvidenceResult(name="surrogate", metrics={"surrogate.fidelity.kendall.mean": 0.8})}
     assert [f.status for f in judge(rules, present)] == ["PASS", "PASS", "PASS"]
     low = {"surrogate": EvidenceResult(name="surrogate", metrics={"surrogate.fidelity.kendall.mean": 0.5})}
@@ -88,9 +92,9 @@ def test_required_evidence_fails_when_absent_and_plain_rule_is_skipped() -> None
     failed = {"surrogate": EvidenceResult(name="surrogate", status="error", error="boom")}
     assert [f.status for f in judge(rules, failed)] == ["ERROR", "ERROR", "ERROR"]
     waiver = Waiver(rule="R1", justification="surrogate next quarter", approver="A", expires=TODAY)
-    assert judge(rules, quality(m=1.0), waivers=(waiver,))[0].status == "WAIVED"
+    assert judge(rules, skipped, waivers=(waiver,))[0].status == "WAIVED"
     expired = Waiver(rule="R1", justification="j", approver="A", expires=TODAY - dt.timedelta(days=1))
-    late = judge(rules, quality(m=1.0), waivers=(expired,))[0]
+    late = judge(rules, skipped, waivers=(expired,))[0]
     assert late.status == "FAIL" and "expired on 2026-11-21" in late.message
 
 
@@ -197,8 +201,9 @@ def _p2b(undeclared: float | None = None, topk: tuple[float, float, float] | Non
 
 
 def test_starter_judges_the_two_p2b_cases(tmp_path: Path) -> None:
-    """BASE-8 (undeclared main parameter, P2B Art. 5(1)) and BASE-9 (paid placement, Art. 5(3)): SKIPPED without
-    their evidence, judged like the eu-p2b-art5 rules on the same metrics when it is there."""
+    """BASE-8 (undeclared main parameter, P2B Art. 5(1)) and BASE-9 (paid placement, Art. 5(3)): NOT MEASURED without
+    their evidence or its inputs (never "does not apply"), judged like the eu-p2b-art5 rules on the same metrics when
+    it is there."""
     starter = load_packs(["starter"], base_dir=tmp_path)
     rules = {rule.id: rule for rule in starter[0].pack.rules}
     assert rules["BASE-8"].severity == "major" and rules["BASE-9"].severity == "minor"
@@ -210,9 +215,13 @@ def test_starter_judges_the_two_p2b_cases(tmp_path: Path) -> None:
         found = judge(starter, evidence, requested=requested)
         return {f.rule: f.status for f in found if f.rule in ("BASE-8", "BASE-9")}
 
-    assert status({}) == {"BASE-8": "SKIPPED", "BASE-9": "SKIPPED"}  # not requested
+    assert status({}) == {"BASE-8": "UNMEASURED", "BASE-9": "UNMEASURED"}  # not requested
+    placeholder = {"disclosure_consistency": EvidenceResult(name="disclosure_consistency", status="unmeasured",
+                                                            error="the spec declares no main parameter: list …")}
+    left = next(f for f in judge(starter, placeholder) if f.rule == "BASE-8")
+    assert left.status == "UNMEASURED" and "the spec declares no main parameter" in left.message
     not_applicable = {"disclosure_consistency": EvidenceResult(name="disclosure_consistency", status="skipped",
-                                                               error="no declared parameters")}
+                                                               error="not a tree model")}
     assert status(not_applicable)["BASE-8"] == "SKIPPED"
     assert status(_p2b(undeclared=1, topk=(0.54, 0.43, 0.66))) == {"BASE-8": "FAIL", "BASE-9": "WARN"}
     assert status(_p2b(undeclared=0, topk=(0.05, 0.0, 0.09))) == {"BASE-8": "PASS", "BASE-9": "PASS"}
@@ -295,8 +304,8 @@ def test_all_packs_on_the_bookstore_example(bookstore: Path) -> None:
     doc = yaml.safe_load((html_path.parent / "evidence.json").read_text())
     status = {f["rule"]: f["status"] for f in doc["findings"]}
     assert "BASE-1" in status  # model-governance extends starter
-    assert status["P2B-10"] == "SKIPPED" and status["MG-6"] == "SKIPPED"
-    assert status["MG-5"] == "FAIL"  # required surrogate evidence absent
+    assert status["P2B-10"] == "UNMEASURED" and status["MG-6"] == "UNMEASURED"  # their evidence not requested
+    assert status["MG-5"] == "UNMEASURED"  # required surrogate evidence not requested: not measured, not failed
     assert status["P2B-4"] == "FAIL" and status["DSA-3"] == "FAIL"  # sales_rank_log is not declared
     assert status["BASE-8"] == "FAIL" and status["BASE-9"] == "WARN"  # starter (via model-governance): the same
     assert status["P2B-8"] == "PASS" and status["DSA-9"] == "PASS" and status["AIA-12"] == "FAIL"  # 5 < 10 years

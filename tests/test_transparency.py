@@ -107,7 +107,7 @@ def test_parameter_influence_on_the_example_and_its_input_checks(bookstore: Path
         sensitive=["sponsored", "is_ebook"], resamples=300, queries=40))
     assert again.metrics == m  # seeded
     skipped = parameter_influence.run(ctx, parameter_influence.ParameterInfluenceOptions())
-    assert skipped.status == "skipped" and "sensitive" in skipped.error
+    assert skipped.status == "unmeasured" and "sensitive" in skipped.error
     with pytest.raises(InputError, match="did you mean 'sponsored'"):
         parameter_influence.run(ctx, parameter_influence.ParameterInfluenceOptions(sensitive=["sponsor"]))
 
@@ -129,7 +129,7 @@ def test_disclosure_flags_the_undeclared_parameter(bookstore: Path) -> None:
     reversed_order = disclosure_consistency.run(ctx, options(declared=DECLARED[::-1], resamples=50)).metrics
     assert reversed_order["disclosure.rank_correlation"] < -0.5
     assert reversed_order["disclosure.per_query.rank_correlation.ci95_high"] < 0
-    assert disclosure_consistency.run(ctx, options()).status == "skipped"
+    assert disclosure_consistency.run(ctx, options()).status == "unmeasured"
     with pytest.raises(InputError, match="did you mean 'avg_review'"):
         disclosure_consistency.run(ctx, options(declared=["avg_reviews"]))
 

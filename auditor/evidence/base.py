@@ -19,7 +19,10 @@ from auditor.models.base import CountingRanker
 
 T = TypeVar("T")
 R = TypeVar("R")
-Status = Literal["ok", "error", "skipped"]
+Status = Literal["ok", "error", "skipped", "unmeasured"]
+# skipped: the evidence does not apply (a tree measure of a model without trees); unmeasured: it would, but the spec
+# did not give what it needs (no declared parameters, no sensitive parameter, no group column): its rules are NOT
+# MEASURED with the spec change in `error`, never "does not apply" (docs/policies.md)
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     data = ctx.data
     result = EvidenceResult(name="disclosure_consistency", how_to_read=HOW_TO_READ)
     if not options.declared:
-        result.status = "skipped"
-        result.error = "no declared parameters; list the disclosed main parameters under `declared`"
+        result.status = "unmeasured"
+        result.error = ("the spec declares no main parameter: list the parameters the terms and conditions disclose, "
+                        "most important first, under `disclosure_consistency: {declared: [...]}`")
         return result
     check(options, data)
     names = list(data.feature_names)
@@ -65,7 +66,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     if summary is None:  # no exact TreeSHAP (ONNX, a Python function): measure on the surrogate's contributions
         measured = None if fitted is None else fitted.shared.get("importance_by_query")
         if measured is None:
-            result.status = "skipped"
+            result.status = "unmeasured"
             result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with: "
                             "request the `surrogate` evidence too to measure them on its interpretable surrogate")
             return result

@@ -94,9 +94,9 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     data = ctx.data
     result = EvidenceResult(name="exposure", how_to_read=HOW_TO_READ)
     if not options.groups():
-        result.status = "skipped"
-        result.error = "no group column given; name the own products under `own` (e.g. {own_brand: 1}) or list " \
-                       "group columns under `group`"
+        result.status = "unmeasured"
+        result.error = "the spec names no group column: name the own products under `own` (e.g. {own_brand: 1}) " \
+                       "or list group columns under `group`"
         return result
     check(options, data)
     names = list(data.feature_names)
@@ -105,7 +105,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     elif data.y is not None:
         relevance_all = data.y
     else:
-        result.status = "skipped"
+        result.status = "unmeasured"
         result.error = "the dataset has no relevance labels: name a relevance column under `relevance`"
         return result
 

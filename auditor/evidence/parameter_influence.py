@@ -60,8 +60,9 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     data = ctx.data
     result = EvidenceResult(name="parameter_influence", how_to_read=HOW_TO_READ)
     if not options.sensitive:
-        result.status = "skipped"
-        result.error = "no parameter is marked sensitive; list them under `sensitive`"
+        result.status = "unmeasured"
+        result.error = ("the spec marks no parameter as sensitive: list the paid or otherwise sensitive parameters "
+                        "under `parameter_influence: {sensitive: [...]}`")
         return result
     check(options, data)
     names = list(data.feature_names)

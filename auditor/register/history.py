@@ -28,6 +28,7 @@ from auditor import metric_names
 from auditor.errors import InputError
 from auditor.files import replace_file
 from auditor.numbers import figure, percent
+from auditor.policy import STATUS_ORDER as RULE_STATUSES
 
 INDEX = "index.html"
 GENERATOR = "auditor {version} history"  # the <meta name="generator"> that marks a page as the site's own
@@ -114,7 +115,7 @@ def system_page(register: Any, system: str, runs: list[dict[str, Any]], findings
             "verify": verify_command(run), "bundle_sha256": run.get("bundle_sha256"),
             "indexed": run.get("verified"),  # how a rebuild found the folder (None: recorded by its own audit)
             "evidence_sha256": run["evidence_sha256"], "tool_version": run["tool_version"],
-            "rules": [(s, rules[s]) for s in ("FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED") if s in rules],
+            "rules": [(s, rules[s]) for s in RULE_STATUSES if s in rules],
             "events": sorted((events_by_run.get(run["run_name"]) or {}).items(),
                              key=lambda item: (EVENT_ORDER.index(item[0]) if item[0] in EVENT_ORDER else 9, item[0])),
             "numbers": headline(document)})

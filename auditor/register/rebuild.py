@@ -88,7 +88,7 @@ class _Loose(BaseModel):
 class _Rule(_Loose):
     rule: Annotated[str, Field(min_length=1)]
     pack: str = ""
-    status: Literal["PASS", "FAIL", "WARN", "ERROR", "WAIVED", "SKIPPED"]
+    status: Literal["PASS", "FAIL", "WARN", "ERROR", "WAIVED", "UNMEASURED", "SKIPPED"]
     title: str
     severity: str
     finding: str | None = None

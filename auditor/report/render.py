@@ -23,6 +23,7 @@ from auditor.evidence.registry import EvidenceKind
 from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.numbers import figure, percent
+from auditor.policy import STATUS_ORDER as POLICY_STATUS_ORDER
 from auditor.report.assurance import engagement
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
@@ -30,7 +31,7 @@ from auditor.report.summary import executive_summary
 from auditor.report.wording import DATASET_FACTS
 from auditor.words import counted
 
-STATUS_ORDER = ["FAIL", "ERROR", "WARN", "WAIVED", "PASS", "SKIPPED"]
+STATUS_ORDER = list(POLICY_STATUS_ORDER)
 SEVERITY_ORDER = ["critical", "major", "minor", "info"]
 
 

@@ -34,7 +34,8 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
     detections = document.get("detections", [])
     unjudged = [{**d, "record": records.get(_detection_key(d))} for d in detections if not d.get("judged_by_rules")]
     act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
-    passed = [_group(g, records, detections) for g in groups if g[0].status not in ACT_ON]
+    passed = [_group(g, records, detections) for g in groups if g[0].status not in (*ACT_ON, "UNMEASURED")]
+    unmeasured = [_group(g, records, detections) for g in groups if g[0].status == "UNMEASURED"]
     scope = _law_scope(document)
     for number, detection in enumerate(unjudged, 1):
         detection["anchor"] = f"detection-{number}"
@@ -47,13 +48,18 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
         "since": since_last_review(document),
         "act_on": act_on,
         "passed": passed,
+        "unmeasured": unmeasured,  # requirements the spec left unmeasured: a limit of scope, each with its fix
         "unjudged": unjudged,
         "rows": finding_rows(act_on, unjudged),
         "key_numbers": figures,
         "key_figures": figures[:SUMMARY_FIGURES],
         "passed_rules": _passed_rules(passed),
-        "not_covered": not_covered(document, registry),
-        "not_covered_brief": not_covered(document, registry, brief=True),
+        # requirements not measured come first: what the spec could still ask for (the cards say how)
+        "not_covered": [f"{g['head'].title.rstrip('.')} ({' · '.join(f.rule for f in g['rules'])}) was not "
+                        f"measured: {g['head'].message.removeprefix('not measured: ')}" for g in unmeasured]
+        + not_covered(document, registry),
+        "not_covered_brief": [f"“{g['head'].title.rstrip('.')}” (not measured)" for g in unmeasured]
+        + not_covered(document, registry, brief=True),
         "covered": covered(document, registry, len(passed)),
     }
 
@@ -74,6 +80,7 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
          "requirements that could not be judged"),
         (sum(f.status == "WARN" for f in heads), "warning", None),
         (sum(f.status == "WAIVED" for f in heads), "waived failure", None),
+        (sum(f.status == "UNMEASURED" for f in heads), "requirement not measured", "requirements not measured"),
         (len(unjudged), "detected problem", None)) if n]
     if unjudged:
         items[-1] += " no applied rule judges"
