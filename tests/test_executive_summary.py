@@ -191,3 +191,24 @@ def test_seeds_7_and_8_give_the_same_verdicts(which: str, bookstore: Path, tmp_p
              if {verdicts[0][rule], verdicts[1][rule]} == {"PASS", "FAIL"}}
     assert not flips, flips
     assert verdicts[0].keys() == verdicts[1].keys() and len(verdicts[0]) > 5
+
+
+def test_the_glossary_and_limitations_name_only_what_ran() -> None:
+    """Issue 56, "only what ran": a report whose audit measured ranking quality alone defines no explainer, no
+    surrogate and no pairwise term, and says nothing of feature importance it did not compute."""
+    from auditor.report.glossary import NEEDS, glossary_for
+
+    def document(**metrics: list[str]) -> dict:
+        return {"evidence": {kind: {"status": "ok", "metrics": dict.fromkeys(names, 0.5)}
+                             for kind, names in metrics.items()}}
+
+    quality = [term for term, _ in glossary_for(document(ranking_quality=["ranking_quality.ndcg@10.mean"]))]
+    assert "nDCG@k" in quality and "Query, document" in quality
+    assert not {"EXS", "ASIPair, RAIPair", "ILMART, surrogate", "Main parameters", "SHAP"} & set(quality)
+    wider = [term for term, _ in glossary_for(document(pairwise=["pairwise.margin.mean"],
+                                                       surrogate=["surrogate.fidelity.kendall.mean"]))]
+    assert {"ASIPair, RAIPair", "ILMART, surrogate", "Fidelity"} <= set(wider) and "EXS" not in wider
+    failed = document(pairwise=["pairwise.margin.mean"])
+    failed["evidence"]["pairwise"]["status"] = "error"
+    assert "ASIPair, RAIPair" not in [term for term, _ in glossary_for(failed)]
+    assert set(NEEDS) <= {term for term, _ in GLOSSARY}  # no condition on a term that is not there

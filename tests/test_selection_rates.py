@@ -180,6 +180,11 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     section = html[html.index('id="ev-selection_rates"'):]
     assert "Summary of results of the bias audit" in section and "2027-01-15" in section
     assert "300 job postings" in section  # the data's source, from dataset.description
+    # only what ran (issue 56): no importance column, no importance caveat, no explainer in the glossary
+    assert "Share of within-query importance" not in html and "Feature importance describes" not in html
+    glossary = html[html.index('id="glossary"'):]
+    glossary = glossary[:glossary.index("</dl>")]
+    assert "ASIPair" not in glossary and "ILMART" not in glossary and "<dt>EXS</dt>" not in glossary
 
 
 def _declared_and_costed(run: Any) -> None:

@@ -4,6 +4,8 @@ the evidence sections cite by author and year. Plain data, so the report, the do
 
 from __future__ import annotations
 
+from typing import Any
+
 # (term, definition) in the order a reader meets them; terms are matched case-sensitively by the test that
 # checks every explainer the registry offers has an entry.
 GLOSSARY: list[tuple[str, str]] = [
@@ -88,6 +90,55 @@ GLOSSARY: list[tuple[str, str]] = [
     ("PSI", "Population stability index: how much a feature's distribution moved between two audits (below 0.1 "
             "stable, above 0.25 a major shift)."),
 ]
+
+IMPORTANCE = ("global_importance.", "disclosure.", "surrogate.", "local.", "pairwise.", "decision_path.")
+# term → metric-name prefixes of which one must be measured in the audit for the term to be in its glossary (issue 56:
+# a report defines only what it uses); terms not named here are used by every report
+NEEDS: dict[str, tuple[str, ...]] = {
+    "Main parameters": ("global_importance.", "disclosure."),
+    "Within-query importance": ("global_importance.", "disclosure.", "surrogate."),
+    "nDCG@k": ("ranking_quality.", "surrogate.", "local.rankshap"),
+    "MAP": ("ranking_quality.",),
+    "SHAP": ("global_importance.", "local.", "decision_path.", "pairwise.", "confidence."),
+    "TreeSHAP": ("global_importance.", "local.treeshap", "decision_path.treeshap", "confidence.treeshap"),
+    "KernelSHAP (SHAP-1, SHAP-5)": ("local.shap", "local.kernelshap", "decision_path.kernelshap", "confidence.shap"),
+    "LIRME": ("local.lirme", "decision_path.lirme", "confidence.lirme"),
+    "EXS": ("local.exs", "decision_path.exs", "confidence.exs"),
+    "GREEDY, GREEDY-COVER, GREEDY-COVER-ε": ("local.greedy", "confidence.greedy"),
+    "Validity search": ("local.validity_search", "confidence.validity_search"),
+    "RANDOM": ("local.random",),
+    "RankingSHAP, RankSHAP (listwise)": ("local.rankingshap", "local.rankshap"),
+    "Background rows": ("local.",),
+    "Masking": ("local.", "influence.", "confidence.", "exposure.", "pairwise.", "global_importance."),
+    "Validity": ("local.", "confidence."),
+    "Completeness": ("local.",),
+    "Decision-path ground truth": ("decision_path.",),
+    "Spearman, Euclidean similarity, top-K AUC": ("decision_path.",),
+    "ASIPair, RAIPair": ("pairwise.",),
+    "ILMART, surrogate": ("surrogate.", "disclosure.measured_on_surrogate"),
+    "Fidelity": ("surrogate.",),
+    "Sensitive parameter, rank shift": ("influence.",),
+    "Exposure, merit share": ("exposure.",),
+    "Self-preferencing": ("exposure.",),
+    "Low-confidence explanation": ("confidence.",),
+}
+
+
+def measured(document: dict[str, Any]) -> set[str]:
+    """Every metric name the audit measured (evidence items that produced results)."""
+    return {name for item in document.get("evidence", {}).values() if item.get("status") == "ok"
+            for name in item.get("metrics", {})}
+
+
+def uses(metrics: set[str], prefixes: tuple[str, ...]) -> bool:
+    return any(name.startswith(prefixes) for name in metrics)
+
+
+def glossary_for(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """The glossary of this report: the terms of the evidence that ran, and the words every report uses."""
+    metrics = measured(document)
+    return [(term, meaning) for term, meaning in GLOSSARY if term not in NEEDS or uses(metrics, NEEDS[term])]
+
 
 # key → (in-text citation, full reference). Keys are what evidence text and docs cite.
 REFERENCES: dict[str, tuple[str, str]] = {

@@ -25,7 +25,7 @@ from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
 from auditor.numbers import figure, percent
 from auditor.policy import STATUS_ORDER as POLICY_STATUS_ORDER
 from auditor.report.assurance import engagement
-from auditor.report.glossary import GLOSSARY, REFERENCES
+from auditor.report.glossary import IMPORTANCE, REFERENCES, glossary_for, measured, uses
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
 from auditor.report.wording import DATASET_FACTS
@@ -125,7 +125,7 @@ def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *,
                    spec_text=shown_html(spec_text, SPEC_CHARS, lines=True),
                    limitations=_limitations(document, results), signer=signer, timings=timings,
                    summary=executive_summary(document, plugins), importance=importance,
-                   glossary=GLOSSARY, references=REFERENCES, appendix_tables=appendix_tables,
+                   glossary=glossary_for(document), references=REFERENCES, appendix_tables=appendix_tables,
                    section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
     return with_policy(render_template("report.html.j2", context, templates))
 
@@ -233,12 +233,11 @@ _OPENING = re.compile(r"\s*(?:<!DOCTYPE html>\s*)?(?:<html\b[^<>]*>\s*)?<head\b[
 def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -> list[str]:
     """What the evidence cannot show, in plain words: the generic limits first, then those measured in this run
     (samples, explanation size against the feature count, surrogate fidelity, explainers found wanting)."""
-    out = [
-        "The evidence describes the model's behaviour on the audited dataset only; other queries, other users "
-        "or later data may behave differently.",
-        "Feature importance describes how the model uses its inputs, not why the world is as it is: it is not "
-        "causal, and correlated features can share or swap importance.",
-    ]
+    out = ["The evidence describes the model's behaviour on the audited dataset only; other queries, other users "
+           "or later data may behave differently."]
+    if uses(measured(document), IMPORTANCE):  # only where this audit measured importance or attributions
+        out.append("Feature importance describes how the model uses its inputs, not why the world is as it is: it "
+                   "is not causal, and correlated features can share or swap importance.")
     budget = document.get("budget") or {}
     if budget.get("fits") is False:
         out.append(budget["choices"][-1])
