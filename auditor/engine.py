@@ -416,6 +416,8 @@ def always_present_options(spec: AuditSpec, today: dt.date | None = None) -> dic
                                             or spec.feature_dictionary is not None,
                                             data_source_stated=spec.dataset.description is not None
                                             and bool((spec.dataset.description.frame or "").strip()),
+                                            data_window=spec.dataset.description.window
+                                            if spec.dataset.description is not None else None,
                                             evaluated_on=today.isoformat() if today is not None else None)}
 
 

@@ -92,6 +92,15 @@ def bookstore(tmp_path: Path) -> Path:
     return folder
 
 
+def settled(spec: dict[str, Any]) -> dict[str, Any]:
+    """The bookstore spec reviewing a period that has ended (2025-Q4, its data too): the engagement's dates then
+    decide no finding, whatever day the suite runs (the demo's own 2026-Q4 is open until the year ends)."""
+    spec["audit"]["period"] = "2025-Q4"
+    if spec.get("dataset", {}).get("description"):
+        spec["dataset"]["description"]["window"] = "2025-Q4"
+    return spec
+
+
 def write_spec(folder: Path, **overrides: Any) -> Path:
     """Write the bookstore spec with top-level keys replaced (None deletes a key). (tests/inputs.py's
     `write_base_spec` writes the small bad-input baseline spec instead.)"""

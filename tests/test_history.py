@@ -26,7 +26,7 @@ from auditor.register.history import pages, write_site
 from auditor.register.store import Register
 from auditor.report.browser import Chromium, file_url, find_chromium
 from auditor.report.render import CONTENT_POLICY
-from tests.conftest import BOOKSTORE
+from tests.conftest import BOOKSTORE, settled
 
 SYSTEM = "catalogue-ranker"
 HOSTILE = "<script>alert(1)</script>\u202eresu"  # a system name that tries markup and reverses the text after it
@@ -46,7 +46,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("light")
     for name in ("model.txt", "test.csv", "train.csv"):
         shutil.copy(BOOKSTORE / name, folder / name)
-    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec = settled(yaml.safe_load((BOOKSTORE / "audit.yaml").read_text()))
     spec.pop("signing")
     spec.pop("findings", None)
     spec["evidence"] = [{"ranking_quality": {"cutoffs": [1, 3, 5, 10]}},

@@ -26,7 +26,7 @@ from auditor.errors import InputError
 from auditor.register import schema
 from auditor.register.lifecycle import Event, Observed, review_events, state
 from auditor.register.store import Register
-from tests.conftest import PASS
+from tests.conftest import PASS, settled
 
 runner = CliRunner()
 BOOKSTORE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
@@ -113,7 +113,7 @@ def register_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _spec(folder: Path, declared: list[str]) -> Path:
-    spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
+    spec = settled(yaml.safe_load((BOOKSTORE / "audit.yaml").read_text()))
     for key in ("signing", "findings"):
         spec.pop(key)
     spec["model"]["name"] = "catalogue-ranker"

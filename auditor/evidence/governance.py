@@ -6,7 +6,9 @@ date) to `audit.distribution_date`: the one governance figure that depends on th
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
+import re
 
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.governance import GovernanceOptions
@@ -41,6 +43,70 @@ def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:
         metrics["governance.days_audit_to_distribution"] = float(
             (day - dt.date.fromisoformat(options.evaluated_on)).days)
     retention = meta.get("retention_years")
-    return EvidenceResult(name="governance", metrics=metrics,
-                          summary="Dated run" + (", signed" if options.signed else ", not signed") +
-                                  (f", kept {retention} years" if retention else "") + ".")
+    result = EvidenceResult(name="governance", metrics=metrics,
+                            summary="Dated run" + (", signed" if options.signed else ", not signed") +
+                                    (f", kept {retention} years" if retention else "") + ".")
+    if options.evaluated_on:
+        _dates(result, meta, options, dt.date.fromisoformat(options.evaluated_on))
+    return result
+
+
+ENGAGEMENT = "ISAE 3000 (Revised) §§ 24, 69 — the period and the date an assurance report covers"
+
+
+def _dates(result: EvidenceResult, meta: dict, options: GovernanceOptions, day: dt.date) -> None:
+    """The engagement's dates against the audit's day (issue 56): a review period that has not ended, data from a
+    period that runs past the audit, a tool distributed before its audit — each a detection on page 2."""
+    period = str(meta.get("period") or "")
+    window = re.sub(r"\s*\([^()]*\)\s*$", "", str(options.data_window or ""))
+    period_ends, window_ends = period_end(period), period_end(window)
+    data = (f"; the data are said to come from {window}, which ends on {window_ends.isoformat()}, after it too "
+            "(dataset.description.window)") if window_ends is not None and window_ends > day else ""
+    if period_ends is not None and period_ends > day:
+        result.detect("review-period-not-ended", f"The review period {period} has not ended on the audit's date",
+                      f"The audit is dated {day.isoformat()}, {(period_ends - day).days} days before the period it "
+                      f"reviews ({period}) ends on {period_ends.isoformat()}: what happens in the rest of the period "
+                      f"is not in the evidence{data}.", severity="minor", citation=ENGAGEMENT,
+                      value=float((period_ends - day).days))
+    elif data:
+        result.detect("data-period-after-audit", f"The data's period ({window}) runs past the audit's date",
+                      f"The audit is dated {day.isoformat()}{data}: the stated period is wrong, or part of the data "
+                      "is not yet real.", severity="minor", citation=ENGAGEMENT,
+                      value=float((window_ends - day).days) if window_ends is not None else None)
+    days = result.metrics.get("governance.days_audit_to_distribution")
+    if days is not None and days < 0:
+        result.detect("distributed-before-audit", "The tool was in use before this audit",
+                      f"audit.distribution_date is {-int(days)} days before the audit's date {day.isoformat()}: this "
+                      "audit covers its use from its own date on; its use before needed an earlier audit.",
+                      severity="minor", citation="NYC Local Law 144 of 2021, Admin. Code §20-871(a)(1) — no use "
+                      "without a bias audit in the year before", value=days)
+
+
+_QUARTER = re.compile(r"^\s*(\d{4})[-\s]?[Qq]([1-4])\s*$")
+_HALF = re.compile(r"^\s*(\d{4})[-\s]?[Hh]([12])\s*$")
+_MONTH = re.compile(r"^\s*(\d{4})-(\d{2})\s*$")
+_YEAR = re.compile(r"^\s*(\d{4})\s*$")
+_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})\s*$")
+
+
+def period_end(text: str) -> dt.date | None:
+    """The last day of a period written as 2026, 2026-Q4, 2026-H2, 2026-11, or ending with a date ("2026-01-01 to
+    2026-06-30"), a remark in parentheses after it allowed ("2026-Q4 (the period under review)"); None for anything
+    else (free text is not guessed at)."""
+    text = re.sub(r"\s*\([^()]*\)\s*$", "", text)
+    try:
+        if match := _QUARTER.match(text):
+            year, month = int(match[1]), 3 * int(match[2])
+        elif match := _HALF.match(text):
+            year, month = int(match[1]), 6 * int(match[2])
+        elif match := _MONTH.match(text):
+            year, month = int(match[1]), int(match[2])
+        elif match := _YEAR.match(text):
+            year, month = int(match[1]), 12
+        elif match := _DAY.search(text):
+            return dt.date.fromisoformat(match[1])
+        else:
+            return None
+        return dt.date(year, month, calendar.monthrange(year, month)[1])
+    except ValueError:  # month 13, day 31 of February
+        return None

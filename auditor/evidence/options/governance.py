@@ -23,3 +23,5 @@ class GovernanceOptions(EvidenceOptions):
     data_source_stated: bool = Field(False, description="The spec's `dataset.description.frame` says where the data "
                                                         "come from.")
     evaluated_on: str | None = Field(None, description="The evaluation day (YYYY-MM-DD): the audit's date.")
+    data_window: str | None = Field(None, description="The spec's `dataset.description.window`: the period the "
+                                                      "data come from.")
