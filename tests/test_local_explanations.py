@@ -93,3 +93,17 @@ def test_searches_on_wide_data_try_the_features_with_the_largest_treeshap_spread
     assert every.metrics == default.metrics  # 60 > 40 features: the same search
     for method in ("greedy_cover_eps", "validity_search"):
         assert narrowed.metrics[f"local.{method}.validity.mean"] > 0.8 * every.metrics[f"local.{method}.validity.mean"]
+
+
+def test_the_k_curve_draws_at_most_eight_lines_and_keeps_its_references() -> None:
+    """Issue 56: at most 8 lines a chart; the optimum and RANDOM always, then the best at the largest k; the table
+    holds every method."""
+    from auditor.evidence.local_report import LINES, _drawn_lines
+
+    names = [f"m{i}" for i in range(11)] + ["random", "optimum"]
+    curve = {m: [0.1, 0.01 * i] for i, m in enumerate(names)}
+    drawn = _drawn_lines(curve)
+    assert len(drawn) == LINES == 8 and {"random", "optimum"} <= set(drawn)
+    assert drawn == [m for m in names if m in drawn]  # in the table's order
+    assert set(drawn) - {"random", "optimum"} == {f"m{i}" for i in range(5, 11)}  # the best six at the largest k
+    assert _drawn_lines(dict(list(curve.items())[:8])) == names[:8]

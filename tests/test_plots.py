@@ -188,3 +188,17 @@ def test_a_chart_of_sixteen_lines_repeats_no_colour() -> None:
     styles = [line_style(i) for i in range(40)]
     assert len({tuple(c) for c, _, _ in styles[:20]}) == 20
     assert len({(tuple(c), m, d) for c, m, d in styles}) == 40
+
+
+def test_the_main_parameters_chart_carries_its_cut(context: AuditContext) -> None:
+    """Issue 56, charts that carry their cut: the bars of the main parameters (the fewest carrying 80%) above a
+    dashed line that says so, the others grey."""
+    result = global_importance.run(context, global_importance.GlobalImportanceOptions(top=11))
+    figure = next(f for f in result.figures if f.title == "Main ranking parameters")
+    kwargs = arguments(figure, "bar_chart")
+    main = int(result.metrics["global_importance.main_parameters"])
+    assert kwargs["cut"] == main and 0 < main < len(kwargs["labels"])
+    assert "above the dashed line are the main parameters" in figure.caption
+    svg = plots.draw(figure)
+    assert "above the line: the main parameters (80% of the importance)" in svg
+    assert svg.count("#999999") >= len(kwargs["labels"]) - main  # the others grey

@@ -119,8 +119,14 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     result.figures.append(Figure(
         title="Main ranking parameters",
         chart="bar_chart", data={"labels": [names[f] for f in top], "values": [float(within[f]) for f in top],
-                                 "xlabel": "share of within-query importance", "percent": True},
-        caption="Share of each feature in what moves documents against each other inside a query.",
+                                 "xlabel": "share of within-query importance", "percent": True, "cut": main_count,
+                                 "cut_label": f"above the line: the main parameters ({options.share_for_main:.0%} "
+                                              "of the importance)"},
+        caption="Share of each feature in what moves documents against each other inside a query"
+                + (f"; the features above the dashed line are the main parameters, the fewest that carry "
+                   f"{options.share_for_main:.0%} of it (grey: the others)." if main_count < len(top) else
+                   f"; all {len(top)} shown are main parameters (together they carry less than "
+                   f"{options.share_for_main:.0%} of it)." if main_count > len(top) else "."),
         description="Bar chart of the features' shares of the within-query importance, largest first: "
                     + ", ".join(f"{names[f]} {percent(within[f])}" for f in top[:5])
                     + (f", and {len(top) - 5} more." if len(top) > 5 else ".")))

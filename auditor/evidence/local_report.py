@@ -15,6 +15,7 @@ from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
 from auditor.metric_names import read, spelled
 from auditor.numbers import figure, interval, stored, with_interval
+from auditor.words import counted
 
 
 @dataclass
@@ -177,20 +178,25 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
             for s, value in zip(sizes, values, strict=True):
                 if np.isfinite(value):
                     metrics[f"local.{m}.validity.mean@k{s}"] = value
+        drawn = _drawn_lines(curve)
+        left = len(curve) - len(drawn)
         result.tables.append(Table(
             title="Effect of k on mean validity",
             columns=["method", *[f"k = {s}" for s in sizes]],
             rows=[[label(m), *[stored(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
             note="The exhaustive optimum appears only for the sizes where it was affordable.",
-            body_rows=0))  # the figure below draws it
+            body_rows=0 if not left else None))  # the figure below draws it, unless it leaves methods out
         result.figures.append(Figure(
             title="Mean validity by explanation size",
-            chart="line_chart", data={"x": sizes, "series": {label(m): v for m, v in curve.items()},
+            chart="line_chart", data={"x": sizes, "series": {label(m): curve[m] for m in drawn},
                                       "xlabel": "k (features in the set)", "ylabel": "mean validity"},
-            caption="Higher is better; a method that stays low needs many features to reproduce the ranking.",
+            caption="Higher is better; a method that stays low needs many features to reproduce the ranking."
+                    + (f" {counted(left, 'method')} with the lowest validity at k = {sizes[-1]} "
+                       f"{'is' if left == 1 else 'are'} not drawn (at most {LINES} lines a chart); the table "
+                       "above gives every method." if left else ""),
             description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
-                        f"{len(curve)} methods; at k = {sizes[-1]}: "
-                        + ", ".join(f"{label(m)} {figure(v[-1])}" for m, v in curve.items() if np.isfinite(v[-1]))
+                        f"{len(drawn)} methods; at k = {sizes[-1]}: "
+                        + ", ".join(f"{label(m)} {figure(curve[m][-1])}" for m in drawn if np.isfinite(curve[m][-1]))
                         + "."))
     if rows_k:
         result.figures.append(Figure(
@@ -260,5 +266,15 @@ def detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: l
                 subject=method)
 
 
+LINES = 8  # lines a chart can show apart (issue 56): more are left to the table
 
 
+def _drawn_lines(curve: dict[str, Any]) -> list[str]:
+    """The methods the k-curve draws: all of them up to LINES, else the optimum and RANDOM (the two references)
+    and the best of the others by their validity at the largest k, in the table's order."""
+    if len(curve) <= LINES:
+        return list(curve)
+    kept: set[str] = {m for m in ("optimum", "random") if m in curve}
+    others = sorted((m for m in curve if m not in kept), key=lambda m: -np.nan_to_num(curve[m][-1], nan=-np.inf))
+    kept |= set(others[:LINES - len(kept)])
+    return [m for m in curve if m in kept]

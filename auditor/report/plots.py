@@ -212,13 +212,21 @@ def to_svg(fig: plt.Figure, *, tight: dict | None = None) -> str:
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title: str = "",
-              percent: bool = False) -> str:
-    """Horizontal bars, largest on top, each with its value at its end (`percent`: values are shares, shown as %)."""
+              percent: bool = False, cut: int | None = None, cut_label: str = "") -> str:
+    """Horizontal bars, largest on top, each with its value at its end (`percent`: values are shares, shown as %).
+    `cut`: the first `cut` bars are the ones a rule judges (the main parameters): the rest are grey, below a dashed
+    line labelled `cut_label` — the chart carries the cut it is judged by."""
     with matplotlib.rc_context(_STYLE):
         height = 0.45 + 0.15 * max(len(labels), 1)
         fig, ax = plt.subplots(figsize=(6.4, height))
         positions = np.arange(len(labels))[::-1]
-        ax.barh(positions, values, color=_COLOR)
+        colors = [_COLOR if cut is None or i < cut else _GREY for i in range(len(labels))]
+        ax.barh(positions, values, color=colors)
+        if cut is not None and 0 < cut < len(labels):
+            line = positions[cut - 1] - 0.5
+            ax.axhline(line, color="black", linewidth=0.8, linestyle=(0, (4, 2)))
+            ax.annotate(cut_label, (1.0, line), xycoords=("axes fraction", "data"), xytext=(-2, 2),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=MIN_FONT)
         ax.set_yticks(positions, [_short(label) for label in labels])
         for y, value in zip(positions, values, strict=True):
             _bar_label(ax, value, y, fmt_share(value) if percent else fmt(value), 1.0)
