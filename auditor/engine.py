@@ -499,12 +499,16 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
     from auditor.report.render import render_html
 
     check_output_folder(out_dir)
+    formats = set(spec.output.formats)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=out_dir))
     except OSError as exc:
         raise _write_error(exc, out_dir) from None
-    formats = set(spec.output.formats)
+    except BaseException:  # stopped (SIGTERM, Ctrl-C) as the folder was made, before `tmp` held it: ours by pid
+        for made in Path(out_dir).glob(f"{TEMP_PREFIX}{os.getpid()}-*"):
+            shutil.rmtree(made, ignore_errors=True)
+        raise
     try:
         (tmp / "evidence.json").write_text(dump_json(document), encoding="utf-8")
         if formats & {"html", "pdf"}:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -92,7 +93,13 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
     document, notes, raw = run.document, run.notes, run.raw
     html = html_of(run, templates=templates)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out_dir))
+    prefix = f".render-{os.getpid()}-"
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir))
+    except BaseException:  # stopped as the folder was made, before `tmp` held it: ours by pid
+        for made in out_dir.glob(f"{prefix}*"):
+            shutil.rmtree(made, ignore_errors=True)
+        raise
     try:
         if "html" in formats:
             (tmp / "report.html").write_text(html, encoding="utf-8")

@@ -79,9 +79,14 @@ def exposure(result: Result) -> list[KeyFigure]:
 def selection_rates(result: Result) -> list[KeyFigure]:
     if _metrics(result).get("selection.min_ratio") is None:
         return []
+    ratios = [r for r in result.get("records") or [] if isinstance(r, dict) and not r.get("excluded")
+              and isinstance(r.get("impact_ratio"), (int, float))]
+    lowest = min(ratios, key=lambda r: r["impact_ratio"]) if ratios else None
+    who = f"the category: {lowest['category']} ({lowest.get('table', '')}); " if lowest is not None else ""
+    # the category in the reference text, not the label: the history site follows a figure by its label
     return [KeyFigure(45, "Smallest impact ratio of a category (its scoring rate ÷ the highest category's)",
-                      "selection.min_ratio", "1 = selected as often as the most favoured category; NYC LL144 sets "
-                      "no level, 0.8 is the four-fifths rule of thumb")]
+                      "selection.min_ratio", f"{who}1 = selected as often as the most favoured category; NYC LL144 "
+                      "sets no level, 0.8 is the four-fifths rule of thumb")]
 
 
 def surrogate(result: Result) -> list[KeyFigure]:

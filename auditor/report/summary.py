@@ -42,9 +42,10 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
         detection["related"] = _related(detection, act_on + passed)
         detection["bears_on"] = _bears_on(detection.get("citation", ""), scope)
     figures = key_numbers(document.get("evidence", {}), document.get("findings", []))
+    facts = {g["head"].rule: g["fact"] for g in act_on}
     return {
         "opinion": document.get("opinion", ""),
-        "headline": headline(document.get("opinion", ""), groups, unjudged),
+        "headline": headline(document.get("opinion", ""), groups, unjudged, facts),
         "since": since_last_review(document),
         "act_on": act_on,
         "passed": passed,
@@ -64,9 +65,13 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
     }
 
 
-def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]]) -> list[str]:
-    """The opinion and its reason in two sentences of plain titles (rule ids are for the findings' cards)."""
+def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]],
+             facts: dict[str, str] | None = None) -> list[str]:
+    """The opinion and its reason in two sentences of plain titles (rule ids are for the findings' cards): what was
+    found where the evidence names it (`facts`: a finding's judged detection, by rule id), else the requirement."""
     heads = [g[0] for g in groups]
+    facts = facts or {}
+    warnings = [f for f in heads if f.status == "WARN"]
     if opinion == "no policy applied":
         return ["No policy pack was applied, so no rule judged the evidence and there is no opinion.",
                 f"The evidence detected {counted(len(unjudged), 'problem')} (below)." if unjudged else
@@ -78,15 +83,20 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
         (len(failing) - len(serious), "failing minor requirement", None),
         (sum(f.status == "ERROR" for f in heads) - len(broken), "requirement that could not be judged",
          "requirements that could not be judged"),
-        (sum(f.status == "WARN" for f in heads), "warning", None),
+        (len(warnings), "warning", None),
         (sum(f.status == "WAIVED" for f in heads), "waived failure", None),
         (sum(f.status == "UNMEASURED" for f in heads), "requirement not measured", "requirements not measured"),
         (len(unjudged), "detected problem", None)) if n]
     if unjudged:
         items[-1] += " no applied rule judges"
+    named_warnings = [f for f in warnings if f.rule in facts]
+    if warnings and len(warnings) <= 2 and named_warnings and not any(
+            f.status == "FAIL" and f.severity in ("critical", "major") for f in heads):  # an adverse fact, in words
+        items = [f"{item} ({_titles(named_warnings, facts=facts)})" if item.endswith(("warning", "warnings")) else item
+                 for item in items]
     passed = f"{counted(sum(f.status in ('PASS', 'SKIPPED') for f in heads), 'requirement')} passed or did not apply."
     if serious or broken:
-        named = _titles(serious + broken)
+        named = _titles(serious + broken, facts=facts)
         first = (f"The opinion is {opinion} because {_a_requirement(serious)} of critical or major severity "
                  f"{'is' if len(serious) == 1 else 'are'} not met: {named}." if serious else
                  f"The opinion is {opinion} because the evidence for {counted(len(broken), 'critical requirement')}"
@@ -117,8 +127,8 @@ def _a_requirement(findings: list[Finding]) -> str:
     return "a requirement" if len(findings) == 1 else counted(len(findings), "requirement")
 
 
-def _titles(findings: list[Finding], most: int = 3) -> str:
-    titles = [f"“{f.title.rstrip('.')}”" for f in findings]
+def _titles(findings: list[Finding], most: int = 3, facts: dict[str, str] | None = None) -> str:
+    titles = [f"“{(facts or {}).get(f.rule, f.title).rstrip('.')}”" for f in findings]
     shown = "; ".join(titles[:most])
     return shown + (f"; and {len(titles) - most} more" if len(titles) > most else "")
 
@@ -139,7 +149,7 @@ def _joined(parts: list[str]) -> str:
 def finding_rows(act_on: list[dict[str, Any]], unjudged: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary's table of findings by severity: a plain title, the verdict, owner and due date; at most
     SUMMARY_ROWS named, the rest counted by severity."""
-    rows = [{"severity": g["head"].severity, "title": g["head"].title.rstrip("."), "status": g["head"].status,
+    rows = [{"severity": g["head"].severity, "title": g["fact"].rstrip("."), "status": g["head"].status,
              "verdict": "inconclusive warning" if g["head"].inconclusive else VERDICT[g["head"].status],
              "record": g["record"] or {}, "anchor": g["anchor"]} for g in act_on]
     rows += [{"severity": d["severity"], "title": d["title"].rstrip("."), "status": "DETECTED",
@@ -213,7 +223,11 @@ def _new_now(row: dict[str, Any]) -> bool:
 def _group(group: list[Finding], records: dict[str, dict], detections: list[dict[str, Any]]) -> dict[str, Any]:
     head = group[0]
     rules = [f.rule for f in group]
+    judged = [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)]
     return {
+        # what was found, where the evidence names it (its judged detection: "Undeclared main ranking parameter:
+        # sales_rank_log"), else the requirement (issue 56: facts first)
+        "fact": _fact(judged) if judged and head.status in ("FAIL", "WARN", "WAIVED") else head.title,
         "head": head,
         "rules": group,
         "citations": _distinct_citations([f.citation for f in group]),
@@ -226,6 +240,12 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "technical": [technical(f) for f in group],
         "anchor": "finding-" + "-".join(rules).lower(),
     }
+
+
+def _fact(judged: list[dict[str, Any]]) -> str:
+    """A finding's judged detections as one title: the first, and how many more (each has its card)."""
+    titles = list(dict.fromkeys(str(d["title"]).rstrip(".") for d in judged))
+    return titles[0] + (f"; and {len(titles) - 1} more" if len(titles) > 1 else "")
 
 
 REGULATIONS = {"eu-dma-art6-5": "2022/1925", "eu-dsa-art27-34": "2022/2065", "eu-ai-act-annex-iv": "2024/1689",
