@@ -37,7 +37,7 @@ INPUTS = "inputs"  # the folder `save` writes the inputs and the spec into, besi
 
 class Audit:
     """An audit to run: `Audit(model=booster, data=frame, query="qid", label="label", doc_id="doc_id",
-    evidence=["ranking_quality", {"global_importance": {}}], policies=["eu-p2b-ranking"], seed=7, audit={...})`,
+    evidence=["ranking_quality", {"global_importance": {}}], policies=["eu-p2b-art5"], seed=7, audit={...})`,
     or `Audit.from_spec("audit.yaml")`. Other keyword arguments are spec sections (`masking=`, `features=`,
     `waivers=`, `output=`, ...), as a spec file writes them.
 

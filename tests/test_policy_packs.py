@@ -350,3 +350,19 @@ def test_tfdpa_rules_are_the_p2b_art5_requirements(tmp_path: Path) -> None:
     outside = evaluate(packs[1:], _p2b(undeclared=1), requested={"disclosure_consistency"}, waivers=[],
                        today=dt.date(2026, 12, 1), provider={"jp_specified_platform": False})
     assert {f.status for f in outside} == {"SKIPPED"} and "not a jp specified platform" in outside[0].message
+
+
+def test_every_pack_the_docs_and_docstrings_name_exists() -> None:
+    """Issue 58: the `Audit` docstring named a pack `eu-p2b-ranking` that does not exist. Every law pack's name in the
+    README, docs/, the package's code and docstrings, and the examples resolves to a built-in pack."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    files = [root / "README.md", *(root / "docs").glob("*.md"), *(root / "auditor").rglob("*.py"),
+             *(root / "examples").rglob("*.md"), *(root / "examples").rglob("*.yaml"),
+             *(root / "examples").rglob("*.ipynb")]
+    named = {(path.relative_to(root).as_posix(), name) for path in files
+             for name in re.findall(r"\b(?:eu|us|jp)-[a-z0-9]+(?:-[a-z0-9]+)*\b", path.read_text(encoding="utf-8"))}
+    assert len(named) > 10, named  # the pattern finds the packs the docs do name
+    packs = set(builtin_pack_names())
+    assert not [(where, name) for where, name in named if name not in packs]
