@@ -38,21 +38,24 @@ INPUTS = "inputs"  # the folder `save` writes the inputs and the spec into, besi
 class Audit:
     """An audit to run: `Audit(model=booster, data=frame, query="qid", label="label", doc_id="doc_id",
     evidence=["ranking_quality", {"global_importance": {}}], policies=["eu-p2b-art5"], seed=7, audit={...})`,
-    or `Audit.from_spec("audit.yaml")`. Other keyword arguments are spec sections (`masking=`, `features=`,
-    `waivers=`, `output=`, ...), as a spec file writes them.
+    or `Audit.from_spec("audit.yaml")`. Other keyword arguments are spec sections (`masking=`, `waivers=`,
+    `output=`, ...), as a spec file writes them; `features=` is the spec's feature dictionary,
+    `{"price": {"meaning": "Price", "unit": "EUR"}}`.
 
     `model`: a `lightgbm.Booster`, a fitted `lightgbm.LGBMRanker`, a model file's path, or a `module:function`
     string (a callable scorer, which needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
     (one row a document, a query's rows together) or a data file's path; `dataset={...}` adds the data's spec
     options (`nan_policy`, `description`, `sample_queries`, ...), which the background shares but for the last two.
-    `features`: the feature columns (default: every numeric column but the query, label and document id)."""
+    `columns`: the feature columns (default: every numeric column but the query, label and document id); a list
+    given as `features=` is read as `columns=` for one release, with a warning."""
 
     def __init__(self, model: Any, data: Any, *, query: str = "qid", label: str | None = "label",
-                 doc_id: str | None = None, features: Sequence[str] | None = None, background: Any = None,
+                 doc_id: str | None = None, columns: Sequence[str] | None = None, background: Any = None,
                  evidence: Sequence[str | dict[str, Any]] = ("ranking_quality", "global_importance"),
                  policies: Sequence[str] = (), seed: int = 7, title: str = "Audit from Python",
                  organisation: str = "Not stated", trust: bool = False, **sections: Any) -> None:
-        for keyword, value in (("features", features), ("evidence", evidence), ("policies", policies)):
+        columns = _columns(columns, sections)
+        for keyword, value in (("columns", columns), ("evidence", evidence), ("policies", policies)):
             if isinstance(value, str):  # list("eu-p2b-art5") would be eleven one-letter packs
                 raise InputError(f"{keyword}= takes a list, not one string", where=f"Audit({keyword}=...)",
                                  fix=f"write {keyword}=[{value[:60]!r}]")
@@ -64,18 +67,18 @@ class Audit:
                                  'e.g. dataset={"nan_policy": "missing"} (the data itself is data=)')
         self._folder = Path(tempfile.mkdtemp(prefix="auditor-api-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
-        columns = {"query_column": query, "label_column": label, "doc_id_column": doc_id,
-                   "feature_columns": list(features) if features is not None else None}
+        reads = {"query_column": query, "label_column": label, "doc_id_column": doc_id,
+                 "feature_columns": list(columns) if columns is not None else None}
         spec: dict[str, Any] = {
             "audit": {"title": title, "organisation": organisation, **sections.pop("audit", {})},
             "model": {**_staged_model(model, self._folder, trust), **sections.pop("model", {})},
         }
         reading = sections.pop("dataset", {})  # e.g. {"nan_policy": "missing"}: the data's options in a spec
-        spec["dataset"] = {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(columns), **reading}
+        spec["dataset"] = {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(reads), **reading}
         if background is not None:  # read as the data are, but whole and without their description
             shared = {k: v for k, v in reading.items() if k not in ("description", "sample_queries")}
             spec["background"] = {**_staged_data(background, self._folder / "background.parquet", "background"),
-                                  **_set(columns), **shared}
+                                  **_set(reads), **shared}
         spec["evidence"] = [item if isinstance(item, dict) else {item: {}} for item in evidence]
         spec.update(policies=list(policies), seed=seed, **sections)
         spec.setdefault("output", {"dir": "reports", "formats": ["html"]})
@@ -322,7 +325,28 @@ class AuditResult:
         return f"<AuditResult opinion={self.opinion!r} ({shown})>"
 
 
-_KEYWORDS = {"query_column": "query", "label_column": "label", "doc_id_column": "doc_id", "feature_columns": "features"}
+_KEYWORDS = {"query_column": "query", "label_column": "label", "doc_id_column": "doc_id", "feature_columns": "columns"}
+
+
+def _columns(columns: Sequence[str] | None, sections: dict[str, Any]) -> Sequence[str] | None:
+    """`columns=`, or a list passed as `features=` (its meaning before the spec's feature dictionary took the name),
+    moved to `columns=` with a FutureWarning; a mapping under `features=` stays the dictionary (a spec section)."""
+    import warnings
+
+    legacy = sections.get("features")
+    if legacy is None or isinstance(legacy, dict):
+        return columns
+    if isinstance(legacy, str):
+        raise InputError("features= takes the feature dictionary, a mapping {name: {meaning, unit}}; the feature "
+                         "columns are columns=", where="Audit(features=...)", fix=f"write columns=[{legacy[:60]!r}]")
+    if columns is not None:
+        raise InputError("both columns= and a list under features= name the feature columns",
+                         where="Audit(features=...)", fix="give the feature columns as columns= only")
+    warnings.warn("Audit(features=[...]) names the feature columns: write columns=[...] (features= is the spec's "
+                  "feature dictionary, {name: {meaning, unit}}); the list form goes in the next release",
+                  FutureWarning, stacklevel=3)
+    del sections["features"]
+    return list(legacy)
 
 
 def _keywords(text: str) -> str:

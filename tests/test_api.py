@@ -11,6 +11,7 @@ from pathlib import Path
 import lightgbm as lgb
 import pandas as pd
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from auditor import Audit
@@ -156,3 +157,23 @@ def test_a_ranker_fitted_with_the_sklearn_api_on_wide_data_with_gaps(tmp_path):
     assert "f 0 &lt;ü&gt;" in result.report_html() and "f 0 <ü>" not in result.report_html()
     run = result.save(tmp_path / "out")
     assert json.loads((run / "evidence.json").read_text())["inputs"]["dataset"]["feature_names"][0] == "f 0 <ü>"
+
+
+def test_columns_name_the_feature_columns_and_features_is_the_dictionary(frame, booster):
+    """Issue 58: `features=` meant the feature columns while the spec's `features:` is the feature dictionary; now
+    `columns=` names the columns, `features=` takes the dictionary (as the spec does), and a list under `features=`
+    still works for a release, with a FutureWarning."""
+    described = {"price": {"meaning": "Price of the book", "unit": "EUR"}}
+    audit = Audit(model=booster, data=frame, doc_id="doc_id", features=described, evidence=["ranking_quality"])
+    spec = yaml.safe_load(audit.spec_path.read_text())
+    assert spec["features"] == described and "feature_columns" not in spec["dataset"]
+    result = audit.run()
+    assert result.document["evidence"]["governance"]["metrics"]["governance.features_described"] == 1.0
+    names = [c for c in frame.columns if c not in ("qid", "label", "doc_id")]
+    chosen = Audit(model=booster, data=frame, doc_id="doc_id", columns=names, evidence=["ranking_quality"])
+    assert yaml.safe_load(chosen.spec_path.read_text())["dataset"]["feature_columns"] == names
+    with pytest.warns(FutureWarning, match="write columns="):
+        legacy = Audit(model=booster, data=frame, doc_id="doc_id", features=names, evidence=["ranking_quality"])
+    assert yaml.safe_load(legacy.spec_path.read_text())["dataset"]["feature_columns"] == names
+    with pytest.raises(InputError, match="both columns= and a list under features="):
+        Audit(model=booster, data=frame, doc_id="doc_id", columns=names, features=names)

@@ -335,7 +335,7 @@ def test_numpy_values_in_api_arguments_are_written_as_plain_yaml(frame: pd.DataF
 @pytest.mark.parametrize(("keywords", "words"), [({"audit": "My audit"}, "audit= takes a mapping"),
                                                  ({"dataset": "test.csv"}, "dataset= takes a mapping"),
                                                  ({"policies": "eu-p2b-art5"}, "policies= takes a list"),
-                                                 ({"features": "price"}, "features= takes a list")])
+                                                 ({"features": "price"}, "features= takes the feature dictionary")])
 def test_api_keywords_of_the_wrong_shape_are_one_error_naming_the_keyword(frame: pd.DataFrame, booster: lgb.Booster,
                                                                           keywords: dict[str, Any],
                                                                           words: str) -> None:
