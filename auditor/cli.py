@@ -348,7 +348,7 @@ def report(
         typer.echo(f"error: {terminal(run.register_error.one_line())} (the run folder was written; once the "
                    "register is fixed, `auditor register rebuild` indexes it)", err=True)
         raise typer.Exit(2)
-    raise typer.Exit(exit_code(run.findings, fail_on.value))
+    raise typer.Exit(exit_code(run.findings, fail_on.value, run.unjudged))
 
 
 @app.command()

@@ -105,8 +105,8 @@ def outcome(finding: Finding, fail_on: str) -> Outcome:
         return "failure"
     if finding.status == "ERROR":
         return "error"
-    if finding.status == "WARN":
-        return "failure" if "WARN" in FAIL_ON_LEVELS[fail_on] else "skipped"
+    if finding.status == "WARN":  # a warning passes the gate but is no skip: its name says WARN
+        return "failure" if "WARN" in FAIL_ON_LEVELS[fail_on] else "passed"
     if finding.status in ("WAIVED", "UNMEASURED", "SKIPPED"):
         return "skipped"
     return "passed"
@@ -121,12 +121,27 @@ def findings_in_order(findings: Sequence[Finding]) -> list[list[Finding]]:
     return sorted(group_findings(list(findings)), key=lambda group: min(first[identity(f)] for f in group))
 
 
-def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str) -> ET.Element:
-    """The JUnit document: `<testsuites>` holding the run's one `<testsuite>`, one testcase a finding."""
+PREFIX = {"WARN": "[WARN] ", "UNMEASURED": "[NOT MEASURED] "}  # statuses CI lists must tell apart by name
+
+
+def detection_outcome(detection: Mapping[str, Any], fail_on: str) -> Outcome:
+    """A detection no applied rule judges: a failure under `--fail-on warn` when it is major or critical (the gate
+    counts it: `policy.exit_code`), else a passed testcase whose name says DETECTED — never a skip."""
+    return "failure" if fail_on == "warn" and detection.get("severity") in ("critical", "major") else "passed"
+
+
+def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str,
+               detections: Sequence[Mapping[str, Any]] = (), seconds: Mapping[str, Any] | None = None) -> ET.Element:
+    """The JUnit document: `<testsuites>` holding the run's one `<testsuite>`, one testcase a finding and one a
+    detection no applied rule judges; a testcase's `time` is its evidence item's seconds (`seconds`)."""
     groups = findings_in_order(findings)
+    unjudged = [d for d in detections if not d.get("judged_by_rules")]
     outcomes = [outcome(group[0], fail_on) for group in groups]
-    counts = Counter(outcomes)
-    totals = {"tests": str(len(groups)), "failures": str(counts["failure"]), "errors": str(counts["error"])}
+    detected = [detection_outcome(d, fail_on) for d in unjudged]
+    counts = Counter(outcomes + detected)
+    totals = {"tests": str(len(groups) + len(unjudged)), "failures": str(counts["failure"]),
+              "errors": str(counts["error"])}
+    took = seconds or {}
     timing = {"time": f"{run.seconds:.3f}"} if run.seconds is not None else {}
     root = ET.Element("testsuites", {"name": "auditor", **totals, **timing})
     suite = ET.SubElement(root, "testsuite", {
@@ -140,15 +155,35 @@ def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str) -> ET
         head = group[0]
         packs = list(dict.fromkeys(f.pack for f in group))
         also = [f.rule for f in group if f.rule != identity(head)]
-        name = f"{_text(identity(head), NAME_CHARS)} {_text(head.title, NAME_CHARS)}" + \
+        name = PREFIX.get(head.status, "") + f"{_text(identity(head), NAME_CHARS)} {_text(head.title, NAME_CHARS)}" + \
             (f" (also {_text(', '.join(also), NAME_CHARS)})" if also else "")
-        case = ET.SubElement(suite, "testcase", classname=_text("+".join(packs), NAME_CHARS), name=name)
+        case = ET.SubElement(suite, "testcase", {"classname": _text("+".join(packs), NAME_CHARS), "name": name,
+                                                 **_time(took.get(head.evidence))})
         body = _text("\n".join(details(f) for f in group), TEXT_CHARS * 4 * len(group), lines=True)
         if kind == "passed":
             ET.SubElement(case, "system-out").text = body
         else:
             ET.SubElement(case, kind, message=_text(headline(head), TEXT_CHARS), type=head.status).text = body
+    for detection, kind in zip(unjudged, detected, strict=True):
+        evidence = str(detection.get("evidence") or "")
+        case = ET.SubElement(suite, "testcase", {
+            "classname": _text(f"detected.{evidence or 'audit'}", NAME_CHARS),
+            "name": "[DETECTED] " + _text(detection.get("title", ""), NAME_CHARS), **_time(took.get(evidence))})
+        body = _text(f"DETECTED ({detection.get('severity')}), judged by no applied rule: "
+                     f"{detection.get('message', '')}\nBears on: {detection.get('citation', '')}\n",
+                     TEXT_CHARS * 4, lines=True)
+        if kind == "passed":
+            ET.SubElement(case, "system-out").text = body
+        else:
+            ET.SubElement(case, kind, message=_text(f"DETECTED ({detection.get('severity')}): "
+                                                    f"{detection.get('title', '')}", TEXT_CHARS),
+                          type="DETECTED").text = body
     return root
+
+
+def _time(seconds: Any) -> dict[str, str]:
+    """A testcase's `time` attribute: its evidence item's wall-clock seconds, when the run recorded them."""
+    return {"time": f"{float(seconds):.3f}"} if isinstance(seconds, (int, float)) and seconds >= 0 else {}
 
 
 def headline(finding: Finding) -> str:
@@ -229,7 +264,9 @@ def write_results(path: Path, run_dir: Path, *, fail_on: str) -> None:
     """Write the JUnit XML of the run in `run_dir` (from its evidence.json) as `path`, replacing a JUnit file there
     (checked again: the audit took time, and something else may stand there now)."""
     document = json.loads(read_bytes(run_dir / "evidence.json", limit=MAX_JSON_BYTES, what="evidence.json"))
-    root = testsuites(findings_of(document), RunInfo.from_document(document, run_dir.name), fail_on=fail_on)
+    detections = [d for d in document.get("detections") or [] if isinstance(d, Mapping)]
+    root = testsuites(findings_of(document), RunInfo.from_document(document, run_dir.name), fail_on=fail_on,
+                      detections=detections, seconds=_mapping(_mapping(document.get("run")).get("seconds")))
     _check_replaceable(path)
     replace_file(path, to_bytes(root), fix=f"give {OPTION} a path in a folder you may write to")
 

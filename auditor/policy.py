@@ -868,6 +868,9 @@ FAIL_ON_LEVELS: dict[str, set[str]] = {
 }
 
 
-def exit_code(findings: list[Finding], fail_on: str) -> int:
-    """0 when no finding reaches the `--fail-on` level, else 1 (2 is kept for bad input)."""
+def exit_code(findings: list[Finding], fail_on: str, unjudged: Sequence[Any] = ()) -> int:
+    """0 when no finding reaches the `--fail-on` level, else 1 (2 is kept for bad input). Under `warn`, a detection
+    no applied rule judges (`unjudged`) of major or critical severity counts too: it is at least a warning."""
+    if fail_on == "warn" and any(getattr(d, "severity", None) in ("critical", "major") for d in unjudged):
+        return 1
     return 1 if any(f.status in FAIL_ON_LEVELS[fail_on] for f in findings) else 0

@@ -366,3 +366,15 @@ def test_every_pack_the_docs_and_docstrings_name_exists() -> None:
     assert len(named) > 10, named  # the pattern finds the packs the docs do name
     packs = set(builtin_pack_names())
     assert not [(where, name) for where, name in named if name not in packs]
+
+
+def test_fail_on_warn_counts_a_serious_detection_no_rule_judges() -> None:
+    """Issue 58: `--fail-on warn` fails on what the report calls at least a warning, a major or critical detection
+    no applied rule judges included; the other levels count rule verdicts only."""
+    from types import SimpleNamespace
+
+    from auditor.policy import exit_code
+
+    major, minor = SimpleNamespace(severity="major"), SimpleNamespace(severity="minor")
+    assert exit_code([], "warn", [major]) == 1 and exit_code([], "warn", [minor]) == 0
+    assert exit_code([], "fail", [major]) == 0 and exit_code([], "error", [major]) == 0
