@@ -243,7 +243,7 @@ def test_the_bookstore_demo_fails_on_its_undeclared_main_parameter(demo: Path, t
     assert "BASE-8" in failed and "P2B-4" not in failed, "one fact, one finding: two packs' rules, one testcase"
     case = failed["BASE-8"]
     assert case.name.endswith("(also P2B-4)") and case.classname == "starter+eu-p2b-art5", case.classname
-    assert "disclosure.undeclared_main = 1, which is > 0" in case.result[0].message
+    assert "disclosure.undeclared_main = 1 (95% interval 1 to 1), which is > 0" in case.result[0].message
     assert "Art. 5(1)" in case.result[0].text and "P2B-4" in case.result[0].text  # each rule and its law
     document = json.loads((demo / "evidence.json").read_text())
     identities = {f["finding"]: f for f in document["findings"]}

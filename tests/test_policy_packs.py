@@ -378,3 +378,23 @@ def test_fail_on_warn_counts_a_serious_detection_no_rule_judges() -> None:
     major, minor = SimpleNamespace(severity="major"), SimpleNamespace(severity="minor")
     assert exit_code([], "warn", [major]) == 1 and exit_code([], "warn", [minor]) == 0
     assert exit_code([], "fail", [major]) == 0 and exit_code([], "error", [major]) == 0
+
+
+def test_an_undeclared_parameter_found_in_only_some_samples_is_inconclusive(tmp_path: Path) -> None:
+    """Issue 56, item 5: the main parameters are a sampled set, so BASE-8 and P2B-4 FAIL only when the count of
+    undeclared main parameters stays above 0 over 97.5% of the bootstrap samples; when its interval reaches 0 the
+    verdict is an inconclusive WARN with the interval printed."""
+    packs_ = load_packs(["starter", "eu-p2b-art5"], base_dir=tmp_path)
+
+    def verdicts(low: float, high: float) -> dict[str, tuple[str, bool, str]]:
+        evidence = {"disclosure_consistency": EvidenceResult(name="disclosure_consistency", metrics={
+            "disclosure.undeclared_main": 1.0, "disclosure.undeclared_main.ci95_low": low,
+            "disclosure.undeclared_main.ci95_high": high})}
+        return {f.rule: (f.status, f.inconclusive, f.message) for f in judge(packs_, evidence)
+                if f.rule in ("BASE-8", "P2B-4")}
+
+    sure = verdicts(1.0, 2.0)
+    assert {rule: v[0] for rule, v in sure.items()} == {"BASE-8": "FAIL", "P2B-4": "FAIL"}
+    borderline = verdicts(0.0, 1.0)
+    assert all(status == "WARN" and inconclusive for status, inconclusive, _ in borderline.values()), borderline
+    assert "95% interval 0 to 1" in borderline["BASE-8"][2]

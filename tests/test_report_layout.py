@@ -229,6 +229,8 @@ def test_the_demo_opens_with_a_one_page_summary_in_words(demo: Path) -> None:
     summary_page_checks(demo)
     html = (demo / "report.html").read_text()
     document = json.loads((demo / "evidence.json").read_text())
+    ids = set(re.findall(r'id="([^"]+)"', html))  # every in-page link lands (a governance detection had none)
+    assert not sorted({h for h in re.findall(r'href="#([^"]+)"', html) if h not in ids})
     # facts first (issue 56): the opinion names the parameter that is not declared, not only the requirement
     opinion = re.search(r'<p class="opinion[^>]*>(.*?)</p>', html, re.S)
     assert opinion and "Undeclared main ranking parameter: sales_rank_log" in opinion.group(1), opinion

@@ -29,6 +29,7 @@ METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.r
     "disclosure.rank_correlation.{within_query|per_query|surrogate}",
     "disclosure.per_query.rank_correlation",
     "disclosure.per_query.rank_correlation.{mean|ci95_low|ci95_high}",
+    "disclosure.undeclared_main.{ci95_low|ci95_high}",
     "disclosure.stability.{kendall|weighted_kendall|main_set_overlap}.{mean|p05}",
     "disclosure.stability.{main_set_agreement|undeclared_share}",
     "disclosure.statement.{claims|false_claims|uncertain_claims|unchecked_claims}",
