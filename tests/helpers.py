@@ -136,3 +136,49 @@ def summary_page_checks(run: Path) -> None:
         visible = section_text(html, section)
         shown = sorted(k for k in keys if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w@])", visible))
         assert not shown, (section, shown)
+
+
+# --- shared by several test modules (a test module never imports another) ------------------------------------------
+
+def rehash_trail(location: str, system: str | None = None) -> None:
+    """What a database administrator who knows the trail would do after editing rows: recompute the content and hash
+    of every trail entry (of `system`, or all), so the chain is whole again (tests/test_trail.py, test_decisions.py)."""
+    from sqlalchemy import create_engine, text
+
+    from auditor.register import trail
+    from auditor.register.store import register_url
+
+    engine = create_engine(register_url(location))
+    with engine.begin() as connection:
+        names = dict(connection.execute(text("SELECT id, run_name FROM runs")).all())
+        tables = {"run": "runs", "event": "finding_events", "approval": "approvals"}
+        prev = trail.GENESIS
+        where, params = ("WHERE system = :s ", {"s": system}) if system is not None else ("", {})
+        for entry in connection.execute(text(f"SELECT id, kind, ref FROM trail {where}ORDER BY seq"),
+                                        params).mappings().all():
+            row = connection.execute(text(f"SELECT * FROM {tables[entry['kind']]} WHERE id = :i"),
+                                     {"i": entry["ref"]}).mappings().one()
+            record = trail.content(entry["kind"], dict(row), names)
+            digest = trail.link(prev, record)
+            connection.execute(text("UPDATE trail SET content = :c, prev = :p, hash = :h WHERE id = :i"),
+                               {"c": record, "p": prev, "h": digest, "i": entry["id"]})
+            prev = digest
+    engine.dispose()
+
+
+class FirstColumn:
+    """score = the first feature (a callable model): LL144 tables from scores the test chooses."""
+
+    kind = "callable"
+    n_features = 1
+    feature_names = None
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return X[:, 0].astype(np.float64)
+
+    def contributions(self, X: np.ndarray) -> None:
+        return None
+
+    def describe(self) -> dict[str, str]:
+        return {"kind": self.kind}
+

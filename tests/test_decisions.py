@@ -26,6 +26,7 @@ from auditor.register import export
 from auditor.register.lifecycle import Event, review_events, state
 from auditor.register.store import Register, register_url
 from tests.conftest import BOOKSTORE, PASS, _keygen
+from tests.helpers import rehash_trail
 
 runner = CliRunner()
 SYSTEM = "shop-ranker"
@@ -261,24 +262,9 @@ def _sql(location: str, *statements: str) -> None:
 def test_a_rehashed_rewrite_of_a_signed_decision_is_still_found(people: dict[str, Path], register: str) -> None:
     """No pin, no anchor: a database administrator edits Jane's response and rehashes the whole trail. The trail
     is whole again, but the statement Jane signed no longer says what the row says."""
-    from auditor.register import trail
-
     _cli(*_respond(register, _as(people["jane"], people)))
     _sql(register, "UPDATE finding_events SET due = '2099-12-31' WHERE event = 'responded'")
-    engine = create_engine(register_url(register))
-    with engine.begin() as connection:
-        names = dict(connection.execute(text("SELECT id, run_name FROM runs")).all())
-        tables = {"run": "runs", "event": "finding_events", "approval": "approvals"}
-        prev = trail.GENESIS
-        for entry in connection.execute(text("SELECT id, kind, ref FROM trail ORDER BY seq")).mappings().all():
-            row = connection.execute(text(f"SELECT * FROM {tables[entry['kind']]} WHERE id = :i"),
-                                     {"i": entry["ref"]}).mappings().one()
-            record = trail.content(entry["kind"], dict(row), names)
-            digest = trail.link(prev, record)
-            connection.execute(text("UPDATE trail SET content = :c, prev = :p, hash = :h WHERE id = :i"),
-                               {"c": record, "p": prev, "h": digest, "i": entry["id"]})
-            prev = digest
-    engine.dispose()
+    rehash_trail(register)
     result = _cli("register", "check", "--register", register, code=1)
     assert "differs from what its signer signed (due: signed '2099-03-31', the register '2099-12-31')" in \
         result.stdout, result.stdout

@@ -34,6 +34,7 @@ from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.models.base import CountingRanker
 from tests.conftest import BOOKSTORE, within
+from tests.helpers import FirstColumn
 
 CLAIM = '<!-- claim: {"weight": "a", "is": "most"} -->'
 
@@ -152,22 +153,6 @@ def test_blocks_a_draft_reads_only_for_words_are_absent_when_malformed() -> None
 
 
 # --- LL144 tables -----------------------------------------------------------------------------------------------------
-
-class FirstColumn:
-    """score = the first feature (a callable model)."""
-
-    kind = "callable"
-    n_features = 1
-    feature_names = None
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        return X[:, 0].astype(np.float64)
-
-    def contributions(self, X: np.ndarray) -> None:
-        return None
-
-    def describe(self) -> dict[str, str]:
-        return {"kind": self.kind}
 
 
 def _people(attributes: dict[str, list[Any]]) -> RankingData:

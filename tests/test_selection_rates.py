@@ -20,26 +20,10 @@ from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.models.base import CountingRanker
+from tests.helpers import FirstColumn
 
 ROOT = Path(__file__).resolve().parents[1]
 HIRING = ROOT / "examples" / "hiring"
-
-
-class FirstColumn:
-    """score = the first feature (a callable model)."""
-
-    kind = "callable"
-    n_features = 1
-    feature_names = None
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        return X[:, 0].astype(np.float64)
-
-    def contributions(self, X: np.ndarray) -> None:
-        return None
-
-    def describe(self) -> dict:
-        return {"kind": self.kind}
 
 
 def _ten() -> RankingData:

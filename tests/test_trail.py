@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.register.store import Register
 from tests.conftest import BOOKSTORE, PASS, _keygen
+from tests.helpers import rehash_trail
 
 runner = CliRunner()
 SYSTEM = "catalogue-ranker"
@@ -175,25 +176,8 @@ def _swap_two_events(location: str) -> None:
 def _rewrite(location: str) -> None:
     """What a database administrator who knows the trail would do: change the response, then recompute the content
     and hash of every trail entry from there on, so the chain is whole again."""
-    from auditor.register import trail
-    from auditor.register.store import register_url
-
     _sql(location, "UPDATE finding_events SET response = 'Nothing to do' WHERE event = 'responded'")
-    engine = create_engine(register_url(location))
-    with engine.begin() as connection:
-        names = dict(connection.execute(text("SELECT id, run_name FROM runs")).all())
-        tables = {"run": "runs", "event": "finding_events", "approval": "approvals"}
-        prev = trail.GENESIS
-        for entry in connection.execute(text("SELECT id, kind, ref FROM trail WHERE system = :s ORDER BY seq"),
-                                        {"s": SYSTEM}).mappings().all():
-            row = connection.execute(text(f"SELECT * FROM {tables[entry['kind']]} WHERE id = :i"),
-                                     {"i": entry["ref"]}).mappings().one()
-            record = trail.content(entry["kind"], dict(row), names)
-            digest = trail.link(prev, record)
-            connection.execute(text("UPDATE trail SET content = :c, prev = :p, hash = :h WHERE id = :i"),
-                               {"c": record, "p": prev, "h": digest, "i": entry["id"]})
-            prev = digest
-    engine.dispose()
+    rehash_trail(location, SYSTEM)
 
 
 def test_a_rehashed_rewrite_is_caught_by_the_pinned_head(register: str, history: dict[str, Any]) -> None:

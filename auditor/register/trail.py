@@ -176,6 +176,12 @@ def check(connection: Any, *, system: str | None = None, register_id: str = "",
     return out
 
 
+def _unlike_signed(signed: dict[str, Any], row: dict[str, Any]) -> list[str]:
+    """Each field whose row differs from what its signer signed, as the break's words."""
+    return [f"{key}: signed {str(value)[:40]!r}, the register {str(row.get(key))[:40]!r}"
+            for key, value in signed.items() if row.get(key) != value]
+
+
 def _statements(result: SystemCheck, events: list[dict[str, Any]], approvals: list[dict[str, Any]],
                 register_id: str) -> None:
     """Each signed decision and approval the register holds: its signature verifies with the certificate it
@@ -196,8 +202,7 @@ def _statements(result: SystemCheck, events: list[dict[str, Any]], approvals: li
             continue
         said = {"event": decision.kind, "finding_id": decision.finding, "actor": decision.actor,
                 "signer": decision.actor, **decision.fields}
-        differ = [f"{key}: signed {str(value)[:40]!r}, the register {str(row.get(key))[:40]!r}"
-                  for key, value in said.items() if row.get(key) != value]
+        differ = _unlike_signed(said, row)
         if differ:
             result.breaks.append(f"{what} differs from what its signer signed ({'; '.join(differ[:3])})")
         elif decision.register == register_id and decision.head not in heads:
@@ -214,8 +219,8 @@ def _statements(result: SystemCheck, events: list[dict[str, Any]], approvals: li
         except ValueError as exc:
             result.breaks.append(f"{what}: its statement does not verify ({str(exc)[:120]})")
             continue
-        differ = [f"{key}: signed {str(record[key])[:40]!r}, the register {str(row.get(key))[:40]!r}"
-                  for key in ("bundle_sha256", "decision", "reason", "statement_sha256") if row.get(key) != record[key]]
+        differ = _unlike_signed({key: record[key] for key in ("bundle_sha256", "decision", "reason",
+                                                              "statement_sha256")}, row)
         if differ:
             result.breaks.append(f"{what} differs from what its approver signed ({'; '.join(differ[:3])})")
         else:
