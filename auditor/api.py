@@ -23,12 +23,15 @@ import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from auditor.errors import InputError
-from auditor.metric_names import HIGH, LOW, read
+from auditor.metric_names import HIGH, LOW
+
+if TYPE_CHECKING:
+    from auditor.evidence.document import EvidenceDocument
 
 SPEC_NAME = "audit.yaml"
 _ARGUMENTS = {"data.parquet": "data", "background.parquet": "background", "model.txt": "model"}  # staged files
@@ -171,7 +174,7 @@ class AuditResult:
         self._scratch = scratch
         self._cleanup = weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
         self.opinion: str = run.opinion
-        self.document: dict[str, Any] = run.document
+        self.document: EvidenceDocument = run.document  # evidence.json, typed (auditor/evidence/document.py)
         self.evidence: dict[str, Any] = run.results
         self.folder: Path | None = None  # the run folder a loaded result was read from
         self._loaded: Any = None  # its evidence as read back (auditor.render_run.LoadedRun)
@@ -187,7 +190,7 @@ class AuditResult:
         result = cls.__new__(cls)
         result.audit, result._run, result.folder = None, None, loaded.folder
         result.document, result.evidence = loaded.document, loaded.results
-        result.opinion = str(loaded.document.get("opinion", ""))
+        result.opinion = loaded.document.opinion
         result._loaded = loaded
         return result
 
@@ -199,9 +202,10 @@ class AuditResult:
         columns = ["rule", "pack", "status", "severity", "title", "metric", "value", "ci95_low", "ci95_high",
                    "requirement", "message", "remedy", "citation", "evidence"]
         rows = []
-        for f in self.document["findings"]:
-            low, high = f.get("interval") or (None, None)
-            rows.append({**{key: f.get(key) for key in columns}, "ci95_low": low, "ci95_high": high})
+        for f in self.document.findings:
+            low, high = f.interval or (None, None)
+            rows.append({**{key: getattr(f, key) for key in columns if key not in ("ci95_low", "ci95_high")},
+                         "ci95_low": low, "ci95_high": high})
         return pd.DataFrame(rows, columns=columns)
 
     @property
@@ -210,12 +214,11 @@ class AuditResult:
         import pandas as pd
 
         rows = []
-        for name, result in self.document["evidence"].items():
-            values = result.get("metrics") or {}
-            for metric in values:
+        for name, result in self.document.items():
+            for metric in result.metrics:
                 if metric.endswith((f".{LOW}", f".{HIGH}")):
                     continue
-                found = read(values, metric)
+                found = result.reading(metric)
                 rows.append({"metric": metric, "value": found.value if found else None,
                              "ci95_low": found.low if found else None, "ci95_high": found.high if found else None,
                              "evidence": name})
@@ -319,8 +322,8 @@ class AuditResult:
 
     def __repr__(self) -> str:
         counts: dict[str, int] = {}
-        for finding in self.document["findings"]:
-            counts[finding["status"]] = counts.get(finding["status"], 0) + 1
+        for finding in self.document.findings:
+            counts[finding.status] = counts.get(finding.status, 0) + 1
         shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rules applied"
         return f"<AuditResult opinion={self.opinion!r} ({shown})>"
 

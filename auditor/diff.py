@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from auditor import metric_names
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceDocument, FindingPart, as_document, read_document
 from auditor.files import MAX_JSON_BYTES, read_bytes
 from auditor.numbers import figure, with_interval
 from auditor.policy import STATUS_ORDER
@@ -70,8 +70,9 @@ def psi(old: dict[str, Any], new: dict[str, Any]) -> float:
     return float(np.sum((b - a) * np.log(b / a)))
 
 
-def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = None) -> dict[str, Any]:
-    """evidence.json of a run folder (or the file itself); bad input names the path and how to fix it."""
+def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = None) -> EvidenceDocument:
+    """evidence.json of a run folder (or the file itself) as the typed document (a v1 run read as v2); bad input
+    names the path and how to fix it."""
     file = path / "evidence.json" if path.is_dir() else path
     if not file.is_file():
         raise InputError("no evidence.json here", file=spec_file or path, where=where,
@@ -84,45 +85,43 @@ def load_run(path: Path, *, where: str | None = None, spec_file: Path | None = N
         raise InputError(str(exc)[:300], file=file, fix="give an untouched run folder") from None
     if not isinstance(doc, dict) or "schema" not in doc:
         raise InputError("not an auditor evidence.json (no `schema`)", file=file, fix="give a run folder")
-    return doc
+    return read_document(doc, file=str(file))
 
 
 WORST_FIRST = STATUS_ORDER
 
 
-def _by_finding(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _by_finding(document: EvidenceDocument) -> dict[str, FindingPart]:
     """A run's findings by identity (the rules of every pack that judge one fact, as the report and the register
     know them), each its worst rule's verdict."""
-    from auditor.register.lifecycle import identity_of
+    def rank(status: str) -> int:
+        return WORST_FIRST.index(status) if status in WORST_FIRST else len(WORST_FIRST)
 
-    out: dict[str, dict[str, Any]] = {}
-    for f in document.get("findings", []):
-        key = identity_of(f)
-        rank = WORST_FIRST.index(f["status"]) if f["status"] in WORST_FIRST else len(WORST_FIRST)
+    out: dict[str, FindingPart] = {}
+    for f in document.findings:
+        key = f.finding or f.rule
         held = out.get(key)
-        if held is None or rank < (WORST_FIRST.index(held["status"]) if held["status"] in WORST_FIRST else 99):
+        if held is None or rank(f.status) < rank(held.status):
             out[key] = f
     return out
 
 
-def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", new_name: str = "B",
-            file: Path | None = None) -> dict[str, Any]:
-    """What changed from run `old` to run `new`, as plain data (rendered as a table and in HTML)."""
-    if old.get("schema") != new.get("schema"):
-        raise InputError(f"the runs have different evidence schemas ({old.get('schema')} vs {new.get('schema')})",
-                         file=file, fix="compare runs written by the same auditor version family")
+def compare(old: EvidenceDocument | dict[str, Any], new: EvidenceDocument | dict[str, Any], *, old_name: str = "A",
+            new_name: str = "B", file: Path | None = None) -> dict[str, Any]:
+    """What changed from run `old` to run `new`, as plain data (rendered as a table and in HTML). Either may be a
+    v1 run: both are read as the typed document (auditor/evidence/document.py)."""
+    old, new = as_document(old), as_document(new)
     before, after = _by_finding(old), _by_finding(new)
-    findings = [{"rule": key, "title": (after.get(key) or before[key])["title"],
-                 "before": before[key]["status"] if key in before else "—",
-                 "after": after[key]["status"] if key in after else "—"}
+    findings = [{"rule": key, "title": (after.get(key) or before[key]).title,
+                 "before": before[key].status if key in before else "—",
+                 "after": after[key].status if key in after else "—"}
                 for key in sorted(set(before) | set(after))
-                if (before.get(key) or {}).get("status") != (after.get(key) or {}).get("status")]
+                if (before[key].status if key in before else None) != (after[key].status if key in after else None)]
     metrics = []
-    for name, result in sorted(old.get("evidence", {}).items()):
-        m_old = result.get("metrics", {})
-        m_new = new.get("evidence", {}).get(name, {}).get("metrics", {})
-        for key, was in metric_names.estimates(m_old):
-            found = metric_names.read(m_new, key)
+    for name, result in sorted(old.evidence.items()):
+        now_item = new.item(name)
+        for key, was in result.estimates():
+            found = None if now_item is None else now_item.reading(key)
             if found is None or was.low is None or was.high is None:
                 continue
             value, low, high, now = was.value, was.low, was.high, found.value
@@ -133,11 +132,8 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
                                 "interval_after": None if new_low is None or new_high is None else [new_low, new_high],
                                 "change": now - value})
     main_before, main_after = _main_parameters(old), _main_parameters(new)
-    drift = []
-    dist_old = {d["feature"]: d for d in old.get("evidence", {}).get("dataset", {}).get("records", [])
-                if "feature" in d}
-    dist_new = {d["feature"]: d for d in new.get("evidence", {}).get("dataset", {}).get("records", [])
-                if "feature" in d}
+    drift: list[dict[str, Any]] = []
+    dist_old, dist_new = _distributions(old), _distributions(new)
     for feature in dist_old:
         if feature in dist_new:
             value = psi(dist_old[feature], dist_new[feature])
@@ -151,9 +147,9 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
         notes.append(f"Features in only one run (no PSI): {', '.join(missing)}.")
     stable = [d for d in drift if d["level"] == "stable"]
     return {"old": old_name, "new": new_name,
-            "old_evaluated_on": old.get("run", {}).get("evaluated_on"),
-            "new_evaluated_on": new.get("run", {}).get("evaluated_on"),
-            "opinion": [old.get("opinion"), new.get("opinion")],
+            "old_evaluated_on": old.run.get("evaluated_on"),
+            "new_evaluated_on": new.run.get("evaluated_on"),
+            "opinion": [old.opinion, new.opinion],
             "findings": findings, "inputs": input_changes(old, new), "metrics": metrics,
             "stable_features": {"count": len(stable), "max_psi": max((d["psi"] for d in stable), default=None)},
             "main_parameters": {"before": main_before, "after": main_after,
@@ -162,16 +158,22 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "A", ne
             "drift": drift, "notes": notes}
 
 
-def input_changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+def _distributions(document: EvidenceDocument) -> dict[str, dict[str, Any]]:
+    """Each feature's compact distribution as the dataset facts stored it."""
+    dataset = document.item("dataset")
+    return {} if dataset is None else {d["feature"]: d for d in dataset.records if "feature" in d}
+
+
+def input_changes(old: EvidenceDocument, new: EvidenceDocument) -> list[dict[str, Any]]:
     """Each input of the two runs (spec, model, dataset, background, feature dictionary, policy packs) with its
     file name and SHA-256 before and after, and whether its content changed."""
-    def files(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        inputs = doc.get("inputs", {})
-        out = {"spec": doc.get("spec") or {}}
+    def files(doc: EvidenceDocument) -> dict[str, dict[str, Any]]:
+        inputs = doc.inputs
+        out = {"spec": doc.spec}
         for key in ("model", "dataset", "background", "feature_dictionary"):
             if isinstance(inputs.get(key), dict) and inputs[key].get("sha256"):
                 out[key.replace("_", " ")] = inputs[key]
-        for pack in doc.get("policies", []):
+        for pack in doc.policies:
             out[f"policy pack {pack.get('pack')}"] = {"file": pack.get("source"), "sha256": pack.get("sha256")}
         return out
 
@@ -185,12 +187,12 @@ def input_changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, An
     return rows
 
 
-def _main_parameters(doc: dict[str, Any]) -> list[str]:
-    gi = doc.get("evidence", {}).get("global_importance", {})
-    count = gi.get("metrics", {}).get("global_importance.main_parameters")
-    if not count:
+def _main_parameters(doc: EvidenceDocument) -> list[str]:
+    gi = doc.item("global_importance")
+    count = None if gi is None else gi.value("global_importance.main_parameters")
+    if gi is None or not count:
         return []
-    ranked = sorted((r for r in gi.get("records", []) if "feature" in r), key=lambda r: r.get("rank", 0))
+    ranked = sorted((r for r in gi.records if "feature" in r), key=lambda r: r.get("rank", 0))
     return [r["feature"] for r in ranked[: int(count)]]
 
 

@@ -29,6 +29,7 @@ from auditor.errors import InputError, shorten
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress
 from auditor.evidence.dataset import add_score_facts
+from auditor.evidence.document import SCHEMA, EvidenceDocument
 from auditor.evidence.registry import EvidenceKind
 from auditor.executor import Executor, core_limit, usable_jobs
 from auditor.files import sha256_file, write_new
@@ -56,7 +57,7 @@ from auditor.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
 from auditor.threads import cpu_count
 from auditor.trust.keys import SigningMaterial
 
-EVIDENCE_SCHEMA = "auditor.evidence/v1"
+EVIDENCE_SCHEMA = SCHEMA  # what this version writes (auditor/evidence/document.py reads v1 too)
 _LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "lightgbm", "shap", "pydantic", "jinja2", "matplotlib")
 
 
@@ -72,7 +73,7 @@ class PreparedAudit:
     packs: list[LoadedPack]
     background: RankingData | None = None
     signing: SigningMaterial | None = None
-    baseline: dict[str, Any] | None = None
+    baseline: EvidenceDocument | None = None
     features: dict[str, dict] = field(default_factory=dict)  # the feature dictionary (auditor/feature_dictionary.py)
     logged: Any = None  # kind `mlflow`: where the model came from (auditor.models.mlflow.LoggedModel)
     rerun: Rerun | None = None  # `auditor report --from-run`: the archived run it reruns
@@ -94,7 +95,7 @@ class AuditRun:
     unjudged: list[Detection] = field(default_factory=list)  # detections no applied rule judges
     budget: dict[str, Any] | None = None  # what the spec's budget chose (evidence.json `budget`)
     register_error: InputError | None = None  # the register could not be read or written: the run still was
-    document: dict[str, Any] = field(default_factory=dict)  # evidence.json as written
+    document: EvidenceDocument | None = None  # evidence.json as written
     prepared: PreparedAudit | None = None  # what it ran on (the Python API writes the run again elsewhere)
     started: dt.datetime | None = None
 
@@ -144,10 +145,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
     if spec.baseline is not None:  # a previous run: readable, and of this evidence schema
         from auditor.diff import load_run
 
-        baseline = load_run(spec.baseline, where="baseline", spec_file=spec_path)
-        if baseline.get("schema") != EVIDENCE_SCHEMA:
-            raise InputError(f"the baseline run has evidence schema {baseline.get('schema')}, not {EVIDENCE_SCHEMA}",
-                             file=spec_path, where="baseline", fix="name a run written by this auditor version")
+        baseline = load_run(spec.baseline, where="baseline", spec_file=spec_path)  # a v1 run read as v2
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
                          background=background, signing=signing, baseline=baseline, features=features,
                          logged=logged, rerun=rerun)  # (an error before this leaves `logged`'s folder to its finalizer)
@@ -285,11 +283,11 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
                                       "cost": cost_record(plan, seconds, results), "host": platform.node(),
                                       "executor": {"kind": ctx.executor.kind, "workers": ctx.executor.workers}})
     if choice is not None:  # what the budget chose and why: deterministic, so outside the run block
-        document["budget"] = choice.to_json()
+        document.budget = choice.to_json()
     block = reviews.review_block(review, document)
     if block is not None:  # the system's findings as this review leaves them (the register's view)
-        document["review"] = block
-    previous: tuple[dict[str, Any], str] | None = None
+        document.review = block
+    previous: tuple[EvidenceDocument | dict[str, Any], str] | None = None
     if prepared.baseline is not None and spec.baseline is not None:  # (prepare read the one from the other)
         previous = (prepared.baseline, spec.baseline.name)
     elif review.previous is not None and review.error is None:
@@ -298,7 +296,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
         from auditor.diff import compare
 
         try:
-            document["since_last_review"] = compare(previous[0], document, old_name=previous[1],
+            document.since_last_review = compare(previous[0], document, old_name=previous[1],
                                                     new_name="this run", file=prepared.spec_path)
         except InputError:
             if prepared.baseline is not None:
@@ -316,13 +314,13 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     except InputError as exc:
         review.error = exc
     return AuditRun(run_dir=run_dir, findings=findings, opinion=verdict, results=results, unjudged=not_judged,
-                    budget=document.get("budget"), register_error=review.error, document=document,
+                    budget=document.budget, register_error=review.error, document=document,
                     prepared=prepared, started=started)
 
 
-def _previous_block(document: dict[str, Any]) -> dict[str, Any]:
+def _previous_block(document: EvidenceDocument) -> dict[str, Any]:
     """The review block's `previous` (a throwaway dict when the block has none)."""
-    found = (document.get("review") or {}).get("previous")
+    found = (document.review or {}).get("previous")
     return found if isinstance(found, dict) else {}
 
 
@@ -422,10 +420,11 @@ def always_present_options(spec: AuditSpec, today: dt.date | None = None) -> dic
 
 
 def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult], findings: list[Finding],
-                      verdict: str, *, seed: int, run: dict[str, Any]) -> dict[str, Any]:
-    """evidence.json: everything the report says, as data. Only `run` changes between identical runs."""
+                      verdict: str, *, seed: int, run: dict[str, Any]) -> EvidenceDocument:
+    """evidence.json: everything the report says, as data, checked against its type before anything reads it.
+    Only `run` changes between identical runs."""
     spec = prepared.spec
-    return {
+    return EvidenceDocument.model_validate(_plain({
         "schema": EVIDENCE_SCHEMA,
         "tool": {"name": "auditor", "version": __version__, "python": platform.python_version(),
                  "libraries": {lib: _version(lib) for lib in _LIBRARIES}},
@@ -447,7 +446,7 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "detections": [_judged_detection(d, findings) for d in all_detections(results)],
         "opinion": verdict,
         "run": run,
-    }
+    }))
 
 
 def _judged_detection(detection: Any, findings: list[Finding]) -> dict[str, Any]:
@@ -492,7 +491,7 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     return out
 
 
-def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results: dict[str, EvidenceResult],
+def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, results: dict[str, EvidenceResult],
               prepared: PreparedAudit, started: dt.datetime) -> Path:
     """Write into a hidden temporary folder, then rename it into place: a run folder is complete or absent. Any
     OS error on the way (disk full, no permission, read-only) is bad input naming the path, never a half run."""
@@ -510,7 +509,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
             shutil.rmtree(made, ignore_errors=True)
         raise
     try:
-        (tmp / "evidence.json").write_text(dump_json(document), encoding="utf-8")
+        (tmp / "evidence.json").write_text(dump_json(document.to_json()), encoding="utf-8")
         if formats & {"html", "pdf"}:
             signer = prepared.signing.details if prepared.signing is not None else None
             html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"),
@@ -521,7 +520,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: dict[str, Any], results:
                 from auditor.report.pdf import fixed_date, render_pdf
 
                 attached = dump_json(reproducible_document(document)).encode("utf-8")
-                pdf = render_pdf(html, attachment=attached, date=fixed_date(document["run"].get("evaluated_on")),
+                pdf = render_pdf(html, attachment=attached, date=fixed_date(document.run.get("evaluated_on")),
                                  title=spec.audit.title)
                 (tmp / "report.pdf").write_bytes(pdf)
         archived = write_archive(tmp, prepared.spec_path, input_files(prepared), mode=spec.output.archive_inputs,
@@ -622,12 +621,12 @@ def all_detections(results: dict[str, EvidenceResult]) -> list[Detection]:
     return [d for result in results.values() for d in result.detections]
 
 
-def reproducible_document(document: dict[str, Any]) -> dict[str, Any]:
+def reproducible_document(document: EvidenceDocument) -> dict[str, Any]:
     """evidence.json as attached to report.pdf: the `run` block keeps only what the same spec + seed reproduce
     (`evaluated_on`); wall-clock times, durations and host stay in the run folder's evidence.json."""
-    run = {"evaluated_on": document["run"].get("evaluated_on"),
+    run = {"evaluated_on": document.run.get("evaluated_on"),
            "note": "timings and host are in the run folder's evidence.json"}
-    return {**document, "run": run}
+    return {**document.to_json(), "run": run}
 
 
 def input_files(prepared: PreparedAudit) -> list[tuple[str, Path]]:
@@ -683,12 +682,12 @@ def _template_files(folder: Path) -> list[tuple[str, Path]]:
     return sorted(out)
 
 
-def bundle_predicate(document: dict[str, Any], register: str | None = None) -> dict[str, Any]:
+def bundle_predicate(document: EvidenceDocument, register: str | None = None) -> dict[str, Any]:
     """What the signed statement says about the run, besides the file hashes."""
-    predicate = {"tool": {"name": "auditor", "version": __version__}, "audit": document["audit"],
-                 "opinion": document["opinion"], "seed": document["seed"],
-                 "evaluated_on": document["run"].get("evaluated_on"), "evidence_schema": EVIDENCE_SCHEMA}
-    review = document.get("review") or {}
+    predicate = {"tool": {"name": "auditor", "version": __version__}, "audit": document.audit,
+                 "opinion": document.opinion, "seed": document.seed,
+                 "evaluated_on": document.run.get("evaluated_on"), "evidence_schema": EVIDENCE_SCHEMA}
+    review = document.review or {}
     if isinstance(review.get("trail"), dict):  # the register's trail as the review saw it: signed, it pins it
         predicate["register"] = {"system": review.get("system"), **review["trail"], "location": register}
     return predicate

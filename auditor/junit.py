@@ -39,8 +39,9 @@ from typing import Any, Literal
 
 from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
+from auditor.evidence.document import DetectionPart, EvidenceDocument, read_document
 from auditor.files import MAX_JSON_BYTES, Unreadable, check_new_file, open_regular, read_bytes, replace_file
-from auditor.policy import FAIL_ON_LEVELS, Finding, group_findings, identity
+from auditor.policy import FAIL_ON_LEVELS, Finding, findings_of, group_findings, identity
 
 Outcome = Literal["passed", "failure", "error", "skipped"]
 OPTION = "--junit"
@@ -75,17 +76,15 @@ class RunInfo:
     host: str = ""
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any], run_id: str) -> RunInfo:
+    def from_document(cls, document: EvidenceDocument, run_id: str) -> RunInfo:
         """The run as evidence.json records it; `run_id` is the run folder's name."""
-        run = _mapping(document.get("run"))
-        spec = _mapping(document.get("spec"))
-        audit = _mapping(document.get("audit"))
+        run, spec, audit = document.run, document.spec, document.audit
         model = _mapping(_mapping(spec.get("content")).get("model"))
         started = str(run.get("started_at") or "")
-        return cls(run_id=run_id, title=str(audit.get("title") or "audit"), opinion=str(document.get("opinion", "")),
+        return cls(run_id=run_id, title=str(audit.get("title") or "audit"), opinion=document.opinion,
                    spec_file=str(spec.get("file") or ""), spec_sha256=str(spec.get("sha256") or ""),
                    model=str(model.get("name") or ""), model_version=str(model.get("version") or ""),
-                   tool_version=str(_mapping(document.get("tool")).get("version") or ""),
+                   tool_version=str(document.tool.get("version") or ""),
                    evaluated_on=str(run.get("evaluated_on") or ""), started_at=started,
                    seconds=_seconds(started, str(run.get("finished_at") or "")),
                    host=str(run.get("host") or ""))
@@ -124,18 +123,18 @@ def findings_in_order(findings: Sequence[Finding]) -> list[list[Finding]]:
 PREFIX = {"WARN": "[WARN] ", "UNMEASURED": "[NOT MEASURED] "}  # statuses CI lists must tell apart by name
 
 
-def detection_outcome(detection: Mapping[str, Any], fail_on: str) -> Outcome:
+def detection_outcome(detection: DetectionPart, fail_on: str) -> Outcome:
     """A detection no applied rule judges: a failure under `--fail-on warn` when it is major or critical (the gate
     counts it: `policy.exit_code`), else a passed testcase whose name says DETECTED — never a skip."""
-    return "failure" if fail_on == "warn" and detection.get("severity") in ("critical", "major") else "passed"
+    return "failure" if fail_on == "warn" and detection.severity in ("critical", "major") else "passed"
 
 
 def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str,
-               detections: Sequence[Mapping[str, Any]] = (), seconds: Mapping[str, Any] | None = None) -> ET.Element:
+               detections: Sequence[DetectionPart] = (), seconds: Mapping[str, Any] | None = None) -> ET.Element:
     """The JUnit document: `<testsuites>` holding the run's one `<testsuite>`, one testcase a finding and one a
     detection no applied rule judges; a testcase's `time` is its evidence item's seconds (`seconds`)."""
     groups = findings_in_order(findings)
-    unjudged = [d for d in detections if not d.get("judged_by_rules")]
+    unjudged = [d for d in detections if not d.judged_by_rules]
     outcomes = [outcome(group[0], fail_on) for group in groups]
     detected = [detection_outcome(d, fail_on) for d in unjudged]
     counts = Counter(outcomes + detected)
@@ -165,18 +164,17 @@ def testsuites(findings: Sequence[Finding], run: RunInfo, *, fail_on: str,
         else:
             ET.SubElement(case, kind, message=_text(headline(head), TEXT_CHARS), type=head.status).text = body
     for detection, kind in zip(unjudged, detected, strict=True):
-        evidence = str(detection.get("evidence") or "")
+        evidence = detection.evidence
         case = ET.SubElement(suite, "testcase", {
             "classname": _text(f"detected.{evidence or 'audit'}", NAME_CHARS),
-            "name": "[DETECTED] " + _text(detection.get("title", ""), NAME_CHARS), **_time(took.get(evidence))})
-        body = _text(f"DETECTED ({detection.get('severity')}), judged by no applied rule: "
-                     f"{detection.get('message', '')}\nBears on: {detection.get('citation', '')}\n",
-                     TEXT_CHARS * 4, lines=True)
+            "name": "[DETECTED] " + _text(detection.title, NAME_CHARS), **_time(took.get(evidence))})
+        body = _text(f"DETECTED ({detection.severity}), judged by no applied rule: "
+                     f"{detection.message}\nBears on: {detection.citation}\n", TEXT_CHARS * 4, lines=True)
         if kind == "passed":
             ET.SubElement(case, "system-out").text = body
         else:
-            ET.SubElement(case, kind, message=_text(f"DETECTED ({detection.get('severity')}): "
-                                                    f"{detection.get('title', '')}", TEXT_CHARS),
+            ET.SubElement(case, kind, message=_text(f"DETECTED ({detection.severity}): {detection.title}",
+                                                    TEXT_CHARS),
                           type="DETECTED").text = body
     return root
 
@@ -220,15 +218,6 @@ def to_bytes(root: ET.Element) -> bytes:
     return text + b"\n"
 
 
-def findings_of(document: Mapping[str, Any]) -> list[Finding]:
-    """The findings evidence.json records, as `Finding`s again."""
-    out = []
-    for raw in document.get("findings") or []:
-        interval = raw.get("interval")
-        out.append(Finding(**{**raw, "interval": tuple(interval) if interval else None}))
-    return out
-
-
 def check_target(path: Path) -> None:
     """Refuse a `--junit` path that cannot be written, that lies in a run folder (an added file would break
     its verification), or that holds a file no JUnit report would be (`--junit audit.yaml` replaced the spec, and
@@ -263,10 +252,11 @@ def _check_replaceable(path: Path) -> None:
 def write_results(path: Path, run_dir: Path, *, fail_on: str) -> None:
     """Write the JUnit XML of the run in `run_dir` (from its evidence.json) as `path`, replacing a JUnit file there
     (checked again: the audit took time, and something else may stand there now)."""
-    document = json.loads(read_bytes(run_dir / "evidence.json", limit=MAX_JSON_BYTES, what="evidence.json"))
-    detections = [d for d in document.get("detections") or [] if isinstance(d, Mapping)]
+    file = run_dir / "evidence.json"
+    raw = json.loads(read_bytes(file, limit=MAX_JSON_BYTES, what="evidence.json"))
+    document = read_document(raw, file=str(file))
     root = testsuites(findings_of(document), RunInfo.from_document(document, run_dir.name), fail_on=fail_on,
-                      detections=detections, seconds=_mapping(_mapping(document.get("run")).get("seconds")))
+                      detections=document.detections, seconds=_mapping(document.run.get("seconds")))
     _check_replaceable(path)
     replace_file(path, to_bytes(root), fix=f"give {OPTION} a path in a folder you may write to")
 

@@ -28,6 +28,7 @@ from auditor.yaml_io import parse_yaml
 from auditor.yaml_models import StrictModel, nearest, validate_yaml
 
 if TYPE_CHECKING:
+    from auditor.evidence.document import EvidenceDocument, FindingPart
     from auditor.spec import Assignment, Waiver
 
 Severity = Literal["critical", "major", "minor", "info"]
@@ -350,6 +351,16 @@ class Finding:
         out = asdict(self)
         out["interval"] = list(self.interval) if self.interval is not None else None
         return out
+
+    @classmethod
+    def of(cls, part: FindingPart) -> Finding:
+        """The verdict as an evidence document records it, as a `Finding` again."""
+        return cls(**{**part.model_dump(), "interval": tuple(part.interval) if part.interval else None})
+
+
+def findings_of(document: EvidenceDocument) -> list[Finding]:
+    """The verdicts an evidence document records, as `Finding`s again."""
+    return [Finding.of(part) for part in document.findings]
 
 
 _BUILTIN_FOLDER: ContextVar[Path | None] = ContextVar("builtin_packs", default=None)

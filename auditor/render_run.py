@@ -18,10 +18,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from auditor.errors import InputError
 from auditor.evidence.base import EvidenceResult
+from auditor.evidence.document import EvidenceDocument, read_document
 from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
 
 EVIDENCE = "evidence.json"
@@ -43,7 +43,7 @@ class LoadedRun:
     result as the report reads it, the signer its bundle names (None unsigned), what was checked, and notes."""
 
     folder: Path
-    document: dict[str, Any]
+    document: EvidenceDocument
     results: dict[str, EvidenceResult]
     raw: bytes
     signer: dict[str, str] | None
@@ -62,17 +62,9 @@ def load_run(run_dir: Path, *, pubkey: Path | None = None) -> LoadedRun:
     raw = _read(run_dir / EVIDENCE, MAX_JSON_BYTES)
     document = _evidence(raw, run_dir)
     signer, bundle_state = _checked_against_bundle(run_dir, raw, pubkey, notes)
-    order = document.get("evidence_order")
-    names = [n for n in order if n in document["evidence"]] if isinstance(order, list) else []
-    names += [n for n in document["evidence"] if n not in names]  # a run written before the order was kept
-    document["evidence"] = {name: document["evidence"][name] for name in names}  # as the run held it in memory
-    try:
-        results = {name: EvidenceResult.from_json(name, document["evidence"][name]) for name in names}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f"evidence.json holds a result the report cannot read ({type(exc).__name__}: "
-                         f"{str(exc)[:80]})", file=run_dir / EVIDENCE,
-                         fix="render a run folder `auditor report` wrote, as it wrote it") from None
-    if any("figures" not in item for item in document["evidence"].values()):
+    document.evidence = dict(document.items())  # in the report's order, as the run held it in memory
+    results = {name: EvidenceResult.from_item(name, item) for name, item in document.evidence.items()}
+    if any(item.figures is None for item in document.evidence.values()):
         notes.append("the run's evidence.json keeps no figure data (written before figures were kept as data): "
                      "the sections say so; the run's own report shows them")
     return LoadedRun(run_dir, document, results, raw, signer, bundle_state, notes)
@@ -108,8 +100,8 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
 
             attached = dump_json(reproducible_document(document)).encode("utf-8")
             (tmp / "report.pdf").write_bytes(render_pdf(html, attachment=attached,
-                                                        date=fixed_date(document["run"].get("evaluated_on")),
-                                                        title=str(document["audit"].get("title", "Audit"))))
+                                                        date=fixed_date(document.run.get("evaluated_on")),
+                                                        title=str(document.audit.get("title", "Audit"))))
         record = {"rendered_from": run_dir.resolve().name, "evidence_sha256": sha256_bytes(raw),
                   "bundle": run.bundle, "templates": str(templates or "built-in"),
                   "signed": False, "rendered_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -142,8 +134,9 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _evidence(raw: bytes, run_dir: Path) -> dict[str, Any]:
-    """evidence.json strictly parsed, with the blocks the report reads; one line naming what is missing otherwise."""
+def _evidence(raw: bytes, run_dir: Path) -> EvidenceDocument:
+    """evidence.json strictly parsed and read as the typed document (a v1 run through its adapter); one line naming
+    what is wrong otherwise."""
     from auditor.trust.strict_json import BadJSON, strict_json
 
     try:
@@ -155,7 +148,7 @@ def _evidence(raw: bytes, run_dir: Path) -> dict[str, Any]:
     if missing or not isinstance(document["evidence"].get("dataset"), dict):
         raise InputError(f"evidence.json is not an audit's evidence (no {', '.join(missing) or 'dataset'} block)",
                          file=run_dir / EVIDENCE, fix="render a run folder `auditor report` wrote")
-    return document
+    return read_document(document, file=str(run_dir / EVIDENCE))
 
 
 def _checked_against_bundle(run_dir: Path, raw: bytes, pubkey: Path | None,

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.evidence.base import EvidenceResult
+from auditor.evidence.document import SCHEMA, EvidenceDocument
 from auditor.policy import LoadedPack, PolicyPack, evaluate
 from auditor.spec import Waiver
 
@@ -35,6 +36,27 @@ def report(spec: Path, *args: str) -> tuple[int, Path | None]:
 
 def evidence(report_path: Path) -> dict:
     return json.loads((report_path.parent / "evidence.json").read_text())
+
+
+# --- a typed evidence document from the parts a test sets (summary, register, diff, disclosure tests) ---------------
+
+_FINDING = {"title": "", "pack": "", "severity": "minor", "metric": "", "value": None, "requirement": "",
+            "citation": "", "rationale": "", "message": ""}
+_DETECTION = {"message": "", "severity": "minor", "citation": ""}
+
+
+def document_of(**parts: object) -> EvidenceDocument:
+    """An evidence document holding `parts` (top-level blocks as evidence.json spells them), every other block empty;
+    an item's status defaults to ok, a finding's and a detection's texts to empty."""
+    raw: dict = {"schema": SCHEMA, "tool": {"version": "test"}, "audit": {}, "spec": {}, "seed": 0, "inputs": {},
+                 "evidence": {}, "evidence_order": [], "policies": [], "other_laws": [], "waivers": [],
+                 "assignments": [], "feature_dictionary": {}, "findings": [], "detections": [], "opinion": "",
+                 "run": {}, **parts}
+    raw["evidence"] = {name: {"status": "ok", "figures": [], "how_to_read": "", **item}
+                       for name, item in raw["evidence"].items()}
+    raw["findings"] = [{**_FINDING, **f} for f in raw["findings"]]
+    raw["detections"] = [{**_DETECTION, **d} for d in raw["detections"]]
+    return EvidenceDocument.model_validate(raw)
 
 
 # --- nDCG as LightGBM computes it (test_ranking_metrics, test_cli) -------------------------------------------------

@@ -126,7 +126,7 @@ def test_the_bookstore_through_the_api_is_the_bookstore_through_the_cli(signed, 
     and the API on the same spec: the same evidence.json."""
     monkeypatch.setenv("TEST_KEY_PASS", PASS)
     api = Audit.from_spec(signed["spec"]).run()
-    _same_evidence(api.document, json.loads((signed["run"] / "evidence.json").read_text()))
+    _same_evidence(api.document.to_json(), json.loads((signed["run"] / "evidence.json").read_text()))
     assert {"local_explanations", "confidence", "surrogate", "exposure"} <= set(api.evidence)
 
 
@@ -168,7 +168,7 @@ def test_columns_name_the_feature_columns_and_features_is_the_dictionary(frame, 
     spec = yaml.safe_load(audit.spec_path.read_text())
     assert spec["features"] == described and "feature_columns" not in spec["dataset"]
     result = audit.run()
-    assert result.document["evidence"]["governance"]["metrics"]["governance.features_described"] == 1.0
+    assert result.document.metric("governance", "governance.features_described") == 1.0
     names = [c for c in frame.columns if c not in ("qid", "label", "doc_id")]
     chosen = Audit(model=booster, data=frame, doc_id="doc_id", columns=names, evidence=["ranking_quality"])
     assert yaml.safe_load(chosen.spec_path.read_text())["dataset"]["feature_columns"] == names

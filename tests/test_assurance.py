@@ -11,6 +11,7 @@ import pytest
 from auditor.evidence.base import EvidenceResult
 from auditor.policy import Finding, LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
 from auditor.report.assurance import conclusion, engagement
+from tests.helpers import document_of
 
 TODAY = dt.date(2026, 11, 26)
 BASE = {"title": "t", "evidence": "ranking_quality", "citation": "c", "rationale": "r", "severity": "critical",
@@ -84,14 +85,14 @@ def test_engagement_facts_are_stated_or_marked_not_stated() -> None:
                 "policies": [{"pack": "eu-p2b-art5", "title": "P2B Art. 5", "version": "1",
                               "applicability": "applies: the provider is an intermediation service"}],
                 "evidence": {"ranking_quality": {}}, "opinion": "negative", "run": {"evaluated_on": "2026-11-26"}}
-    rows = dict(engagement(document, {"ranking_quality": "Ranking quality"}))
+    rows = dict(engagement(document_of(**document), {"ranking_quality": "Ranking quality"}))
     assert rows["Addressee"] == "The board" and rows["Date and place"] == "2026-11-26, Berlin"
     assert "catalogue-ranker version 7" in rows["Subject matter"]
     assert rows["Criteria"] == ["P2B Art. 5 (eu-p2b-art5 1): applies: the provider is an intermediation service"]
     assert "Search team answers for the ranking system" in rows["Responsibilities"]
     assert rows["Conclusion"].startswith("Based on the procedures performed") and "does not meet" in rows["Conclusion"]
     assert rows["Qualifications"] == "not stated (audit.qualifications)"
-    empty = dict(engagement({"audit": {"title": "Review"}, "opinion": "positive"}, {}))
+    empty = dict(engagement(document_of(audit={"title": "Review"}, opinion="positive"), {}))
     assert empty["Addressee"] == "not stated (audit.addressee)" and empty["Assurance"] == "not stated (audit.assurance)"
 
 
@@ -134,8 +135,7 @@ def test_laws_not_applied_are_stated_with_whether_they_bind_the_provider() -> No
     assert others["eu-dsa-art27-34"]["applicability"].startswith("applies")
     assert "not established" in others["eu-ai-act-annex-iv"]["applicability"]
     assert "employment_decision_tool not stated" in others["us-nyc-ll144"]["applicability"]
-    rows = dict(engagement({"audit": {}, "opinion": "negative", "other_laws": list(others.values()),
-                            "policies": []}, {}))
+    rows = dict(engagement(document_of(opinion="negative", other_laws=list(others.values())), {}))
     dsa = next(line for line in rows["Criteria"] if "eu-dsa-art27-34" in line)
     assert "not applied" in dsa and "this report does not judge it" in dsa
 

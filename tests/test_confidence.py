@@ -13,6 +13,7 @@ from auditor.engine import run_audit
 from auditor.evidence import confidence, local_explanations
 from auditor.evidence.base import AuditContext
 from tests.conftest import make_bookstore_context, write_spec
+from tests.helpers import document_of
 
 
 def test_overlap_margin_and_weights():
@@ -186,17 +187,21 @@ def test_the_headline_says_when_reliability_cannot_be_estimated(context):
     assert any(d.kind == "reliability-not-predicted" for d in result.detections)
 
 
+def _items(metrics: dict) -> dict:
+    return document_of(evidence={"confidence": {"metrics": metrics}}).evidence
+
+
 def test_the_summary_key_figure_says_when_no_estimate_was_possible():
     """The one-page summary's flagged share carries why there is no AUC: the measured reliable share."""
     from auditor.report.summary import key_numbers
 
     metrics = {"confidence.flagged_fraction": 0.0, "confidence.validation.auc": float("nan"),
                "confidence.reliable_share": 0.995, "confidence.widened.explanations": 0.0}
-    row = next(r for r in key_numbers({"confidence": {"metrics": metrics}}) if r["evidence"] == "confidence")
+    row = next(r for r in key_numbers(_items(metrics)) if r["evidence"] == "confidence")
     assert "no reliability estimate: 99.5% of the explanations hold" in row["reference"]
     metrics.update({"confidence.validation.auc": 0.93, "confidence.validation.auc.ci95_low": 0.9,
                     "confidence.validation.auc.ci95_high": 0.96, "confidence.widened.explanations": 4.0,
                     "confidence.widened.reliable_share": 0.5})
-    row = next(r for r in key_numbers({"confidence": {"metrics": metrics}}) if r["evidence"] == "confidence")
+    row = next(r for r in key_numbers(_items(metrics)) if r["evidence"] == "confidence")
     assert "no reliability estimate" not in row["reference"] and "AUC 0.930" in row["reference"]
     assert "2 of 4 attributions that fail with their top features hold" in row["reference"]

@@ -22,11 +22,12 @@ from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from auditor.cli import app
+from auditor.evidence.document import EvidenceDocument
 from auditor.register import export
 from auditor.register.lifecycle import Event, review_events, state
 from auditor.register.store import Register, register_url
 from tests.conftest import BOOKSTORE, PASS, _keygen
-from tests.helpers import rehash_trail
+from tests.helpers import document_of, rehash_trail
 
 runner = CliRunner()
 SYSTEM = "shop-ranker"
@@ -50,7 +51,7 @@ def _error(*args: str) -> str:
     return lines[0]
 
 
-def _document(day: str, statuses: dict[str, str], *, identities: bool = True) -> dict[str, Any]:
+def _document(day: str, statuses: dict[str, str], *, identities: bool = True) -> EvidenceDocument:
     """A small evidence document: BASE-8 (pack starter) and P2B-4 (pack eu-p2b) judge one fact, P2B-8 another."""
     findings = []
     for rule, pack, metric in (("BASE-8", "starter", METRIC), ("P2B-4", "eu-p2b-art5", METRIC),
@@ -60,11 +61,10 @@ def _document(day: str, statuses: dict[str, str], *, identities: bool = True) ->
                          "requirement": "FAIL if > 0", "citation": f"Art. {rule} = law", "value": 1.0})
         if identities:
             findings[-1]["finding"] = "BASE-8" if metric == METRIC else rule
-    return {"findings": findings, "detections": [], "evidence": {"disclosure_consistency": {"status": "ok",
-                                                                                           "metrics": {}}},
-            "run": {"evaluated_on": day, "started_at": f"{day}T09:00:00+00:00"}, "audit": {"title": "Shop"},
-            "inputs": {"model": {"version": "1"}}, "opinion": "negative", "spec": {"sha256": "0" * 64},
-            "tool": {"version": "test"}, "seed": 0, "schema": "auditor.evidence/v1", "review": {"system": SYSTEM}}
+    return document_of(findings=findings, evidence={"disclosure_consistency": {"metrics": {}}},
+                       run={"evaluated_on": day, "started_at": f"{day}T09:00:00+00:00"}, audit={"title": "Shop"},
+                       inputs={"model": {"version": "1"}}, opinion="negative", spec={"sha256": "0" * 64},
+                       review={"system": SYSTEM})
 
 
 # --- one fact, one finding (pure) ---------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def register(tmp_path: Path) -> str:
     run = tmp_path / "reports" / "shop-q1"
     run.mkdir()
     document = _document(TODAY.isoformat(), {"BASE-8": "FAIL", "P2B-4": "FAIL", "P2B-8": "WARN"})
-    (run / "evidence.json").write_text(json.dumps(document))
+    (run / "evidence.json").write_text(json.dumps(document.to_json()))
     from auditor.files import sha256_file
 
     store.record(document, system=SYSTEM, run_dir=run, evidence_sha256=sha256_file(run / "evidence.json"),

@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.diff import feature_distributions, psi
+from auditor.evidence.document import EvidenceDocument
 from auditor.numbers import figure
 from tests.conftest import BOOKSTORE
+from tests.helpers import document_of
 
 runner = CliRunner()
 EVIDENCE = [{"ranking_quality": {"cutoffs": [10]}}, {"global_importance": {}}]
@@ -106,7 +108,7 @@ def test_diff_bad_input(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     doc = json.loads((run_a / "evidence.json").read_text())
     (other / "evidence.json").write_text(json.dumps({**doc, "schema": "auditor.evidence/v0"}))
     mixed = runner.invoke(app, ["diff", str(other), str(run_b)])
-    assert mixed.exit_code == 2 and "different evidence schemas" in mixed.output
+    assert mixed.exit_code == 2 and "schema 'auditor.evidence/v0' is not one this auditor reads" in mixed.output
     assert len(mixed.output.strip().splitlines()) == 1
     spec = second / "audit.yaml"
     text = spec.read_text()
@@ -119,9 +121,9 @@ def test_diff_bad_input(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
 def test_a_metric_is_listed_only_when_it_moved_beyond_both_intervals() -> None:
     from auditor.diff import compare
 
-    def doc(mean: float, low: float, high: float) -> dict:
-        return {"schema": "s", "evidence": {"ranking_quality": {"metrics": {
-            "q.mean": mean, "q.ci95_low": low, "q.ci95_high": high}}}}
+    def doc(mean: float, low: float, high: float) -> EvidenceDocument:
+        return document_of(evidence={"ranking_quality": {"metrics": {
+            "q.mean": mean, "q.ci95_low": low, "q.ci95_high": high}}})
 
     wide_new = compare(doc(0.80, 0.78, 0.82), doc(0.84, 0.70, 0.90))  # 0.80 is inside the new, wide interval
     moved = compare(doc(0.80, 0.78, 0.82), doc(0.90, 0.88, 0.92))

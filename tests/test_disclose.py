@@ -29,6 +29,7 @@ from auditor.engine import input_files, prepare
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
+from auditor.evidence.document import read_document
 from auditor.evidence.feature_names import metric_name, metric_segments
 from auditor.metric_names import Reading
 from auditor.policy import bundled_policies_dir, evaluate, load_packs
@@ -88,7 +89,7 @@ def test_the_bookstore_statement_says_what_was_measured(signed: dict[str, Path])
                                                          "95-%-Intervall"))])
 def test_english_and_german_render_as_markdown_and_html(signed: dict[str, Path], language: str,
                                                         words: tuple[str, ...]) -> None:
-    statement = draft(_evidence(signed["run"]), run=signed["run"].name)
+    statement = draft(read_document(_evidence(signed["run"])), run=signed["run"].name)
     markdown = render_statement(statement, language=language, fmt="md")
     page = render_statement(statement, language=language, fmt="html")
     for text in (markdown, page):
@@ -142,7 +143,7 @@ def _renamed(document: dict[str, Any], old: str, new: str) -> dict[str, Any]:
 
 
 def test_a_hostile_feature_name_prints_as_itself_and_round_trips_through_its_claims(signed: dict[str, Path]) -> None:
-    statement = draft(_renamed(_evidence(signed["run"]), "genre_match", HOSTILE))
+    statement = draft(read_document(_renamed(_evidence(signed["run"]), "genre_match", HOSTILE)))
     assert statement.parameters[0].feature == HOSTILE
     for fmt in ("md", "html"):
         text = render_statement(statement, language="en", fmt=fmt)

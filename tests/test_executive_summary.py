@@ -18,10 +18,12 @@ import yaml
 from auditor.engine import run_audit
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
+from auditor.evidence.document import EvidenceDocument
 from auditor.feature_dictionary import build
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.summary import executive_summary
 from tests.conftest import make_queries, write_spec
+from tests.helpers import document_of
 
 DAY = dt.date(2026, 1, 15)
 
@@ -99,7 +101,7 @@ def test_the_summary_lists_every_unjudged_detection_and_every_rule() -> None:
         "evidence": {"dataset": {"metrics": {}}},
         "audit": {"out_of_scope": ["Credit decisions"]},
     }
-    summary = executive_summary(document, REGISTRY)
+    summary = executive_summary(document_of(**document), REGISTRY)
     assert [g["head"].rule for g in summary["act_on"]] == ["B-1"]  # one finding for the same requirement ...
     assert [f.rule for f in summary["act_on"][0]["rules"]] == ["B-1", "A-1"]  # ... citing both rules
     assert summary["act_on"][0]["citations"] == ["Law 2", "Law 1"]
@@ -198,9 +200,9 @@ def test_the_glossary_and_limitations_name_only_what_ran() -> None:
     surrogate and no pairwise term, and says nothing of feature importance it did not compute."""
     from auditor.report.glossary import NEEDS, glossary_for
 
-    def document(**metrics: list[str]) -> dict:
-        return {"evidence": {kind: {"status": "ok", "metrics": dict.fromkeys(names, 0.5)}
-                             for kind, names in metrics.items()}}
+    def document(status: str = "ok", **metrics: list[str]) -> EvidenceDocument:
+        return document_of(evidence={kind: {"status": status, "metrics": dict.fromkeys(names, 0.5)}
+                                     for kind, names in metrics.items()})
 
     quality = [term for term, _ in glossary_for(document(ranking_quality=["ranking_quality.ndcg@10.mean"]))]
     assert "nDCG@k" in quality and "Query, document" in quality
@@ -208,7 +210,6 @@ def test_the_glossary_and_limitations_name_only_what_ran() -> None:
     wider = [term for term, _ in glossary_for(document(pairwise=["pairwise.margin.mean"],
                                                        surrogate=["surrogate.fidelity.kendall.mean"]))]
     assert {"ASIPair, RAIPair", "ILMART, surrogate", "Fidelity"} <= set(wider) and "EXS" not in wider
-    failed = document(pairwise=["pairwise.margin.mean"])
-    failed["evidence"]["pairwise"]["status"] = "error"
+    failed = document("error", pairwise=["pairwise.margin.mean"])
     assert "ASIPair, RAIPair" not in [term for term, _ in glossary_for(failed)]
     assert set(NEEDS) <= {term for term, _ in GLOSSARY}  # no condition on a term that is not there

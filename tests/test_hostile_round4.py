@@ -30,11 +30,12 @@ from auditor.disclosure.claims import Claim, judge, parse_claims, read_statement
 from auditor.disclosure.draft import draft
 from auditor.errors import InputError
 from auditor.evidence.base import AuditContext
+from auditor.evidence.document import read_document
 from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.models.base import CountingRanker
 from tests.conftest import BOOKSTORE, within
-from tests.helpers import FirstColumn
+from tests.helpers import FirstColumn, document_of
 
 CLAIM = '<!-- claim: {"weight": "a", "is": "most"} -->'
 
@@ -99,7 +100,7 @@ def test_a_paid_claim_is_never_judged_on_another_feature_s_metric() -> None:
 def _document() -> dict[str, Any]:
     """The least evidence.json a statement is drafted from: three features, two main parameters."""
     share = "global_importance.within_share"
-    return {"schema": 1, "inputs": {"dataset": {"feature_names": ["a", "b", "c"]}},
+    return document_of(**{"inputs": {"dataset": {"feature_names": ["a", "b", "c"]}},
             "evidence": {"dataset": {"status": "ok", "metrics": {"dataset.n_queries": 10}},
                          "global_importance": {"status": "ok", "metrics": {
                              "global_importance.main_parameters": 2, f"{share}.a": 0.5, f"{share}.a.ci95_low": 0.4,
@@ -110,7 +111,7 @@ def _document() -> dict[str, Any]:
                              "influence.c.rank_shift.mean": 0.5, "influence.c.rank_shift.ci95_low": 0.2,
                              "influence.c.rank_shift.ci95_high": 0.8}}},
             "spec": {"content": {"evidence": [{"global_importance": {}}, {"parameter_influence": {
-                "sensitive": ["c"]}}]}}}
+                "sensitive": ["c"]}}]}}}).to_json()
 
 
 def _metric(kind: str, name: str, value: Any) -> Any:
@@ -123,11 +124,12 @@ def _metric(kind: str, name: str, value: Any) -> Any:
     (_metric("global_importance", "global_importance.within_share.a", float("inf")), "'inf', not a finite number"),
     (_metric("global_importance", "global_importance.within_share.a", float("nan")), "not a finite number"),
     (_metric("parameter_influence", "influence.c.rank_shift.mean", float("-inf")), "not a finite number"),
-    (_metric("global_importance", "global_importance.within_share.a", "0.5"), "not a finite number"),
-    (_metric("global_importance", "global_importance.within_share.a", 10 ** 400), "integer of 1,329 bits"),
+    (_metric("global_importance", "global_importance.within_share.a", "0.5"), "Input should be a valid number"),
+    (_metric("global_importance", "global_importance.within_share.a", 10 ** 400), "Input should be a valid number"),
     (_metric("dataset", "dataset.n_queries", 1e309), "not a finite number"),
     (_metric("global_importance", "global_importance.main_parameters", 1e18), "main parameters among 3 features"),
-    (lambda d: d.pop("inputs"), "feature_names is not a list"),
+    (lambda d: d.pop("inputs"), "inputs: Field required"),
+    (lambda d: d["inputs"].pop("dataset"), "feature_names is not a list"),
     (lambda d: d["evidence"]["global_importance"]["records"].append({"feature": "d"}), "records are not each"),
     (lambda d: d["spec"]["content"]["evidence"][1]["parameter_influence"].update(top_k="ten"), "top_k is 'ten'"),
     (lambda d: d["spec"]["content"]["evidence"][1]["parameter_influence"].update(sensitive=[["c"]]), "sensitive")])
@@ -135,21 +137,25 @@ def test_a_run_folder_with_hostile_numbers_is_one_error_line_when_drafting(edit:
     """`auditor disclose --run` reads a run folder, which anyone may have written: a metric of 1e309 (read as inf)
     or NaN ended the draft in StopIteration (no band holds inf), a string or a 400-digit integer in ValueError or
     OverflowError, a missing block in KeyError, a `top_k` of "ten" in ValueError — each exit 3."""
-    assert draft(_document(), run="r").claims  # the document itself drafts
+    assert draft(read_document(_document()), run="r").claims  # the document itself drafts
     document = copy.deepcopy(_document())
     edit(document)
-    with pytest.raises(InputError, match="not as `auditor report` writes it") as caught:
-        draft(document, run="r")
+    with pytest.raises(InputError, match="not as `auditor report` writes it") as caught:  # read, or drafted
+        draft(read_document(document, file="r"), run="r")
     assert words in caught.value.one_line() and caught.value.one_line().startswith("r: ")
 
 
 def test_blocks_a_draft_reads_only_for_words_are_absent_when_malformed() -> None:
-    """A run folder whose `feature_dictionary`, `run` or `tool` block is not a mapping ended the draft in an
-    AttributeError; what they give is words, so a malformed one reads as absent."""
+    """A run folder whose `feature_dictionary` entries are not what the writer puts there ended the draft in an
+    AttributeError; what they give is words, so a malformed one reads as absent. A `run` or `tool` block that is not
+    a mapping is refused when the document is read (one line naming it)."""
     document = _document()
-    document.update(feature_dictionary={"a": "not a mapping", "b": {"meaning": ["x"], "unit": 1}}, run=["x"], tool=5)
-    statement = draft(document, run="r")
+    document.update(feature_dictionary={"a": "not a mapping", "b": {"meaning": ["x"], "unit": 1}})
+    statement = draft(read_document(document), run="r")
     assert [p.name for p in statement.parameters] == ["a", "['x']"] and statement.evaluated_on == ""
+    for block, value in (("run", ["x"]), ("tool", 5)):
+        with pytest.raises(InputError, match=f"{block}: Input should be a valid dictionary"):
+            read_document({**document, block: value}, file="r")
 
 
 # --- LL144 tables -----------------------------------------------------------------------------------------------------

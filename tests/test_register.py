@@ -23,10 +23,12 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceDocument
 from auditor.register import schema
 from auditor.register.lifecycle import Event, Observed, review_events, state
 from auditor.register.store import Register
 from tests.conftest import PASS, settled
+from tests.helpers import document_of
 
 runner = CliRunner()
 BOOKSTORE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
@@ -37,10 +39,11 @@ DAY = "2026-11-26"
 
 # --- the lifecycle, as pure functions -----------------------------------------------------------------------------
 
-def _doc(findings: list[tuple[str, str]], *, detections: tuple[dict, ...] = (), ok: tuple[str, ...] = ()) -> dict:
-    return {"findings": [{"rule": r, "status": s, "title": f"rule {r}", "severity": "major"} for r, s in findings],
-            "detections": list(detections), "evidence": {name: {"status": "ok"} for name in ok},
-            "run": {"evaluated_on": DAY}}
+def _doc(findings: list[tuple[str, str]], *, detections: tuple[dict, ...] = (),
+         ok: tuple[str, ...] = ()) -> EvidenceDocument:
+    return document_of(findings=[{"rule": r, "status": s, "title": f"rule {r}", "severity": "major"}
+                                 for r, s in findings],
+                       detections=list(detections), evidence={name: {} for name in ok}, run={"evaluated_on": DAY})
 
 
 def _apply(known: dict, added: dict) -> dict:

@@ -113,11 +113,15 @@ def test_evidence_written_before_figures_were_kept_renders_without_them(unsigned
         item.pop("figures", None)
     document.pop("evidence_order")
     (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
+    _render(str(run), "--out", str(tmp_path / "out"), code=2)  # v2 keeps figures: without them it is not ours
+    document["schema"] = "auditor.evidence/v1"  # what runs before figures were kept wrote
+    (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
     stdout, stderr = _render(str(run), "--out", str(tmp_path / "out"))
     html = (Path(stdout.strip()) / "report.html").read_text(encoding="utf-8")
     said = "figures are not in the run"
     assert "<svg" not in html and said in html and said in FIGURES_NOT_KEPT
     assert "keeps no figure data" in stderr
+    assert "evidence schema auditor.evidence/v1" in html  # the footer names the schema it was written in
 
 
 NOT_OURS = "what no chart takes"
@@ -176,6 +180,6 @@ def test_a_run_folder_loads_back_as_an_audit_result(unsigned: Path, signed: dict
     assert not (tmp_path / "again").exists()
     keys = signed["keys"]
     mine = AuditResult.load(signed["run"], pubkey=keys / "bundle-ed25519.pub.pem")
-    assert mine.opinion == result.opinion and mine.document["evidence"].keys() == result.document["evidence"].keys()
+    assert mine.opinion == result.opinion and mine.document.evidence.keys() == result.document.evidence.keys()
     with pytest.raises(InputError, match="bundle does not verify"):
         AuditResult.load(signed["run"], pubkey=keys / "signer-cert.pem")

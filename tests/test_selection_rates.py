@@ -181,10 +181,10 @@ def _declared_and_costed(run: Any) -> None:
     of the data every item shares, charged to the first)."""
     from auditor.evidence.registry import KINDS, metric_pattern
 
-    emitted = run.document["evidence"]["selection_rates"]["metrics"]
+    emitted = run.document.evidence["selection_rates"].metrics
     unused = [p for p in KINDS["selection_rates"].metrics if not any(metric_pattern(p).fullmatch(m) for m in emitted)]
     assert not unused, unused
-    compared = {c["evidence"]: c for c in run.document["run"]["cost"]["compared"]}["selection_rates"]
+    compared = {c["evidence"]: c for c in run.document.run["cost"]["compared"]}["selection_rates"]
     assert compared["rows"] / 3 <= compared["estimated_rows"] <= 3 * compared["rows"], compared
 
 

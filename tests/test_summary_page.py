@@ -19,12 +19,13 @@ import yaml
 
 from auditor.engine import run_audit
 from auditor.evidence import REGISTRY
+from auditor.evidence.document import read_document
 from auditor.numbers import figure, interval, percent, points, signed, with_interval
 from auditor.policy import Finding, bundled_policies_dir, load_packs
 from auditor.report.summary import SUMMARY_ROWS, executive_summary
 from auditor.report.wording import PHRASES, measured_sentence
 from tests.conftest import make_queries
-from tests.helpers import section_text, summary_page_checks
+from tests.helpers import document_of, section_text, summary_page_checks
 
 WIDE_PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
 PACKS = [*WIDE_PACKS, "us-nyc-ll144", "jp-tfdpa-ranking"]  # every built-in pack (the wide audit applies the EU ones)
@@ -81,7 +82,7 @@ def test_the_summary_does_not_grow_with_the_number_of_rules() -> None:
                   for i in range(15)]
     document = {"opinion": "negative", "findings": findings, "detections": detections,
                 "evidence": {"dataset": {"metrics": {}}}, "audit": {}}
-    summary = executive_summary(document, REGISTRY)
+    summary = executive_summary(document_of(**document), REGISTRY)
     rows = summary["rows"]
     assert len(rows["shown"]) == SUMMARY_ROWS and rows["total"] == 12 + 28 + 15
     assert rows["more"] == rows["total"] - SUMMARY_ROWS and rows["more_by_severity"] == "4 major, 28 minor, 15 info"
@@ -150,7 +151,7 @@ def test_a_figure_printed_twice_reads_the_same(wide_run: Path) -> None:
     """The summary's key figures appear, digit for digit, in their own sections."""
     html = (wide_run / "report.html").read_text()
     document = json.loads((wide_run / "evidence.json").read_text())
-    summary = executive_summary(document, REGISTRY)
+    summary = executive_summary(read_document(document), REGISTRY)
     checked = 0
     for row in summary["key_figures"]:
         if row["value"] is None or not math.isfinite(row["value"]):
@@ -167,6 +168,6 @@ def test_the_headline_names_every_kind_of_finding() -> None:
     document = {"opinion": "positive with comments", "detections": [], "evidence": {"dataset": {"metrics": {}}},
                 "audit": {}, "findings": [_finding(1, "WAIVED", "major"), _finding(2, "ERROR", "minor"),
                                           _finding(3, "ERROR", "minor"), _finding(4, "PASS", "minor")]}
-    first, second = executive_summary(document, REGISTRY)["headline"]
+    first, second = executive_summary(document_of(**document), REGISTRY)["headline"]
     assert "2 requirements that could not be judged and 1 waived failure" in first
     assert second == "1 requirement passed or did not apply."

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from auditor.disclosure.claims import Claim, band_of
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
+from auditor.evidence.document import EvidenceDocument, EvidenceItem
 from auditor.evidence.feature_names import metric_segments
 from auditor.feature_dictionary import is_yes_no
 from auditor.metric_names import Reading, read
@@ -140,12 +141,10 @@ def _footnote(number: int, metric: str, reading: Reading, unit: Unit) -> Footnot
                     parts[0] if parts else None, parts[1] if parts else None)
 
 
-def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
+def draft(document: EvidenceDocument, *, run: str = "") -> Statement:
     """The statement a run's evidence supports. Bad input when the run has no `global_importance` result, which
     every statement rests on."""
-    evidence = document.get("evidence") or {}
-    ok = {name: item for name, item in evidence.items() if isinstance(item, dict) and item.get("status") == "ok"} \
-        if isinstance(evidence, dict) else {}
+    ok = {name: item for name, item in document.evidence.items() if item.measured}
     if "global_importance" not in ok:
         raise InputError("the run has no global_importance result to draft the statement from", file=run or None,
                          fix="request `global_importance` in the spec and run `auditor report` again")
@@ -153,7 +152,7 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
     notes = _Notes(metrics)
     names = _checked_names(document, ok, run)
     segments = metric_segments(names)
-    dictionary = _mapping(document.get("feature_dictionary"))
+    dictionary = document.feature_dictionary
     spec = _spec_options(document, run)
     claims: list[Claim] = []
     left_out: list[str] = []
@@ -164,7 +163,7 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
     main_count = int(metrics.get("global_importance.main_parameters") or 0)
     if not 0 <= main_count <= len(names):
         raise _damaged(run, f"it counts {main_count:,} main parameters among {len(names):,} features")
-    ranked = [str(r["feature"]) for r in sorted(ok["global_importance"].get("records") or [], key=lambda r: r["rank"])]
+    ranked = [str(r["feature"]) for r in sorted(ok["global_importance"].records, key=lambda r: r["rank"])]
     listed = [f for f in ranked[:main_count] if f in segments
               and read(metrics, f"global_importance.within_share.{segments[f]}") is not None][:MAX_LISTED]
     if len(listed) < min(main_count, MAX_LISTED):
@@ -194,8 +193,8 @@ def draft(document: Mapping[str, Any], *, run: str = "") -> Statement:
     if order is not None:
         claims.insert(0, order)
     statement = Statement(
-        run=run, evaluated_on=str(_mapping(document.get("run")).get("evaluated_on") or ""),
-        tool_version=str(_mapping(document.get("tool")).get("version") or ""),
+        run=run, evaluated_on=str(document.run.get("evaluated_on") or ""),
+        tool_version=str(document.tool.get("version") or ""),
         queries=int(metrics.get("dataset.n_queries") or 0), queries_note=queries_note,
         main_count=main_count, main_share=percent(_option(spec, "global_importance", "share_for_main")),
         main_note=main_note, order_claim=Markup(order.marker()) if order is not None else Markup(""),
@@ -276,16 +275,13 @@ def _damaged(run: str, problem: str) -> InputError:
                       file=run or None, fix="draft from an untouched run folder")
 
 
-def _checked_metrics(ok: Mapping[str, Any], run: str) -> dict[str, float | None]:
+def _checked_metrics(ok: Mapping[str, EvidenceItem], run: str) -> dict[str, float | None]:
     """Every metric of the ok results: a finite number or null, as `numbers.stored` writes them. An `inf` (1e309
     in the file), NaN, a string or an integer of hundreds of digits would end the draft in a traceback (no band
     holds inf) or print as a measurement."""
     metrics: dict[str, float | None] = {}
-    for name, item in ok.items():
-        values = item.get("metrics") or {}
-        if not isinstance(values, dict):
-            raise _damaged(run, f"the metrics of {str(name)[:60]!r} are not a mapping")
-        for key, value in values.items():
+    for item in ok.values():
+        for key, value in item.metrics.items():
             if value is None:
                 metrics[key] = None
                 continue
@@ -302,13 +298,13 @@ def _checked_metrics(ok: Mapping[str, Any], run: str) -> dict[str, float | None]
     return metrics
 
 
-def _checked_names(document: Mapping[str, Any], ok: Mapping[str, Any], run: str) -> list[str]:
+def _checked_names(document: EvidenceDocument, ok: Mapping[str, EvidenceItem], run: str) -> list[str]:
     """The data's feature names (a list of strings) and global_importance's records (each a feature and a rank)."""
-    dataset = ((document.get("inputs") or {}) if isinstance(document.get("inputs"), dict) else {}).get("dataset")
+    dataset = document.inputs.get("dataset")
     names = dataset.get("feature_names") if isinstance(dataset, dict) else None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise _damaged(run, "inputs.dataset.feature_names is not a list of names")
-    records = ok["global_importance"].get("records") or []
+    records = ok["global_importance"].records
     if not isinstance(records, list) or not all(
             isinstance(r, dict) and isinstance(r.get("feature"), str) and isinstance(r.get("rank"), (int, float))
             and not isinstance(r.get("rank"), bool) for r in records):
@@ -321,13 +317,12 @@ READ_OPTIONS = {"global_importance": ("share_for_main",), "surrogate": ("fidelit
                 "parameter_influence": ("top_k", "sensitive"), "exposure": ("own",)}
 
 
-def _spec_options(document: Mapping[str, Any], run: str = "") -> dict[str, dict[str, Any]]:
+def _spec_options(document: EvidenceDocument, run: str = "") -> dict[str, dict[str, Any]]:
     """Each evidence item's options as the run's spec wrote them (evidence.json keeps the spec's content), those
     the draft reads validated (a `top_k` of "ten" or a `sensitive` of [[1]] is bad input, not a traceback)."""
     from pydantic import ValidationError
 
-    spec = document.get("spec")
-    content = (spec.get("content") or {}) if isinstance(spec, dict) else {}
+    content = document.spec.get("content") or {}
     out: dict[str, dict[str, Any]] = {}
     for item in content.get("evidence") or [] if isinstance(content, dict) else []:
         if isinstance(item, dict) and len(item) == 1:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from auditor.diff import load_run
 from auditor.engine import run_stem
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceDocument
 from auditor.files import sha256_file
 from auditor.spec import load_spec
 
@@ -18,14 +18,14 @@ MAX_FOLDERS = 10_000  # run folders looked at in the output folder
 _STAMP = re.compile(r"(\d{8}T\d{6}Z)(?:-(\d+))?")
 
 
-def chosen_run(spec_path: Path, run: Path | None = None) -> tuple[dict[str, Any], Path, str | None]:
+def chosen_run(spec_path: Path, run: Path | None = None) -> tuple[EvidenceDocument, Path, str | None]:
     """(evidence.json, its run folder, a note for the person drafting or None). With `run`, that run (a note when
     it was made with another version of the spec); else the latest run of this spec, bad input when it has none."""
     spec, _ = load_spec(spec_path)
     digest = sha256_file(spec_path)
     if run is not None:
         document = load_run(run, where="--run")
-        recorded = (document.get("spec") or {}).get("sha256")
+        recorded = document.spec.get("sha256")
         note = None if recorded == digest else (f"{run.name} was made with another version of {spec_path.name} "
                                                 "(its recorded sha256 differs): the statement follows that run")
         return document, run, note
@@ -33,7 +33,7 @@ def chosen_run(spec_path: Path, run: Path | None = None) -> tuple[dict[str, Any]
     runs = _runs(folder, run_stem(spec.audit.title))
     for candidate in runs:
         document = load_run(candidate)
-        if (document.get("spec") or {}).get("sha256") == digest:
+        if document.spec.get("sha256") == digest:
             return document, candidate, None
     if runs:
         raise InputError(f"no run of {spec_path.name} as it is now in {folder} ({len(runs)} of earlier versions, the "

@@ -15,6 +15,7 @@ import numpy as np
 
 from auditor.data import RankingData
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceItem
 from auditor.models.base import CountingRanker
 
 T = TypeVar("T")
@@ -170,21 +171,20 @@ class EvidenceResult:
         return out
 
     @classmethod
-    def from_json(cls, name: str, raw: Mapping[str, Any]) -> EvidenceResult:
-        """The result as evidence.json holds it, for rendering a run again (`auditor render`): what the report
-        shows, not `shared` (arrays for other evidence items) nor tables of wall-clock figures (never stored). A
-        document written before figures were stored as data (no `figures`) says so in a note."""
-        result = cls(name=name, status=raw.get("status", "ok"), summary=str(raw.get("summary", "")),
-                     metrics={k: _number(v) for k, v in raw.get("metrics", {}).items()},
-                     tables=[Table.from_json(t) for t in raw.get("tables", [])],
-                     figures=[Figure.from_json(f) for f in raw.get("figures", [])],
-                     records=list(raw.get("records", [])), notes=[str(n) for n in raw.get("notes", [])],
-                     how_to_read=str(raw.get("how_to_read", "")),
-                     per_query={m: dict(values) for m, values in raw.get("per_query", {}).items()},
-                     error=str(raw.get("error", "")), n_model_rows=int(raw.get("n_model_rows", 0)),
-                     detections=[Detection.from_json(d) for d in raw.get("detections", [])],
-                     unmeasured=dict(raw.get("unmeasured", {})))
-        if "figures" not in raw and result.status == "ok":
+    def from_item(cls, name: str, item: EvidenceItem) -> EvidenceResult:
+        """The result as evidence.json holds it (read as the typed document), for rendering a run again
+        (`auditor render`): what the report shows, not `shared` (arrays for other evidence items) nor tables of
+        wall-clock figures (never stored). A run written before figures were stored as data says so in a note."""
+        result = cls(name=name, status=item.status, summary=item.summary,
+                     metrics={k: _number(v) for k, v in item.metrics.items()},
+                     tables=[Table.from_json(t.model_dump()) for t in item.tables],
+                     figures=[Figure.from_json(f.model_dump()) for f in item.figures or ()],
+                     records=[dict(r) for r in item.records], notes=list(item.notes), how_to_read=item.how_to_read,
+                     per_query={m: dict(values) for m, values in item.per_query.items()}, error=item.error,
+                     n_model_rows=item.n_model_rows,
+                     detections=[Detection.from_json(d.model_dump()) for d in item.detections],
+                     unmeasured=dict(item.unmeasured))
+        if item.figures is None and result.status == "ok":
             result.notes.append(FIGURES_NOT_KEPT)
         return result
 

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
+from auditor.evidence.document import EvidenceItem
 from auditor.evidence.registry import KeyFigure
 from auditor.numbers import figure, percent, with_interval
 from auditor.words import counted
 
-Result = Mapping[str, Any]  # a kind's result as evidence.json holds it (metrics, records, ...)
+Result = EvidenceItem  # a kind's result as evidence.json holds it (metrics, records, ...)
 
 
-def _metrics(result: Result) -> Mapping[str, Any]:
-    return result.get("metrics") or {}
+def _metrics(result: Result) -> Mapping[str, float | None]:
+    return result.metrics
 
 
 def ranking_quality(result: Result) -> list[KeyFigure]:
@@ -31,7 +31,7 @@ def ranking_quality(result: Result) -> list[KeyFigure]:
 
 
 def global_importance(result: Result) -> list[KeyFigure]:
-    records = result.get("records") or []
+    records = result.records
     if not records:
         return []
     top = sorted(records, key=lambda r: r.get("rank", 0))[:3]
@@ -49,7 +49,7 @@ def local_explanations(result: Result) -> list[KeyFigure]:
         return []
     from auditor.explain import registry
 
-    best = max(methods, key=lambda m: local[f"local.{m}.validity.mean"])
+    best = max(methods, key=lambda m: local[f"local.{m}.validity.mean"] or 0.0)
     floor = local.get("local.random.validity.mean")
     return [KeyFigure(30, f"Best explainer's validity ({registry.label(best)})", f"local.{best}.validity.mean",
                       "1 = the explanation alone keeps the ranking"
@@ -59,7 +59,7 @@ def local_explanations(result: Result) -> list[KeyFigure]:
 def parameter_influence(result: Result) -> list[KeyFigure]:
     influence = _metrics(result)
     shifts = sorted((k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")),
-                    key=lambda k: -influence[k])
+                    key=lambda k: -(influence[k] or 0.0))
     if not shifts:
         return []
     feature = shifts[0].removeprefix("influence.").removesuffix(".rank_shift.mean")
@@ -79,7 +79,7 @@ def exposure(result: Result) -> list[KeyFigure]:
 def selection_rates(result: Result) -> list[KeyFigure]:
     if _metrics(result).get("selection.min_ratio") is None:
         return []
-    ratios = [r for r in result.get("records") or [] if isinstance(r, dict) and not r.get("excluded")
+    ratios = [r for r in result.records if isinstance(r, dict) and not r.get("excluded")
               and isinstance(r.get("impact_ratio"), (int, float))]
     lowest = min(ratios, key=lambda r: r["impact_ratio"]) if ratios else None
     who = f"the category: {lowest['category']} ({lowest.get('table', '')}); " if lowest is not None else ""

@@ -16,9 +16,12 @@ import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.evidence.options import EvidenceOptions
+
+if TYPE_CHECKING:
+    from auditor.evidence.document import EvidenceItem
 
 # (options, cost.Shape, the items estimated before it in this audit with their options) -> (queries, model rows,
 # seconds beside the model, what drives them); "module:function" strings are imported when first called
@@ -75,7 +78,7 @@ class EvidenceKind:
     # queries it left out or "", what it measured) — the report's scope says when the sample is not every query
     coverage: tuple[str, str, str] | None = None
     # (its result as evidence.json holds it) -> the figures it offers the executive summary, or "module:function"
-    key_figures: Callable[[Mapping[str, Any]], list[KeyFigure]] | str | None = None
+    key_figures: Callable[[EvidenceItem], list[KeyFigure]] | str | None = None
     # (its metrics, the dataset's facts) -> what the report's Limitations must say about its figures, or
     # "module:function"
     limitations: Callable[[Mapping[str, float], Mapping[str, float]], list[str]] | str | None = None
@@ -100,7 +103,7 @@ class EvidenceKind:
         """What the report's Limitations says about its figures (nothing when it declares no `limitations`)."""
         return [] if self.limitations is None else list(resolve(self.limitations)(metrics, dataset))
 
-    def figures(self, result: Mapping[str, Any]) -> list[KeyFigure]:
+    def figures(self, result: EvidenceItem) -> list[KeyFigure]:
         """The figures it offers the executive summary from `result` (none when it declares no `key_figures`)."""
         return [] if self.key_figures is None else list(resolve(self.key_figures)(result))
 

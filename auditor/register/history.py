@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from auditor import metric_names
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceDocument, as_document
 from auditor.files import replace_file
 from auditor.numbers import figure, percent
 from auditor.policy import STATUS_ORDER as RULE_STATUSES
@@ -102,10 +103,10 @@ def system_page(register: Any, system: str, runs: list[dict[str, Any]], findings
                 counts[e.event] = counts.get(e.event, 0) + 1
     reviews = []
     for run in runs:
-        document = register.document(run["id"])
+        document = _readable(register.document(run["id"]))
         rules: dict[str, int] = {}
-        for f in document.get("findings", []):
-            rules[f.get("status", "?")] = rules.get(f.get("status", "?"), 0) + 1
+        for verdict in document.findings if document is not None else ():
+            rules[verdict.status] = rules.get(verdict.status, 0) + 1
         reviews.append({
             "id": run["id"], "anchor": f"review-{run['id']}", "day": run["evaluated_on"],
             "model_version": run.get("model_version"), "title": run["title"], "period": run.get("period"),
@@ -188,21 +189,30 @@ def verify_command(run: dict[str, Any]) -> str | None:
     return f"auditor verify {shlex.quote(run['run_dir'])} {VERIFY_KEYS}"
 
 
-def headline(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _readable(raw: Any) -> EvidenceDocument | None:
+    """A review's stored evidence as the typed document; None for one no version of ours reads (the site still lists
+    the review, without its numbers)."""
+    try:
+        return as_document(raw)
+    except InputError:
+        return None
+
+
+def headline(document: EvidenceDocument | None) -> dict[str, dict[str, Any]]:
     """The key numbers of one review by label: mean nDCG@10, the numbers the report's executive summary shows
     (`report.summary.key_numbers`, same labels; the main parameters aside, as they name a feature each), and the
     undeclared share. Values that are missing or not finite are left out."""
     from auditor.report.summary import key_numbers
 
-    evidence = document.get("evidence") or {}
     rows: dict[str, dict[str, Any]] = {}
+    if document is None:
+        return rows
 
     def metric(kind: str, name: str) -> float | None:
-        value = ((evidence.get(kind) or {}).get("metrics") or {}).get(name)
-        return _finite(value)
+        return _finite(document.metric(kind, name))
 
     def reading(kind: str, name: str) -> metric_names.Reading | None:
-        return metric_names.read((evidence.get(kind) or {}).get("metrics") or {}, name)
+        return document.reading(kind, name)
 
     def add(label: str, value: Any, low: Any = None, high: Any = None, share: bool = False) -> None:
         value = _finite(value)
@@ -213,11 +223,7 @@ def headline(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     found = reading(kind, f"{stem}.mean")
     if found is not None:
         add(label, found.value, found.low, found.high)
-    try:
-        numbers = key_numbers(evidence)
-    except (KeyError, TypeError, ValueError, AttributeError):  # a document of another evidence schema
-        numbers = []
-    for row in numbers:
+    for row in key_numbers(document.evidence):
         if row.get("evidence") != "global_importance":
             add(row["label"], row.get("value"), row.get("low"), row.get("high"), bool(row.get("share")))
     label, kind, name = UNDECLARED

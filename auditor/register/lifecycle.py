@@ -18,9 +18,11 @@ one fact (written before findings had identities) has the second *merged* into t
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from auditor.evidence.document import EvidenceDocument, FindingPart
 
 SHOWN_STATUSES = ("FAIL", "WARN", "WAIVED")  # rule statuses that make a finding
 JUDGED = ("PASS", "WARN", "FAIL", "WAIVED")  # rule statuses of a rule that looked at its metric
@@ -86,55 +88,52 @@ class State:
         return out
 
 
-def finding_key(detection: dict[str, Any]) -> str:
-    """A detection's key: its kind, and what it is about when the kind can occur several times (a feature, an
-    explainer, a group)."""
+def finding_key(detection: Mapping[str, Any]) -> str:
+    """A detection's key as a mapping holds it (`DetectionPart.key` of the typed document)."""
     subject = detection.get("subject") or ""
     return f"{detection['kind']}:{subject}" if subject else str(detection["kind"])
 
 
-def identity_of(finding: dict[str, Any]) -> str:
-    """A rule's finding in an evidence document: its identity (one for every pack's rule that judges the same
-    fact), or its own id in documents written before identities."""
+def identity_of(finding: Mapping[str, Any]) -> str:
+    """A rule's finding as a mapping holds it: its identity (`FindingPart.identity` of the typed document)."""
     return str(finding.get("finding") or finding["rule"])
 
 
-def observed(document: dict[str, Any], known: Iterable[str] = ()) -> list[Observed]:
+def observed(document: EvidenceDocument, known: Iterable[str] = ()) -> list[Observed]:
     """The findings an evidence document shows: rules FAILed, WARNed or WAIVED — the rules of several packs that
     judge the same fact as one finding, worst verdict first — and detections no rule judges. A fact whose rules
     include one the register already knows a finding by keeps that finding's key (`known`), so adding or dropping
     a pack does not open a new finding for the same fact."""
     rank = {status: i for i, status in enumerate(("FAIL", "WARN", "WAIVED"))}
     severity = {s: i for i, s in enumerate(("critical", "major", "minor", "info"))}
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for f in document.get("findings", []):
-        groups.setdefault(identity_of(f), []).append(f)
+    groups: dict[str, list[FindingPart]] = {}
+    for f in document.findings:
+        groups.setdefault(f.identity, []).append(f)
     known = set(known)
     out = []
     for key, rules in groups.items():
-        shown = sorted((f for f in rules if f["status"] in SHOWN_STATUSES),
-                       key=lambda f: (rank[f["status"]], severity.get(f["severity"], 9), f["rule"]))
+        shown = sorted((f for f in rules if f.status in SHOWN_STATUSES),
+                       key=lambda f: (rank[f.status], severity.get(f.severity, 9), f.rule))
         if not shown:
             continue
-        ids = sorted(f["rule"] for f in rules)
+        ids = sorted(f.rule for f in rules)
         chosen = key if key in known else next((r for r in ids if r in known), key)
         head = shown[0]
-        out.append(Observed(chosen, "rule", head["title"], head["severity"], head["status"], rules=tuple(ids)))
+        out.append(Observed(chosen, "rule", head.title, head.severity, head.status, rules=tuple(ids)))
     seen = {o.key for o in out}
-    for d in document.get("detections", []):
-        key = finding_key(d)
-        if not d.get("judged_by_rules") and key not in seen:
-            seen.add(key)
-            out.append(Observed(key, "detection", d["title"], d["severity"], "DETECTED", d.get("evidence", "")))
+    for d in document.detections:
+        if not d.judged_by_rules and d.key not in seen:
+            seen.add(d.key)
+            out.append(Observed(d.key, "detection", d.title, d.severity, "DETECTED", d.evidence))
     return out
 
 
-def could_show(document: dict[str, Any], key: str, source: str, evidence: str) -> bool:
+def could_show(document: EvidenceDocument, key: str, source: str, evidence: str) -> bool:
     """Whether this review looked where the finding was: one of its rules judged its metric, or its evidence
     ran."""
     if source == "rule":
-        return any(key in (f["rule"], identity_of(f)) and f["status"] in JUDGED for f in document.get("findings", []))
-    return document.get("evidence", {}).get(evidence, {}).get("status") == "ok"
+        return any(key in (f.rule, f.identity) and f.status in JUDGED for f in document.findings)
+    return document.measured(evidence)
 
 
 def state(events: list[Event], today: dt.date) -> State:
@@ -166,7 +165,7 @@ def state(events: list[Event], today: dt.date) -> State:
     return now
 
 
-def review_events(document: dict[str, Any], known: dict[str, tuple[Observed, list[Event]]], *, run: str,
+def review_events(document: EvidenceDocument, known: dict[str, tuple[Observed, list[Event]]], *, run: str,
                   day: str, actor: str, assignments: list[dict[str, Any]], waivers: list[dict[str, Any]]
                   ) -> dict[str, tuple[Observed, list[Event]]]:
     """The events one review adds, per finding key: `known` holds the system's findings so far (how they were

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceDocument
 from auditor.register.lifecycle import Event, review_events, state
 
 DEFAULT_NAME = "register.sqlite"
@@ -95,7 +96,7 @@ def unreadable(location_: str, exc: Exception) -> InputError:
                       fix="run `auditor register check`, and rebuild the register from the run folders if it breaks")
 
 
-def review_block(review: Review, document: dict[str, Any]) -> dict[str, Any] | None:
+def review_block(review: Review, document: EvidenceDocument) -> dict[str, Any] | None:
     """`review` in evidence.json: the previous review, and every finding this review shows or remediates, with its
     status, first day seen, owner, due date, response or acceptance, and its events (this review's included)."""
     if review.location is None:
@@ -110,11 +111,11 @@ def review_block(review: Review, document: dict[str, Any]) -> dict[str, Any] | N
     block["previous"] = None if previous is None else {
         "run": previous["run_name"], "evaluated_on": previous["evaluated_on"], "opinion": previous["opinion"],
         "model_version": previous["model_version"]}
-    day = document["run"]["evaluated_on"]
+    day = document.run["evaluated_on"]
     known = review.known or {}
     try:
         added = review_events(document, known, run="this review", day=day, actor=SYSTEM_ACTOR,
-                              assignments=document.get("assignments", []), waivers=document.get("waivers", []))
+                              assignments=document.assignments, waivers=document.waivers)
         today = dt.date.fromisoformat(day)
         rows = []
         for key, (seen, events) in added.items():
@@ -134,7 +135,7 @@ def review_block(review: Review, document: dict[str, Any]) -> dict[str, Any] | N
     return block
 
 
-def record(review: Review, document: dict[str, Any], run_dir: Path) -> None:
+def record(review: Review, document: EvidenceDocument, run_dir: Path) -> None:
     """The run into the register, once its folder is complete (evidence.json and bundle digests from the files)."""
     if review.location is None or review.error is not None:
         return

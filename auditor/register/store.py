@@ -11,12 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from auditor.errors import InputError
+from auditor.evidence.document import EvidenceDocument, as_document
 from auditor.register import schema as s
 from auditor.register import trail
 from auditor.register.lifecycle import Event, Observed, review_events, state
@@ -281,29 +282,33 @@ class Register:
 
     # --- writing --------------------------------------------------------------------------------------------------
 
-    def record(self, document: dict[str, Any], *, system: str, run_dir: Path, evidence_sha256: str,
-               bundle_sha256: str | None, actor: str, verified: str | None = None) -> int:
-        """Record one review and what it does to the system's findings, in one transaction. Returns its run id."""
+    def record(self, document: EvidenceDocument | Mapping[str, Any], *, system: str, run_dir: Path,
+               evidence_sha256: str, bundle_sha256: str | None, actor: str, verified: str | None = None) -> int:
+        """Record one review and what it does to the system's findings, in one transaction. Returns its run id.
+        `document` is the run's evidence, typed or as its evidence.json holds it (a rebuild keeps a v1 run's JSON as
+        it was written; InputError when it is not an evidence document)."""
+        stored = document.to_json() if isinstance(document, EvidenceDocument) else document
+        document = as_document(document)
         recorded_at = _now()
-        day = document["run"]["evaluated_on"]
+        day = document.run["evaluated_on"]
         with self._write() as connection:
             if not self.sqlite:  # one review of a system at a time (SQLite's BEGIN IMMEDIATE does this for all)
                 from sqlalchemy import text
 
                 connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:system))"), {"system": system})
             run_id = connection.execute(s.runs.insert().values(fitted(s.runs, dict(
-                system=system, model_version=(document["inputs"]["model"].get("version")),
-                title=document["audit"]["title"], period=document["audit"].get("period"), evaluated_on=day,
-                started_at=document["run"]["started_at"], recorded_at=recorded_at, opinion=document["opinion"],
-                seed=document.get("seed"), spec_sha256=document["spec"]["sha256"], evidence_sha256=evidence_sha256,
+                system=system, model_version=(document.inputs["model"].get("version")),
+                title=document.audit["title"], period=document.audit.get("period"), evaluated_on=day,
+                started_at=document.run["started_at"], recorded_at=recorded_at, opinion=document.opinion,
+                seed=document.seed, spec_sha256=document.spec["sha256"], evidence_sha256=evidence_sha256,
                 bundle_sha256=bundle_sha256, run_dir=folder_key(run_dir), run_name=Path(run_dir).name,
-                inputs=json.dumps(document["inputs"], sort_keys=True),
-                evidence_gz=zlib.compress(json.dumps(document, sort_keys=True).encode(), 6),
-                tool_version=document["tool"]["version"], verified=verified)))).inserted_primary_key[0]
+                inputs=json.dumps(document.inputs, sort_keys=True),
+                evidence_gz=zlib.compress(json.dumps(stored, sort_keys=True).encode(), 6),
+                tool_version=document.tool["version"], verified=verified)))).inserted_primary_key[0]
             _results(connection, run_id, document)
             known = self.known(system, connection)
             added = review_events(document, known, run=Path(run_dir).name, day=day, actor=actor,
-                                  assignments=document.get("assignments", []), waivers=document.get("waivers", []))
+                                  assignments=document.assignments, waivers=document.waivers)
             self._chain(connection, system, "run", int(run_id))
             for key, (seen, new_events) in added.items():
                 finding_id = f"{system}/{key}"
@@ -431,19 +436,17 @@ class Register:
         self.engine.dispose()
 
 
-def _results(connection: Any, run_id: int, document: dict[str, Any]) -> None:
+def _results(connection: Any, run_id: int, document: EvidenceDocument) -> None:
     """Rule verdicts, detections and metrics of one review."""
-    from auditor.register.lifecycle import finding_key
-
-    rules = [{"run_id": run_id, "pack": f["pack"], "rule": f["rule"], "title": f["title"], "severity": f["severity"],
-              "status": f["status"], "metric": f.get("metric"), "value": _number(f.get("value")),
-              "ci_low": _number((f.get("interval") or [None, None])[0]),
-              "ci_high": _number((f.get("interval") or [None, None])[1])} for f in document.get("findings", [])]
-    found = [{"run_id": run_id, "finding_key": finding_key(d), "kind": d["kind"], "title": d["title"],
-              "severity": d["severity"], "evidence": d.get("evidence", ""), "value": _number(d.get("value")),
-              "judged": int(bool(d.get("judged_by_rules")))} for d in document.get("detections", [])]
+    rules = [{"run_id": run_id, "pack": f.pack, "rule": f.rule, "title": f.title, "severity": f.severity,
+              "status": f.status, "metric": f.metric, "value": _number(f.value),
+              "ci_low": _number((f.interval or (None, None))[0]),
+              "ci_high": _number((f.interval or (None, None))[1])} for f in document.findings]
+    found = [{"run_id": run_id, "finding_key": d.key, "kind": d.kind, "title": d.title, "severity": d.severity,
+              "evidence": d.evidence, "value": _number(d.value), "judged": int(bool(d.judged_by_rules))}
+             for d in document.detections]
     values = [{"run_id": run_id, "name": name, "value": _number(value)}
-              for result in document.get("evidence", {}).values() for name, value in result.get("metrics", {}).items()]
+              for result in document.evidence.values() for name, value in result.metrics.items()]
     for table, rows in ((s.rule_results, rules), (s.detections, found), (s.metrics, values)):
         if rows:
             connection.execute(table.insert(), [fitted(table, row) for row in rows])

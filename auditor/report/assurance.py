@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditor.evidence.document import EvidenceDocument
+
 CRITERIA_WORDS = "the criteria of the packs that apply"
 
 
@@ -47,22 +49,22 @@ def _other_law(law: dict[str, Any]) -> str:
     return f"{where}: {law['applicability'].split(':')[0]}; this report does not judge it"
 
 
-def engagement(document: dict[str, Any], section_titles: dict[str, str]) -> list[tuple[str, str | list[str]]]:
+def engagement(document: EvidenceDocument, section_titles: dict[str, str]) -> list[tuple[str, str | list[str]]]:
     """(term, statement) rows of the engagement, in the order an assurance report gives them; the criteria are one
     line a pack."""
-    audit = document.get("audit") or {}
-    model = ((document.get("spec") or {}).get("content") or {}).get("model") or {}
-    inputs = (document.get("inputs") or {}).get("model") or {}
+    audit = document.audit
+    model = (document.spec.get("content") or {}).get("model") or {}
+    inputs = document.inputs.get("model") or {}
     system = model.get("name") or audit.get("title") or "the ranking system"
     version = model.get("version") or inputs.get("version")
     owner, auditor = audit.get("owner") or "the model owner", audit.get("auditor") or "the auditor"
     criteria = [f"{p['title']} ({p['pack']} {p['version']}): {p.get('applicability', 'applies')}"
-                for p in document.get("policies") or []] or ["none (no policy pack applied)"]
-    criteria += [_other_law(law) for law in document.get("other_laws") or []]
-    sections = [section_titles[name] for name in (document.get("evidence") or {}) if name in section_titles]
-    procedures = (f"{len(sections)} measurements — {', '.join(sections)} — with seed {document.get('seed', '—')}"
+                for p in document.policies] or ["none (no policy pack applied)"]
+    criteria += [_other_law(law) for law in document.other_laws]
+    sections = [section_titles[name] for name, _ in document.items() if name in section_titles]
+    procedures = (f"{len(sections)} measurements — {', '.join(sections)} — with seed {document.seed}"
                   if sections else "")
-    run = document.get("run") or {}
+    run = document.run
     when = run.get("evaluated_on") or "not stated"
     return [
         ("Addressee", audit.get("addressee") or "not stated (audit.addressee)"),
@@ -76,7 +78,7 @@ def engagement(document: dict[str, Any], section_titles: dict[str, str]) -> list
         ("Assurance", {"reasonable": "reasonable (ISAE 3000): a conclusion in positive form",
                        "limited": "limited (ISAE 3000): a conclusion in negative form, on what came to our "
                                   "attention"}.get(audit.get("assurance") or "", "not stated (audit.assurance)")),
-        ("Conclusion", conclusion(audit.get("assurance"), document.get("opinion") or "")),
+        ("Conclusion", conclusion(audit.get("assurance"), document.opinion)),
         ("Qualifications", audit.get("qualifications") or "not stated (audit.qualifications)"),
         ("Date and place", f"{when}, {audit.get('place') or 'place not stated (audit.place)'}"),
     ]

@@ -4,7 +4,7 @@ the evidence sections cite by author and year. Plain data, so the report, the do
 
 from __future__ import annotations
 
-from typing import Any
+from auditor.evidence.document import EvidenceDocument
 
 # (term, definition) in the order a reader meets them; terms are matched case-sensitively by the test that
 # checks every explainer the registry offers has an entry.
@@ -124,17 +124,16 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def measured(document: dict[str, Any]) -> set[str]:
+def measured(document: EvidenceDocument) -> set[str]:
     """Every metric name the audit measured (evidence items that produced results)."""
-    return {name for item in document.get("evidence", {}).values() if item.get("status") == "ok"
-            for name in item.get("metrics", {})}
+    return {name for item in document.evidence.values() if item.measured for name in item.metrics}
 
 
 def uses(metrics: set[str], prefixes: tuple[str, ...]) -> bool:
     return any(name.startswith(prefixes) for name in metrics)
 
 
-def glossary_for(document: dict[str, Any]) -> list[tuple[str, str]]:
+def glossary_for(document: EvidenceDocument) -> list[tuple[str, str]]:
     """The glossary of this report: the terms of the evidence that ran, and the words every report uses."""
     metrics = measured(document)
     return [(term, meaning) for term, meaning in GLOSSARY if term not in NEEDS or uses(metrics, NEEDS[term])]

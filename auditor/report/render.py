@@ -19,6 +19,7 @@ from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
 from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult, Figure
+from auditor.evidence.document import EvidenceDocument
 from auditor.evidence.registry import EvidenceKind
 from auditor.feature_dictionary import name_warning
 from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
@@ -100,14 +101,14 @@ class _Section(TypedDict):
     layout: str | None  # `sections/evidence_<name>.html.j2` when a kind has its own layout, else the generic one
 
 
-def render_html(document: dict[str, Any], results: dict[str, EvidenceResult], *, spec_text: str,
+def render_html(document: EvidenceDocument, results: dict[str, EvidenceResult], *, spec_text: str,
                 signer: dict[str, str] | None = None, timings: bool = False, templates: Path | None = None) -> str:
     """The report as one self-contained HTML page. Deterministic: no wall-clock time is rendered, only the
     evaluation day, and tables marked `volatile` (wall-clock costs) only when `timings` is true (spec
     `output.timings`); `signer` (subject and certificate fingerprint) is printed on the cover of signed runs."""
-    findings = sorted(document["findings"], key=lambda f: (STATUS_ORDER.index(f["status"]),
-                                                           SEVERITY_ORDER.index(f["severity"]), f["rule"]))
-    counts = {status: sum(1 for f in findings if f["status"] == status) for status in STATUS_ORDER}
+    findings = sorted(document.findings, key=lambda f: (STATUS_ORDER.index(f.status), SEVERITY_ORDER.index(f.severity),
+                                                        f.rule))
+    counts = {status: sum(1 for f in findings if f.status == status) for status in STATUS_ORDER}
     plugins: dict[str, EvidenceKind] = REGISTRY  # typed here: the evidence package makes it on first use
     sections: list[_Section] = [
         {"name": name, "title": plugins[name].title, "result": drawn(result),
@@ -157,14 +158,14 @@ SPEC_CHARS = 200_000  # of the spec as written, in the appendix (the file itself
 FEATURES_SHOWN = 15  # wider data shows its most important features in Scope, all of them in Appendix A
 
 
-def feature_rows(document: dict[str, Any], importance: dict[str, Any]) -> tuple[list[dict], list[dict]]:
+def feature_rows(document: EvidenceDocument, importance: dict[str, Any]) -> tuple[list[dict], list[dict]]:
     """The feature dictionary's rows (data order) and the rows Scope shows: all of them for up to 16 features,
     else the FEATURES_SHOWN most important (by within-query share; data order when importance is unknown)."""
-    described = document.get("feature_dictionary") or {}
+    described = document.feature_dictionary
     rows = [{"name": name, "meaning": (described.get(name) or {}).get("meaning"),
              "unit": (described.get(name) or {}).get("unit"), "share": importance.get(name),
              "warning": name_warning(name)}
-            for name in document["inputs"]["dataset"].get("feature_names", [])]
+            for name in document.inputs["dataset"].get("feature_names", [])]
     if len(rows) <= FEATURES_SHOWN + 1:
         return rows, rows
     ranked = sorted(rows, key=lambda r: -(r["share"] or 0.0)) if importance else rows
@@ -230,7 +231,7 @@ _DOCTYPE = re.compile(r"\s*<!DOCTYPE html>", re.IGNORECASE)
 _OPENING = re.compile(r"\s*(?:<!DOCTYPE html>\s*)?(?:<html\b[^<>]*>\s*)?<head\b[^<>]*>", re.IGNORECASE)
 
 
-def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -> list[str]:
+def _limitations(document: EvidenceDocument, results: dict[str, EvidenceResult]) -> list[str]:
     """What the evidence cannot show, in plain words: the generic limits first, then those measured in this run
     (samples, explanation size against the feature count, surrogate fidelity, explainers found wanting)."""
     out = ["The evidence describes the model's behaviour on the audited dataset only; other queries, other users "
@@ -238,7 +239,7 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
     if uses(measured(document), IMPORTANCE):  # only where this audit measured importance or attributions
         out.append("Feature importance describes how the model uses its inputs, not why the world is as it is: it "
                    "is not causal, and correlated features can share or swap importance.")
-    budget = document.get("budget") or {}
+    budget = document.budget or {}
     if budget.get("fits") is False:
         out.append(budget["choices"][-1])
     dataset = results["dataset"].metrics
@@ -268,11 +269,11 @@ def _limitations(document: dict[str, Any], results: dict[str, EvidenceResult]) -
         if result is not None and result.status == "ok":
             out += kind.limits(result.metrics, dataset)
     self_checks = {check for kind in REGISTRY.values() for check in kind.self_checks}
-    wanting = [d["title"] for d in document.get("detections", []) if d.get("kind") in self_checks]
+    wanting = [d.title for d in document.detections if d.kind in self_checks]
     if wanting:
         out.append("What the evidence found wanting in its own tools (details in Findings): "
                    + "; ".join(w[:1].lower() + w[1:] if w[1:2].islower() else w for w in wanting) + ".")
-    out += [f"Recorded by the model owner: {item}" for item in document["audit"].get("limitations") or []]
+    out += [f"Recorded by the model owner: {item}" for item in document.audit.get("limitations") or []]
     for name, result in results.items():
         if result.status != "ok":
             out.append(f"Evidence '{name}' did not produce results ({result.status}): {result.error}")

@@ -7,12 +7,12 @@ the evidence, and tested without rendering.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from auditor import metric_names
+from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.numbers import figure, interval, percent
-from auditor.policy import Finding, group_findings
+from auditor.policy import Finding, findings_of, group_findings
 from auditor.report.wording import measured_sentence, technical
 from auditor.words import counted
 
@@ -25,13 +25,11 @@ VERDICT = {"FAIL": "fails", "ERROR": "could not be judged (evidence failed)", "W
            "WAIVED": "fails, waived", "DETECTED": "detected, unjudged"}
 
 
-def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
+def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> dict[str, Any]:
     """What the first pages say. `registry` maps evidence kind → plugin (for what an unrequested kind shows)."""
-    findings = [Finding(**{**f, "interval": tuple(f["interval"]) if f.get("interval") else None})
-                for f in document.get("findings", [])]
-    groups = group_findings(findings)
+    groups = group_findings(findings_of(document))
     records = _records(document)
-    detections = document.get("detections", [])
+    detections = [d.model_dump() for d in document.detections]
     unjudged = [{**d, "record": records.get(_detection_key(d))} for d in detections if not d.get("judged_by_rules")]
     act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
     passed = [_group(g, records, detections) for g in groups if g[0].status not in (*ACT_ON, "UNMEASURED")]
@@ -41,11 +39,11 @@ def executive_summary(document: dict[str, Any], registry: dict[str, Any]) -> dic
         detection["anchor"] = f"detection-{number}"
         detection["related"] = _related(detection, act_on + passed)
         detection["bears_on"] = _bears_on(detection.get("citation", ""), scope)
-    figures = key_numbers(document.get("evidence", {}), document.get("findings", []))
+    figures = key_numbers(document.evidence, document.findings)
     facts = {g["head"].rule: g["fact"] for g in act_on}
     return {
-        "opinion": document.get("opinion", ""),
-        "headline": headline(document.get("opinion", ""), groups, unjudged, facts),
+        "opinion": document.opinion,
+        "headline": headline(document.opinion, groups, unjudged, facts),
         "since": since_last_review(document),
         "act_on": act_on,
         "passed": passed,
@@ -163,13 +161,12 @@ def finding_rows(act_on: list[dict[str, Any]], unjudged: list[dict[str, Any]]) -
             "total": len(rows)}
 
 
-def covered(document: dict[str, Any], registry: dict[str, Any], passed: int) -> str:
+def covered(document: EvidenceDocument, registry: dict[str, Any], passed: int) -> str:
     """What the audit looked at, in one sentence (evidence items counted as Scope counts them)."""
-    facts = document.get("evidence", {}).get("dataset", {}).get("metrics", {})
-    kinds = [k for k in document.get("evidence", {}) if k in registry]
-    packs = [p["pack"] for p in document.get("policies") or []]
-    queries = int(facts.get("dataset.n_queries", 0))
-    docs = int(facts.get("dataset.n_docs", 0))
+    kinds = [k for k in document.evidence if k in registry]
+    packs = [p["pack"] for p in document.policies]
+    queries = int(document.metric("dataset", "dataset.n_queries") or 0)
+    docs = int(document.metric("dataset", "dataset.n_docs") or 0)
     text = (f"{counted(len(kinds), 'evidence item')} on {counted(queries, 'query')} ({counted(docs, 'document')})"
             if queries else counted(len(kinds), "evidence item"))
     if packs:
@@ -177,14 +174,14 @@ def covered(document: dict[str, Any], registry: dict[str, Any], passed: int) -> 
     return text + f"; {counted(passed, 'requirement')} passed or did not apply (Appendix A)."
 
 
-def _records(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _records(document: EvidenceDocument) -> dict[str, dict[str, Any]]:
     """Each finding's life as the register records it (`review.findings`, by rule id or detection key); without a
     register, the spec's `findings:` as the owner, due date and response."""
-    review = document.get("review") or {}
+    review = document.review or {}
     if "findings" in review:
         return {f["key"]: f for f in review["findings"]}
     return {a["rule"]: {"owner": a["owner"], "due": str(a["due"]), "response": a.get("note")}
-            for a in document.get("assignments", [])}
+            for a in document.assignments}
 
 
 def _detection_key(detection: dict[str, Any]) -> str:
@@ -193,16 +190,16 @@ def _detection_key(detection: dict[str, Any]) -> str:
     return finding_key(detection)
 
 
-def since_last_review(document: dict[str, Any]) -> dict[str, Any] | None:
+def since_last_review(document: EvidenceDocument) -> dict[str, Any] | None:
     """What the summary opens with when the register knows the system: the previous review, findings opened,
     remediated and overdue, status changes and inputs changed; or that this is the system's first review."""
-    review = document.get("review")
+    review = document.review
     if not review:
         return None
     if "error" in review:
         return {"error": review["error"], "system": review["system"]}
     rows = review.get("findings", [])
-    diff = document.get("since_last_review") or {}
+    diff = document.since_last_review or {}
     return {"system": review["system"], "previous": review.get("previous"),
             "opened": [r for r in rows if _new_now(r)],
             "reopened": [r for r in rows if any(e["event"] == "reopened" and e.get("run") == "this review"
@@ -253,16 +250,16 @@ REGULATIONS = {"eu-dma-art6-5": "2022/1925", "eu-dsa-art27-34": "2022/2065", "eu
                "jp-tfdpa-ranking": "Act No. 38 of 2020"}  # the built-in packs' laws, by what their citations carry
 
 
-def _law_scope(document: dict[str, Any]) -> dict[str, str]:
+def _law_scope(document: EvidenceDocument) -> dict[str, str]:
     """Regulation number → a note for citations of a law that does not bind this provider or that no applied pack
     judges (from the policies' and the other laws' applicability)."""
     out = {}
-    for law in document.get("other_laws") or []:
+    for law in document.other_laws:
         number = REGULATIONS.get(law["pack"])
         if number:
             out[number] = ("not applicable to this provider" if law["applicability"].startswith("not applicable")
                            else "its pack was not applied")
-    for pack in document.get("policies") or []:
+    for pack in document.policies:
         number = REGULATIONS.get(pack["pack"])
         if number and pack.get("applicability", "").startswith("not applicable"):
             out[number] = "not applicable to this provider"
@@ -324,28 +321,29 @@ def measured(finding: Finding) -> str:
     return f"{text} ({low_high})" if low_high else text
 
 
-def key_numbers(evidence: dict[str, Any], findings: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[FindingPart] = ()) -> list[dict[str, Any]]:
     """The few figures a reader should remember, most telling first, each printed with its interval in the document's
     one style and a reference point: the applied rule's requirement and why it sits there, else what the scale
     means."""
     rows: list[dict[str, Any]] = []
-    judged: dict[str, list[dict[str, Any]]] = {}
+    judged: dict[str, list[FindingPart]] = {}
     for f in findings:
-        if f.get("value") is not None and not f["requirement"].startswith("share of queries"):
-            judged.setdefault(f["metric"], []).append(f)
+        if f.value is not None and not f.requirement.startswith("share of queries"):
+            judged.setdefault(f.metric, []).append(f)
 
     def reference(name: str, scale: str, share: bool = False) -> str:
         rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
         if not rules:
             return scale
-        why = _clause(rules[0].get("threshold_reason", ""))
-        requirement = rules[0]["requirement"]
+        why = _clause(rules[0].threshold_reason)
+        requirement = rules[0].requirement
         if share:  # the thresholds in the value's own unit: "WARN if > 35.0%", not "> 0.35" beside 14.7%
             requirement = re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
         return f"{scale}. Required: {requirement}" + (f" — {why}" if why else "")
 
     def add(label: str, kind: str, name: str, scale: str, *, share: bool = False) -> None:
-        found = metric_names.read(evidence.get(kind, {}).get("metrics", {}), name)
+        item = evidence.get(kind)
+        found = None if item is None else item.reading(name)
         if found is None:
             return
         value, low, high = found.value, found.low, found.high
@@ -358,36 +356,37 @@ def key_numbers(evidence: dict[str, Any], findings: Sequence[dict[str, Any]] = (
 
     from auditor.evidence.registry import KINDS  # the kinds' own figures, most telling first
 
-    offered = [(offer, name) for name, kind in KINDS.items() if evidence.get(name)
+    offered = [(offer, name) for name, kind in KINDS.items() if name in evidence
                for offer in kind.figures(evidence[name])]
     for offer, name in sorted(offered, key=lambda pair: pair[0].order):
         add(offer.label, name, offer.metric, offer.scale, share=offer.share)
     return rows
 
 
-def not_covered(document: dict[str, Any], registry: dict[str, Any], *, brief: bool = False) -> list[str]:
+def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: bool = False) -> list[str]:
     """What the audit did not look at: evidence not requested or not produced, sampled queries, stated exclusions.
     `brief`: each in a few words, for the one-page summary."""
-    evidence = document.get("evidence", {})
+    evidence = document.evidence
     out = []
     for name, plugin in registry.items():
         result = evidence.get(name)
         if result is None:
             out.append(f"{plugin.title} (not requested)" if brief else
                        f"{plugin.title} ({name}) was not requested: {plugin.description}")
-        elif result.get("status") != "ok":
+        elif result.status != "ok":
             out.append(f"{plugin.title} (no results)" if brief else
-                       f"{plugin.title} ({name}) did not produce results: {result.get('error', '')}")
-    facts = evidence.get("dataset", {}).get("metrics", {})
+                       f"{plugin.title} ({name}) did not produce results: {result.error}")
+    dataset = evidence.get("dataset")
+    facts = dataset.metrics if dataset is not None else {}
     if "dataset.population.n_queries" in facts:
-        out.append(f"Only a stratified sample of {int(facts['dataset.n_queries']):,} of "
-                   f"{int(facts['dataset.population.n_queries']):,} queries was audited.")
-    budget = document.get("budget") or {}
+        out.append(f"Only a stratified sample of {int(facts['dataset.n_queries'] or 0):,} of "
+                   f"{int(facts['dataset.population.n_queries'] or 0):,} queries was audited.")
+    budget = document.budget or {}
     if budget.get("queries") is not None or budget.get("reduced_sizes") or budget.get("fits") is False:
         choices = budget.get("choices", [])
         out += ([f"Time budget ({budget['minutes']:g} minutes): {counted(len(choices), 'reduction')} of the work"]
                 if brief else [f"Time budget ({budget['minutes']:g} minutes): {sentence}" for sentence in choices])
-    for law in document.get("other_laws") or []:
+    for law in document.other_laws:
         if law["applicability"].startswith("applies"):
             out.append(f"{law['title']} (applies, not judged)" if brief else
                        f"{law['title']}: applies to this provider, but its pack ({law['pack']}) was not applied, so "
@@ -395,6 +394,6 @@ def not_covered(document: dict[str, Any], registry: dict[str, Any], *, brief: bo
         elif not law["applicability"].startswith("not applicable"):
             out.append(f"{law['title']} (may apply, not judged)" if brief else
                        f"{law['title']}: {law['applicability']}; its pack ({law['pack']}) was not applied")
-    for use in document.get("audit", {}).get("out_of_scope") or []:
+    for use in document.audit.get("out_of_scope") or []:
         out.append(f"{use} (out of scope)" if brief else f"Out of scope by the owner's statement: {use}")
     return out
