@@ -60,6 +60,10 @@ def test_a_v1_document_reads_through_the_adapter_with_every_value_unchanged(raw:
     assert [f.model_dump() for f in document.findings] == [read_document(raw).findings[i].model_dump()
                                                             for i in range(len(raw["findings"]))]
     assert upgrade_v1(old)[0]["schema"] == SCHEMA and old["schema"] == V1  # the caller's document is not changed
+    from auditor.diff import compare  # last quarter's v1 run compares with this quarter's v2 run
+
+    since = compare(old, raw)
+    assert since["findings"] == [] and since["metrics"] == [] and not any(i["changed"] for i in since["inputs"])
 
 
 @pytest.mark.parametrize(("edit", "where", "words"), [
