@@ -77,19 +77,40 @@ LIGHT = {"local_explanations": LIGHT_LOCAL, "decision_path_accuracy": LIGHT_PATH
          "confidence": LIGHT_CONFIDENCE, "surrogate": LIGHT_SURROGATE}
 
 
+def copy_bookstore(folder: Path, source: Path = BOOKSTORE) -> Path:
+    """The bookstore's model and data (not its spec) copied from `source` into `folder`, made if absent."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("model.txt", "test.csv", "train.csv"):
+        shutil.copy(source / name, folder / name)
+    return folder
+
+
 @pytest.fixture
 def bookstore(tmp_path: Path) -> Path:
     """A copy of the bundled example in a temporary folder (tests may edit it), with lighter local explanations."""
     folder = tmp_path / "bookstore"
     folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
     spec.pop("signing", None)  # the example signs with keys made by `make demo`; tests that sign make their own
     spec.pop("findings", None)  # owners of P2B rules: tests that change the packs would have to drop them
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder
+
+
+@pytest.fixture(scope="session")
+def frame() -> Any:
+    """The bookstore's test data as a DataFrame (the Python API's tests)."""
+    import pandas as pd
+
+    return pd.read_csv(BOOKSTORE / "test.csv")
+
+
+@pytest.fixture(scope="session")
+def booster() -> lgb.Booster:
+    """The bookstore's model as a LightGBM Booster (the Python API's tests)."""
+    return lgb.Booster(model_file=str(BOOKSTORE / "model.txt"))
 
 
 def settled(spec: dict[str, Any]) -> dict[str, Any]:
@@ -246,8 +267,7 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         if made:
             return {"run": Path((root / ".run").read_text()), "keys": root / "keys", "spec": folder / "audit.yaml"}
         folder.mkdir()
-        for name in ("model.txt", "test.csv", "train.csv"):
-            shutil.copy(BOOKSTORE / name, folder / name)
+        copy_bookstore(folder)
         keys = _keygen(root / "keys")
         spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
         spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
@@ -291,8 +311,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with shared_by_workers(tmp_path_factory, "demo") as (folder, made):
         if made:
             return Path((folder / ".run").read_text())
-        for name in ("model.txt", "test.csv", "train.csv"):
-            shutil.copy(BOOKSTORE / name, folder / name)
+        copy_bookstore(folder)
         spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
         spec.pop("signing")
         spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}

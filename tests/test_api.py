@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from auditor import Audit
 from auditor.cli import app
 from auditor.errors import InputError
-from tests.conftest import BOOKSTORE, PASS, _keygen, verify
+from tests.conftest import PASS, _keygen, verify
 
 LIGHT = ["ranking_quality", "global_importance"]
 
@@ -27,16 +27,6 @@ def _same_evidence(a: dict, b: dict) -> None:
     for key in sorted(set(a) | set(b)):
         if key not in ("run", "review", "since_last_review"):
             assert a.get(key) == b.get(key), key
-
-
-@pytest.fixture(scope="module")
-def frame() -> pd.DataFrame:
-    return pd.read_csv(BOOKSTORE / "test.csv")
-
-
-@pytest.fixture(scope="module")
-def booster() -> lgb.Booster:
-    return lgb.Booster(model_file=str(BOOKSTORE / "model.txt"))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.conftest import BOOKSTORE, PASS, _keygen
+from tests.conftest import BOOKSTORE, PASS, _keygen, copy_bookstore
 
 runner = CliRunner()
 
@@ -51,8 +51,7 @@ def quarters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("quarters")
     folder = base / "bookstore"
     folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     keys = _keygen(base / "keys")
     runs = {}
     for quarter in ("Q1", "Q2", "Q3"):
@@ -146,8 +145,7 @@ def test_a_spec_with_credentials_in_a_url_is_refused(tmp_path: Path, key: str, u
     """A spec is archived, printed and signed: `validate` refuses a URL that carries a password or a token, in one
     line naming the key and where the secret belongs — and never prints the secret."""
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, tmp_path / name)
+    copy_bookstore(tmp_path)
     spec.pop("signing")
     target, _, leaf = key.rpartition(".")
     section = spec.setdefault(target, {}) if target else spec

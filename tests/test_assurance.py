@@ -11,6 +11,7 @@ import pytest
 from auditor.evidence.base import EvidenceResult
 from auditor.policy import Finding, LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
 from auditor.report.assurance import conclusion, engagement
+from tests.conftest import copy_bookstore
 from tests.helpers import document_of
 
 TODAY = dt.date(2026, 11, 26)
@@ -98,15 +99,13 @@ def test_engagement_facts_are_stated_or_marked_not_stated() -> None:
 
 def test_the_data_description_reaches_the_scope(tmp_path: Path) -> None:
     """dataset.description's frame, window and label source are printed; each missing one says so."""
-    import shutil
 
     import yaml
 
     from auditor.engine import run_audit
     from tests.conftest import BOOKSTORE
 
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, tmp_path / name)
+    copy_bookstore(tmp_path)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec.pop("signing")
     spec["register"] = False

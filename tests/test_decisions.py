@@ -12,7 +12,6 @@ import csv
 import datetime as dt
 import io
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from auditor.evidence.document import EvidenceDocument
 from auditor.register import export
 from auditor.register.lifecycle import Event, review_events, state
 from auditor.register.store import Register, register_url
-from tests.conftest import BOOKSTORE, PASS, _keygen
+from tests.conftest import BOOKSTORE, PASS, _keygen, copy_bookstore
 from tests.helpers import document_of, rehash_trail
 
 runner = CliRunner()
@@ -300,8 +299,7 @@ def named_run(people: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     base = tmp_path_factory.mktemp("named")
     folder = base / "bookstore"
     folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     keys = _keygen(base / "keys")
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec.pop("findings")

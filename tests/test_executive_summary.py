@@ -22,7 +22,7 @@ from auditor.evidence.document import EvidenceDocument
 from auditor.feature_dictionary import build
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.summary import executive_summary
-from tests.conftest import make_queries, write_spec
+from tests.conftest import copy_bookstore, make_queries, write_spec
 from tests.helpers import document_of
 
 DAY = dt.date(2026, 1, 15)
@@ -34,8 +34,7 @@ def starter_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import BOOKSTORE, LIGHT
 
     folder = tmp_path_factory.mktemp("starter")
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
     spec.pop("signing", None)

@@ -34,7 +34,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.errors import InputError
 from auditor.trust import identity, timestamps
-from tests.conftest import BOOKSTORE, PASS
+from tests.conftest import BOOKSTORE, PASS, copy_bookstore
 
 DRIP_SECONDS = 0.2  # the trickling server's pace: far inside any per-read timeout
 TSA_REPLY = "application/timestamp-reply"
@@ -183,8 +183,7 @@ def test_the_tsa_client_asks_http_and_https_urls_only(kind: str, fifo: Path, sil
 def signing_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bookstore's spec, signed with `auditor keygen`'s keys and no TSA of its own."""
     folder = tmp_path_factory.mktemp("signing")
-    for name in ("model.txt", "test.csv", "train.csv"):
-        (folder / name).write_bytes((BOOKSTORE / name).read_bytes())
+    copy_bookstore(folder)
     done = CliRunner().invoke(app, ["keygen", "--out", str(folder / "keys"), "--passphrase-env", "TEST_KEY_PASS"],
                               env={"TEST_KEY_PASS": PASS})
     assert done.exit_code == 0, done.output

@@ -26,7 +26,7 @@ from auditor.cli import app
 from auditor.errors import InputError
 from auditor.register.rebuild import Trust, read_recorded, rebuild
 from auditor.register.store import Register
-from tests.conftest import BOOKSTORE, PASS, _copy
+from tests.conftest import BOOKSTORE, PASS, _copy, copy_bookstore
 
 runner = CliRunner()
 SYSTEM = "catalogue-ranker"
@@ -47,8 +47,7 @@ def _cli(*args: str, code: int | None = 0, env: dict[str, str] | None = None) ->
 def bookstore(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bookstore's inputs and a light spec (two evidence items, HTML only) recorded in no register."""
     folder = tmp_path_factory.mktemp("bookstore")
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     for key in ("signing", "findings"):
         spec.pop(key)
@@ -235,8 +234,7 @@ def test_what_postgresql_cannot_keep_is_one_line_and_the_run_is_written(bookstor
     spec["audit"]["period"] = "Q" * 250
     spec["output"]["dir"] = str(tmp_path / "reports")
     (tmp_path / "long.yaml").write_text(yaml.safe_dump(spec))
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(bookstore / name, tmp_path / name)
+    copy_bookstore(tmp_path, bookstore)
     result = _report(tmp_path / "long.yaml", postgres_url)
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
@@ -393,8 +391,7 @@ def test_a_tsa_or_mlflow_url_with_a_secret_is_never_shown(signed: dict[str, Path
     spec = yaml.safe_load((signed["spec"]).read_text())
     spec["signing"] = {"key": str(keys / "signer.p12"), "passphrase_env": "TEST_KEY_PASS"}
     spec["evidence"] = [{"ranking_quality": {"cutoffs": [10]}}]
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(bookstore / name, tmp_path / name)
+    copy_bookstore(tmp_path, bookstore)
     (tmp_path / "audit.yaml").write_text(yaml.safe_dump(spec))
     run = _copy(signed, "secret-tsa")
     commands = [

@@ -22,7 +22,7 @@ import yaml
 
 from auditor.engine import run_audit
 from auditor.report.pdf import fixed_date, render_pdf
-from tests.conftest import BOOKSTORE, within
+from tests.conftest import BOOKSTORE, copy_bookstore, within
 
 DAY_SEED = 7
 LONG = 10_000
@@ -45,8 +45,7 @@ def _hostile_bookstore(folder: Path) -> Path:
     parameter) renamed to a Cyrillic `ѕponsored` while the real paid-placement flag is `organic_rank`, `avg_review`
     with a zero-width space and a bidi isolate, query ids with a right-to-left override, the first query's document
     ids 10,000 characters longer, and a title of 250,000 dashes."""
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     names = {"price": FEATURE, "genre_match": CYRILLIC, "sponsored": "organic_rank", "avg_review": INVISIBLE}
     for name in ("test.csv", "train.csv"):
         frame = pd.read_csv(folder / name).rename(columns=names)

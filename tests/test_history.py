@@ -26,7 +26,7 @@ from auditor.register.history import pages, write_site
 from auditor.register.store import Register
 from auditor.report.browser import Chromium, file_url, find_chromium
 from auditor.report.render import CONTENT_POLICY
-from tests.conftest import BOOKSTORE, settled
+from tests.conftest import BOOKSTORE, copy_bookstore, settled
 
 SYSTEM = "catalogue-ranker"
 HOSTILE = "<script>alert(1)</script>\u202eresu"  # a system name that tries markup and reverses the text after it
@@ -44,8 +44,7 @@ runner = CliRunner()
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One light audit of the bookstore (ranking quality and disclosure only, HTML only, no register)."""
     folder = tmp_path_factory.mktemp("light")
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     spec = settled(yaml.safe_load((BOOKSTORE / "audit.yaml").read_text()))
     spec.pop("signing")
     spec.pop("findings", None)

@@ -34,7 +34,7 @@ from auditor.evidence.document import read_document
 from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.models.base import CountingRanker
-from tests.conftest import BOOKSTORE, within
+from tests.conftest import within
 from tests.helpers import FirstColumn, document_of
 
 CLAIM = '<!-- claim: {"weight": "a", "is": "most"} -->'
@@ -300,16 +300,6 @@ def test_junit_never_replaces_a_file_that_is_not_a_junit_report(tmp_path: Path,
 
 
 # --- the Python API ---------------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def frame() -> pd.DataFrame:
-    return pd.read_csv(BOOKSTORE / "test.csv")
-
-
-@pytest.fixture(scope="module")
-def booster() -> lgb.Booster:
-    return lgb.Booster(model_file=str(BOOKSTORE / "model.txt"))
-
 
 def test_numpy_values_in_api_arguments_are_written_as_plain_yaml(frame: pd.DataFrame, booster: lgb.Booster) -> None:
     """A notebook's `seed=np.int64(7)` or `cutoffs=np.arange(...)`: yaml's RepresenterError, a traceback."""

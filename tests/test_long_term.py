@@ -21,7 +21,7 @@ from auditor.trust.keys import load_material
 from auditor.trust.pdf_sign import sign_pdf
 from auditor.trust.pdf_verify import check_pdf_signature
 from tests import softhsm
-from tests.conftest import PASS, _keygen
+from tests.conftest import PASS, _keygen, copy_bookstore
 
 runner = CliRunner()
 YEAR = dt.timedelta(days=365)
@@ -205,7 +205,6 @@ def first_tsa_run(pki: dict[str, Any], trust_services: Any, two_tsas: dict[str, 
                   tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A bookstore run (light spec) signed by the CA-issued signer with revocation pointers (valid one year) and the
     first TSA (three years)."""
-    import shutil
 
     import yaml
 
@@ -214,8 +213,7 @@ def first_tsa_run(pki: dict[str, Any], trust_services: Any, two_tsas: dict[str, 
     root = tmp_path_factory.mktemp("first-tsa")
     folder = root / "audit"
     folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     keys = _keygen(root / "keys")
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec["evidence"] = [{"ranking_quality": {"cutoffs": [5]}}]

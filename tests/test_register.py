@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import multiprocessing
 import re
-import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from auditor.evidence.document import EvidenceDocument
 from auditor.register import schema
 from auditor.register.lifecycle import Event, Observed, review_events, state
 from auditor.register.store import Register
-from tests.conftest import PASS, settled
+from tests.conftest import PASS, copy_bookstore, settled
 from tests.helpers import document_of
 
 runner = CliRunner()
@@ -153,8 +152,7 @@ def _text(run: Path) -> str:
 
 @pytest.mark.slow
 def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None:
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, tmp_path / name)
+    copy_bookstore(tmp_path)
     spec = _spec(tmp_path, DECLARED)
     q1 = _report(spec, register_location)
     listed = _cli("findings", "list", "--register", register_location)
@@ -224,8 +222,7 @@ def _record_one(location: str, document: dict, run_dir: str) -> int:
 def one_review(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One light bookstore review's evidence document (no register)."""
     folder = tmp_path_factory.mktemp("one")
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     run = _report(_spec(folder, DECLARED), "off")
     return json.loads((run / "evidence.json").read_text())
 
@@ -255,8 +252,7 @@ def test_a_register_of_a_newer_auditor_is_refused(tmp_path: Path) -> None:
 
 def test_a_damaged_or_locked_register_is_one_line_and_the_run_is_still_written(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, tmp_path / name)
+    copy_bookstore(tmp_path)
     spec = _spec(tmp_path, DECLARED)
     damaged = tmp_path / "damaged.sqlite"
     damaged.write_bytes(b"this is not a database" * 100)
@@ -324,8 +320,7 @@ def test_unknown_finding_ids_and_impossible_days_are_one_line(tmp_path: Path, on
 
 
 def test_same_spec_seed_and_register_state_give_the_same_evidence(tmp_path: Path) -> None:
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, tmp_path / name)
+    copy_bookstore(tmp_path)
     spec = _spec(tmp_path, DECLARED)
     first = _report(spec, str(tmp_path / "a.sqlite"))
     second = _report(spec, str(tmp_path / "b.sqlite"))

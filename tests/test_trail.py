@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.register.store import Register
-from tests.conftest import BOOKSTORE, PASS, _keygen
+from tests.conftest import BOOKSTORE, PASS, _keygen, copy_bookstore
 from tests.helpers import rehash_trail
 
 runner = CliRunner()
@@ -41,8 +41,7 @@ def history(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     base = tmp_path_factory.mktemp(f"trail-{request.param}")
     folder = base / "bookstore"
     folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     keys = _keygen(base / "keys")
     approver = base / "approver"
     if request.param == "sqlite":

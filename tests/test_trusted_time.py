@@ -21,7 +21,7 @@ from auditor.trust.certificates import load_trust
 from auditor.trust.keys import load_material
 from auditor.trust.pdf_sign import sign_pdf
 from auditor.trust.pdf_verify import check_pdf_signature
-from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen
+from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen, copy_bookstore
 
 runner = CliRunner()
 NOW = dt.datetime.now(dt.UTC)
@@ -29,8 +29,7 @@ NOW = dt.datetime.now(dt.UTC)
 
 def _spec(folder: Path, signing_block: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
     spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
     spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.trust.run_folder import check_input, input_places
-from tests.conftest import BOOKSTORE, PASS, ROOT, _keygen
+from tests.conftest import BOOKSTORE, PASS, ROOT, _keygen, copy_bookstore
 
 runner = CliRunner()
 HINT = "outside the run, not compared (`auditor verify --inputs` compares the file at hand)"
@@ -30,8 +30,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("inputs")
     folder = base / "bookstore"
     folder.mkdir()
-    for name in ("model.txt", "test.csv", "train.csv"):
-        shutil.copy(BOOKSTORE / name, folder / name)
+    copy_bookstore(folder)
     shutil.copy(ROOT / "policies" / "starter.yaml", folder / "pack.yaml")
     brand = folder / "brand"
     (brand / "sections").mkdir(parents=True)
