@@ -106,6 +106,19 @@ def test_figure_text_is_at_least_7_pt_on_paper(demo: Path, layout: Any) -> None:
     assert all(scale <= 1 + 1e-6 for _, scale, _ in figures), "a figure printed larger than it was made"
 
 
+def test_no_text_is_under_7_pt_on_paper(layout: Any) -> None:
+    """Issue 56 item 9: not only figures — tables of the appendix, the spec as written, hashes, tags and code in
+    small print are 7 pt at least (the appendix tables were 6.3 pt, hashes 5.9 pt)."""
+    small: dict[tuple[float, str], str] = {}
+    for number, page in enumerate(layout.pages, 1):
+        for box in _boxes(page._page_box):
+            text = getattr(box, "text", None)
+            size = box.style["font_size"] * PX
+            if text and text.strip() and size < SMALLEST_TEXT - 1e-6:
+                small.setdefault((round(size, 2), getattr(box, "element_tag", "")), f"page {number}: {text[:30]!r}")
+    assert not small, sorted(small.items())[:10]
+
+
 @pytest.mark.slow
 def test_every_plot_function_sets_its_text_at_print_size() -> None:
     """Without the demo: figures are made at their print size (at most the page's text width) with no text under
