@@ -160,6 +160,16 @@ def summary_page_checks(run: Path) -> None:
         assert not shown, (section, shown)
 
 
+def assert_consistent(run: Path) -> None:
+    """The run's report says what its evidence holds (auditor/report/consistency.py): no printed value, interval,
+    severity or pointer contradicts evidence.json."""
+    from auditor.report.consistency import check
+
+    document = EvidenceDocument.model_validate(json.loads((run / "evidence.json").read_text()))
+    problems = check((run / "report.html").read_text(), document)
+    assert not problems, problems[:10]
+
+
 # --- shared by several test modules (a test module never imports another) ------------------------------------------
 
 def rehash_trail(location: str, system: str | None = None) -> None:

@@ -23,7 +23,7 @@ from auditor.feature_dictionary import build
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.summary import executive_summary
 from tests.conftest import copy_bookstore, make_queries, write_spec
-from tests.helpers import document_of
+from tests.helpers import assert_consistent, document_of
 
 DAY = dt.date(2026, 1, 15)
 
@@ -57,6 +57,7 @@ def _pdf_text(pdf: Path, last: int | None = None) -> str:
 
 @pytest.mark.slow
 def test_what_the_evidence_detects_reaches_the_first_pages_and_the_opinion(starter_run: Path) -> None:
+    assert_consistent(starter_run)
     document = json.loads((starter_run / "evidence.json").read_text())
     assert document["opinion"] != "positive"
     kinds = {d["kind"]: d for d in document["detections"]}

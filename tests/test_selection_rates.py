@@ -20,7 +20,7 @@ from auditor.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.models.base import CountingRanker
-from tests.helpers import FirstColumn
+from tests.helpers import FirstColumn, assert_consistent
 
 ROOT = Path(__file__).resolve().parents[1]
 HIRING = ROOT / "examples" / "hiring"
@@ -160,6 +160,8 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     assert [d.kind for d in biased.results["selection_rates"].detections] == ["impact-ratio-below-level"]
     assert not fair.results["selection_rates"].detections
     _declared_and_costed(biased)
+    for run in (biased, fair):
+        assert_consistent(run.run_dir)
     html = (biased.run_dir / "report.html").read_text()
     section = html[html.index('id="ev-selection_rates"'):]
     assert "Summary of results of the bias audit" in section and "2027-01-15" in section

@@ -25,7 +25,7 @@ from auditor.policy import Finding, bundled_policies_dir, load_packs
 from auditor.report.summary import SUMMARY_ROWS, executive_summary
 from auditor.report.wording import PHRASES, measured_sentence
 from tests.conftest import make_queries
-from tests.helpers import document_of, section_text, summary_page_checks
+from tests.helpers import assert_consistent, document_of, section_text, summary_page_checks
 
 WIDE_PACKS = ["starter", "eu-ai-act-annex-iv", "eu-dma-art6-5", "eu-dsa-art27-34", "eu-p2b-art5", "model-governance"]
 PACKS = [*WIDE_PACKS, "us-nyc-ll144", "jp-tfdpa-ranking"]  # every built-in pack (the wide audit applies the EU ones)
@@ -140,6 +140,7 @@ def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
     acting = [f for f in document["findings"] if f["status"] in ("FAIL", "ERROR", "WARN", "WAIVED")]
     assert len(acting) > SUMMARY_ROWS, "the test needs more findings than the summary names"
     summary_page_checks(wide_run)
+    assert_consistent(wide_run)
     html = (wide_run / "report.html").read_text()
     summary = section_text(html, "summary")
     assert "more (" in summary and "in Findings" in summary

@@ -30,7 +30,8 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
     groups = group_findings(findings_of(document))
     records = _records(document)
     detections = [d.model_dump() for d in document.detections]
-    unjudged = [{**d, "record": records.get(_detection_key(d))} for d in detections if not d.get("judged_by_rules")]
+    unjudged = [{**d, "record": records.get(_detection_key(d)), "subject": _detection_key(d)} for d in detections
+                if not d.get("judged_by_rules")]
     act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
     passed = [_group(g, records, detections) for g in groups if g[0].status not in (*ACT_ON, "UNMEASURED")]
     unmeasured = [_group(g, records, detections) for g in groups if g[0].status == "UNMEASURED"]
@@ -148,9 +149,10 @@ def finding_rows(act_on: list[dict[str, Any]], unjudged: list[dict[str, Any]]) -
     """The summary's table of findings by severity: a plain title, the verdict, owner and due date; at most
     SUMMARY_ROWS named, the rest counted by severity."""
     rows = [{"severity": g["head"].severity, "title": g["fact"].rstrip("."), "status": g["head"].status,
+             "subject": g["subject"],
              "verdict": "inconclusive warning" if g["head"].inconclusive else VERDICT[g["head"].status],
              "record": g["record"] or {}, "anchor": g["anchor"]} for g in act_on]
-    rows += [{"severity": d["severity"], "title": d["title"].rstrip("."), "status": "DETECTED",
+    rows += [{"severity": d["severity"], "title": d["title"].rstrip("."), "status": "DETECTED", "subject": d["subject"],
               "verdict": VERDICT["DETECTED"], "record": d.get("record") or {}, "anchor": d["anchor"]}
              for d in unjudged]
     rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 4), VERDICT_ORDER.get(r["status"], 5)))
@@ -235,6 +237,11 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "measured": measured(head),
         "sentence": measured_sentence(head),
         "technical": [technical(f) for f in group],
+        # each technical line once, with the metric it prints (`data-ref`, auditor/report/consistency.py) when its
+        # value is the metric's (a per-query rule's value is a share of queries)
+        "technical_refs": list({technical(f): None if f.value is None or f.requirement.startswith("share of queries")
+                                else f"metric:{f.evidence}:{f.metric}" for f in group}.items()),
+        "subject": head.finding or head.rule,
         "anchor": "finding-" + "-".join(rules).lower(),
     }
 
@@ -282,7 +289,7 @@ def _related(detection: dict[str, Any], groups: list[dict[str, Any]]) -> list[di
     gap is unjudged while P2B-11 judges the model's own lift of them): named beside the unjudged one, so two
     severities about one subject are explained, not contradictory."""
     key = (detection.get("evidence"), detection.get("subject"))
-    return [{"rules": " · ".join(f.rule for f in g["rules"]), "severity": g["head"].severity,
+    return [{"rules": " · ".join(f.rule for f in g["rules"]), "severity": g["head"].severity, "subject": g["subject"],
              "status": g["head"].status, "title": g["head"].title, "anchor": g["anchor"],
              "detections": [d["title"] for d in g["detections"] if (d.get("evidence"), d.get("subject")) == key]}
             for g in groups if key[1] and any((d.get("evidence"), d.get("subject")) == key for d in g["detections"])]
@@ -349,6 +356,7 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         value, low, high = found.value, found.low, found.high
         shown = percent if share else figure
         rows.append({"label": label, "value": value, "low": low, "high": high, "share": share, "evidence": kind,
+                     "metric": name,
                      "value_text": shown(value),
                      "interval_text": "" if low is None or high is None else
                      interval(min(low, value), max(high, value), share=share),

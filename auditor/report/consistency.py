@@ -1,0 +1,192 @@
+"""The report checked against its own evidence (issue 56 item 3): what the pages print is resolved against
+evidence.json, so a contradiction is a failing check, not something a reader finds.
+
+The templates mark what they print with machine-readable references:
+- `data-ref="metric:<kind>:<metric>"` on a printed value (and its interval): the key figures, and each finding's
+  technical line (`metric = value`); a percentage is read as the share it prints;
+- `data-subject` and `data-severity` wherever a finding's or a detection's severity is printed (summary table, cards,
+  "related" notes);
+- links to a section (`<a href="#id">`): the section's heading (a link marked `data-item` names something inside
+  its target, e.g. a key figure's measure, and is not checked).
+
+`check(html, document)` returns one line a problem: a printed value that is not its source's (to the digits printed),
+an interval that is not its source's, one metric printed with two different intervals, one subject with two
+severities, a pointer whose words name another section. Measuring code does not import it; the tests run it on every
+kind of run they make.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from auditor.evidence.document import EvidenceDocument
+
+NUMBER = re.compile(r"[-−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?")
+SECTION_TAGS = ("section", "h2", "h3")
+
+
+@dataclass
+class _Marked:
+    """An element carrying references, with the text it printed."""
+
+    attrs: dict[str, str]
+    text: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Link:
+    target: str
+    text: list[str] = field(default_factory=list)
+
+
+class _Collector(HTMLParser):
+    """Every marked element's text, every internal link's words, every section's heading and its ancestors'."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.marked: list[_Marked] = []
+        self.links: list[_Link] = []
+        self.headings: dict[str, list[str]] = {}  # a section's id -> its heading, then its enclosing sections'
+        self._open: list[tuple[str, _Marked | None, _Link | None]] = []
+        self._sections: list[tuple[str, str | None]] = []  # the open sections: (tag, id)
+        self._waiting: list[str] = []  # ids of sections (and headings) whose heading text comes next
+        self._heading: list[str] | None = None
+
+    def _add(self, text: str) -> None:
+        for _, marked, link in self._open:
+            if marked is not None:
+                marked.text.append(text)
+            if link is not None:
+                link.text.append(text)
+        if self._heading is not None:
+            self._heading.append(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        given = {name: value or "" for name, value in attrs}
+        self._add(" ")  # a tag boundary separates words (a value and, after <br>, its interval)
+        marked = _Marked(given) if "data-ref" in given or "data-severity" in given else None
+        href = given.get("href", "")
+        link = _Link(href[1:]) if tag == "a" and href.startswith("#") and "data-item" not in given else None
+        if marked is not None:
+            self.marked.append(marked)
+        if link is not None:
+            self.links.append(link)
+        if tag == "section":
+            self._sections.append((tag, given.get("id")))
+            if given.get("id"):
+                self._waiting.append(given["id"])
+        if tag in ("h2", "h3") and self._heading is None:
+            self._heading = []
+            if given.get("id"):
+                self._waiting.append(given["id"])
+        if tag not in VOID:
+            self._open.append((tag, marked, link))
+
+    def handle_endtag(self, tag: str) -> None:
+        self._add(" ")
+        if tag in ("h2", "h3") and self._heading is not None:
+            text = " ".join("".join(self._heading).split())
+            enclosing = [self.headings[i][0] for _, i in reversed(self._sections) if i in self.headings]
+            for waiting in self._waiting:
+                self.headings.setdefault(waiting, [text, *enclosing])
+            self._waiting, self._heading = [], None
+        if tag == "section" and self._sections:
+            self._sections.pop()
+        while self._open:
+            if self._open.pop()[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        self._add(data)
+
+
+VOID = ("br", "img", "meta", "link", "input", "hr", "wbr", "col")
+
+
+def _numbers(text: str) -> list[tuple[float, float]]:
+    """Each number printed in `text` as (value, half a unit of its last printed digit); percentages as shares."""
+    out = []
+    for token in NUMBER.findall(text):
+        share = token.endswith("%")
+        plain = token.rstrip("%").replace(",", "").replace("−", "-")
+        mantissa, _, exponent = plain.partition("e")
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        tolerance = 0.5 * 10.0 ** -decimals * (10.0 ** int(exponent) if exponent else 1.0)
+        value = float(plain)
+        out.append((value / 100, tolerance / 100) if share else (value, tolerance))
+    return out
+
+
+def _same(printed: tuple[float, float], true: float) -> bool:
+    value, tolerance = printed
+    return abs(value - true) <= tolerance * (1 + 1e-9) + 1e-12
+
+
+def _words(text: list[str]) -> str:
+    return " ".join("".join(text).split())
+
+
+def check(html: str, document: EvidenceDocument) -> list[str]:
+    """Every contradiction between the report's marked text and its evidence, one line each (none: consistent)."""
+    collector = _Collector()
+    collector.feed(html)
+    collector.close()
+    problems: list[str] = []
+    intervals: dict[str, set[str]] = {}
+    severities: dict[str, set[str]] = {}
+    for marked in collector.marked:
+        text = _words(marked.text)
+        ref = marked.attrs.get("data-ref")
+        if ref is not None:
+            problems += _value_problems(ref, text, document, intervals)
+        subject, severity = marked.attrs.get("data-subject"), marked.attrs.get("data-severity")
+        if subject and severity:
+            severities.setdefault(subject, set()).add(severity)
+    problems += [f"{ref}: printed with {len(seen)} different intervals ({'; '.join(sorted(seen))})"
+                 for ref, seen in intervals.items() if len(seen) > 1]
+    problems += [f"{subject}: printed with {len(seen)} severities ({', '.join(sorted(seen))})"
+                 for subject, seen in severities.items() if len(seen) > 1]
+    for link in collector.links:
+        headings = collector.headings.get(link.target)
+        if headings and not _names(_words(link.text), headings):
+            problems.append(f"a pointer “{_words(link.text)}” leads to the section “{headings[0]}”")
+    return problems
+
+
+def _names(words: str, headings: list[str]) -> bool:
+    """Whether a pointer's words name the section it leads to (or a section around it): they are in its heading,
+    the heading is in them, or their last parenthesised part is ("the audit's facts (Scope)")."""
+    said = words.casefold()
+    named = [said, *re.findall(r"\(([^()]*)\)\s*$", said)]
+    return any(n and (n in h.casefold() or h.casefold() in n) for n in named for h in headings)
+
+
+def _value_problems(ref: str, text: str, document: EvidenceDocument, intervals: dict[str, set[str]]) -> list[str]:
+    """A printed value (and interval) against the metric `ref` names."""
+    kind, _, metric = ref.removeprefix("metric:").partition(":")
+    reading = document.reading(kind, metric)
+    value_text = text.split(" = ", 1)[1].split(";")[0] if " = " in text else text
+    value_text = value_text.replace("95% interval", " ")
+    if reading is None or not math.isfinite(reading.value):
+        return [] if "—" in value_text or not NUMBER.search(value_text) else \
+            [f"{ref}: prints “{value_text.strip()}”, but evidence.json holds no value for it"]
+    tokens = NUMBER.findall(value_text)
+    if not tokens:
+        return [f"{ref}: prints no number (“{value_text.strip()[:60]}”) for the value {reading.value!r}"]
+    printed = _numbers(value_text)
+    problems = []
+    if not _same(printed[0], reading.value):
+        problems.append(f"{ref}: prints {tokens[0]} where evidence.json holds {reading.value!r}")
+    if " to " in value_text and len(printed) >= 3:
+        shown = f"{tokens[1]} to {tokens[2]}"
+        intervals.setdefault(ref, set()).add(shown)
+        found = reading.interval
+        if found is None:
+            problems.append(f"{ref}: prints the interval “{shown}”, which evidence.json does not hold")
+        elif not (_same(printed[1], min(found[0], reading.value)) and _same(printed[2], max(found[1], reading.value))):
+            problems.append(f"{ref}: prints the interval “{shown}” where evidence.json holds {found[0]!r} to "
+                            f"{found[1]!r}")
+    return problems

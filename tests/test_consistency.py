@@ -1,0 +1,63 @@
+"""The report against its own evidence (issue 56 item 3, auditor/report/consistency.py): the demo's pages hold no
+contradiction the checker can see, and each kind of seeded contradiction is reported, one line each."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from auditor.evidence.document import EvidenceDocument, read_document
+from auditor.report.consistency import check
+
+
+@pytest.fixture(scope="module")
+def pages(demo: Path) -> tuple[str, EvidenceDocument]:
+    return (demo / "report.html").read_text(), read_document(json.loads((demo / "evidence.json").read_text()))
+
+
+NDCG = 'data-ref="metric:ranking_quality:ranking_quality.ndcg@10.mean">'
+
+
+@pytest.mark.slow
+def test_the_demo_report_says_what_its_evidence_holds(pages: tuple[str, EvidenceDocument]) -> None:
+    html, document = pages
+    assert check(html, document) == []
+    assert html.count("data-ref=") >= 8 and html.count("data-severity=") >= 8  # the checker had work to do
+
+
+def _once(html: str, old: str, new: str) -> str:
+    assert old in html, old
+    return html.replace(old, new, 1)
+
+
+@pytest.mark.slow
+def test_each_seeded_contradiction_is_one_line(pages: tuple[str, EvidenceDocument]) -> None:
+    html, document = pages
+    value = re.search(re.escape(NDCG) + r"([^<]+)<br><span class=\"interval\">([^<]+)</span>", html)
+    assert value is not None
+    printed, interval = value.group(1), value.group(2)
+    moved = _once(html, NDCG + printed, NDCG + "0.918")
+    widened = _once(html, f'{printed}<br><span class="interval">{interval}</span>',
+                    f'{printed}<br><span class="interval">0.500 to 0.999</span>')
+    found = document.reading("ranking_quality", "ranking_quality.ndcg@10.mean")
+    assert found is not None and found.low is not None and found.high is not None
+    other = f"{found.value:.4f} (95% interval {found.low:.4f} to {found.high:.4f})"  # right, but printed otherwise
+    twice = _once(html, "</body>", f"<p><span {NDCG}{other}</span></p></body>")
+    subject = re.search(r'data-subject="([^"]+)" data-severity="major"', html)
+    assert subject is not None
+    card = html.rindex(f'data-subject="{subject.group(1)}" data-severity="major"')
+    severe = html[:card] + html[card:].replace('data-severity="major"', 'data-severity="minor"', 1)
+    pointer = _once(html, '<a href="#limitations">Limitations</a>', '<a href="#limitations">Glossary</a>')
+    absent = _once(html, NDCG, 'data-ref="metric:ranking_quality:ranking_quality.ndcg@99.mean">')
+    seeded = {"moved": (moved, "prints 0.918 where evidence.json holds"),
+              "widened": (widened, "prints the interval “0.500 to 0.999”"),
+              "twice": (twice, "printed with 2 different intervals"),
+              "severe": (severe, f"{subject.group(1)}: printed with 2 severities (major, minor)"),
+              "pointer": (pointer, "a pointer “Glossary” leads to the section “Limitations"),
+              "absent": (absent, "evidence.json holds no value for it")}
+    for name, (page, words) in seeded.items():
+        problems = check(page, document)
+        assert len(problems) == 1 and words in problems[0], (name, problems)
