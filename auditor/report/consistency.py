@@ -3,16 +3,17 @@ evidence.json, so a contradiction is a failing check, not something a reader fin
 
 The templates mark what they print with machine-readable references:
 - `data-ref="metric:<kind>:<metric>"` on a printed value (and its interval): the key figures, and each finding's
-  technical line (`metric = value`); a percentage is read as the share it prints;
+  technical line (`metric = value`), Appendix A's measured values; a percentage is read as the share it prints;
 - `data-subject` and `data-severity` wherever a finding's or a detection's severity is printed (summary table, cards,
   "related" notes);
+- `data-count` and `data-rows-of="<id>"` on a printed number of rows: the table it counts;
 - links to a section (`<a href="#id">`): the section's heading (a link marked `data-item` names something inside
   its target, e.g. a key figure's measure, and is not checked).
 
-`check(html, document)` returns one line a problem: a printed value that is not its source's (to the digits printed),
-an interval that is not its source's, one metric printed with two different intervals, one subject with two
-severities, a pointer whose words name another section. Measuring code does not import it; the tests run it on every
-kind of run they make.
+`check(html, document)` returns one line a problem: a printed value that is not its source's (to the digits
+printed), an interval that is not its source's, one metric printed with two different intervals, one subject with
+two severities, a count of rows beside a table of another length, a pointer whose words name another section.
+Measuring code does not import it; the tests run it on every kind of run they make.
 """
 
 from __future__ import annotations
@@ -50,13 +51,16 @@ class _Collector(HTMLParser):
         self.marked: list[_Marked] = []
         self.links: list[_Link] = []
         self.headings: dict[str, list[str]] = {}  # a section's id -> its heading, then its enclosing sections'
-        self._open: list[tuple[str, _Marked | None, _Link | None]] = []
+        self._open: list[tuple[str, _Marked | None, _Link | None, str]] = []  # with the element's id ("": none)
         self._sections: list[tuple[str, str | None]] = []  # the open sections: (tag, id)
         self._waiting: list[str] = []  # ids of sections (and headings) whose heading text comes next
         self._heading: list[str] | None = None
+        self.rows: dict[str, int] = {}  # an element's id -> the table body rows inside it
+        self.counts: list[tuple[str, str]] = []  # (the count printed, the id of what it counts)
+        self._body = 0  # open <tbody> elements
 
     def _add(self, text: str) -> None:
-        for _, marked, link in self._open:
+        for _, marked, link, _ in self._open:
             if marked is not None:
                 marked.text.append(text)
             if link is not None:
@@ -82,8 +86,16 @@ class _Collector(HTMLParser):
             self._heading = []
             if given.get("id"):
                 self._waiting.append(given["id"])
+        if given.get("data-rows-of"):
+            self.counts.append((given.get("data-count", ""), given["data-rows-of"]))
+        if tag == "tbody":
+            self._body += 1
+        if tag == "tr" and self._body:
+            for *_, element in self._open:
+                if element:
+                    self.rows[element] = self.rows.get(element, 0) + 1
         if tag not in VOID:
-            self._open.append((tag, marked, link))
+            self._open.append((tag, marked, link, given.get("id", "")))
 
     def handle_endtag(self, tag: str) -> None:
         self._add(" ")
@@ -95,6 +107,8 @@ class _Collector(HTMLParser):
             self._waiting, self._heading = [], None
         if tag == "section" and self._sections:
             self._sections.pop()
+        if tag == "tbody" and self._body:
+            self._body -= 1
         while self._open:
             if self._open.pop()[0] == tag:
                 break
@@ -149,6 +163,10 @@ def check(html: str, document: EvidenceDocument) -> list[str]:
                  for ref, seen in intervals.items() if len(seen) > 1]
     problems += [f"{subject}: printed with {len(seen)} severities ({', '.join(sorted(seen))})"
                  for subject, seen in severities.items() if len(seen) > 1]
+    for printed, element in collector.counts:
+        held = collector.rows.get(element, 0)
+        if str(held) != printed:
+            problems.append(f"a count of {printed} rows beside “#{element}”, which holds {held}")
     for link in collector.links:
         headings = collector.headings.get(link.target)
         if headings and not _names(_words(link.text), headings):
@@ -178,7 +196,11 @@ def _value_problems(ref: str, text: str, document: EvidenceDocument, intervals: 
         return [f"{ref}: prints no number (“{value_text.strip()[:60]}”) for the value {reading.value!r}"]
     printed = _numbers(value_text)
     problems = []
-    if not _same(printed[0], reading.value):
+    bound = value_text.strip()[:1]
+    if bound in "<>" and bound:  # "< 1e-9": a bound, not a value
+        if not (reading.value < printed[0][0] if bound == "<" else reading.value > printed[0][0]):
+            problems.append(f"{ref}: prints {bound} {tokens[0]} where evidence.json holds {reading.value!r}")
+    elif not _same(printed[0], reading.value):
         problems.append(f"{ref}: prints {tokens[0]} where evidence.json holds {reading.value!r}")
     if " to " in value_text and len(printed) >= 3:
         shown = f"{tokens[1]} to {tokens[2]}"

@@ -242,6 +242,8 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "technical_refs": list({technical(f): None if f.value is None or f.requirement.startswith("share of queries")
                                 else f"metric:{f.evidence}:{f.metric}" for f in group}.items()),
         "subject": head.finding or head.rule,
+        "ref": None if head.value is None or head.requirement.startswith("share of queries")
+        else f"metric:{head.evidence}:{head.metric}",  # what `measured` prints (consistency.py)
         "anchor": "finding-" + "-".join(rules).lower(),
     }
 
