@@ -57,15 +57,17 @@ def local_explanations(result: Result) -> list[KeyFigure]:
 
 
 def parameter_influence(result: Result) -> list[KeyFigure]:
+    """The figure the packs judge (issue 56: a key figure is what its rule judges): the share of queries whose top
+    results change when the sensitive parameter that changes most of them is masked."""
     influence = _metrics(result)
-    shifts = sorted((k for k in influence if k.endswith(".rank_shift.mean") and not k.startswith("influence.max.")),
-                    key=lambda k: -(influence[k] or 0.0))
-    if not shifts:
+    shares = sorted((k for k in influence if k.endswith(".topk_changed_share") and not k.startswith("influence.max.")
+                     and influence[k] is not None), key=lambda k: -(influence[k] or 0.0))
+    if not shares or influence.get("influence.max.topk_changed_share") is None:
         return []
-    feature = shifts[0].removeprefix("influence.").removesuffix(".rank_shift.mean")
-    return [KeyFigure(40, f"Places a document moves when '{feature}' is masked (mean, either way)", shifts[0],
-                      "0 = it moves no document" + (f"; the largest of {counted(len(shifts), 'sensitive parameter')}"
-                                                    if len(shifts) > 1 else ""))]
+    feature = shares[0].removeprefix("influence.").removesuffix(".topk_changed_share")
+    others = f"; the largest of {counted(len(shares), 'sensitive parameter')}" if len(shares) > 1 else ""
+    return [KeyFigure(40, f"Share of queries whose top results change when '{feature}' is masked",
+                      "influence.max.topk_changed_share", "0 = no query's top results change" + others, share=True)]
 
 
 def exposure(result: Result) -> list[KeyFigure]:

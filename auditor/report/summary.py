@@ -13,7 +13,7 @@ from typing import Any
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.numbers import figure, interval, percent
 from auditor.policy import Finding, findings_of, group_findings
-from auditor.report.wording import measured_sentence, technical
+from auditor.report.wording import is_share, measured_sentence, technical
 from auditor.words import counted
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
@@ -316,17 +316,19 @@ def _record(rules: list[str], records: dict[str, dict]) -> dict[str, Any] | None
 
 
 def measured(finding: Finding) -> str:
-    """The measured value in a few characters, with its interval: `0.840 (0.815 to 0.864)`; the message when the
-    rule judged no value (presence of evidence, skipped, error)."""
+    """The measured value in a few characters, with its interval, in the one style of the key figures (a share in
+    %): `0.840 (0.815 to 0.864)`, `44.3% (32.9% to 54.4%)`; the message when the rule judged no value (presence of
+    evidence, skipped, error)."""
     if finding.value is None:
         return "evidence present" if finding.status == "PASS" else finding.message
     if finding.requirement.startswith("share of queries"):
         text = f"{percent(finding.value)} of queries"
         low_high = finding.interval and interval(*finding.interval, share=True)
     else:
-        text = figure(finding.value)
+        share = is_share(finding.metric, finding.value)
+        text = percent(finding.value) if share else figure(finding.value)
         low_high = finding.interval and interval(min(finding.interval[0], finding.value),
-                                                 max(finding.interval[1], finding.value))
+                                                 max(finding.interval[1], finding.value), share=share)
     return f"{text} ({low_high})" if low_high else text
 
 

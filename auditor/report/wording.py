@@ -141,13 +141,17 @@ SHARES = re.compile(r"(share|fraction)$|_share\b")
 PERCENTAGE_POINTS = {"exposure.own.counterfactual.share_change"}
 
 
+def is_share(metric: str, value: float) -> bool:
+    """Whether `metric` is a share, printed in % wherever it appears (named `…share`, `…fraction`, `…_share…`)."""
+    return bool(SHARES.search(metric.removesuffix(".mean"))) and 0 <= value <= 1
+
+
 def value_text(metric: str, value: float, interval: tuple[float, float] | None) -> str:
     """The value with its interval in the document's one style: a share in %, a change of share in pp."""
     if metric in PERCENTAGE_POINTS:
         return points(value) + (f" (95% interval {points(interval[0])} to {points(interval[1])})" if interval else "")
-    share = bool(SHARES.search(metric.removesuffix(".mean"))) and 0 <= value <= 1
     low, high = interval if interval else (None, None)
-    return with_interval(value, low, high, share=share)
+    return with_interval(value, low, high, share=is_share(metric, value))
 
 
 def measured_sentence(finding: Any) -> str:
