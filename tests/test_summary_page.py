@@ -23,7 +23,7 @@ from auditor.evidence.document import read_document
 from auditor.numbers import figure, interval, percent, points, signed, with_interval
 from auditor.policy import Finding, bundled_policies_dir, load_packs
 from auditor.report.summary import SUMMARY_ROWS, executive_summary
-from auditor.report.wording import PHRASES, measured_sentence
+from auditor.report.wording import PHRASES, fact, measured_sentence
 from tests.conftest import make_queries
 from tests.helpers import assert_consistent, document_of, section_text, summary_page_checks
 
@@ -62,6 +62,9 @@ def test_every_builtin_rule_reads_as_a_sentence_without_its_key() -> None:
         assert not METRIC_KEY.search(sentence), (rule.id, sentence)
         assert rule.metric in PHRASES or rule.per_query, (rule.id, sentence)  # not the fallback
         assert sentence[0].isupper() or sentence[0].isdigit(), sentence
+        title = fact(finding)  # its finding's title: what was found, not the requirement (issue 56 item 1)
+        assert title != rule.title and "(95% interval" not in title and not METRIC_KEY.search(title), (rule.id, title)
+        assert all(word in sentence for word in title.split()[-3:]), (rule.id, title, sentence)  # the same words
         checked += 1
     assert checked >= 40
 

@@ -13,7 +13,7 @@ from typing import Any
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.numbers import figure, interval, percent
 from auditor.policy import Finding, findings_of, group_findings
-from auditor.report.wording import is_share, measured_sentence, technical
+from auditor.report.wording import fact, is_share, measured_sentence, technical
 from auditor.words import counted
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
@@ -223,10 +223,14 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
     head = group[0]
     rules = [f.rule for f in group]
     judged = [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)]
+    # a detection carries the severity of the strongest rule that judges it: only that rule's finding is titled by
+    # it, so one title never shows two severities; a weaker rule judging it too states its own measured fact
+    titled = [d for d in judged if d["severity"] == head.severity] if head.status in ("FAIL", "WARN", "WAIVED") else []
     return {
         # what was found, where the evidence names it (its judged detection: "Undeclared main ranking parameter:
-        # sales_rank_log"), else the requirement (issue 56: facts first)
-        "fact": _fact(judged) if judged and head.status in ("FAIL", "WARN", "WAIVED") else head.title,
+        # sales_rank_log"), else the measured value in the rule's words; the requirement when it judged nothing
+        # (issue 56: facts first)
+        "fact": _fact(titled) if titled else fact(head) if head.status in ("FAIL", "WARN", "WAIVED") else head.title,
         "head": head,
         "rules": group,
         "citations": _distinct_citations([f.citation for f in group]),
@@ -241,7 +245,8 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         # value is the metric's (a per-query rule's value is a share of queries)
         "technical_refs": list({technical(f): None if f.value is None or f.requirement.startswith("share of queries")
                                 else f"metric:{f.evidence}:{f.metric}" for f in group}.items()),
-        "subject": head.finding or head.rule,
+        # what the severity is printed for (consistency.py): the detection that titles it, else the finding
+        "subject": _detection_key(titled[0]) if titled else head.finding or head.rule,
         "ref": None if head.value is None or head.requirement.startswith("share of queries")
         else f"metric:{head.evidence}:{head.metric}",  # what `measured` prints (consistency.py)
         "anchor": "finding-" + "-".join(rules).lower(),

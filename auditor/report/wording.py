@@ -154,23 +154,32 @@ def value_text(metric: str, value: float, interval: tuple[float, float] | None) 
     return with_interval(value, low, high, share=is_share(metric, value))
 
 
-def measured_sentence(finding: Any) -> str:
+def measured_sentence(finding: Any, *, with_interval: bool = True) -> str:
     """The finding's measured value as a sentence (capitalised, no full stop); its message when it judged no
-    value (evidence present, not requested, failed, not applicable)."""
+    value (evidence present, not requested, failed, not applicable). Without its interval: `fact`."""
     if finding.value is None:
         return _without_value(finding)
+    interval = finding.interval if with_interval else None
     if finding.requirement.startswith("share of queries"):
         condition = finding.requirement.split(":", 1)[0].removeprefix("share of queries with value").strip()
         name = PER_QUERY_NAMES.get(finding.metric, "the measured value")
         text = f"{percent(finding.value)} of queries have {name} {condition}"
-        if finding.interval:
-            text += f" (95% interval {percent(finding.interval[0])} to {percent(finding.interval[1])})"
+        if interval:
+            text += f" (95% interval {percent(interval[0])} to {percent(interval[1])})"
         return _capital(text)
     phrase = PHRASES.get(finding.metric)
-    shown = value_text(finding.metric, finding.value, finding.interval)
+    shown = value_text(finding.metric, finding.value, interval)
     if phrase is None:
         return f"{finding.title.rstrip('.')}: measured {shown}"
     return _capital(phrase(finding.value, shown))
+
+
+def fact(finding: Any) -> str:
+    """What a verdict found, as the title of its finding (issue 56: facts first, the requirement after): the
+    measured value in its rule's words, without the interval (the card gives it); the requirement's own title when
+    the rule judged no value or is a pack's own whose metric has no words here."""
+    worded = finding.metric in PHRASES or finding.requirement.startswith("share of queries")
+    return measured_sentence(finding, with_interval=False) if finding.value is not None and worded else finding.title
 
 
 def _without_value(finding: Any) -> str:
