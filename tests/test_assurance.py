@@ -150,3 +150,20 @@ def test_a_judged_detection_takes_its_rules_severity() -> None:
     assert judged_severity("major", ["P2B-11"], findings) == "minor"
     assert judged_severity("minor", ["P2B-11", "X-1"], findings) == "major"  # the most severe judging rule
     assert judged_severity("critical", [], findings) == "critical"  # unjudged: the evidence's own
+
+
+def test_a_law_that_binds_in_part_says_so_on_page_2_as_in_scope() -> None:
+    """Issue 56: page 2 said "DSA Art. 27 and 34 (applies, not judged)" while Scope said Art. 34 does not apply (not
+    a very large platform): a law whose rules apply only in part says "in part" in the brief list too."""
+    from auditor.evidence import REGISTRY
+    from auditor.report.summary import not_covered
+
+    law = {"pack": "eu-dsa-art27-34", "title": "DSA Art. 27 and 34", "applied": False,
+           "applicability": "applies: the provider is an online platform; 7 of 13 rules do not: the provider is not a "
+                            "very large platform (audit.provider.very_large_platform: false)"}
+    whole = {**law, "pack": "eu-p2b-art5", "title": "P2B Art. 5", "applicability": "applies to every provider"}
+    document = document_of(other_laws=[law, whole])
+    brief = not_covered(document, REGISTRY, brief=True)
+    assert "DSA Art. 27 and 34 (applies in part, not judged)" in brief and "P2B Art. 5 (applies, not judged)" in brief
+    full = " ".join(not_covered(document, REGISTRY))
+    assert "7 of 13 rules do not" in full and "not a very large platform" in full

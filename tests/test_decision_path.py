@@ -349,3 +349,12 @@ def test_rank_vector_is_scipys_rankdata():
     for x in vectors:
         for method in ("average", "min"):
             np.testing.assert_array_equal(rank_vector(x, method), rankdata(x, method=method))
+
+
+def test_the_k_curve_caption_says_which_way_this_run_s_lines_go() -> None:
+    """Issue 56: the caption said "AUC falls as K grows" (the paper's finding) above the demo's rising curves."""
+    from auditor.evidence.decision_path_accuracy import k_curve_caption
+
+    rising = k_curve_caption({"TreeSHAP": [0.6, 0.7, 0.8], "EXS": [0.7, 0.75, 0.9], "LIRME": [0.9, 0.8, 0.5]})
+    assert "Here AUC rises as K grows (2 of 3 lines" in rising and "report that it falls" in rising
+    assert "Here AUC falls as K grows" in k_curve_caption({"TreeSHAP": [0.9, 0.6], "EXS": [0.8, float("nan")]})

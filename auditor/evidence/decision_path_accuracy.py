@@ -343,7 +343,7 @@ def _tables(result: EvidenceResult, options: DecisionPathOptions, ks: list[int],
             chart="line_chart", data={"x": ks, "series": series,
                                       "xlabel": "K (ground-truth features counted as important)",
                                       "ylabel": "mean top-K AUC"},
-            caption="0.5 = chance. Rahnama & Bütepage 2022 (Figures 3-4) report that AUC falls as K grows.",
+            caption=k_curve_caption(series),
             description=f"Line chart of mean top-K AUC for K = {ks[0]} to {ks[-1]}, one line per explainer and "
                         f"ground truth; at K = {ks[-1]}: "
                         + ", ".join(f"{name} {figure(values[-1])}" for name, values in series.items()) + "."))
@@ -382,5 +382,11 @@ def _nan_low(value: float | None) -> float:
     return -np.inf if value is None or not np.isfinite(value) else float(value)
 
 
-
-
+def k_curve_caption(series: dict[str, list[float]]) -> str:
+    """The top-K AUC figure's caption, saying which way this run's lines go before what the paper reports (issue
+    56: a caption's direction claim is the data's, never only the paper's)."""
+    ends = [(v[0], v[-1]) for v in series.values() if len(v) >= 2 and np.isfinite(v[0]) and np.isfinite(v[-1])]
+    rising, falling = sum(b > a for a, b in ends), sum(b < a for a, b in ends)
+    trend = "rises" if rising > falling else "falls" if falling > rising else "neither rises nor falls on balance"
+    return (f"0.5 = chance. Here AUC {trend} as K grows ({rising} of {len(ends)} lines end higher than they start); "
+            "Rahnama & Bütepage 2022 (Figures 3-4) report that it falls.")

@@ -405,9 +405,12 @@ def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: 
                 if brief else [f"Time budget ({budget['minutes']:g} minutes): {sentence}" for sentence in choices])
     for law in document.other_laws:
         if law["applicability"].startswith("applies"):
-            out.append(f"{law['title']} (applies, not judged)" if brief else
-                       f"{law['title']}: applies to this provider, but its pack ({law['pack']}) was not applied, so "
-                       "this report does not judge it")
+            # "applies: …; 7 of 13 rules do not: …" — a law that binds the provider only in part says so on every
+            # page (Scope and the engagement print the whole sentence)
+            part = "rules do not" in law["applicability"]
+            out.append(f"{law['title']} (applies{' in part' if part else ''}, not judged)" if brief else
+                       f"{law['title']}: {law['applicability'] if part else 'applies to this provider'}, but its "
+                       f"pack ({law['pack']}) was not applied, so this report does not judge it")
         elif not law["applicability"].startswith("not applicable"):
             out.append(f"{law['title']} (may apply, not judged)" if brief else
                        f"{law['title']}: {law['applicability']}; its pack ({law['pack']}) was not applied")
