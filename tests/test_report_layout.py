@@ -243,3 +243,15 @@ def test_the_demo_opens_with_a_one_page_summary_in_words(demo: Path) -> None:
             assert not any(title in head for head in heads), detection["title"]
         else:
             assert any(title in head for head in heads), detection["title"]
+
+
+def test_spec_keys_in_sentences_are_set_as_code() -> None:
+    """Issue 56, "code in prose": a spec key a sentence names ("not stated (audit.qualifications)", "applicability
+    not established (audit.provider.high_risk not stated)") is set as code, never as words; markup is still escaped
+    first and backticks still make code."""
+    from auditor.report.render import prose
+
+    assert str(prose("not stated (audit.qualifications)")) == "not stated (<code>audit.qualifications</code>)"
+    assert str(prose("(audit.provider.high_risk not stated); see `dataset.path` <b>")) == \
+        "(<code>audit.provider.high_risk</code> not stated); see <code>dataset.path</code> &lt;b&gt;"
+    assert str(prose("timings are in evidence.json")) == "timings are in evidence.json"  # a file, not a spec key

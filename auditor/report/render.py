@@ -67,14 +67,19 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     return env
 
 
-_TICKED = re.compile(r"`([^`\n]+)`")
+_TICKED = re.compile(r"(`[^`\n]+`)")
+# a spec key named in a sentence ("not stated (audit.qualifications)"): set as code, never as words (issue 56)
+_SPEC_KEY = re.compile(r"(?<![\w.&#;/-])((?:audit|dataset|model|background|output|signing|masking|executor)"
+                       r"\.[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(?![\w-])")
 
 
 def prose(text: Any) -> Markup:
     """Report text (rule rationales, remedies, notes, limitations) shown (`auditor.display.shown`: names in it may
-    hide characters or run for pages) and escaped, with its `backticked` names set as code rather than shown with
-    their backticks; the escaping comes first, so no text can inject markup."""
-    return Markup(_TICKED.sub(r"<code>\1</code>", str(escape(shown(text, lines=True)))))
+    hide characters or run for pages) and escaped, with its `backticked` names and the spec keys it names set as
+    code rather than as words; the escaping comes first, so no text can inject markup."""
+    parts = _TICKED.split(str(escape(shown(text, lines=True))))
+    return Markup("".join(f"<code>{part[1:-1]}</code>" if index % 2 else _SPEC_KEY.sub(r"<code>\1</code>", part)
+                          for index, part in enumerate(parts)))
 
 
 def _finalize(value: Any) -> Any:
