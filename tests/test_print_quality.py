@@ -106,6 +106,7 @@ def test_figure_text_is_at_least_7_pt_on_paper(demo: Path, layout: Any) -> None:
     assert all(scale <= 1 + 1e-6 for _, scale, _ in figures), "a figure printed larger than it was made"
 
 
+@pytest.mark.slow
 def test_no_text_is_under_7_pt_on_paper(layout: Any) -> None:
     """Issue 56 item 9: not only figures — tables of the appendix, the spec as written, hashes, tags and code in
     small print are 7 pt at least (the appendix tables were 6.3 pt, hashes 5.9 pt)."""
