@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from auditor.errors import InputError
-from auditor.metric_names import HIGH, LOW
+from auditor.core.errors import InputError
+from auditor.core.metric_names import HIGH, LOW
 
 if TYPE_CHECKING:
     from auditor.evidence.document import EvidenceDocument
@@ -118,7 +118,7 @@ class Audit:
         return audit
 
     def _check(self) -> None:
-        from auditor.spec import load_spec
+        from auditor.inputs.spec import load_spec
 
         self.spec, self._raw = load_spec(self.spec_path)
 
@@ -132,9 +132,9 @@ class Audit:
         writes it where it belongs, in the formats asked for, signed or not). `jobs`: cores, as `--jobs`;
         `progress`: progress bars on stderr; `register`: as `--register` (default `off`: a notebook's trial runs
         are not reviews)."""
-        from auditor.engine import run_audit
         from auditor.evidence.base import Progress
-        from auditor.spec import ExecutorSpec
+        from auditor.inputs.spec import ExecutorSpec
+        from auditor.run.engine import run_audit
 
         if jobs is not None:  # jobs=-1 (scikit-learn's "every core") was pydantic's traceback
             if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs < 1:
@@ -146,7 +146,7 @@ class Audit:
         out = Path(tempfile.mkdtemp(prefix="auditor-run-"))
         try:
             if progress:
-                from auditor.progress import for_terminal
+                from auditor.run.progress import for_terminal
 
                 with for_terminal() as bar:
                     run = run_audit(self.spec_path, out=out, progress=bar, executor=executor, register=register,
@@ -177,14 +177,14 @@ class AuditResult:
         self.document: EvidenceDocument = run.document  # evidence.json, typed (auditor/evidence/document.py)
         self.evidence: dict[str, Any] = run.results
         self.folder: Path | None = None  # the run folder a loaded result was read from
-        self._loaded: Any = None  # its evidence as read back (auditor.render_run.LoadedRun)
+        self._loaded: Any = None  # its evidence as read back (auditor.commands.render_run.LoadedRun)
 
     @classmethod
     def load(cls, run_folder: str | Path, *, pubkey: str | Path | None = None) -> AuditResult:
         """A run folder read back (`auditor report`'s, or `save()`'s): opinion, findings, metrics, tables and the
         inline summary, from its evidence.json alone. A signed run's evidence is first compared with the digest its
         bundle lists, and with `pubkey` the bundle's signature is checked; `auditor verify` checks everything."""
-        from auditor.render_run import load_run
+        from auditor.commands.render_run import load_run
 
         loaded = load_run(Path(run_folder), pubkey=None if pubkey is None else Path(pubkey))
         result = cls.__new__(cls)
@@ -237,7 +237,7 @@ class AuditResult:
     def report_html(self) -> str:
         """The whole report as one self-contained HTML page (a loaded run's drawn from its evidence)."""
         if self._run is None:
-            from auditor.render_run import html_of
+            from auditor.commands.render_run import html_of
 
             return html_of(self._loaded)
         return (self._run.run_dir / "report.html").read_text(encoding="utf-8")
@@ -248,8 +248,8 @@ class AuditResult:
         spec's; signed with `signing`, a spec `signing:` section whose paths are relative to the working folder, or
         the spec's own). An in-memory audit's inputs go to `<out_dir>/inputs/` with the spec that names them; the
         evidence is the run's, unchanged. Returns the run folder."""
-        from auditor.engine import check_output_folder, write_run
-        from auditor.spec import load_spec
+        from auditor.inputs.spec import load_spec
+        from auditor.run.engine import check_output_folder, write_run
 
         if self._run is None or self.audit is None:
             raise InputError(f"this result was loaded from {self.folder}, which holds its run folder already",
@@ -288,7 +288,7 @@ class AuditResult:
         """`save(signing=...)`'s keys, loaded (a passphrase asked for, a TSA reached) before anything is written."""
         from pydantic import ValidationError
 
-        from auditor.spec import SigningSpec
+        from auditor.inputs.spec import SigningSpec
         from auditor.trust.keys import load_material
 
         try:
@@ -423,7 +423,7 @@ def _checked_formats(formats: Sequence[str] | None) -> list[str] | None:
         return None
     from pydantic import TypeAdapter, ValidationError
 
-    from auditor.spec import OutputSpec
+    from auditor.inputs.spec import OutputSpec
 
     allowed: Any = OutputSpec.model_fields["formats"].annotation
     if isinstance(formats, str):

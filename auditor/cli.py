@@ -25,11 +25,11 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, TyperException
 
 from auditor import __version__
-from auditor.display import terminal
-from auditor.errors import InputError
-from auditor.files import write_new
-from auditor.spans import parse_span
-from auditor.words import counted
+from auditor.core.display import terminal
+from auditor.core.errors import InputError
+from auditor.core.files import write_new
+from auditor.core.spans import parse_span
+from auditor.core.words import counted
 
 
 class Terminated(KeyboardInterrupt):
@@ -206,7 +206,7 @@ def _progress(quiet: bool) -> Iterator[Any]:
 
         yield Progress()
         return
-    from auditor.progress import for_terminal
+    from auditor.run.progress import for_terminal
 
     with for_terminal() as bar:  # bars on a terminal, plain lines otherwise (CI, nohup)
         yield bar
@@ -228,7 +228,7 @@ def _executor_override(spec: Path, jobs: int | None, kind: ExecutorKind | None, 
     """The spec's executor with the command line's changes, or None when the command line changes nothing."""
     if jobs is None and kind is None and scheduler is None:
         return None
-    from auditor.spec import ExecutorSpec, load_spec
+    from auditor.inputs.spec import ExecutorSpec, load_spec
 
     base = load_spec(spec)[0].executor
     changes: dict[str, Any] = {}
@@ -284,12 +284,12 @@ def report(
 ) -> None:
     """Run the audit a spec describes; write evidence.json and report.html into a new run folder, and record it
     in the register."""
-    from auditor.engine import run_audit
-    from auditor.policy import exit_code
+    from auditor.judging.policy import exit_code
+    from auditor.run.engine import run_audit
 
     rerun = None
     if from_run is not None:
-        from auditor.archive import plan_rerun
+        from auditor.run.archive import plan_rerun
 
         if spec is not None or out is None:
             typer.echo("error: --from-run RUN takes no spec (the run archived it) and needs --out DIR (a new folder, "
@@ -302,12 +302,12 @@ def report(
         typer.echo("error: give the audit spec (or --from-run RUN --out DIR)", err=True)
         raise typer.Exit(2)
     if junit is not None:  # a path that cannot be written is refused before the audit runs
-        from auditor.junit import check_target
+        from auditor.commands.junit import check_target
 
         _guard(lambda: check_target(junit), debug=debug)
     tracking_uri = None
     if mlflow:  # installed, and somewhere to log to, before the audit runs
-        from auditor import mlflow_log
+        from auditor.commands import mlflow_log
 
         tracking_uri = _guard(lambda: mlflow_log.check_ready(spec), debug=debug)
 
@@ -333,7 +333,7 @@ def report(
                        if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
     if junit is not None:  # after the run, from its evidence.json
-        from auditor.junit import write_results
+        from auditor.commands.junit import write_results
 
         _guard(lambda: write_results(junit, run.run_dir, fail_on=fail_on.value), debug=debug)
     if mlflow:
@@ -465,7 +465,7 @@ def render(
     folder outside the run. A signed run's evidence is first compared with the digest its bundle lists.
 
     Exit 0 when the report is written, 2 on bad input."""
-    from auditor.render_run import FORMATS, render_run
+    from auditor.commands.render_run import FORMATS, render_run
 
     formats = tuple(dict.fromkeys(format_ or ["html"]))
     wrong = [f for f in formats if f not in FORMATS]
@@ -627,7 +627,7 @@ def validate(spec: SpecArg, quiet: Annotated[bool, typer.Option("--quiet", "-q",
              debug: Debug = False) -> None:
     """Check a spec, its policies, model and data, without running any evidence; estimate what the audit will
     cost on this machine (per evidence item and in total)."""
-    from auditor.engine import prepare
+    from auditor.run.engine import prepare
 
     prepared = _guard(lambda: prepare(spec), debug=debug)
     data = prepared.data
@@ -636,9 +636,9 @@ def validate(spec: SpecArg, quiet: Annotated[bool, typer.Option("--quiet", "-q",
                f"{prepared.model.n_features or data.n_features} features; {data.n_docs} documents in "
                f"{data.n_queries} queries")
     if not quiet:
-        from auditor.cost import plan_audit, plan_lines
-        from auditor.engine import budget_choice
-        from auditor.executor import usable_jobs
+        from auditor.evidence.executor import usable_jobs
+        from auditor.run.cost import plan_audit, plan_lines
+        from auditor.run.engine import budget_choice
 
         jobs = usable_jobs(prepared.spec.executor.jobs, prepared.spec.executor.address)
         choice = _guard(lambda: budget_choice(prepared), debug=debug)
@@ -659,7 +659,7 @@ def validate(spec: SpecArg, quiet: Annotated[bool, typer.Option("--quiet", "-q",
 @app.command()
 def schema(out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None) -> None:
     """Print the JSON Schema of the audit spec (for editor completion)."""
-    from auditor.spec import json_schema
+    from auditor.inputs.spec import json_schema
 
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
     if out is None:
@@ -715,7 +715,7 @@ def diff(
 ) -> None:
     """Compare two audits: findings that changed status, metrics outside their interval, main parameters that
     entered or left, feature drift (PSI)."""
-    from auditor.diff import compare, load_run, render_html, text_table
+    from auditor.run.diff import compare, load_run, render_html, text_table
 
     def action() -> dict[str, Any]:
         result = compare(load_run(run_a), load_run(run_b), old_name=run_a.name, new_name=run_b.name, file=run_b)
@@ -730,7 +730,7 @@ def diff(
 @policies_app.command("list")
 def policies_list() -> None:
     """The built-in policy packs."""
-    from auditor.policy import builtin_pack_names, load_pack
+    from auditor.judging.policy import builtin_pack_names, load_pack
 
     for name in builtin_pack_names():
         pack = _guard(functools.partial(load_pack, name, base_dir=Path.cwd())).pack
@@ -744,7 +744,7 @@ def policies_show(name: Annotated[str, typer.Argument(help="Built-in pack name o
     from rich.console import Console
     from rich.table import Table
 
-    from auditor.policy import load_packs
+    from auditor.judging.policy import load_packs
 
     packs = _guard(lambda: load_packs([name], base_dir=Path.cwd()))
     pack = packs[-1].pack
@@ -775,7 +775,7 @@ def init(
     organisation: Annotated[str, typer.Option(help="Organisation name.")] = "Example Org",
 ) -> None:
     """Write a commented starter spec for a model and a dataset (never overwrites a file)."""
-    from auditor.starter import starter_spec
+    from auditor.commands.starter import starter_spec
 
     text = _guard(lambda: starter_spec(model=model, dataset=dataset, spec_path=out, policies=policy or ["starter"],
                                        title=title, organisation=organisation))
@@ -800,7 +800,7 @@ def train_ilmart(
 ) -> None:
     """Train an interpretable ILMART ranker (paper 002) on the spec's background data and labels; audit it with a
     spec whose `model.path` is the written file."""
-    from auditor.engine import train_ilmart
+    from auditor.run.engine import train_ilmart
     from auditor.surrogate.ilmart import IlmartConfig
 
     config = IlmartConfig(n_interactions=interactions, max_features=max_features, learning_rate=learning_rate,
@@ -853,7 +853,7 @@ def _open_register(register: str | None) -> Any:
 
 
 def _day(text: str, option: str) -> str:
-    from auditor.yaml_io import day_problem
+    from auditor.core.yaml_io import day_problem
 
     problem = day_problem(text)
     if problem is not None:
@@ -1382,7 +1382,7 @@ def _anchor(store: Any, result: Any, url: str, roots: list[Any], out: Path | Non
                          where="--trust", fix="name the TSA's root certificate (or AUDITOR_TSA_ROOTS)")
     store.add_anchor(result.system, result.length, result.head, token)
     if out is not None:
-        from auditor.files import replace_file
+        from auditor.core.files import replace_file
 
         out.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in result.system)[:80] or "none"
@@ -1405,9 +1405,9 @@ def roles_sign(
 ) -> None:
     """Sign a roles file with a key whose certificate chains to the roots approvers, verifiers and the findings
     commands will trust for it (--roles-trust). Exit 0 when written, 2 on bad input."""
-    from auditor.files import MAX_YAML_BYTES, read_bytes
+    from auditor.core.files import MAX_YAML_BYTES, read_bytes
+    from auditor.core.yaml_io import parse_yaml
     from auditor.trust.roles import sign_roles
-    from auditor.yaml_io import parse_yaml
 
     def action() -> Path:
         data = read_bytes(source, limit=MAX_YAML_BYTES, what="roles file")
@@ -1452,7 +1452,7 @@ def history(
     """Write the register's history as a static HTML site for the board: a portfolio page (index.html) and a page
     per system with its reviews, approvals, trends of the key numbers and every finding's events. No server, no
     script: open index.html from disk. Exit 0 when written, 2 on bad input."""
-    from auditor.register.history import write_site
+    from auditor.report.history import write_site
 
     def action() -> list[Path]:
         store = _open_register(register)

@@ -37,12 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.validity import has_order  # noqa: E402
+from auditor.core.threads import threads_here  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.perturb import parallel_map, workers  # noqa: E402
-from auditor.threads import threads_here  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 

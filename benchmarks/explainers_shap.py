@@ -32,13 +32,13 @@ sys.path.insert(0, str(REPO))
 
 import shap  # noqa: E402
 
-from auditor.data import RankingData, load_ranking_data  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.kernelshap import KernelShap  # noqa: E402
 from auditor.explain.treeshap import TreeShap  # noqa: E402
-from auditor.masking import Masker  # noqa: E402
+from auditor.inputs.data import RankingData, load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import LightGBMRanker  # noqa: E402
+from auditor.models.masking import Masker  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 

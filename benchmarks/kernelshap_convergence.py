@@ -22,11 +22,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.engine import prepare  # noqa: E402
 from auditor.explain.base import QueryView, set_from_attributions  # noqa: E402
 from auditor.explain.kernelshap import KernelShap  # noqa: E402
-from auditor.masking import Masker  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.models.masking import Masker  # noqa: E402
+from auditor.run.engine import prepare  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 

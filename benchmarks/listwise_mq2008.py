@@ -46,8 +46,8 @@ from auditor.explain.listwise import (  # noqa: E402
     expected_validity,
 )
 from auditor.explain.search import ValiditySearch  # noqa: E402
-from auditor.masking import Masker  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.models.masking import Masker  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 # RankingSHAP (SIGIR 2025) Fig. 4 and §6.3, MQ2008, explanation size 10, 100 background rows for evaluation:
@@ -221,7 +221,7 @@ def mq2008(queries: int, seed: int, gt_permutations: int, budgets: list[int], tm
 
 
 def bookstore(queries: int, seed: int) -> None:
-    from auditor.data import load_ranking_data
+    from auditor.inputs.data import load_ranking_data
     from auditor.models.lightgbm import load_lightgbm
 
     folder = ROOT / "examples" / "bookstore"

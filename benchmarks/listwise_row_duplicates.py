@@ -13,8 +13,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.data import load_ranking_data  # noqa: E402
 from auditor.explain.kernelshap import coalition_design  # noqa: E402
+from auditor.inputs.data import load_ranking_data  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 

@@ -21,14 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.engine import prepare  # noqa: E402
 from auditor.evidence import REGISTRY  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
+from auditor.evidence.executor import core_limit, make_executor  # noqa: E402
 from auditor.evidence.explainers import method_names  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.evidence.local_explanations import label as method_label  # noqa: E402
-from auditor.executor import core_limit, make_executor  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.run.engine import prepare  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 

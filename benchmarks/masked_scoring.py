@@ -6,7 +6,7 @@ audit's: random keep-sets of 5 features and their complements (validity, complet
 
 - (a) today's path: `np.where` rows + LightGBM `Booster.predict` (raw scores, num_threads=2);
 - (b) the same rows + `TreeEnsemble.predict` (numba walk from the root);
-- (c) `auditor.masked_scoring.masked_scores` (per-document jump tables, built top-down over the splits some mask
+- (c) `auditor.scoring.masked_scoring.masked_scores` (per-document jump tables, built top-down over the splits some mask
   can reach, as compact link tables);
 - (d) the same jump tables as node-sized arrays built bottom-up over every split (simpler; here only);
 - (e) the plain walk with directions precomputed per document for every node, no jumps (here only);
@@ -42,8 +42,8 @@ from numba import get_num_threads, njit, prange
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.masked_scoring import _child, _fill_children, masked_scores  # noqa: E402
-from auditor.trees import TreeEnsemble  # noqa: E402
+from auditor.scoring.masked_scoring import _child, _fill_children, masked_scores  # noqa: E402
+from auditor.scoring.trees import TreeEnsemble  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 DATA = Path("/tmp/auditor-wide/136")
@@ -204,8 +204,8 @@ def first_call_seconds(model: Path, fill: np.ndarray) -> str:
 import time
 t0 = time.perf_counter()
 import lightgbm as lgb, numpy as np
-from auditor.masked_scoring import masked_scores
-from auditor.trees import TreeEnsemble
+from auditor.scoring.masked_scoring import masked_scores
+from auditor.scoring.trees import TreeEnsemble
 e = TreeEnsemble.from_lightgbm(lgb.Booster(model_file="{model}").dump_model())
 fill = np.array({fill.tolist()!r})
 X, keep = np.tile(fill, (3, 1)), np.ones((2, fill.size), dtype=bool)

@@ -57,7 +57,7 @@ _AUDITOR = r'''
 import sys, numpy as np
 sys.path.insert(0, sys.argv[3])
 from pathlib import Path
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import KINDS
 kind, path = sys.argv[1], Path(sys.argv[2])
 rows = np.array([[v] * 11 for v in (0.0, float("nan"), 1e30, -1e30, 0.5, 1.0, 3.0, 2020.0)])

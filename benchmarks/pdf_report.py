@@ -27,8 +27,8 @@ from pyhanko.pdf_utils.reader import PdfFileReader
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.engine import run_audit  # noqa: E402
 from auditor.report.pdf import fixed_date, render_pdf  # noqa: E402
+from auditor.run.engine import run_audit  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 BOOKSTORE = ROOT / "examples" / "bookstore"

@@ -3,7 +3,7 @@
 Writes synthetic MQ2008-like files (dense features, 6-decimal values, `#docid = GX...` comments, queries of
 5-120 documents), then times each reader in a fresh subprocess and reports wall time and peak RSS:
 
-* `auditor`  - `auditor.data.load_ranking_data(path, format="svmlight")`: the whole product reader
+* `auditor`  - `auditor.inputs.data.load_ranking_data(path, format="svmlight")`: the whole product reader
                (parse, doc ids, checks, grouping by query);
 * `sklearn`  - `sklearn.datasets.load_svmlight_file(path, query_id=True)` alone: scikit-learn's Cython parser,
                the peer library on the same file (parse only: no doc ids, checks or grouping).
@@ -211,7 +211,7 @@ def child(reader: str, path: Path, profile: bool) -> None:
     import sklearn.datasets  # both readers use it; imported before the clock starts
 
     if reader == "auditor":
-        from auditor.data import load_ranking_data
+        from auditor.inputs.data import load_ranking_data
 
         def run() -> tuple[int, int]:
             data = load_ranking_data(path, format="svmlight")

@@ -42,11 +42,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from auditor.engine import prepare  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
 from auditor.evidence.confidence import run  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
+from auditor.run.engine import prepare  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 DATASETS = ("bookstore", "mq2008", "wide136", "wide136d")

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.decision_path import ground_truth  # noqa: E402
-from auditor.data import load_ranking_data  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
 from auditor.evidence.decision_path_accuracy import DecisionPathOptions, run  # noqa: E402
+from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.capabilities import tree_ensemble  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402

@@ -40,12 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.ranking import per_query_ndcg  # noqa: E402
-from auditor.data import RankingData, load_ranking_data  # noqa: E402
+from auditor.inputs.data import RankingData, load_ranking_data  # noqa: E402
+from auditor.scoring.trees import TreeEnsemble  # noqa: E402
 from auditor.surrogate.decompose import decompose  # noqa: E402
 from auditor.surrogate.fidelity import fidelity, rank_grades, standardised  # noqa: E402
 from auditor.surrogate.ilmart import IlmartConfig, RankSet, fit_ilmart  # noqa: E402
 from auditor.surrogate.train import recombine  # noqa: E402
-from auditor.trees import TreeEnsemble  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 # Paper 002, Table 1 (nDCG@1, @5, @10 in %, n_m features, n_i interactions): the Web30K rows (MSLR, the dataset

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.ranking import per_query_ndcg  # noqa: E402
-from auditor.data import load_ranking_data  # noqa: E402
 from auditor.evidence import decision_path_accuracy, global_importance, local_explanations  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions, label  # noqa: E402
+from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
 from auditor.models.xgboost import load_xgboost  # noqa: E402

@@ -30,14 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.validity import has_order, measure_sets  # noqa: E402
-from auditor.engine import prepare  # noqa: E402
+from auditor.core.threads import threads_here  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
 from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.search import Exhaustive  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
-from auditor.threads import threads_here  # noqa: E402
+from auditor.run.engine import prepare  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 from benchmarks.wide_data import prepare as prepare_wide  # noqa: E402
 

@@ -28,12 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.validity import has_order  # noqa: E402
-from auditor.data import load_ranking_data  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.listwise import ListwiseShap, RowMasker  # noqa: E402
-from auditor.masking import Masker  # noqa: E402
+from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
+from auditor.models.masking import Masker  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 

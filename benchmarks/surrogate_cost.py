@@ -69,7 +69,7 @@ def mq2008_data(tmp: Path | None) -> tuple[str, int, int, Targets]:
     (in the measured time, as the evidence pays it). `tmp`: smoke mode's tiny look-alike."""
     import lightgbm as lgb
 
-    from auditor.data import load_ranking_data
+    from auditor.inputs.data import load_ranking_data
 
     fold = smoke.mq2008(tmp)
     blackbox = lgb.Booster(model_file=str(fold.model))

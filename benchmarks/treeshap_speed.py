@@ -1,4 +1,4 @@
-"""Our numba TreeSHAP (auditor/fast_treeshap.py) against shap.TreeExplainer and LightGBM's pred_contrib.
+"""Our numba TreeSHAP (auditor/scoring/fast_treeshap.py) against shap.TreeExplainer and LightGBM's pred_contrib.
 
 Synthetic MSLR-like data (136 features, ~120 documents a query, graded labels, some NaN and many zeros), a
 LambdaMART of 500 trees × 63 leaves trained on a small sample (num_threads=2), then path-dependent TreeSHAP of the
@@ -24,8 +24,8 @@ import shap
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.fast_treeshap import FastTreeShap  # noqa: E402
-from auditor.trees import TreeEnsemble  # noqa: E402
+from auditor.scoring.fast_treeshap import FastTreeShap  # noqa: E402
+from auditor.scoring.trees import TreeEnsemble  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 
 N_FEATURES = 136

@@ -139,7 +139,7 @@ def write_spec(folder: Path, **overrides: Any) -> Path:
 
 def bookstore_inputs() -> tuple[Any, Any, Any]:
     """The bundled example's model, test data and background (train.csv), loaded as its spec says."""
-    from auditor.data import load_ranking_data
+    from auditor.inputs.data import load_ranking_data
     from auditor.models.lightgbm import load_lightgbm
 
     model = load_lightgbm(BOOKSTORE / "model.txt")
@@ -153,8 +153,8 @@ def bookstore_inputs() -> tuple[Any, Any, Any]:
 def make_bookstore_context(n_queries: int | None = None, **options: Any) -> Any:
     """A fresh AuditContext on the bundled example (seed 3, train.csv as background): every query, or `n_queries`
     sampled with seed 0; `options` (feature_units...) go to AuditContext."""
-    from auditor.data import sample_data
     from auditor.evidence.base import AuditContext
+    from auditor.inputs.data import sample_data
     from auditor.models.base import CountingRanker
 
     model, data, background = bookstore_inputs()
@@ -316,7 +316,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         spec.pop("signing")
         spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
         (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-        from auditor.engine import run_audit
+        from auditor.run.engine import run_audit
 
         run_dir = run_audit(folder / "audit.yaml").run_dir
         (folder / ".run").write_text(str(run_dir))

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.evidence.base import EvidenceResult
 from auditor.evidence.document import SCHEMA, EvidenceDocument
-from auditor.policy import LoadedPack, PolicyPack, evaluate
-from auditor.spec import Waiver
+from auditor.inputs.spec import Waiver
+from auditor.judging.policy import LoadedPack, PolicyPack, evaluate
 
 # --- the CLI (test_cli, test_decision_path) ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from auditor import Audit
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from tests.conftest import PASS, _keygen, verify
 
 LIGHT = ["ranking_quality", "global_importance"]

@@ -228,7 +228,7 @@ def test_untrusted_approver_name_prints_escaped_on_one_line(signed: dict[str, Pa
 
 
 def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver: Path, tmp_path: Path) -> None:
-    from auditor.files import sha256_file
+    from auditor.core.files import sha256_file
     from auditor.register.store import Register
 
     run = _copy(signed, "registered")  # recorded, like the session's run, in the register its bundle names

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditor.evidence.base import EvidenceResult
-from auditor.policy import Finding, LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
+from auditor.judging.policy import Finding, LoadedPack, PolicyPack, applicability, evaluate, load_packs, opinion
 from auditor.report.assurance import conclusion, engagement
 from tests.conftest import copy_bookstore
 from tests.helpers import document_of
@@ -102,7 +102,7 @@ def test_the_data_description_reaches_the_scope(tmp_path: Path) -> None:
 
     import yaml
 
-    from auditor.engine import run_audit
+    from auditor.run.engine import run_audit
     from tests.conftest import BOOKSTORE
 
     copy_bookstore(tmp_path)
@@ -123,7 +123,7 @@ def test_the_data_description_reaches_the_scope(tmp_path: Path) -> None:
 def test_laws_not_applied_are_stated_with_whether_they_bind_the_provider() -> None:
     """The criteria name every law the built-in packs know: applied ones, and the others with whether they bind this
     provider (a binding law whose pack was not applied is a gap the reader must see)."""
-    from auditor.policy import bundled_policies_dir, law_scope, load_packs
+    from auditor.judging.policy import bundled_policies_dir, law_scope, load_packs
 
     applied = load_packs(["starter", "eu-p2b-art5"], base_dir=bundled_policies_dir())
     provider = {"gatekeeper": False, "online_platform": True, "very_large_platform": False, "high_risk": None,
@@ -141,7 +141,7 @@ def test_laws_not_applied_are_stated_with_whether_they_bind_the_provider() -> No
 
 def test_a_judged_detection_takes_its_rules_severity() -> None:
     """One severity per fact: the P2B-11 warning (minor) and the detection it judges print the same severity."""
-    from auditor.policy import judged_severity
+    from auditor.judging.policy import judged_severity
 
     findings = [Finding(rule="P2B-11", title="t", pack="p", status="WARN", severity="minor", metric="m", value=0.1,
                         requirement="", citation="", rationale="", message=""),

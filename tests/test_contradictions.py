@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from auditor.checks.confidence import Verdict, flag_gap
+from auditor.core.numbers import figure, points, positions, signed
 from auditor.evidence import (
     confidence,
     exposure,
@@ -22,7 +23,6 @@ from auditor.evidence import (
 )
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.figures import decode
-from auditor.numbers import figure, points, positions, signed
 from tests.conftest import make_bookstore_context
 
 INTERVAL = re.compile(r"\[[^\]]*,[^\]]*\]|\d\s*[–—]\s*[−-]?\d")  # `[a, b]` or `a–b`: not the report's style

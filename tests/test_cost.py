@@ -10,10 +10,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from auditor.budget import MIN_QUERIES, choose, reference_speed
 from auditor.cli import app
-from auditor.cost import Shape, estimate_items, probe_speed
-from auditor.engine import prepare
+from auditor.run.budget import MIN_QUERIES, choose, reference_speed
+from auditor.run.cost import Shape, estimate_items, probe_speed
+from auditor.run.engine import prepare
 from tests.conftest import LIGHT_LOCAL, LIGHT_PAIRWISE
 
 runner = CliRunner()
@@ -119,10 +119,10 @@ def test_bad_budget_is_one_line_naming_the_place(bookstore: Path, budget: str, p
 def test_every_registered_method_is_costed():
     """A registered explainer the cost model does not know would be estimated at 0 model rows and make budgets
     choose blind: every method but RANDOM (which scores nothing) costs more than measuring its sets."""
-    from auditor.cost import Shape
     from auditor.evidence.costs import _local_rows
     from auditor.evidence.local_explanations import LocalExplanationsOptions
     from auditor.explain import registry
+    from auditor.run.cost import Shape
 
     shape = Shape(sizes=np.full(10, 20), features=30, trees=100, background_docs=500, background_queries=20,
                   rows_per_second=1e6)
@@ -136,9 +136,9 @@ def test_every_registered_method_is_costed():
 def test_shared_attributions_are_counted_once_and_only_those_that_are_shared():
     """Decision paths re-use local explanations' attributions only for the explainers local explanations ran: with
     [random, treeshap1] there, decision paths' LIRME is its own work (it was estimated at 0 rows)."""
-    from auditor.cost import Shape
     from auditor.evidence.options.decision_path_accuracy import DecisionPathOptions
     from auditor.evidence.options.local_explanations import LocalExplanationsOptions
+    from auditor.run.cost import Shape
 
     shape = Shape(sizes=np.full(10, 20), features=12, trees=80, background_docs=500, background_queries=20,
                   rows_per_second=1e6)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from auditor.data import infer_format, load_ranking_data, read_feature_names
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.inputs.data import infer_format, load_ranking_data, read_feature_names
 
 LETOR = """2 qid:10 1:0.5 2:0.25 3:1 #docid = GX-A inc = 1 prob = 0.1
 0 qid:10 1:0.1 3:0.5 #docid = GX-B inc = 1 prob = 0.2

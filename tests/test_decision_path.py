@@ -14,7 +14,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 import auditor.checks.decision_path as dp
 from auditor.explain import registry
-from auditor.trees import LEAF, TreeEnsemble
+from auditor.scoring.trees import LEAF, TreeEnsemble
 from tests.conftest import make_bookstore_context, shared_data_dir, write_spec
 from tests.helpers import evidence, report
 
@@ -176,7 +176,7 @@ def test_hand_built_tree_ground_truth() -> None:
 def test_ground_truth_adds_up_to_the_score_on_mq2008(mq2008_trained: Path) -> None:
     import lightgbm as lgb
 
-    from auditor.data import load_ranking_data
+    from auditor.inputs.data import load_ranking_data
 
     model = mq2008_trained / "model.txt"
     booster = lgb.Booster(model_file=str(model))
@@ -276,9 +276,9 @@ def test_evidence_end_to_end_on_bookstore(bookstore: Path) -> None:
 
 
 def test_evidence_is_skipped_for_a_callable_model(bookstore: Path) -> None:
-    from auditor.data import load_ranking_data
     from auditor.evidence import REGISTRY
     from auditor.evidence.base import AuditContext
+    from auditor.inputs.data import load_ranking_data
     from auditor.models.base import CountingRanker
     from auditor.models.callable import CallableRanker
 

@@ -135,7 +135,7 @@ def register(tmp_path: Path) -> str:
     run.mkdir()
     document = _document(TODAY.isoformat(), {"BASE-8": "FAIL", "P2B-4": "FAIL", "P2B-8": "WARN"})
     (run / "evidence.json").write_text(json.dumps(document.to_json()))
-    from auditor.files import sha256_file
+    from auditor.core.files import sha256_file
 
     store.record(document, system=SYSTEM, run_dir=run, evidence_sha256=sha256_file(run / "evidence.json"),
                  bundle_sha256=None, actor="auditor report")

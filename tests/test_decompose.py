@@ -9,8 +9,8 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
+from auditor.scoring.trees import K_ZERO, MISSING_NAN, MISSING_NONE, MISSING_ZERO, TreeEnsemble, probe_rows
 from auditor.surrogate.decompose import Effect, decompose, representatives
-from auditor.trees import K_ZERO, MISSING_NAN, MISSING_NONE, MISSING_ZERO, TreeEnsemble, probe_rows
 
 SPECIAL = np.array([0.0, -0.0, K_ZERO, -K_ZERO, 5e-36, -5e-36, np.nextafter(K_ZERO, 1.0), -np.nextafter(K_ZERO, 1.0),
                     np.nan, -1.0, 1.0, np.inf, -np.inf])

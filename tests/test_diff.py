@@ -14,10 +14,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from auditor.checks.distribution import feature_distributions, psi
 from auditor.cli import app
-from auditor.diff import feature_distributions, psi
+from auditor.core.numbers import figure
 from auditor.evidence.document import EvidenceDocument
-from auditor.numbers import figure
 from tests.conftest import BOOKSTORE
 from tests.helpers import document_of
 
@@ -119,7 +119,7 @@ def test_diff_bad_input(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
 
 
 def test_a_metric_is_listed_only_when_it_moved_beyond_both_intervals() -> None:
-    from auditor.diff import compare
+    from auditor.run.diff import compare
 
     def doc(mean: float, low: float, high: float) -> EvidenceDocument:
         return document_of(evidence={"ranking_quality": {"metrics": {

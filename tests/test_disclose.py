@@ -20,19 +20,19 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from auditor.checks.claims import Claim, judge, metrics_of, parse_claims
 from auditor.cli import app
-from auditor.disclosure.claims import Claim, judge, metrics_of, parse_claims
+from auditor.core.errors import InputError
+from auditor.core.feature_names import metric_name, metric_segments
+from auditor.core.metric_names import Reading
 from auditor.disclosure.command import disclose
 from auditor.disclosure.draft import draft
 from auditor.disclosure.render import render_statement
-from auditor.engine import input_files, prepare
-from auditor.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
 from auditor.evidence.document import read_document
-from auditor.evidence.feature_names import metric_name, metric_segments
-from auditor.metric_names import Reading
-from auditor.policy import bundled_policies_dir, evaluate, load_packs
+from auditor.judging.policy import bundled_policies_dir, evaluate, load_packs
+from auditor.run.engine import input_files, prepare
 from tests.conftest import LIGHT_SURROGATE, make_bookstore_context, write_spec
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.document import SCHEMA, V1, EvidenceDocument, read_document, upgrade_v1
 
 
@@ -60,7 +60,7 @@ def test_a_v1_document_reads_through_the_adapter_with_every_value_unchanged(raw:
     assert [f.model_dump() for f in document.findings] == [read_document(raw).findings[i].model_dump()
                                                             for i in range(len(raw["findings"]))]
     assert upgrade_v1(old)[0]["schema"] == SCHEMA and old["schema"] == V1  # the caller's document is not changed
-    from auditor.diff import compare  # last quarter's v1 run compares with this quarter's v2 run
+    from auditor.run.diff import compare  # last quarter's v1 run compares with this quarter's v2 run
 
     since = compare(old, raw)
     assert since["findings"] == [] and since["metrics"] == [] and not any(i["changed"] for i in since["inputs"])

@@ -17,7 +17,7 @@ from pydantic import Field
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.options import EvidenceOptions
 from auditor.evidence.registry import ALWAYS, KINDS, EvidenceKind, KeyFigure, register, unregister
 
@@ -82,7 +82,7 @@ def _spec(folder: Path, evidence: list[Any], name: str = "toy.yaml") -> Path:
 
 
 def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: EvidenceKind, bookstore: Path) -> None:
-    from auditor.spec import json_schema
+    from auditor.inputs.spec import json_schema
 
     assert "toy_kind" in json.dumps(json_schema())
     spec = _spec(bookstore, [{"ranking_quality": {}}, {"toy_kind": {"per_document": 3, "queries": 5}}])
@@ -114,8 +114,8 @@ def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: Evide
 
 
 def test_the_budget_samples_a_toy_kind_marked_sampled(toy: EvidenceKind) -> None:
-    from auditor.budget import choose
-    from auditor.cost import Shape
+    from auditor.run.budget import choose
+    from auditor.run.cost import Shape
 
     shape = Shape(sizes=np.full(400, 30), features=12, trees=80, background_docs=1000, background_queries=40,
                   rows_per_second=1000.0)
@@ -126,7 +126,7 @@ def test_the_budget_samples_a_toy_kind_marked_sampled(toy: EvidenceKind) -> None
 
 
 def test_a_pack_rule_may_name_the_toy_kind_s_metric(toy: EvidenceKind, tmp_path: Path) -> None:
-    from auditor.policy import check_metrics, load_packs
+    from auditor.judging.policy import check_metrics, load_packs
 
     pack = tmp_path / "toy-pack.yaml"
     rule = {"id": "TOY-1", "title": "Toy score", "evidence": "toy_kind", "metric": "toy_kind.mean_score",
@@ -148,8 +148,8 @@ def pd_rows(folder: Path) -> int:
 def test_every_kind_and_explainer_carries_a_cost_estimate() -> None:
     """No kind or explainer goes uncosted (the cost model reads the registry only): each estimator resolves and
     returns (queries, rows, seconds, basis) for the default options; every explainer has a rows function."""
-    from auditor.cost import Shape
     from auditor.explain import registry
+    from auditor.run.cost import Shape
 
     shape = Shape(sizes=np.full(20, 25), features=12, trees=80, background_docs=500, background_queries=20,
                   rows_per_second=1e5, reference=None)
@@ -187,7 +187,7 @@ def test_the_cost_model_the_budget_and_the_report_name_no_kind_and_no_explainer(
 
     names = set(KINDS) | set(ALWAYS) | set(registry.EXPLAINERS) | set(registry.methods())
     root = Path(__file__).resolve().parents[1] / "auditor"
-    for module in ("cost.py", "budget.py", "report/summary.py", "report/render.py"):
+    for module in ("run/cost.py", "run/budget.py", "report/summary.py", "report/render.py"):
         tree = ast.parse((root / module).read_text())
         if module.startswith("report/"):  # the report reads the data facts every audit has
             names -= set(ALWAYS)

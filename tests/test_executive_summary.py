@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 import yaml
 
-from auditor.engine import run_audit
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence import REGISTRY
 from auditor.evidence.document import EvidenceDocument
-from auditor.feature_dictionary import build
+from auditor.inputs.feature_dictionary import build
 from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.summary import executive_summary
+from auditor.run.engine import run_audit
 from tests.conftest import copy_bookstore, make_queries, write_spec
 from tests.helpers import assert_consistent, document_of
 
@@ -117,7 +117,7 @@ def test_the_summary_lists_every_unjudged_detection_and_every_rule() -> None:
 
 
 def test_feature_dictionary_from_the_spec_and_a_csv(tmp_path: Path) -> None:
-    from auditor.spec import FeatureInfo
+    from auditor.inputs.spec import FeatureInfo
 
     names = ["price", "rating", "sponsored"]
     csv = tmp_path / "features.csv"

@@ -12,8 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.engine import run_audit
-from auditor.executor import (
+from auditor.evidence.executor import (
     THREADS_ENV,
     AutoExecutor,
     ProcessExecutor,
@@ -25,7 +24,8 @@ from auditor.executor import (
     split,
     thread_budget,
 )
-from auditor.spec import ExecutorSpec
+from auditor.inputs.spec import ExecutorSpec
+from auditor.run.engine import run_audit
 
 # Per-query evidence that goes through the executor, plus one that reads its memo (confidence), kept small.
 PER_QUERY = [

@@ -14,10 +14,10 @@ from auditor.explain.base import QueryView
 from auditor.explain.exs import Exs, exs_labels
 from auditor.explain.lirme import Lirme, contributions, weighted_ridge
 from auditor.explain.perturb import QuartileSampler, kernel_weights
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
 from auditor.models.lightgbm import LightGBMRanker
+from auditor.models.masking import Masker
 from tests.conftest import make_bookstore_context
 
 F = 6
@@ -317,9 +317,9 @@ def test_shared_samples_score_fewer_rows_and_match_for_one_document(lambdamart) 
     """Common random numbers across a query's documents: len(docs) + n − 1 rows; a single document is unchanged."""
     from auditor.explain.base import QueryView
     from auditor.explain.lirme import Lirme
-    from auditor.masking import Masker
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
+    from auditor.models.masking import Masker
 
     booster, X, _, sizes = lambdamart
     model = CountingRanker(LightGBMRanker(booster))
@@ -443,7 +443,7 @@ def test_blocks_run_concurrently_one_model_thread_each_with_the_same_results(lam
 def test_thread_budget_here_is_per_thread() -> None:
     import threading
 
-    from auditor.threads import thread_budget, threads_here
+    from auditor.core.threads import thread_budget, threads_here
 
     seen = {}
     with threads_here(1):

@@ -11,9 +11,9 @@ from auditor.explain.base import QueryView, set_from_attributions
 from auditor.explain.greedy import Greedy, concordant_pairs
 from auditor.explain.screen import SetScores
 from auditor.explain.search import Exhaustive, RandomSet, ValiditySearch
-from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
+from auditor.models.masking import Masker, keep_masks
 
 N_FEATURES = 8
 

@@ -10,10 +10,10 @@ import shap
 from auditor.explain.base import QueryView
 from auditor.explain.kernelshap import KernelShap, coalition_design, take_samples
 from auditor.explain.treeshap import TreeShap
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
 from auditor.models.lightgbm import LightGBMRanker
+from auditor.models.masking import Masker
 from tests.conftest import make_queries
 
 DOCS = np.arange(5)

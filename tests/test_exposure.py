@@ -31,12 +31,12 @@ from auditor.checks.exposure import (
     ratio,
     target_exposure,
 )
-from auditor.data import RankingData
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence import exposure as exposure_evidence
 from auditor.evidence.base import AuditContext
+from auditor.inputs.data import RankingData
+from auditor.judging.policy import evaluate, load_packs
 from auditor.models.base import CountingRanker
-from auditor.policy import evaluate, load_packs
 from auditor.report.plots import draw
 
 LOG = [1.0, 1 / math.log2(3), 0.5, 1 / math.log2(5)]

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import yaml
 
-from auditor.data import RankingData
 from auditor.evidence import REGISTRY
 from auditor.evidence import exposure as exposure_evidence
 from auditor.evidence import exposure_attention as sensitivity
 from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.inputs.data import RankingData
+from auditor.judging.policy import evaluate, load_packs
 from auditor.models.base import CountingRanker
-from auditor.policy import evaluate, load_packs
 from tests.conftest import write_spec
 
 L = [1.0, 1 / math.log2(3), 0.5, 1 / math.log2(5)]  # 1/log2(1 + i)
@@ -277,7 +277,7 @@ def test_the_envelope_is_taken_bound_by_bound() -> None:
 def test_proxies_from_a_real_surrogate_run_on_the_bookstore(bookstore: Path) -> None:
     """The bookstore's ILMART surrogate (the example's 5 pairs) pairs own_brand with author_popularity; run as the
     engine runs it (the surrogate first, its result in `ctx.inputs`), the exposure section lists it."""
-    from auditor import engine
+    from auditor.run import engine
 
     spec = write_spec(bookstore, policies=[], evidence=[{"exposure": {"group": ["own_brand"], "own": {"own_brand": 1},
                                                                       "resamples": 200}},

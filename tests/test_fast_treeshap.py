@@ -12,8 +12,8 @@ import shap
 from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.tree import DecisionTreeRegressor
 
-from auditor.fast_treeshap import FastTreeShap
-from auditor.trees import TreeEnsemble, probe_rows
+from auditor.scoring.fast_treeshap import FastTreeShap
+from auditor.scoring.trees import TreeEnsemble, probe_rows
 
 
 def ranking_data(rng: np.random.Generator, n: int = 2400, f: int = 12) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -68,9 +68,9 @@ def test_sklearn_equals_shap(make) -> None:
 
 
 def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    from auditor.data import RankingData
     from auditor.evidence import global_importance, importance
     from auditor.evidence.base import AuditContext
+    from auditor.inputs.data import RankingData
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
 
@@ -102,9 +102,9 @@ def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeyp
 def test_global_importance_streams_treeshap_without_holding_every_row() -> None:
     """The evidence's one pass over the data (chunks of whole queries) leaves the same summaries, query means and
     plotted rows' φ as the full φ matrix would, so 1M documents never need φ in memory at once."""
-    from auditor.data import RankingData
     from auditor.evidence import global_importance, importance
     from auditor.evidence.base import AuditContext
+    from auditor.inputs.data import RankingData
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
 

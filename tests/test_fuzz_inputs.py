@@ -25,10 +25,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.data import RankingData, load_ranking_data
-from auditor.errors import InputError
-from auditor.policy import load_pack
-from auditor.spec import load_spec
+from auditor.core.errors import InputError
+from auditor.inputs.data import RankingData, load_ranking_data
+from auditor.inputs.spec import load_spec
+from auditor.judging.policy import load_pack
 from tests.inputs import BASE_SPEC, EXAMPLE
 
 # `AUDITOR_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz_inputs.py` searches longer, with fresh random examples.

@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditor import data as data_module
-from auditor import files
-from auditor.cost import Shape, estimate_item
-from auditor.data import load_ranking_data
-from auditor.errors import InputError
+from auditor.core import files
+from auditor.core.errors import InputError
 from auditor.evidence.local_explanations import LocalExplanationsOptions
 from auditor.evidence.parameter_influence import ParameterInfluenceOptions
-from auditor.svmlight import MAX_INDEX, MAX_QID, SvmlightError, parse
+from auditor.inputs import data as data_module
+from auditor.inputs.data import load_ranking_data
+from auditor.inputs.svmlight import MAX_INDEX, MAX_QID, SvmlightError, parse
+from auditor.run.cost import Shape, estimate_item
 from tests.conftest import within
 from tests.inputs import (
     Case,

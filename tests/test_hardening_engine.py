@@ -21,8 +21,8 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.executor import core_limit, usable_jobs
-from auditor.threads import THREADS_ENV, cpu_count
+from auditor.core.threads import THREADS_ENV, cpu_count
+from auditor.evidence.executor import core_limit, usable_jobs
 from tests.inputs import Case, assert_one_error_line, invoke, pos, spec_text, svmlight_lines, write_base_spec
 
 runner = CliRunner()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import app
-from auditor.spec import load_spec
+from auditor.inputs.spec import load_spec
 from tests.conftest import BOOKSTORE
 from tests.inputs import XGB, Case, assert_one_error_line, write_base_spec
 

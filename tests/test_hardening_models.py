@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import json_dump, onnx_scoring
 from auditor.models.catboost import load_catboost
 from auditor.models.onnx import load_onnx

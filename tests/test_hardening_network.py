@@ -32,7 +32,7 @@ from cryptography.x509.oid import AuthorityInformationAccessOID, NameOID
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.trust import identity, timestamps
 from tests.conftest import BOOKSTORE, PASS, copy_bookstore
 
@@ -320,7 +320,7 @@ def test_report_signing_goes_on_without_revocation_data_a_responder_trickles(slo
                                      "file:///tmp/scheduler.json", "http://127.0.0.1:8786", "tcp://"])
 def test_a_dask_scheduler_address_other_than_tcp_or_tls_is_refused(address: str) -> None:
     pytest.importorskip("distributed")
-    from auditor.executor import make_executor
+    from auditor.evidence.executor import make_executor
 
     raised = _ends(10, lambda: make_executor("dask", 1, address))
     assert isinstance(raised, InputError), raised
@@ -330,7 +330,7 @@ def test_a_dask_scheduler_address_other_than_tcp_or_tls_is_refused(address: str)
 def test_a_dask_scheduler_that_never_answers_is_given_up_at_the_connect_deadline(
         silent_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("distributed")
-    from auditor import executor
+    from auditor.evidence import executor
 
     monkeypatch.setattr(executor, "DASK_CONNECT_SECONDS", 1)
     raised = _ends(2 + 6, lambda: executor.make_executor("dask", 1, f"tcp://127.0.0.1:{silent_port}"))
@@ -342,7 +342,7 @@ def test_a_dask_scheduler_without_workers_is_refused_instead_of_waiting_for_ever
     pytest.importorskip("distributed")
     from distributed import LocalCluster
 
-    from auditor import executor
+    from auditor.evidence import executor
 
     monkeypatch.setattr(executor, "DASK_CONNECT_SECONDS", 1)
     with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
@@ -373,8 +373,8 @@ def short_mlflow(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_resolving_an_mlflow_model_waits_on_our_timeout_then_restores_mlflows(slow: str, tmp_path: Path) -> None:
     """A tracking server that never answers: MLflow's own defaults wait 120 s a request and retry 7 times; with ours
     set for the call, one line naming the server within seconds, and MLflow's variables as they were after."""
+    from auditor.inputs.spec import ModelSpec
     from auditor.models.mlflow import load_logged
-    from auditor.spec import ModelSpec
 
     ref = ModelSpec(kind="mlflow", uri="models:/catalogue-ranker/1", tracking_uri=slow)
     raised = _ends(10, lambda: load_logged(ref, base_dir=tmp_path))
@@ -386,7 +386,7 @@ def test_resolving_an_mlflow_model_waits_on_our_timeout_then_restores_mlflows(sl
 
 @pytest.mark.usefixtures("short_mlflow")
 def test_logging_an_audit_to_mlflow_waits_on_our_timeout_too(slow: str, tmp_path: Path) -> None:
-    from auditor.mlflow_log import log_audit
+    from auditor.commands.mlflow_log import log_audit
 
     run = SimpleNamespace(run_dir=tmp_path, opinion="positive", findings=[], results={})
     raised = _ends(10, lambda: log_audit(run, tracking_uri=slow))
@@ -398,8 +398,8 @@ def test_logging_an_audit_to_mlflow_waits_on_our_timeout_too(slow: str, tmp_path
 @pytest.mark.usefixtures("short_mlflow")
 def test_a_model_on_ftp_storage_is_refused_before_mlflow_connects(silent_port: int, tmp_path: Path) -> None:
     """MLflow's FTP client has no timeout at all: a silent server would hold the audit for ever."""
+    from auditor.inputs.spec import ModelSpec
     from auditor.models.mlflow import load_logged
-    from auditor.spec import ModelSpec
 
     ref = ModelSpec(kind="mlflow", uri=f"ftp://127.0.0.1:{silent_port}/model")
     raised = _ends(10, lambda: load_logged(ref, base_dir=tmp_path))

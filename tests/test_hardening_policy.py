@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from auditor import policy
-from auditor.errors import InputError
-from auditor.files import MAX_YAML_BYTES
-from auditor.policy import Condition, load_pack, load_packs
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_YAML_BYTES
+from auditor.core.yaml_io import parse_yaml
+from auditor.inputs.spec import load_spec
+from auditor.judging import policy
+from auditor.judging.policy import Condition, load_pack, load_packs
 from auditor.report.render import check_templates, render_template
-from auditor.spec import load_spec
-from auditor.yaml_io import parse_yaml
 from tests.conftest import within
 from tests.inputs import (
     Case,

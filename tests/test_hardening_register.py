@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.register.rebuild import Trust, read_recorded, rebuild
 from auditor.register.store import Register
 from tests.conftest import BOOKSTORE, PASS, _copy, copy_bookstore

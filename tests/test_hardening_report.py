@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from auditor.engine import run_audit
 from auditor.report.pdf import fixed_date, render_pdf
+from auditor.run.engine import run_audit
 from tests.conftest import BOOKSTORE, copy_bookstore, within
 
 DAY_SEED = 7
@@ -220,13 +220,13 @@ INVISIBLE_KINDS = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "
 def test_shown_escapes_every_invisible_kind(char: str) -> None:
     """Bidi controls, zero-width and format characters, controls, separators, tags, variation selectors, private
     use, blank letters, lone surrogates and the marker's own bracket: each shown by its code point."""
-    from auditor.display import shown
+    from auditor.core.display import shown
 
     assert shown(f"a{char}b") == f"a⟨U+{ord(char):04X}⟩b"
 
 
 def test_shown_marks_mixed_and_lookalike_scripts_only() -> None:
-    from auditor.display import shown
+    from auditor.core.display import shown
 
     assert shown(CYRILLIC) == "ѕ⟨U+0455 CYRILLIC⟩ponsored"
     assert shown("сор") == "с⟨U+0441 CYRILLIC⟩о⟨U+043E CYRILLIC⟩р⟨U+0440 CYRILLIC⟩"  # all Cyrillic, reads "cop"
@@ -238,7 +238,7 @@ def test_shown_marks_mixed_and_lookalike_scripts_only() -> None:
 
 
 def test_shown_cuts_long_runs_and_texts() -> None:
-    from auditor.display import TEXT_CHARS, shown
+    from auditor.core.display import TEXT_CHARS, shown
 
     assert shown(FEATURE) == FEATURE[:96] + f"…⟨{LONG:,} characters⟩"
     assert len(shown(ZWSP * LONG)) < 130  # markers count: 10,000 zero-width spaces do not become 80,000 characters

@@ -169,7 +169,7 @@ def test_strings_of_the_predicate_print_escaped_on_one_line(signed: dict[str, Pa
 def test_certificate_subject_prints_escaped_on_one_line(signed: dict[str, Path], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """report.pdf signed again by a forger whose certificate's common name holds a newline and a verdict."""
-    from auditor.spec import SigningSpec
+    from auditor.inputs.spec import SigningSpec
 
     run = _copy(signed, "certificate-newline")
     pdf = (run / "report.pdf").read_bytes()

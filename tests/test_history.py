@@ -19,13 +19,13 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.engine import run_audit
-from auditor.errors import InputError
-from auditor.files import sha256_file
-from auditor.register.history import pages, write_site
+from auditor.core.errors import InputError
+from auditor.core.files import sha256_file
 from auditor.register.store import Register
 from auditor.report.browser import Chromium, file_url, find_chromium
+from auditor.report.history import pages, write_site
 from auditor.report.render import CONTENT_POLICY
+from auditor.run.engine import run_audit
 from tests.conftest import BOOKSTORE, copy_bookstore, settled
 
 SYSTEM = "catalogue-ranker"

@@ -18,11 +18,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from auditor import engine, feature_dictionary
 from auditor.cli import app
-from auditor.data import MAX_FEATURE_VALUE, load_ranking_data, read_feature_names
-from auditor.errors import InputError
-from auditor.spec import load_spec
+from auditor.core.errors import InputError
+from auditor.inputs import feature_dictionary
+from auditor.inputs.data import MAX_FEATURE_VALUE, load_ranking_data, read_feature_names
+from auditor.inputs.spec import load_spec
+from auditor.run import engine
 from tests.inputs import EXAMPLE, FEATURES
 
 SPEC = {"audit": {"title": "Round three", "organisation": "Test Org"}, "model": {"path": "model.txt"},
@@ -133,8 +134,8 @@ def test_renamed_columns_in_the_models_places_still_read(tmp_path: Path) -> None
 def test_a_model_naming_a_feature_twice_is_refused(tmp_path: Path) -> None:
     """model.txt with `price` in place of `n_reviews`: the model's names were all columns, so price was fed to both
     slots (nDCG@10 0.818 -> 0.794, no word)."""
+    from auditor.inputs.spec import ModelSpec
     from auditor.models import load_model
-    from auditor.spec import ModelSpec
 
     text = (EXAMPLE / "model.txt").read_text()
     line = next(x for x in text.splitlines() if x.startswith("feature_names="))
@@ -298,8 +299,8 @@ def test_labels_that_never_differ_within_a_query_are_never_certified(tmp_path: P
     from auditor.evidence import ALWAYS, REGISTRY
     from auditor.evidence.base import AuditContext
     from auditor.evidence.dataset import add_score_facts
+    from auditor.judging.policy import evaluate, opinion, unjudged
     from auditor.models.base import CountingRanker
-    from auditor.policy import evaluate, opinion, unjudged
 
     def audit(folder: Path) -> tuple[str, set[str]]:
         prepared = engine.prepare(dump_spec(folder, SPEC))

@@ -23,16 +23,16 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.api import Audit
+from auditor.checks.claims import Claim, judge, parse_claims, read_statement
 from auditor.checks.selection import Table, rates
 from auditor.cli import app
-from auditor.data import RankingData
-from auditor.disclosure.claims import Claim, judge, parse_claims, read_statement
+from auditor.core.errors import InputError
+from auditor.core.feature_names import metric_segments
 from auditor.disclosure.draft import draft
-from auditor.errors import InputError
 from auditor.evidence.base import AuditContext
 from auditor.evidence.document import read_document
-from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
+from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 from tests.conftest import within
 from tests.helpers import FirstColumn, document_of
@@ -271,13 +271,13 @@ def test_junit_never_replaces_a_file_that_is_not_a_junit_report(tmp_path: Path,
     """`auditor report audit.yaml --junit audit.yaml` (a slip of the shell's completion) replaced the spec with XML
     after the audit; so would `--junit reports/register.sqlite` the register. Refused before the audit runs; a
     `.xml` file, an earlier JUnit file by any name (ours or pytest's) and an empty file are still replaced."""
-    import auditor.engine
-    from auditor import junit
+    import auditor.run.engine
+    from auditor.commands import junit
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("the audit ran")
 
-    monkeypatch.setattr(auditor.engine, "run_audit", never)
+    monkeypatch.setattr(auditor.run.engine, "run_audit", never)
     spec = tmp_path / "audit.yaml"
     spec.write_text("audit: {title: T}\n")
     out = CliRunner().invoke(app, ["report", str(spec), "--junit", str(spec)])
@@ -370,13 +370,13 @@ def test_save_checks_everything_before_writing_anything(frame: pd.DataFrame, boo
     (tmp_path / "held" / "inputs").write_text("not a folder")
     with pytest.raises(InputError, match="inputs: is not a folder"):
         result.save(tmp_path / "held")
-    import auditor.engine
+    import auditor.run.engine
 
     def full(*args: object, **kwargs: object) -> None:
         raise InputError("cannot write (No space left on device)", file=tmp_path / "out")
 
     with pytest.MonkeyPatch.context() as patch:  # a run folder that cannot be written leaves no inputs/ behind
-        patch.setattr(auditor.engine, "write_run", full)
+        patch.setattr(auditor.run.engine, "write_run", full)
         with pytest.raises(InputError, match="No space left"):
             result.save(tmp_path / "out")
     assert not (tmp_path / "out").exists()

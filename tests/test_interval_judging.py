@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from auditor.evidence.base import Detection, EvidenceResult
-from auditor.policy import Condition, group_findings, metric_interval, opinion, shown_value, unjudged
+from auditor.judging.policy import Condition, group_findings, metric_interval, opinion, shown_value, unjudged
 from tests.helpers import judge, packs, quality
 
 CONDITIONS = ["< 0.5", "<= 0.5", "> 0.5", ">= 0.5", "== 0.5", "!= 0.5", "between 0.3 and 0.6", "outside 0.3 and 0.6"]

@@ -11,11 +11,11 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 from lxml import etree
 from typer.testing import CliRunner
 
-from auditor import junit
 from auditor.cli import app
-from auditor.errors import InputError
-from auditor.files import replace_file
-from auditor.policy import Finding
+from auditor.commands import junit
+from auditor.core.errors import InputError
+from auditor.core.files import replace_file
+from auditor.judging.policy import Finding
 from tests.conftest import write_spec
 
 runner = CliRunner()
@@ -118,7 +118,7 @@ def test_suite_counts_properties_and_timing() -> None:
     assert suite.time == 12.5 and suite.hostname == "ci-runner"
     assert {p.name: p.value for p in suite.properties()} == {
         "auditor.run": RUN.run_id, "auditor.opinion": "negative", "auditor.fail_on": "warn",
-        "auditor.spec": "audit.yaml", "auditor.spec.sha256": "ab" * 32, "auditor.model": "shop-ranker",
+        "auditor.inputs.spec": "audit.yaml", "auditor.inputs.spec.sha256": "ab" * 32, "auditor.model": "shop-ranker",
         "auditor.model.version": "7"}
     assert [c.name.removeprefix("[WARN] ").split()[0] for c in suite] == [f"S-{n}" for n in range(1, 7)]
 
@@ -188,19 +188,19 @@ def test_junit_file_of_a_real_run(bookstore: Path) -> None:
     assert cases["S-4"].is_passed
     properties = {p.name: p.value for p in suite.properties()}
     assert properties["auditor.run"] == run_dir.name and properties["auditor.opinion"] == document["opinion"]
-    assert properties["auditor.spec.sha256"] == document["spec"]["sha256"]
+    assert properties["auditor.inputs.spec.sha256"] == document["spec"]["sha256"]
     assert not [p for p in results.parent.iterdir() if p.name.startswith(".results.xml.")]  # no temporary left
 
 
 @pytest.mark.parametrize("where", ["missing/results.xml", "folder"])
 def test_a_bad_junit_path_is_refused_before_the_audit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       where: str) -> None:
-    import auditor.engine
+    import auditor.run.engine
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("the audit ran")
 
-    monkeypatch.setattr(auditor.engine, "run_audit", never)
+    monkeypatch.setattr(auditor.run.engine, "run_audit", never)
     (tmp_path / "folder").mkdir()
     out = runner.invoke(app, ["report", str(tmp_path / "audit.yaml"), "--junit", str(tmp_path / where)])
     assert out.exit_code == 2, out.output

@@ -26,10 +26,10 @@ from auditor.explain.listwise import (
     expected_validity,
     tie_aware_ndcg,
 )
-from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
 from auditor.models.lightgbm import LightGBMRanker
+from auditor.models.masking import Masker, keep_masks
 from auditor.report.plots import draw
 
 
@@ -386,7 +386,7 @@ def test_spec_background_rows_masking(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from auditor.cli import app
-    from auditor.spec import MaskingSpec, load_spec
+    from auditor.inputs.spec import MaskingSpec, load_spec
     from tests.conftest import BOOKSTORE
 
     rows = MaskingSpec.model_validate({"strategy": "background", "rows": 30})

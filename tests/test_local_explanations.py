@@ -7,10 +7,10 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from auditor.data import RankingData
 from auditor.evidence.base import AuditContext
 from auditor.evidence.explainers import build
 from auditor.evidence.local_explanations import LocalExplanationsOptions, run
+from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 from auditor.models.lightgbm import LightGBMRanker
 from tests.conftest import make_queries

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.spec import SigningSpec
+from auditor.inputs.spec import SigningSpec
 from auditor.trust.certificates import load_trust
 from auditor.trust.keys import load_material
 from auditor.trust.pdf_sign import sign_pdf
@@ -138,7 +138,7 @@ def ca_token(trust_services: Any, pki: dict[str, Any], tmp_path_factory: pytest.
 def test_a_ca_issued_key_on_a_token_verifies_offline(signed: dict[str, Path], pki: dict[str, Any], ca_token: Any,
                                                      trust_services: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same without a PKCS#12 file: the key on a SoftHSM2 token, its chain named in `signing.chain`."""
-    from auditor.spec import Pkcs11Spec
+    from auditor.inputs.spec import Pkcs11Spec
 
     chain = trust_services.write_cert_pem(pki["folder"] / "chain.pem", pki[False]["issuer"].cert,
                                           trust_services.root_cert)

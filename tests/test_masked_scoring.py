@@ -9,11 +9,11 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-import auditor.masked_scoring as masked_scoring
-from auditor.masked_scoring import masked_ensemble, masked_scores, masked_scores_rows
+import auditor.scoring.masked_scoring as masked_scoring
 from auditor.models.base import CountingRanker
 from auditor.models.lightgbm import LightGBMRanker
-from auditor.trees import MISSING_NAN, MISSING_ZERO, TreeEnsemble, probe_rows
+from auditor.scoring.masked_scoring import masked_ensemble, masked_scores, masked_scores_rows
+from auditor.scoring.trees import MISSING_NAN, MISSING_ZERO, TreeEnsemble, probe_rows
 
 N_FEATURES = 8
 

@@ -18,8 +18,8 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
+from auditor.inputs.spec import ModelSpec
 from auditor.models import open_model
-from auditor.spec import ModelSpec
 from tests.helpers import evidence, report
 from tests.inputs import DROP, RANKERS, Case, assert_one_error_line, invoke, write_base_spec
 
@@ -270,7 +270,7 @@ def test_report_logs_to_mlflow(store: Store, base: Path, no_env: Path, monkeypat
 
 
 def test_mlflow_metric_names() -> None:
-    from auditor.mlflow_log import metric_name
+    from auditor.commands.mlflow_log import metric_name
 
     assert metric_name("ranking_quality.ndcg@10.mean") == "ranking_quality.ndcg_at_10.mean"
     assert metric_name("rule.eu-p2b-art5.P2B-1") == "rule.eu-p2b-art5.P2B-1"

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import lightgbm_check
 from auditor.models.lightgbm import load_lightgbm
 from auditor.models.sklearn import _tree_problem, load_sklearn
@@ -298,7 +298,7 @@ def test_json_nested_too_deeply(tmp_path: Path) -> None:
 _WITHOUT_CHECKER = """
 import sys
 from pathlib import Path
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import lightgbm as module
 module.check_model_text = lambda text, file: None  # the strict reader off: only the rehearsal stands
 text = Path(sys.argv[1]).read_text()

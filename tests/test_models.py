@@ -13,7 +13,7 @@ from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.linear_model import LinearRegression
 from sklearn.tree import DecisionTreeRegressor
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.base import CountingRanker
 from auditor.models.callable import load_callable
 from auditor.models.lightgbm import load_lightgbm

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import run_audit
 from auditor.report.pdf import RefusedURL, render_pdf, template_fetcher
 from auditor.report.render import templates_dir
+from auditor.run.engine import run_audit
 from tests.conftest import write_spec
 
 DAY = dt.date(2026, 1, 15)

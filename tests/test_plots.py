@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from auditor.checks.ranking import rank_order
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence import figures, global_importance, pairwise, surrogate
 from auditor.evidence.base import AuditContext, Figure, representative_query
 from auditor.evidence.figures import axis_label, decode, value_text

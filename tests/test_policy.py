@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.base import EvidenceResult
-from auditor.policy import (
+from auditor.inputs.spec import Waiver
+from auditor.judging.policy import (
     Condition,
     LoadedPack,
     PolicyPack,
@@ -20,7 +21,6 @@ from auditor.policy import (
     load_packs,
     opinion,
 )
-from auditor.spec import Waiver
 
 TODAY = dt.date(2026, 11, 22)
 

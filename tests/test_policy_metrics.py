@@ -10,10 +10,10 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence import ALWAYS, REGISTRY
 from auditor.evidence.registry import metric_pattern
-from auditor.policy import builtin_pack_names, check_metrics, load_packs
+from auditor.judging.policy import builtin_pack_names, check_metrics, load_packs
 
 PLUGINS = {**ALWAYS, **REGISTRY}
 

@@ -10,9 +10,10 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.base import EvidenceResult
-from auditor.policy import (
+from auditor.inputs.spec import Waiver
+from auditor.judging.policy import (
     Condition,
     builtin_pack_names,
     evaluate,
@@ -21,7 +22,6 @@ from auditor.policy import (
     load_packs,
     opinion,
 )
-from auditor.spec import Waiver
 from tests.helpers import TODAY, judge, packs, quality
 
 runner = CliRunner()
@@ -373,7 +373,7 @@ def test_fail_on_warn_counts_a_serious_detection_no_rule_judges() -> None:
     no applied rule judges included; the other levels count rule verdicts only."""
     from types import SimpleNamespace
 
-    from auditor.policy import exit_code
+    from auditor.judging.policy import exit_code
 
     major, minor = SimpleNamespace(severity="major"), SimpleNamespace(severity="minor")
     assert exit_code([], "warn", [major]) == 1 and exit_code([], "warn", [minor]) == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from auditor.progress import LineProgress, duration
+from auditor.run.progress import LineProgress, duration
 from tests.conftest import LIGHT_LOCAL, LIGHT_PAIRWISE, LIGHT_SURROGATE
 
 
@@ -65,7 +65,7 @@ def test_lines_without_a_terminal_in_order_and_none_when_quiet(bookstore: Path) 
 
 def test_line_progress_paces_lines_and_blends_the_estimate_into_the_eta(monkeypatch) -> None:
     now = [1000.0]
-    monkeypatch.setattr("auditor.progress.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("auditor.run.progress.time.monotonic", lambda: now[0])
     out = io.StringIO()
     progress = LineProgress(out)
     progress.item("pairwise", 100.0)
@@ -81,7 +81,7 @@ def test_line_progress_paces_lines_and_blends_the_estimate_into_the_eta(monkeypa
     lines = out.getvalue().splitlines()
     assert [re.search(r" (\d+)/100 ", line).group(1) for line in lines] == ["0", "10", "20"]
     # pace says 0.44 s a unit → 33 s left; the estimate says 89 s left; 25 % done → 0.25 · 33 + 0.75 · 89 ≈ 75 s
-    from auditor.progress import _Clock, _Unit
+    from auditor.run.progress import _Clock, _Unit
 
     clock = _Clock()
     clock.item_estimate, clock.item_started = 100.0, now[0] - 11.0

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import catboost_check, xgboost_check
 from auditor.models.catboost import load_catboost
 from auditor.models.onnx import load_onnx
@@ -161,7 +161,7 @@ _WITHOUT_CHECKERS = r'''
 import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import catboost, catboost_check, onnx as onnx_model, onnx_check, xgboost, xgboost_check
 xgboost.check_model = catboost.check_model = lambda *a, **k: None   # the checkers off: the rehearsal alone
 folder = Path(sys.argv[2])

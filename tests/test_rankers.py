@@ -19,12 +19,12 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models import kind_from_file
 from auditor.models.catboost import load_catboost
 from auditor.models.onnx import load_onnx
 from auditor.models.xgboost import load_xgboost
-from auditor.trees import probe_rows
+from auditor.scoring.trees import probe_rows
 from tests.conftest import BOOKSTORE, LIGHT, ROOT
 
 RANKERS = ROOT / "examples" / "rankers"
@@ -194,7 +194,7 @@ def test_onnx_scores_in_batches_as_onnxruntime_does(rows: np.ndarray) -> None:
     ranker.BATCH = 7
     np.testing.assert_array_equal(ranker.predict(rows), scores)
     again = pickle.loads(pickle.dumps(ranker))  # a worker process makes its own session, with one thread
-    from auditor.threads import threads_here
+    from auditor.core.threads import threads_here
 
     with threads_here(1):
         np.testing.assert_array_equal(again.predict(rows), scores)

@@ -45,7 +45,7 @@ def test_the_pdfsig_recipe_trusts_a_ca_issued_signature(trust_services: Any, sig
                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if shutil.which("pdfsig") is None or shutil.which("certutil") is None:
         pytest.skip("poppler's pdfsig or NSS's certutil is not installed (Debian poppler-utils, libnss3-tools)")
-    from auditor.spec import SigningSpec
+    from auditor.inputs.spec import SigningSpec
     from auditor.trust.keys import load_material
     from auditor.trust.pdf_sign import sign_pdf
 
@@ -89,7 +89,7 @@ def test_the_token_recipe_makes_a_key_that_signs_and_verifies(signed: dict[str, 
 
     from pkcs11 import Attribute, ObjectClass
 
-    from auditor.spec import Pkcs11Spec, SigningSpec
+    from auditor.inputs.spec import Pkcs11Spec, SigningSpec
     from auditor.trust.certificates import load_trust
     from auditor.trust.keys import load_material
     from auditor.trust.pdf_sign import sign_pdf

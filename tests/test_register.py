@@ -21,7 +21,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.document import EvidenceDocument
 from auditor.register import schema
 from auditor.register.lifecycle import Event, Observed, review_events, state

@@ -164,7 +164,7 @@ def test_a_run_folder_loads_back_as_an_audit_result(unsigned: Path, signed: dict
     of a run folder, from its evidence alone; a signed run's bundle checked first; a loaded run is not saved again."""
     import auditor
     from auditor.api import AuditResult
-    from auditor.errors import InputError
+    from auditor.core.errors import InputError
 
     result = auditor.load(unsigned)
     document = json.loads((unsigned / "evidence.json").read_text())

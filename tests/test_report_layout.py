@@ -142,7 +142,7 @@ def test_prose_sets_backticked_names_as_code_and_escapes_first(demo: Path) -> No
 
 
 def test_numbers_follow_one_convention() -> None:
-    from auditor.numbers import figure, held, interval, stored
+    from auditor.core.numbers import figure, held, interval, stored
     from auditor.report.render import cell
 
     assert figure(0.456512) == "0.457" and figure(5.33e-15) == "< 1e-9" and figure(1627.0) == "1,627"
@@ -197,7 +197,7 @@ def test_every_metric_of_the_demo_is_declared_by_its_kind(demo: Path) -> None:
 @pytest.mark.slow
 def test_counts_agree_with_their_nouns(demo: Path) -> None:
     """No "1 queries", "5 feature(s)" or "Model rows evaluated: 0." in what the reader sees."""
-    from auditor.words import counted
+    from auditor.core.words import counted
 
     assert (counted(1, "query"), counted(2, "query"), counted(1_200, "feature")) == ("1 query", "2 queries",
                                                                                     "1,200 features")

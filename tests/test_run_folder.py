@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.engine import TEMP_PREFIX, remove_stale_temporaries
+from auditor.run.engine import TEMP_PREFIX, remove_stale_temporaries
 from tests.inputs import EXAMPLE, write_base_spec
 
 runner = CliRunner()

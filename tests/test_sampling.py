@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditor.data import load_ranking_data
-from auditor.sampling import label_mix, stratified_sample
+from auditor.inputs.data import load_ranking_data
+from auditor.inputs.sampling import label_mix, stratified_sample
 
 
 def _frame(seed: int = 3, n_queries: int = 120) -> pd.DataFrame:
@@ -80,7 +80,7 @@ def test_parquet_sample_reads_row_groups_and_matches_the_in_memory_sample(tmp_pa
 def test_audit_states_the_sample(bookstore: Path) -> None:
     import yaml
 
-    from auditor.engine import run_audit
+    from auditor.run.engine import run_audit
 
     spec = yaml.safe_load((bookstore / "audit.yaml").read_text())
     spec["dataset"]["sample_queries"] = 10
@@ -98,7 +98,7 @@ def test_audit_states_the_sample(bookstore: Path) -> None:
 
 
 def test_whole_parquet_is_read_by_row_group_into_one_matrix(tmp_path: Path) -> None:
-    from auditor.errors import InputError
+    from auditor.core.errors import InputError
 
     frame = _frame(n_queries=40)
     parquet, csv = tmp_path / "data.parquet", tmp_path / "data.csv"

@@ -14,11 +14,11 @@ from auditor.explain.base import QueryView
 from auditor.explain.greedy import Greedy
 from auditor.explain.screen import Routing, SetScores, candidate_features, inert_features
 from auditor.explain.search import Exhaustive, ValiditySearch
-from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
 from auditor.models.callable import CallableRanker
 from auditor.models.lightgbm import LightGBMRanker
-from auditor.trees import TreeEnsemble
+from auditor.models.masking import Masker, keep_masks
+from auditor.scoring.trees import TreeEnsemble
 
 PARAMS = {"num_leaves": 15, "min_data_in_leaf": 5, "learning_rate": 0.3, "verbosity": -1, "num_threads": 1,
           "seed": 1, "deterministic": True}

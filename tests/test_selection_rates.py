@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from auditor.data import RankingData, load_ranking_data
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
+from auditor.inputs.data import RankingData, load_ranking_data
 from auditor.models.base import CountingRanker
 from tests.helpers import FirstColumn, assert_consistent
 
@@ -129,7 +129,7 @@ def test_attribute_columns_are_read_beside_the_features_as_text(tmp_path: Path) 
 
 def _hiring(tmp_path: Path, spec_name: str, *, resamples: int = 400, edit: Any = None) -> Any:
     """The hiring example's audit (selection_rates alone, light) in a copy of the folder."""
-    from auditor.engine import run_audit
+    from auditor.run.engine import run_audit
 
     folder = tmp_path / spec_name.removesuffix(".yaml")
     folder.mkdir()
@@ -194,7 +194,7 @@ def test_fairlearn_metricframe_agrees_on_the_hiring_example(tmp_path: Path) -> N
     """Oracle: fairlearn's MetricFrame (selection_rate of the above-median indicator, by sex, race/ethnicity and
     both) gives the same rates, and its rates ÷ the largest the same impact ratios."""
     fairlearn = pytest.importorskip("fairlearn.metrics")
-    from auditor.evidence.feature_names import metric_name
+    from auditor.core.feature_names import metric_name
     from auditor.models.lightgbm import load_lightgbm
 
     model = load_lightgbm(HIRING / "model-biased.txt")
@@ -247,7 +247,7 @@ def test_the_audit_is_dated_against_the_tool_s_distribution() -> None:
     fails past 365 (6 RCNY §5-301(a)); a tool distributed before the audit counts negative days."""
     from auditor.evidence.governance import run
     from auditor.evidence.options.governance import GovernanceOptions
-    from auditor.policy import bundled_policies_dir, evaluate, load_packs
+    from auditor.judging.policy import bundled_policies_dir, evaluate, load_packs
 
     def days(distributed: str | None) -> dict[str, float]:
         audit = {"distribution_date": dt.date.fromisoformat(distributed) if distributed else None}

@@ -285,7 +285,7 @@ def _render(run: Path, attachment: bytes) -> bytes:
 
 
 def _material(keys: Path, spec: Path):
-    from auditor.spec import SigningSpec
+    from auditor.inputs.spec import SigningSpec
     from auditor.trust.keys import load_material
 
     return load_material(SigningSpec(key=keys / "signer.p12", passphrase_env="TEST_KEY_PASS",

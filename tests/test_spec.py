@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.errors import InputError
-from auditor.spec import json_schema, load_spec
+from auditor.core.errors import InputError
+from auditor.inputs.spec import json_schema, load_spec
 
 GOOD = """audit:
   title: T

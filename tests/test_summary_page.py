@@ -17,13 +17,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from auditor.engine import run_audit
+from auditor.core.numbers import figure, interval, percent, points, signed, with_interval
 from auditor.evidence import REGISTRY
 from auditor.evidence.document import read_document
-from auditor.numbers import figure, interval, percent, points, signed, with_interval
-from auditor.policy import Finding, bundled_policies_dir, load_packs
+from auditor.judging.policy import Finding, bundled_policies_dir, load_packs
 from auditor.report.summary import SUMMARY_ROWS, executive_summary
 from auditor.report.wording import PHRASES, fact, measured_sentence
+from auditor.run.engine import run_audit
 from tests.conftest import make_queries
 from tests.helpers import assert_consistent, document_of, section_text, summary_page_checks
 

@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from auditor.data import load_ranking_data
+from auditor.inputs.data import load_ranking_data
 from auditor.report.plots import draw
+from auditor.scoring.trees import TreeEnsemble
 from auditor.surrogate.decompose import decompose
 from auditor.surrogate.fidelity import fidelity, rank_grades, standardised
 from auditor.surrogate.ilmart import IlmartConfig, RankSet, fit_ilmart, tree_feature_sets
 from auditor.surrogate.train import fit_on_labels, fit_surrogate, recombine
-from auditor.trees import TreeEnsemble
 from tests.conftest import BOOKSTORE, make_queries
 
 FAST = {"num_threads": 1, "max_rounds": 300, "patience": 20}
@@ -161,10 +161,10 @@ def test_bookstore_ilmart_recovers_planted_effects():
 
 
 def test_surrogate_evidence_on_the_bookstore(bookstore: Path):
-    from auditor.engine import prepare
     from auditor.evidence.base import AuditContext
     from auditor.evidence.surrogate import SurrogateOptions, run
     from auditor.models.base import CountingRanker
+    from auditor.run.engine import prepare
 
     prepared = prepare(bookstore / "audit.yaml")
     ctx = AuditContext(data=prepared.data, model=CountingRanker(prepared.model), seed=7,
@@ -203,9 +203,9 @@ def test_train_ilmart_command(bookstore: Path):
 def test_surrogate_evidence_is_exact_on_negative_and_missing_features():
     """The issue's case: features with negative values (LightGBM writes "≤ 0" as −1e-35), exact zeros, −0.0 and
     missing values. Bias + Σ effects must still be the surrogate's score (the starter pack's BASE-10)."""
-    from auditor.data import RankingData
     from auditor.evidence.base import AuditContext
     from auditor.evidence.surrogate import SurrogateOptions, run
+    from auditor.inputs.data import RankingData
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
 

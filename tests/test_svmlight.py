@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from auditor.data import load_ranking_data
-from auditor.errors import InputError
-from auditor.svmlight import SvmlightError, parse
+from auditor.core.errors import InputError
+from auditor.inputs.data import load_ranking_data
+from auditor.inputs.svmlight import SvmlightError, parse
 
 
 def test_values_are_what_float_gives() -> None:

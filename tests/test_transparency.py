@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 
 from auditor.checks.influence import rank_among_others, top_k_changed
 from auditor.cli import app
-from auditor.engine import prepare
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence import disclosure_consistency, parameter_influence
 from auditor.evidence.base import AuditContext
 from auditor.models.base import CountingRanker
+from auditor.run.engine import prepare
 from tests.conftest import BOOKSTORE
 
 DECLARED = ["genre_match", "price_in_range", "avg_review", "own_brand", "n_reviews", "publishing_year",
@@ -152,7 +152,7 @@ def test_bad_sensitive_parameter_is_bad_input_through_the_cli(bookstore: Path) -
 def test_disclosure_uses_the_surrogate_importance_whatever_the_spec_order(bookstore: Path) -> None:
     """`disclosure_consistency` declares `uses = ("surrogate",)`: listed after it in the spec, the surrogate still
     runs first and its importance is a third measured order; not requested, a note says so."""
-    from auditor.engine import run_audit
+    from auditor.run.engine import run_audit
 
     declared = {"disclosure_consistency": {"declared": DECLARED, "resamples": 20}}
     light = {"surrogate": {"interactions": 2, "num_leaves": 7, "max_rounds": 80}}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from auditor.models.lightgbm import json_dump_to_model_string
-from auditor.trees import TreeEnsemble, UnsupportedModel, probe_rows
+from auditor.scoring.trees import TreeEnsemble, UnsupportedModel, probe_rows
 
 
 def train(params: dict, X: np.ndarray, y: np.ndarray, rounds: int = 25) -> lgb.Booster:

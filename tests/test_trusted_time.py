@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.spec import SigningSpec
+from auditor.inputs.spec import SigningSpec
 from auditor.trust import timestamps as trusted_time
 from auditor.trust.certificates import load_trust
 from auditor.trust.keys import load_material
@@ -110,7 +110,7 @@ def test_a_signature_without_trusted_time_fails_once_its_certificate_expired(lta
 @pytest.mark.slow
 def test_a_revoked_certificate_does_not_sign(trust_services: Any, lta_run: dict[str, Path], tmp_path: Path) -> None:
     """With trusted time the signer's status is fetched at signing: a revoked key signs nothing (one line)."""
-    from auditor.errors import InputError
+    from auditor.core.errors import InputError
 
     cert, key = trust_services.issue_signer("Revoked signer", not_before=NOW - dt.timedelta(hours=1),
                                             not_after=NOW + dt.timedelta(days=30))

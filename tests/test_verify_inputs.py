@@ -193,7 +193,7 @@ def test_inputs_root_lookups_stay_inside_it(tmp_path: Path) -> None:
 
 def test_input_files_names_the_callable_module_templates_and_baseline(made: dict[str, Path], tmp_path: Path) -> None:
     """What the audit reads beyond model, data and packs (no audit run: `prepare` only)."""
-    from auditor.engine import input_files, prepare
+    from auditor.run.engine import input_files, prepare
 
     _, folder = _copy(made, tmp_path)
     (folder / "verify_inputs_ranker.py").write_text("def score(X):\n    return 2.0 * X[:, 0] + X[:, 4]\n")

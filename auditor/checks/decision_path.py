@@ -40,7 +40,7 @@ from typing import Literal
 import numpy as np
 from numba import njit, prange
 
-from auditor.trees import TreeEnsemble
+from auditor.scoring.trees import TreeEnsemble
 
 NodeValues = Literal["count_weighted", "internal"]
 METRICS = ("spearman", "spearman_abs", "euclidean", "auc")

@@ -21,7 +21,7 @@ from typing import TypedDict, Unpack
 
 import numpy as np
 
-from auditor import metric_names as convention
+from auditor.core import metric_names as convention
 
 N_RESAMPLES = 2000
 LEVEL = 0.95

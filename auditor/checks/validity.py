@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from auditor.masking import Masker
     from auditor.models.base import CountingRanker
+    from auditor.models.masking import Masker
 
 _MAX_ELEMENTS = 20_000_000  # candidates × pairs per block, to bound memory
 COMPILED_MIN_ELEMENTS = 250_000  # candidates × pairs from which the compiled form (tau_kernel) is used
@@ -61,7 +61,7 @@ def kendall_tau_b(reference: np.ndarray, candidates: np.ndarray) -> np.ndarray:
 def measure_sets(model: CountingRanker, X: np.ndarray, scores: np.ndarray, masker: Masker,
                  sets: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """Validity and completeness of each explanation set, from one batched call (sets and their complements)."""
-    from auditor.masking import keep_masks
+    from auditor.models.masking import keep_masks
 
     if not sets:
         return np.zeros(0), np.zeros(0)

@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 from markupsafe import Markup
 
-from auditor.disclosure.claims import Claim, band_of
-from auditor.errors import InputError
+from auditor.checks.claims import Claim, band_of
+from auditor.core.errors import InputError
+from auditor.core.feature_names import metric_segments
+from auditor.core.metric_names import Reading, read
+from auditor.core.numbers import figure, held, percent, points, with_interval
 from auditor.evidence import REGISTRY
 from auditor.evidence.document import EvidenceDocument, EvidenceItem
-from auditor.evidence.feature_names import metric_segments
-from auditor.feature_dictionary import is_yes_no
-from auditor.metric_names import Reading, read
-from auditor.numbers import figure, held, percent, points, with_interval
+from auditor.inputs.feature_dictionary import is_yes_no
 
 Unit = Literal["share", "points", "number"]
 MAX_LISTED = 10  # main parameters listed one by one; the rest are counted

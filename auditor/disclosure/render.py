@@ -15,9 +15,9 @@ from typing import Any, Literal
 import jinja2
 from markupsafe import Markup
 
+from auditor.core.display import shown
+from auditor.core.errors import InputError
 from auditor.disclosure.draft import Statement
-from auditor.display import shown
-from auditor.errors import InputError
 from auditor.report.render import render_template, templates_dir, with_policy
 from auditor.report.sandbox import ReportSandbox
 

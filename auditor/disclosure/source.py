@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from auditor.diff import load_run
-from auditor.engine import run_stem
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.core.files import sha256_file
 from auditor.evidence.document import EvidenceDocument
-from auditor.files import sha256_file
-from auditor.spec import load_spec
+from auditor.inputs.spec import load_spec
+from auditor.run.diff import load_run
+from auditor.run.engine import run_stem
 
 MAX_FOLDERS = 10_000  # run folders looked at in the output folder
 _STAMP = re.compile(r"(\d{8}T\d{6}Z)(?:-(\d+))?")

@@ -13,9 +13,9 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from auditor.data import RankingData
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.document import EvidenceItem
+from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 
 T = TypeVar("T")
@@ -207,7 +207,7 @@ def _plain(value: float | None) -> float | None:
 
 class Ticker:
     """One unit of progress (a query, a block, a boosting round...): `advance` as work is done. This one is silent;
-    auditor/progress.py draws them. Used as a context manager, it completes when the block ends."""
+    auditor/run/progress.py draws them. Used as a context manager, it completes when the block ends."""
 
     def advance(self, n: int = 1) -> None:
         pass
@@ -223,9 +223,9 @@ class Ticker:
 
 
 class Progress:
-    """Progress reporting seam: the CLI passes a drawn one (auditor/progress.py); tests and --quiet this silent one.
+    """Progress reporting seam: the CLI passes a drawn one (auditor/run/progress.py); tests and --quiet this silent one.
     `task` opens a ticker of `total` units; the engine names the evidence item it runs and its estimated seconds
-    (`item`, from auditor/cost.py) so tickers can show an ETA before their first unit is done."""
+    (`item`, from auditor/run/cost.py) so tickers can show an ETA before their first unit is done."""
 
     def item(self, name: str, seconds: float | None, *, later: float = 0.0) -> None:
         """The engine starts evidence item `name`, estimated at `seconds`; `later`: the estimates of the rest."""
@@ -255,7 +255,7 @@ class AuditContext:
     background: RankingData | None = None
     masking: str = "mean"
     masking_samples: int = 20
-    executor: Any = None  # auditor.executor.Executor; None = serial
+    executor: Any = None  # auditor.evidence.executor.Executor; None = serial
     _scores: np.ndarray | None = None
     _masker: Any = None
     _memo: dict[Any, Any] = field(default_factory=dict)
@@ -293,11 +293,11 @@ class AuditContext:
 
     def run_tasks(self, task: Callable[[AuditContext, Any, Any], R], job: Any, payloads: Iterable[Any],
                   *, size: int, ticker: Ticker | None = None) -> Iterator[R]:
-        """Per-query work through the audit's executor (see auditor/executor.py), values in payload order. The
+        """Per-query work through the audit's executor (see auditor/evidence/executor.py), values in payload order. The
         rows each task evaluated count on this context's model, and its memo entries join this context's memo.
         `ticker` advances by one per query of each payload (a list of queries): per query as a task in this process
         calls `ctx.tick()`, else when its block comes back from a worker."""
-        from auditor.executor import SerialExecutor, WorkerState, ticking
+        from auditor.evidence.executor import SerialExecutor, WorkerState, ticking
 
         if self._state is None:
             self._state = WorkerState(model=self.model.inner, seed=self.seed, masking=self.masking,
@@ -333,7 +333,7 @@ class AuditContext:
     def masker(self) -> Any:
         """The one Masker every evidence item uses, built once from the background data."""
         if self._masker is None:
-            from auditor.masking import Masker
+            from auditor.models.masking import Masker
 
             self._masker = Masker.from_background(self.reference().X, self.masking,  # type: ignore[arg-type]
                                                   samples=self.masking_samples, rng=self.rng("masking"))

@@ -31,7 +31,9 @@ from auditor.checks.confidence import (
 from auditor.checks.ranking import bootstrap_interval
 from auditor.checks.reliability import MIN_OUTCOME, auc, calibration, clustered_interval, estimate
 from auditor.checks.validity import has_order, measure_sets
-from auditor.data import RankingData
+from auditor.core.metric_names import read, spelled
+from auditor.core.numbers import figure, interval, percent, stored, with_interval
+from auditor.core.words import counted
 from auditor.evidence.base import (
     AuditContext,
     EvidenceResult,
@@ -40,6 +42,7 @@ from auditor.evidence.base import (
     check_explanation_size,
     size_notes,
 )
+from auditor.evidence.executor import split
 from auditor.evidence.explainers import (
     attributions,
     background_rows_masker,
@@ -51,13 +54,10 @@ from auditor.evidence.explainers import (
     query_spreads,
 )
 from auditor.evidence.options.confidence import ConfidenceOptions, Thresholds
-from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
-from auditor.metric_names import read, spelled
+from auditor.inputs.data import RankingData
 from auditor.models.capabilities import tree_ensemble
-from auditor.numbers import figure, interval, percent, stored, with_interval
-from auditor.words import counted
 
 HOW_TO_READ = (
     "Each explanation gets an estimated reliability: the probability that it reproduces the query's ranking under "

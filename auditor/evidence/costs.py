@@ -1,8 +1,8 @@
 """The built-in evidence kinds' cost estimators (their registry entries name them): per item, from the cost model's
-`Shape` (auditor/cost.py) and the item's options — the queries it audits, the model rows, the seconds of its work
+`Shape` (auditor/run/cost.py) and the item's options — the queries it audits, the model rows, the seconds of its work
 beside the model, and what drives them. Work an earlier item shares through the memo (`earlier`: the items already
 estimated in this audit, with their options) is not counted twice. The explainers' own rows and fits come from their
-registry entries (auditor/explain/costs.py); the constants here were fitted as auditor/cost.py's module docstring
+registry entries (auditor/explain/costs.py); the constants here were fitted as auditor/run/cost.py's module docstring
 says.
 """
 
@@ -12,18 +12,18 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from auditor.core.words import counted
 from auditor.explain import registry
-from auditor.words import counted
 
 if TYPE_CHECKING:
-    from auditor.cost import Shape
+    from auditor.run.cost import Shape
 
 # Work on documents² per query, beside the model (a query of 20,000 documents has 200 million pairs), measured on
 # this 2-core machine: Kendall's tau-b of a masked ranking (checks.validity, compiled for large calls) per document
 # pair — 17 ms for 500 rankings of 180 documents —; ranks among the others (checks.influence) per document × document.
 PAIR_SECONDS = 3e-9
 CELL_SECONDS = 5e-9
-BUILD_SECONDS = 2e-7  # × rows × √F: building masked rows to predict them (wide data, before auditor.masked_scoring)
+BUILD_SECONDS = 2e-7  # × rows × √F: building masked rows to predict them (wide data, before scoring.masked_scoring)
 
 
 def _local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list[int], *,

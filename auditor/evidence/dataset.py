@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from auditor.core.numbers import percent
 from auditor.evidence.base import AuditContext, EvidenceResult, Table
 from auditor.evidence.options.dataset import DatasetOptions
-from auditor.numbers import percent
 
 DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
 UNORDERED_SHARE = 0.5  # share of queries the model leaves without any order beyond which nothing it ranks is audited
@@ -20,7 +20,7 @@ CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and suf
 
 
 def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
-    from auditor.diff import feature_distributions
+    from auditor.checks.distribution import feature_distributions
 
     data = ctx.data
     result = EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),

@@ -17,7 +17,7 @@ import numpy as np
 
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import rank_order
-from auditor.data import RankingData
+from auditor.core.numbers import figure, stored
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table, check_explanation_size
 from auditor.evidence.explainers import (
     attributions,
@@ -32,8 +32,8 @@ from auditor.evidence.options.decision_path_accuracy import (
 )
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView
+from auditor.inputs.data import RankingData
 from auditor.models.capabilities import reference_scores, tree_ensemble
-from auditor.numbers import figure, stored
 
 GT_LABELS = {"value_change": "GT value change", "frequency": "GT frequency"}
 CURVE_MAX_K = 10

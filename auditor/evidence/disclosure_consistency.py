@@ -19,17 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
+from auditor.checks.claims import Claim, judge, read_statement
 from auditor.checks.estimate import estimate
-from auditor.data import RankingData
-from auditor.disclosure.claims import Claim, judge, read_statement
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.core.feature_names import check_feature_names, metric_segments
+from auditor.core.numbers import figure, percent, stored
+from auditor.core.words import counted
+from auditor.core.yaml_models import nearest
 from auditor.evidence.base import AuditContext, EvidenceResult, Table
-from auditor.evidence.feature_names import check_feature_names, metric_segments
 from auditor.evidence.importance import importance_by_query
 from auditor.evidence.options.disclosure_consistency import DisclosureConsistencyOptions
-from auditor.numbers import figure, percent, stored
-from auditor.words import counted
-from auditor.yaml_models import nearest
+from auditor.inputs.data import RankingData
 
 HOW_TO_READ = (
     "The declared list is what the business tells users about how results are ordered. The measured order is how "

@@ -6,7 +6,7 @@ has measured — and validated there: a reader downstream never meets a missing 
 Schema v2 is v1 made definite: every item keeps its figure data, its reading guide and its order, every detection
 the rules that judge it. Metrics keep the flat names the policy packs judge (`ranking_quality.ndcg@10.ci95_low` is a
 metric a rule addresses): an estimate's value and interval are read together as a `Reading` (`EvidenceItem.reading`,
-`EvidenceItem.estimates`) through `auditor.metric_names`, the one place of that spelling. A v1 document (a run or a
+`EvidenceItem.estimates`) through `auditor.core.metric_names`, the one place of that spelling. A v1 document (a run or a
 register review written before v2) reads through `upgrade_v1`, which drops nothing it knows and says in `adapted`
 what it filled in.
 """
@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, ValidationError
 
-from auditor import metric_names
-from auditor.errors import InputError
+from auditor.core import metric_names
+from auditor.core.errors import InputError
 
 SCHEMA = "auditor.evidence/v2"
 V1 = "auditor.evidence/v1"
@@ -81,7 +81,7 @@ class DetectionPart(_Part):
 
 
 class FindingPart(_Part):
-    """One rule's verdict (auditor.policy.Finding as written)."""
+    """One rule's verdict (auditor.judging.policy.Finding as written)."""
 
     rule: str
     title: str

@@ -178,7 +178,7 @@ def query_spreads(ctx: AuditContext, settings: Any, methods: list[str], chosen: 
 def check_background_search(options: Any) -> None:
     """`background_search` plays validity under the item's background rows: they must be set."""
     if "background_search" in options.methods and options.background_rows is None:
-        from auditor.errors import InputError
+        from auditor.core.errors import InputError
 
         raise InputError("`background_search` optimises validity under background rows, and none are set",
                          where="methods", fix="set `background_rows: N` here, or the spec's `masking: {strategy: "

@@ -32,14 +32,14 @@ from auditor.checks.exposure import (
     ratio,
     ratio_of_ratios,
 )
-from auditor.data import RankingData
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.core.feature_names import check_feature_names, metric_name
+from auditor.core.numbers import data_value, figure, interval, percent, points, positions, stored, with_interval
 from auditor.evidence import exposure_attention as attention_models
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
-from auditor.evidence.feature_names import check_feature_names, metric_name
 from auditor.evidence.options.exposure import ExposureOptions
 from auditor.evidence.sweeps import swept_scores
-from auditor.numbers import data_value, figure, interval, percent, points, positions, stored, with_interval
+from auditor.inputs.data import RankingData
 
 HOW_TO_READ = (
     "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
@@ -467,7 +467,7 @@ def _group_row(label: str, s: dict, n_queries: int) -> list:
 
 def _label(name: str, value: float, unit: str | None) -> str:
     from auditor.evidence.figures import value_text
-    from auditor.feature_dictionary import is_yes_no
+    from auditor.inputs.feature_dictionary import is_yes_no
 
     if not math.isfinite(value):
         return f"{name} = {_MISSING}"

@@ -38,10 +38,10 @@ from auditor.checks.exposure import (
     ratio,
     target_exposure,
 )
+from auditor.core.metric_names import spelled
+from auditor.core.numbers import figure, interval, percent, points
 from auditor.evidence.base import EvidenceResult, Table
 from auditor.evidence.options.exposure import ATTENTION_METRICS as METRICS  # noqa: F401 - declared there
-from auditor.metric_names import spelled
-from auditor.numbers import figure, interval, percent, points
 
 MODELS = ("log", "geometric", "cascade")
 GEOMETRIC_PATIENCE = 0.8  # Moffat & Zobel 2008

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
-from auditor.feature_dictionary import is_yes_no
+from auditor.core.errors import InputError
+from auditor.inputs.feature_dictionary import is_yes_no
 
 MINUS = "\u2212"  # the minus sign matplotlib's own tick labels use
 

@@ -7,7 +7,7 @@ Exact TreeSHAP contributions φ give three views of a feature's importance:
   each other: a contribution that is the same for every document of a query shifts all scores and changes no
   ranking (the caveat of paper 000 on SHAP plots computed over the whole set).
 
-For LightGBM, φ comes from our `auditor.fast_treeshap.FastTreeShap` (the same values as LightGBM's `pred_contrib`
+For LightGBM, φ comes from our `scoring.fast_treeshap.FastTreeShap` (the same values as LightGBM's `pred_contrib`
 to 1e-9, several times faster: docs/benchmarks.md) where `pred_contrib` would take longer than compiling ours
 (`capabilities.FAST_TREESHAP_MIN_SECONDS`), else from `pred_contrib` itself, as for models the array form does not
 cover; for scikit-learn trees from shap's TreeExplainer; for XGBoost and CatBoost from FastTreeShap on their array
@@ -22,7 +22,10 @@ import numpy as np
 
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import rank_order
-from auditor.data import RankingData
+from auditor.core.feature_names import metric_segments
+from auditor.core.metric_names import spelled
+from auditor.core.numbers import figure, percent, positions, signed, stored
+from auditor.core.words import counted
 from auditor.evidence.base import (
     AuditContext,
     EvidenceResult,
@@ -32,7 +35,6 @@ from auditor.evidence.base import (
     representative_query,
     representative_text,
 )
-from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.importance import (
     IMPORTANCE_KEY,
     TreeshapPass,
@@ -41,9 +43,7 @@ from auditor.evidence.importance import (
     treeshap_pass,
 )
 from auditor.evidence.options.global_importance import GlobalImportanceOptions
-from auditor.metric_names import spelled
-from auditor.numbers import figure, percent, positions, signed, stored
-from auditor.words import counted
+from auditor.inputs.data import RankingData
 
 if TYPE_CHECKING:
     pass
@@ -181,7 +181,7 @@ def _figures(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, rows: np
     query (the caveat of paper 000). Only the `keep` rows' φ exist here (`treeshap_pass`), which these plots
     need."""
     from auditor.evidence.figures import axis_label
-    from auditor.feature_dictionary import is_yes_no
+    from auditor.inputs.feature_dictionary import is_yes_no
 
     data, names = ctx.data, ctx.data.feature_names
 

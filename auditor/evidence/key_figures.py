@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from auditor.core.numbers import figure, percent, with_interval
+from auditor.core.words import counted
 from auditor.evidence.document import EvidenceItem
 from auditor.evidence.registry import KeyFigure
-from auditor.numbers import figure, percent, with_interval
-from auditor.words import counted
 
 Result = EvidenceItem  # a kind's result as evidence.json holds it (metrics, records, ...)
 
@@ -102,7 +102,7 @@ def disclosure_consistency(result: Result) -> list[KeyFigure]:
 
 
 def confidence(result: Result) -> list[KeyFigure]:
-    from auditor.metric_names import read
+    from auditor.core.metric_names import read
 
     metrics = _metrics(result)
     scale = "explanations flagged for a second look before they are quoted"

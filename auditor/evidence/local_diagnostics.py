@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 
 from auditor.checks.ranking import bootstrap_interval
+from auditor.core.metric_names import spelled
+from auditor.core.numbers import held, interval, percent, signed, stored
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table, representative_text
 from auditor.evidence.local_report import QueryBlock, label, methods_of
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
-from auditor.metric_names import spelled
-from auditor.numbers import held, interval, percent, signed, stored
 
 
 def convergence(options: LocalExplanationsOptions, methods: list[str], found: dict[str, Attributions],

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from auditor.checks.validity import has_order, measure_sets
-from auditor.data import RankingData
 from auditor.evidence.base import (
     AuditContext,
     EvidenceResult,
@@ -19,6 +18,7 @@ from auditor.evidence.base import (
     representative_query,
     size_notes,
 )
+from auditor.evidence.executor import split
 from auditor.evidence.explainers import (
     attributions,
     attributions_many,
@@ -42,9 +42,9 @@ from auditor.evidence.local_report import (
     used_explainers,
 )
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
-from auditor.executor import split
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
+from auditor.inputs.data import RankingData
 
 BATCH_QUERIES = 64  # queries whose LIRME/EXS samples are drawn together and scored in few large model calls
 

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from auditor.checks.ranking import bootstrap_interval
+from auditor.core.metric_names import read, spelled
+from auditor.core.numbers import figure, interval, stored, with_interval
+from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
-from auditor.metric_names import read, spelled
-from auditor.numbers import figure, interval, stored, with_interval
-from auditor.words import counted
 
 
 @dataclass

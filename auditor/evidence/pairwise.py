@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from auditor.checks.ranking import rank_order
-from auditor.data import RankingData
+from auditor.core.numbers import figure, percent, signed, stored
+from auditor.core.words import counted
 from auditor.evidence.base import (
     AuditContext,
     EvidenceResult,
@@ -19,10 +20,9 @@ from auditor.evidence.base import (
     representative_query,
     representative_text,
 )
+from auditor.evidence.executor import split
 from auditor.evidence.options.pairwise import PairwiseOptions
-from auditor.executor import split
-from auditor.numbers import figure, percent, signed, stored
-from auditor.words import counted
+from auditor.inputs.data import RankingData
 
 if TYPE_CHECKING:
     from auditor.explain.pairwise import AsiPair, PairExplanation, RaiPair

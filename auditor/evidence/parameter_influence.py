@@ -17,13 +17,13 @@ import numpy as np
 
 from auditor.checks.estimate import Estimate, estimate
 from auditor.checks.influence import per_query_influence
-from auditor.data import RankingData
+from auditor.core.feature_names import check_feature_names, metric_name
+from auditor.core.numbers import figure, held, interval, percent, stored
+from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult, Table
-from auditor.evidence.feature_names import check_feature_names, metric_name
 from auditor.evidence.options.parameter_influence import ParameterInfluenceOptions
 from auditor.evidence.sweeps import swept_scores
-from auditor.numbers import figure, held, interval, percent, stored
-from auditor.words import counted
+from auditor.inputs.data import RankingData
 
 HOW_TO_READ = (
     "For each sensitive parameter, every document is re-scored with that parameter changed while the other "

@@ -6,10 +6,10 @@ import numpy as np
 
 from auditor.checks.estimate import estimate
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
+from auditor.core.numbers import figure, interval, percent, stored
+from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.ranking_quality import RankingQualityOptions
-from auditor.numbers import figure, interval, percent, stored
-from auditor.words import counted
 
 HOW_TO_READ = (
     "nDCG@k compares the model's top k documents of a query with the best possible order of the same documents "

@@ -61,7 +61,7 @@ class EvidenceKind:
     module: str
     title: str
     description: str
-    cost: Estimator | str  # model rows and seconds before the run (auditor/cost.py); no kind goes uncosted
+    cost: Estimator | str  # model rows and seconds before the run (auditor/run/cost.py); no kind goes uncosted
     # the metric (and per-query) names it can emit, as patterns (`metric_pattern`): a policy rule naming another is
     # bad input when the packs load
     metrics: tuple[str, ...] = ()

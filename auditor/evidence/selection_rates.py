@@ -20,14 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditor.checks.selection import Intervals, Rates, Table, bootstrap, rates, selected
-from auditor.data import RankingData
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.core.feature_names import metric_name
+from auditor.core.metric_names import spelled
+from auditor.core.numbers import figure, interval, percent, stored, with_interval
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.base import Table as ReportTable
-from auditor.evidence.feature_names import metric_name
 from auditor.evidence.options.selection_rates import INTERSECTION, SelectionRatesOptions
-from auditor.metric_names import spelled
-from auditor.numbers import figure, interval, percent, stored, with_interval
+from auditor.inputs.data import RankingData
 
 FOUR_FIFTHS = 0.8  # the EEOC's rule of thumb (29 CFR §1607.4(D)): informative only under LL144
 # Categories over every table. LL144's tables hold about 25 (2-3 sexes, 7 races/ethnicities, their intersections); a

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from auditor.checks.estimate import estimate
+from auditor.core.feature_names import metric_segments
+from auditor.core.metric_names import read, spelled
+from auditor.core.numbers import data_value, figure, signed, stored, with_interval
+from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
-from auditor.evidence.feature_names import metric_segments
 from auditor.evidence.importance import summarize
 from auditor.evidence.options.surrogate import SurrogateOptions
-from auditor.metric_names import read, spelled
-from auditor.numbers import data_value, figure, signed, stored, with_interval
-from auditor.words import counted
 
 if TYPE_CHECKING:
     from auditor.surrogate.decompose import Decomposition, Effect
@@ -60,11 +60,11 @@ HOW_TO_READ = (
 
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
+    from auditor.scoring.trees import TreeEnsemble
     from auditor.surrogate.decompose import decompose, effect_name, effect_record
     from auditor.surrogate.fidelity import fidelity
     from auditor.surrogate.ilmart import IlmartConfig
     from auditor.surrogate.train import fit_surrogate
-    from auditor.trees import TreeEnsemble
 
     result = EvidenceResult(name="surrogate", how_to_read=HOW_TO_READ)
     data, reference = ctx.data, ctx.reference()
@@ -217,7 +217,7 @@ PAIRS_PER_FIGURE = 6  # three rows of two heatmaps: one page
 def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
              order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
     from auditor.evidence.figures import HeatAxis, LevelPanel, StepPanel, axis_label, cell_limit, pair_cells
-    from auditor.feature_dictionary import is_yes_no
+    from auditor.inputs.feature_dictionary import is_yes_no
     from auditor.surrogate.decompose import effect_name
 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from auditor.checks.ranking import rank_order
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 if TYPE_CHECKING:
     from auditor.explain.screen import SharedScores

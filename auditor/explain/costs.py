@@ -1,4 +1,4 @@
-"""Model rows and fit seconds of each registered explainer, for the cost model (auditor/cost.py) before a run: one
+"""Model rows and fit seconds of each registered explainer, for the cost model (auditor/run/cost.py) before a run: one
 function an explainer, named by its registry entry (`Explainer.cost`, `Explainer.fit`), so the cost model never
 branches on an explainer's name and a new explainer cannot go uncosted.
 

@@ -52,8 +52,8 @@ from auditor.explain.perturb import (
     single_threaded_blas,
 )
 from auditor.explain.svr import l1_svr, l2_svr
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 Label = Literal["score", "topk", "rank"]
 Loss = Literal["epsilon_insensitive", "squared_epsilon_insensitive"]

@@ -33,8 +33,8 @@ from auditor.checks.ranking import rank_order
 from auditor.checks.validity import kendall_tau_b
 from auditor.explain.base import QueryView
 from auditor.explain.screen import SetScores, candidate_features
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 Variant = Literal["greedy", "greedy_cover", "greedy_cover_eps"]
 

@@ -43,8 +43,8 @@ import numpy as np
 
 from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import single_threaded_blas
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker, rows_per_call
+from auditor.models.masking import Masker
 
 BackgroundKind = Literal["masking", "sample"]
 JACKKNIFE_GROUPS = 10

@@ -36,8 +36,8 @@ from auditor.explain.perturb import (
     sample_query,
     single_threaded_blas,
 )
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 Penalty = Literal["ridge", "lasso"]
 

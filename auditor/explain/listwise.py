@@ -24,7 +24,7 @@ every masking row's value is a null player, φ = 0 exactly, `auditor/explain/scr
 - `auto`: exact when M ≤ `max_exact` (12), else kernel.
 Every coalition of a batch is scored for all documents (and all masking rows) in one `model.predict`.
 
-**Masking.** A `Masker` (`auditor.masking`: mean / median / zero one row, or `background` rows whose *scores* are
+**Masking.** A `Masker` (`scoring.masking`: mean / median / zero one row, or `background` rows whose *scores* are
 averaged) gives validity's own game. `BackgroundMasking` (`masking: {strategy: background, rows: N}`) is the peers'
 measure: each removed feature replaced by each of N background rows in turn and the *value* (tau / nDCG) averaged
 over the N rankings — `RowMasker`. With N = 1 both are the same game. `expected_validity` and
@@ -47,8 +47,8 @@ from auditor.explain.kernelshap import coalition_design, solve_with_jackknife
 from auditor.explain.options import ListwiseShapOptions
 from auditor.explain.screen import inert_features
 from auditor.explain.search import extend_beam
-from auditor.masking import Masker, fill_scores, keep_masks
 from auditor.models.base import CountingRanker, rows_per_call
+from auditor.models.masking import Masker, fill_scores, keep_masks
 
 Objective = Literal["kendall", "ndcg"]
 Estimator = Literal["auto", "exact", "kernel", "permutation"]

@@ -30,9 +30,9 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtr
 
+from auditor.core.threads import blas_limit, threads_here
 from auditor.explain.inverse_normal import CENTRAL, central, tail
 from auditor.models.base import CountingRanker
-from auditor.threads import blas_limit, threads_here
 
 if TYPE_CHECKING:
     from auditor.explain.base import QueryView
@@ -475,7 +475,7 @@ def _score_block(model: CountingRanker, block: list[_Job], n_samples: int, share
 def workers() -> int:
     """Threads for the per-query work of a batch (drawing, standardising, fitting): the CPUs this process may run
     on, at most 8 (one inside an executor's worker). LightGBM's predict uses every core as well."""
-    from auditor.threads import thread_budget
+    from auditor.core.threads import thread_budget
 
     return max(1, min(8, thread_budget()))
 

@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from auditor.masking import Masker, keep_masks
 from auditor.models.base import CountingRanker
-from auditor.trees import K_ZERO, LEAF, MISSING_NAN, MISSING_ZERO
+from auditor.models.masking import Masker, keep_masks
+from auditor.scoring.trees import K_ZERO, LEAF, MISSING_NAN, MISSING_ZERO
 
 if TYPE_CHECKING:
     from auditor.explain.base import QueryView
-    from auditor.trees import TreeEnsemble
+    from auditor.scoring.trees import TreeEnsemble
 
 _ZERO_KEY, _NAN_KEY = -1, -2
 

@@ -29,8 +29,8 @@ from auditor.checks.validity import kendall_tau_b
 from auditor.explain.base import QueryView
 from auditor.explain.greedy import feature_pool
 from auditor.explain.screen import SetScores
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 
 def _validity(scorer: SetScores, query: QueryView, sets: list[tuple[int, ...]]) -> np.ndarray:

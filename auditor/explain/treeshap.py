@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 import numpy as np
 
 from auditor.explain.base import Attributions, QueryView
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 if TYPE_CHECKING:
     import shap
 
-    from auditor.trees import TreeEnsemble
+    from auditor.scoring.trees import TreeEnsemble
 
 Mode = Literal["path", "interventional"]
 
@@ -90,7 +90,7 @@ TREE_KINDS = "LightGBM, scikit-learn trees, XGBoost or CatBoost"
 
 def _tree_model(model: CountingRanker) -> object:
     """What shap's TreeExplainer reads: a LightGBM Booster or a fitted scikit-learn estimator as they are; for
-    XGBoost and CatBoost, shap's dictionary form of our array form (`auditor.trees.TreeEnsemble`), which scores as
+    XGBoost and CatBoost, shap's dictionary form of our array form (`scoring.trees.TreeEnsemble`), which scores as
     the library does (shap's own CatBoost reader fails in interventional mode with shap 0.51, and the array form
     keeps XGBoost's and CatBoost's float32 routing: rows are rounded by `_rows_for_shap`)."""
     inner = model.inner
@@ -99,7 +99,7 @@ def _tree_model(model: CountingRanker) -> object:
         if found is not None and inner.kind in ("lightgbm", "sklearn"):
             return found
     if hasattr(inner, "tree_ensemble"):
-        from auditor.trees import UnsupportedModel
+        from auditor.scoring.trees import UnsupportedModel
 
         try:
             return shap_model(inner.tree_ensemble())
@@ -131,7 +131,7 @@ class ShapModel(TypedDict):
 def shap_model(ensemble: TreeEnsemble) -> ShapModel:
     """shap's dictionary model of a `TreeEnsemble` whose splits all send NaN to a default side (XGBoost, CatBoost):
     shap routes x <= threshold left and a missing value to `children_default`, as the array form does."""
-    from auditor.trees import MISSING_NAN, UnsupportedModel
+    from auditor.scoring.trees import MISSING_NAN, UnsupportedModel
 
     internal = ensemble.feature >= 0
     if np.any(internal & (ensemble.missing != MISSING_NAN)) or ensemble.zero_filter:

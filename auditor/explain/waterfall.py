@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditor.checks.influence import rank_among_others
-from auditor.masking import Masker
 from auditor.models.base import CountingRanker
+from auditor.models.masking import Masker
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.base import CountingRanker, Ranker
 
 if TYPE_CHECKING:
+    from auditor.inputs.spec import ModelKindName, ModelSpec
     from auditor.models.mlflow import LoggedModel
-    from auditor.spec import ModelKindName, ModelSpec
 
 __all__ = ["KINDS", "CountingRanker", "Ranker", "kind_from_file", "kind_from_suffix", "load_file", "load_model",
            "open_model"]

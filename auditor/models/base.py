@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 MAX_SCORE = 1e30  # |score| beyond this is refused: far above any ranker's, and sums of squares of millions of such
 # scores stay finite in float64 (XGBoost sums its trees in float32, whose largest number is 3.4e38)
@@ -87,7 +87,7 @@ class CountingRanker:
     def exact_trees(self) -> Any:
         """The model's trees in array form when they score as the model does **bit for bit** (probe rows at, just
         below and just above every threshold, 0 and NaN), else None; decided once. Masked rows are then scored off
-        the trees (`auditor.masked_scoring`) instead of being built and predicted. AUDITOR_MASKED_ROWS=predict
+        the trees (`auditor.scoring.masked_scoring`) instead of being built and predicted. AUDITOR_MASKED_ROWS=predict
         turns it off (benchmarks compare the two)."""
         if "_exact_trees" not in self.__dict__:
             self._exact_trees = None if os.environ.get("AUDITOR_MASKED_ROWS") == "predict" else \
@@ -112,8 +112,8 @@ class CountingRanker:
 
 def bit_identical_trees(ranker: Any) -> Any:
     """`ranker.tree_ensemble()` if it reproduces `ranker.predict` exactly on probe rows, else None."""
-    from auditor.masked_scoring import masked_ensemble, masked_scores
-    from auditor.trees import probe_rows
+    from auditor.scoring.masked_scoring import masked_ensemble, masked_scores
+    from auditor.scoring.trees import probe_rows
 
     ensemble = masked_ensemble(ranker)
     if ensemble is None or ensemble.n_features != ranker.n_features:
@@ -151,8 +151,8 @@ def check_scores(scores: np.ndarray, rows: int, *, file: Any, where: str | None 
 
 def thread_count() -> int:
     """Threads one model call may use: the calling thread's budget, one inside an executor's worker, else every
-    CPU this process may run on (`auditor.executor.thread_budget`)."""
-    from auditor.threads import thread_budget
+    CPU this process may run on (`auditor.evidence.executor.thread_budget`)."""
+    from auditor.core.threads import thread_budget
 
     return thread_budget()
 
@@ -170,13 +170,13 @@ def rows_per_call(n_features: int, max_rows: int = 2_000_000, cells: int | None 
 
 def checked_ensemble(build: Callable[[], Any], predict: Callable[[np.ndarray], np.ndarray], *, library: str,
                      rows: int = 512) -> tuple[Any, str]:
-    """A tree model's array form (`auditor.trees.TreeEnsemble`) and "" — or None and why not — after checking that
+    """A tree model's array form (`scoring.trees.TreeEnsemble`) and "" — or None and why not — after checking that
     it scores probe rows (values at, just below and just above every threshold, 0, NaN) as the library does.
 
     The tree evidence (TreeSHAP, decision paths) reads the array form; this check is what makes it the model.
     A model the array form does not cover, or one it does not reproduce, keeps its library predictions and has
     its tree evidence SKIPPED with the reason."""
-    from auditor.trees import UnsupportedModel, probe_rows
+    from auditor.scoring.trees import UnsupportedModel, probe_rows
 
     try:
         ensemble = build()

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.base import check_scores
 
 

@@ -19,7 +19,7 @@ FAST_TREESHAP_MIN_SECONDS = 10.0
 
 def tree_ensemble(model: Any) -> tuple[Any, str]:
     """The model's trees in array form (`Ranker.tree_ensemble()`, which tree models have), or (None, why not)."""
-    from auditor.trees import UnsupportedModel
+    from auditor.scoring.trees import UnsupportedModel
 
     kind = getattr(model, "kind", "?")
     build = getattr(getattr(model, "inner", model), "tree_ensemble", None)
@@ -41,11 +41,11 @@ def reference_scores(model: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarra
 
 
 def fast_treeshap(model: Any, rows: int) -> Any:
-    """Our TreeSHAP (`auditor.fast_treeshap.FastTreeShap`) for a LightGBM model the array form covers, when
+    """Our TreeSHAP (`auditor.scoring.fast_treeshap.FastTreeShap`) for a LightGBM model the array form covers, when
     LightGBM's `pred_contrib` would take longer on `rows` rows than FAST_TREESHAP_MIN_SECONDS; None otherwise (the
     model's own is used)."""
-    from auditor.fast_treeshap import FastTreeShap
-    from auditor.trees import TreeEnsemble, UnsupportedModel
+    from auditor.scoring.fast_treeshap import FastTreeShap
+    from auditor.scoring.trees import TreeEnsemble, UnsupportedModel
 
     booster = getattr(getattr(model, "inner", model), "booster", None)
     if model.kind != "lightgbm" or booster is None:

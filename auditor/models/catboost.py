@@ -4,7 +4,7 @@ Loading: the bytes are read once; a JSON export is checked (`catboost_check.chec
 sees it; then CatBoost loads the bytes in a throw-away process and exports them as JSON (a `.cbm` file is checked
 in that form). This process's CatBoost loads the same bytes only after both. Float features only: categorical,
 text and embedding features are refused (docs/models.md). Scores are CatBoost's own (`RawFormulaVal`, float64).
-TreeSHAP, decision paths and the rest of the tree evidence read `auditor.trees.TreeEnsemble` built from the JSON
+TreeSHAP, decision paths and the rest of the tree evidence read `auditor.scoring.trees.TreeEnsemble` built from the JSON
 export, checked at load to reproduce CatBoost's scores on probe rows (to 1e-9; measured: exactly).
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
-from auditor.files import MAX_MODEL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_MODEL_BYTES, read_bytes
 from auditor.models.base import checked_ensemble, thread_count
 from auditor.models.catboost_check import SAVE_AGAIN, check_model, file_format, parse_json, rehearse_catboost
 from auditor.models.json_dump import check_json_size
@@ -41,7 +41,7 @@ class CatBoostRanker:
     SMALL_BATCH = 1_000
 
     def __init__(self, model: Any, export: dict[str, Any]) -> None:
-        from auditor.trees import TreeEnsemble
+        from auditor.scoring.trees import TreeEnsemble
 
         self.model = model
         features = export["features_info"]["float_features"]
@@ -76,7 +76,7 @@ class CatBoostRanker:
         if self.trees is None:
             return None
         if self._shap is None:
-            from auditor.fast_treeshap import FastTreeShap
+            from auditor.scoring.fast_treeshap import FastTreeShap
 
             self._shap = FastTreeShap(self.trees)
         return self._shap.contributions(X)
@@ -84,7 +84,7 @@ class CatBoostRanker:
     contributions_method = "auditor's FastTreeShap on CatBoost's trees (equal to CatBoost's ShapValues to 1e-6)"
 
     def tree_ensemble(self) -> Any:
-        from auditor.trees import UnsupportedModel
+        from auditor.scoring.trees import UnsupportedModel
 
         if self.trees is None:
             raise UnsupportedModel(self.trees_problem)

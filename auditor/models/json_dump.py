@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.rehearsal import JSON_CAP_ENV, TOO_LARGE, MiB
 
 JSON_CAPS = {"XGBoost": 64 * MiB, "CatBoost": 24 * MiB, "LightGBM": 256 * MiB}  # measured: the module docstring

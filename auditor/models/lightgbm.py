@@ -11,8 +11,8 @@ from typing import Any, TypedDict
 import lightgbm as lgb
 import numpy as np
 
-from auditor.errors import InputError
-from auditor.files import MAX_MODEL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_MODEL_BYTES, read_bytes
 from auditor.models.json_dump import check_json_size
 from auditor.models.lightgbm_check import check_json_dump, check_model_text, model_text, rehearse_load
 
@@ -66,7 +66,7 @@ class LightGBMRanker:
 
     # Below this many rows, starting OpenMP threads costs more than it saves (two threads win from about 1,000
     # rows: docs/benchmarks.md, "Local explainers"). The per-query searches make many such calls.
-    # (A numba traversal of the same trees, auditor/trees.py, is bit-identical but not faster: 0.7-1.1x.)
+    # (A numba traversal of the same trees, auditor/scoring/trees.py, is bit-identical but not faster: 0.7-1.1x.)
     SMALL_BATCH = 1_000
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -80,9 +80,9 @@ class LightGBMRanker:
     contributions_method = "LightGBM's pred_contrib"
 
     def tree_ensemble(self) -> Any:
-        """The array form (`auditor.trees.TreeEnsemble`) from LightGBM's own dump; UnsupportedModel for parts it does
+        """The array form (`scoring.trees.TreeEnsemble`) from LightGBM's own dump; UnsupportedModel for parts it does
         not cover (categorical splits, linear trees)."""
-        from auditor.trees import TreeEnsemble
+        from auditor.scoring.trees import TreeEnsemble
 
         return TreeEnsemble.from_lightgbm(self.booster.dump_model())
 
@@ -101,7 +101,7 @@ class LightGBMRanker:
 def _threads() -> _Threads:
     """The calling thread's own budget (a pool thread: 1), one thread inside an executor's worker (the workers
     fill the cores), LightGBM's default elsewhere."""
-    from auditor.threads import THREADS_ENV, thread_budget, thread_budget_here
+    from auditor.core.threads import THREADS_ENV, thread_budget, thread_budget_here
 
     if thread_budget_here() is not None or THREADS_ENV in os.environ:
         return {"num_threads": thread_budget()}

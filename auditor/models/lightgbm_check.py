@@ -25,7 +25,7 @@ import re
 from itertools import pairwise
 from pathlib import Path
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
 from auditor.models.rehearsal import rehearse
 

@@ -13,7 +13,7 @@ MLflow resolves some URIs through its process-wide tracking and registry URIs wh
 (`runs:/` to a logged model, `models:/`), so every URI is turned into its storage location here, with a client made
 for the spec's tracking URI, and only that location is downloaded.
 
-mlflow is imported here only, on first use: `import auditor.spec` and the other kinds never load it (~2 s).
+mlflow is imported here only, on first use: `import auditor.inputs.spec` and the other kinds never load it (~2 s).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auditor.errors import InputError, shorten
-from auditor.files import read_bytes, sha256_file
+from auditor.core.errors import InputError, shorten
+from auditor.core.files import read_bytes, sha256_file
+from auditor.core.urls import scrubbed
 from auditor.models.base import Ranker
 from auditor.models.callable import CallableRanker
-from auditor.urls import scrubbed
 
 if TYPE_CHECKING:
-    from auditor.spec import ModelSpec
+    from auditor.inputs.spec import ModelSpec
 
 EXTRA = "install it: pip install 'auditor[mlflow]'"
 MLMODEL = "MLmodel"
@@ -487,7 +487,7 @@ def _artifacts(folder: Path, *, uri: str, spec_file: Path | None) -> list[dict[s
 
 
 def _read_mlmodel(path: Path, *, uri: str, spec_file: Path | None) -> dict[str, Any]:
-    from auditor.yaml_io import parse_yaml
+    from auditor.core.yaml_io import parse_yaml
 
     data = read_bytes(path, limit=MAX_MLMODEL_BYTES, what="MLmodel file")
     try:

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
-from auditor.files import MAX_MODEL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_MODEL_BYTES, read_bytes
 from auditor.models.base import check_scores, thread_count
 from auditor.models.onnx_check import Graph, check_graph, rehearse_onnx
 from auditor.models.onnx_scoring import MAX_BATCH, BatchPlan, Scorer, memory_budget, plan_batches

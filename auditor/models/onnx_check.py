@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.rehearsal import MiB, rehearse
 
 CHILD = Path(__file__).with_name("_onnx_child.py")

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.rehearsal import ONE_THREAD, MiB, signal_name
 
 SERVE = Path(__file__).with_name("_onnx_serve.py")

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 MiB = 1 << 20
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

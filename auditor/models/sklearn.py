@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class SklearnTreeRanker:
     contributions_method = "shap's TreeExplainer"
 
     def tree_ensemble(self) -> Any:
-        from auditor.trees import TreeEnsemble
+        from auditor.scoring.trees import TreeEnsemble
 
         return TreeEnsemble.from_sklearn(self.estimator)
 

@@ -3,7 +3,7 @@
 Loading: the bytes are read once; JSON is checked (`xgboost_check.check_model`) before anything native sees it,
 then loaded in a throw-away process that saves it back as JSON (UBJSON is checked in that form); this process's
 XGBoost loads only JSON the checker passed. Scores are XGBoost's own (`inplace_predict`, margin: float32, as XGBoost
-computes them). TreeSHAP, decision paths and the rest of the tree evidence read `auditor.trees.TreeEnsemble`
+computes them). TreeSHAP, decision paths and the rest of the tree evidence read `auditor.scoring.trees.TreeEnsemble`
 built from the same JSON, which reproduces XGBoost's scores bit for bit (checked on probe rows at load; when it
 does not — an objective whose base margin we do not know — the tree evidence is SKIPPED with that reason).
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from auditor.errors import InputError
-from auditor.files import MAX_MODEL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_MODEL_BYTES, read_bytes
 from auditor.models.base import checked_ensemble, thread_count
 from auditor.models.json_dump import check_json_size
 from auditor.models.xgboost_check import SAVE_AGAIN, check_model, file_format, parse_json, rehearse_xgboost
@@ -44,7 +44,7 @@ class XGBoostRanker:
     SMALL_BATCH = 1_000  # below this, one thread (as for LightGBM: starting OpenMP threads costs more)
 
     def __init__(self, booster: Any, model: dict[str, Any]) -> None:
-        from auditor.trees import TreeEnsemble
+        from auditor.scoring.trees import TreeEnsemble
 
         learner = model["learner"]
         self.booster = booster
@@ -91,7 +91,7 @@ class XGBoostRanker:
         if self.trees is None:
             return None
         if self._shap is None:
-            from auditor.fast_treeshap import FastTreeShap
+            from auditor.scoring.fast_treeshap import FastTreeShap
 
             self._shap = FastTreeShap(self.trees)
         return self._shap.contributions(X)
@@ -112,7 +112,7 @@ class XGBoostRanker:
         return replace(self.trees, float32_sum=False).predict(X)
 
     def tree_ensemble(self) -> Any:
-        from auditor.trees import UnsupportedModel
+        from auditor.scoring.trees import UnsupportedModel
 
         if self.trees is None:
             raise UnsupportedModel(self.trees_problem)

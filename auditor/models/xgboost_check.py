@@ -28,7 +28,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.models.base import BOUND_FIX, MAX_SCORE, bound_problem
 from auditor.models.json_dump import json_cap, parse_json_dump
 from auditor.models.rehearsal import MiB, rehearse

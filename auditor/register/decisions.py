@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.register.review import DEFAULT_NAME
 from auditor.register.store import Register
 from auditor.trust.approval import Approval

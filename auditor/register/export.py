@@ -14,8 +14,8 @@ import io
 import json
 from typing import Any
 
+from auditor.core.words import counted
 from auditor.register.lifecycle import identity_of
-from auditor.words import counted
 
 FIELDS = ("id", "system", "title", "severity", "status", "first_seen", "last_seen", "owner", "due", "response",
           "approver", "until", "reason", "remediated_in", "rules", "citations", "trail")

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.register.lifecycle import Event
 from auditor.register.store import Register
 
@@ -154,7 +154,7 @@ def read_recorded(run: Path, today: dt.date) -> dict[str, Any]:
     naming the first problem."""
     from pydantic import ValidationError
 
-    from auditor.files import MiB, Unreadable, read_regular
+    from auditor.core.files import MiB, Unreadable, read_regular
     from auditor.trust.strict_json import BadJSON, strict_json
 
     try:
@@ -207,7 +207,7 @@ def rebuild(folder: Path, location: str, decisions: Path | None = None, trust: T
     followed, an approval the run it approves), in the order they were signed. Each folder is verified as `verify`
     would (`trust`): one that does not verify is indexed as unverified, without its approval (or left out, with
     `refuse_unverified`); one whose evidence.json is not what an audit writes is left out."""
-    from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular, sha256_file
+    from auditor.core.files import MAX_SMALL_BYTES, Unreadable, read_regular, sha256_file
     from auditor.trust.approval import APPROVAL_NAME, read_approval
     from auditor.trust.decision import decision_files, read_decision
 

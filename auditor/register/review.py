@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.document import EvidenceDocument
 from auditor.register.lifecycle import Event, review_events, state
 
@@ -89,7 +89,7 @@ UNREADABLE = (ValueError, KeyError, TypeError, IndexError, zlib.error)
 def unreadable(location_: str, exc: Exception) -> InputError:
     """A register whose records this auditor cannot read (edited by hand, or by a forged folder a rebuild of an
     older auditor indexed), as the one line the run ends with."""
-    from auditor.urls import shown
+    from auditor.core.urls import shown
 
     return InputError(f"the register holds a record this auditor cannot read ({type(exc).__name__}: "
                       f"{str(exc)[:120]})", file=shown(location_),
@@ -139,7 +139,7 @@ def record(review: Review, document: EvidenceDocument, run_dir: Path) -> None:
     """The run into the register, once its folder is complete (evidence.json and bundle digests from the files)."""
     if review.location is None or review.error is not None:
         return
-    from auditor.files import sha256_file
+    from auditor.core.files import sha256_file
     from auditor.register.store import Register
 
     register = review.register or Register(review.location)

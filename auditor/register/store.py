@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.evidence.document import EvidenceDocument, as_document
 from auditor.register import schema as s
 from auditor.register import trail
@@ -40,7 +40,7 @@ def register_url(location: str | Path) -> str:
     text = str(location)
     scheme = text.split("://", 1)[0].lower() if "://" in text else None
     if scheme is not None and scheme not in REGISTER_SCHEMES:
-        from auditor.urls import shown
+        from auditor.core.urls import shown
 
         raise InputError(f"a register is an SQLite file or a postgresql:// URL, not {scheme[:20]}://",
                          file=shown(text), fix="give a path (reports/register.sqlite) or postgresql://HOST/DATABASE")
@@ -99,7 +99,7 @@ class Register:
                                  fix="pip install 'auditor[postgres]'") from None
             self.engine = create_engine(self.url, connect_args={"connect_timeout": POSTGRESQL_CONNECT_SECONDS},
                                         pool_pre_ping=True)
-        from auditor.urls import shown
+        from auditor.core.urls import shown
 
         self.shown = shown(self.location)  # never a password, in any of its forms
         with self._errors():

@@ -293,7 +293,7 @@ def _differences(recorded: str, actual: str) -> str:
 def _folders(result: SystemCheck, runs: list[dict[str, Any]], register_id: str) -> None:
     """Each recorded run against its folder, where the folder is at hand: its evidence.json and bundle digests,
     and the trail head its signed bundle pinned."""
-    from auditor.files import Unreadable, read_regular, sha256_regular
+    from auditor.core.files import Unreadable, read_regular, sha256_regular
     from auditor.trust.dsse import parse_envelope
     from auditor.trust.strict_json import json_object
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from auditor.display import TITLE_CHARS, shown
+from auditor.core.display import TITLE_CHARS, shown
 from auditor.report.render import templates_dir
 
 PDF_VARIANT = "pdf/a-3a"  # tagged (structure for screen readers), with evidence.json attached

@@ -3,12 +3,12 @@
 Text stays text (`svg.fonttype = none`): searchable, accessible, and escaped by matplotlib's SVG writer, which
 matters because feature names come from untrusted files. Mathtext is off (`text.parse_math`): a feature named
 `$x$` is drawn as written, and one named `$\\frac$` no longer stops the figure from rendering. Every text of a
-figure (tick labels, titles, legends, annotations) goes through `auditor.display.shown` once, in `to_svg`: a name's
+figure (tick labels, titles, legends, annotations) goes through `auditor.core.display.shown` once, in `to_svg`: a name's
 bidi overrides and invisible characters show as ⟨U+202E⟩, mixed-script letters are marked, long names are cut.
 
 Numbers drawn inside figures follow matplotlib's tick labels, with its minus sign (`fmt`, `fmt_value`, `fmt_share`,
 `fmt_positions`: 3 significant figures, feature values as the data holds them, shares as %, rank positions with one
-decimal); captions and every other text print numbers with `auditor.numbers`.
+decimal); captions and every other text print numbers with `auditor.core.numbers`.
 A figure of the evidence (`auditor.evidence.base.Figure`: a chart's name and its data) is drawn by `draw`, when a
 document is rendered, and labelled for screen readers by `label_svg`: `role="img"`, an `aria-label`, and
 `<title>`/`<desc>` elements.
@@ -37,8 +37,8 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, PercentFormatter
 
-from auditor.display import shown
-from auditor.errors import InputError, shorten
+from auditor.core.display import shown
+from auditor.core.errors import InputError, shorten
 from auditor.evidence.base import Figure
 from auditor.evidence.figures import (  # also this module's names: measuring code builds a figure's data with them
     MINUS,
@@ -130,7 +130,7 @@ class _Shown(Formatter):
 
 
 def show_texts(fig: plt.Figure) -> None:
-    """Every text of `fig` as `auditor.display.shown`, once: tick labels (each axis's formatters wrapped; shared
+    """Every text of `fig` as `auditor.core.display.shown`, once: tick labels (each axis's formatters wrapped; shared
     axes share them), titles, axis and legend labels, annotations. Texts this module wrote on several lines keep
     their line breaks; in any other text, names included, a line break is marked like other control characters."""
     for ax in fig.axes:

@@ -1,6 +1,6 @@
 """HTML report from the evidence document: Jinja2, autoescaped everywhere, self-contained (inline CSS and SVG).
 
-Every string a template prints goes through `auditor.display.shown` once (the environment's `finalize`, `prose`,
+Every string a template prints goes through `auditor.core.display.shown` once (the environment's `finalize`, `prose`,
 table cells, the `shown` filter) before autoescape: names from untrusted files cannot reorder the report's text
 (bidi overrides), hide characters, pass for another name (mixed scripts) or stall WeasyPrint (10,000 characters).
 """
@@ -15,22 +15,22 @@ from typing import Any, TypedDict
 import jinja2
 from markupsafe import Markup, escape
 
-from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
-from auditor.errors import InputError
+from auditor.core.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, kind_of, read_bytes
+from auditor.core.numbers import figure, percent
+from auditor.core.words import counted
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult, Figure
 from auditor.evidence.document import EvidenceDocument
 from auditor.evidence.registry import EvidenceKind
-from auditor.feature_dictionary import name_warning
-from auditor.files import MAX_SMALL_BYTES, kind_of, read_bytes
-from auditor.numbers import figure, percent
-from auditor.policy import STATUS_ORDER as POLICY_STATUS_ORDER
+from auditor.inputs.feature_dictionary import name_warning
+from auditor.judging.policy import STATUS_ORDER as POLICY_STATUS_ORDER
 from auditor.report.assurance import engagement
 from auditor.report.glossary import IMPORTANCE, REFERENCES, glossary_for, measured, uses
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
 from auditor.report.wording import DATASET_FACTS
-from auditor.words import counted
 
 STATUS_ORDER = list(POLICY_STATUS_ORDER)
 SEVERITY_ORDER = ["critical", "major", "minor", "info"]
@@ -74,7 +74,7 @@ _SPEC_KEY = re.compile(r"(?<![\w.&#;/-])((?:audit|dataset|model|background|outpu
 
 
 def prose(text: Any) -> Markup:
-    """Report text (rule rationales, remedies, notes, limitations) shown (`auditor.display.shown`: names in it may
+    """Report text (rule rationales, remedies, notes, limitations) shown (`auditor.core.display.shown`: names in it may
     hide characters or run for pages) and escaped, with its `backticked` names and the spec keys it names set as
     code rather than as words; the escaping comes first, so no text can inject markup."""
     parts = _TICKED.split(str(escape(shown(text, lines=True))))

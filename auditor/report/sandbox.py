@@ -19,7 +19,7 @@ import jinja2
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 RANGE_BUDGET = 1_000_000  # range() items per render, all calls together
 MAX_BUILT = 10_000_000  # characters or items one `*` may build

@@ -10,11 +10,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auditor.core.numbers import figure, interval, percent
+from auditor.core.words import counted
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
-from auditor.numbers import figure, interval, percent
-from auditor.policy import Finding, findings_of, group_findings
+from auditor.judging.policy import Finding, findings_of, group_findings
 from auditor.report.wording import fact, is_share, measured_sentence, technical
-from auditor.words import counted
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
 SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest are counted (the page never grows)

@@ -3,7 +3,7 @@ parameter (sales_rank_log) orders the results but is not declared" instead of "d
 The key stays beside it in small type for the technical reader (the findings' cards); a metric this table does not
 know (an organisation's own pack) reads "<rule title>: measured <value>".
 
-Each phrase takes the value already formatted by `auditor.numbers`, so the sentence and the section print the same
+Each phrase takes the value already formatted by `auditor.core.numbers`, so the sentence and the section print the same
 figure the same way.
 """
 
@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from auditor.numbers import figure, percent, points, with_interval
-from auditor.words import counted
+from auditor.core.numbers import figure, percent, points, with_interval
+from auditor.core.words import counted
 
 if TYPE_CHECKING:
     from auditor.evidence.registry import EvidenceKind

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.trees import K_ZERO, LEAF, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+from auditor.scoring.trees import K_ZERO, LEAF, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Effect:
 
 
 def read_inputs(x: np.ndarray, float32_inputs: bool = False) -> np.ndarray:
-    """Values as the tree traversal reads them (auditor/trees.py `_leaf`): through float32 for scikit-learn
+    """Values as the tree traversal reads them (auditor/scoring/trees.py `_leaf`): through float32 for scikit-learn
     ensembles, then |x| <= 1e-35 (LightGBM's kZeroThreshold, −0.0 included) as 0. NaN stays NaN."""
     x = np.asarray(x, dtype=np.float32 if float32_inputs else np.float64).astype(np.float64)
     return np.where(np.abs(x) <= K_ZERO, 0.0, x)

@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from auditor.data import RankingData
+from auditor.inputs.data import RankingData
 from auditor.surrogate.fidelity import rank_grades, standardised
 from auditor.surrogate.ilmart import IlmartConfig, IlmartFit, RankSet, fit_ilmart
 

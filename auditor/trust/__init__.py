@@ -20,4 +20,4 @@ One direction of imports, from the bottom up (tests/test_layers.py holds it, wit
 - `sign` (`sign_run`) and `verify` (`verify_run`): the two entries the commands call.
 
 Nothing here writes to the register: the commands do (`auditor.register.decisions`). Every file of a run folder is
-read through `auditor.files.open_regular` (regular files only, never blocking)."""
+read through `auditor.core.files.open_regular` (regular files only, never blocking)."""

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
 from auditor.trust.certificates import key_names, load_cert, quiet_pyhanko
 from auditor.trust.dsse import envelope, pae, parse_envelope, statement_bytes
 from auditor.trust.identity import Identity, check_entry, parse_certificates, signature_entry, verify_entry_signature

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular, sha256_file, sha256_regular
+from auditor.core.files import MAX_SMALL_BYTES, Unreadable, read_regular, sha256_file, sha256_regular
 from auditor.trust import timestamps
 from auditor.trust.certificates import keyid
 from auditor.trust.dsse import envelope, pae, parse_envelope, statement_bytes, verify_message

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, read_bytes
 
 if TYPE_CHECKING:
     from cryptography import x509

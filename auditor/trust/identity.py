@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, read_bytes
 from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import sign_message, verify_message

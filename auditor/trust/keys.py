@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, read_bytes
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, read_bytes
 from auditor.trust import timestamps
 from auditor.trust.certificates import keyid, load_trust, to_asn1
 from auditor.trust.token import TokenKey, open_token_key

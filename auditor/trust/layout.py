@@ -14,7 +14,7 @@ PREDICATE_TYPE = "urn:auditor:audit-run:v1"
 APPROVAL_PREDICATE_TYPE = "urn:auditor:approval:v1"
 PDF_FIELD = "AuditorCertification"  # report.pdf's certifying signature field
 ATTACHMENT = "evidence.json"  # the file attached to report.pdf (PDF/A-3)
-ARCHIVE = "inputs"  # the run's own copy of its inputs (auditor.archive), listed in the bundle as artifacts
+ARCHIVE = "inputs"  # the run's own copy of its inputs (auditor.run.archive), listed in the bundle as artifacts
 ARCHIVE_INDEX = "inputs/index.json"  # which input each archived file is
 
 # What `verify` reads from a run folder it does not trust: a signed run is a few regular files, one level deep.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from io import BytesIO
 from typing import Any
 
-from auditor.files import MAX_JSON_BYTES
+from auditor.core.files import MAX_JSON_BYTES
 from auditor.trust.certificates import quiet_pyhanko
 from auditor.trust.layout import ATTACHMENT
 from auditor.trust.strict_json import BadJSON, first_difference, strict_json

@@ -7,7 +7,7 @@ import re
 from io import BytesIO
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.keys import SigningMaterial

@@ -19,8 +19,8 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular, replace_file
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular, replace_file
 from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import statement_bytes

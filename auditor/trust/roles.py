@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, Unreadable, read_regular
 from auditor.trust.dsse import envelope, pae, statement_bytes
 from auditor.trust.identity import Identity, check_entry, parse_certificates, signature_entry, verify_entry_signature
 from auditor.trust.layout import PAYLOAD_TYPE, STATEMENT_TYPE

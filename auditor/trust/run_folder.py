@@ -12,7 +12,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, kind_of, read_regular, sha256_regular
+from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, kind_of, read_regular, sha256_regular
 from auditor.trust.layout import (
     APPROVAL_NAME,
     ARCHIVE,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.trust import net
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 
@@ -215,7 +215,7 @@ def default_roots() -> list[Path]:
 
 def without_credentials(url: str) -> str:
     """The URL as it may be printed and signed: no user part, no password or token in its query (`urls.shown`)."""
-    from auditor.urls import shown
+    from auditor.core.urls import shown
 
     return shown(url)
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 from auditor.trust.certificates import load_cert, to_asn1
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, Unreadable, read_regular
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, Unreadable, read_regular
 from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import parse_envelope, statement_bytes

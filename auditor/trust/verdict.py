@@ -23,10 +23,10 @@ class Verdict:
 
 
 def shown(text: str, *, limit: int = SHOWN_CHARS) -> str:
-    """`text` as one printable line, as the report shows untrusted strings (`auditor.display.shown`: controls, bidi
+    """`text` as one printable line, as the report shows untrusted strings (`auditor.core.display.shown`: controls, bidi
     and invisible characters as ⟨U+202E⟩, mixed scripts marked), a byte of a file name that is not UTF-8 as `\\xff`,
     cut to about `limit` characters."""
-    from auditor.display import shown as display
+    from auditor.core.display import shown as display
 
     bytes_shown = re.sub("[\udc80-\udcff]", lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
     return display(bytes_shown, limit=limit, run=limit)

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_JSON_BYTES, Unreadable, read_regular, sha256_regular
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_JSON_BYTES, Unreadable, read_regular, sha256_regular
 from auditor.trust.approval import check_approval, load_trusted
 from auditor.trust.bundle import check_envelope
 from auditor.trust.certificates import load_pubkey, load_trust

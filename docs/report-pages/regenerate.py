@@ -31,8 +31,8 @@ WIDTHS = {"bookstore-phone": 390, "bookstore-desktop": 1280}
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from auditor.engine import run_audit
     from auditor.report.browser import Chromium, file_url
+    from auditor.run.engine import run_audit
 
     for tool in ("pdftoppm", "pdftotext"):
         if shutil.which(tool) is None:

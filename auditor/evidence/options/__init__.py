@@ -1,5 +1,5 @@
 """Evidence kinds' spec options: one module a kind (`<kind>.py`: its options model and the metric names it can
-emit), importing no plugin, no numpy and no pandas, so `import auditor.spec` stays light (a test keeps it so)."""
+emit), importing no plugin, no numpy and no pandas, so `import auditor.inputs.spec` stays light (a test keeps it so)."""
 
 from __future__ import annotations
 

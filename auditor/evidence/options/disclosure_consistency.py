@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from auditor.core.yaml_models import InputFile
 from auditor.evidence.options import EvidenceOptions
-from auditor.yaml_models import InputFile
 
 
 class DisclosureConsistencyOptions(EvidenceOptions):

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, MiB, Unreadable, read_regular, sha256_file, sha256_regular
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, MiB, Unreadable, read_regular, sha256_file, sha256_regular
 from auditor.trust.layout import ARCHIVE
 from auditor.trust.strict_json import BadJSON, strict_json
 

@@ -5,7 +5,7 @@ verifies them, the trends of the report's key numbers with their 95% intervals, 
 event).
 
 Pages are plain HTML rendered in the report's sandbox (autoescaped; every untrusted string — system names, titles,
-actors, responses — through `auditor.display.shown`), with the report's stylesheet inline and its
+actors, responses — through `auditor.core.display.shown`), with the report's stylesheet inline and its
 Content-Security-Policy first in <head>: no script, no server, nothing fetched; figures are inline SVG. The same
 register and day give the same bytes. `pages` only reads (the register, and whether each run's report is still on
 disk); `write_site` writes the pages into a folder, replacing the site's own earlier pages and nothing else.
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from auditor import metric_names
-from auditor.errors import InputError
+from auditor.core import metric_names
+from auditor.core.errors import InputError
+from auditor.core.files import replace_file
+from auditor.core.numbers import figure, percent
 from auditor.evidence.document import EvidenceDocument, as_document
-from auditor.files import replace_file
-from auditor.numbers import figure, percent
-from auditor.policy import STATUS_ORDER as RULE_STATUSES
+from auditor.judging.policy import STATUS_ORDER as RULE_STATUSES
 
 INDEX = "index.html"
 GENERATOR = "auditor {version} history"  # the <meta name="generator"> that marks a page as the site's own

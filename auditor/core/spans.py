@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 UNITS = {"d": 1, "w": 7, "m": 30, "y": 365}
 MAX_SPAN = 100_000

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from auditor.threads import (  # the budgets live in a module of their own: models and explainers read them
+from auditor.core.threads import (  # the budgets live in a module of their own: models and explainers read them
     THREADS_ENV,
     blas_limit,
     cpu_count,
@@ -37,14 +37,14 @@ if TYPE_CHECKING:
 
 Kind = Literal["auto", "serial", "processes", "dask"]
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
-AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/cost.py)...
+AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/run/cost.py)...
 AUTO_RUNNING_SECONDS = 10.0  # ...or at this long once the workers run (an earlier item started them)
 DASK_SCHEMES = ("tcp", "tls")  # a scheduler's address: tcp://host:port, tls://host:port, or host:port (tcp)
 DASK_CONNECT_SECONDS = 20  # to reach the scheduler, and then for its first worker
 _here = threading.local()  # the serial executor's progress tick, for tasks running in this thread
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
-_PRELOAD = ["numpy", "lightgbm", "auditor.executor", "auditor.evidence.local_explanations",
+_PRELOAD = ["numpy", "lightgbm", "auditor.evidence.executor", "auditor.evidence.local_explanations",
             "auditor.evidence.pairwise", "auditor.explain.perturb"]
 
 
@@ -329,8 +329,8 @@ class DaskExecutor:
 def check_address(address: str) -> None:
     """A Dask scheduler is reached over tcp:// or tls:// (host:port alone is tcp): any other scheme (inproc, ucx,
     ws, a file path) is refused with one line, before distributed is asked."""
-    from auditor.errors import InputError
-    from auditor.urls import shown
+    from auditor.core.errors import InputError
+    from auditor.core.urls import shown
 
     scheme, found, rest = address.strip().partition("://")
     if (found and scheme.lower() not in DASK_SCHEMES) or not (rest if found else address).strip() or \
@@ -381,8 +381,8 @@ def _first_worker(client: Any, address: str) -> None:
     try:
         client.wait_for_workers(1, timeout=DASK_CONNECT_SECONDS)
     except TimeoutError:
-        from auditor.errors import InputError
-        from auditor.urls import shown
+        from auditor.core.errors import InputError
+        from auditor.core.urls import shown
 
         client.close()
         raise InputError(f"the Dask scheduler at {shown(address)} has no worker (none joined within "

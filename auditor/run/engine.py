@@ -22,20 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from auditor import __version__, feature_dictionary
-from auditor.archive import Rerun, write_archive
-from auditor.data import RankingData, load_ranking_data, read_feature_names
-from auditor.errors import InputError, shorten
+from auditor import __version__
+from auditor.core.errors import InputError, shorten
+from auditor.core.files import sha256_file, write_new
+from auditor.core.threads import cpu_count
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress
 from auditor.evidence.dataset import add_score_facts
 from auditor.evidence.document import SCHEMA, EvidenceDocument
+from auditor.evidence.executor import Executor, core_limit, usable_jobs
 from auditor.evidence.registry import EvidenceKind
-from auditor.executor import Executor, core_limit, usable_jobs
-from auditor.files import sha256_file, write_new
-from auditor.models import load_model, open_model
-from auditor.models.base import CountingRanker, Ranker
-from auditor.policy import (
+from auditor.inputs import feature_dictionary
+from auditor.inputs.data import RankingData, load_ranking_data, read_feature_names
+from auditor.inputs.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
+from auditor.judging.policy import (
     Finding,
     LoadedPack,
     applicability,
@@ -53,8 +53,9 @@ from auditor.policy import (
     opinion,
     unjudged,
 )
-from auditor.spec import AuditSpec, DatasetSpec, ExecutorSpec, load_spec
-from auditor.threads import cpu_count
+from auditor.models import load_model, open_model
+from auditor.models.base import CountingRanker, Ranker
+from auditor.run.archive import Rerun, write_archive
 from auditor.trust.keys import SigningMaterial
 
 EVIDENCE_SCHEMA = SCHEMA  # what this version writes (auditor/evidence/document.py reads v1 too)
@@ -74,7 +75,7 @@ class PreparedAudit:
     background: RankingData | None = None
     signing: SigningMaterial | None = None
     baseline: EvidenceDocument | None = None
-    features: dict[str, dict] = field(default_factory=dict)  # the feature dictionary (auditor/feature_dictionary.py)
+    features: dict[str, dict] = field(default_factory=dict)  # the feature dictionary (inputs/feature_dictionary.py)
     logged: Any = None  # kind `mlflow`: where the model came from (auditor.models.mlflow.LoggedModel)
     rerun: Rerun | None = None  # `auditor report --from-run`: the archived run it reruns
     notes: list[str] = field(default_factory=list)  # for the person running it (what the archive left out)
@@ -143,7 +144,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
         signing = load_material(spec.signing, spec_file=spec_path, timestamp_url=timestamp_url)
     baseline = None
     if spec.baseline is not None:  # a previous run: readable, and of this evidence schema
-        from auditor.diff import load_run
+        from auditor.run.diff import load_run
 
         baseline = load_run(spec.baseline, where="baseline", spec_file=spec_path)  # a v1 run read as v2
     return PreparedAudit(spec=spec, raw=raw, spec_path=spec_path, model=model, data=data, packs=packs,
@@ -224,7 +225,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     check_output_folder(out_dir)  # before any evidence runs
     review = reviews.open_review(reviews.location(spec, out_dir, register), reviews.system_name(spec))
     if review.location is not None:  # where the run is recorded: the bundle names it (no credentials), so an
-        from auditor.urls import shown  # approval finds the register the run is in
+        from auditor.core.urls import shown  # approval finds the register the run is in
 
         prepared.register_shown = shown(str(Path(review.location).absolute()) if "://" not in review.location
                                         else review.location)
@@ -252,7 +253,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     seconds: dict[str, float] = {}
     try:
         with core_limit(chosen.jobs):
-            items, plan, choice = planned(prepared, ctx.workers)  # cost model and budget (auditor/cost.py)
+            items, plan, choice = planned(prepared, ctx.workers)  # cost model and budget (auditor/run/cost.py)
             requested = dict(items)  # as the budget chose them
             estimate = {name: item.seconds for (name, _), item in zip(items, plan.items, strict=True)}
             serial = {name: item.serial_seconds if item.serial_seconds is not None else item.seconds
@@ -293,7 +294,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     elif review.previous is not None and review.error is None:
         previous = (review.previous["document"], review.previous["run_name"])
     if previous is not None:  # the "since last review" section: the baseline, else the register's last review
-        from auditor.diff import compare
+        from auditor.run.diff import compare
 
         try:
             document.since_last_review = compare(previous[0], document, old_name=previous[1],
@@ -325,9 +326,9 @@ def _previous_block(document: EvidenceDocument) -> dict[str, Any]:
 
 
 def planned(prepared: PreparedAudit, workers: int) -> tuple[list[tuple[str, Any]], Any, Any]:
-    """The evidence items to run (as the spec's budget chose them: auditor/budget.py), their cost estimate on this
+    """The evidence items to run (as the spec's budget chose them: auditor/run/budget.py), their cost estimate on this
     machine, and the budget's choice (None without a budget)."""
-    from auditor.cost import plan_audit
+    from auditor.run.cost import plan_audit
 
     choice = budget_choice(prepared)
     items = choice.items if choice is not None else prepared.spec.evidence_items()
@@ -338,8 +339,8 @@ def budget_choice(prepared: PreparedAudit) -> Any:
     """The spec budget's choice, planned at the model's reference speed (deterministic); None without a budget."""
     if prepared.spec.budget is None:
         return None
-    from auditor.budget import choose, reference_speed
-    from auditor.cost import render_seconds, shape_of
+    from auditor.run.budget import choose, reference_speed
+    from auditor.run.cost import render_seconds, shape_of
 
     items = prepared.spec.evidence_items()
     speed, masked = reference_speed(prepared.model, prepared.data.n_features)
@@ -351,14 +352,14 @@ def budget_choice(prepared: PreparedAudit) -> Any:
 
 def cost_record(plan: Any, seconds: dict[str, float], results: dict[str, EvidenceResult]) -> dict[str, Any]:
     """Estimate against actual per evidence item, for the run block (wall-clock: varies between runs)."""
-    from auditor.cost import compared
+    from auditor.run.cost import compared
 
     return {**plan.to_json(), "compared": compared(plan, seconds, {n: r.n_model_rows for n, r in results.items()})}
 
 
 def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
     """The executor the spec asks for; a Dask scheduler that cannot be reached is bad input (exit 2)."""
-    from auditor.executor import make_executor
+    from auditor.evidence.executor import make_executor
 
     try:
         return make_executor(spec.kind, spec.jobs, spec.address)
@@ -366,7 +367,7 @@ def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
         raise InputError(f"the Dask executor needs the 'distributed' package ({exc})", file=spec_file,
                          where="executor.kind", fix="pip install 'auditor[dask]', or choose kind processes") from None
     except OSError as exc:
-        from auditor.urls import shown
+        from auditor.core.urls import shown
 
         raise InputError(f"cannot reach the Dask scheduler at {shown(str(spec.address))} ({exc})", file=spec_file,
                          where="executor.address", fix="start the scheduler or correct the address") from None

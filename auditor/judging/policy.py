@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from auditor import metric_names
-from auditor.errors import InputError, shorten
+from auditor.core import metric_names
+from auditor.core.errors import InputError, shorten
+from auditor.core.files import MAX_YAML_BYTES, read_bytes
+from auditor.core.yaml_io import parse_yaml
+from auditor.core.yaml_models import StrictModel, nearest, validate_yaml
 from auditor.evidence import ALWAYS_PRESENT
-from auditor.files import MAX_YAML_BYTES, read_bytes
-from auditor.yaml_io import parse_yaml
-from auditor.yaml_models import StrictModel, nearest, validate_yaml
 
 if TYPE_CHECKING:
     from auditor.evidence.document import EvidenceDocument, FindingPart
-    from auditor.spec import Assignment, Waiver
+    from auditor.inputs.spec import Assignment, Waiver
 
 Severity = Literal["critical", "major", "minor", "info"]
 Status = Literal["PASS", "WARN", "FAIL", "WAIVED", "ERROR", "UNMEASURED", "SKIPPED"]
@@ -175,7 +175,7 @@ def parse_condition(text: str) -> dict[str, str | float]:
 
 def known_facts(value: dict[str, bool]) -> dict[str, bool]:
     """`applies_to` names only the spec's provider facts."""
-    from auditor.spec import PROVIDER_FACTS
+    from auditor.inputs.spec import PROVIDER_FACTS
 
     unknown = sorted(set(value) - set(PROVIDER_FACTS))
     if unknown:
@@ -381,7 +381,7 @@ def bundled_policies_dir() -> Path:
     override = _BUILTIN_FOLDER.get()
     if override is not None:
         return override
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # auditor/
     for candidate in (here / "_bundled" / "policies", here.parent / "policies"):
         if candidate.is_dir():
             return candidate

@@ -17,14 +17,14 @@ from pydantic import (
     model_validator,
 )
 
-from auditor.errors import InputError, shorten
+from auditor.core.errors import InputError, shorten
+from auditor.core.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, read_bytes
+from auditor.core.urls import credentials_in
+from auditor.core.yaml_io import parse_yaml
+from auditor.core.yaml_models import Day, InputFile, InputFolder, M, OutputPath, StrictModel, any_path
+from auditor.core.yaml_models import validate_yaml as _validate_yaml
 from auditor.evidence import REGISTRY
 from auditor.evidence.registry import version as kinds_version
-from auditor.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, read_bytes
-from auditor.urls import credentials_in
-from auditor.yaml_io import parse_yaml
-from auditor.yaml_models import Day, InputFile, InputFolder, M, OutputPath, StrictModel, any_path
-from auditor.yaml_models import validate_yaml as _validate_yaml
 
 
 def _no_credentials(value: str | None) -> str | None:
@@ -237,7 +237,7 @@ class DatasetSpec(StrictModel):
 
 
 class MaskingSpec(StrictModel):
-    """How a feature is removed when an explanation is tested (see auditor/masking.py)."""
+    """How a feature is removed when an explanation is tested (see auditor/models/masking.py)."""
 
     strategy: Literal["mean", "median", "zero", "background"] = Field(
         "mean", description="Replace masked features by the background mean (default), median, zero, or by "
@@ -266,7 +266,7 @@ class MaskingSpec(StrictModel):
 
 
 class ExecutorSpec(StrictModel):
-    """Where per-query work runs (auditor/executor.py). The evidence is the same under every executor."""
+    """Where per-query work runs (auditor/evidence/executor.py). The evidence is the same under every executor."""
 
     kind: Literal["auto", "serial", "processes", "dask"] = Field(
         "auto", description="auto: worker processes when there is enough per-query work, else this process; "
@@ -287,7 +287,7 @@ class ExecutorSpec(StrictModel):
 
 class BudgetSpec(StrictModel):
     """A time budget for the evidence: the engine samples queries and leaves out optional work so the cost
-    model's estimate fits, the same way for the same spec and seed, and says what it chose (auditor/budget.py)."""
+    model's estimate fits, the same way for the same spec and seed, and says what it chose (auditor/run/budget.py)."""
 
     minutes: float = Field(gt=0, le=100_000, description="Minutes the evidence and the report may take, estimated "
                                                          "at the reference scoring speed of the model (validate "

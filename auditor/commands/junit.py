@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from auditor.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
-from auditor.errors import InputError
+from auditor.core.display import NAME_CHARS, TEXT_CHARS, TITLE_CHARS, shown
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_JSON_BYTES, Unreadable, check_new_file, open_regular, read_bytes, replace_file
 from auditor.evidence.document import DetectionPart, EvidenceDocument, read_document
-from auditor.files import MAX_JSON_BYTES, Unreadable, check_new_file, open_regular, read_bytes, replace_file
-from auditor.policy import FAIL_ON_LEVELS, Finding, findings_of, group_findings, identity
+from auditor.judging.policy import FAIL_ON_LEVELS, Finding, findings_of, group_findings, identity
 
 Outcome = Literal["passed", "failure", "error", "skipped"]
 OPTION = "--junit"
@@ -92,7 +92,7 @@ class RunInfo:
     def properties(self, fail_on: str) -> list[tuple[str, str]]:
         """(name, value) of the suite's properties; those the run does not record are left out."""
         pairs = [("auditor.run", self.run_id), ("auditor.opinion", self.opinion), ("auditor.fail_on", fail_on),
-                 ("auditor.spec", self.spec_file), ("auditor.spec.sha256", self.spec_sha256),
+                 ("auditor.inputs.spec", self.spec_file), ("auditor.inputs.spec.sha256", self.spec_sha256),
                  ("auditor.model", self.model), ("auditor.model.version", self.model_version),
                  ("auditor.evaluated_on", self.evaluated_on), ("auditor.version", self.tool_version)]
         return [(name, value) for name, value in pairs if value]

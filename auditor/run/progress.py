@@ -2,7 +2,7 @@
 when the audit runs as a library (the silent `evidence.base.Progress`).
 
 Each evidence item opens tickers (`Progress.task`) that advance per query (or block, or boosting round). The ETA
-comes from the cost model (auditor/cost.py) until units are done, then from the pace so far, blended by the share
+comes from the cost model (auditor/run/cost.py) until units are done, then from the pace so far, blended by the share
 done: `w × pace + (1 − w) × (estimate − elapsed)`, w = done / total. A ticker of 0 units is never drawn.
 """
 

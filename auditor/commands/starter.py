@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from auditor.data import infer_format
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.core.yaml_io import parse_yaml
 from auditor.evidence import REGISTRY
+from auditor.inputs.data import infer_format
+from auditor.judging.policy import LoadedPack, load_pack
 from auditor.models import KINDS, kind_from_file, kind_from_suffix
-from auditor.policy import LoadedPack, load_pack
-from auditor.yaml_io import parse_yaml
 
 if TYPE_CHECKING:
-    from auditor.spec import ModelKindName
+    from auditor.inputs.spec import ModelKindName
 
 
 def starter_spec(*, model: Path, dataset: Path, spec_path: Path, policies: list[str], title: str,
@@ -164,8 +164,8 @@ _OWN = re.compile(r"own_?brand|(?:^|_)own(?:_|$)|house_?brand|private_?label|fir
 def _feature_names(model: Path, kind: ModelKindName) -> list[str]:
     """The model's feature names when it stores them (for guessing sensitive parameters); [] otherwise."""
     try:
+        from auditor.inputs.spec import ModelSpec
         from auditor.models import load_model
-        from auditor.spec import ModelSpec
 
         ranker = load_model(ModelSpec(path=model.resolve(), kind=kind), base_dir=model.resolve().parent)
         return list(ranker.feature_names or [])

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 import numpy as np
 import pandas as pd
 
-from auditor.errors import InputError
-from auditor.files import (
+from auditor.core.errors import InputError
+from auditor.core.files import (
     MAX_DATA_BYTES,
     MAX_DOCS_PER_QUERY,
     MAX_SMALL_BYTES,
@@ -32,7 +32,7 @@ from auditor.files import (
 )
 
 if TYPE_CHECKING:
-    from auditor.sampling import QuerySample
+    from auditor.inputs.sampling import QuerySample
 
 NanPolicy = Literal["reject", "missing"]
 DataFormat = Literal["svmlight", "csv", "parquet"]
@@ -162,7 +162,7 @@ def load_ranking_data(
     attribute_columns: list[str] | None = None,
 ) -> RankingData:
     """Read a ranking dataset and check it. `n_features` (the model's) pads sparse files and catches mismatches.
-    `sample_queries`: keep a stratified sample of that many queries (auditor/sampling.py), drawn with
+    `sample_queries`: keep a stratified sample of that many queries (auditor/inputs/sampling.py), drawn with
     `sample_rng`; Parquet files are then read one row group at a time, keeping only the sampled queries' rows.
     `max_bytes` bounds the memory reading takes and `max_docs_per_query` the audited queries' length, so that a
     hostile file is one error line, not an exhausted machine (docs/security.md). `attribute_columns` (CSV and
@@ -224,7 +224,7 @@ def load_ranking_data(
 
 def sample_data(data: RankingData, count: int, rng: np.random.Generator) -> RankingData:
     """A stratified sample of `count` queries of data already in memory (the queries keep their order)."""
-    from auditor.sampling import label_mix, stratified_sample
+    from auditor.inputs.sampling import label_mix, stratified_sample
 
     sizes = data.query_sizes()
     query_of_row = np.repeat(np.arange(data.n_queries), sizes)
@@ -249,7 +249,7 @@ def _read_parquet_sample(path: Path, query_column: str, label_column: str | None
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from auditor.sampling import label_mix, stratified_sample
+    from auditor.inputs.sampling import label_mix, stratified_sample
 
     try:
         file = pq.ParquetFile(path)
@@ -324,7 +324,7 @@ def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Lit
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str] | None, Path | None, np.ndarray]:
     """Arrays of an SVMlight/LETOR file, its query side file (if read) and each document's file line (blank and
     comment lines shift them: errors name the line, not the row)."""
-    from auditor.svmlight import BIG_INDEX, BIG_QID, SvmlightError, parse
+    from auditor.inputs.svmlight import BIG_INDEX, BIG_QID, SvmlightError, parse
 
     tally = _Tally()
     raw = _read_data(path, max_bytes, tally.svmlight)
@@ -359,7 +359,7 @@ def _read_svmlight(path: Path, *, n_features: int | None, zero_based: bool | Lit
 def _dense(parsed, path: Path, *, n_features: int | None, zero_based: bool | Literal["auto"],
            max_bytes: int = MAX_DATA_BYTES) -> np.ndarray:
     """CSR pairs → dense rows. `auto`: one-based unless some index is 0 (the convention of SVMlight tools)."""
-    from auditor.svmlight import fill_dense
+    from auditor.inputs.svmlight import fill_dense
 
     indices = parsed.indices
     low, high = (int(indices.min()), int(indices.max())) if indices.size else (1, 0)
@@ -403,7 +403,7 @@ def _svmlight_doc_ids(raw: bytes, parsed, path: Path) -> list[str] | None:
 
 def _why_bad(line: bytes) -> str:
     """Say what is wrong with one malformed SVMlight line (only runs after the parser found it)."""
-    from auditor.svmlight import MAX_INDEX, MAX_QID  # numba: imported only when SVMlight is read
+    from auditor.inputs.svmlight import MAX_INDEX, MAX_QID  # numba: imported only when SVMlight is read
 
     body = line.split(b"#", 1)[0].split()
     if not body:

@@ -19,10 +19,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
 from auditor.evidence.base import EvidenceResult
 from auditor.evidence.document import EvidenceDocument, read_document
-from auditor.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
 
 EVIDENCE = "evidence.json"
 RECORD = "rendered.json"  # in the rendered folder: what it was rendered from
@@ -73,7 +73,7 @@ def load_run(run_dir: Path, *, pubkey: Path | None = None) -> LoadedRun:
 def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None = None,
                formats: tuple[str, ...] = ("html",), pubkey: Path | None = None) -> Rendered:
     """Render `run_dir`'s report from its evidence into a new folder under `out` (default: beside the run)."""
-    from auditor.engine import check_output_folder, dump_json, rename_free, reproducible_document
+    from auditor.run.engine import check_output_folder, dump_json, rename_free, reproducible_document
 
     if templates is not None:
         from auditor.report.render import check_templates
@@ -199,7 +199,7 @@ def _checked_against_bundle(run_dir: Path, raw: bytes, pubkey: Path | None,
 
 def _spec_text(run_dir: Path, notes: list[str]) -> str:
     """The spec as the run archived it (the report's appendix prints it); a sentence when it has none."""
-    from auditor.archive import FOLDER, read_index
+    from auditor.run.archive import FOLDER, read_index
 
     index = read_index(run_dir)
     spec = index.get("spec") if index else None

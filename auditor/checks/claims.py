@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from auditor.errors import InputError
-from auditor.evidence.feature_names import metric_name
-from auditor.files import MAX_YAML_BYTES, read_bytes
-from auditor.metric_names import Reading, read
-from auditor.numbers import figure, held, percent, points, with_interval
+from auditor.core.errors import InputError
+from auditor.core.feature_names import metric_name
+from auditor.core.files import MAX_YAML_BYTES, read_bytes
+from auditor.core.metric_names import Reading, read
+from auditor.core.numbers import figure, held, percent, points, with_interval
 
 Kind = Literal["order", "weight", "direction", "paid", "own"]
 Status = Literal["holds", "false", "uncertain", "unchecked"]

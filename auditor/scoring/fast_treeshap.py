@@ -34,7 +34,7 @@ feature's correction for all rows at once.
 
 Rows follow LightGBM's decision rule exactly as `TreeEnsemble` models it (|x| <= 1e-35 is 0 when the ensemble
 has LightGBM's `zero_filter`, NaN becomes 0 unless the split routes NaN, default_left for the missing value;
-XGBoost's and CatBoost's ensembles are stated in that form by `auditor.trees`), and the bias column is the
+XGBoost's and CatBoost's ensembles are stated in that form by `auditor.scoring.trees`), and the bias column is the
 cover-weighted mean leaf value of every tree (LightGBM's `Tree::ExpectedValue`), times the tree weights, plus the
 ensemble bias.
 """
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from auditor.trees import K_ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+from auditor.scoring.trees import K_ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 _MAX_BITS = 63  # hot masks are int64 bit sets of a path's distinct features
 _BLOCK = 128  # rows a prange task explains together (64-512 measured alike; 32 is slower)
@@ -235,7 +235,7 @@ def _split(xs, nb, kind, threshold, default_left, bit, mask, here, lo, hi):
 
     LightGBM's NumericalDecision on values already read through its C API filter (|x| <= 1e-35 is 0, done when
     the block is transposed): NaN becomes 0 unless the split routes NaN; the missing value goes `default_left`;
-    otherwise x <= threshold goes left. The same rule as `auditor.trees._leaf`, one loop per missing type so each
+    otherwise x <= threshold goes left. The same rule as `trees._leaf`, one loop per missing type so each
     loop is branch-free.
     """
     dl = np.int64(default_left)

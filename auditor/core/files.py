@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -33,7 +33,7 @@ MAX_INFLATE_RATIO = 100  # a gzip file may inflate to this many times its size (
 INFLATE_FLOOR = 64 * MiB  # LightGBM's example) once past this many bytes; a decompression bomb: 200-1000x
 _CHUNK = 4 * MiB
 # Bounds on what a data file may make the audit build (docs/security.md, "Data files"); both are spec keys
-# (here, not in auditor.data, so the spec imports no pandas).
+# (here, not in auditor.inputs.data, so the spec imports no pandas).
 MAX_DATA_BYTES = 4096 * MiB  # `dataset.max_bytes`: the file's text + parsed arrays + the dense matrix, estimated
 MAX_DOCS_PER_QUERY = 2_000  # `dataset.max_docs_per_query`: evidence builds documents² arrays per query (MQ2008
 # has at most 121 documents a query, MSLR-WEB30K 1,251, LightGBM's lambdarank example 27)

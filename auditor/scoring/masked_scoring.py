@@ -1,13 +1,13 @@
 """Scores of masked documents read straight off the trees, without building the masked rows.
 
 Most of an audit's model time goes to masked rows: a document x with every feature outside a keep-mask replaced by
-one fill vector (`auditor.masking.Masker`: mean, median, zero). Building C masks × n documents rows for a predictor
+one fill vector (`masking.Masker`: mean, median, zero). Building C masks × n documents rows for a predictor
 walks every tree from the root for every row, deciding again and again splits no mask can change: a split sends x's
 own value one way and the fill value one way, and where the two agree the mask does not matter.
 
 So each document gets a jump table: from a node, follow the directions x and the fill agree on down to the first
 leaf or split the mask decides. A mask then visits only those splits (2.6 nodes a tree instead of 8 on the wide
-benchmark model). Directions are `auditor.trees._leaf`'s rule, one step at a time (`_child`), on the values as the
+benchmark model). Directions are `trees._leaf`'s rule, one step at a time (`_child`), on the values as the
 library reads them (float32 for scikit-learn, XGBoost and CatBoost; LightGBM's zero filter; NaN read as 0 unless the
 split routes it; missing types Zero and NaN to the default side), and leaves are summed as `_score` sums them (tree
 order, float64 from the bias, or XGBoost's float32 sum): scores are bit-identical to `TreeEnsemble.predict` of the
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from auditor.trees import K_ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
+from auditor.scoring.trees import K_ZERO, MISSING_NAN, MISSING_ZERO, TreeEnsemble, UnsupportedModel
 
 
 def masked_ensemble(model: Any) -> TreeEnsemble | None:
@@ -124,7 +124,7 @@ def masked_scores_rows(ensemble: TreeEnsemble, X: np.ndarray, fills: np.ndarray,
 
 @njit(cache=True, inline="always")
 def _child(value, node, threshold, left, right, default_left, missing, zero_filter):
-    """The child `auditor.trees._leaf` sends `value` to from split `node` (the same rule, one step)."""
+    """The child `trees._leaf` sends `value` to from split `node` (the same rule, one step)."""
     if zero_filter and -K_ZERO <= value <= K_ZERO:
         value = 0.0
     kind = missing[node]
@@ -224,7 +224,7 @@ def _table(x, fill, by_fill, fill_child, feature, threshold, left, right, defaul
 
 @njit(cache=True, inline="always")
 def _total(link, feat, kept, n_trees, value, weight, bias, float32_sum):
-    """The score under keep-mask `kept` through a link table, summed as `auditor.trees._score` sums."""
+    """The score under keep-mask `kept` through a link table, summed as `auditor.scoring.trees._score` sums."""
     small = np.float32(bias)
     total = bias
     for tree in range(n_trees):
@@ -238,7 +238,7 @@ def _total(link, feat, kept, n_trees, value, weight, bias, float32_sum):
 
 @njit(cache=True, inline="always")
 def _leaf_mixed(x, fill, kept, node, feature, threshold, left, right, default_left, missing, zero_filter):
-    """The leaf from `node` of the row that reads x where `kept`, else the fill (`auditor.trees._leaf`'s rule)."""
+    """The leaf from `node` of the row that reads x where `kept`, else the fill (`trees._leaf`'s rule)."""
     while feature[node] >= 0:
         f = feature[node]
         node = _child(x[f] if kept[f] else fill[f], node, threshold, left, right, default_left, missing, zero_filter)
@@ -266,7 +266,7 @@ def _masked_rows(X, fills, keep, order, pair_start, pair_doc, pair_fill, bounds,
                 for i in range(pair_start[pair], pair_start[pair + 1]):
                     out[order[i]] = _total(link, feat, keep[order[i]], n_trees, value, weight, bias, float32_sum)
                 continue
-            for i in range(pair_start[pair], pair_start[pair + 1]):  # summed as auditor.trees._score sums
+            for i in range(pair_start[pair], pair_start[pair + 1]):  # summed as auditor.scoring.trees._score sums
                 kept = keep[order[i]]
                 small = np.float32(bias)
                 total = bias

@@ -13,7 +13,7 @@ example (12 features, 80 trees) and the wide synthetic data (136 features, 150 t
 close the estimates come is measured there and recorded in docs/benchmarks.md ("Wide data").
 
 `plan` is the whole audit: the items in spec order (work an earlier item shares through the memo is not counted
-twice), the report rendering, and the budget's choices (auditor/budget.py).
+twice), the report rendering, and the budget's choices (auditor/run/budget.py).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from auditor.data import RankingData
-from auditor.executor import AUTO_MIN_QUERIES, AUTO_MIN_SECONDS
+from auditor.core.threads import cpu_count
+from auditor.evidence.executor import AUTO_MIN_QUERIES, AUTO_MIN_SECONDS
+from auditor.inputs.data import RankingData
 from auditor.models.base import bit_identical_trees
-from auditor.threads import cpu_count
 
 PROBE_KEEP = 5  # features a masked probe row keeps (the searches' sets: k ≤ 10); the rest at the mean
 POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors")
@@ -52,7 +52,7 @@ class Shape:
     rows_per_second: float
     workers: float = 1  # worker processes' worth of free cores (free_workers)
     masked_rows_per_second: float | None = None  # rows with most features at the mean (None: as documents)
-    masks_off_trees: bool = False  # masked rows read off the trees (auditor.masked_scoring): none is built
+    masks_off_trees: bool = False  # masked rows read off the trees (auditor.scoring.masked_scoring): none is built
     feature_names: tuple[str, ...] = ()
     reference: np.ndarray | None = field(default=None, repr=False)  # the background rows (sweep grids)
 
@@ -98,7 +98,7 @@ class ItemCost:
 
     @property
     def heavy(self) -> bool:
-        """Long enough for `auto` to run its queries in worker processes (auditor/executor.py)."""
+        """Long enough for `auto` to run its queries in worker processes (auditor/evidence/executor.py)."""
         return (self.serial_seconds if self.serial_seconds is not None else self.seconds) >= AUTO_MIN_SECONDS
 
     def to_json(self) -> dict[str, Any]:
@@ -159,8 +159,8 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
     started = time.perf_counter()
     model.predict(sample[:64])
     trees = bit_identical_trees(getattr(model, "inner", model))
-    if trees is not None:  # masked rows are read off the trees (auditor.masked_scoring): many masks a document
-        from auditor.masked_scoring import masked_scores
+    if trees is not None:  # masked rows are read off the trees (auditor.scoring.masked_scoring): many masks a document
+        from auditor.scoring.masked_scoring import masked_scores
 
         docs, masks = sample[:40], keep[:max(1, rows // 40)]
         masked_scores(trees, docs[:1], mean, masks[:1])  # compiled or loaded once, not timed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 
 def metric_name(feature: str) -> str:

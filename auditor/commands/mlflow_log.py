@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError, shorten
-from auditor.urls import scrubbed
+from auditor.core.errors import InputError, shorten
+from auditor.core.urls import scrubbed
 
 EXTRA_FIX = "install it: pip install 'auditor[mlflow]'"
 _NOT_ALLOWED = re.compile(r"[^\w\-. /]")  # what MLflow allows everywhere (a colon is refused on Windows)
@@ -50,8 +50,8 @@ def check_ready(spec_path: Path) -> str | None:
     except ImportError:
         raise InputError("--mlflow needs the mlflow package, which is not installed", where="--mlflow",
                          fix=EXTRA_FIX) from None
+    from auditor.inputs.spec import load_spec
     from auditor.models.mlflow import quiet, tracking_uri
-    from auditor.spec import load_spec
 
     quiet()
     spec, _ = load_spec(spec_path)
@@ -121,7 +121,7 @@ def _log(mlflow: Any, run: Any, tracking_uri: str | None) -> str:
 def judged(findings: list[Any], results: dict[str, Any]) -> dict[str, float]:
     """The numbers the rules judged (module docstring), by their names before MLflow's spelling: per rule
     `rule.<pack>.<id>` (and its interval), and the evidence metrics the rules name with their intervals."""
-    from auditor.metric_names import HIGH, LOW
+    from auditor.core.metric_names import HIGH, LOW
 
     reported = {name: value for result in results.values() for name, value in result.metrics.items()}
     out: dict[str, float] = {}

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.display import code_point, flagged
-from auditor.errors import InputError
-from auditor.files import MAX_SMALL_BYTES, read_bytes
+from auditor.core.display import code_point, flagged
+from auditor.core.errors import InputError
+from auditor.core.files import MAX_SMALL_BYTES, read_bytes
 
 _YES_NO = {"yes/no", "no/yes", "y/n", "boolean", "bool", "flag", "true/false"}
 

@@ -74,13 +74,13 @@ class Masker:
 
 def fill_scores(model: CountingRanker, X: np.ndarray, fill: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
     """(C × n × fill rows) scores of the documents under each keep-mask and each fill row, read off the trees
-    (`auditor.masked_scoring`, bit-identical to predicting the built rows, counted as model rows), or None when the
+    (`masked_scoring`, bit-identical to predicting the built rows, counted as model rows), or None when the
     model has no bit-identical array form. The layout is the one `masked_rows` + predict gives."""
     trees = model.exact_trees() if hasattr(model, "exact_trees") else None
     if trees is None:
         return None
-    from auditor.masked_scoring import masked_scores
     from auditor.models.base import check_scores
+    from auditor.scoring.masked_scoring import masked_scores
 
     X = np.asarray(X, dtype=np.float64)
     out = np.stack([masked_scores(trees, X, row, keep) for row in np.atleast_2d(fill)], axis=2)

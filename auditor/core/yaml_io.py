@@ -1,6 +1,6 @@
 """YAML as plain data for every file the tool reads as YAML (specs, policy packs): safe tags only, duplicate keys
 refused, positions kept for error messages, and bounded — no alias bomb, no nesting deep enough to exhaust the
-stack. Loads no ML library, so `auditor.spec` and `auditor.policy` stay quick to import.
+stack. Loads no ML library, so `auditor.inputs.spec` and `auditor.judging.policy` stay quick to import.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from auditor.errors import InputError
+from auditor.core.errors import InputError
 
 KEY_MARK = "\0key"
 MAX_NODES = 100_000  # values after expanding aliases; a real spec or pack has a few hundred

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
-from auditor.errors import InputError, shorten
-from auditor.files import kind_of
-from auditor.yaml_io import KEY_MARK, day_problem, shown_key
+from auditor.core.errors import InputError, shorten
+from auditor.core.files import kind_of
+from auditor.core.yaml_io import KEY_MARK, day_problem, shown_key
 
 M = TypeVar("M", bound=BaseModel)
 MAX_SUGGESTED = 100  # longest name given to difflib, whose matching is quadratic in the lengths

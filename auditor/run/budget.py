@@ -1,5 +1,5 @@
 """A time budget for the evidence (spec `budget: {minutes: N}`): the engine samples queries and drops optional
-work so the cost model's estimate (auditor/cost.py) fits, and says what it chose and why.
+work so the cost model's estimate (auditor/run/cost.py) fits, and says what it chose and why.
 
 The choice never depends on the machine's load or on luck: it is planned at a *reference* scoring speed computed
 from the model itself — the tree nodes one row visits (the ensemble's path lengths weighted by its training
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from auditor.cost import Shape, estimate_items
 from auditor.evidence.registry import KINDS
+from auditor.run.cost import Shape, estimate_items
 
 # Reference rates, fitted on the bookstore (80 trees, 12 features, 328 nodes a row: 300k rows/s, masked 320k) and
 # the wide data (150 trees, 136 features, 869 nodes a row: 105k rows/s, masked 265k) on the quiet 2-core machine.
