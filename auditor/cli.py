@@ -279,6 +279,9 @@ def report(
                                          "rule's status as tags, the judged numbers as metrics, the run folder as "
                                          "artifacts (the active run, $MLFLOW_RUN_ID's, or a new one; tracking URI "
                                          "from the spec's model.tracking_uri or $MLFLOW_TRACKING_URI).")] = False,
+    document: Annotated[list[str] | None, typer.Option("--document", help="The documents to render (repeatable; "
+                                                    "instead of the spec's output.documents): report, "
+                                                    "ll144-summary.", show_default=False)] = None,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -316,7 +319,8 @@ def report(
             return run_audit(spec, out=out, seed=seed, progress=progress,
                              executor=_executor_override(spec, jobs, executor, scheduler),
                              notify=None if quiet else lambda note: typer.echo(f"note: {terminal(note)}", err=True),
-                             register=register, timestamp_url=timestamp_url, rerun=rerun)
+                             register=register, timestamp_url=timestamp_url, rerun=rerun,
+                             documents=list(dict.fromkeys(document)) if document else None)
 
     run = _guard(action, debug=debug)
     counts: dict[str, int] = {}
@@ -329,8 +333,9 @@ def report(
         typer.echo(f"opinion: {run.opinion} ({shown})", err=True)
         for sentence in (run.budget or {}).get("choices", []):
             typer.echo(f"budget: {terminal(sentence)}", err=True)
-    shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf")
-                       if (run.run_dir / name).exists()), run.run_dir / "evidence.json")
+    shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf", "ll144-summary.html",
+                                                       "ll144-summary.pdf") if (run.run_dir / name).exists()),
+                      run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
     if junit is not None:  # after the run, from its evidence.json
         from auditor.commands.junit import write_results
@@ -459,6 +464,9 @@ def render(
                                                       "html).", show_default=False)] = None,
     pubkey: Annotated[Path | None, typer.Option(help="Public key (PEM) trusted to sign the run's bundle: checked "
                                                      "before rendering.", show_default=False)] = None,
+    document: Annotated[list[str] | None, typer.Option("--document", help="The documents to render (repeatable; "
+                                                    "default report): report, ll144-summary.",
+                                                    show_default=False)] = None,
     debug: Debug = False,
 ) -> None:
     """Render a run's report again from its evidence.json alone, without running anything: into a new, unsigned
@@ -472,8 +480,8 @@ def render(
     if wrong:
         typer.echo(f"error: --format {terminal(wrong[0])}: not a format; use html or pdf", err=True)
         raise typer.Exit(2)
-    rendered = _guard(lambda: render_run(run_dir, out=out, templates=template, formats=formats, pubkey=pubkey),
-                      debug=debug)
+    rendered = _guard(lambda: render_run(run_dir, out=out, templates=template, formats=formats, pubkey=pubkey,
+                                         documents=tuple(dict.fromkeys(document or ["report"]))), debug=debug)
     for note in rendered.notes:
         typer.echo(f"note: {terminal(note)}", err=True)
     typer.echo(str(rendered.folder))

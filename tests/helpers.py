@@ -10,10 +10,12 @@ import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import lightgbm as lgb
 import numpy as np
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
@@ -214,3 +216,26 @@ class FirstColumn:
     def describe(self) -> dict[str, str]:
         return {"kind": self.kind}
 
+
+# --- the hiring example (test_selection_rates, test_ll144_summary) -------------------------------------------------
+
+HIRING = Path(__file__).resolve().parents[1] / "examples" / "hiring"
+
+
+def hiring_run(tmp_path: Path, spec_name: str, *, resamples: int = 400, edit: Any = None) -> Any:
+    """The hiring example's audit (selection_rates alone, light) in a copy of the folder; `edit(folder, spec)`
+    changes the copy first (test_selection_rates, test_ll144_summary)."""
+    from auditor.run.engine import run_audit
+
+    folder = tmp_path / spec_name.removesuffix(".yaml")
+    folder.mkdir()
+    for name in ("test.csv", "model-biased.txt", "model-fair.txt"):
+        shutil.copy(HIRING / name, folder / name)
+    spec = yaml.safe_load((HIRING / spec_name).read_text())
+    spec["evidence"] = [{"selection_rates": {"categories": ["sex", "race_ethnicity"], "resamples": resamples}}]
+    spec["output"] = {"dir": "reports", "formats": ["html"]}
+    spec["register"] = False
+    if edit is not None:
+        edit(folder, spec)
+    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return run_audit(folder / "audit.yaml", today=dt.date(2026, 12, 1))

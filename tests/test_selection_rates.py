@@ -6,21 +6,19 @@ data keeps beside the features, and the hiring example's biased ranker against i
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from auditor.core.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.selection_rates import SelectionRatesOptions
 from auditor.inputs.data import RankingData, load_ranking_data
 from auditor.models.base import CountingRanker
-from tests.helpers import FirstColumn, assert_consistent
+from tests.helpers import FirstColumn, assert_consistent, hiring_run
 
 ROOT = Path(__file__).resolve().parents[1]
 HIRING = ROOT / "examples" / "hiring"
@@ -127,30 +125,12 @@ def test_attribute_columns_are_read_beside_the_features_as_text(tmp_path: Path) 
         load_ranking_data(tmp_path / "d.svm", attribute_columns=["sex"])
 
 
-def _hiring(tmp_path: Path, spec_name: str, *, resamples: int = 400, edit: Any = None) -> Any:
-    """The hiring example's audit (selection_rates alone, light) in a copy of the folder."""
-    from auditor.run.engine import run_audit
-
-    folder = tmp_path / spec_name.removesuffix(".yaml")
-    folder.mkdir()
-    for name in ("test.csv", "model-biased.txt", "model-fair.txt"):
-        shutil.copy(HIRING / name, folder / name)
-    spec = yaml.safe_load((HIRING / spec_name).read_text())
-    spec["evidence"] = [{"selection_rates": {"categories": ["sex", "race_ethnicity"], "resamples": resamples}}]
-    spec["output"] = {"dir": "reports", "formats": ["html"]}
-    spec["register"] = False
-    if edit is not None:
-        edit(folder, spec)
-    (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    return run_audit(folder / "audit.yaml", today=dt.date(2026, 12, 1))
-
-
 def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: Path) -> None:
     """The hiring example: the ranker trained on past recruiters' decisions (which marked down career gaps and
     low-index neighbourhoods) against its twin trained on the candidates' fit alone. The biased one's interval of
     the smallest impact ratio lies wholly below the fair one's; the pack's WARN and the detection name it."""
-    biased = _hiring(tmp_path, "audit.yaml")
-    fair = _hiring(tmp_path, "audit-fair.yaml")
+    biased = hiring_run(tmp_path, "audit.yaml")
+    fair = hiring_run(tmp_path, "audit-fair.yaml")
     b = biased.results["selection_rates"].metrics
     f = fair.results["selection_rates"].metrics
     assert b["selection.min_ratio.ci95_high"] < f["selection.min_ratio.ci95_low"], (b, f)
@@ -237,7 +217,7 @@ def test_category_values_are_escaped_in_the_report(tmp_path: Path) -> None:
         text = (folder / "test.csv").read_text().replace(",Asian\n", ",<script>alert(1)</script>\n")
         (folder / "test.csv").write_text(text)
 
-    run = _hiring(tmp_path, "audit.yaml", resamples=100, edit=poison)
+    run = hiring_run(tmp_path, "audit.yaml", resamples=100, edit=poison)
     html = (run.run_dir / "report.html").read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
 

@@ -28,6 +28,27 @@ from typing import Literal
 import numpy as np
 
 Cutoff = Literal["median", "top_k"]
+# The EEO-1 Component 1 categories, which 6 RCNY §5-300 makes LL144's categories: sex, and race/ethnicity (its
+# race categories are of individuals not Hispanic or Latino). A value matches ignoring case and outer spaces.
+EEO1_SEX = ("Male", "Female")
+EEO1_RACE_ETHNICITY = ("Hispanic or Latino", "White", "Black or African American",
+                       "Native Hawaiian or Other Pacific Islander", "Asian", "American Indian or Alaska Native",
+                       "Two or More Races")
+EEO1_COMPONENTS = {"sex": EEO1_SEX, "race/ethnicity": EEO1_RACE_ETHNICITY}
+
+
+def eeo1_component(values: list[str]) -> tuple[str | None, list[str]]:
+    """Which EEO-1 component a column's category values are (`sex`, `race/ethnicity`, or None), and the values that
+    are no category of it: of the component sharing most values with the column, or every value when none does."""
+    wanted = [value.strip().casefold() for value in values]
+    best, outside = None, list(values)
+    for component, labels in EEO1_COMPONENTS.items():
+        known = {label.casefold() for label in labels}
+        rest = [value for value, key in zip(values, wanted, strict=True) if key not in known]
+        if len(rest) < len(outside) or (best is None and len(rest) < len(values)):
+            best, outside = component, rest
+    return (best if not outside else None), outside
+
 CHUNK_CELLS = 4_000_000  # draws × individuals held at once
 
 

@@ -71,8 +71,11 @@ def load_run(run_dir: Path, *, pubkey: Path | None = None) -> LoadedRun:
 
 
 def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None = None,
-               formats: tuple[str, ...] = ("html",), pubkey: Path | None = None) -> Rendered:
-    """Render `run_dir`'s report from its evidence into a new folder under `out` (default: beside the run)."""
+               formats: tuple[str, ...] = ("html",), pubkey: Path | None = None,
+               documents: tuple[str, ...] = ("report",)) -> Rendered:
+    """Render `run_dir`'s documents (default its report) from its evidence into a new folder under `out` (default:
+    beside the run)."""
+    from auditor.report.documents import DOCUMENTS, NAMES, REPORT
     from auditor.run.engine import check_output_folder, dump_json, rename_free, reproducible_document
 
     if templates is not None:
@@ -80,10 +83,18 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
 
         check_templates(templates)
     out_dir = Path(out) if out is not None else Path(run_dir).resolve().parent
+    for index, name in enumerate(documents):
+        if name not in NAMES:
+            raise InputError(f"no document '{name}'", where=f"--document {index + 1}",
+                             fix=f"choose among {', '.join(NAMES)}")
     check_output_folder(out_dir)  # before any drawing: a wrong --out costs nothing
     run = load_run(run_dir, pubkey=pubkey)
     document, notes, raw = run.document, run.notes, run.raw
-    html = html_of(run, templates=templates)
+    html = html_of(run, templates=templates) if REPORT in documents else ""
+    from auditor.report.documents import render_document
+
+    pages = {name: render_document(name, document, evidence_bytes=raw, templates=templates)
+             for name in documents if name != REPORT}  # each checked before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     prefix = f".render-{os.getpid()}-"
     try:
@@ -93,17 +104,19 @@ def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None
             shutil.rmtree(made, ignore_errors=True)
         raise
     try:
-        if "html" in formats:
-            (tmp / "report.html").write_text(html, encoding="utf-8")
-        if "pdf" in formats:
-            from auditor.report.pdf import fixed_date, render_pdf
+        from auditor.report.pdf import fixed_date, render_pdf
 
-            attached = dump_json(reproducible_document(document)).encode("utf-8")
-            (tmp / "report.pdf").write_bytes(render_pdf(html, attachment=attached,
-                                                        date=fixed_date(document.run.get("evaluated_on")),
-                                                        title=str(document.audit.get("title", "Audit"))))
+        attached = dump_json(reproducible_document(document)).encode("utf-8")
+        day = fixed_date(document.run.get("evaluated_on"))
+        files = ([("report", html, str(document.audit.get("title", "Audit")))] if REPORT in documents else []) + \
+            [(DOCUMENTS[name].stem, page, DOCUMENTS[name].title) for name, page in pages.items()]
+        for stem, page, title in files:
+            if "html" in formats:
+                (tmp / f"{stem}.html").write_text(page, encoding="utf-8")
+            if "pdf" in formats:
+                (tmp / f"{stem}.pdf").write_bytes(render_pdf(page, attachment=attached, date=day, title=title))
         record = {"rendered_from": run_dir.resolve().name, "evidence_sha256": sha256_bytes(raw),
-                  "bundle": run.bundle, "templates": str(templates or "built-in"),
+                  "bundle": run.bundle, "templates": str(templates or "built-in"), "documents": list(documents),
                   "signed": False, "rendered_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "notes": notes}
         (tmp / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")

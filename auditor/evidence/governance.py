@@ -35,6 +35,7 @@ def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:
         "governance.auditor_stated": stated("auditor"),
         "governance.features_described": float(options.features_described),
         "governance.data_source_stated": float(options.data_source_stated),
+        "governance.data_type_stated": float(options.data_type is not None),
         "governance.distribution_date_stated": stated("distribution_date"),
     }
     distributed = meta.get("distribution_date")

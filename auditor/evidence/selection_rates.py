@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auditor.checks.selection import Intervals, Rates, Table, bootstrap, rates, selected
+from auditor.checks.selection import Intervals, Rates, Table, bootstrap, eeo1_component, rates, selected
 from auditor.core.errors import InputError
 from auditor.core.feature_names import metric_name
 from auditor.core.metric_names import spelled
@@ -36,7 +36,7 @@ MAX_CATEGORIES = 1_000
 # `selection.<word>` names the kind's own figures: a column whose metric segment is one of them would put its
 # categories' metrics beside (or over) them (`selection.unknown.<column>` is also a column "unknown"'s table).
 RESERVED = ("individuals", "queries", "columns", "intersections", "reported", "excluded", "unknown_reported",
-            "below_four_fifths", "min_ratio", "unknown")
+            "below_four_fifths", "min_ratio", "unknown", "eeo1_components", "non_eeo1", "median_score")
 CITATION = ("NYC Local Law 144 of 2021 (Admin. Code §20-871); 6 RCNY §5-301(c) — scoring rates and impact ratios of "
             "sex, race/ethnicity and intersectional categories")
 HOW_TO_READ = (
@@ -85,6 +85,10 @@ def check(options: SelectionRatesOptions, data: RankingData) -> None:
                    f"add '{column}' to `dataset.attribute_columns`, so it is read as text beside the data")
             raise InputError(f"'{column}' is not an attribute column of the data", where=f"categories.{index}",
                              fix=fix)
+    for column in options.labels:
+        if column not in columns:
+            raise InputError(f"`labels` maps the values of '{column}', which is not a category column",
+                             where=f"labels.{column}", fix=f"map the values of one of {', '.join(columns)}")
     _check_names(columns)
     _check_sizes(columns, data, options)
 
@@ -138,6 +142,9 @@ def run(ctx: AuditContext, options: SelectionRatesOptions) -> EvidenceResult:
                        n_resamples=options.resamples)
     _metrics(result, breakdowns, tables, full, spread, data)
     result.metrics["selection.intersections"] = float(any(b.columns > 1 for b in breakdowns))
+    if options.cutoff == "median":
+        result.metrics["selection.median_score"] = float(np.median(scores))
+    _components(result, breakdowns)
     _report(result, breakdowns, tables, full, spread, options, float(np.median(scores)), data)
     _detect(result, breakdowns, tables, full, spread, options)
     return result
@@ -160,8 +167,11 @@ def _keys(columns: list[str], data: RankingData, options: SelectionRatesOptions)
     category is its values, never its label: `F × A` with `B` and `F` with `A × B` read alike joined, and a missing
     cell reads like the value "missing". Cells of spaces alone are one category, "(empty)"."""
     unknown = {_normal(v) for v in options.unknown_values}
+    tables = [{_normal(value): label for value, label in options.labels.get(c, {}).items()} for c in columns]
     out: list[Key | None] = []
-    for row in zip(*(data.attributes[c] for c in columns), strict=True):
+    for cells in zip(*(data.attributes[c] for c in columns), strict=True):
+        row = tuple(table.get(_normal(v), v) if table and v is not None else v
+                    for table, v in zip(tables, cells, strict=True))
         if any(_normal(v) in unknown for v in row):
             out.append(None)
         else:
@@ -200,6 +210,37 @@ def _breakdown(columns: list[str], data: RankingData, options: SelectionRatesOpt
     return _Breakdown(key=INTERSECTION.join(metric_name(c) for c in columns), label=" × ".join(columns),
                       values=values, names=names, codes=codes, unknown=sum(k is None for k in keys),
                       columns=len(columns))
+
+
+def _components(result: EvidenceResult, breakdowns: list[_Breakdown]) -> None:
+    """Which EEO-1 component each category column is (6 RCNY §5-300 makes them LL144's categories), and the values
+    that are no EEO-1 category: a record per column, two metrics, and a note naming the values and the fix."""
+    found, outside = set(), []
+    for b in breakdowns:
+        if b.columns == 1:
+            component, rest = eeo1_component(b.values)
+            result.records.append({"kind": "component", "table": b.label, "component": component, "outside": rest})
+            found |= {component} - {None}
+            outside += [(b.label, value) for value in rest]
+    result.metrics["selection.eeo1_components"] = float(len(found))
+    result.metrics["selection.non_eeo1"] = float(len(outside))
+    if outside:
+        column, value = outside[0]
+        result.notes.append(
+            "Not EEO-1 component 1 categories (6 RCNY §5-300 makes those LL144's categories): "
+            + "; ".join(f"{value} ({column})" for column, value in outside)
+            + f". Map each to the category it stands for, or to unknown, with `selection_rates.labels` (e.g. "
+            f"labels: {{{column}: {{{value}: ...}}}}).")
+
+
+def outside_eeo1(options: SelectionRatesOptions, data: RankingData) -> list[str]:
+    """The category values (after `labels`) that are no EEO-1 component 1 category, as "value (column)": what the
+    LL144 summary refuses before any evidence runs."""
+    out = []
+    for column in categories_of(options, data):
+        _, rest = eeo1_component(_breakdown([column], data, options).values)
+        out += [f"{value} ({column})" for value in rest]
+    return out
 
 
 def _reported(breakdown: _Breakdown, min_share: float) -> np.ndarray:
@@ -262,7 +303,8 @@ def _report(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
                 ratio, band = "excluded (under " + percent(options.min_share) + ")", "—"
             rows.append([value, int(figures.n[j]), percent(figures.rate[j]), ratio, band])
             result.records.append({
-                "kind": "category", "table": b.label, "category": value, "individuals": int(figures.n[j]),
+                "kind": "category", "table": b.label, "category": value, "metric": f"selection.{b.key}.{b.names[j]}",
+                "individuals": int(figures.n[j]),
                 "selected": int(figures.selected[j]), "rate": stored(figures.rate[j]),
                 "impact_ratio": stored(figures.ratio[j]) if table.reported[j] else None,
                 "ci95_low": stored(ratio_ci[j][0]) if table.reported[j] else None,

@@ -191,6 +191,15 @@ class ModelSpec(StrictModel):
         return self
 
 
+class WhyTestData(StrictModel):
+    """Why an audit used test data instead of historical data, and where they come from (6 RCNY §5-302)."""
+
+    why: Literal["no_historical_data", "insufficient_historical_data"] = Field(
+        description="`no_historical_data`: the tool has not been used yet (nor by other employers whose data could "
+                    "serve); `insufficient_historical_data`: too little for a statistically significant audit.")
+    how: str = Field(min_length=1, max_length=2000, description="How the test data were generated and obtained.")
+
+
 class DataDescription(StrictModel):
     """Where the audited data come from, in the owner's words: what a reader needs to judge what the figures
     generalise to (the exposure "merit" and every quality figure rest on the labels)."""
@@ -201,6 +210,22 @@ class DataDescription(StrictModel):
     window: str | None = Field(None, max_length=500, description="The time window the queries come from.")
     labels: str | None = Field(None, max_length=2000, description="Where the relevance labels come from (editors, "
                                                                   "clicks, purchases) and how they were graded.")
+    data_type: Literal["historical", "test"] | None = Field(
+        None, description="NYC LL144 (6 RCNY §5-302): `historical` — data from the tool's real use (this employer's "
+                          "or others'); `test` — data made or gathered for the audit, allowed when too little "
+                          "historical data exists (`test_data` then says why and how).")
+    test_data: WhyTestData | None = Field(None, description="For `data_type: test`: why historical data was not used "
+                                                         "and how the test data were generated and obtained (6 RCNY "
+                                                         "§5-302): printed in the published summary.")
+
+    @model_validator(mode="after")
+    def _test_data_explained(self) -> DataDescription:
+        if self.data_type == "test" and self.test_data is None:
+            raise ValueError("test data need `test_data: {why: ..., how: ...}`: why historical data was not used and "
+                             "how the test data were generated and obtained (6 RCNY §5-302)")
+        if self.data_type != "test" and self.test_data is not None:
+            raise ValueError("`test_data` explains test data: set `data_type: test`, or leave `test_data` out")
+        return self
 
 
 class DatasetSpec(StrictModel):
@@ -332,6 +357,10 @@ class OutputSpec(StrictModel):
     formats: list[Literal["html", "pdf"]] = Field(
         ["html"], description="Renderings besides evidence.json: `html` (report.html) and `pdf` (report.pdf, "
                               "PDF/A-3b with evidence.json attached).")
+    documents: list[Literal["report", "ll144-summary"]] = Field(
+        ["report"], description="The documents to render, each in every format of `formats`: `report` (the audit "
+                                "report), `ll144-summary` (NYC Local Law 144's summary of results, a page to post: "
+                                "ll144-summary.html/.pdf; needs `selection_rates`). auditor/report/documents.py.")
     timings: bool = Field(False, description="Show wall-clock cost tables in report.html/pdf. They differ between "
                                              "identical runs, so the reports are byte-reproducible only when false.")
     templates: InputFolder | None = Field(

@@ -100,6 +100,13 @@ PHRASES: dict[str, Phrase] = {
         f"the tool was distributed {counted(int(-v), 'day')} before this audit"),
     "governance.data_source_stated": _yes("the source of the audit's data is described",
                                           "the source of the audit's data is not described"),
+    "governance.data_type_stated": _yes("whether the data are historical or test data is stated",
+                                        "whether the data are historical or test data is not stated"),
+    "selection.eeo1_components": lambda v, _: (f"{counted(int(v), 'EEO-1 component')} (sex, race/ethnicity) "
+                                               f"{'is' if int(v) == 1 else 'are'} among the category columns"),
+    "selection.non_eeo1": lambda v, _: (f"{counted(int(v), 'category value')} "
+                                        f"{'is' if int(v) == 1 else 'are'} no EEO-1 component 1 category"
+                                        if v else "every category is an EEO-1 component 1 category"),
     "selection.min_ratio": lambda v, s: f"the least selected category's scoring rate is {s} times the most selected "
                                         "category's — 1 means as often",
     "selection.columns": lambda v, _: (f"{counted(int(v), 'category column')} (sex, race/ethnicity) "

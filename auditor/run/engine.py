@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -135,6 +135,7 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
             except InputError as exc:
                 raise InputError(exc.problem, file=spec_path, where=f"evidence.{index}.{name}.{exc.where}",
                                  fix=exc.fix) from None
+    _check_documents(spec.output.documents, spec, data, where="output.documents", spec_file=spec_path)
     features = feature_dictionary.build(dict(spec.features), spec.feature_dictionary, data.feature_names,
                                         spec_file=spec_path)
     signing = None
@@ -186,23 +187,37 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
                          fix=exc.fix and renamed(exc.fix)) from None
 
 
+def _check_documents(names: Sequence[str], spec: AuditSpec, data: RankingData, *, where: str,
+                     spec_file: Path | None) -> None:
+    """The documents asked for are known and the spec gives them what they need (before any evidence runs)."""
+    from auditor.report.documents import check_requested
+
+    try:
+        check_requested(list(names), dict(spec.evidence_items()), data, where=where)
+    except InputError as exc:
+        raise InputError(exc.problem, file=spec_file, where=exc.where, fix=exc.fix) from None
+
+
 def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | None = None,
               progress: Progress | None = None, today: dt.date | None = None,
               executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None,
               register: str | None = None, timestamp_url: str | None = None,
-              formats: list[str] | None = None, rerun: Rerun | None = None) -> AuditRun:
+              formats: list[str] | None = None, rerun: Rerun | None = None,
+              documents: list[str] | None = None) -> AuditRun:
     """Run the audit a spec describes, write its run folder and record it in the register. Returns where it went
     and the verdicts. `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler),
     `register` the spec's register (`off`: none); `notify` receives one-line notes for the person running it
     (e.g. stale temporary folders removed). A register that cannot be used does not stop the run: its folder is
     written without the register's sections and `register_error` says why. `formats` overrides the spec's output
-    formats (what is rendered, not what is measured: the Python API renders HTML only until a run is saved)."""
+    formats (what is rendered, not what is measured: the Python API renders HTML only until a run is saved),
+    `documents` its output documents (the command line's --document)."""
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url, rerun=rerun)
     try:
         done = _run_prepared(prepared, started, out=out, seed=seed, progress=progress, today=today,
-                             executor=executor, notify=notify, register=register, formats=formats)
+                             executor=executor, notify=notify, register=register, formats=formats,
+                             documents=documents)
         for note in prepared.notes:
             (notify or (lambda _: None))(note)
         return done
@@ -213,7 +228,7 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
 def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | None, seed: int | None,
                   progress: Progress, today: dt.date | None, executor: ExecutorSpec | None,
                   notify: Callable[[str], None] | None, register: str | None,
-                  formats: list[str] | None = None) -> AuditRun:
+                  formats: list[str] | None = None, documents: list[str] | None = None) -> AuditRun:
     """`run_audit` once everything is loaded and checked: the evidence, the verdicts, the run folder, the
     register."""
     from auditor.register import review as reviews
@@ -221,6 +236,9 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     spec = prepared.spec
     if formats is not None:
         spec = spec.model_copy(update={"output": spec.output.model_copy(update={"formats": formats})})
+    if documents is not None:
+        _check_documents(documents, spec, prepared.data, where="--document", spec_file=None)
+        spec = spec.model_copy(update={"output": spec.output.model_copy(update={"documents": documents})})
     out_dir = out if out is not None else spec.output.dir
     check_output_folder(out_dir)  # before any evidence runs
     review = reviews.open_review(reviews.location(spec, out_dir, register), reviews.system_name(spec))
@@ -417,6 +435,8 @@ def always_present_options(spec: AuditSpec, today: dt.date | None = None) -> dic
                                             and bool((spec.dataset.description.frame or "").strip()),
                                             data_window=spec.dataset.description.window
                                             if spec.dataset.description is not None else None,
+                                            data_type=spec.dataset.description.data_type
+                                            if spec.dataset.description is not None else None,
                                             evaluated_on=today.isoformat() if today is not None else None)}
 
 
@@ -511,7 +531,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, result
         raise
     try:
         (tmp / "evidence.json").write_text(dump_json(document.to_json()), encoding="utf-8")
-        if formats & {"html", "pdf"}:
+        if formats & {"html", "pdf"} and "report" in spec.output.documents:
             signer = prepared.signing.details if prepared.signing is not None else None
             html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"),
                                signer=signer, timings=spec.output.timings, templates=spec.output.templates)
@@ -524,6 +544,12 @@ def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, result
                 pdf = render_pdf(html, attachment=attached, date=fixed_date(document.run.get("evaluated_on")),
                                  title=spec.audit.title)
                 (tmp / "report.pdf").write_bytes(pdf)
+        from auditor.report.documents import write_documents
+
+        write_documents(tmp, list(spec.output.documents), document,
+                        evidence_bytes=(tmp / "evidence.json").read_bytes(),
+                        attachment=dump_json(reproducible_document(document)).encode("utf-8"), formats=formats,
+                        templates=spec.output.templates)
         archived = write_archive(tmp, prepared.spec_path, input_files(prepared), mode=spec.output.archive_inputs,
                                  max_mb=spec.output.archive_max_mb,
                                  builtin_packs=prepared.rerun.packs if prepared.rerun and prepared.rerun.packs

@@ -30,6 +30,11 @@ class SelectionRatesOptions(EvidenceOptions):
     unknown_values: list[str | None] = Field(
         ["", "unknown", None], description="Values that mean the category is unknown (case and surrounding spaces "
                                            "ignored; null: an empty cell): counted, not included in the rates.")
+    labels: dict[str, dict[str, str]] = Field(
+        {}, description="A declared table from the data's values to the categories they stand for, per column (e.g. "
+                        "`{race: {Black: Black or African American, Other: unknown}}`; case and surrounding spaces "
+                        "ignored): LL144's categories are the EEO-1 component 1 categories (6 RCNY §5-300), and a "
+                        "value mapped to one of `unknown_values` is counted as unknown.")
     resamples: int = Field(2000, ge=100, le=100_000, description="Bootstrap resamples for the intervals.")
     resample_unit: Literal["query", "individual"] = Field(
         "query", description="What the bootstrap resamples: whole queries (a posting's candidates are ranked "
@@ -56,4 +61,5 @@ METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.r
     "selection.min_ratio.{ci95_low|ci95_high}",
     "selection.unknown.{column}",
     "selection.{individuals|queries|columns|intersections|reported|excluded|unknown_reported|below_four_fifths}",
+    "selection.{eeo1_components|non_eeo1|median_score}",
 )
