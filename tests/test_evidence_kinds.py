@@ -251,6 +251,12 @@ CONDITIONAL = {
     "local.{method}.{validity_rows.{mean|ci95_low|ci95_high}|completeness_rows.mean}": "with `background_rows`",
     "dataset.population.{n_queries|n_docs}": "with `dataset.sample_queries`",
     "disclosure.statement.{claims|false_claims|uncertain_claims|unchecked_claims}": "with `statement`",
+    **dict.fromkeys((
+        "ranking_quality.group.{column}.{value}.pairwise_accuracy",
+        "ranking_quality.group.{column}.{value}.pairwise_accuracy.{ci95_low|ci95_high}",
+        "ranking_quality.group.{column}.gap", "ranking_quality.group.{column}.gap.{ci95_low|ci95_high}",
+        "ranking_quality.group.{gap|columns}", "ranking_quality.group.gap.{ci95_low|ci95_high}"),
+        "with group columns beside the data (`dataset.attribute_columns`): tests/test_annex_iv.py"),
 }
 
 

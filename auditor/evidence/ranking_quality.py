@@ -5,11 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from auditor.checks.estimate import estimate
+from auditor.checks.group_accuracy import group_accuracy, pair_counts
 from auditor.checks.ranking import per_query_ap, per_query_ndcg
+from auditor.core.errors import InputError
+from auditor.core.feature_names import metric_name
+from auditor.core.metric_names import spelled
 from auditor.core.numbers import figure, interval, percent, stored
 from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.ranking_quality import RankingQualityOptions
+from auditor.inputs.data import RankingData
 
 HOW_TO_READ = (
     "nDCG@k compares the model's top k documents of a query with the best possible order of the same documents "
@@ -18,6 +23,15 @@ HOW_TO_READ = (
     "over queries, of the precision at each relevant document."
 )
 
+
+
+def check(options: RankingQualityOptions, data: RankingData) -> None:
+    """The group columns are columns the data keeps beside the features."""
+    for index, column in enumerate(options.groups or []):
+        if column not in data.attributes:
+            raise InputError(f"'{column}' is not an attribute column of the data", where=f"groups.{index}",
+                             fix=f"add '{column}' to `dataset.attribute_columns`, or name one of "
+                                 f"{', '.join(data.attributes) or '(none: the data keeps no attribute column)'}")
 
 
 def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
@@ -76,6 +90,7 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
         chart="histogram", data={"values": ndcg[:, col], "bins": np.linspace(0, 1, 21), "xlabel": f"nDCG@{headline}"},
         caption="Each bar counts queries; a long left tail means some users get poor rankings.",
         description=_histogram_text(ndcg[:, col], headline, options.low_threshold)))
+    _by_group(result, ctx, options, scores)
     mean = result.metrics[f"ranking_quality.ndcg@{headline}.mean"]
     judged = int(result.metrics[f"ranking_quality.ndcg@{headline}.queries"])
     left = int(single.sum())
@@ -85,6 +100,64 @@ def run(ctx: AuditContext, options: RankingQualityOptions) -> EvidenceResult:
                                                        f"{'is' if left == 1 else 'are'} left out (one document cannot "
                                                        "be misranked)." if left else ""))
     return result
+
+
+def _by_group(result: EvidenceResult, ctx: AuditContext, options: RankingQualityOptions, scores: np.ndarray) -> None:
+    """Accuracy for each group of persons the data record (AI Act Annex IV point 3): pairwise accuracy of the pairs
+    a group's document should lead, pooled over queries, with the gap between the best and the worst group."""
+    data = ctx.data
+    columns = list(data.attributes) if options.groups is None else list(options.groups)
+    if not columns or data.y is None:
+        result.unmeasured["ranking_quality.group.gap"] = (
+            "accuracy by group of persons needs the groups' columns beside the data (`dataset.attribute_columns`, "
+            "e.g. sex, age band), which this audit's data do not keep" if options.groups is None else
+            "`groups: []` asks for no accuracy by group of persons")
+        return
+    unknown = {None if v is None else v.strip().casefold() for v in options.unknown_values}
+    rng = ctx.rng("ranking_quality.groups")
+    rows: list[list[object]] = []
+    gaps: list[tuple[float, float, float, str]] = []
+    for column in columns:
+        cells: list[str | None] = [None if v is None else str(v) for v in data.attributes[column]]
+        groups = ["missing" if v is None else v for v in cells]  # a group read as its label
+        kept = [(None if v is None else v.strip().casefold()) not in unknown for v in cells]
+        values = sorted({g for g, keep in zip(groups, kept, strict=True) if keep})
+        index = {value: i for i, value in enumerate(values)}
+        codes = np.array([index[g] if keep else -1 for g, keep in zip(groups, kept, strict=True)], dtype=np.int64)
+        correct, pairs = pair_counts(scores, data.y, data.query_ptr, codes, len(values))
+        sizes = np.bincount(codes[codes >= 0], minlength=len(values))
+        large = sizes >= options.group_min_share * max(int(sizes.sum()), 1)
+        found = group_accuracy(correct, pairs, rng, min_pairs=options.group_min_pairs, large=large)
+        segments: dict[str, str] = {}
+        for value in values:
+            segment = metric_name(str(value))
+            segments[value] = segment if segment not in segments.values() else ""
+        key = f"ranking_quality.group.{metric_name(column)}"
+        for g, value in enumerate(values):
+            measured = np.isfinite(found.accuracy[g])
+            if measured and segments[value]:
+                result.metrics.update(spelled(f"{key}.{segments[value]}.pairwise_accuracy", found.accuracy[g],
+                                              found.low[g], found.high[g]))
+            left_out = (f"under {percent(options.group_min_share)} of the individuals" if not large[g] else
+                        f"too few pairs (< {options.group_min_pairs})")
+            rows.append([column, value, int(found.pairs[g]), stored(found.accuracy[g]) if measured else left_out,
+                         interval(min(found.low[g], found.accuracy[g]), max(found.high[g], found.accuracy[g]))
+                         if measured and np.isfinite(found.low[g]) else "—"])
+        if np.isfinite(found.gap):
+            result.metrics.update(spelled(f"{key}.gap", found.gap, found.gap_low, found.gap_high))
+            gaps.append((found.gap, found.gap_low, found.gap_high, column))
+    result.metrics["ranking_quality.group.columns"] = float(len(columns))
+    if gaps:
+        gap, low, high, _ = max(gaps)
+        result.metrics.update(spelled("ranking_quality.group.gap", gap, low, high))
+    result.tables.append(Table(
+        title="Accuracy by group of persons (pairwise)",
+        columns=["column", "group", "pairs it leads", "pairwise accuracy", "95% interval"], rows=rows,
+        note=("Pairwise accuracy of a group: of the pairs of one query where a document of the group has the higher "
+              "label, the share the model orders correctly (a tie counts one half); pairs pooled over queries, "
+              "95% interval by resampling queries (Beutel et al. 2019). The gap is the best group's accuracy minus "
+              "the worst's, per column; unknown values are not a group, and a group under "
+              f"{percent(options.group_min_share)} of the individuals of known group gets no accuracy.")))
 
 
 def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np.random.Generator,

@@ -245,6 +245,22 @@ class Rule(StrictModel):
         return text
 
 
+class Coverage(StrictModel):
+    """One point of the law a pack answers (e.g. AI Act Annex IV point 2(g)): what it asks, how much of it this
+    pack's audit covers and by which rules — so a reader sees what the audit does not cover, not only what passed."""
+
+    point: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="The provision, e.g. `2(g)`.")
+    asks: str = Field(min_length=1, description="What the provision asks, in short.")
+    status: Literal["covered", "partly", "not covered"]
+    rules: list[str] = Field([], description="The pack's rules that evidence it.")
+    needs_any: list[str] = Field([], description="Evidence kinds (`exposure`) or metric names "
+                                                 "(`selection.min_ratio`; "
+                                                 "a prefix ending in `.` for any of a family) of which the run must "
+                                                 "hold one for the point to count as covered; otherwise it is not "
+                                                 "covered and says what to add.")
+    note: str = Field("", description="What the audit does or leaves out for this point.")
+
+
 class PolicyPack(StrictModel):
     pack: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=MAX_NAME_CHARS)
     title: str
@@ -260,6 +276,8 @@ class PolicyPack(StrictModel):
                                                         "`audit.provider` (e.g. `{gatekeeper: true}`): when a fact "
                                                         "is otherwise, every rule is not applicable.")
     rules: list[Rule] = Field([])
+    covers: list[Coverage] = Field([], description="The points of the law this pack answers and how much of each "
+                                                   "the audit covers (printed in the report's Scope).")
 
     @field_validator("applies_to")
     @classmethod
@@ -289,6 +307,16 @@ class PolicyPack(StrictModel):
                 raise ValueError(f"rule id '{rule.id}' is used twice")
             seen.add(rule.id)
         return rules
+
+    @model_validator(mode="after")
+    def _covered_by_own_rules(self) -> PolicyPack:
+        ids = {rule.id for rule in self.rules}
+        for entry in self.covers:
+            unknown = [rule for rule in entry.rules if rule not in ids]
+            if unknown:
+                raise ValueError(f"`covers` point {entry.point} names rule '{unknown[0]}', which is not a rule of "
+                                 "this pack")
+        return self
 
 
 @dataclass(frozen=True)
@@ -616,6 +644,23 @@ def with_identities(findings: list[Finding]) -> list[Finding]:
 def identity(finding: Finding) -> str:
     """A finding's identity; a rule's own id for documents written before identities."""
     return finding.finding or finding.rule
+
+
+def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str]) -> list[dict[str, Any]]:
+    """The pack's `covers` table for this run: a point that needs evidence the run does not hold (`needs_any`: a kind,
+    a metric, or a metric family ending in `.`) is not covered, and says what would cover it."""
+    rows = []
+    for entry in loaded.pack.covers:
+        status, note = entry.status, entry.note
+        if entry.needs_any and not any(need in kinds or need in metrics or
+                                       (need.endswith(".") and any(m.startswith(need) for m in metrics))
+                                       for need in entry.needs_any):
+            status = "not covered"
+            note = (f"not covered by this audit: it holds none of {', '.join(entry.needs_any)}"
+                    + (f" ({entry.note})" if entry.note else ""))
+        rows.append({"point": entry.point, "asks": entry.asks, "status": status, "rules": list(entry.rules),
+                     "note": note})
+    return rows
 
 
 def applies_to(loaded: LoadedPack) -> dict[str, bool]:

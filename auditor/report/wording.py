@@ -66,6 +66,8 @@ PHRASES: dict[str, Phrase] = {
     "exposure.min.ratio": lambda v, s: f"the least favoured group gets {s} times the attention its relevance earns",
     "ranking_quality.ndcg@10.mean": lambda v, s: f"the mean nDCG@10 over queries is {s} — 1 means every query ideally "
                                                  "ordered",
+    "ranking_quality.group.gap": lambda v, s: f"the best- and the worst-served group's pairwise accuracy differ "
+                                              f"by {s} — 0 means every group's pairs are ordered alike",
     "ranking_quality.ndcg@10": lambda v, s: f"nDCG@10 over all queries is {s} — 1 means every query ideally ordered",
     "ranking_quality.ndcg@10.ci95_low": lambda v, s: f"the lower end of nDCG@10's 95% interval is {s}",
     "surrogate.fidelity.kendall.mean": lambda v, s: f"the interpretable surrogate orders documents like the model "

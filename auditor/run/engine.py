@@ -45,6 +45,7 @@ from auditor.judging.policy import (
     check_assignments,
     check_metrics,
     check_waivers,
+    coverage,
     evaluate,
     judged_severity,
     judging_rules,
@@ -458,7 +459,10 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
         "evidence_order": list(results),  # the report's order of sections (the keys above are sorted when written)
         "policies": [{"pack": p.pack.pack, "title": p.pack.title, "version": p.pack.version, "sha256": p.sha256,
                       "source": p.path.name, "applies_to": applies_to(p),
-                      "applicability": applicability(p, spec.audit.provider.model_dump())} for p in prepared.packs],
+                      "applicability": applicability(p, spec.audit.provider.model_dump()),
+                      **({"coverage": coverage(p, {m for r in results.values() for m in r.metrics},
+                                               {name for name, r in results.items() if r.status == "ok"})}
+                         if p.pack.covers else {})} for p in prepared.packs],
         "other_laws": law_scope(prepared.packs, spec.audit.provider.model_dump()),
         "waivers": [_plain(w.model_dump()) for w in spec.waivers],
         "assignments": [_plain(a.model_dump()) for a in spec.findings],

@@ -1,0 +1,102 @@
+"""AI Act Annex IV mapped honestly (issue 57 item 5): accuracy for groups of persons, measured as pairwise accuracy
+per group (Beutel et al. 2019) where the data keep group columns, and the pack's table of each Annex IV point as
+covered, partly or not covered by the run — point 2(g)'s discriminatory impacts and point 3's groups not covered when
+the run holds no group evidence."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from auditor.checks.group_accuracy import group_accuracy, pair_counts
+from auditor.judging.policy import PolicyPack, coverage, load_packs
+from tests.helpers import assert_consistent, hiring_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pairwise_accuracy_per_group_worked_out_by_hand() -> None:
+    """Query 1: labels 2,1,0 scored 3,1,2 (documents of groups a, b, a); query 2: labels 1,0 scored a tie (b, a).
+    Group a leads (2>1, 2>0) in query 1: both right → 2/2. Group b leads (1>0) in query 1, wrong (1 < 2), and
+    (1>0) in query 2, a tie (½) → 0.5/2."""
+    scores = np.array([3.0, 1.0, 2.0, 5.0, 5.0])
+    labels = np.array([2, 1, 0, 1, 0])
+    codes = np.array([0, 1, 0, 1, 0])
+    correct, pairs = pair_counts(scores, labels, np.array([0, 3, 5]), codes, 2)
+    assert correct.tolist() == [[2.0, 0.0], [0.0, 0.5]] and pairs.tolist() == [[2.0, 1.0], [0.0, 1.0]]
+    found = group_accuracy(correct, pairs, np.random.default_rng(0), min_pairs=1, n_resamples=200)
+    assert found.accuracy.tolist() == [1.0, 0.25] and found.gap == 0.75
+
+
+def test_pair_counts_agree_with_a_loop_over_every_pair() -> None:
+    """On random queries with ties and unknown groups, the counts equal a plain loop over all ordered pairs."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 9, size=40)
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(ptr[-1])
+    scores = rng.integers(0, 4, size=n).astype(float)  # many ties
+    labels = rng.integers(0, 3, size=n)
+    codes = rng.integers(-1, 3, size=n)
+    correct, pairs = pair_counts(scores, labels, ptr, codes, 3)
+    want_c, want_p = np.zeros((40, 3)), np.zeros((40, 3))
+    for q in range(40):
+        for i, j in itertools.permutations(range(ptr[q], ptr[q + 1]), 2):
+            if labels[i] > labels[j] and codes[i] >= 0:
+                want_p[q, codes[i]] += 1
+                want_c[q, codes[i]] += 1.0 if scores[i] > scores[j] else 0.5 if scores[i] == scores[j] else 0.0
+    assert np.array_equal(correct, want_c) and np.array_equal(pairs, want_p)
+
+
+def test_a_coverage_point_needing_group_evidence_is_not_covered_without_it() -> None:
+    """The pack's 2(g) discriminatory-impacts and 3 groups rows are covered only when the run holds group evidence;
+    other rows keep their stated status; a `covers` entry naming another pack's rule is refused."""
+    pack = load_packs(["eu-ai-act-annex-iv"], base_dir=ROOT)[0]
+    points = [(c.point, c.status) for c in pack.pack.covers]
+    assert [p for p, _ in points][:2] == ["1(a)", "1(b)-(h)"] and ("9", "not covered") in points
+    without = coverage(pack, {"ranking_quality.ndcg@10.mean"}, {"ranking_quality"})
+    groups = [row for row in without if row["rules"] == ["AIA-13"]]
+    assert [row["status"] for row in groups] == ["not covered", "not covered"]
+    assert "holds none of selection_rates, exposure, ranking_quality.group." in groups[0]["note"]
+    with_groups = coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"})
+    assert [row["status"] for row in with_groups if row["rules"] == ["AIA-13"]] == ["covered", "covered"]
+    assert [r["status"] for r in without if r["rules"] != ["AIA-13"]] == \
+        [r["status"] for r in with_groups if r["rules"] != ["AIA-13"]]
+    with pytest.raises(ValueError, match="names rule 'X-1', which is not a rule of this pack"):
+        PolicyPack.model_validate({"pack": "p", "title": "t", "version": "1", "rules": [
+            {"id": "A-1", "title": "t", "evidence": "dataset", "metric": "dataset.n_queries", "fail_if": "< 1",
+             "citation": "c", "rationale": "r", "severity": "minor"}],
+            "covers": [{"point": "1", "asks": "a", "status": "covered", "rules": ["X-1"]}]})
+
+
+def _annex_iv(folder: Path, spec: dict[str, Any]) -> None:
+    spec["policies"] = ["eu-ai-act-annex-iv"]
+    spec["audit"]["provider"]["high_risk"] = True
+    spec["evidence"].append({"ranking_quality": {"cutoffs": [10]}})
+
+
+def test_the_biased_ranker_serves_some_groups_worse_and_the_report_says_what_is_covered(tmp_path: Path) -> None:
+    """The hiring example under Annex IV: the biased ranker's gap between the best- and the worst-served race's
+    pairwise accuracy lies above 0.1 (AIA-13 WARN), its fair twin's below (PASS); the report's Scope prints the
+    coverage table with the group rows covered, and the ranking-quality section the accuracy by group."""
+    biased = hiring_run(tmp_path, "audit.yaml", edit=_annex_iv)
+    fair = hiring_run(tmp_path, "audit-fair.yaml", edit=_annex_iv)
+    b = biased.results["ranking_quality"].metrics
+    f = fair.results["ranking_quality"].metrics
+    assert b["ranking_quality.group.gap.ci95_low"] > 0.1 > f["ranking_quality.group.gap.ci95_high"], (b, f)
+    assert b["ranking_quality.group.race_ethnicity.Black_or_African_American.pairwise_accuracy"] < \
+        b["ranking_quality.group.race_ethnicity.White.pairwise_accuracy"] - 0.1
+    assert "ranking_quality.group.race_ethnicity.Native_Hawaiian_or_Other_Pacific_Islander.pairwise_accuracy" \
+        not in b  # 0.7% of the candidates: under the 2% a group needs
+    biased_verdicts, fair_verdicts = ({x.rule: x.status for x in run.findings} for run in (biased, fair))
+    assert biased_verdicts["AIA-13"] == "WARN" and fair_verdicts["AIA-13"] == "PASS"
+    html = (biased.run_dir / "report.html").read_text(encoding="utf-8")
+    table = html[html.index('id="coverage-eu-ai-act-annex-iv"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == 21 and "metrics of potentially discriminatory impacts" in table
+    assert "<strong>covered</strong>: group evidence" in table and "<strong>not covered</strong>" in table
+    assert "Accuracy by group of persons (pairwise)" in html
+    assert_consistent(biased.run_dir)
