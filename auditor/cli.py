@@ -281,7 +281,7 @@ def report(
                                          "from the spec's model.tracking_uri or $MLFLOW_TRACKING_URI).")] = False,
     document: Annotated[list[str] | None, typer.Option("--document", help="The documents to render (repeatable; "
                                                     "instead of the spec's output.documents): report, "
-                                                    "ll144-summary.", show_default=False)] = None,
+                                                    "ll144-summary, dsa-audit.", show_default=False)] = None,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -334,7 +334,8 @@ def report(
         for sentence in (run.budget or {}).get("choices", []):
             typer.echo(f"budget: {terminal(sentence)}", err=True)
     shown_file = next((run.run_dir / name for name in ("report.html", "report.pdf", "ll144-summary.html",
-                                                       "ll144-summary.pdf") if (run.run_dir / name).exists()),
+                                                       "ll144-summary.pdf", "dsa-audit.html", "dsa-audit.pdf")
+                       if (run.run_dir / name).exists()),
                       run.run_dir / "evidence.json")
     typer.echo(str(shown_file))
     if junit is not None:  # after the run, from its evidence.json
@@ -465,7 +466,7 @@ def render(
     pubkey: Annotated[Path | None, typer.Option(help="Public key (PEM) trusted to sign the run's bundle: checked "
                                                      "before rendering.", show_default=False)] = None,
     document: Annotated[list[str] | None, typer.Option("--document", help="The documents to render (repeatable; "
-                                                    "default report): report, ll144-summary.",
+                                                    "default report): report, ll144-summary, dsa-audit.",
                                                     show_default=False)] = None,
     debug: Debug = False,
 ) -> None:

@@ -78,6 +78,38 @@ class ProviderFacts(StrictModel):
 PROVIDER_FACTS = tuple(ProviderFacts.model_fields)
 
 
+Level = Literal["low", "medium", "high"]
+
+
+class RiskAnalysis(StrictModel):
+    """The audit risk analysis of one audited obligation (Delegated Regulation (EU) 2024/436 Art. 9): what only the
+    auditor can judge, printed in the dsa-audit document."""
+
+    inherent: Level = Field(description="Risk of non-compliance from the service's nature, design and use "
+                                        "(Art. 2(10)).")
+    control: Level = Field(description="Risk that the provider's internal controls miss a misstatement (Art. 2(11)).")
+    detection: Level = Field(description="Risk that the audit misses a relevant misstatement (Art. 2(9)).")
+    reasoning: str = Field(min_length=1, max_length=4000, description="Why, in the auditor's words.")
+
+
+class ThirdParty(StrictModel):
+    """A third party the audit consulted (DSA Art. 37(4)(f); Annex I Section F.1 of Reg. 2024/436)."""
+
+    name: str = Field(min_length=1)
+    contact: str | None = Field(None, description="Its representative and contact information.")
+    dates: str | None = Field(None, description="Date(s) of the consultation.")
+    input: str | None = Field(None, description="What it provided.")
+
+
+class TeamMember(StrictModel):
+    """A member of the auditing team (Annex I Section B.2 of Reg. 2024/436)."""
+
+    name: str = Field(min_length=1)
+    organisation: str | None = None
+    email: str | None = None
+    responsibilities: str | None = Field(None, description="Their responsibilities and the work they did.")
+
+
 class AuditMeta(StrictModel):
     """Who audits what, and why: printed on the report's cover."""
 
@@ -119,6 +151,19 @@ class AuditMeta(StrictModel):
         None, strict=False, description="The date the audited tool is distributed, i.e. put to use (YYYY-MM-DD): "
                                         "NYC LL144's published summary states it beside the audit's date, and the "
                                         "audit may be at most a year older (6 RCNY §5-301(a), §5-303).")
+    address: str | None = Field(None, description="The audited provider's address (DSA Art. 37(4)(a)).")
+    contact: str | None = Field(None, description="The audited provider's point of contact (DSA Art. 37(4)(a)).")
+    team: list[TeamMember] = Field([], description="The auditing team (dsa-audit: Annex I Section B.2).")
+    standards: list[str] = Field([], description="Auditing, independence and quality standards the auditing "
+                                                 "organisation applies (dsa-audit: Annex I Section B.4-6).")
+    third_parties: list[ThirdParty] = Field([], description="Third parties the audit consulted (DSA Art. 37(4)(f)).")
+    risk_assessment: dict[str, RiskAnalysis] = Field(
+        {}, description="The audit risk analysis per audited obligation, keyed by the provision as the pack's "
+                        "`covers` names it (e.g. `Art. 27(1)`): inherent, control and detection risk with the "
+                        "reasoning (Reg. 2024/436 Art. 9).")
+    materiality: dict[str, str] = Field(
+        {}, description="The materiality threshold per audited obligation, in the auditor's words, keyed by the "
+                        "provision (Reg. 2024/436 Art. 10(2)(a)); default: the thresholds of its rules.")
     provider: ProviderFacts = Field(ProviderFacts(), description="What the provider is, for the laws' scope: "
                                                                  "`{gatekeeper, high_risk, online_platform, "
                                                                  "very_large_platform, intermediation_service, "
@@ -357,10 +402,12 @@ class OutputSpec(StrictModel):
     formats: list[Literal["html", "pdf"]] = Field(
         ["html"], description="Renderings besides evidence.json: `html` (report.html) and `pdf` (report.pdf, "
                               "PDF/A-3b with evidence.json attached).")
-    documents: list[Literal["report", "ll144-summary"]] = Field(
+    documents: list[Literal["report", "ll144-summary", "dsa-audit"]] = Field(
         ["report"], description="The documents to render, each in every format of `formats`: `report` (the audit "
                                 "report), `ll144-summary` (NYC Local Law 144's summary of results, a page to post: "
-                                "ll144-summary.html/.pdf; needs `selection_rates`). auditor/report/documents.py.")
+                                "ll144-summary.html/.pdf; needs `selection_rates`), `dsa-audit` (a DSA Art. 37 "
+                                "audit report after Annex I of Reg. 2024/436; needs the `eu-dsa-art27-34` pack). "
+                                "auditor/report/documents.py.")
     timings: bool = Field(False, description="Show wall-clock cost tables in report.html/pdf. They differ between "
                                              "identical runs, so the reports are byte-reproducible only when false.")
     templates: InputFolder | None = Field(

@@ -35,6 +35,7 @@ class Document:
     # (the options of the kinds it needs, the audit's data) -> InputError when the run could not give it, checked
     # before any evidence runs
     check: Callable[[dict[str, Any], Any], None] | None = None
+    packs: tuple[str, ...] = ()  # it needs a pack whose name starts with one of these
 
 
 def _ll144(document: EvidenceDocument) -> Any:
@@ -56,15 +57,24 @@ def _ll144_check(options: dict[str, Any], data: Any) -> None:
                              "{race: {Black: Black or African American}})")
 
 
+def _dsa(document: EvidenceDocument) -> Any:
+    from auditor.report.dsa_audit import report_of
+
+    return report_of(document)
+
+
 DOCUMENTS: dict[str, Document] = {
     "ll144-summary": Document(name="ll144-summary", title="NYC Local Law 144 summary of results", stem="ll144-summary",
                               template="documents/ll144-summary.html.j2", needs=("selection_rates",),
                               content=_ll144, check=_ll144_check),
+    "dsa-audit": Document(name="dsa-audit", title="DSA Art. 37 audit report", stem="dsa-audit",
+                          template="documents/dsa-audit.html.j2", needs=(), content=_dsa, packs=("eu-dsa-art27-34",)),
 }
 NAMES = (REPORT, *DOCUMENTS)
 
 
-def check_requested(names: Sequence[str], items: dict[str, Any], data: Any, *, where: str) -> None:
+def check_requested(names: Sequence[str], items: dict[str, Any], data: Any, *, where: str,
+                    packs: Sequence[str] = ()) -> None:
     """Before any evidence runs: each requested document is known, the spec asks for the evidence it needs (`items`:
     the requested kinds' options), and the data let it be given."""
     kinds = list(items)
@@ -80,6 +90,11 @@ def check_requested(names: Sequence[str], items: dict[str, Any], data: Any, *, w
             raise InputError(f"the {known.title} needs the `{lacking[0]}` evidence, which the spec does not request",
                              where=f"{where}.{index}",
                              fix=f"add `- {lacking[0]}: {{...}}` to the spec's evidence, or leave out '{name}'")
+        if known.packs and not any(p.startswith(known.packs) for p in packs):
+            raise InputError(f"the {known.title} is laid out by the obligations of the {known.packs[0]} pack, which "
+                             "the spec does not apply", where=f"{where}.{index}",
+                             fix="add `eu-dsa-art27-34` to the spec's policies, or leave out "
+                                 f"'{name}'")
         if known.check is not None:
             known.check(items, data)
 

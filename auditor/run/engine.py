@@ -136,7 +136,8 @@ def prepare(spec_path: str | Path, *, progress: Progress | None = None, seed: in
             except InputError as exc:
                 raise InputError(exc.problem, file=spec_path, where=f"evidence.{index}.{name}.{exc.where}",
                                  fix=exc.fix) from None
-    _check_documents(spec.output.documents, spec, data, where="output.documents", spec_file=spec_path)
+    _check_documents(spec.output.documents, spec, data, where="output.documents", spec_file=spec_path,
+                     packs=[p.pack.pack for p in packs])
     features = feature_dictionary.build(dict(spec.features), spec.feature_dictionary, data.feature_names,
                                         spec_file=spec_path)
     signing = None
@@ -189,12 +190,12 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
 
 
 def _check_documents(names: Sequence[str], spec: AuditSpec, data: RankingData, *, where: str,
-                     spec_file: Path | None) -> None:
+                     spec_file: Path | None, packs: Sequence[str]) -> None:
     """The documents asked for are known and the spec gives them what they need (before any evidence runs)."""
     from auditor.report.documents import check_requested
 
     try:
-        check_requested(list(names), dict(spec.evidence_items()), data, where=where)
+        check_requested(list(names), dict(spec.evidence_items()), data, where=where, packs=packs)
     except InputError as exc:
         raise InputError(exc.problem, file=spec_file, where=exc.where, fix=exc.fix) from None
 
@@ -238,7 +239,8 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
     if formats is not None:
         spec = spec.model_copy(update={"output": spec.output.model_copy(update={"formats": formats})})
     if documents is not None:
-        _check_documents(documents, spec, prepared.data, where="--document", spec_file=None)
+        _check_documents(documents, spec, prepared.data, where="--document", spec_file=None,
+                         packs=[p.pack.pack for p in prepared.packs])
         spec = spec.model_copy(update={"output": spec.output.model_copy(update={"documents": documents})})
     out_dir = out if out is not None else spec.output.dir
     check_output_folder(out_dir)  # before any evidence runs
