@@ -1251,6 +1251,65 @@ def findings_accept(
         typer.echo(terminal(note if note.startswith("warning:") else f"note: {note}"), err=True)
 
 
+@app.command("implementation-report")
+def implementation_report(
+    system: Annotated[str | None, typer.Option("--system", help="The system (model name) whose last DSA audit the "
+                                               "report answers.", show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the report's folder in.")] = Path("reports"),
+    format_: Annotated[list[str] | None, typer.Option("--format", help="html and/or pdf (repeatable; default "
+                                                      "html).", show_default=False)] = None,
+    check: Annotated[Path | None, typer.Option("--check", help="Verify an adopted report's folder instead: its "
+                                               "adopter's signature and every file unchanged.",
+                                               show_default=False)] = None,
+    key: KeyOption = None, pkcs11_module: ModuleOption = None, token: TokenOption = None,
+    key_label: KeyLabelOption = None, pin_env: PinEnvOption = "AUDITOR_PKCS11_PIN",
+    passphrase_env: PassEnvOption = "AUDITOR_KEY_PASS", timestamp_url: DecisionTsaOption = None,
+    register: RegisterOption = None, debug: Debug = False,
+) -> None:
+    """Draft the audit implementation report (DSA Art. 37(6); Annex II of Reg. 2024/436) of a system's last DSA
+    audit from the register: each recommendation with the response, owner, measures and due date recorded, and
+    whether a later review found it remediated. With --key (the provider's person's own key) it is adopted and
+    signed as adoption.dsse.json; --check FOLDER verifies one.
+
+    Exit 0 when written (or verified), 2 on bad input."""
+    if check is not None:
+        from auditor.commands.implementation import check as check_folder
+
+        typer.echo(terminal(_guard(lambda: check_folder(check), debug=debug)))
+        return
+    if system is None:
+        typer.echo("error: give --system (the system's name, as `auditor findings list` shows it), or --check "
+                   "FOLDER", err=True)
+        raise typer.Exit(2)
+    formats = tuple(dict.fromkeys(format_ or ["html"]))
+    wrong = [f for f in formats if f not in ("html", "pdf")]
+    if wrong:
+        typer.echo(f"error: --format {terminal(wrong[0])}: not a format; use html or pdf", err=True)
+        raise typer.Exit(2)
+
+    def action() -> Path:
+        from auditor.commands.implementation import write_draft
+        from auditor.trust.certificates import load_trust
+        from auditor.trust.timestamps import chosen_url, default_roots
+
+        store = _open_register(register)
+        person = None
+        try:
+            person = _person(key, pkcs11_module, token, key_label, pin_env, passphrase_env, "the provider's person")
+            url = chosen_url(timestamp_url) if person is not None else None
+            return write_draft(store, system, out, formats=formats, today=dt.date.today(), identity=person,
+                               timestamp_url=url, tsa_roots=load_trust(default_roots()) if url else [])
+        finally:
+            if person is not None:
+                person.close()
+            store.close()
+
+    folder = _guard(action, debug=debug)
+    if key is None and pkcs11_module is None:
+        typer.echo("note: a draft, not adopted: the provider's person adopts it with their own key (--key)", err=True)
+    typer.echo(str(folder))
+
+
 @register_app.command("settings")
 def register_settings(
     unsigned_decisions: Annotated[str | None, typer.Option("--unsigned-decisions", help="`allowed` or `refused` "

@@ -115,6 +115,7 @@ def test_the_document_follows_the_template_and_prints_what_is_not_stated() -> No
     stated = render_document("dsa-audit", _document(
         {"DSA-1": "PASS", "DSA-2": "PASS", "DSA-7": "PASS"}, address="1 Main St", contact="dsa@shop.example",
         period="2026", auditor="Audit LLP", independence="none", qualifications="CISA",
+        team=[{"name": "A. Auditor"}], standards=["ISAE 3000 (Revised)"],
         risk_assessment={"Art. 27(1)": {"inherent": "medium", "control": "low", "detection": "low",
                                         "reasoning": "terms versioned"},
                          "Art. 34(1)": {"inherent": "high", "control": "medium", "detection": "low",

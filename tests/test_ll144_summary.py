@@ -29,11 +29,19 @@ runner = CliRunner()
 # its facts' labels, as they must appear.
 HEADINGS = ["The bias audit", "Source and explanation of the data", "Results", "Distribution date of the tool"]
 FACTS = ["Date of the bias audit", "Independent auditor", "Type of data", "Why historical data were not used",
-         "How the test data were generated and obtained", "Source", "Individuals assessed", "Who counts as selected"]
+         "How the test data were generated and obtained", "Source", "Individuals assessed", "Scoring rate"]
 
 
 def _with_summary(folder: Path, spec: dict[str, Any]) -> None:
     spec["output"]["documents"] = ["report", "ll144-summary"]
+
+
+@pytest.fixture(scope="module")
+def hiring(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The biased ranker's and its fair twin's audits with the summary page, made once for the module."""
+    folder = tmp_path_factory.mktemp("hiring")
+    return {name: hiring_run(folder, f"{spec}.yaml", edit=_with_summary)
+            for name, spec in (("biased", "audit"), ("fair", "audit-fair"))}
 
 
 def _page(run: Any) -> tuple[str, Any]:
@@ -46,12 +54,11 @@ def _text(html: str) -> str:
     return re.sub(r"\(\s+", "(", re.sub(r"\s+([,.)])", r"\1", text))
 
 
-def test_the_page_follows_the_rules_order_and_every_figure_is_the_evidence_s(tmp_path: Path) -> None:
+def test_the_page_follows_the_rules_order_and_every_figure_is_the_evidence_s(hiring: dict[str, Any]) -> None:
     """The biased ranker's page: the sections and facts in §5-303's order, each category's number, rate and impact
     ratio marked and equal to evidence.json (the consistency check), the excluded categories said so, and the
     smallest ratio on the page."""
-    run = hiring_run(tmp_path, "audit.yaml", edit=_with_summary)
-    html, document = _page(run)
+    html, document = _page(hiring["biased"])
     assert check(html, document) == []
     marks = re.findall(r'data-ref="metric:selection_rates:([^"]+)"', html)
     categories = [r for r in document.evidence["selection_rates"].records if r["kind"] == "category"]
@@ -71,15 +78,14 @@ def test_the_page_follows_the_rules_order_and_every_figure_is_the_evidence_s(tmp
     assert "<script" not in html and html.index("Content-Security-Policy") < html.index("<title>")
 
 
-def test_the_fair_and_the_biased_ranker_s_pages_differ_as_they_should(tmp_path: Path) -> None:
+def test_the_fair_and_the_biased_ranker_s_pages_differ_as_they_should(hiring: dict[str, Any]) -> None:
     """Every impact ratio of the fair twin is at least 0.8; the biased ranker's page shows four below."""
     def ratios(run: Any) -> list[float]:
         html, _ = _page(run)
         cells = re.findall(r'data-ref="metric:selection_rates:[^"]+\.ratio">([\d.]+)', html)
         return [float(c) for c in cells]
 
-    biased = ratios(hiring_run(tmp_path, "audit.yaml", edit=_with_summary))
-    fair = ratios(hiring_run(tmp_path, "audit-fair.yaml", edit=_with_summary))
+    biased, fair = ratios(hiring["biased"]), ratios(hiring["fair"])
     assert len(biased) == len(fair) == 16  # 2 sexes, 5 races/ethnicities, 9 intersections (7 excluded)
     assert sum(r < 0.8 for r in biased) == 4 and min(fair) >= 0.8
 
@@ -178,10 +184,10 @@ def test_a_document_the_spec_cannot_give_is_refused_before_anything_runs(tmp_pat
 
 
 @pytest.mark.slow
-def test_render_draws_the_page_again_from_the_run_as_html_and_pdf(tmp_path: Path) -> None:
+def test_render_draws_the_page_again_from_the_run_as_html_and_pdf(hiring: dict[str, Any], tmp_path: Path) -> None:
     """`auditor render RUN --document ll144-summary` gives the run's own page byte for byte, and a PDF whose text
     holds the same figures."""
-    run = hiring_run(tmp_path, "audit.yaml", edit=_with_summary)
+    run = hiring["biased"]
     done = runner.invoke(app, ["render", str(run.run_dir), "--out", str(tmp_path / "r"), "--document",
                                "ll144-summary", "--format", "html", "--format", "pdf"])
     assert done.exit_code == 0, done.output

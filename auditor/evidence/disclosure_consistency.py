@@ -159,8 +159,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
                          f"{flagged}." if undeclared else
                          "every influential parameter is declared."))
     if options.statement is None:
-        result.unmeasured.update({metric: "no published statement was given to check (the option statement of "
-                                          "disclosure_consistency names it)" for metric in STATEMENT_METRICS})
+        result.unmeasured.update({metric: "the provider's published recommender statement was not given to the "
+                                          "audit, so its claims could not be checked (`statement:` of "
+                                          "disclosure_consistency names the file)" for metric in STATEMENT_METRICS})
     else:
         check_statement(result, ctx, options.statement)
     return result

@@ -40,6 +40,7 @@ class Procedure:
     message: str
     remedy: str
     fact: str
+    crosses_fail: bool = False  # a WARN whose interval reaches the FAIL threshold: compliance not shown
     owner: str | None = None
     due: str | None = None
 
@@ -88,6 +89,8 @@ class DsaAudit:
     evidence_sha256: str = ""
     missing: list[str] = field(default_factory=list)
     missing_risk: list[str] = field(default_factory=list)  # obligations without the auditor's risk analysis
+    missing_due: list[str] = field(default_factory=list)  # recommendations (rules) without a timeframe
+    period_open: str | None = None  # the review period has not ended on the audit's date
 
 
 def report_of(document: EvidenceDocument) -> DsaAudit:
@@ -139,7 +142,10 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
     report.missing = [name for name, value in (
         ("audit.address", report.address), ("audit.contact", report.contact), ("audit.period", report.period),
         ("audit.auditor", report.auditor), ("audit.independence", report.independence),
-        ("audit.qualifications", report.qualifications)) if not value]
+        ("audit.qualifications", report.qualifications), ("audit.team", report.team),
+        ("audit.standards", report.standards)) if not value]
+    report.missing_due = [p.rule for o in obligations for p in o.recommendations if not p.due]
+    report.period_open = next((d.message for d in document.detections if d.kind == "review-period-not-ended"), None)
     report.missing_risk = [o.point for o in obligations if o.risk is None]
     return report
 
@@ -148,6 +154,7 @@ def _procedure(finding: FindingPart, assignment: dict[str, Any] | None) -> Proce
     return Procedure(rule=finding.rule, title=finding.title, requirement=finding.requirement,
                      threshold_reason=finding.threshold_reason, evidence=finding.evidence, metric=finding.metric,
                      status=finding.status, message=finding.message, remedy=finding.remedy, fact=fact(finding),
+                     crosses_fail=finding.inconclusive and "(FAIL if" in finding.message,
                      owner=(assignment or {}).get("owner"),
                      due=str(assignment["due"]) if assignment and assignment.get("due") else None)
 
@@ -161,10 +168,12 @@ def _conclusion(procedures: list[Procedure]) -> tuple[str, str]:
 
     if "FAIL" in statuses:
         return NEGATIVE, f"not complied with: {named({'FAIL'})}"
-    if statuses & {"ERROR", "UNMEASURED"}:
-        missing = "; ".join(f"{p.rule} {p.message.removeprefix('not measured: ')}" for p in procedures
-                            if p.status in ("ERROR", "UNMEASURED"))
-        return NONE, f"reasonable assurance was not reached (Art. 8(8) of Reg. 2024/436): {missing}"
+    unsure = [p for p in procedures if p.status in ("ERROR", "UNMEASURED") or p.crosses_fail]
+    if unsure:
+        missing = "; ".join(f"{p.rule}: the 95% interval of its measure reaches its failing threshold, so "
+                            "compliance is not shown" if p.crosses_fail else
+                            f"{p.rule}: {p.message.removeprefix('not measured: ')}" for p in unsure)
+        return NONE, f"reasonable assurance was not reached (Art. 8(8) of Reg. 2024/436) — {missing}"
     if statuses & {"WARN", "WAIVED"}:
         return COMMENTS, f"complied with, with improvements recommended: {named({'WARN', 'WAIVED'})}"
     return POSITIVE, "every requirement is met over the whole 95% interval of its measure"

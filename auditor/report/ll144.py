@@ -23,7 +23,8 @@ from auditor.evidence.document import EvidenceDocument
 KIND = "selection_rates"
 COMPONENT_ORDER = ("sex", "race/ethnicity")
 WHY_TEST = {
-    "no_historical_data": "The tool has not been used before, so no historical data of its use exist.",
+    "no_historical_data": "The tool has not been used before, by this employer or by others, so no historical "
+                          "data of its use exist.",
     "insufficient_historical_data": "Too little historical data of the tool's use exist for a statistically "
                                     "significant bias audit.",
 }
@@ -84,10 +85,12 @@ class Ll144Summary:
     queries: int
     rate_name: str
     selected_when: str
+    top_name: str  # the category an impact ratio divides by
     median_score: float | None
     min_share: float
     tables: list[Breakdown]
     excluded: list[tuple[str, Row]]
+    above_reference: list[tuple[str, Row, float]]  # excluded categories whose rate exceeds the table's reference
     distribution_date: str | None
     evidence_sha256: str = ""
     missing: list[str] = field(default_factory=list)
@@ -130,10 +133,13 @@ def summary_of(document: EvidenceDocument) -> Ll144Summary:
         how_test=_text(test.get("how")), frame=_text(described.get("frame")), window=_text(described.get("window")),
         individuals=int(metric("selection.individuals") or 0), queries=int(metric("selection.queries") or 0),
         rate_name="scoring rate" if cutoff == "median" else "selection rate",
-        selected_when=("scoring above the median score of the whole sample" if cutoff == "median" else
-                       f"ranked among the first {k} of their job posting"),
+        selected_when=("the share of a category's individuals who score above the median score of the whole "
+                       "sample" if cutoff == "median" else
+                       f"the share of a category's individuals ranked among the first {k} of their job posting"),
+        top_name="highest scoring category" if cutoff == "median" else "most selected category",
         median_score=metric("selection.median_score"), min_share=min_share, tables=tables,
         excluded=[(t.title, row) for t in tables for row in t.rows if row.excluded and row.individuals],
+        above_reference=_above_reference(tables),
         distribution_date=_text(audit.get("distribution_date")))
     summary.missing = [name for name, value in (
         ("audit.auditor", summary.auditor), ("dataset.description.data_type", summary.data_type),
@@ -153,6 +159,18 @@ def _tool(document: EvidenceDocument) -> str:
     model = _spec(document).get("model") or {}
     version = (document.inputs.get("model") or {}).get("version") or model.get("version")
     return " ".join(str(part) for part in (model.get("name"), version) if part) or "the tool"
+
+
+def _above_reference(tables: list[Breakdown]) -> list[tuple[str, Row, float]]:
+    """Excluded categories whose rate is above the highest included category's, with that rate: left out, they leave
+    every impact ratio of their table higher than it would be with them as the reference (the summary says so)."""
+    out = []
+    for table in tables:
+        included = [r.rate for r in table.rows if not r.excluded and r.rate is not None]
+        if included:
+            top = max(included)
+            out += [(table.title, r, top) for r in table.rows if r.excluded and r.rate is not None and r.rate > top]
+    return out
 
 
 def _option(document: EvidenceDocument, name: str) -> Any:

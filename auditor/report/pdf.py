@@ -69,9 +69,10 @@ def fixed_date(evaluated_on: str | None) -> dt.datetime:
     return dt.datetime(1980, 1, 1, tzinfo=dt.UTC)
 
 
-def render_pdf(html: str, *, attachment: bytes, date: dt.datetime, attachment_name: str = "evidence.json",
+def render_pdf(html: str, *, attachment: bytes | None, date: dt.datetime, attachment_name: str = "evidence.json",
                title: str | None = None) -> bytes:
-    """The PDF/A-3b bytes of `html`, with `attachment` embedded as `evidence.json` (AFRelationship Data)."""
+    """The PDF/A-3b bytes of `html`, with `attachment` embedded as `evidence.json` (AFRelationship Data); None:
+    nothing attached."""
     import logging
 
     from weasyprint import CSS, HTML, Attachment
@@ -81,9 +82,10 @@ def render_pdf(html: str, *, attachment: bytes, date: dt.datetime, attachment_na
     base_url = folder.resolve().as_uri() + "/"
     stylesheet = CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base_url)
     naive = date.astimezone(dt.UTC).replace(tzinfo=None)  # WeasyPrint writes attachment dates as UTC ("Z")
-    evidence = Attachment(string=attachment, name=attachment_name, base_url=base_url, url_fetcher=fetcher,
-                          description="Evidence document: every figure of this report, as data",
-                          created=naive, modified=naive, relationship="Data")
+    attached = [] if attachment is None else [Attachment(
+        string=attachment, name=attachment_name, base_url=base_url, url_fetcher=fetcher,
+        description="Evidence document: every figure of this report, as data", created=naive, modified=naive,
+        relationship="Data")]
     logger = logging.getLogger("weasyprint")
     level = logger.level
     logger.setLevel(max(level, logging.ERROR))  # refused URLs and CSS it does not know are not the user's problem
@@ -98,7 +100,7 @@ def render_pdf(html: str, *, attachment: bytes, date: dt.datetime, attachment_na
         if title:  # a viewer shows it in its title bar: no bidi override, no megabyte of text
             document.metadata.title = shown(title, limit=TITLE_CHARS)
         document.metadata.generator = "auditor"
-        return document.write_pdf(pdf_variant=PDF_VARIANT, pdf_tags=True, attachments=[evidence])
+        return document.write_pdf(pdf_variant=PDF_VARIANT, pdf_tags=True, attachments=attached)
     finally:
         logger.setLevel(level)
         if saved is None:
