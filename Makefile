@@ -6,6 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-fast lint install clean
 
+# Python caches compiled modules (and pytest its rewritten tests) in __pycache__/ (git-ignored): a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every test process and every `python -m auditor` it starts compile the package
+# and the test modules again (collection 10 s instead of 5, per worker).
+unexport PYTHONDONTWRITEBYTECODE
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -65,9 +66,16 @@ WAYS_IN = ("__init__", "__main__", "cli", "api")
 UPWARD = {("auditor/inputs/spec.py", "auditor.evidence"), ("auditor/inputs/spec.py", "auditor.evidence.registry")}
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once for every check of this module."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _runtime_imports(path: Path) -> list[tuple[int, str]]:
     """The modules a file imports when it runs (top level or inside functions), not those under TYPE_CHECKING."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     typing_only = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
                    ast.unparse(node.test) for sub in ast.walk(node)}
     out = []
@@ -169,16 +177,10 @@ def _cycles(package: Path, *, module_level: bool) -> list[frozenset[str]]:
 
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        statements = tree.body if module_level else None
-        found = set()
-        for line, imported in _runtime_imports(path):
-            if statements is not None and not any(getattr(s, "lineno", 0) == line for s in statements):
-                continue
-            target = module_of(imported)
-            if target and target != name:
-                found.add(target)
-        graph[name] = found
+        top = {node.lineno for node in _tree(path).body if isinstance(node, (ast.Import, ast.ImportFrom))}
+        graph[name] = {target for line, imported in _runtime_imports(path)
+                       if (not module_level or line in top)
+                       and (target := module_of(imported)) is not None and target != name}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -196,9 +198,9 @@ def _cycles(package: Path, *, module_level: bool) -> list[frozenset[str]]:
         if low[node] == index[node]:
             component = set()
             while True:
-                top = stack.pop()
-                component.add(top)
-                if top == node:
+                top_of_stack = stack.pop()
+                component.add(top_of_stack)
+                if top_of_stack == node:
                     break
             if len(component) > 1:
                 cycles.append(frozenset(component))
