@@ -166,3 +166,17 @@ def test_the_bookstore_as_a_very_large_platform_gets_a_dsa_audit_report(tmp_path
     assert rendered.exit_code == 0, rendered.output
     again = next((tmp_path / "r").iterdir()) / "dsa-audit.html"
     assert again.read_bytes() == (run / "dsa-audit.html").read_bytes()
+
+
+def test_a_conclusion_names_what_its_judged_detection_found() -> None:
+    """A not-met requirement whose rule judges a detection is summed up by that detection's title, which names the
+    feature or group (issue 56: facts first), not by the rule's requirement."""
+    document = _document({"DSA-1": "FAIL", "DSA-2": "PASS", "DSA-7": "PASS"})
+    raw = document.to_json()
+    raw["detections"] = [{"kind": "undeclared-main-parameter", "title": "Undeclared main ranking parameter: x",
+                          "subject": "x", "message": "m", "severity": "major", "citation": "c",
+                          "judged_by_rules": ["DSA-1"]}]
+    from auditor.evidence.document import read_document
+
+    report = report_of(read_document(raw))
+    assert report.obligations[0].why == "not complied with: Undeclared main ranking parameter: x (DSA-1)"

@@ -103,12 +103,17 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
                          fix="add `eu-dsa-art27-34` to the spec's policies and run the audit again")
     audit = document.audit
     findings = {f.rule: f for f in document.findings if f.pack == pack["pack"]}
+    found_by: dict[str, str] = {}  # a rule's judged detection names what was found (the feature, the group)
+    for detection in document.detections:
+        for rule in detection.judged_by_rules or []:
+            found_by.setdefault(rule, detection.title)
     due = {str(a.get("rule")): a for a in document.assignments}
     risks = audit.get("risk_assessment") or {}
     materiality = audit.get("materiality") or {}
     obligations, outside = [], []
     for row in pack["coverage"]:
-        procedures = [_procedure(findings[rule], due.get(rule)) for rule in row["rules"] if rule in findings]
+        procedures = [_procedure(findings[rule], due.get(rule), found_by.get(rule)) for rule in row["rules"]
+                      if rule in findings]
         applying = [p for p in procedures if p.status != "SKIPPED"]
         entry = Obligation(point=row["point"], asks=row["asks"], scope=row["status"], note=row.get("note") or "",
                            procedures=procedures, materiality=materiality.get(row["point"]),
@@ -150,10 +155,11 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
     return report
 
 
-def _procedure(finding: FindingPart, assignment: dict[str, Any] | None) -> Procedure:
+def _procedure(finding: FindingPart, assignment: dict[str, Any] | None, detected: str | None) -> Procedure:
     return Procedure(rule=finding.rule, title=finding.title, requirement=finding.requirement,
                      threshold_reason=finding.threshold_reason, evidence=finding.evidence, metric=finding.metric,
-                     status=finding.status, message=finding.message, remedy=finding.remedy, fact=fact(finding),
+                     status=finding.status, message=finding.message, remedy=finding.remedy,
+                     fact=detected if detected and finding.status in ("FAIL", "WARN", "WAIVED") else fact(finding),
                      crosses_fail=finding.inconclusive and "(FAIL if" in finding.message,
                      owner=(assignment or {}).get("owner"),
                      due=str(assignment["due"]) if assignment and assignment.get("due") else None)
