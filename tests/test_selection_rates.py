@@ -6,6 +6,8 @@ data keeps beside the features, and the hiring example's biased ranker against i
 from __future__ import annotations
 
 import datetime as dt
+import re
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +157,10 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     glossary = html[html.index('id="glossary"'):]
     glossary = glossary[:glossary.index("</dl>")]
     assert "ASIPair" not in glossary and "ILMART" not in glossary and "<dt>EXS</dt>" not in glossary
+    # a remedy that names evidence this audit did not run says so, with where to add it
+    findings = unescape(re.sub(r"<[^>]+>", "", html[html.index('id="findings"'):]))
+    assert "This audit did not run global_importance and parameter_influence: add them to the spec's evidence" \
+        in " ".join(findings.split()), findings[:3000]
 
 
 def _declared_and_costed(run: Any) -> None:

@@ -14,7 +14,7 @@ from auditor.core.numbers import figure, interval, percent
 from auditor.core.words import counted
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.judging.policy import Finding, findings_of, group_findings
-from auditor.report.wording import fact, is_share, measured_sentence, technical
+from auditor.report.wording import fact, is_share, measured_sentence, remedy_for, technical
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
 SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest are counted (the page never grows)
@@ -32,9 +32,11 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
     detections = [d.model_dump() for d in document.detections]
     unjudged = [{**d, "record": records.get(_detection_key(d)), "subject": _detection_key(d)} for d in detections
                 if not d.get("judged_by_rules")]
-    act_on = [_group(g, records, detections) for g in groups if g[0].status in ACT_ON]
-    passed = [_group(g, records, detections) for g in groups if g[0].status not in (*ACT_ON, "UNMEASURED")]
-    unmeasured = [_group(g, records, detections) for g in groups if g[0].status == "UNMEASURED"]
+    ran = {name for name, item in document.evidence.items() if item.status == "ok"}
+    act_on = [_group(g, records, detections, ran, registry) for g in groups if g[0].status in ACT_ON]
+    passed = [_group(g, records, detections, ran, registry) for g in groups
+              if g[0].status not in (*ACT_ON, "UNMEASURED")]
+    unmeasured = [_group(g, records, detections, ran, registry) for g in groups if g[0].status == "UNMEASURED"]
     scope = _law_scope(document)
     for number, detection in enumerate(unjudged, 1):
         detection["anchor"] = f"detection-{number}"
@@ -219,7 +221,8 @@ def _new_now(row: dict[str, Any]) -> bool:
     return bool(events) and events[0]["event"] == "opened" and events[0].get("run") == "this review"
 
 
-def _group(group: list[Finding], records: dict[str, dict], detections: list[dict[str, Any]]) -> dict[str, Any]:
+def _group(group: list[Finding], records: dict[str, dict], detections: list[dict[str, Any]], ran: set[str],
+           registry: dict[str, Any]) -> dict[str, Any]:
     head = group[0]
     rules = [f.rule for f in group]
     judged = [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)]
@@ -234,7 +237,7 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "head": head,
         "rules": group,
         "citations": _distinct_citations([f.citation for f in group]),
-        "remedy": next((f.remedy for f in group if f.remedy), ""),
+        "remedy": remedy_for(next((f.remedy for f in group if f.remedy), ""), ran, registry),
         "rationale": head.rationale,
         "record": _record(rules, records),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],

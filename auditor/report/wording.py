@@ -10,7 +10,7 @@ figure the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from auditor.core.numbers import figure, percent, points, with_interval
@@ -220,3 +220,14 @@ def technical(finding: Any) -> str:
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def remedy_for(remedy: str, ran: set[str], kinds: Collection[str]) -> str:
+    """A rule's remedy as this audit can follow it (issue 56: only what ran): the evidence kinds it names (`kind`)
+    that this audit did not run are said so, with where to add them."""
+    missing = [kind for kind in kinds if kind not in ran and f"`{kind}`" in remedy]
+    if not missing:
+        return remedy
+    listed = " and ".join(f"`{kind}`" for kind in missing)
+    them = "it" if len(missing) == 1 else "them"
+    return f"{remedy.rstrip()} This audit did not run {listed}: add {them} to the spec's evidence to use {them}."
