@@ -492,7 +492,12 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
         for strata, comparison in ((method, "within explainer"), (None, "pooled")):
             found = flag_gap(values, flags, cluster, rng, strata=strata)
             gap, low, high = found.gap, found.low, found.high
-            if comparison == "within explainer":
+            if comparison == "within explainer" and not np.isfinite(gap):  # nothing to compare: not measured
+                result.unmeasured[f"confidence.validation.{measure}_gap"] = (
+                    f"no explainer had both flagged and unflagged explanations on these {len(set(cluster))} "
+                    "queries, so the flags cannot be compared with the rest (audit more queries: "
+                    "`queries` of confidence)")
+            elif comparison == "within explainer":
                 result.metrics.update(spelled(f"confidence.validation.{measure}_gap", gap, low, high, always=True))
                 if np.isfinite(low) and low <= 0:
                     result.detect(
