@@ -45,8 +45,10 @@ class Audit:
     `output=`, ...), as a spec file writes them; `features=` is the spec's feature dictionary,
     `{"price": {"meaning": "Price", "unit": "EUR"}}`.
 
-    `model`: a `lightgbm.Booster`, a fitted `lightgbm.LGBMRanker`, a model file's path, or a `module:function`
-    string (a callable scorer, which needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
+    `model`: a `lightgbm.Booster` or fitted `LGBMRanker`, an `xgboost.Booster` or fitted `XGBRanker`, a fitted
+    CatBoost model (`CatBoostRanker`), each staged in its own native format; a model file's path (`model_kind=`
+    names its kind where the name does not, e.g. an XGBoost `.json`); or a `module:function` string (a callable
+    scorer, which needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
     (one row a document, a query's rows together) or a data file's path; `dataset={...}` adds the data's spec
     options (`nan_policy`, `description`, `sample_queries`, ...), which the background shares but for the last two.
     `columns`: the feature columns (default: every numeric column but the query, label and document id); a list
@@ -56,7 +58,8 @@ class Audit:
                  doc_id: str | None = None, columns: Sequence[str] | None = None, background: Any = None,
                  evidence: Sequence[str | dict[str, Any]] = ("ranking_quality", "global_importance"),
                  policies: Sequence[str] = (), seed: int = 7, title: str = "Audit from Python",
-                 organisation: str = "Not stated", trust: bool = False, **sections: Any) -> None:
+                 organisation: str = "Not stated", trust: bool = False, model_kind: str | None = None,
+                 **sections: Any) -> None:
         columns = _columns(columns, sections)
         for keyword, value in (("columns", columns), ("evidence", evidence), ("policies", policies)):
             if isinstance(value, str):  # list("eu-p2b-art5") would be eleven one-letter packs
@@ -74,7 +77,8 @@ class Audit:
                  "feature_columns": list(columns) if columns is not None else None}
         spec: dict[str, Any] = {
             "audit": {"title": title, "organisation": organisation, **sections.pop("audit", {})},
-            "model": {**_staged_model(model, self._folder, trust), **sections.pop("model", {})},
+            "model": {**_staged_model(model, self._folder, trust), **_set({"kind": model_kind}),
+                      **sections.pop("model", {})},
         }
         reading = sections.pop("dataset", {})  # e.g. {"nan_policy": "missing"}: the data's options in a spec
         spec["dataset"] = {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(reads), **reading}
@@ -368,6 +372,14 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
     if type(booster).__module__.startswith("lightgbm") and hasattr(booster, "model_to_string"):
         (folder / "model.txt").write_text(booster.model_to_string(), encoding="utf-8")
         return {"path": "model.txt", "kind": "lightgbm"}
+    library = type(model).__module__.split(".")[0]
+    if library == "xgboost" and hasattr(model, "save_model"):  # XGBRanker (its Booster inside) or a Booster
+        inner = model.get_booster() if hasattr(model, "get_booster") else model
+        inner.save_model(str(folder / "model.json"))  # XGBoost's own JSON: read strictly by models/xgboost_check.py
+        return {"path": "model.json", "kind": "xgboost"}
+    if library == "catboost" and hasattr(model, "save_model"):  # CatBoostRanker, CatBoost
+        model.save_model(str(folder / "model.cbm"))
+        return {"path": "model.cbm", "kind": "catboost"}
     if isinstance(model, (str, Path)) and ":" in str(model) and not Path(model).exists():
         return {"kind": "callable", "entry": str(model), "trust": trust}
     if isinstance(model, (str, Path)):
@@ -380,8 +392,9 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
                              fix="define it in a module (e.g. scorer.py beside the notebook) and pass it from there")
         return {"kind": "callable", "entry": f"{module}:{model.__qualname__}", "trust": trust}
     raise InputError(f"cannot audit a {type(model).__name__} held in memory", where="Audit(model=...)",
-                     fix="pass a lightgbm.Booster or LGBMRanker, a model file's path (LightGBM, XGBoost, CatBoost, "
-                         "ONNX, skops), or a 'module:function' scorer with trust=True")
+                     fix="pass a LightGBM Booster or LGBMRanker, an XGBoost Booster or XGBRanker, a CatBoost model, "
+                         "a model file's path (LightGBM, XGBoost, CatBoost, ONNX, skops; model_kind= names the kind "
+                         "of a .json file), or a 'module:function' scorer with trust=True")
 
 
 def _staged_data(data: Any, target: Path, role: str) -> dict[str, Any]:

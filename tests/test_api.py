@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import lightgbm as lgb
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -167,3 +168,30 @@ def test_columns_name_the_feature_columns_and_features_is_the_dictionary(frame, 
     assert yaml.safe_load(legacy.spec_path.read_text())["dataset"]["feature_columns"] == names
     with pytest.raises(InputError, match="both columns= and a list under features="):
         Audit(model=booster, data=frame, doc_id="doc_id", columns=names, features=names)
+
+
+def test_xgboost_and_catboost_rankers_audit_from_memory_with_their_own_scores(tmp_path: Path) -> None:
+    """Issue 58 item 3: an in-memory XGBRanker and CatBoostRanker are staged in their native formats; the staged
+    model scores exactly as the object's own predict, and the audit runs; an XGBoost .json by path needs only
+    model_kind=."""
+    import catboost
+    import xgboost
+
+    from auditor.models import load_file
+
+    rng = np.random.default_rng(3)
+    queries, per = 30, 10
+    X = rng.normal(size=(queries * per, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=len(X)) > 0.5).astype(int) + (X[:, 0] > 1)
+    qid = np.repeat(np.arange(queries), per)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(4)]).assign(qid=qid, label=y)
+    rankers = {"model.json": xgboost.XGBRanker(n_estimators=20, max_depth=3).fit(X, y, qid=qid),
+               "model.cbm": catboost.CatBoostRanker(iterations=20, depth=3, verbose=False).fit(X, y, group_id=qid)}
+    for name, ranker in rankers.items():
+        audit = Audit(ranker, frame, evidence=["ranking_quality"])
+        staged = load_file(audit.spec.model.kind, audit.spec.model.path, False)
+        assert np.array_equal(staged.predict(X), ranker.predict(X)), name
+        assert audit.run().document.evidence["ranking_quality"].status == "ok"
+    rankers["model.json"].save_model(str(tmp_path / "ranker.json"))
+    by_path = Audit(str(tmp_path / "ranker.json"), frame, model_kind="xgboost", evidence=["ranking_quality"])
+    assert by_path.spec.model.kind == "xgboost"
