@@ -391,7 +391,7 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
                              "spec that reproduces the audit", where="Audit(model=...)",
                              fix="define it in a module (e.g. scorer.py beside the notebook) and pass it from there")
         return {"kind": "callable", "entry": f"{module}:{model.__qualname__}", "trust": trust}
-    raise InputError(f"cannot audit a {type(model).__name__} held in memory", where="Audit(model=...)",
+    raise InputError(f"cannot audit the {type(model).__name__} object held in memory", where="Audit(model=...)",
                      fix="pass a LightGBM Booster or LGBMRanker, an XGBoost Booster or XGBRanker, a CatBoost model, "
                          "a model file's path (LightGBM, XGBoost, CatBoost, ONNX, skops; model_kind= names the kind "
                          "of a .json file), or a 'module:function' scorer with trust=True")

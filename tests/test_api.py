@@ -87,7 +87,7 @@ def test_bad_arguments_raise_input_errors_naming_the_argument(frame, booster):
         Audit(model=booster, data=frame, evidence=[{"local_explanations": {"k": 0}}])
     assert caught.value.file is None and caught.value.where.startswith("Audit(")
     assert "local_explanations.k" in str(caught.value) and "auditor-api-" not in str(caught.value)
-    with pytest.raises(InputError, match=r"Audit\(model=...\).*lightgbm.Booster"):
+    with pytest.raises(InputError, match=r"Audit\(model=...\): cannot audit the object object.*LightGBM Booster"):
         Audit(model=object(), data=frame)
     with pytest.raises(InputError, match=r"Audit\(model=...\).*define it in a module"):
         Audit(model=lambda X: X[:, 0], data=frame, trust=True)  # the spec could not name it

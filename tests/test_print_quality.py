@@ -123,7 +123,7 @@ def test_no_text_is_under_7_pt_on_paper(layout: Any) -> None:
 @pytest.mark.slow
 def test_every_plot_function_sets_its_text_at_print_size() -> None:
     """Without the demo: figures are made at their print size (at most the page's text width) with no text under
-    7 pt, whatever the number of rows; and a 16-line chart repeats no colour."""
+    7 pt, whatever the number of rows; and a 16-line chart is two panels of 8 lines, no colour twice in one."""
     from xml.etree import ElementTree
 
     rng = np.random.default_rng(0)
@@ -158,7 +158,10 @@ def test_every_plot_function_sets_its_text_at_print_size() -> None:
         assert min(sizes) >= SMALLEST_TEXT, (name, min(sizes))
     lines = re.findall(r'<path d="M [^"]*"[^>]*?style="fill: none; stroke: (#[0-9a-f]{6}); stroke-width: 1\.2',
                        svgs["line_chart"])
-    assert len(lines) == 32 and len(set(lines[:16])) == 16, lines  # 16 lines, then the legend's 16 samples
+    # issue 56 item 9: 16 lines are two panels of 8 (each: its lines, then its legend's samples), no colour twice
+    # within a panel
+    assert len(re.findall(r'<g id="axes_', svgs["line_chart"])) == 2
+    assert len(lines) == 32 and len(set(lines[:8])) == 8 and lines[:8] == lines[8:16] == lines[16:24], lines
 
 
 def _filled(page: Any) -> float:

@@ -255,22 +255,32 @@ def _short(label: str, limit: int = 40) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+LINES_PER_PANEL = 8  # more lines than this in one chart cannot be told apart: the rest go to panels below
+
+
 def line_chart(x: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str,
                title: str = "") -> str:
-    """One line per series (legend outside the axes so long names never cover data)."""
+    """One line per series (legend outside the axes so long names never cover data); at most LINES_PER_PANEL lines a
+    panel, further series in panels below on the same axes' scale (small multiples)."""
+    items = list(series.items())
+    panels = [items[i:i + LINES_PER_PANEL] for i in range(0, len(items), LINES_PER_PANEL)] or [[]]
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(PRINT_WIDTH, max(2.15, 0.45 + 0.125 * len(series))))  # legend
-        for i, (name, values) in enumerate(series.items()):
-            color, marker, dashes = line_style(i)
-            ax.plot(x, values, color=color, marker=marker, linestyle=dashes, linewidth=1.2, markersize=4,
-                    label=_short(name))
-        ax.set_xticks(list(x))
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
+        rows = len(panels)
+        fig, axes = plt.subplots(rows, 1, figsize=(PRINT_WIDTH, rows * max(2.15, 0.45 + 0.125 * LINES_PER_PANEL)
+                                                   if rows > 1 else max(2.15, 0.45 + 0.125 * len(items))),
+                                 sharex=True, sharey=True, squeeze=False)
+        for row, panel in enumerate(panels):
+            ax = axes[row][0]
+            for i, (name, values) in enumerate(panel):
+                color, marker, dashes = line_style(i)
+                ax.plot(x, values, color=color, marker=marker, linestyle=dashes, linewidth=1.2, markersize=4,
+                        label=_short(name))
+            ax.set_xticks(list(x))
+            ax.set_ylabel(ylabel)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=7, labelspacing=0.5)
+        axes[-1][0].set_xlabel(xlabel)
         if title:
-            ax.set_title(title)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=7,
-                  labelspacing=0.3 if len(series) > 10 else 0.5)  # 16 lines' names within the figure's height
+            axes[0][0].set_title(title)
         return to_svg(fig)
 
 
