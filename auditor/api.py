@@ -317,6 +317,8 @@ class AuditResult:
         style = re.search(r"<style>.*?</style>", page, re.S)
         summary = re.search(r'<section id="summary".*?</section>', page, re.S)
         body = summary.group(0) if summary else "<p>No summary was rendered.</p>"
+        # the frame holds the summary alone: a pointer to a section of the report would lead nowhere in it
+        body = re.sub(r'<a href="#[^"]*"[^>]*>(.*?)</a>', r"\1", body, flags=re.S)
         inner = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{style.group(0) if style else ""}'
                  f"</head><body>{body}</body></html>")
         return (f'<iframe sandbox="" title="Audit summary" srcdoc="{html.escape(inner, quote=True)}" '

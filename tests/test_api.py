@@ -80,6 +80,7 @@ def test_the_summary_shows_inline_in_a_sandboxed_frame(result):
     assert "Notebook audit &lt;b&gt;" in result.report_html()  # the title escaped in the report
     assert "<script" not in inner.lower()
     assert 'id="findings"' not in inner  # the summary page only, not the whole report
+    assert 'href="#' not in inner  # issue 58: no pointer to a section the frame does not hold
 
 
 def test_bad_arguments_raise_input_errors_naming_the_argument(frame, booster):
