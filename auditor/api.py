@@ -238,6 +238,31 @@ class AuditResult:
                              fix=f"one of {', '.join(self.evidence)}")
         return {table.title: pd.DataFrame(table.rows, columns=table.columns) for table in result.tables}
 
+    def explanations(self, query: str | None = None) -> Any:
+        """One query's exact TreeSHAP values as a `shap.Explanation` (documents × features, with each document's
+        base value and feature values), so `shap.plots.waterfall(result.explanations()[0])` and `shap.plots.beeswarm`
+        work; from a saved run too. `query`: its id (default: the first query evidence.json keeps; the
+        `global_importance` option `keep_queries` sets how many are kept)."""
+        import numpy as np
+        import shap
+
+        item = self.document.evidence.get("global_importance")
+        kept = item.attributions if item is not None else None
+        if not kept or not kept.get("queries"):
+            raise InputError("this audit kept no per-document attributions", where="AuditResult.explanations",
+                             fix="request `global_importance` (a tree model; its option keep_queries > 0)")
+        by_query = {str(entry["query"]): entry for entry in kept["queries"]}
+        entry = by_query.get(str(query)) if query is not None else kept["queries"][0]
+        if entry is None:
+            shown = ", ".join(list(by_query)[:10])
+            raise InputError(f"query '{query}' is not among the {len(by_query)} whose attributions the run kept",
+                             where="AuditResult.explanations(query=...)", fix=f"one of {shown}"
+                             + (" …" if len(by_query) > 10 else "") + " (more with global_importance.keep_queries)")
+        values = np.array([[np.nan if v is None else v for v in row] for row in entry["phi"]], dtype=np.float64)
+        data = np.array([[np.nan if v is None else v for v in row] for row in entry["values"]], dtype=np.float64)
+        return shap.Explanation(values=values, base_values=np.asarray(entry["bias"], dtype=np.float64), data=data,
+                                feature_names=list(kept["feature_names"]), instance_names=list(entry["docs"]))
+
     def report_html(self) -> str:
         """The whole report as one self-contained HTML page (a loaded run's drawn from its evidence)."""
         if self._run is None:

@@ -196,3 +196,31 @@ def test_xgboost_and_catboost_rankers_audit_from_memory_with_their_own_scores(tm
     rankers["model.json"].save_model(str(tmp_path / "ranker.json"))
     by_path = Audit(str(tmp_path / "ranker.json"), frame, model_kind="xgboost", evidence=["ranking_quality"])
     assert by_path.spec.model.kind == "xgboost"
+
+
+def test_attributions_come_back_as_a_shap_explanation_that_shap_plots(result, booster: lgb.Booster, frame,
+                                                                      tmp_path: Path) -> None:
+    """Issue 58 item 1: one query's TreeSHAP values as a shap.Explanation whose values and base values add up to
+    the model's scores, which shap's own plots draw; a saved run read back gives the same; an unknown query names
+    the kept ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import shap
+
+    explanation = result.explanations()
+    scores = booster.predict(np.asarray(explanation.data))
+    assert explanation.values.shape == explanation.data.shape
+    assert len(explanation.feature_names) == booster.num_feature()
+    assert np.allclose(explanation.values.sum(axis=1) + explanation.base_values, scores, atol=1e-4)
+    shap.plots.waterfall(explanation[0], show=False)
+    shap.plots.beeswarm(explanation, show=False)
+    matplotlib.pyplot.close("all")
+    import auditor
+
+    run = result.save(tmp_path / "saved")
+    first = result.document.evidence["global_importance"].attributions["queries"][0]["query"]
+    again = auditor.load(run).explanations(str(first))
+    assert np.allclose(again.values, explanation.values) and list(again.instance_names) == explanation.instance_names
+    with pytest.raises(InputError, match="is not among the"):
+        result.explanations("no-such-query")

@@ -137,6 +137,9 @@ class EvidenceResult:
     # metrics this item can emit but did not measure in this audit, and why (an input the spec did not give, e.g. no
     # published statement to check): a rule on one is SKIPPED with the reason instead of ERROR (docs/policies.md)
     unmeasured: dict[str, str] = field(default_factory=dict)
+    # per-document attributions of some queries, kept so a saved run gives them back (`AuditResult.explanations`):
+    # {"method", "feature_names", "queries": [{"query", "docs", "phi", "bias", "values"}], "left_out"}
+    attributions: dict[str, Any] | None = None
     # values the evidence items that use this one read (their plugin's `uses`), e.g. the surrogate's importance per
     # feature; arrays and small typed values, never written to evidence.json
     shared: dict[str, Any] = field(default_factory=dict)
@@ -165,6 +168,8 @@ class EvidenceResult:
         }
         if self.unmeasured:  # only when there are: evidence.json of the other items stays as it was
             out["unmeasured"] = dict(sorted(self.unmeasured.items()))
+        if self.attributions is not None:
+            out["attributions"] = self.attributions
         if self.per_query:  # values per query that per-query rules judge (`per_query:` in a policy rule)
             out["per_query"] = {name: {q: _plain(v) for q, v in values.items()}
                                 for name, values in sorted(self.per_query.items())}
@@ -183,7 +188,7 @@ class EvidenceResult:
                      per_query={m: dict(values) for m, values in item.per_query.items()}, error=item.error,
                      n_model_rows=item.n_model_rows,
                      detections=[Detection.from_json(d.model_dump()) for d in item.detections],
-                     unmeasured=dict(item.unmeasured))
+                     unmeasured=dict(item.unmeasured), attributions=item.attributions)
         if item.figures is None and result.status == "ok":
             result.notes.append(FIGURES_NOT_KEPT)
         return result

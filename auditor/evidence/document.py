@@ -125,6 +125,7 @@ class EvidenceItem(_Part):
     detections: list[DetectionPart] = Field(default_factory=list)
     unmeasured: dict[str, str] = Field(default_factory=dict)
     per_query: dict[str, dict[str, Number]] = Field(default_factory=dict)
+    attributions: dict[str, Any] | None = None  # global_importance: TreeSHAP per document of some queries
 
     @property
     def measured(self) -> bool:

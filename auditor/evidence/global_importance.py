@@ -66,6 +66,9 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     plotted = _plotted_rows(ctx, options)
     decision = _explain_query(data, options.explain_query)
     keep = plotted if decision is None else np.union1d(plotted, np.arange(*data.query_ptr[decision:decision + 2]))
+    kept_queries = _kept_queries(data, options.keep_queries)
+    if kept_queries:
+        keep = np.union1d(keep, np.concatenate([np.arange(*data.query_ptr[q:q + 2]) for q in kept_queries]))
     passed = treeshap_pass(ctx, keep)
     if passed is None:
         result.status = "skipped"
@@ -131,6 +134,7 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
                     + ", ".join(f"{names[f]} {percent(within[f])}" for f in top[:5])
                     + (f", and {len(top) - 5} more." if len(top) > 5 else ".")))
     result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order, options))
+    result.attributions = _attributions(ctx, passed, keep, kept_queries, options.keep_queries)
     main = ", ".join(names[f] for f in order[:main_count][:5])
     result.summary = (f"{counted(main_count, 'feature')} {'carries' if main_count == 1 else 'carry'} "
                       f"{options.share_for_main:.0%} of the within-query importance; "
@@ -164,6 +168,46 @@ def _ratio(means: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         out: np.ndarray = means[..., 0] / means[..., 1]
     return out
+
+
+ATTRIBUTION_VALUES = 200_000  # φ values evidence.json keeps at most (and as many feature values)
+
+
+def _kept_queries(data: RankingData, wanted: int) -> list[int]:
+    """The queries whose attributions are kept: evenly spread over the data, as many of `wanted` as fit in
+    ATTRIBUTION_VALUES values."""
+    if wanted <= 0 or data.n_queries == 0:
+        return []
+    spread = np.unique(np.linspace(0, data.n_queries - 1, min(wanted, data.n_queries)).round().astype(int))
+    sizes = data.query_sizes()
+    out, total = [], 0
+    for q in spread:
+        cost = int(sizes[q]) * data.n_features
+        if total + cost > ATTRIBUTION_VALUES:
+            break
+        out.append(int(q))
+        total += cost
+    return out
+
+
+def _attributions(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, queries: list[int],
+                  wanted: int) -> dict[str, object] | None:
+    """The kept queries' TreeSHAP values per document, with each document's bias and feature values: what
+    `AuditResult.explanations` turns into a shap.Explanation, from a saved run too."""
+    if passed.kept_bias is None or wanted <= 0:
+        return None
+    data = ctx.data
+    out = []
+    for q in queries:
+        rows = np.arange(*data.query_ptr[q:q + 2])
+        at = np.searchsorted(keep, rows)
+        out.append({"query": data.query_ids[q],
+                    "docs": [str(data.doc_ids[i]) for i in rows],
+                    "phi": [[stored(v) for v in row] for row in passed.kept[at]],
+                    "bias": [stored(v) for v in passed.kept_bias[at]],
+                    "values": [[None if not np.isfinite(v) else float(v) for v in row] for row in data.X[rows]]})
+    return {"method": passed.method, "feature_names": list(data.feature_names), "queries": out,
+            "left_out": int(min(wanted, data.n_queries) - len(queries))}
 
 
 def _plotted_rows(ctx: AuditContext, options: GlobalImportanceOptions) -> np.ndarray:

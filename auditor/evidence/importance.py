@@ -93,6 +93,7 @@ class TreeshapPass:
     query_means: np.ndarray  # Q × F: mean φ per query (to centre the plotted rows)
     kept: np.ndarray  # φ of the kept rows, in their (sorted) order
     method: str
+    kept_bias: np.ndarray | None = None  # the bias (base value) of the kept rows
     rounding: float = 0.0  # max |exact sum of the trees − the library's score| (XGBoost's float32 sums)
 
 
@@ -150,6 +151,7 @@ def treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> T
     ptr, scores = ctx.data.query_ptr, ctx.scores()
     summaries = _Summaries(ctx.data.n_features)
     kept = np.empty((keep.size, ctx.data.n_features))
+    kept_bias = np.empty(keep.size)
     additivity = rounding = 0.0
     reference = reference_scores(ctx.model)
     for qa, qb, part in parts:
@@ -161,5 +163,6 @@ def treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> T
         summaries.add(phi, ptr[qa:qb + 1] - start)
         here = np.flatnonzero((keep >= start) & (keep < stop))
         kept[here] = phi[keep[here] - start]
+        kept_bias[here] = part[keep[here] - start, -1]
     return TreeshapPass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(),
-                        kept=kept, method=method, rounding=rounding)
+                        kept=kept, method=method, rounding=rounding, kept_bias=kept_bias)

@@ -18,6 +18,10 @@ class GlobalImportanceOptions(EvidenceOptions):
     waterfall_features: int = Field(8, ge=1, le=30, description="Features drawn one bar each in the waterfall; the "
                                                                 "rest share one bar.")
     plot_docs: int = Field(2000, ge=100, description="Documents sampled (seeded) for the summary and dependence plots.")
+    keep_queries: int = Field(50, ge=0, description="Queries whose per-document TreeSHAP values (with the bias and "
+                                                    "the feature values) evidence.json keeps, for "
+                                                    "`AuditResult.explanations` (shap.Explanation); at most "
+                                                    "200,000 values in all, the rest said to be left out.")
 
 
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
