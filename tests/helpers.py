@@ -239,3 +239,23 @@ def hiring_run(tmp_path: Path, spec_name: str, *, resamples: int = 400, edit: An
         edit(folder, spec)
     (folder / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return run_audit(folder / "audit.yaml", today=dt.date(2026, 12, 1))
+
+
+def bookstore_under(tmp_path: Path, *, policies: list[str], provider: dict[str, bool] | None = None,
+                    register: str | bool = False, documents: tuple[str, ...] = ("report",)) -> Path:
+    """A copy of the bookstore with a light spec (`dsa.yaml`) judged by `policies`, its provider facts updated by
+    `provider`, unsigned, no owners or waivers: the spec's path (test_dsa_audit, test_implementation_report,
+    test_consistency)."""
+    from tests.conftest import BOOKSTORE, LIGHT
+
+    folder = tmp_path / "b"
+    shutil.copytree(BOOKSTORE, folder)
+    spec = yaml.safe_load((folder / "audit.yaml").read_text())
+    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
+    spec["policies"] = policies
+    spec["audit"]["provider"].update(provider or {})
+    spec["findings"], spec["waivers"], spec["register"] = [], [], register
+    spec.pop("signing", None)
+    spec["output"] = {"dir": "out", "formats": ["html"], "documents": list(documents)}
+    (folder / "dsa.yaml").write_text(yaml.safe_dump(spec))
+    return folder / "dsa.yaml"

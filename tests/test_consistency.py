@@ -77,29 +77,18 @@ def test_a_run_under_every_law_with_every_provider_fact_set_is_consistent(tmp_pa
     """Issue 56 item 3: the bookstore (light evidence) judged by every built-in pack, its provider every kind the
     laws name — every law applies on every page alike, and no printed figure differs from its evidence; no rule ends
     in ERROR (a figure the light run cannot give is not measured, with the reason)."""
-    import shutil
-
-    import yaml
     from typer.testing import CliRunner
 
     from auditor.cli import app
-    from tests.conftest import BOOKSTORE, LIGHT
-    from tests.helpers import assert_consistent
+    from tests.helpers import assert_consistent, bookstore_under
 
-    folder = tmp_path / "b"
-    shutil.copytree(BOOKSTORE, folder)
-    spec = yaml.safe_load((folder / "audit.yaml").read_text())
-    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
-    spec["audit"]["provider"] = dict.fromkeys(("gatekeeper", "high_risk", "online_platform", "very_large_platform",
-                                              "intermediation_service", "employment_decision_tool",
-                                              "jp_specified_platform"), True)
-    spec["policies"] = ["starter", "eu-p2b-art5", "eu-dsa-art27-34", "eu-dma-art6-5", "eu-ai-act-annex-iv",
-                        "jp-tfdpa-ranking", "model-governance"]
-    spec["findings"], spec["waivers"], spec["register"] = [], [], False
-    spec.pop("signing", None)
-    spec["output"] = {"dir": "out", "formats": ["html"]}
-    (folder / "all.yaml").write_text(yaml.safe_dump(spec))
-    done = CliRunner().invoke(app, ["report", str(folder / "all.yaml"), "--fail-on", "never", "--quiet"])
+    spec = bookstore_under(tmp_path, policies=["starter", "eu-p2b-art5", "eu-dsa-art27-34", "eu-dma-art6-5",
+                                                "eu-ai-act-annex-iv", "jp-tfdpa-ranking", "model-governance"],
+                           provider=dict.fromkeys(("gatekeeper", "high_risk", "online_platform", "very_large_platform",
+                                                   "intermediation_service", "employment_decision_tool",
+                                                   "jp_specified_platform"), True))
+    folder = spec.parent
+    done = CliRunner().invoke(app, ["report", str(spec), "--fail-on", "never", "--quiet"])
     assert done.exit_code == 0, done.output
     run = next((folder / "out").iterdir())
     assert_consistent(run)

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.report.documents import render_document
 from auditor.report.dsa_audit import NEGATIVE, NONE, POSITIVE, report_of
-from tests.conftest import BOOKSTORE, LIGHT
-from tests.helpers import document_of
+from tests.conftest import BOOKSTORE
+from tests.helpers import bookstore_under, document_of
 
 runner = CliRunner()
 
@@ -144,17 +144,9 @@ def test_the_document_needs_the_dsa_pack(tmp_path: Path) -> None:
 def test_the_bookstore_as_a_very_large_platform_gets_a_dsa_audit_report(tmp_path: Path) -> None:
     """The bookstore under the DSA pack, its provider a very large platform: dsa-audit.html beside the report, one
     conclusion per audited provision of the pack, and the same page drawn again by `auditor render`."""
-    folder = tmp_path / "b"
-    shutil.copytree(BOOKSTORE, folder)
-    spec = yaml.safe_load((folder / "audit.yaml").read_text())
-    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
-    spec["policies"] = ["eu-dsa-art27-34"]
-    spec["audit"]["provider"]["very_large_platform"] = True
-    spec["findings"], spec["waivers"] = [], []
-    spec.pop("signing", None)
-    spec["register"] = False
-    spec["output"] = {"dir": "out", "formats": ["html"], "documents": ["report", "dsa-audit"]}
-    (folder / "dsa.yaml").write_text(yaml.safe_dump(spec))
+    spec = bookstore_under(tmp_path, policies=["eu-dsa-art27-34"], provider={"very_large_platform": True},
+                           documents=("report", "dsa-audit"))
+    folder = spec.parent
     done = runner.invoke(app, ["report", str(folder / "dsa.yaml"), "--fail-on", "never"])
     assert done.exit_code == 0, done.output
     run = next((folder / "out").iterdir())

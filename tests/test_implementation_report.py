@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.register.lifecycle import State
 from auditor.report.implementation import draft
-from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen
-from tests.helpers import document_of
+from tests.conftest import PASS, _keygen
+from tests.helpers import bookstore_under, document_of
 
 runner = CliRunner()
 
@@ -97,18 +95,10 @@ def test_respond_then_draft_then_adopt_with_the_provider_s_key(tmp_path: Path) -
     """The bookstore audited as a very large platform under the DSA pack, a management response recorded on the
     undeclared parameter's finding, the draft lists it with its response; adopted with the provider's key it
     verifies, and a changed word fails the check."""
-    folder = tmp_path / "b"
-    shutil.copytree(BOOKSTORE, folder)
     keys = _keygen(tmp_path / "keys")
-    spec = yaml.safe_load((folder / "audit.yaml").read_text())
-    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
-    spec["policies"] = ["eu-dsa-art27-34"]
-    spec["audit"]["provider"]["very_large_platform"] = True
-    spec["findings"], spec["waivers"] = [], []
-    spec.pop("signing", None)
-    spec["register"] = str(tmp_path / "register.sqlite")
-    spec["output"] = {"dir": "out", "formats": ["html"], "documents": ["report", "dsa-audit"]}
-    (folder / "dsa.yaml").write_text(yaml.safe_dump(spec))
+    spec = bookstore_under(tmp_path, policies=["eu-dsa-art27-34"], provider={"very_large_platform": True},
+                           register=str(tmp_path / "register.sqlite"), documents=("report", "dsa-audit"))
+    folder = spec.parent
     env = {"TEST_KEY_PASS": PASS}
     done = runner.invoke(app, ["report", str(folder / "dsa.yaml"), "--fail-on", "never", "--quiet"])
     assert done.exit_code == 0, done.output
