@@ -12,7 +12,8 @@ The templates mark what they print with machine-readable references:
 
 `check(html, document)` returns one line a problem: a printed value that is not its source's (to the digits
 printed), an interval that is not its source's, one metric printed with two different intervals, one subject with
-two severities, a count of rows beside a table of another length, a pointer whose words name another section.
+two severities, a count of rows beside a table of another length, a pointer whose words name another section,
+a law said to bind the provider (wholly, in part, or not) otherwise than its applicability in evidence.json.
 Measuring code does not import it; the tests run it on every kind of run they make.
 """
 
@@ -171,6 +172,42 @@ def check(html: str, document: EvidenceDocument) -> list[str]:
         headings = collector.headings.get(link.target)
         if headings and not _names(_words(link.text), headings):
             problems.append(f"a pointer “{_words(link.text)}” leads to the section “{headings[0]}”")
+    problems += _law_problems(html, document)
+    return problems
+
+
+def _scope_of(text: str) -> str | None:
+    """What `text` (the words after a law's title) says of the law's scope: not applicable, in part, may apply (not
+    established) or applies — the most specific that the words hold."""
+    if "not applicable" in text:
+        return "not applicable"
+    if "rules do not" in text or "applies in part" in text:
+        return "in part"
+    if "may apply" in text or "not established" in text:
+        return "may apply"
+    return "applies" if "applies" in text else None
+
+
+def _law_problems(html: str, document: EvidenceDocument) -> list[str]:
+    """A law said to bind the provider on one page and not (or only in part) on another: every place a law's title
+    is followed by words of its scope must say what its applicability in evidence.json says."""
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split()).replace("&#39;", "'").replace("&amp;", "&")
+    laws = [(str(p.get("title", "")), str(p.get("applicability", "applies"))) for p in document.policies]
+    laws += [(str(law.get("title", "")), str(law.get("applicability", ""))) for law in document.other_laws]
+    titles = [title for title, _ in laws if title]
+    problems = []
+    for title, applicability in laws:
+        if not title:
+            continue
+        expected = _scope_of(applicability) or "may apply"
+        for at in (m.end() for m in re.finditer(re.escape(title), text)):
+            window = text[at:at + 240]  # up to the next law named, or the end of the sentence
+            ends = [window.find(other) for other in titles if other != title and other in window]
+            window = window[:min(ends)] if ends else window
+            said = _scope_of(window.split(". ")[0])
+            if said is not None and said != expected:
+                problems.append(f"{title}: said to be “{said}” where evidence.json says “{applicability[:80]}”")
+                break
     return problems
 
 
