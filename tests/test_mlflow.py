@@ -301,3 +301,25 @@ def test_spec_model_kind_mlflow_is_checked() -> None:
         ModelSpec(kind="mlflow")
     with pytest.raises(ValidationError, match="`tracking_uri` is for kind `mlflow`"):
         ModelSpec(path=BOOKSTORE_MODEL, tracking_uri="sqlite:///m.db")
+
+
+def test_the_audit_run_and_the_model_version_name_each_other(store: Store, base: Path, no_env: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58 item 7: `--mlflow` on an audit of models:/catalogue-ranker/1 tags the audit run with the model's URI,
+    version and source run, and the registered version with its audit run, opinion and folder."""
+    import mlflow
+
+    client = mlflow.MlflowClient(store.uri)
+    client.create_experiment("linked", artifact_location=str(base / "linked-artifacts"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "linked")
+    code, html = report(_spec(base, "models:/catalogue-ranker/1", tracking_uri=store.uri), "--mlflow")
+    assert code in (0, 1) and html is not None
+    experiment = client.get_experiment_by_name("linked")
+    (audit_run,) = client.search_runs([experiment.experiment_id])
+    tags = audit_run.data.tags
+    assert (tags["auditor.model.uri"], tags["auditor.model.registered_model"], tags["auditor.model.version"],
+            tags["auditor.model.run_id"]) == ("models:/catalogue-ranker/1", "catalogue-ranker", "1", store.run_id)
+    version = client.get_model_version("catalogue-ranker", "1").tags
+    assert version["auditor.audit_run"] == audit_run.info.run_id
+    assert version["auditor.audit_folder"] == html.parent.name and version["auditor.audit_opinion"]

@@ -113,9 +113,31 @@ def _log(mlflow: Any, run: Any, tracking_uri: str | None) -> str:
     for start in range(0, len(metric_list), BATCH_METRICS):
         client.log_batch(run_id, metrics=metric_list[start:start + BATCH_METRICS])
     client.log_artifacts(run_id, str(run.run_dir), artifact_path=f"auditor/{metric_name(run.run_dir.name)}")
+    _link_model(client, run, run_id)
     if started:
         client.set_terminated(run_id)
     return str(run_id)
+
+
+def _link_model(client: Any, run: Any, run_id: str) -> None:
+    """An audited MLflow model and its audit, linked both ways: the audit run names the model (tags, and MLflow 3's
+    logged model as the run's model input); the registered version names its latest audit (tags)."""
+    from mlflow.entities import RunTag
+
+    logged = ((run.document.inputs or {}).get("model") or {}).get("mlflow")
+    if not isinstance(logged, dict):
+        return
+    tags = {f"auditor.model.{key}": str(logged[key]) for key in ("uri", "registered_model", "version", "run_id",
+                                                                  "model_id") if logged.get(key)}
+    client.log_batch(run_id, tags=[RunTag(key, value[:5000]) for key, value in sorted(tags.items())])
+    if logged.get("model_id"):
+        from mlflow.entities import LoggedModelInput
+
+        client.log_inputs(run_id, models=[LoggedModelInput(model_id=str(logged["model_id"]))])
+    if logged.get("registered_model") and logged.get("version"):
+        for key, value in (("auditor.audit_run", run_id), ("auditor.audit_opinion", run.opinion),
+                           ("auditor.audit_folder", run.run_dir.name)):
+            client.set_model_version_tag(str(logged["registered_model"]), str(logged["version"]), key, value)
 
 
 def judged(findings: list[Any], results: dict[str, Any]) -> dict[str, float]:
