@@ -271,6 +271,19 @@ class AuditResult:
             return html_of(self._loaded)
         return (self._run.run_dir / "report.html").read_text(encoding="utf-8")
 
+    def log_mlflow(self) -> str:
+        """Log this audit to MLflow as `auditor report --mlflow` does (the active run, $MLFLOW_RUN_ID's, or a new
+        one; the tracking URI from the spec's `model.tracking_uri` or $MLFLOW_TRACKING_URI), linked to an audited
+        MLflow model's version. Returns the MLflow run id."""
+        from auditor.commands import mlflow_log
+
+        if self._run is None or self.audit is None:
+            raise InputError(f"this result was loaded from {self.folder}", where="AuditResult.log_mlflow",
+                             fix="log the audit when it runs (`auditor report --mlflow`, or log_mlflow() on the "
+                                 "result of Audit(...).run())")
+        tracking = mlflow_log.check_ready(self.audit.spec_path)
+        return mlflow_log.log_audit(self._run, tracking_uri=tracking)
+
     def save(self, out_dir: str | Path, *, formats: Sequence[str] | None = None,
              signing: dict[str, Any] | None = None) -> Path:
         """Write the run folder into `out_dir` as `auditor report` does (evidence.json, and `formats`, default the

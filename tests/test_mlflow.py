@@ -323,3 +323,22 @@ def test_the_audit_run_and_the_model_version_name_each_other(store: Store, base:
     version = client.get_model_version("catalogue-ranker", "1").tags
     assert version["auditor.audit_run"] == audit_run.info.run_id
     assert version["auditor.audit_folder"] == html.parent.name and version["auditor.audit_opinion"]
+
+
+def test_an_api_result_logs_itself_to_mlflow(store: Store, base: Path, no_env: Path, frame: Any, booster: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58 item 7: `AuditResult.log_mlflow()` logs as `--mlflow` does (opinion and rule statuses as tags)."""
+    import mlflow
+
+    from auditor import Audit
+
+    client = mlflow.MlflowClient(store.uri)
+    client.create_experiment("notebook", artifact_location=str(base / "notebook-artifacts"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "notebook")
+    result = Audit(model=booster, data=frame, doc_id="doc_id", evidence=["ranking_quality"],
+                   policies=["starter"]).run(jobs=1)
+    run_id = result.log_mlflow()
+    logged = client.get_run(run_id).data
+    assert logged.tags["auditor.opinion"] == result.opinion
+    assert {key for key in logged.tags if key.startswith("rule.starter.")}
