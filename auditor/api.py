@@ -47,8 +47,9 @@ class Audit:
 
     `model`: a `lightgbm.Booster` or fitted `LGBMRanker`, an `xgboost.Booster` or fitted `XGBRanker`, a fitted
     CatBoost model (`CatBoostRanker`), each staged in its own native format; a model file's path (`model_kind=`
-    names its kind where the name does not, e.g. an XGBoost `.json`); or a `module:function` string (a callable
-    scorer, which needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
+    names its kind where the name does not, e.g. an XGBoost `.json`); an MLflow URI (`models:/name/version`,
+    `runs:/...`: the tracking URI from $MLFLOW_TRACKING_URI); or a `module:function` string (a callable scorer, which
+    needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
     (one row a document, a query's rows together) or a data file's path; `dataset={...}` adds the data's spec
     options (`nan_policy`, `description`, `sample_queries`, ...), which the background shares but for the last two.
     `columns`: the feature columns (default: every numeric column but the query, label and document id); a list
@@ -154,10 +155,10 @@ class Audit:
 
                 with for_terminal() as bar:
                     run = run_audit(self.spec_path, out=out, progress=bar, executor=executor, register=register,
-                                    formats=["html"])
+                                    formats=["html"], keep_downloads=True)
             else:
                 run = run_audit(self.spec_path, out=out, progress=Progress(), executor=executor,
-                                register=register, formats=["html"])
+                                register=register, formats=["html"], keep_downloads=True)
         except InputError as exc:
             shutil.rmtree(out, ignore_errors=True)
             raise self._named(exc) from None
@@ -420,6 +421,8 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
     if library == "catboost" and hasattr(model, "save_model"):  # CatBoostRanker, CatBoost
         model.save_model(str(folder / "model.cbm"))
         return {"path": "model.cbm", "kind": "catboost"}
+    if isinstance(model, str) and model.startswith(("models:/", "runs:/")):  # an MLflow model by URI
+        return {"kind": "mlflow", "uri": model}
     if isinstance(model, (str, Path)) and ":" in str(model) and not Path(model).exists():
         return {"kind": "callable", "entry": str(model), "trust": trust}
     if isinstance(model, (str, Path)):

@@ -342,3 +342,25 @@ def test_an_api_result_logs_itself_to_mlflow(store: Store, base: Path, no_env: P
     logged = client.get_run(run_id).data
     assert logged.tags["auditor.opinion"] == result.opinion
     assert {key for key in logged.tags if key.startswith("rule.starter.")}
+
+
+def test_an_api_audit_of_a_registered_model_saves_signed(store: Store, base: Path, no_env: Path, frame: Any,
+                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58 item 7: Audit("models:/…") audits the registered version, and `save()` later still finds the
+    downloaded model to archive and sign (it stays until the result is collected)."""
+    from auditor import Audit
+    from tests.conftest import PASS, _keygen
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.uri)
+    monkeypatch.setenv("TEST_KEY_PASS", PASS)
+    keys = _keygen(tmp_path / "keys")
+    result = Audit("models:/catalogue-ranker/1", frame, doc_id="doc_id", evidence=["ranking_quality"]).run(jobs=1)
+    assert result.document.inputs["model"]["mlflow"]["version"] == "1"
+    run = result.save(tmp_path / "out", signing={"key": str(keys / "signer.p12"), "passphrase_env": "TEST_KEY_PASS",
+                                                 "bundle_key": str(keys / "bundle-ed25519.pem")})
+    assert (run / "bundle.dsse.json").is_file()
+    del result
+    import gc
+
+    gc.collect()
+    assert not list(no_env.glob("auditor-mlflow-*"))  # the download is removed with the result

@@ -205,14 +205,15 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
               executor: ExecutorSpec | None = None, notify: Callable[[str], None] | None = None,
               register: str | None = None, timestamp_url: str | None = None,
               formats: list[str] | None = None, rerun: Rerun | None = None,
-              documents: list[str] | None = None) -> AuditRun:
+              documents: list[str] | None = None, keep_downloads: bool = False) -> AuditRun:
     """Run the audit a spec describes, write its run folder and record it in the register. Returns where it went
     and the verdicts. `executor` overrides the spec's (the command line's --jobs / --executor / --scheduler),
     `register` the spec's register (`off`: none); `notify` receives one-line notes for the person running it
     (e.g. stale temporary folders removed). A register that cannot be used does not stop the run: its folder is
     written without the register's sections and `register_error` says why. `formats` overrides the spec's output
     formats (what is rendered, not what is measured: the Python API renders HTML only until a run is saved),
-    `documents` its output documents (the command line's --document)."""
+    `documents` its output documents (the command line's --document). `keep_downloads`: an MLflow model's
+    downloaded folder stays until the returned run is collected (the Python API saves and signs the run later)."""
     progress = progress or Progress()
     started = _utc_now()
     prepared = prepare(spec_path, progress=progress, seed=seed, timestamp_url=timestamp_url, rerun=rerun)
@@ -224,7 +225,8 @@ def run_audit(spec_path: str | Path, *, out: Path | None = None, seed: int | Non
             (notify or (lambda _: None))(note)
         return done
     finally:
-        prepared.close()
+        if not keep_downloads:
+            prepared.close()  # else removed when the run (holding `prepared`) is collected: LoggedModel's finalizer
 
 
 def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | None, seed: int | None,
