@@ -41,13 +41,16 @@ def _outputs(notebook: object, kind: str) -> list[str]:
 def test_the_notebook_audits_fixes_and_audits_again(executed):
     shown = _outputs(executed, "text/html")
     frames = [html for html in shown if "<iframe sandbox=" in html]
-    assert len(frames) == 2, "both audits show their summary inline"
+    assert len(frames) == 3, "both audits and the saved run read back show their summary inline"
     assert all("Executive summary" in frame for frame in frames)
+    assert frames[1] == frames[2], "the run read back shows the same summary as the run (issue 58)"
+    assert _outputs(executed, "image/png"), "shap's waterfall of the audit's attributions is drawn (issue 58)"
     printed = "".join(_outputs(executed, "stream"))
     undeclared = re.search(r"measured main parameters not declared: \[(.*)\]", printed)
     assert undeclared and undeclared.group(1), printed  # the first audit finds one
     before, after = re.search(r"before: (\S+) \| after: (\S+)", printed).groups()
     assert before == "negative" and after != "negative", printed
+    assert "same as the run's: True" in printed
     assert any("P2B-4" in html and "PASS" in html for html in shown)  # the rule that failed passes
 
 
