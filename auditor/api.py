@@ -413,6 +413,14 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
     if type(booster).__module__.startswith("lightgbm") and hasattr(booster, "model_to_string"):
         (folder / "model.txt").write_text(booster.model_to_string(), encoding="utf-8")
         return {"path": "model.txt", "kind": "lightgbm"}
+    if type(model).__name__ == "Pipeline" and hasattr(model, "steps"):  # scikit-learn: transforms, then a ranker
+        last = type(model.steps[-1][1]).__name__ if model.steps else "nothing"
+        raise InputError(f"a scikit-learn Pipeline (ending in {last}) changes the features before its ranker scores "
+                         "them, so its explanations would be of features the data do not hold",
+                         where="Audit(model=...)",
+                         fix="audit the ranker on what it sees: Audit(pipeline[-1], pipeline[:-1].transform(X) as a "
+                             "DataFrame with the query, label and id columns); a Pipeline of the ranker alone: "
+                             "pass pipeline[-1]")
     library = type(model).__module__.split(".")[0]
     if library == "xgboost" and hasattr(model, "save_model"):  # XGBRanker (its Booster inside) or a Booster
         inner = model.get_booster() if hasattr(model, "get_booster") else model

@@ -224,3 +224,14 @@ def test_attributions_come_back_as_a_shap_explanation_that_shap_plots(result, bo
     assert np.allclose(again.values, explanation.values) and list(again.instance_names) == explanation.instance_names
     with pytest.raises(InputError, match="is not among the"):
         result.explanations("no-such-query")
+
+
+def test_a_pipeline_is_refused_with_the_way_to_audit_its_ranker(frame: pd.DataFrame, booster: lgb.Booster) -> None:
+    """Issue 58 item 3: a scikit-learn Pipeline scores transformed features; the refusal says how to audit its last
+    step on what it sees."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    pipeline = Pipeline([("scale", StandardScaler()), ("rank", lgb.LGBMRanker())])
+    with pytest.raises(InputError, match=r"Pipeline \(ending in LGBMRanker\).*pipeline\[-1\]"):
+        Audit(pipeline, frame)
