@@ -81,6 +81,9 @@ class Audit:
             "model": {**_staged_model(model, self._folder, trust), **_set({"kind": model_kind}),
                       **sections.pop("model", {})},
         }
+        data = _categoricals(model, data, "data")
+        if background is not None:
+            background = _categoricals(model, background, "background")
         reading = sections.pop("dataset", {})  # e.g. {"nan_policy": "missing"}: the data's options in a spec
         spec["dataset"] = {**_staged_data(data, self._folder / "data.parquet", "data"), **_set(reads), **reading}
         if background is not None:  # read as the data are, but whole and without their description
@@ -446,6 +449,33 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
                      fix="pass a LightGBM Booster or LGBMRanker, an XGBoost Booster or XGBRanker, a CatBoost model, "
                          "a model file's path (LightGBM, XGBoost, CatBoost, ONNX, skops; model_kind= names the kind "
                          "of a .json file), or a 'module:function' scorer with trust=True")
+
+
+def _categoricals(model: Any, data: Any, role: str) -> Any:
+    """A DataFrame's pandas `category` columns as the codes the model was trained on: for a LightGBM model trained on
+    categories, mapped through its own `pandas_categorical` as LightGBM's predict maps them (an unseen value is
+    missing); for any other model refused with the fix (its codes are the model's to give)."""
+    if not hasattr(data, "dtypes"):
+        return data
+    columns = [str(c) for c, dtype in data.dtypes.items() if str(dtype) == "category"]
+    if not columns:
+        return data
+    trained = getattr(getattr(model, "booster_", model), "pandas_categorical", None)
+    if not trained or len(trained) != len(columns):
+        raise InputError(f"column '{columns[0][:80]}' holds pandas categories, and the model does not say which codes "
+                         "they had when it was trained", where=f"Audit({role}=...)",
+                         fix="pass the numeric codes the model was trained on (e.g. frame[column].cat.codes with the "
+                             "training categories); a LightGBM model trained on the DataFrame's categories maps them "
+                             "itself")
+    import numpy as np
+    import pandas as pd
+
+    frame = data.copy()
+    for column, categories in zip(columns, trained, strict=True):
+        codes = pd.Categorical(frame[column], categories=categories).codes.astype(np.float64)
+        codes[codes < 0] = np.nan  # a value the model never saw: missing, as LightGBM's predict reads it
+        frame[column] = codes
+    return frame
 
 
 def _staged_data(data: Any, target: Path, role: str) -> dict[str, Any]:

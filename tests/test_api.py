@@ -235,3 +235,27 @@ def test_a_pipeline_is_refused_with_the_way_to_audit_its_ranker(frame: pd.DataFr
     pipeline = Pipeline([("scale", StandardScaler()), ("rank", lgb.LGBMRanker())])
     with pytest.raises(InputError, match=r"Pipeline \(ending in LGBMRanker\).*pipeline\[-1\]"):
         Audit(pipeline, frame)
+
+
+def test_pandas_categories_reach_a_lightgbm_model_as_it_maps_them(tmp_path: Path) -> None:
+    """Issue 58 item 3: a LightGBM model trained on a DataFrame's category column audits that DataFrame with the
+    scores of its own predict (the codes its `pandas_categorical` gives); another model is refused with the fix."""
+    import xgboost
+
+    rng = np.random.default_rng(0)
+    queries, per = 40, 10
+    frame = pd.DataFrame({"qid": np.repeat(np.arange(queries), per), "x": rng.normal(size=queries * per),
+                          "colour": pd.Categorical(rng.choice(["red", "green", "blue"], queries * per))})
+    frame["label"] = (frame.x > 0).astype(int) + (frame.colour == "red").astype(int)
+    data = lgb.Dataset(frame[["x", "colour"]], frame.label, group=[per] * queries)
+    model = lgb.train({"objective": "lambdarank", "verbose": -1, "min_data_in_leaf": 5, "min_data_per_group": 5,
+                       "cat_smooth": 1}, data, 20)
+    audit = Audit(model, frame.sample(frac=1, random_state=1).sort_values("qid", kind="stable"),
+                  evidence=["ranking_quality"])
+    staged = pd.read_parquet(audit.spec.dataset.path)
+    shuffled = frame.sample(frac=1, random_state=1).sort_values("qid", kind="stable")
+    assert np.array_equal(model.predict(staged[["x", "colour"]].to_numpy()), model.predict(shuffled[["x", "colour"]]))
+    assert audit.run(jobs=1).document.evidence["ranking_quality"].status == "ok"
+    other = xgboost.XGBRanker(n_estimators=5).fit(frame[["x"]], frame.label, qid=frame.qid)
+    with pytest.raises(InputError, match=r"column 'colour' holds pandas categories.*cat\.codes"):
+        Audit(other, frame)
