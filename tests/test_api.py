@@ -187,7 +187,8 @@ def test_xgboost_and_catboost_rankers_audit_from_memory_with_their_own_scores(tm
     qid = np.repeat(np.arange(queries), per)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(4)]).assign(qid=qid, label=y)
     rankers = {"model.json": xgboost.XGBRanker(n_estimators=20, max_depth=3).fit(X, y, qid=qid),
-               "model.cbm": catboost.CatBoostRanker(iterations=20, depth=3, verbose=False).fit(X, y, group_id=qid)}
+               "model.cbm": catboost.CatBoostRanker(iterations=20, depth=3, verbose=False, allow_writing_files=False)
+               .fit(X, y, group_id=qid)}
     for name, ranker in rankers.items():
         audit = Audit(ranker, frame, evidence=["ranking_quality"])
         staged = load_file(audit.spec.model.kind, audit.spec.model.path, False)
