@@ -170,7 +170,7 @@ def _ratio(means: np.ndarray) -> np.ndarray:
     return out
 
 
-ATTRIBUTION_VALUES = 200_000  # φ values evidence.json keeps at most (and as many feature values)
+ATTRIBUTION_VALUES = 50_000  # φ values evidence.json keeps at most (and as many feature values)
 
 
 def _kept_queries(data: RankingData, wanted: int) -> list[int]:

@@ -21,7 +21,7 @@ class GlobalImportanceOptions(EvidenceOptions):
     keep_queries: int = Field(50, ge=0, description="Queries whose per-document TreeSHAP values (with the bias and "
                                                     "the feature values) evidence.json keeps, for "
                                                     "`AuditResult.explanations` (shap.Explanation); at most "
-                                                    "200,000 values in all, the rest said to be left out.")
+                                                    "50,000 values in all, the rest said to be left out.")
 
 
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
