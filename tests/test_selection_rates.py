@@ -147,7 +147,7 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     html = (biased.run_dir / "report.html").read_text()
     section = html[html.index('id="ev-selection_rates"'):]
     assert "Summary of results of the bias audit" in section and "2027-01-15" in section
-    assert "300 job postings" in section  # the data's source, from dataset.description
+    assert "300 simulated job postings" in section  # the data's source, from dataset.description
     # facts first (issue 56): page 2 names the category the warning is about, in its opinion and its key figure
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
     category = "Female × Black or African American (sex × race_ethnicity)"

@@ -367,8 +367,10 @@ def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
     others = [f"{o.values[i]} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in found
               if (o, i) != (b, j) and math.isfinite(ci[1]) and max(ci[1], r) < options.warn_below]
     result.detect(
-        "impact-ratio-below-level", f"{b.values[j]} ({b.label}) is selected less often than the most favoured "
-                                    "category",
+        "impact-ratio-below-level",
+        f"{b.values[j]} ({b.label}) scores above the median less often than the highest scoring category"
+        if options.cutoff == "median" else
+        f"{b.values[j]} ({b.label}) is among the first {options.k} less often than the most selected category",
         f"The smallest impact ratio, {b.values[j]}'s ({b.label}, {percent(full[breakdowns.index(b)].rate[j])} of "
         f"{full[breakdowns.index(b)].n[j]:,.0f} individuals selected), is {with_interval(value, low, max(high, value))}"
         f": below {figure(options.warn_below)} over its whole interval"
