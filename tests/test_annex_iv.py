@@ -99,4 +99,6 @@ def test_the_biased_ranker_serves_some_groups_worse_and_the_report_says_what_is_
     assert table.count("<tr>") == 21 and "metrics of potentially discriminatory impacts" in table
     assert "<strong>covered</strong>: group evidence" in table and "<strong>not covered</strong>" in table
     assert "Accuracy by group of persons (pairwise)" in html
+    summary = html[html.index('id="summary"'):html.index('id="findings"')]
+    assert "Accuracy gap between the best- and the worst-served group" in summary  # a key figure on page 2
     assert_consistent(biased.run_dir)

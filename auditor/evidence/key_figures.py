@@ -26,8 +26,12 @@ def ranking_quality(result: Result) -> list[KeyFigure]:
                      and k.endswith(".mean"))
     if not cutoffs:
         return []
-    return [KeyFigure(10, f"Ranking quality: mean nDCG@{cutoffs[-1]}", f"ranking_quality.ndcg@{cutoffs[-1]}.mean",
-                      "1 = every query in its ideal order")]
+    figures = [KeyFigure(10, f"Ranking quality: mean nDCG@{cutoffs[-1]}", f"ranking_quality.ndcg@{cutoffs[-1]}.mean",
+                         "1 = every query in its ideal order")]
+    if quality.get("ranking_quality.group.gap") is not None:  # where the data keep groups of persons
+        figures.append(KeyFigure(11, "Accuracy gap between the best- and the worst-served group (pairwise accuracy)",
+                                 "ranking_quality.group.gap", "0 = every group's pairs ordered as well"))
+    return figures
 
 
 def global_importance(result: Result) -> list[KeyFigure]:
