@@ -49,6 +49,15 @@ def test_pair_counts_agree_with_a_loop_over_every_pair() -> None:
                 want_p[q, codes[i]] += 1
                 want_c[q, codes[i]] += 1.0 if scores[i] > scores[j] else 0.5 if scores[i] == scores[j] else 0.0
     assert np.array_equal(correct, want_c) and np.array_equal(pairs, want_p)
+    import auditor.checks.group_accuracy as module
+
+    rows = module.ROWS
+    try:  # a query's documents taken a few at a time (how a very long query is counted) give the same counts
+        module.ROWS = 3
+        chunked = pair_counts(scores, labels, ptr, codes, 3)
+    finally:
+        module.ROWS = rows
+    assert np.array_equal(chunked[0], want_c) and np.array_equal(chunked[1], want_p)
 
 
 def test_a_coverage_point_needing_group_evidence_is_not_covered_without_it() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 CHUNK = 200  # bootstrap draws at once
+ROWS = 1_000  # documents of one query compared with all the others at once (a 10,000-document query: 80 MB, not 800)
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,13 @@ def pair_counts(scores: np.ndarray, labels: np.ndarray, query_ptr: np.ndarray, c
         if hi - lo < 2 or not np.any(group >= 0):
             continue
         y, s = labels[lo:hi], scores[lo:hi]
-        above = y[:, None] > y[None, :]  # row document should come first
-        right = np.where(s[:, None] > s[None, :], 1.0, np.where(s[:, None] == s[None, :], 0.5, 0.0))
-        led = above.sum(axis=1).astype(float)
-        won = (right * above).sum(axis=1)
+        led, won = np.empty(hi - lo), np.empty(hi - lo)
+        for a in range(0, hi - lo, ROWS):
+            above = y[a:a + ROWS, None] > y[None, :]  # row document should come first
+            right = np.where(s[a:a + ROWS, None] > s[None, :], 1.0,
+                             np.where(s[a:a + ROWS, None] == s[None, :], 0.5, 0.0))
+            led[a:a + ROWS] = above.sum(axis=1)
+            won[a:a + ROWS] = (right * above).sum(axis=1)
         known = group >= 0
         np.add.at(pairs[q], group[known], led[known])
         np.add.at(correct[q], group[known], won[known])

@@ -194,6 +194,8 @@ def _law_problems(html: str, document: EvidenceDocument) -> list[str]:
     text = " ".join(re.sub(r"<[^>]+>", " ", html).split()).replace("&#39;", "'").replace("&amp;", "&")
     laws = [(str(p.get("title", "")), str(p.get("applicability", "applies"))) for p in document.policies]
     laws += [(str(law.get("title", "")), str(law.get("applicability", ""))) for law in document.other_laws]
+    # a law is named by its whole title, or by the part before its dash on the one-page summary
+    laws += [(title.split(" — ")[0], applicability) for title, applicability in laws if " — " in title]
     titles = [title for title, _ in laws if title]
     problems = []
     for title, applicability in laws:
@@ -202,7 +204,8 @@ def _law_problems(html: str, document: EvidenceDocument) -> list[str]:
         expected = _scope_of(applicability) or "may apply"
         for at in (m.end() for m in re.finditer(re.escape(title), text)):
             window = text[at:at + 240]  # up to the next law named, or the end of the sentence
-            ends = [window.find(other) for other in titles if other != title and other in window]
+            ends = [window.find(other) for other in titles
+                    if other != title and not title.startswith(other) and other in window]
             window = window[:min(ends)] if ends else window
             said = _scope_of(window.split(". ")[0])
             if said is not None and said != expected:

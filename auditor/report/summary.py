@@ -383,6 +383,11 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
     return rows
 
 
+def _short(title: str) -> str:
+    """A law's title before its dash ("DSA Art. 27 and 34"), for the one-page summary that must stay one page."""
+    return title.split(" — ")[0]
+
+
 def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: bool = False) -> list[str]:
     """What the audit did not look at: evidence not requested or not produced, sampled queries, stated exclusions.
     `brief`: each in a few words, for the one-page summary."""
@@ -411,11 +416,11 @@ def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: 
             # "applies: …; 7 of 13 rules do not: …" — a law that binds the provider only in part says so on every
             # page (Scope and the engagement print the whole sentence)
             part = "rules do not" in law["applicability"]
-            out.append(f"{law['title']} (applies{' in part' if part else ''}, not judged)" if brief else
+            out.append(f"{_short(law['title'])} (applies{' in part' if part else ''}, not judged)" if brief else
                        f"{law['title']}: {law['applicability'] if part else 'applies to this provider'}, but its "
                        f"pack ({law['pack']}) was not applied, so this report does not judge it")
         elif not law["applicability"].startswith("not applicable"):
-            out.append(f"{law['title']} (may apply, not judged)" if brief else
+            out.append(f"{_short(law['title'])} (may apply, not judged)" if brief else
                        f"{law['title']}: {law['applicability']}; its pack ({law['pack']}) was not applied")
     for use in document.audit.get("out_of_scope") or []:
         out.append(f"{use} (out of scope)" if brief else f"Out of scope by the owner's statement: {use}")
