@@ -625,6 +625,7 @@ def approve(
         typer.echo(f"{written.predicate['decision']}: {terminal(str(run_dir))} by "
                    f"{terminal(written.predicate['approver'])} (certificate {terminal(signer.subject)})", err=True)
         typer.echo(str(written.path))
+        typer.echo(f"note: {terminal(written.in_pdf)}", err=True)
         if store is not None:
             note = _guard(lambda: decisions.record_approval(store, run_dir, written, run.bundle_sha256), debug=debug)
         typer.echo(f"note: {terminal(note)}", err=True)

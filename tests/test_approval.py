@@ -119,6 +119,53 @@ def test_approve_then_verify_shows_the_approval(signed: dict[str, Path], approve
     assert "the run has a decision already (approved by" in _one_error_line(again)
     assert _statement(run)["predicate"]["decision"] == "approved"
 
+    # the decision inside report.pdf (issue 57, item 4): the status on every page, the cover's field signed
+    assert "note: report.pdf: approved in its approval field, the status on every page filled" in result.stderr
+    day = predicate["time"][:10]
+    assert set(_statuses(run / "report.pdf")) == {f"Approved by {AS}, {day}"}
+    assert predicate["report_pdf"]["field"] == "AuditorApproval"
+    assert "OK   report.pdf (approval signature): intact, by Organization: Example Bank, Common Name: Jane Roe (the " \
+        "certificate approval.dsse.json names), approved" in output, output
+    assert "covers its revision, and what follows only records the approval" in output, output
+    if shutil.which("pdfsig"):
+        import subprocess
+
+        listed = subprocess.run(["pdfsig", str(run / "report.pdf")], capture_output=True, text=True, timeout=60).stdout
+        assert listed.count("Signature Validation: Signature is Valid.") == 2, listed
+        assert "Field Name: AuditorApproval" in listed and "Jane Roe" in listed, listed
+    approval = (run / "approval.dsse.json").read_bytes()
+    (run / "approval.dsse.json").unlink()  # the signature inside the PDF alone is no approval
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.pdf (approval signature): report.pdf is signed in its approval field but " \
+        "the run has no approval.dsse.json" in output, output
+    (run / "approval.dsse.json").write_bytes(approval)
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+
+    with (run / "report.pdf").open("rb") as handle:  # a change after the approval
+        writer = IncrementalPdfFileWriter(handle)
+        writer.document_meta.title = "Amended after approval"
+        writer.update_root()
+        with (run / "amended.pdf").open("wb") as out:
+            writer.write(out)
+    (run / "amended.pdf").replace(run / "report.pdf")
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL report.pdf (signature): changed after signing: revision 3 changes /Title" in output
+    assert "FAIL report.pdf (approval signature)" in output, output
+
+
+def _statuses(pdf: Path) -> list[str]:
+    """The approval status each page of report.pdf shows (its status field's widget on the page)."""
+    from auditor.trust.pdf_revisions import pdf_reader
+
+    reader = pdf_reader(pdf.read_bytes())
+    found = []
+    for page in reader.root["/Pages"]["/Kids"]:
+        widgets = [a.get_object() for a in page.get_object()["/Annots"] if "/Parent" in a.get_object()
+                   and str(a.get_object()["/Parent"].get("/T")) == "AuditorStatus"]
+        assert len(widgets) == 1, "one status a page"
+        found.append(str(widgets[0]["/V"]))
+    return found
+
 
 def test_reject_needs_a_reason_and_verify_shows_it(signed: dict[str, Path], approver: Path) -> None:
     run = _copy(signed, "rejected")
@@ -134,6 +181,7 @@ def test_reject_needs_a_reason_and_verify_shows_it(signed: dict[str, Path], appr
     assert (f'OK   approval: rejected by "{AS}" (certificate O=Example Bank,CN=Jane Roe) on {when} (a time claimed '
             'by the approver: no trusted timestamp) (reason: "fairness \\"exposure\\" gap too wide"), covers') \
         in output, output
+    assert set(_statuses(run / "report.pdf")) == {f"Rejected by {AS}, {predicate['time'][:10]}"}
 
 
 def test_tampered_or_malformed_approval_fails(signed: dict[str, Path], approver: Path) -> None:
@@ -238,6 +286,7 @@ def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver:
                           evidence_sha256=sha256_file(run / "evidence.json"),
                           bundle_sha256=sha256_file(run / "bundle.dsse.json"), actor="test")
     store.close()
+    unapproved = (run / "report.pdf").read_bytes()  # the decision is signed inside it too: undone below
     try:
         result = approve(run, approver / "signer.p12", "--reason", "fit for release")
         assert result.exit_code == 0, result.output
@@ -254,6 +303,7 @@ def test_approval_is_recorded_in_the_register(signed: dict[str, Path], approver:
         assert rows[0]["statement_sha256"] == hashlib.sha256(payload).hexdigest()
     finally:
         (run / "approval.dsse.json").unlink(missing_ok=True)
+        (run / "report.pdf").write_bytes(unapproved)
 
     elsewhere = tmp_path / "moved" / run.name  # moved: the decision goes to the register its bundle names
     shutil.copytree(run, elsewhere)
@@ -314,6 +364,9 @@ def test_ecdsa_and_ed25519_approver_keys(signed: dict[str, Path], tmp_path: Path
         code, output = verify(signed, run)
         assert code == 0 and 'OK   approval: approved by "Jane Roe, Head of Model Risk" (certificate CN=Risk Officer)' \
             in output, output
+        # a PDF signed with ECDSA or EdDSA is PDF 2.0, which the PDF/A-3 report is not: it keeps its draft status
+        assert "note: report.pdf keeps its draft status: an ECDSA or Ed25519 signature" in result.stderr
+        assert set(_statuses(run / "report.pdf")) == {"Draft — awaiting approval by Head of Model Risk (demo)"}
     bad = runner.invoke(app, ["verify", str(run), "--approver-trust", str(tmp_path / "none.pem")])
     assert bad.exit_code == 2 and "no such certificate" in bad.output
 

@@ -328,7 +328,8 @@ def test_no_test_module_imports_another(tmp_path: Path) -> None:
 # The trust package (auditor/trust/__init__.py): each module imports only those listed before it, and outside the
 # package only the core helpers below — never the register, the engine, the report or the commands.
 TRUST_ORDER = ("layout", "verdict", "strict_json", "certificates", "dsse", "net", "timestamps", "token", "keys",
-               "identity", "pdf_revisions", "pdf_sign", "pdf_verify", "pdf_attachment", "bundle", "token_chain",
+               "identity", "pdf_form", "pdf_revisions", "pdf_sign", "pdf_approval", "pdf_verify", "pdf_attachment",
+               "bundle", "token_chain",
                "run_folder", "roles", "approval", "decision", "adoption", "restamp", "sign", "verify")
 TRUST_MAY_IMPORT = ("auditor.core.errors", "auditor.core.files", "auditor.core.display", "auditor.core.spans",
                     "auditor.core.urls", "auditor.__version__")

@@ -428,7 +428,15 @@ def test_a_ca_issued_approver_with_trusted_time_outlives_its_certificate(first_t
     with time_machine.travel(now() + 5 * YEAR, tick=True):
         later = _approval_lines(timed, root)
         untimed = _approval_lines(claimed, root)
+        from auditor.trust.verify import verify_run
+
+        inside = {v.subject: v for v in verify_run(timed, trust=[root], approver_trust=[root])}
     assert later.startswith("OK   approval:") and "vouched for by the TSA" in later, later
+    # the decision signed inside report.pdf after its B-LTA revisions: still the one change the certification allows
+    assert inside["report.pdf (approval signature)"].ok, inside
+    today = {v.subject: v for v in verify_run(timed, trust=[root], approver_trust=[root])}
+    assert today["report.pdf (signature)"].ok and "what follows only records the approval" not in \
+        today["report.pdf (signature)"].message, today  # B-LTA: the approval among the later revisions
     assert untimed.startswith("FAIL approval:") and "no trusted timestamp proves the signature was made inside it" in \
         untimed, untimed
 

@@ -107,6 +107,8 @@ def check_pages_visually(pdf: Path, *, title: str) -> None:
                           text=True).stdout
     for needle in (title, "Executive summary", "Ranking quality", "Limitations", f"Page 1 of {len(pages)}"):
         assert needle in text, needle
+    # an unsigned report can never be approved: every page says it is a draft (issue 57, item 4)
+    assert text.count("Draft — not signed, so no approval can be recorded in it") == len(pages), text[:2000]
 
 
 def test_fetcher_serves_templates_only(tmp_path: Path) -> None:

@@ -64,7 +64,8 @@ def test_bytes_appended_to_pdf_fail(signed: dict[str, Path]) -> None:
     code, output = verify(signed, run)
     # the bundle pins the certified revision, which is intact; the bytes after it are no permitted revision
     assert code == 1 and "OK   report.pdf: sha256 of the certified revision" in output, output
-    assert "FAIL report.pdf (signature): does not cover the entire file" in output
+    assert "FAIL report.pdf (signature): changed after signing: bytes added after signing that no approval signs" \
+        in output, output
 
 
 def test_extra_file_fails(signed: dict[str, Path]) -> None:
@@ -191,7 +192,7 @@ def test_incremental_update_to_the_pdf_fails(signed: dict[str, Path]) -> None:
     (run / "amended.pdf").replace(run / "report.pdf")
     code, output = verify(signed, run)
     assert code == 1 and "OK   report.pdf: sha256 of the certified revision" in output, output
-    assert "FAIL report.pdf (signature): does not cover the entire file" in output, output
+    assert "FAIL report.pdf (signature): changed after signing: revision 2 changes /Title of object" in output, output
 
 
 # --- what verify prints, and what the predicate claims ------------------------------------------------------------

@@ -567,7 +567,8 @@ def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, result
         if prepared.signing is not None:  # inside the temporary folder: a signed run is complete or absent
             from auditor.trust.sign import sign_run
 
-            sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document, prepared.register_shown))
+            sign_run(tmp, prepared.signing, input_files(prepared), bundle_predicate(document, prepared.register_shown),
+                     approver=spec.audit.approver)
         final = rename_free(tmp, out_dir, f"{run_stem(spec.audit.title)}-{started.strftime(RUN_TIME)}")
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

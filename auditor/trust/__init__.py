@@ -11,8 +11,10 @@ One direction of imports, from the bottom up (tests/test_layers.py holds it, wit
   `timestamps` (RFC 3161 client and tokens), `token` (a key on a PKCS#11 token);
 - `keys`: `auditor keygen` and the signing material a spec names (`SigningMaterial`); `identity` (a person's key and
   the signature entry of their statements);
-- `pdf_revisions` (what later revisions of a signed PDF may add), `pdf_sign` (PAdES), `pdf_verify` (its validation,
-  B-B and B-LTA), `pdf_attachment` (the evidence.json attached to report.pdf);
+- `pdf_form` (report.pdf's approval form: the status on every page, the cover's approval field), `pdf_revisions`
+  (what later revisions of a signed PDF may add), `pdf_sign` (PAdES), `pdf_approval` (the approver's decision signed
+  inside report.pdf), `pdf_verify` (its validation, B-B and B-LTA), `pdf_attachment` (the evidence.json attached to
+  report.pdf);
 - `bundle` (bundle.dsse.json: written, its signature and its timestamp checked), `run_folder` (the folder's files
   against the statement's subjects);
 - `roles` (who may decide what, signed under named roots), `decision` (a response or risk acceptance signed by its

@@ -39,7 +39,15 @@ from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read
 from auditor.trust.certificates import key_names, load_cert, quiet_pyhanko
 from auditor.trust.dsse import envelope, pae, parse_envelope, statement_bytes
 from auditor.trust.identity import Identity, check_entry, parse_certificates, signature_entry, verify_entry_signature
-from auditor.trust.layout import APPROVAL_NAME, APPROVAL_PREDICATE_TYPE, BUNDLE_NAME, PAYLOAD_TYPE, STATEMENT_TYPE
+from auditor.trust.layout import (
+    APPROVAL_NAME,
+    APPROVAL_PREDICATE_TYPE,
+    BUNDLE_NAME,
+    PAYLOAD_TYPE,
+    PDF_FIELD,
+    STATEMENT_TYPE,
+)
+from auditor.trust.pdf_approval import approve_pdf, approved_length, can_approve_in_pdf, check_pdf_approval, pinned
 from auditor.trust.roles import Roles, normalised
 from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
@@ -49,6 +57,7 @@ from auditor.trust.verdict import Verdict, quoted, shown
 __all__ = ["APPROVAL_NAME", "APPROVAL_PREDICATE_TYPE", "check_approval", "inspect_run", "write_approval"]
 
 DECISIONS = ("approved", "rejected")
+REPORT_PDF = "report.pdf"
 MAX_APPROVER_CHARS = 200  # --as
 MAX_REASON_CHARS = 2_000  # --reason
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -149,7 +158,8 @@ def _pdf_signer_keys(path: Path) -> list[bytes]:
         from pyhanko.pdf_utils.reader import PdfFileReader
 
         reader = PdfFileReader(BytesIO(read_regular(path, limit=MAX_JSON_BYTES, follow=False)), strict=False)
-        return [s.signer_cert.public_key.dump() for s in reader.embedded_regular_signatures]
+        return [s.signer_cert.public_key.dump() for s in reader.embedded_regular_signatures
+                if s.field_name == PDF_FIELD]
     return []
 
 
@@ -160,6 +170,7 @@ class Approval:
     path: Path
     statement_sha256: str
     predicate: dict[str, Any]
+    in_pdf: str  # what became of report.pdf: the decision signed inside it, or why it keeps its draft status
 
 
 def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision: str, reason: str | None,
@@ -212,6 +223,10 @@ def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision
                 "signer_certificate_sha256": run.signer_sha256},
         "tool": {"name": "auditor", "version": __version__},
     }
+    approved, in_pdf = _approved_pdf(run, approver, decision=decision, name=name, day=when.date().isoformat(),
+                                     reason=reason, timestamp_url=timestamp_url)
+    if approved is not None:
+        predicate["report_pdf"] = pinned(approved)
     statement = {"_type": STATEMENT_TYPE, "predicateType": APPROVAL_PREDICATE_TYPE, "predicate": predicate,
                  "subject": [{"name": BUNDLE_NAME, "digest": {"sha256": run.bundle_sha256}}]}
     payload = statement_bytes(statement)
@@ -221,8 +236,61 @@ def write_approval(run: RunToApprove, approver: Identity, *, name: str, decision
         raise InputError(refused, where="--roles", fix="approve with the key of someone the roles file names as an "
                          "approver, whose certificate chains to --roles-trust")
     path = run.run_dir / APPROVAL_NAME
-    _write_once(path, envelope(payload, [entry]))
-    return Approval(path=path, statement_sha256=hashlib.sha256(payload).hexdigest(), predicate=predicate)
+    staged = _stage(run.run_dir, approved) if approved is not None else None
+    try:
+        _write_once(path, envelope(payload, [entry]))
+        if staged is not None:
+            os.replace(staged, run.run_dir / REPORT_PDF)
+            staged = None
+    finally:
+        if staged is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+    return Approval(path=path, statement_sha256=hashlib.sha256(payload).hexdigest(), predicate=predicate,
+                    in_pdf=in_pdf)
+
+
+def _approved_pdf(run: RunToApprove, approver: Identity, *, decision: str, name: str, day: str,
+                  reason: str | None, timestamp_url: str | None) -> tuple[bytes | None, str]:
+    """report.pdf with the decision signed inside it (`pdf_approval`) and a sentence saying so; or None and why
+    report.pdf keeps its status."""
+    path = run.run_dir / REPORT_PDF
+    if not os.path.lexists(path):
+        return None, "the run has no report.pdf"
+    try:
+        pdf = read_regular(path, limit=MAX_JSON_BYTES, follow=False)
+    except Unreadable as exc:
+        raise InputError(f"cannot read report.pdf ({exc})", file=path, fix=_FIX_VERIFY) from None
+    if approved_length(pdf) is not None:
+        raise InputError("report.pdf is signed in its approval field already; a run is signed off once", file=path,
+                         fix="keep the decision it holds")
+    if not can_approve_in_pdf(pdf):
+        return None, ("report.pdf was certified allowing no change (signed before the approval field existed): "
+                      "the decision is in approval.dsse.json alone")
+    if approver.pdf_signer is None or not approver.alg.startswith("rsa"):
+        # pyHanko marks a PDF signed with ECDSA or EdDSA as PDF 2.0 (ISO 32002), which a PDF/A-3 report is not
+        return None, ("report.pdf keeps its draft status: an ECDSA or Ed25519 signature would make it a PDF 2.0 "
+                      "file, which its PDF/A-3 archival form is not; the decision is in approval.dsse.json alone "
+                      "(an RSA key signs inside the PDF)")
+    approved = approve_pdf(pdf, approver.pdf_signer, decision=decision, approver=name, day=day, reason=reason,
+                           certificate_subject=approver.subject, timestamp_url=timestamp_url)
+    return approved, f"report.pdf: {decision} in its approval field, the status on every page filled"
+
+
+def _stage(folder: Path, data: bytes) -> Path:
+    """`data` in a temporary file of `folder`, flushed to disk: the approved report.pdf, renamed into place once
+    approval.dsse.json is written (so a failed approval leaves report.pdf as it was)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".report.pdf.", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+    except OSError as exc:
+        raise InputError(f"cannot write into the run folder ({exc.strerror})", file=folder,
+                         fix="check that the run folder is writable") from None
+    return Path(tmp)
 
 
 def _write_once(path: Path, data: bytes) -> None:
@@ -312,7 +380,9 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     name = "approval"
     path = root / APPROVAL_NAME
     if not os.path.lexists(path):
-        return [Verdict(True, name, "the run is not approved (no approval.dsse.json)", skipped=True)]
+        inside = _pdf_approval(root, None)
+        return [Verdict(True, name, "the run is not approved (no approval.dsse.json)", skipped=True),
+                *([inside] if inside is not None else [])]
     try:
         parsed = _parse(read_regular(path, limit=MAX_SMALL_BYTES, follow=False))
     except Unreadable as exc:
@@ -350,10 +420,13 @@ def check_approval(root: Path, *, bundle_sha256: str | None, bundle_predicate: d
     differ = [key for key, value in stated.items() if run.get(key) != value]
     if differ and not problems:  # covering another bundle says it already
         problems.append(f"it states another {', '.join(differ)} than this run's bundle")
+    inside = _pdf_approval(root, parsed) if parsed.covers == bundle_sha256 else None  # another run's: said above
     if problems:
-        return [Verdict(False, name, f"{who}: {'; '.join(problems)}")]
+        return [Verdict(False, name, f"{who}: {'; '.join(problems)}"), *([inside] if inside is not None else [])]
     reason = f" (reason: {quoted(predicate['reason'])})" if predicate.get("reason") else ""
     verdicts = [Verdict(True, name, f"{who}{reason}, covers this run's bundle")]
+    if inside is not None:
+        verdicts.append(inside)
     identity = f"{parsed.subject}, sha256 {parsed.certificate_sha256[:16]}…"
     if not trusted:
         verdicts.append(Verdict(True, "approval (approver)", f"identity not checked against a trusted certificate "
@@ -449,6 +522,27 @@ def _parse(data: bytes) -> _Parsed:
     return _Parsed(predicate=_predicate(statement.get("predicate"), fingerprint), covers=covers,
                    certificate_sha256=fingerprint, subject=cert.subject.rfc4514_string(),
                    valid=(cert.not_valid_before_utc, cert.not_valid_after_utc), entry=entry)
+
+
+def _pdf_approval(root: Path, parsed: _Parsed | None) -> Verdict | None:
+    """The decision inside report.pdf against approval.dsse.json (`parsed`; None when the run has none): None when
+    neither records one there."""
+    path = root / REPORT_PDF
+    recorded = parsed.predicate.get("report_pdf") if parsed is not None else None
+    if not os.path.lexists(path):
+        return None if recorded is None else Verdict(False, "report.pdf (approval signature)",
+                                                     "approval.dsse.json records a signature inside report.pdf, "
+                                                     "which is missing")
+    try:
+        pdf = read_regular(path, limit=MAX_JSON_BYTES, follow=False)
+    except Unreadable as exc:
+        return Verdict(False, "report.pdf (approval signature)", f"not checked: {exc}")
+    verdict = check_pdf_approval(pdf, certificate_sha256=None if parsed is None else parsed.certificate_sha256,
+                                 decision=None if parsed is None else parsed.predicate["decision"], recorded=recorded)
+    if verdict is None and recorded is not None:
+        return Verdict(False, "report.pdf (approval signature)", "approval.dsse.json records a signature inside "
+                       "report.pdf, which holds none")
+    return verdict
 
 
 def _predicate(predicate: Any, fingerprint: str) -> dict[str, Any]:

@@ -43,6 +43,7 @@ class Identity:
     alg: str
     close: Callable[[], None] = lambda: None
     source: str = ""  # "PKCS#12 file x.p12", "PKCS#11 token T"
+    pdf_signer: Any = None  # the same key as a pyHanko signer, for the approval signature inside report.pdf
 
     @property
     def subject(self) -> str:
@@ -82,8 +83,13 @@ def load_pkcs12_identity(path: Path, passphrase: str, *, passphrase_env: str = "
     _valid_today(cert, path, who)
     alg = "rsa-pss-sha256" if isinstance(key, rsa.RSAPrivateKey) else \
         "ecdsa-sha256" if isinstance(key, ec.EllipticCurvePrivateKey) else "ed25519"
+    from pyhanko.sign.signers import SimpleSigner
+
+    with quiet_pyhanko():
+        pdf_signer = SimpleSigner.load_pkcs12_data(data, other_certs=[to_asn1(c) for c in extra],
+                                                   passphrase=passphrase.encode("utf-8"))
     return Identity(certificate=cert, chain=list(extra), sign=lambda message: sign_message(key, message), alg=alg,
-                    source=f"PKCS#12 file {Path(path).name}")
+                    source=f"PKCS#12 file {Path(path).name}", pdf_signer=pdf_signer)
 
 
 @dataclass
@@ -110,7 +116,7 @@ def open_token_identity(options: TokenOptions, pin_env: str, *, who: str = "the 
         key.close()
         raise
     return Identity(certificate=key.certificate, chain=[], sign=key.sign, alg="rsa-pkcs1v15-sha256",
-                    close=key.close, source=f"PKCS#11 token {options.token}")
+                    close=key.close, source=f"PKCS#11 token {options.token}", pdf_signer=key.signer)
 
 
 def _valid_today(cert: Any, path: Path, who: str) -> None:

@@ -1,5 +1,6 @@
-"""What may follow the signed revision of report.pdf: long-term validation updates only (validation data in the DSS,
-document timestamps in invisible signature fields, the XMP and Info dates).
+"""What may follow the signed revision of report.pdf: long-term validation updates (validation data in the DSS,
+document timestamps in invisible signature fields, the XMP and Info dates), and once, the approval: the approval
+status's value and drawings, and the signature in the cover's approval field (`auditor.trust.pdf_form`).
 
 pyHanko's difference analysis says the same, but walks the whole structure tree once per object of an object
 stream: minutes on a tagged report. This check reads only the objects the later revisions touch."""
@@ -9,6 +10,9 @@ from __future__ import annotations
 from io import BytesIO
 from typing import Any
 
+from auditor.trust.layout import APPROVAL_FIELD, PDF_FIELD, STATUS_FIELD
+from auditor.trust.pdf_form import entry, field_ref
+
 
 def pdf_reader(data: bytes) -> Any:
     """pyHanko's reader of a PDF's bytes, lenient (WeasyPrint's files are read as written)."""
@@ -17,11 +21,14 @@ def pdf_reader(data: bytes) -> Any:
     return PdfFileReader(BytesIO(data), strict=False)
 
 
+def certification(reader: Any) -> Any:
+    """report.pdf's certifying signature, the tool's (in `PDF_FIELD`; the approver's is another), or None."""
+    return next((s for s in reader.embedded_regular_signatures if s.field_name == PDF_FIELD), None)
+
+
 def certified_length(data: bytes) -> int:
-    """The length of report.pdf's certified revision: where the byte range of its one regular signature ends."""
-    reader = pdf_reader(data)
-    signature = next(s for s in reader.embedded_regular_signatures)
-    return covered_end(signature)
+    """The length of report.pdf's certified revision: where the byte range of its certifying signature ends."""
+    return covered_end(certification(pdf_reader(data)))
 
 
 def covered_end(signature: Any) -> int:
@@ -33,17 +40,20 @@ def covered_end(signature: Any) -> int:
 LATER_CATALOG_KEYS = {"/DSS", "/AcroForm", "/Extensions"}  # what LTA updates may change in the catalog
 LATER_INFO_KEYS = {"/ModDate", "/Producer"}
 LATER_ACROFORM_KEYS = {"/Fields", "/SigFlags"}
+APPROVAL_CHANGES = {"status-widget": {"/V", "/AP"}, "approval": {"/V", "/AP"}}  # the approval's revision
 
 
 def later_revision_problem(reader: Any, signed_revision: int) -> str | None:
     """Why the revisions after `signed_revision` are more than long-term-validation updates (validation data in the
-    DSS, document timestamps in invisible signature fields, the XMP and Info dates), or None."""
+    DSS, document timestamps in invisible signature fields, the XMP and Info dates) and one approval (the status's
+    value and drawings, the approval field's signature), or None."""
     from pyhanko.pdf_utils import generic
 
     xrefs = reader.xrefs
     for revision in range(signed_revision + 1, xrefs.total_revisions):
         old, new = reader.get_historical_resolver(revision - 1), reader.get_historical_resolver(revision)
         roles = _roles(new)
+        approving = _signs_approval(old, new)
         for ref in xrefs.explicit_refs_in_revision(revision):
             if xrefs.get_introducing_revision(ref) >= revision:
                 continue  # a new object matters only where a changed object points to it (checked below)
@@ -65,7 +75,8 @@ def later_revision_problem(reader: Any, signed_revision: int) -> str | None:
                 return f"revision {revision} replaces object {ref.idnum} of the signed document"
             changed = {k for k in set(after) | set(before) if after.get(k) != before.get(k)}
             allowed = {"catalog": LATER_CATALOG_KEYS, "info": LATER_INFO_KEYS, "acroform": LATER_ACROFORM_KEYS,
-                       "dss": set(after) | set(before), "page": {"/Annots"}}.get(role, set())
+                       "dss": set(after) | set(before), "page": {"/Annots"},
+                       **(APPROVAL_CHANGES if approving else {})}.get(role, set())
             if changed - allowed:
                 return (f"revision {revision} changes {', '.join(sorted(changed - allowed))} of object {ref.idnum} "
                         f"({role or 'not validation data'})")
@@ -101,6 +112,12 @@ def _roles(resolver: Any) -> dict[tuple[int, int], str]:
             mark(catalog.raw_get(key), role)
     if "/AcroForm" in catalog and "/Fields" in catalog["/AcroForm"]:
         mark(catalog["/AcroForm"].raw_get("/Fields"), "fields")
+        status = field_ref(catalog, STATUS_FIELD)
+        if status is not None:
+            mark(status, "status")
+            for kid in entry(status.get_object(), "/Kids", ()):
+                mark(kid, "status-widget")
+        mark(field_ref(catalog, APPROVAL_FIELD), "approval")
     pending = [catalog.raw_get("/Pages")]
     while pending:
         node_ref = pending.pop()
@@ -119,6 +136,14 @@ def _roles(resolver: Any) -> dict[tuple[int, int], str]:
                 for part in contents:
                     mark(part, "contents")
     return roles
+
+
+def _signs_approval(old: Any, new: Any) -> bool:
+    """Whether this revision signs the approval field (unsigned in the revision before)."""
+    before = field_ref(old.trailer_view["/Root"], APPROVAL_FIELD)
+    after = field_ref(new.trailer_view["/Root"], APPROVAL_FIELD)
+    return before is not None and after is not None and "/V" not in old.get_object(before) and \
+        "/V" in new.get_object(after)
 
 
 def _new_annotations(added: list[Any], revision: int) -> str | None:

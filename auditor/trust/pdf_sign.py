@@ -1,4 +1,5 @@
-"""report.pdf's PAdES signature: certifying, no changes allowed (DocMDP), in an invisible field; B-B, or with a TSA
+"""report.pdf's PAdES signature: certifying at DocMDP level 2 (filling forms and signing allowed, nothing else), in an
+invisible field, over the approval form it adds in the same revision (`auditor.trust.pdf_form`); B-B, or with a TSA
 B-LTA (the signature's timestamp, then the validation data in the DSS, then a document timestamp)."""
 
 from __future__ import annotations
@@ -12,15 +13,19 @@ from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.keys import SigningMaterial
 from auditor.trust.layout import PDF_FIELD
+from auditor.trust.pdf_form import add_approval_form, awaiting
 
 
-def sign_pdf(pdf: bytes, material: SigningMaterial) -> bytes:
-    """PAdES certifying signature that allows no changes, in an invisible field: B-B, or with a TSA B-LTA (the
-    signature's timestamp, then the validation data in the DSS, then a document timestamp)."""
+def sign_pdf(pdf: bytes, material: SigningMaterial, *, approver: str | None = None) -> bytes:
+    """PAdES certifying signature that allows filling forms and signing only, in an invisible field, over the
+    approval form (a status on every page awaiting `approver`, an empty approval signature field on the cover): B-B,
+    or with a TSA B-LTA (the signature's timestamp, then the validation data in the DSS, then a document
+    timestamp)."""
     from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
     from pyhanko.sign import fields, signers
 
     writer = IncrementalPdfFileWriter(BytesIO(pdf))
+    add_approval_form(writer, awaiting(approver))
     lta: dict[str, Any] = {}
     stamper = None
     if material.timestamp_url:
@@ -36,7 +41,7 @@ def sign_pdf(pdf: bytes, material: SigningMaterial) -> bytes:
                    # none, leaves the data out (soft-fail) instead of hanging the signature
                    fetcher_backend=net.fetchers())}
     meta = signers.PdfSignatureMetadata(
-        field_name=PDF_FIELD, certify=True, docmdp_permissions=fields.MDPPerm.NO_CHANGES,
+        field_name=PDF_FIELD, certify=True, docmdp_permissions=fields.MDPPerm.FILL_FORMS,
         subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
         reason="Audit report certified by auditor", name=material.details.get("subject"), **lta)
     with quiet_pyhanko():

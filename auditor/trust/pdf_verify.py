@@ -12,7 +12,8 @@ from io import BytesIO
 from typing import Any
 
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
-from auditor.trust.pdf_revisions import covered_end, later_revision_problem, pdf_reader
+from auditor.trust.layout import APPROVAL_FIELD, PDF_FIELD
+from auditor.trust.pdf_revisions import certification, covered_end, later_revision_problem, pdf_reader
 from auditor.trust.timestamps import describe_utc
 from auditor.trust.verdict import Verdict
 
@@ -37,17 +38,22 @@ def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: 
             stamps = reader.embedded_timestamp_signatures
         except Exception as exc:
             return [Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")]
-    if len(signatures) != 1:
-        return [Verdict(False, name, f"expected one signature, found {len(signatures)}")]
-    if stamps or _has_signature_timestamp(signatures[0]):
+    certifying = [s for s in signatures if s.field_name == PDF_FIELD]
+    approvals = [s for s in signatures if s.field_name == APPROVAL_FIELD]
+    if len(certifying) != 1 or len(approvals) > 1 or len(signatures) != len(certifying) + len(approvals):
+        return [Verdict(False, name, f"expected the tool's certification and at most the approver's signature, "
+                                     f"found {len(signatures)} signature{'s' if len(signatures) != 1 else ''}"
+                                     + ("" if certifying else f" and none in the field {PDF_FIELD}"))]
+    signature = certifying[0]
+    if stamps or _has_signature_timestamp(signature):
         verdicts = _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at,
                                   require_revocation=require_revocation)
     else:
-        verdicts = [_check_pdf_plain(signatures[0], trusted, certificate_sha256=certificate_sha256, at=at,
+        verdicts = [_check_pdf_plain(reader, signature, trusted, certificate_sha256=certificate_sha256, at=at,
                                      require_revocation=require_revocation)]
-    if certified_bytes is not None and covered_end(signatures[0]) != certified_bytes:
+    if certified_bytes is not None and covered_end(signature) != certified_bytes:
         verdicts[0] = Verdict(False, name, f"the bundle pins the certified revision as the first {certified_bytes:,} "
-                                           f"bytes, but the signature covers {covered_end(signatures[0]):,}; "
+                                           f"bytes, but the signature covers {covered_end(signature):,}; "
                                            f"{verdicts[0].message}")
     return verdicts
 
@@ -61,7 +67,7 @@ def _has_signature_timestamp(signature: Any) -> bool:
         return False
 
 
-def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: Any,
+def _check_pdf_plain(reader: Any, signature: Any, trusted: list[Any], *, certificate_sha256: Any,
                      at: dt.datetime | None, require_revocation: bool = False) -> Verdict:
     """A signature without trusted time (PAdES B-B): its certificate is checked at `at` (now by default). Nothing
     proves when it was made, so outside its certificate's validity it fails, the certificate being trusted as a root
@@ -75,9 +81,11 @@ def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: 
     context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail", moment=at)
     with quiet_pyhanko():
         try:
-            # the signature must cover the entire file (below), so no later revision exists to analyse: pyHanko's
-            # difference analysis reads every object of an amended file again and took 18-100 s on the demo's
+            # what follows the certified revision is analysed by `later_revision_problem`: pyHanko's difference
+            # analysis reads every object of an amended file again and took 18-100 s on the demo's
             status = validate_pdf_signature(signature, context, skip_diff=True)
+            later = None if status.coverage == SignatureCoverageLevel.ENTIRE_FILE else \
+                _after_certification(reader, signature)
         except Exception as exc:
             return Verdict(False, name, f"validation failed ({type(exc).__name__}: {str(exc)[:80]})")
     problems = []
@@ -86,8 +94,10 @@ def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: 
     outside = _outside_validity(status.signing_cert, at)
     if outside:
         problems.append(outside)
-    if status.coverage != SignatureCoverageLevel.ENTIRE_FILE:
-        problems.append("does not cover the entire file (bytes added after signing)")
+    if status.coverage < SignatureCoverageLevel.ENTIRE_REVISION:
+        problems.append("does not cover its whole revision")
+    elif later is not None:
+        problems.append(f"changed after signing: {later}")
     if status.docmdp_ok is False:
         problems.append("changes after certification")
     if not trusted:
@@ -103,8 +113,39 @@ def _check_pdf_plain(signature: Any, trusted: list[Any], *, certificate_sha256: 
     if problems:
         return Verdict(False, name, "; ".join(problems) + f" (signer {subject})")
     named = ", the certificate the predicate names" if certificate_sha256 is not None else ""
-    return Verdict(True, name, f"intact, trusted ({subject}{named}), covers the entire file, certified no-changes; "
-                               "no trusted time (signed without a TSA)")
+    after = "covers the entire file" if status.coverage == SignatureCoverageLevel.ENTIRE_FILE else \
+        "covers its revision, and what follows only records the approval"
+    return Verdict(True, name, f"intact, trusted ({subject}{named}), {after}, {certified_as(reader)}; no trusted "
+                               "time (signed without a TSA)")
+
+
+def _after_certification(reader: Any, signature: Any) -> str | None:
+    """Without trusted time, the one thing that may follow the certified revision: the approval's revision, its
+    signature covering the rest of the file. Why not, or None."""
+    from pyhanko.sign.validation.status import SignatureCoverageLevel
+
+    problem = later_revision_problem(reader, signature.signed_revision)
+    if problem is not None:
+        return problem
+    approval = next((s for s in reader.embedded_regular_signatures if s.field_name == APPROVAL_FIELD), None)
+    if approval is None:
+        return "bytes added after signing that no approval signs"
+    if approval.evaluate_signature_coverage() != SignatureCoverageLevel.ENTIRE_FILE:
+        return "bytes added after the approval's signature"
+    return None
+
+
+def certified_as(reader: Any) -> str:
+    """What the certification allows after it (its DocMDP permission), in words."""
+    from pyhanko.sign.fields import MDPPerm
+
+    try:
+        permission = reader.root["/Perms"]["/DocMDP"]["/Reference"][0]["/TransformParams"].get("/P", 2)
+        level = MDPPerm(int(permission))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return "certified (its permissions unreadable)"
+    return {MDPPerm.NO_CHANGES: "certified no-changes", MDPPerm.FILL_FORMS: "certified: filling its form and signing "
+            "only", MDPPerm.ANNOTATE: "certified: forms, signatures and annotations"}[level]
 
 
 def _outside_validity(cert: Any, at: dt.datetime | None) -> str | None:
@@ -152,7 +193,7 @@ def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
     named = ", the certificate the predicate names" if certificate_sha256 is not None else ""
     when = describe_utc(facts.signing_time) if facts.signing_time else "?"
     verdicts = [Verdict(False, name, "; ".join(problems) + f" (signer {facts.signer})") if problems else
-                Verdict(True, name, f"intact, trusted ({facts.signer}{named}), certified no-changes; valid at the "
+                Verdict(True, name, f"intact, trusted ({facts.signer}{named}), {facts.certified}; valid at the "
                                     f"timestamped signing time {when}{since}")]
     if facts.signing_time is None:
         stated = facts.stated_time
@@ -217,6 +258,7 @@ class LtaFacts:
     stated_time: dt.datetime | None = None  # what the signature's token says, validated or not
     newest: TrustedTime | None = None  # the newest timestamp: the signature is proven until its TSA's expiry
     unchecked_revocation: list[str] = field(default_factory=list)  # certificates that name no revocation source
+    certified: str = "certified"  # what the certification allows after it, in words (`certified_as`)
 
 
 SUBINDICATIONS = {  # ETSI EN 319 102-1 sub-indications, in words for the verify line
@@ -308,7 +350,7 @@ def _issuer_path(cert: Any, pool: list[Any], trusted: list[Any]) -> list[Any]:
 
 def newest_trusted_time(reader: Any) -> TrustedTime | None:
     """The newest timestamp of a signed PDF — a document timestamp, or the signature's own — read, not validated."""
-    signature = next(iter(reader.embedded_regular_signatures), None)
+    signature = certification(reader)
     stated = _token_time(signature) if signature is not None else None
     tsa = _token_signer(signature) if signature is not None else None
     chain = [(stated, tsa)] if stated is not None and tsa is not None else []
@@ -386,7 +428,7 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
     from pyhanko_certvalidator.ltv.types import ValidationTimingInfo
 
     reader = pdf_reader(data)
-    signature = next(s for s in reader.embedded_regular_signatures)
+    signature = certification(reader)
     stamps = _stamps(reader)
     stated = _token_time(signature)
     newest = newest_trusted_time(reader)
@@ -435,7 +477,7 @@ def validate_lta(data: bytes, trusted: list[Any], *, at: dt.datetime | None = No
         tsa_trusted=(stamp is not None and bool(stamp.trusted)) or (proven is not None and ok),
         document_timestamps=[(when, tsa.subject.human_friendly) for when, tsa in stamps], dss=counts,
         later=later_revision_problem(reader, signature.signed_revision), stated_time=stated, newest=newest,
-        unchecked_revocation=unchecked if ok else [])
+        unchecked_revocation=unchecked if ok else [], certified=certified_as(reader))
 
 
 def _context(trusted: list[Any], dss: Any, when: dt.datetime, revocation: str = "hard-fail") -> Any:

@@ -25,7 +25,7 @@ from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import statement_bytes
 from auditor.trust.layout import BUNDLE_NAME, TOKEN_NAME, renewal_name
-from auditor.trust.pdf_revisions import later_revision_problem, pdf_reader
+from auditor.trust.pdf_revisions import certification, later_revision_problem, pdf_reader
 from auditor.trust.pdf_verify import TrustedTime, newest_trusted_time
 from auditor.trust.strict_json import json_object
 from auditor.trust.token_chain import bundle_signature, chain_names, collect_validation_data, newest, read_chain
@@ -94,9 +94,9 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
         raise InputError(f"report.pdf is {exc}", file=pdf, fix="restamp a run folder as `auditor report` wrote it") \
             from None
     reader = pdf_reader(data)
-    signatures = reader.embedded_regular_signatures
-    if len(signatures) != 1:
-        raise InputError(f"report.pdf holds {len(signatures)} signatures, not one", file=pdf,
+    certifying = certification(reader)
+    if certifying is None:
+        raise InputError("report.pdf holds no certification by the tool", file=pdf,
                          fix="run `auditor verify` on the run first")
     before = newest_trusted_time(reader)
 
@@ -109,7 +109,7 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
         try:
             if not reader.embedded_timestamp_signatures:  # no document timestamp yet: the signature's own data first
                 with_data = BytesIO()
-                asyncio.run(async_add_validation_info(signatures[0], context(), output=with_data))
+                asyncio.run(async_add_validation_info(certifying, context(), output=with_data))
                 data = with_data.getvalue()
             result = BytesIO()
             stamper = PdfTimeStamper(timestamps.timestamper(url))
@@ -123,7 +123,7 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
                              fix="restamp before the newest timestamp's TSA certificate expires, with --trust naming "
                                  "its root") from None
     new = result.getvalue()
-    problem = later_revision_problem(pdf_reader(new), signatures[0].signed_revision)
+    problem = later_revision_problem(pdf_reader(new), certifying.signed_revision)
     if problem is not None:  # our own update: a bug, never written
         raise InputError(f"the restamped report.pdf would not verify ({problem}); nothing was written", file=pdf,
                          fix="report this as a bug")

@@ -13,14 +13,14 @@ from auditor.trust.pdf_sign import sign_pdf
 
 
 def sign_run(run_dir: Path, material: SigningMaterial, inputs: list[tuple[str, Path]],
-             predicate: dict[str, Any]) -> None:
-    """Sign report.pdf in place (if present), then write the bundle over everything; the token's session, if any,
-    is closed after."""
+             predicate: dict[str, Any], *, approver: str | None = None) -> None:
+    """Sign report.pdf in place (if present; its status awaits `approver`'s decision), then write the bundle over
+    everything; the token's session, if any, is closed after."""
     try:
         pdf = run_dir / "report.pdf"
         certified: dict[str, int] = {}
         if pdf.exists():
-            signed = sign_pdf(pdf.read_bytes(), material)
+            signed = sign_pdf(pdf.read_bytes(), material, approver=approver)
             pdf.write_bytes(signed)
             certified["report.pdf"] = certified_length(signed)
         write_bundle(run_dir, material, inputs, {**predicate, "signer": material.details}, certified=certified)
