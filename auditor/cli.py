@@ -1516,6 +1516,9 @@ def history(
                                       "names that `auditor history` did not write is refused; other files are left "
                                       "alone.", show_default=False)],
     system: Annotated[str | None, typer.Option(help="Only this system (spec `model.name`).")] = None,
+    template: Annotated[Path | None, typer.Option(help="An organisation's templates folder (as output.templates): "
+                                                       "its history/index.html.j2 and history/system.html.j2 are "
+                                                       "used before ours.", show_default=False)] = None,
     register: RegisterOption = None, debug: Debug = False,
 ) -> None:
     """Write the register's history as a static HTML site for the board: a portfolio page (index.html) and a page
@@ -1526,7 +1529,7 @@ def history(
     def action() -> list[Path]:
         store = _open_register(register)
         try:
-            return write_site(store, out, system=system, today=dt.date.today())
+            return write_site(store, out, system=system, today=dt.date.today(), templates=template)
         finally:
             store.close()
 

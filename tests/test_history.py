@@ -278,6 +278,35 @@ def test_the_command(register_path: Path, tmp_path: Path) -> None:
     assert broken.exit_code == 2 and broken.output.count("\n") == 1 and "damaged" in broken.output
 
 
+def test_an_organisation_s_templates_render_the_site_as_they_render_the_report(register_path: Path, site: Path,
+                                                                               tmp_path: Path) -> None:
+    """`--template`: the site takes the report's path (issue 52, item 3): an organisation's history template is used
+    before ours, in the same sandbox, and a broken one is bad input before anything is written."""
+    from auditor.report.render import templates_dir
+
+    mine = tmp_path / "templates" / "history"
+    mine.mkdir(parents=True)
+    ours = (templates_dir() / "history" / "index.html.j2").read_text(encoding="utf-8")
+    board = "<p>For the board of Example Books</p>"
+    (mine / "index.html.j2").write_text(ours.replace("{% endblock %}", board + "{% endblock %}", 1), encoding="utf-8")
+    register = Register(register_path, create=False)
+    try:
+        write_site(register, tmp_path / "site", today=TODAY, templates=tmp_path / "templates")
+    finally:
+        register.close()
+    changed = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "<p>For the board of Example Books</p>" in changed
+    assert changed.replace("<p>For the board of Example Books</p>", "", 1) == (site / "index.html").read_text()
+    assert (tmp_path / "site" / "catalogue-ranker.html").read_text() == (site / "catalogue-ranker.html").read_text()
+    result = runner.invoke(app, ["history", "--register", str(register_path), "--out", str(tmp_path / "cli"),
+                                 "--template", str(tmp_path / "templates")])
+    assert result.exit_code == 0 and "For the board" in (tmp_path / "cli" / "index.html").read_text(), result.output
+    (mine / "system.html.j2").write_text("{% if %}", encoding="utf-8")
+    broken = runner.invoke(app, ["history", "--register", str(register_path), "--out", str(tmp_path / "other"),
+                                 "--template", str(tmp_path / "templates")])
+    assert broken.exit_code == 2 and "system.html.j2" in broken.output and not (tmp_path / "other").exists()
+
+
 def test_an_empty_register_says_so(tmp_path: Path) -> None:
     Register(tmp_path / "register.sqlite").close()
     result = runner.invoke(app, ["history", "--register", str(tmp_path / "register.sqlite"), "--out",

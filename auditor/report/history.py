@@ -50,9 +50,11 @@ VERIFY_KEYS = "--trust signer-cert.pem --pubkey bundle-ed25519.pub.pem"  # the n
 # --- what the pages show ---------------------------------------------------------------------------------------------
 
 
-def pages(register: Any, out: Path, *, system: str | None = None, today: dt.date) -> dict[str, str]:
+def pages(register: Any, out: Path, *, system: str | None = None, today: dt.date,
+          templates: Path | None = None) -> dict[str, str]:
     """The site as {file name: HTML}: `index.html` and a page per system (only `system`'s with one). `out` is where
-    the pages will be, for the relative links to each run's report; nothing is written."""
+    the pages will be, for the relative links to each run's report; `templates` an organisation's folder, looked in
+    first (`history/index.html.j2`, `history/system.html.j2`, as for the report); nothing is written."""
     from auditor import __version__
 
     runs = register.runs()
@@ -84,9 +86,9 @@ def pages(register: Any, out: Path, *, system: str | None = None, today: dt.date
         trail = trails.get(name)
         page["trail_broken"] = trail.breaks if trail is not None and trail.breaks else []
         portfolio.append(page)
-        pages_out[slugs[name]] = render("history/system.html.j2", {**common, "s": page})
+        pages_out[slugs[name]] = render("history/system.html.j2", {**common, "s": page}, templates)
     index = render("history/index.html.j2", {**common, "systems": portfolio, "only": system,
-                                             "n_reviews": sum(p["n_reviews"] for p in portfolio)})
+                                             "n_reviews": sum(p["n_reviews"] for p in portfolio)}, templates)
     return {INDEX: index, **pages_out}
 
 
@@ -309,22 +311,27 @@ def page_names(systems: list[str]) -> dict[str, str]:
     return out
 
 
-def render(template: str, context: dict[str, Any]) -> str:
+def render(template: str, context: dict[str, Any], templates: Path | None = None) -> str:
+    """A page through the report's path: the same sandbox and content policy, an organisation's templates first."""
     from auditor.report.render import render_template, with_policy
 
-    return with_policy(render_template(template, context, None))
+    return with_policy(render_template(template, context, templates))
 
 
 # --- writing ---------------------------------------------------------------------------------------------------------
 
 
-def write_site(register: Any, out: str | Path, system: str | None = None, today: dt.date | None = None
-               ) -> list[Path]:
+def write_site(register: Any, out: str | Path, system: str | None = None, today: dt.date | None = None,
+               templates: Path | None = None) -> list[Path]:
     """Write the site into `out` (made if missing): `index.html` first, then the system pages. A page of the
     same name that an earlier `auditor history` wrote is replaced (each page whole, never half-written); a file
     of that name that it did not write is refused before anything is written; other files are left alone."""
     out = Path(out)
-    site = pages(register, out, system=system, today=today or dt.date.today())
+    if templates is not None:
+        from auditor.report.render import check_templates
+
+        check_templates(Path(templates))
+    site = pages(register, out, system=system, today=today or dt.date.today(), templates=templates)
     if out.exists() and not out.is_dir():
         raise InputError("this is not a folder", file=out, fix="give --out a folder for the site")
     for name in site:
