@@ -65,6 +65,14 @@ def test_each_seeded_contradiction_is_one_line(pages: tuple[str, EvidenceDocumen
               "miscounted": (miscounted, f"which holds {count.group(1)}"),
               # a law said on page 2 to bind the provider whole, where Scope and evidence.json say in part
               "law": (_once(html, "(applies in part, not judged)", "(applies, not judged)"), "said to be “applies”")}
+    raw = document.to_json()  # a caption claiming the other direction than its lines take
+    figure = next(f for f in raw["evidence"]["decision_path_accuracy"]["figures"] if f["chart"] == "line_chart")
+    claimed = re.search(r"AUC (rises|falls)", figure["caption"])
+    assert claimed is not None, figure["caption"]
+    other = "falls" if claimed.group(1) == "rises" else "rises"
+    figure["caption"] = figure["caption"].replace(f"AUC {claimed.group(1)}", f"AUC {other}", 1)
+    problems = check(html, read_document(raw))
+    assert len(problems) == 1 and f"says it {other}, but" in problems[0], problems
     for name, (page, words) in seeded.items():
         problems = check(page, document)
         assert problems and words in problems[0], (name, problems)

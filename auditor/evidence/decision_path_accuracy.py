@@ -385,8 +385,9 @@ def _nan_low(value: float | None) -> float:
 def k_curve_caption(series: dict[str, list[float]]) -> str:
     """The top-K AUC figure's caption, saying which way this run's lines go before what the paper reports (issue
     56: a caption's direction claim is the data's, never only the paper's)."""
-    ends = [(v[0], v[-1]) for v in series.values() if len(v) >= 2 and np.isfinite(v[0]) and np.isfinite(v[-1])]
-    rising, falling = sum(b > a for a, b in ends), sum(b < a for a, b in ends)
-    trend = "rises" if rising > falling else "falls" if falling > rising else "neither rises nor falls on balance"
-    return (f"0.5 = chance. Here AUC {trend} as K grows ({rising} of {len(ends)} lines end higher than they start); "
-            "Rahnama & Bütepage 2022 (Figures 3-4) report that it falls.")
+    from auditor.evidence.figures import line_trend
+
+    trend, rising, lines = line_trend(series)
+    balance = " on balance" if trend.startswith("neither") else ""
+    return (f"0.5 = chance. Here AUC {trend}{balance} as K grows ({rising} of {lines} lines end higher than they "
+            "start); Rahnama & Bütepage 2022 (Figures 3-4) report that it falls.")

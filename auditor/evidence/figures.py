@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,6 +202,16 @@ PANELS = {kind.__name__: kind for kind in (StepPanel, LevelPanel, HeatPanel)}
 
 DTYPES = ("float64", "float32", "int64", "int32", "bool")  # numeric arrays a figure may hold; text is a list
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def line_trend(series: Mapping[str, Sequence[float]]) -> tuple[str, int, int]:
+    """Which way a line chart's lines go, from first point to last: ("rises" | "falls" | "neither rises nor falls",
+    lines ending higher, lines with both ends) — what its caption may claim (issue 56)."""
+    ends = [(float(v[0]), float(v[-1])) for v in series.values()
+            if len(v) >= 2 and np.isfinite(v[0]) and np.isfinite(v[-1])]
+    rising, falling = sum(b > a for a, b in ends), sum(b < a for a, b in ends)
+    trend = "rises" if rising > falling else "falls" if falling > rising else "neither rises nor falls"
+    return trend, rising, len(ends)
 
 
 def encode(value: Any) -> Any:

@@ -13,7 +13,8 @@ The templates mark what they print with machine-readable references:
 `check(html, document)` returns one line a problem: a printed value that is not its source's (to the digits
 printed), an interval that is not its source's, one metric printed with two different intervals, one subject with
 two severities, a count of rows beside a table of another length, a pointer whose words name another section,
-a law said to bind the provider (wholly, in part, or not) otherwise than its applicability in evidence.json.
+a law said to bind the provider (wholly, in part, or not) otherwise than its applicability in evidence.json, a line
+chart's caption that says its lines rise (or fall) where its data say otherwise.
 Measuring code does not import it; the tests run it on every kind of run they make.
 """
 
@@ -173,6 +174,32 @@ def check(html: str, document: EvidenceDocument) -> list[str]:
         if headings and not _names(_words(link.text), headings):
             problems.append(f"a pointer “{_words(link.text)}” leads to the section “{headings[0]}”")
     problems += _law_problems(html, document)
+    problems += _caption_problems(document)
+    return problems
+
+
+DIRECTION = re.compile(r"\b(rises|falls|neither rises nor falls)\b(?: on balance)? as\b")
+
+
+def _caption_problems(document: EvidenceDocument) -> list[str]:
+    """A line chart's caption that says which way its lines go ("AUC rises as K grows") against its data."""
+    from auditor.core.errors import InputError
+    from auditor.evidence.figures import decode, line_trend
+
+    problems = []
+    for kind, item in document.evidence.items():
+        for figure in item.figures or []:
+            claim = DIRECTION.search(figure.caption)
+            if figure.chart != "line_chart" or claim is None:
+                continue
+            try:
+                series = decode(figure.data.get("series"))
+            except InputError:
+                continue
+            trend, rising, lines = line_trend(series) if isinstance(series, dict) else ("", 0, 0)
+            if trend and trend != claim.group(1):
+                problems.append(f"the caption of “{figure.title}” ({kind}) says it {claim.group(1)}, but {rising} of "
+                                f"its {lines} lines end higher than they start: it {trend}")
     return problems
 
 
