@@ -92,6 +92,13 @@ def test_one_conclusion_per_obligation_and_the_opinion_as_article_8_6_aggregates
     unmeasured = report_of(_document({"DSA-1": "PASS", "DSA-2": "PASS", "DSA-7": "UNMEASURED"}))
     assert unmeasured.obligations[1].conclusion == NONE and unmeasured.opinion == NONE
     assert "Art. 8(8)" in unmeasured.obligations[1].why
+    # each recommendation's effect on its obligation's conclusion follows from the other procedures (a WARN left
+    # keeps it positive with comments), never a blanket "becomes positive"
+    both = report_of(_document({"DSA-1": "FAIL", "DSA-2": "WARN", "DSA-7": "PASS"}))
+    assert [(p.rule, p.effect) for p in both.obligations[0].recommendations] == [
+        ("DSA-1", "positive with comments"), ("DSA-2", NEGATIVE)]
+    alone = report_of(_document({"DSA-1": "PASS", "DSA-2": "WARN", "DSA-7": "PASS"}))
+    assert alone.obligations[0].recommendations[0].effect == POSITIVE
     skipped = report_of(_document({"DSA-1": "PASS", "DSA-2": "PASS", "DSA-7": "SKIPPED"}))
     assert [o.point for o in skipped.obligations] == ["Art. 27(1)"] and skipped.opinion == POSITIVE
     assert skipped.not_in_scope[0].scope.startswith("not applicable")

@@ -23,7 +23,6 @@ def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:
 
     metrics = {
         "governance.signed": float(options.signed),
-        "governance.retention_years": float(meta.get("retention_years") or 0),
         "governance.purpose_stated": stated("purpose"),
         "governance.owner_stated": stated("owner"),
         "governance.period_stated": stated("period"),
@@ -46,7 +45,13 @@ def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:
     retention = meta.get("retention_years")
     result = EvidenceResult(name="governance", metrics=metrics,
                             summary="Dated run" + (", signed" if options.signed else ", not signed") +
-                                    (f", kept {retention} years" if retention else "") + ".")
+                                    (f", kept {retention} years" if retention is not None else "") + ".")
+    if retention is None:  # unstated is unknown, never "kept 0 years" (issue 56: not measured is not a failure)
+        result.unmeasured["governance.retention_years"] = (
+            "how long the run folder is kept is not stated: add `audit.retention_years` (the years the "
+            "organisation keeps it)")
+    else:
+        metrics["governance.retention_years"] = float(retention)
     if options.evaluated_on:
         _dates(result, meta, options, dt.date.fromisoformat(options.evaluated_on))
     return result

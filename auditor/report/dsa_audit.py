@@ -13,7 +13,7 @@ people know is printed "not stated (field)".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from auditor.core.errors import InputError
@@ -43,6 +43,7 @@ class Procedure:
     crosses_fail: bool = False  # a WARN whose interval reaches the FAIL threshold: compliance not shown
     owner: str | None = None
     due: str | None = None
+    effect: str = ""  # as a recommendation: the obligation's conclusion once this procedure's measure clears
 
 
 @dataclass
@@ -128,6 +129,9 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
             continue
         entry.conclusion, entry.why = _conclusion(applying)
         entry.recommendations = [p for p in applying if p.status in ("FAIL", "WARN", "WAIVED")]
+        for recommended in entry.recommendations:  # Annex I: each recommendation's effect on the conclusion
+            cleared = [replace(p, status="PASS", crosses_fail=False) if p is recommended else p for p in applying]
+            recommended.effect = _conclusion(cleared)[0]
         obligations.append(entry)
     opinion, opinion_why = _opinion(obligations)
     model = (document.spec.get("content") or {}).get("model") or {}
