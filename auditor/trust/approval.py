@@ -273,7 +273,8 @@ def _approved_pdf(run: RunToApprove, approver: Identity, *, decision: str, name:
                       "file, which its PDF/A-3 archival form is not; the decision is in approval.dsse.json alone "
                       "(an RSA key signs inside the PDF)")
     approved = approve_pdf(pdf, approver.pdf_signer, decision=decision, approver=name, day=day, reason=reason,
-                           certificate_subject=approver.subject, timestamp_url=timestamp_url)
+                           certificate_subject=approver.subject, certificate_sha256=approver.sha256,
+                           timestamp_url=timestamp_url)
     return approved, f"report.pdf: {decision} in its approval field, the status on every page filled"
 
 

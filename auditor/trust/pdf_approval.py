@@ -29,7 +29,7 @@ def can_approve_in_pdf(pdf: bytes) -> bool:
 
 
 def approve_pdf(pdf: bytes, signer: Any, *, decision: str, approver: str, day: str, reason: str | None,
-                certificate_subject: str, timestamp_url: str | None = None) -> bytes:
+                certificate_subject: str, certificate_sha256: str = "", timestamp_url: str | None = None) -> bytes:
     """report.pdf with its status filled ("Approved by …, day") and the approval field signed by `signer` (a
     pyHanko signer of the approver's key), as one incremental update."""
     from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
@@ -38,14 +38,18 @@ def approve_pdf(pdf: bytes, signer: Any, *, decision: str, approver: str, day: s
     status = decided(decision, approver, day)
     writer = IncrementalPdfFileWriter(BytesIO(pdf))
     fill_status(writer, status, decision)
-    drawn = f"{status}\nSigned by {certificate_subject}" + (f"\nReason: {reason}" if reason else "")
+    lines = [status, f"Signed %(ts)s by {certificate_subject}"]
+    if certificate_sha256:
+        lines.append(f"Certificate SHA-256 {certificate_sha256[:32]}…")
+    if reason:
+        lines.append(f"Reason: {reason}")
     meta = signers.PdfSignatureMetadata(
         field_name=APPROVAL_FIELD, subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
         reason=f"{decision}: {reason}" if reason else decision, name=approver)
     stamper = timestamps.timestamper(timestamp_url) if timestamp_url else None
     with quiet_pyhanko():
         try:
-            out = signers.PdfSigner(meta, signer, stamp_style=stamp_style(_stamp_text(drawn)),
+            out = signers.PdfSigner(meta, signer, stamp_style=stamp_style(_stamp_text(lines)),
                                     timestamper=stamper).sign_pdf(writer)
         except timestamps.TimestampError as exc:
             raise timestamps.read_error(timestamp_url or "", exc) from None
@@ -53,10 +57,14 @@ def approve_pdf(pdf: bytes, signer: Any, *, decision: str, approver: str, day: s
     return signed
 
 
-def _stamp_text(text: str, width: int = 90) -> str:
-    """The stamp's lines, each cut to `width` characters, with pyHanko's %-parameters escaped."""
-    lines = [line if len(line) <= width else line[:width - 1] + "…" for line in text.splitlines()]
-    return "\n".join(lines[:4]).replace("%", "%%")
+def _stamp_text(lines: list[str], width: int = 90) -> str:
+    """The stamp's lines, each one line cut to `width` characters, the people's words' `%` escaped (pyHanko fills
+    in `%(ts)s`, the signing time)."""
+    kept = []
+    for line in lines:
+        line = " ".join(line.replace("%", "%%").replace("%%(ts)s", "%(ts)s").split())
+        kept.append(line if len(line) <= width else line[:width - 1] + "…")
+    return "\n".join(kept[:4])
 
 
 def approved_length(pdf: bytes) -> int | None:

@@ -17,13 +17,17 @@ from typing import Any
 
 from auditor.trust.layout import APPROVAL_FIELD, APPROVAL_SLOT, STATUS_FIELD
 
-FONT = Path(__file__).resolve().parents[2] / "report_templates" / "fonts" / "DejaVuSans.ttf"
+FONTS = Path(__file__).resolve().parents[2] / "report_templates" / "fonts"
+FONT, BOLD = FONTS / "DejaVuSans.ttf", FONTS / "DejaVuSans-Bold.ttf"
 MM = 72 / 25.4
 STATUS_SIZE = (92 * MM, 4.6 * MM)  # the status widget, right-aligned in the top margin of every page
 STATUS_TOP = 8.2 * MM  # its top edge below the page's
 STATUS_RIGHT = 14 * MM  # the page's right margin (print-layout.css)
 APPROVAL_SIZE = (80 * MM, 16 * MM)  # the cover's approval box (`.approval-field` in print-layout.css)
 FONT_SIZE = 7
+STATUS_FONT_SIZE = 8
+ALWAYS = "0123456789:-. UTC…"  # besides the text given: what pyHanko fills in for `%(ts)s`, and the cut's ellipsis
+AWAITING_SIGNATURE = "Approval signature: awaiting the approver (auditor approve)"
 DRAFT_COLOUR = (0.55, 0.11, 0.11)
 DECIDED_COLOUR = {"approved": (0.09, 0.4, 0.2), "rejected": (0.55, 0.11, 0.11)}
 FIELD_READ_ONLY = 1  # /Ff bit 1: a reader's viewer does not let anyone type into the status
@@ -84,8 +88,15 @@ def add_approval_form(writer: Any, status: str) -> None:
     _acroform(writer)["/Fields"].append(parent_ref)
     writer.update_root()
     page_index, box = _approval_box(writer)
-    fields.append_signature_field(writer, fields.SigFieldSpec(APPROVAL_FIELD, on_page=page_index, box=box,
-                                                              empty_field_appearance=True))
+    # the approval's signature locks every field: after it, the status cannot change (a viewer enforces it too)
+    fields.append_signature_field(writer, fields.SigFieldSpec(
+        APPROVAL_FIELD, on_page=page_index, box=box,
+        field_mdp_spec=fields.FieldMDPSpec(fields.FieldMDPAction.ALL)))
+    approval = field_ref(writer.root, APPROVAL_FIELD)
+    size = (box[2] - box[0], box[3] - box[1])
+    approval.get_object()["/AP"] = generic.DictionaryObject({name("/N"): writer.add_object(
+        _text_xobject(writer, AWAITING_SIGNATURE, size, (0.35, 0.38, 0.43), frame=True))})
+    writer.mark_update(approval)
 
 
 def _acroform(writer: Any) -> Any:
@@ -195,14 +206,14 @@ def entry(dictionary: Any, key: str, default: Any = None) -> Any:
 
 
 def stamp_style(text: str) -> Any:
-    """The approval signature's drawing in the cover's box: who decided, in which role, when, by which
-    certificate — drawn in the report's font (embedded, as PDF/A wants)."""
+    """The approval signature's drawing in the cover's box: who decided, in which role, when (`%(ts)s`: the signing
+    time, UTC), by which certificate — drawn in the report's font (embedded, as PDF/A wants)."""
     from pyhanko.pdf_utils import layout
     from pyhanko.pdf_utils.text import TextBoxStyle
     from pyhanko.stamp import TextStampStyle
 
     return TextStampStyle(
-        stamp_text=text, border_width=1, background=None,
+        stamp_text=text, border_width=1, background=None, timestamp_format="%Y-%m-%d %H:%M:%S UTC",
         text_box_style=TextBoxStyle(font=_font(text), font_size=FONT_SIZE, leading=FONT_SIZE + 2),
         inner_content_layout=layout.SimpleBoxLayoutRule(
             x_align=layout.AxisAlignment.ALIGN_MIN, y_align=layout.AxisAlignment.ALIGN_MID,
@@ -211,36 +222,47 @@ def stamp_style(text: str) -> Any:
 
 # --- drawing ---------------------------------------------------------------------------------------------------------
 
-def _text_xobject(writer: Any, text: str, size: tuple[float, float], colour: tuple[float, float, float]) -> Any:
-    """One line of text, right-aligned in a box of `size`, shrunk to fit when long."""
+def _text_xobject(writer: Any, text: str, size: tuple[float, float], colour: tuple[float, float, float], *,
+                  frame: bool = False) -> Any:
+    """One line of text in a box of `size`, shrunk to fit when long: the status (bold, right-aligned), or with
+    `frame` the unsigned approval field (a grey box, the text centred)."""
     from pyhanko.pdf_utils import layout
     from pyhanko.pdf_utils.text import TextBox, TextBoxStyle
+    from pyhanko.pdf_utils.writer import init_xobject_dictionary
 
-    rule = layout.SimpleBoxLayoutRule(x_align=layout.AxisAlignment.ALIGN_MAX,
-                                      y_align=layout.AxisAlignment.ALIGN_MID, margins=layout.Margins(0, 0, 0, 0),
-                                      inner_content_scaling=layout.InnerScaling.SHRINK_TO_FIT)
-    style = TextBoxStyle(font=_font(text), font_size=FONT_SIZE, box_layout_rule=rule, text_color=colour)
+    rule = layout.SimpleBoxLayoutRule(
+        x_align=layout.AxisAlignment.ALIGN_MID if frame else layout.AxisAlignment.ALIGN_MAX,
+        y_align=layout.AxisAlignment.ALIGN_MID, margins=layout.Margins(*(4 * (6 if frame else 0,))),
+        inner_content_scaling=layout.InnerScaling.SHRINK_TO_FIT)
+    style = TextBoxStyle(font=_font(text, FONT if frame else BOLD), font_size=FONT_SIZE if frame else STATUS_FONT_SIZE,
+                         box_layout_rule=rule, text_color=colour)
     box = TextBox(style, writer, box=layout.BoxConstraints(width=size[0], height=size[1]))
     box.content = text
-    return box.as_form_xobject()
+    drawn = box.as_form_xobject()
+    if not frame:
+        return drawn
+    width, height = size
+    background = b"q 0.95 0.95 0.95 rg 0 0 %g %g re f 0.6 0.6 0.6 RG 0.5 w 0 0 %g %g re S Q " % (
+        width, height, width, height)
+    return init_xobject_dictionary(background + drawn.data, width, height, drawn["/Resources"])
 
 
-def _font(text: str) -> Any:
+def _font(text: str, path: Path = FONT) -> Any:
     from pyhanko.pdf_utils.font.opentype import GlyphAccumulator, GlyphAccumulatorFactory
 
-    data = _font_bytes(frozenset(text))
+    data = _font_bytes(frozenset(text), path)
 
     class Factory(GlyphAccumulatorFactory):
         def create_font_engine(self, writer: Any, obj_stream: Any = None) -> GlyphAccumulator:
             return GlyphAccumulator(writer=writer, font_handle=BytesIO(data), font_size=self.font_size,
                                     obj_stream=obj_stream)
 
-    return Factory(font_file=str(FONT), font_size=FONT_SIZE)
+    return Factory(font_file=str(path), font_size=FONT_SIZE)
 
 
 @functools.lru_cache(maxsize=16)
-def _font_bytes(characters: frozenset[str]) -> bytes:
-    """DejaVu Sans cut to `characters` (and the ellipsis) and scaled to 1,000 units per em."""
+def _font_bytes(characters: frozenset[str], path: Path) -> bytes:
+    """A DejaVu font cut to `characters` (and the ellipsis) and scaled to 1,000 units per em."""
     import logging
 
     from fontTools import subset
@@ -248,12 +270,12 @@ def _font_bytes(characters: frozenset[str]) -> bytes:
     from fontTools.ttLib.scaleUpem import scale_upem
 
     logging.getLogger("fontTools").setLevel(logging.ERROR)  # "FFTM NOT subset": a table no PDF reader uses
-    font = TTFont(str(FONT))
+    font = TTFont(str(path))
     options = subset.Options()
     options.layout_features = ["*"]
     options.notdef_outline = True
     cutter = subset.Subsetter(options)
-    cutter.populate(text="".join(sorted(characters | {"…", " "})))
+    cutter.populate(text="".join(sorted(characters | set(ALWAYS))))
     cutter.subset(font)
     scale_upem(font, 1000)
     out = BytesIO()
