@@ -70,7 +70,7 @@ def test_the_page_follows_the_rules_order_and_every_figure_is_the_evidence_s(hir
     assert [label for label in labels if label in FACTS] == FACTS, labels
     assert [_text(h).strip() for h in re.findall(r"<h3>(.*?)</h3>", html, re.S)] == [
         "Sex", "Race/ethnicity", "Intersectional: sex × race/ethnicity"]
-    assert "Test data" in text and "has not been used before" in text and "Simulated for this example" in text
+    assert "Test data" in text and "has not been used before" in text and "Simulated applicants" in text
     assert "2027-01-15" in text and "Independent Audit Partners (demo)" in text
     assert "Female × Black or African American 481 33.7% 0.572" in text
     assert text.count("excluded (under 2.0% of the data)") == sum(r["excluded"] for r in categories) == 7
