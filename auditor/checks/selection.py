@@ -103,12 +103,11 @@ def rates(table: Table, chosen: np.ndarray) -> Rates:
 @dataclass(frozen=True)
 class Intervals:
     """95% percentile-bootstrap intervals: per table, (categories × 2) arrays of the rates' and the impact ratios'
-    ends (NaN where undefined), the smallest impact ratio's per table, and over every table."""
+    ends (NaN where undefined). The smallest ratio is a category's: its interval is that category's (issue 56: one
+    figure, one interval)."""
 
     rate: list[np.ndarray]
     ratio: list[np.ndarray]
-    min_ratio: list[tuple[float, float]]
-    overall: tuple[float, float]
 
 
 def bootstrap(scores: np.ndarray, chosen: np.ndarray, tables: list[Table], unit_of_row: np.ndarray,
@@ -139,19 +138,17 @@ def bootstrap(scores: np.ndarray, chosen: np.ndarray, tables: list[Table], unit_
         parts.append((n, picked))
     n = np.concatenate([p[0] for p in parts])
     picked = np.concatenate([p[1] for p in parts])
-    rate, ratio, low = _ratios(n, picked, tables)
+    rate, ratio, _ = _ratios(n, picked, tables)
     tail = (1.0 - level) / 2.0
     points = [tail, 1.0 - tail]
-    out_rate, out_ratio, out_min = [], [], []
+    out_rate, out_ratio = [], []
     offset = 0
-    for t, table in enumerate(tables):
+    for table in tables:
         span = slice(offset, offset + table.size)
         out_rate.append(np.array([_percentiles(rate[:, j], points) for j in range(span.start, span.stop)]))
         out_ratio.append(np.array([_percentiles(ratio[:, j], points) for j in range(span.start, span.stop)]))
-        out_min.append(_percentiles(low[:, t], points))
         offset += table.size
-    overall = _percentiles(low[:, -1], points)
-    return Intervals(rate=out_rate, ratio=out_ratio, min_ratio=out_min, overall=overall)
+    return Intervals(rate=out_rate, ratio=out_ratio)
 
 
 def _weighted_medians(ordered: np.ndarray, weights: np.ndarray) -> np.ndarray:

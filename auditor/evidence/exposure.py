@@ -317,7 +317,10 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
             continue
         key = f"exposure.{metric_name(column)}.{value}"
         is_own = (column, value) in own
-        judged = (f"{key}.ratio", "exposure.max.ratio") + (("exposure.own.ratio",) if is_own else ())
+        # own products' over-exposure is differentiated treatment of own goods (P2B Art. 7), which the rules on the
+        # own-product flag's effect judge too: one fact, the judging rule's severity (issue 56)
+        judged = (f"{key}.ratio", "exposure.max.ratio") + (
+            ("exposure.own.ratio", "exposure.own.counterfactual.share_change") if is_own else ())
         label = labels[(column, value)]
         r, low, high = s["ratio"]
         if math.isfinite(low) and low > 1:

@@ -253,20 +253,22 @@ def _reported(breakdown: _Breakdown, min_share: float) -> np.ndarray:
 def _metrics(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],
              spread: Intervals, data: RankingData) -> None:
     metrics = result.metrics
-    for b, table, figures, rate_ci, ratio_ci, low in zip(breakdowns, tables, full, spread.rate, spread.ratio,
-                                                          spread.min_ratio, strict=True):
+    smallest: list[tuple[float, float, float]] = []  # each table's smallest ratio with its category's interval
+    for b, table, figures, rate_ci, ratio_ci in zip(breakdowns, tables, full, spread.rate, spread.ratio, strict=True):
         for j, name in enumerate(b.names):
             key = f"selection.{b.key}.{name}"
             metrics[f"{key}.n"] = float(figures.n[j])
             metrics.update(spelled(f"{key}.rate", figures.rate[j], *rate_ci[j]))
             if table.reported[j] and math.isfinite(figures.ratio[j]):
                 metrics.update(spelled(f"{key}.ratio", figures.ratio[j], *ratio_ci[j]))
-        if math.isfinite(figures.min_ratio):
-            metrics.update(spelled(f"selection.{b.key}.min_ratio", figures.min_ratio, *low))
+        reported = [int(i) for i in np.flatnonzero(table.reported) if math.isfinite(figures.ratio[i])]
+        if reported:  # the smallest ratio is one category's: its interval is that category's own
+            least = min(reported, key=lambda i: figures.ratio[i])
+            smallest.append((float(figures.ratio[least]), float(ratio_ci[least][0]), float(ratio_ci[least][1])))
+            metrics.update(spelled(f"selection.{b.key}.min_ratio", *smallest[-1]))
         metrics[f"selection.unknown.{b.key}"] = float(b.unknown)
-    lows = [f.min_ratio for f in full if math.isfinite(f.min_ratio)]
-    if lows:
-        metrics.update(spelled("selection.min_ratio", min(lows), *spread.overall))
+    if smallest:
+        metrics.update(spelled("selection.min_ratio", *min(smallest)))
     ratios = [f.ratio[j] for f, t in zip(full, tables, strict=True) for j in np.flatnonzero(t.reported)
               if math.isfinite(f.ratio[j])]
     metrics["selection.reported"] = float(len(ratios))
@@ -364,13 +366,23 @@ def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
     found = [(b, j, f.ratio[j], ci[j]) for b, t, f, ci in zip(breakdowns, tables, full, spread.ratio, strict=True)
              for j in np.flatnonzero(t.reported) if math.isfinite(f.ratio[j])]
     b, j, _, _ = min(found, key=lambda item: item[2])
-    others = [f"{o.values[i]} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in found
-              if (o, i) != (b, j) and math.isfinite(ci[1]) and max(ci[1], r) < options.warn_below]
+    below = [(o, i, r, ci) for o, i, r, ci in found
+             if (o, i) != (b, j) and math.isfinite(ci[1]) and max(ci[1], r) < options.warn_below]
+    others = [f"{o.values[i]} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in below]
+    named = [f"{b.values[j]} ({b.label})", *(f"{o.values[i]} ({o.label})" for o, i, _, _ in
+                                              sorted(below, key=lambda item: item[2]))]
+    # page 2 names every category whose ratio lies below the level over its whole interval (issue 56), not the
+    # smallest alone
+    who = named[0] if len(named) == 1 else \
+        (", ".join(named[:3]) + (f" and {len(named) - 3} more categories" if len(named) > 3 else "")
+         if len(named) > 3 else ", ".join(named[:-1]) + " and " + named[-1])
+    verb = "scores" if len(named) == 1 else "score"
     result.detect(
         "impact-ratio-below-level",
-        f"{b.values[j]} ({b.label}) scores above the median less often than the highest scoring category"
+        f"{who} {verb} above the median less often than the highest scoring category"
         if options.cutoff == "median" else
-        f"{b.values[j]} ({b.label}) is among the first {options.k} less often than the most selected category",
+        f"{who} {'is' if len(named) == 1 else 'are'} among the first {options.k} less often than the most selected "
+        "category",
         f"The smallest impact ratio, {b.values[j]}'s ({b.label}, {percent(full[breakdowns.index(b)].rate[j])} of "
         f"{full[breakdowns.index(b)].n[j]:,.0f} individuals selected), is {with_interval(value, low, max(high, value))}"
         f": below {figure(options.warn_below)} over its whole interval"

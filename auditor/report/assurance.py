@@ -8,7 +8,7 @@ from typing import Any
 
 from auditor.evidence.document import EvidenceDocument
 
-CRITERIA_WORDS = "the criteria of the packs that apply"
+CRITERIA_WORDS = "the criteria of the packs applied"
 
 
 def conclusion(level: str | None, opinion: str) -> str:
@@ -49,6 +49,17 @@ def _other_law(law: dict[str, Any]) -> str:
     return f"{where}: {law['applicability'].split(':')[0]}; this report does not judge it"
 
 
+def _not_covered(document: EvidenceDocument) -> str:
+    """The laws that bind the provider (wholly or in part) but no applied pack judged: the conclusion is silent on
+    them, and says so (a case handler would otherwise read "the packs applied" as the law that applies)."""
+    unjudged = [law["title"] for law in document.other_laws
+                if not str(law.get("applicability", "")).startswith(("not applicable", "may apply"))]
+    if not unjudged:
+        return ""
+    return (f" It does not cover {', '.join(unjudged[:-1]) + ' and ' if len(unjudged) > 1 else ''}{unjudged[-1]}, "
+            f"which {'apply' if len(unjudged) > 1 else 'applies'} to the provider but no applied pack judged.")
+
+
 def engagement(document: EvidenceDocument, section_titles: dict[str, str]) -> list[tuple[str, str | list[str]]]:
     """(term, statement) rows of the engagement, in the order an assurance report gives them; the criteria are one
     line a pack."""
@@ -78,7 +89,7 @@ def engagement(document: EvidenceDocument, section_titles: dict[str, str]) -> li
         ("Assurance", {"reasonable": "reasonable (ISAE 3000): a conclusion in positive form",
                        "limited": "limited (ISAE 3000): a conclusion in negative form, on what came to our "
                                   "attention"}.get(audit.get("assurance") or "", "not stated (audit.assurance)")),
-        ("Conclusion", conclusion(audit.get("assurance"), document.opinion)),
+        ("Conclusion", conclusion(audit.get("assurance"), document.opinion) + _not_covered(document)),
         ("Qualifications", audit.get("qualifications") or "not stated (audit.qualifications)"),
         ("Date and place", f"{when}, {audit.get('place') or 'place not stated (audit.place)'}"),
     ]

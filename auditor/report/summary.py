@@ -358,7 +358,9 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         requirement = rules[0].requirement
         if share:  # the thresholds in the value's own unit: "WARN if > 35.0%", not "> 0.35" beside 14.7%
             requirement = re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
-        return f"{scale}. Required: {requirement}" + (f" — {why}" if why else "")
+        # a rule that only warns sets a level to compare with, not a requirement (LL144's four-fifths comparison)
+        word = "Required" if "FAIL" in requirement else "Compared with"
+        return f"{scale}. {word}: {requirement}" + (f" — {why}" if why else "")
 
     def add(label: str, kind: str, name: str, scale: str, *, share: bool = False) -> None:
         item = evidence.get(kind)

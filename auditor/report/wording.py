@@ -55,9 +55,9 @@ PHRASES: dict[str, Phrase] = {
                                                      f"which documents make the top results in {s} of queries",
     "influence.max.rank_shift.mean": lambda v, s: f"a document owes on average {s} positions to the most "
                                                   "influential sensitive parameter",
-    "exposure.own.counterfactual.share_change": lambda v, s: f"own products' share of attention would change by "
-                                                             f"{s} if the own-product flag were set alike for every "
-                                                             "document",
+    "exposure.own.counterfactual.share_change": lambda v, s: f"own products' share of attention is {s} against the "
+                                                             "share they would get if the own-product flag were set "
+                                                             "alike for every document",
     "exposure.own.ratio": lambda v, s: f"own products get {s} times the attention their relevance earns — 1 means in "
                                        "proportion",
     "exposure.own.disparate_treatment": lambda v, s: f"own products' attention per unit of relevance is {s} times "
