@@ -152,6 +152,24 @@ def test_glossary_covers_every_explainer_and_references_are_complete() -> None:
                 assert part.strip() in cited or not part.strip()[-4:].isdigit(), part
 
 
+def test_the_glossary_and_references_hold_only_what_this_report_uses() -> None:
+    """Issue 56, item 4: a reference is listed when the report cites it, a term when the report uses it — a hiring
+    audit of ranking quality by group cites Beutel et al. 2019 and no explainer's paper, and shows neither Waiver
+    nor PSI when it has no waiver and no comparison with an earlier review."""
+    from auditor.report.glossary import glossary_for
+    from auditor.report.render import cited
+
+    table = {"title": "Accuracy by group of persons (pairwise)", "columns": ["column"], "rows": [],
+             "note": "Pairs pooled over queries, 95% interval by resampling queries (Beutel et al. 2019)."}
+    document = document_of(evidence={"ranking_quality": {"metrics": {"ranking_quality.ndcg@10.mean": 0.8},
+                                                         "tables": [table]}})
+    assert list(cited(document)) == ["beutel2019"]
+    terms = {term for term, _ in glossary_for(document)}
+    assert "nDCG@k" in terms and not terms & {"Waiver", "PSI", "Kendall's tau", "TreeSHAP", "ILMART, surrogate"}
+    waived = document_of(evidence=document.to_json()["evidence"], findings=[{"rule": "X-1", "status": "WAIVED"}])
+    assert "Waiver" in {term for term, _ in glossary_for(waived)}
+
+
 def _wide_folder(tmp_path: Path) -> Path:
     """A 40-feature ranker on 70 generated queries, negative-valued features included."""
     tmp_path.mkdir(parents=True, exist_ok=True)

@@ -384,7 +384,9 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
                                                 if c in criteria and c != "margin") + "."))
     listed = [u for u in units if u["verdict"].flagged][:options.max_listed]
     result.tables.append(Table(
-        title="Explanations not to rely on, with the reasons",
+        # a list cut at max_listed says so in its title: "every row is in Appendix B" then reads as the list's rows
+        title="Explanations not to rely on, with the reasons" + (
+            f" (the first {len(listed)} of {int(flagged.sum())})" if len(listed) < int(flagged.sum()) else ""),
         columns=["query", "explainer", "explanation set", "estimated reliability", "validity", "reasons"],
         rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
                stored(u.get("reliability")), stored(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
@@ -567,7 +569,10 @@ BETTER_HIGH = {"validity", "robust_validity", "agreement_best", "agreement_tree"
 def _reason(signal: str, unit: dict[str, Any], standardised: float, typical: float) -> str:
     """A signal that pulls the estimate down, in words: which way it lies from the audit's typical value."""
     if signal.startswith("explainer:"):
-        return f"{registry.label(signal.removeprefix('explainer:'))} explanations are seldom reliable on this model"
+        # relative, as the indicator is: the explainer pulls the estimate down against the others, however reliable
+        # its explanations are on the whole (issue 56: "seldom" beside 72 of 79 reliable)
+        return (f"{registry.label(signal.removeprefix('explainer:'))} explanations are reliable less often than the "
+                "other explainers' on this model")
     value = unit["signals"][signal]
     text = SIGNALS[signal][1 if standardised < 0 else 2]
     return text.format(value=figure(value), share=percent(value), typical=figure(typical),
@@ -764,7 +769,8 @@ def gap_sentence(label: str, found: FlagGap) -> str:
     return (f"Flagged explanations (by the other criteria) {direction} in {label} than unflagged explanations of the "
             f"same explainers: {figure(found.flagged_mean)} against {figure(found.unflagged_mean)} on average. The "
             f"95% interval of the difference (unflagged minus flagged) is {interval(low, high)}, which includes no "
-            "difference: the flags cannot be relied on to tell good explanations from bad ones here.")
+            f"difference: the flags cannot be relied on to tell explanations of better {label} from worse ones "
+            "here.")
 
 
 def _holding(value: float, low: float, high: float) -> tuple[float, float, float]:

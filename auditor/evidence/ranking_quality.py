@@ -150,6 +150,8 @@ def _by_group(result: EvidenceResult, ctx: AuditContext, options: RankingQuality
     if gaps:
         gap, low, high, _ = max(gaps)
         result.metrics.update(spelled("ranking_quality.group.gap", gap, low, high))
+    gap_words = "; ".join(f"{column} {figure(g)} ({interval(min(g_low, g), max(g_high, g))})"
+                          for g, g_low, g_high, column in gaps)
     result.tables.append(Table(
         title="Accuracy by group of persons (pairwise)",
         columns=["column", "group", "pairs it leads", "pairwise accuracy", "95% interval"], rows=rows,
@@ -157,7 +159,8 @@ def _by_group(result: EvidenceResult, ctx: AuditContext, options: RankingQuality
               "label, the share the model orders correctly (a tie counts one half); pairs pooled over queries, "
               "95% interval by resampling queries (Beutel et al. 2019). The gap is the best group's accuracy minus "
               "the worst's, per column; unknown values are not a group, and a group under "
-              f"{percent(options.group_min_share)} of the individuals of known group gets no accuracy.")))
+              f"{percent(options.group_min_share)} of the individuals of known group gets no accuracy."
+              + (f" Gap per column: {gap_words}." if gap_words else ""))))
 
 
 def _summarise(metrics: dict[str, float], name: str, values: np.ndarray, rng: np.random.Generator,

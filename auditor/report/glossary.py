@@ -4,6 +4,8 @@ the evidence sections cite by author and year. Plain data, so the report, the do
 
 from __future__ import annotations
 
+import json
+
 from auditor.evidence.document import EvidenceDocument
 
 # (term, definition) in the order a reader meets them; terms are matched case-sensitively by the test that
@@ -121,6 +123,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "Exposure, merit share": ("exposure.",),
     "Self-preferencing": ("exposure.",),
     "Low-confidence explanation": ("confidence.",),
+    "Kendall's tau": ("local.", "confidence.", "surrogate.", "disclosure."),
 }
 
 
@@ -136,7 +139,12 @@ def uses(metrics: set[str], prefixes: tuple[str, ...]) -> bool:
 def glossary_for(document: EvidenceDocument) -> list[tuple[str, str]]:
     """The glossary of this report: the terms of the evidence that ran, and the words every report uses."""
     metrics = measured(document)
-    return [(term, meaning) for term, meaning in GLOSSARY if term not in NEEDS or uses(metrics, NEEDS[term])]
+    used = {  # words of the report's other parts, there only when those parts are
+        "Waiver": bool(document.waivers) or any(f.status == "WAIVED" for f in document.findings),
+        "PSI": "psi" in json.dumps(document.since_last_review or {}, default=str).casefold(),
+    }
+    return [(term, meaning) for term, meaning in GLOSSARY
+            if used.get(term, True) and (term not in NEEDS or uses(metrics, NEEDS[term]))]
 
 
 # key → (in-text citation, full reference). Keys are what evidence text and docs cite.
@@ -167,6 +175,10 @@ REFERENCES: dict[str, tuple[str, str]] = {
                                           "Model Explanation. Proc. SIGIR 2019, 1281–1284."),
     "singh2019": ("Singh & Anand 2019", "Singh, J., Anand, A. (2019). EXS: Explainable Search Using Local Model "
                                         "Agnostic Interpretability. Proc. WSDM 2019, 770–773."),
+    "beutel2019": ("Beutel et al. 2019", "Beutel, A., Chen, J., Doshi, T., Qian, H., Wei, L., Wu, Y., Heldt, L., "
+                                         "Zhao, Z., Hong, L., Chi, E. H., Goodrow, C. (2019). Fairness in "
+                                         "Recommendation Ranking through Pairwise Comparisons. Proc. KDD 2019, "
+                                         "2212–2220."),
     "burges2010": ("Burges 2010", "Burges, C. J. C. (2010). From RankNet to LambdaRank to LambdaMART: An "
                                   "Overview. Microsoft Research Technical Report MSR-TR-2010-82."),
     "jarvelin2002": ("Järvelin & Kekäläinen 2002", "Järvelin, K., Kekäläinen, J. (2002). Cumulated gain-based "

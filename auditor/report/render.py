@@ -30,7 +30,7 @@ from auditor.report.assurance import engagement
 from auditor.report.glossary import IMPORTANCE, REFERENCES, glossary_for, measured, uses
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
-from auditor.report.wording import DATASET_FACTS
+from auditor.report.wording import DATASET_FACTS, requirement_text
 
 STATUS_ORDER = list(POLICY_STATUS_ORDER)
 SEVERITY_ORDER = ["critical", "major", "minor", "info"]
@@ -62,6 +62,7 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     env.filters["pct"] = percent
     env.filters["prose"] = prose
     env.filters["counted"] = counted
+    env.filters["requirement"] = lambda f: requirement_text(f.requirement, f.metric, f.value)  # in the value's unit
     env.globals["cell"] = cell
     env.globals["aspect"] = aspect
     return env
@@ -126,14 +127,25 @@ def render_html(document: EvidenceDocument, results: dict[str, EvidenceResult], 
                        for name, kind in plugins.items() if kind.feature_shares and name in results
                        and results[name].status == "ok"), {})
     features_all, features_shown = feature_rows(document, importance)
+    limitations, glossary = _limitations(document, results), glossary_for(document)
     context = dict(doc=document, findings=findings, counts=counts, sections=sections, dataset=results["dataset"],
                    features_all=features_all, features_shown=features_shown,
                    spec_text=shown_html(spec_text, SPEC_CHARS, lines=True),
-                   limitations=_limitations(document, results), signer=signer, timings=timings,
+                   limitations=limitations, signer=signer, timings=timings,
                    summary=executive_summary(document, plugins), importance=importance,
-                   glossary=glossary_for(document), references=REFERENCES, appendix_tables=appendix_tables,
+                   glossary=glossary, references=cited(document, limitations, glossary),
+                   appendix_tables=appendix_tables,
                    section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
     return with_policy(render_template("report.html.j2", context, templates))
+
+
+def cited(document: EvidenceDocument, *texts: Any) -> dict[str, tuple[str, str]]:
+    """The references this report cites (issue 56: only what ran): those whose in-text citation ("Singh et al.
+    2020") appears in its evidence, its limitations or its glossary."""
+    import json
+
+    words = json.dumps([document.to_json(), texts], default=str, ensure_ascii=False)
+    return {key: ref for key, ref in REFERENCES.items() if ref[0] in words}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ from auditor.core.numbers import figure, interval, percent
 from auditor.core.words import counted
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.judging.policy import Finding, findings_of, group_findings
-from auditor.report.wording import fact, is_share, measured_sentence, remedy_for, technical
+from auditor.report.wording import fact, is_share, measured_sentence, remedy_for, technical, thresholds_in_percent
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
 SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest are counted (the page never grows)
@@ -357,7 +357,7 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         why = _clause(rules[0].threshold_reason)
         requirement = rules[0].requirement
         if share:  # the thresholds in the value's own unit: "WARN if > 35.0%", not "> 0.35" beside 14.7%
-            requirement = re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
+            requirement = thresholds_in_percent(requirement)
         # a rule that only warns sets a level to compare with, not a requirement (LL144's four-fifths comparison)
         word = "Required" if "FAIL" in requirement else "Compared with"
         return f"{scale}. {word}: {requirement}" + (f" — {why}" if why else "")

@@ -9,6 +9,7 @@ figure the same way.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
@@ -153,6 +154,18 @@ PERCENTAGE_POINTS = {"exposure.own.counterfactual.share_change"}
 def is_share(metric: str, value: float) -> bool:
     """Whether `metric` is a share, printed in % wherever it appears (named `…share`, `…fraction`, `…_share…`)."""
     return bool(SHARES.search(metric.removesuffix(".mean"))) and 0 <= value <= 1
+
+
+def requirement_text(requirement: str, metric: str, value: float | None) -> str:
+    """A rule's requirement in its measured value's unit: "WARN if > 30.0%" beside 1.2%, not "> 0.3" (issue 56)."""
+    if value is None or not math.isfinite(value) or not is_share(metric, value):
+        return requirement
+    return thresholds_in_percent(requirement)
+
+
+def thresholds_in_percent(requirement: str) -> str:
+    """"WARN if > 0.35" as "WARN if > 35.0%"."""
+    return re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
 
 
 def value_text(metric: str, value: float, interval: tuple[float, float] | None) -> str:
