@@ -242,11 +242,19 @@ class AuditResult:
                              fix=f"one of {', '.join(self.evidence)}")
         return {table.title: pd.DataFrame(table.rows, columns=table.columns) for table in result.tables}
 
-    def explanations(self, query: str | None = None) -> Any:
-        """One query's exact TreeSHAP values as a `shap.Explanation` (documents × features, with each document's
-        base value and feature values), so `shap.plots.waterfall(result.explanations()[0])` and `shap.plots.beeswarm`
-        work; from a saved run too. `query`: its id (default: the first query evidence.json keeps; the
-        `global_importance` option `keep_queries` sets how many are kept)."""
+    def explanations(self, query: str | None = None, method: str | None = None) -> Any:
+        """One query's attributions as a `shap.Explanation` (documents × features, with each document's base value
+        and feature values), so `shap.plots.waterfall(result.explanations()[0])` and `shap.plots.bar` work; from a
+        saved run too. `query`: its id (default: the first query evidence.json keeps).
+
+        `method` None: the exact TreeSHAP values of `global_importance` (its option `keep_queries`). A local
+        explanation method (`"shap5"`, `"lirme1"`, ... as the spec's `local_explanations.methods` names them): that
+        method's values for the query's top documents (`local_explanations.keep_queries`; base values 0: the
+        method explains the ranking, not a score), with its validity, completeness and, when `confidence` ran,
+        whether it is flagged low-confidence and why, in the returned object's `audit` dict — a flagged explanation
+        warns (`FlaggedExplanationWarning`): a reviewer must not rely on it."""
+        if method is not None:
+            return self._local_explanation(query, method)
         import numpy as np
         import shap
 
@@ -266,6 +274,52 @@ class AuditResult:
         data = np.array([[np.nan if v is None else v for v in row] for row in entry["values"]], dtype=np.float64)
         return shap.Explanation(values=values, base_values=np.asarray(entry["bias"], dtype=np.float64), data=data,
                                 feature_names=list(kept["feature_names"]), instance_names=list(entry["docs"]))
+
+    def _local_explanation(self, query: str | None, method: str) -> Any:
+        """`explanations(query, method=...)` for a local explanation method."""
+        import warnings
+
+        import numpy as np
+        import shap
+
+        from auditor.explain import registry
+
+        item = self.document.evidence.get("local_explanations")
+        kept = item.attributions if item is not None else None
+        found = [e for e in (kept or {}).get("explanations", []) if e["method"] == method]
+        if not found:
+            methods = sorted({e["method"] for e in (kept or {}).get("explanations", [])})
+            raise InputError(f"this audit kept no attributions of method '{method}'",
+                             where="AuditResult.explanations(method=...)",
+                             fix=f"one of {', '.join(methods)}" if methods else
+                             "request `local_explanations` with an attribution method (keep_queries > 0)")
+        assert kept is not None  # found holds its entries
+        entry = next((e for e in found if e["query"] == str(query)), None) if query is not None else found[0]
+        if entry is None:
+            raise InputError(f"query '{query}' is not among the {len(found)} whose {method} attributions the run "
+                             "kept", where="AuditResult.explanations(query=...)",
+                             fix="one of " + ", ".join(e["query"] for e in found[:10])
+                             + " (more with local_explanations.keep_queries)")
+        values = np.array([[np.nan if v is None else v for v in row] for row in entry["phi"]], dtype=np.float64)
+        data = np.array([[np.nan if v is None else v for v in row] for row in entry["values"]], dtype=np.float64)
+        explanation = shap.Explanation(values=values, base_values=np.zeros(len(values)), data=data,
+                                       feature_names=list(kept["feature_names"]), instance_names=list(entry["docs"]))
+        flag = self._flag(entry["query"], method)
+        explanation.audit = {"query": entry["query"], "method": method, "label": registry.method(method).label,
+                             "validity": entry["validity"], "completeness": entry["completeness"],
+                             "flagged": None if flag is None else bool(flag.get("flagged")),
+                             "reasons": [] if flag is None else list(flag.get("reasons") or [])}
+        if explanation.audit["flagged"]:
+            warnings.warn(f"the {explanation.audit['label']} explanation of query {entry['query']} is flagged "
+                          f"low-confidence ({'; '.join(explanation.audit['reasons']) or 'see the confidence section'})"
+                          ": a reviewer must not rely on it", FlaggedExplanationWarning, stacklevel=3)
+        return explanation
+
+    def _flag(self, query: str, method: str) -> dict[str, Any] | None:
+        """The confidence evidence's record of one explanation (flagged, reasons), or None when it did not run."""
+        item = self.document.evidence.get("confidence")
+        return next((r for r in (item.records if item is not None else [])
+                     if str(r.get("query")) == query and r.get("method") == method), None)
 
     def report_html(self) -> str:
         """The whole report as one self-contained HTML page (a loaded run's drawn from its evidence)."""
@@ -374,6 +428,10 @@ class AuditResult:
             counts[finding.status] = counts.get(finding.status, 0) + 1
         shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rules applied"
         return f"<AuditResult opinion={self.opinion!r} ({shown})>"
+
+
+class FlaggedExplanationWarning(UserWarning):
+    """An explanation the confidence evidence flagged low-confidence: shown, but not to be relied on."""
 
 
 _KEYWORDS = {"query_column": "query", "label_column": "label", "doc_id_column": "doc_id", "feature_columns": "columns"}

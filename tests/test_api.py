@@ -227,6 +227,49 @@ def test_attributions_come_back_as_a_shap_explanation_that_shap_plots(result, bo
         result.explanations("no-such-query")
 
 
+@pytest.mark.slow  # a whole audit with local explanations and confidence
+def test_local_explanations_come_back_with_their_validity_and_flag(frame: pd.DataFrame, booster: lgb.Booster,
+                                                                   tmp_path: Path) -> None:
+    """Issue 58 item 1: a local explanation method's values for a query's top documents as a shap.Explanation
+    that shap's bar plot draws, with its validity, completeness and confidence flag in `audit`; a flagged one
+    warns; a saved run gives the same; an unknown method names the kept ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import shap
+
+    import auditor
+    from auditor.api import FlaggedExplanationWarning
+
+    methods = ["treeshap5", "lirme5", "greedy_cover_eps"]
+    audit = Audit(model=booster, data=frame, doc_id="doc_id", seed=3, policies=[], title="Local",
+                  evidence=[{"local_explanations": {"methods": methods, "k": 3, "k_curve": [], "queries": 6,
+                                                    "keep_queries": 4}},
+                            {"confidence": {"methods": methods[:2], "k": 3, "queries": 6,
+                                            "thresholds": {"validity": 0.99}}}])  # most explanations flagged
+    result = audit.run(jobs=1)
+    kept = result.document.evidence["local_explanations"].attributions
+    assert {e["method"] for e in kept["explanations"]} == {"treeshap5", "lirme5"}  # attribution methods only
+    assert 0 < len({e["query"] for e in kept["explanations"]}) <= 4 and kept["left_out"] == 0  # tied queries skip
+    records = {(r["query"], r["method"]): r for r in result.document.evidence["local_explanations"].records}
+    flags = {(r["query"], r["method"]): r for r in result.document.evidence["confidence"].records}
+    assert all("attributions" not in r for r in records.values())  # kept apart: the records are as before
+    entry = next(e for e in kept["explanations"] if flags.get((e["query"], e["method"]), {}).get("flagged"))
+    with pytest.warns(FlaggedExplanationWarning, match="must not rely on it"):
+        explanation = result.explanations(entry["query"], method=entry["method"])
+    assert explanation.values.shape == (5, len(explanation.feature_names)) == explanation.data.shape
+    assert explanation.audit["validity"] == records[(entry["query"], entry["method"])]["validity"]
+    assert explanation.audit["flagged"] is True and explanation.audit["reasons"]
+    shap.plots.bar(explanation[0], show=False)
+    matplotlib.pyplot.close("all")
+    loaded = auditor.load(result.save(tmp_path / "saved"))
+    with pytest.warns(FlaggedExplanationWarning):
+        again = loaded.explanations(entry["query"], method=entry["method"])
+    assert np.allclose(again.values, explanation.values) and again.audit == explanation.audit
+    with pytest.raises(InputError, match="lirme5, treeshap5"):
+        result.explanations(method="shap1")
+
+
 def test_a_pipeline_is_refused_with_the_way_to_audit_its_ranker(frame: pd.DataFrame, booster: lgb.Booster) -> None:
     """Issue 58 item 3: a scikit-learn Pipeline scores transformed features; the refusal says how to audit its last
     step on what it sees."""

@@ -18,6 +18,7 @@ from auditor.evidence.document import EvidenceItem
 from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 
+ATTRIBUTION_VALUES = 50_000  # attribution values an item's evidence.json part keeps at most (`attributions`)
 T = TypeVar("T")
 R = TypeVar("R")
 Status = Literal["ok", "error", "skipped", "unmeasured"]

@@ -27,6 +27,7 @@ from auditor.core.metric_names import spelled
 from auditor.core.numbers import figure, percent, positions, signed, stored
 from auditor.core.words import counted
 from auditor.evidence.base import (
+    ATTRIBUTION_VALUES,
     AuditContext,
     EvidenceResult,
     Figure,
@@ -170,7 +171,6 @@ def _ratio(means: np.ndarray) -> np.ndarray:
     return out
 
 
-ATTRIBUTION_VALUES = 50_000  # φ values evidence.json keeps at most (and as many feature values)
 
 
 def _kept_queries(data: RankingData, wanted: int) -> list[int]:

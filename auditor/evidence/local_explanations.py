@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from auditor.checks.validity import has_order, measure_sets
+from auditor.core.numbers import stored
 from auditor.evidence.base import (
+    ATTRIBUTION_VALUES,
     AuditContext,
     EvidenceResult,
     check_explanation_size,
@@ -92,7 +94,8 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     figure_query = representative_query(data.query_sizes(), chosen) if any(
         not registry.method(m).explainer.per_document for m in methods if registry.method(m).attribution) else None
     job = _Job(options=options, methods=methods, sizes=sizes, feature_names=data.feature_names,
-               figure_query=figure_query)
+               figure_query=figure_query, keep=frozenset(_kept(chosen, methods, data.n_features,
+                                                              options.keep_queries)))
     spread = _screen_spread(ctx, options, methods, chosen, result)
     blocks = split(chosen, ctx.workers, most=BATCH_QUERIES)
     payloads = ([(qi, data.X[data.query_slice(qi)], scores[data.query_slice(qi)], data.query_ids[qi],
@@ -125,6 +128,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     report_results(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
     report_convergence(result, ctx, options, agreement, coalitions, underdetermined)
     report_listwise(result, ctx, options, listwise, figure_query)
+    result.attributions = _kept_attributions(records, data, job.keep, options.keep_queries)
     result.records = records
     for record in records:  # per-query values at the evidence's k, for per-query policy rules
         result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
@@ -140,6 +144,38 @@ class _Job:
     sizes: list[int]
     feature_names: list[str]
     figure_query: int | None = None  # the query whose listwise attributions are drawn
+    keep: frozenset[int] = frozenset()  # queries whose attributions evidence.json keeps (`keep_queries`)
+
+
+def _kept(chosen: list[int], methods: list[str], n_features: int, wanted: int) -> list[int]:
+    """The first `wanted` audited queries whose attribution values fit in ATTRIBUTION_VALUES."""
+    per_query = n_features * sum(registry.method(m).docs for m in methods if registry.method(m).attribution)
+    if wanted <= 0 or per_query == 0:
+        return []
+    return list(chosen[:min(wanted, ATTRIBUTION_VALUES // per_query)])
+
+
+def _kept_attributions(records: list[dict[str, Any]], data: RankingData, kept: frozenset[int],
+                       wanted: int) -> dict[str, Any] | None:
+    """The kept queries' attributions, taken out of the records (which stay as they were): per query and method,
+    the top documents' values with the explanation's validity and completeness — what `AuditResult.explanations`
+    turns into a shap.Explanation, from a saved run too."""
+    where = {data.query_ids[qi]: qi for qi in kept}
+    out = []
+    for record in records:
+        found = record.pop("attributions", None)
+        if found is None:
+            continue
+        rows = data.query_slice(where[record["query"]])
+        docs = [str(data.doc_ids[rows.start + int(i)]) for i in found["rows"]]
+        out.append({"query": record["query"], "method": record["method"], "docs": docs, "phi": found["phi"],
+                    "values": [[None if not np.isfinite(v) else float(v) for v in data.X[rows.start + int(i)]]
+                               for i in found["rows"]],
+                    "validity": record["validity"], "completeness": record["completeness"]})
+    if not out and wanted <= 0:
+        return None
+    return {"method": "local_explanations", "feature_names": list(data.feature_names), "explanations": out,
+            "left_out": max(0, min(wanted, len(data.query_ids)) - len(kept))}
 
 
 
@@ -198,6 +234,12 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
                     record = {"query": query.query_id, "docs": query.n_docs, "k": k, "method": method,
                               "selected": [job.feature_names[f] for f in chosen_set],
                               "validity": round(float(v), 6), "completeness": round(float(c), 6)}
+                    if qi in job.keep and method != "optimum" and registry.method(method).attribution:
+                        count = registry.method(method).docs
+                        record["attributions"] = {  # taken out by `_kept_attributions`: not a record's part
+                            "rows": [int(i) for i in query.top_docs(count)],
+                            "phi": [[stored(x, 6) for x in row] for row in
+                                    found[registry.method(method).explainer.name].values[:count]]}
                     if under_rows is not None:
                         tally.validity_rows.append(float(under_rows[0][i]))
                         tally.completeness_rows.append(float(under_rows[1][i]))

@@ -24,6 +24,10 @@ class LocalExplanationsOptions(EvidenceOptions):
     k: int = Field(5, ge=1, description="Explanation size for the main comparison (paper: 5).")
     k_curve: list[int] = Field([3, 5, 7, 10], description="Sizes for the effect-of-k curve ([] to skip).")
     queries: int | None = Field(None, ge=1, description="Audit a seeded sample of this many queries (default all).")
+    keep_queries: int = Field(20, ge=0, description="Queries whose attributions (each attribution method's values "
+                                                   "for its top documents, with validity and completeness) "
+                                                   "evidence.json keeps for AuditResult.explanations(method=...): "
+                                                   "the first audited, within 50,000 values (0: none).")
     optimum_max_subsets: int = Field(
         20_000, ge=0, description="Compute the exhaustive optimum when C(features, k) is at most this (0: never).")
     validity_floor: float = Field(0.5, ge=0, le=1, description="An explainer whose mean validity is below this "
