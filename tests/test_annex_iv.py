@@ -74,6 +74,12 @@ def test_a_coverage_point_needing_group_evidence_is_not_covered_without_it() -> 
     assert [row["status"] for row in with_groups if row["rules"] == ["AIA-13"]] == ["covered", "covered"]
     assert [r["status"] for r in without if r["rules"] != ["AIA-13"]] == \
         [r["status"] for r in with_groups if r["rules"] != ["AIA-13"]]
+    # a point none of whose rules this run judged is not covered by it, whatever the pack claims (issue 56)
+    unmeasured = coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, {"AIA-13": "UNMEASURED"})
+    row = next(r for r in unmeasured if r["rules"] == ["AIA-13"])
+    assert row["status"] == "not measured" and "AIA-13 unmeasured" in row["note"]
+    judged = coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, {"AIA-13": "FAIL"})
+    assert next(r for r in judged if r["rules"] == ["AIA-13"])["status"] == "covered"  # audited, and failed
     with pytest.raises(ValueError, match="names rule 'X-1', which is not a rule of this pack"):
         PolicyPack.model_validate({"pack": "p", "title": "t", "version": "1", "rules": [
             {"id": "A-1", "title": "t", "evidence": "dataset", "metric": "dataset.n_queries", "fail_if": "< 1",

@@ -117,7 +117,7 @@ def test_the_data_description_reaches_the_scope(tmp_path: Path) -> None:
     (tmp_path / "audit.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     html = (run_audit(tmp_path / "audit.yaml").run_dir / "report.html").read_text()
     assert "Searches drawn from the &lt;EU&gt; log" in html and "Editors, 0-4" in html
-    assert "not stated (<code>dataset.description.window</code>)" in html  # the spec key as code, not words
+    assert 'not stated (<code class="key">dataset.description.window</code>)' in html  # the spec key as code, not words
 
 
 def test_laws_not_applied_are_stated_with_whether_they_bind_the_provider() -> None:

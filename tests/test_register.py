@@ -73,6 +73,26 @@ def test_a_finding_opens_gets_a_response_and_is_remediated_only_by_a_review_that
     assert [e.event for e in q4["BASE-8"][1]] == ["reopened"]
 
 
+def test_a_detection_a_rule_now_judges_is_merged_not_remediated() -> None:
+    """A review whose packs now judge a detection (a rule added, or one that now reads its metric) still finds it:
+    its finding joins the rule's, it is not reported as fixed (issue 56: "1 remediated" that never happened)."""
+    today = dt.date.fromisoformat(DAY)
+    detection = {"kind": "group-over-exposed", "subject": "own_brand = yes", "title": "over-exposed",
+                 "severity": "major", "evidence": "exposure"}
+    q1 = review_events(_doc([], detections=(detection,), ok=("exposure",)), {}, run="q1", day=DAY, actor="me",
+                       assignments=[], waivers=[])
+    key = next(iter(q1))
+    known = _apply({}, q1)
+    judged = {**detection, "judged_by_rules": ["P2B-11"]}
+    q2 = review_events(_doc([("P2B-11", "WARN")], detections=(judged,), ok=("exposure",)), known, run="q2",
+                       day=DAY, actor="me", assignments=[], waivers=[])
+    assert [e.event for e in q2[key][1]] == ["merged"] and "P2B-11" in q2[key][1][0].reason
+    assert state(_apply(known, q2)[key][1], today).status == "merged"
+    gone = review_events(_doc([("P2B-11", "PASS")], ok=("exposure",)), known, run="q3", day=DAY, actor="me",
+                         assignments=[], waivers=[])
+    assert [e.event for e in gone[key][1]] == ["remediated"]  # no longer detected: fixed
+
+
 def test_waivers_are_acceptances_that_lapse_and_spec_owners_are_responses() -> None:
     doc = _doc([("P2B-4", "WAIVED")])
     added = review_events(doc, {}, run="q1", day=DAY, actor="me",

@@ -249,9 +249,12 @@ def test_spec_keys_in_sentences_are_set_as_code() -> None:
     """Issue 56, "code in prose": a spec key a sentence names ("not stated (audit.qualifications)", "applicability
     not established (audit.provider.high_risk not stated)") is set as code, never as words; markup is still escaped
     first and backticks still make code."""
-    from auditor.report.render import prose
+    from auditor.report.render import prose, templates_dir
 
-    assert str(prose("not stated (audit.qualifications)")) == "not stated (<code>audit.qualifications</code>)"
+    assert str(prose("not stated (audit.qualifications)")) == \
+        'not stated (<code class="key">audit.qualifications</code>)'  # grey: a reference, not words
     assert str(prose("(audit.provider.high_risk not stated); see `dataset.path` <b>")) == \
-        "(<code>audit.provider.high_risk</code> not stated); see <code>dataset.path</code> &lt;b&gt;"
+        '(<code class="key">audit.provider.high_risk</code> not stated); see <code>dataset.path</code> &lt;b&gt;'
+    css = (templates_dir() / "report.css").read_text()
+    assert re.search(r"code\.key \{ color: var\(--muted\)", css)
     assert str(prose("timings are in evidence.json")) == "timings are in evidence.json"  # a file, not a spec key

@@ -160,8 +160,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
                          "every influential parameter is declared."))
     if options.statement is None:
         result.unmeasured.update({metric: "the provider's published recommender statement was not given to the "
-                                          "audit, so its claims could not be checked (`statement:` of "
-                                          "disclosure_consistency names the file)" for metric in STATEMENT_METRICS})
+                                          "audit, so its claims could not be checked (give the file as the "
+                                          "`statement` option of the declared-vs-actual evidence)"
+                       for metric in STATEMENT_METRICS})
     else:
         check_statement(result, ctx, options.statement)
     return result

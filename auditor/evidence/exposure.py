@@ -289,7 +289,8 @@ def _document_measures(result: EvidenceResult, actual: QueryGroups, rng: np.rand
 def _aggregates(result: EvidenceResult, stats: dict, options: ExposureOptions) -> None:
     """What packs address, as they cannot name a shop's columns: the largest and smallest ratio, the largest change
     the group feature makes, each with the interval of the value that has it; and the own products' figures."""
-    measured = {k: s for k, s in stats.items() if s and math.isfinite(s["ratio"][0])}
+    measured = {k: s for k, s in stats.items() if s and math.isfinite(s["ratio"][0])
+                and result.metrics.get(f"exposure.{metric_name(k[0])}.{k[1]}.queries", 0) >= options.min_queries}
     if measured:
         high = max(measured.values(), key=lambda s: s["ratio"][0])["ratio"]
         low = min(measured.values(), key=lambda s: s["ratio"][0])["ratio"]
@@ -313,9 +314,9 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
 
     own = {(column, value_name(value)) for column, value in options.own.items()}
     for (column, value), s in stats.items():
-        if not s:
-            continue
         key = f"exposure.{metric_name(column)}.{value}"
+        if not s or result.metrics.get(f"{key}.queries", 0) < options.min_queries:
+            continue  # too few queries to say how the group is treated (its figures are in the tables)
         is_own = (column, value) in own
         # own products' over-exposure is differentiated treatment of own goods (P2B Art. 7), which the rules on the
         # own-product flag's effect judge too: one fact, the judging rule's severity (issue 56)

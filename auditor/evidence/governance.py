@@ -13,13 +13,17 @@ import re
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.options.governance import GovernanceOptions
 
+PLACEHOLDERS = {"n/a", "na", "n.a", "none", "-", "—", "tbd", "tba", "to do", "todo", "to fill", "unknown", "?",
+                "not applicable", "not stated", "xxx"}
+
 
 def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:
     meta = options.audit
 
     def stated(key: str) -> float:
-        value = meta.get(key)
-        return float(bool(value and str(value).strip()))
+        """1 for a real statement; a placeholder ("n/a", "TBD", "none", "-") states nothing (issue 56)."""
+        value = str(meta.get(key) or "").strip()
+        return float(bool(value) and value.casefold().strip(" .") not in PLACEHOLDERS)
 
     metrics = {
         "governance.signed": float(options.signed),

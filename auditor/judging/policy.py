@@ -646,17 +646,28 @@ def identity(finding: Finding) -> str:
     return finding.finding or finding.rule
 
 
-def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str]) -> list[dict[str, Any]]:
+def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str],
+             statuses: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The pack's `covers` table for this run: a point that needs evidence the run does not hold (`needs_any`: a kind,
-    a metric, or a metric family ending in `.`) is not covered, and says what would cover it."""
+    a metric, or a metric family ending in `.`) is not covered, and says what would cover it; a point none of whose
+    rules this run judged (`statuses`: each rule's status; UNMEASURED, ERROR or SKIPPED judge nothing) is "not
+    measured": in the audit's scope, without a result."""
     rows = []
     for entry in loaded.pack.covers:
-        status, note = entry.status, entry.note
+        status: str = entry.status
+        note = entry.note
+        found = [(rule, (statuses or {}).get(rule)) for rule in entry.rules]
         if entry.needs_any and not any(need in kinds or need in metrics or
                                        (need.endswith(".") and any(m.startswith(need) for m in metrics))
                                        for need in entry.needs_any):
             status = "not covered"
             note = (f"not covered by this audit: it holds none of {', '.join(entry.needs_any)}"
+                    + (f" ({entry.note})" if entry.note else ""))
+        elif statuses is not None and entry.rules and status != "not covered" and \
+                not any(verdict in ("PASS", "WARN", "FAIL", "WAIVED") for _, verdict in found):
+            status = "not measured"  # in the audit's scope, but this run judged none of its rules
+            note = ("this run judged none of its rules: " + ", ".join(f"{rule} {(verdict or 'not run').lower()}"
+                                                                      for rule, verdict in found)
                     + (f" ({entry.note})" if entry.note else ""))
         rows.append({"point": entry.point, "asks": entry.asks, "status": status, "rules": list(entry.rules),
                      "note": note})

@@ -12,7 +12,9 @@ again next quarter is the same finding. Its status is read from its append-only 
 A finding open or responded past its due date is *overdue*; an acceptance past its `until` no longer holds. A
 finding is remediated only by a review that could have shown it (its rule judged and PASSed, or the evidence that
 detects it ran); a rule SKIPPED or a pack left out says nothing about it. A register that kept two findings for
-one fact (written before findings had identities) has the second *merged* into the first at the next review.
+one fact (written before findings had identities) has the second *merged* into the first at the next review; so
+has a detection that a rule of the applied packs judges from a later review on (a pack added, or a rule that now
+reads its metric): it is still found, under the rule's finding, not remediated.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ def review_events(document: EvidenceDocument, known: dict[str, tuple[Observed, l
     today = dt.date.fromisoformat(day)
     shown = {o.key: o for o in observed(document, known)}
     merged = {rule: o.key for o in shown.values() for rule in o.rules if rule != o.key}
+    by_rule = {rule: o.key for o in shown.values() for rule in o.rules}
+    judged_now = {d.key: by_rule[rule] for d in document.detections for rule in (d.judged_by_rules or [])
+                  if rule in by_rule}
     for key, seen in shown.items():
         if key not in known:
             added[key] = (seen, [Event("opened", day, actor, run)])
@@ -189,6 +194,9 @@ def review_events(document: EvidenceDocument, known: dict[str, tuple[Observed, l
         if key in merged:  # a register that kept two findings for one fact: this one joins the other
             added[key] = (before, [Event("merged", day, actor, run, reason=f"one finding with {merged[key]}: "
                                          "their rules judge the same fact")])
+        elif key in judged_now:  # still detected, now judged by a rule: the rule's finding carries it, not a fix
+            added[key] = (before, [Event("merged", day, actor, run, reason=f"one finding with {judged_now[key]}: "
+                                         "a rule of the applied packs now judges it")])
         elif could_show(document, key, before.source, before.evidence):
             added[key] = (before, [Event("remediated", day, actor, run)])
     finding_of = {rule: o.key for o in shown.values() for rule in o.rules}

@@ -52,12 +52,12 @@ def _other_law(law: dict[str, Any]) -> str:
 def _not_covered(document: EvidenceDocument) -> str:
     """The laws that bind the provider (wholly or in part) but no applied pack judged: the conclusion is silent on
     them, and says so (a case handler would otherwise read "the packs applied" as the law that applies)."""
-    unjudged = [law["title"] for law in document.other_laws
-                if not str(law.get("applicability", "")).startswith(("not applicable", "may apply"))]
+    unjudged = [f"{law['title']} (applies{' in part' if 'rules do not' in law['applicability'] else ''})"
+                for law in document.other_laws
+                if str(law.get("applicability", "")).startswith("applies")]  # not "applicability not established"
     if not unjudged:
         return ""
-    return (f" It does not cover {', '.join(unjudged[:-1]) + ' and ' if len(unjudged) > 1 else ''}{unjudged[-1]}, "
-            f"which {'apply' if len(unjudged) > 1 else 'applies'} to the provider but no applied pack judged.")
+    return f" It does not cover the laws no applied pack judged: {'; '.join(unjudged)}."
 
 
 def engagement(document: EvidenceDocument, section_titles: dict[str, str]) -> list[tuple[str, str | list[str]]]:

@@ -76,10 +76,12 @@ _SPEC_KEY = re.compile(r"(?<![\w.&#;/-])((?:audit|dataset|model|background|outpu
 
 def prose(text: Any) -> Markup:
     """Report text (rule rationales, remedies, notes, limitations) shown (`auditor.core.display.shown`: names in it may
-    hide characters or run for pages) and escaped, with its `backticked` names and the spec keys it names set as
-    code rather than as words; the escaping comes first, so no text can inject markup."""
+    hide characters or run for pages) and escaped, with its `backticked` names set as code and the spec keys it names
+    in small grey type (`code.key`: a reference for whoever edits the spec, not words for the reader); the escaping
+    comes first, so no text can inject markup."""
     parts = _TICKED.split(str(escape(shown(text, lines=True))))
-    return Markup("".join(f"<code>{part[1:-1]}</code>" if index % 2 else _SPEC_KEY.sub(r"<code>\1</code>", part)
+    return Markup("".join(f"<code>{part[1:-1]}</code>" if index % 2 else
+                          _SPEC_KEY.sub(r'<code class="key">\1</code>', part)
                           for index, part in enumerate(parts)))
 
 

@@ -7,7 +7,7 @@ the evidence, and tested without rendering.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from auditor.core.numbers import figure, interval, percent
@@ -21,6 +21,7 @@ SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest ar
 SUMMARY_FIGURES = 8  # key figures on it
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2, "info": 3}
 VERDICT_ORDER = {"FAIL": 0, "ERROR": 1, "DETECTED": 2, "WARN": 3, "WAIVED": 4}
+METHOD_LIMIT = "detected: a limit of the audit's methods"
 VERDICT = {"FAIL": "fails", "ERROR": "could not be judged (evidence failed)", "WARN": "warning",
            "WAIVED": "fails, waived", "DETECTED": "detected, unjudged"}
 
@@ -52,7 +53,8 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
         "passed": passed,
         "unmeasured": unmeasured,  # requirements the spec left unmeasured: a limit of scope, each with its fix
         "unjudged": unjudged,
-        "rows": finding_rows(act_on, unjudged),
+        "rows": finding_rows(act_on, unjudged, {check for kind in registry.values()
+                                                for check in getattr(kind, "self_checks", ())}),
         "key_numbers": figures,
         "key_figures": figures[:SUMMARY_FIGURES],
         "passed_rules": _passed_rules(passed),
@@ -147,15 +149,19 @@ def _joined(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def finding_rows(act_on: list[dict[str, Any]], unjudged: list[dict[str, Any]]) -> dict[str, Any]:
+def finding_rows(act_on: list[dict[str, Any]], unjudged: list[dict[str, Any]],
+                 self_checks: Collection[str] = ()) -> dict[str, Any]:
     """The summary's table of findings by severity: a plain title, the verdict, owner and due date; at most
-    SUMMARY_ROWS named, the rest counted by severity."""
+    SUMMARY_ROWS named, the rest counted by severity. A detection of one of the kinds' `self_checks` (the audit's
+    own methods failing their check: an explainer no better than random) says so in its verdict, so it does not
+    read as a defect of the ranker."""
     rows = [{"severity": g["head"].severity, "title": g["fact"].rstrip("."), "status": g["head"].status,
              "subject": g["subject"],
              "verdict": "inconclusive warning" if g["head"].inconclusive else VERDICT[g["head"].status],
              "record": g["record"] or {}, "anchor": g["anchor"]} for g in act_on]
     rows += [{"severity": d["severity"], "title": d["title"].rstrip("."), "status": "DETECTED", "subject": d["subject"],
-              "verdict": VERDICT["DETECTED"], "record": d.get("record") or {}, "anchor": d["anchor"]}
+              "verdict": METHOD_LIMIT if d.get("kind") in self_checks else VERDICT["DETECTED"],
+              "record": d.get("record") or {}, "anchor": d["anchor"]}
              for d in unjudged]
     rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 4), VERDICT_ORDER.get(r["status"], 5)))
     rest = rows[SUMMARY_ROWS:]
@@ -354,6 +360,8 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
         if not rules:
             return scale
+        # several packs' rules on one metric: the one that decides it (a FAIL before a WARN), as the findings do
+        rules = sorted(rules, key=lambda f: VERDICT_ORDER.get(f.status, 9))
         why = _clause(rules[0].threshold_reason)
         requirement = rules[0].requirement
         if share:  # the thresholds in the value's own unit: "WARN if > 35.0%", not "> 0.35" beside 14.7%

@@ -33,10 +33,11 @@ PHRASES: dict[str, Phrase] = {
         f"{'is' if int(v) == 1 else 'are'} not declared" if v else "every main ranking parameter is declared"),
     "disclosure.undeclared_share": lambda v, s: f"features the declaration does not name carry {s} of what orders "
                                                 "documents within a query",
-    "disclosure.rank_correlation": lambda v, s: f"the declared order of the main parameters agrees with the measured "
-                                                f"order with Kendall tau {s} — 1 means the same order",
-    "disclosure.per_query.rank_correlation.mean": lambda v, s: f"query by query, the declared order agrees with the "
-                                                               f"measured one with mean Kendall tau {s}",
+    "disclosure.rank_correlation": lambda v, s: f"the declared order of the main parameters against the measured "
+                                                f"order: Kendall tau {s} (1 = the same order, 0 = unrelated, "
+                                                "−1 = reversed)",
+    "disclosure.per_query.rank_correlation.mean": lambda v, s: f"query by query, the declared order against the "
+                                                               f"measured one: mean Kendall tau {s}",
     "disclosure.stability.main_set_overlap.mean": lambda v, s: f"resampling the queries, the measured main parameters "
                                                                f"stay the same set with mean overlap {s} — 1 means "
                                                                "always the same",

@@ -271,7 +271,8 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
                        feature_units={name: info["unit"] for name, info in prepared.features.items()
                                       if info.get("unit")})
 
-    always = always_present_options(spec, today)
+    always = always_present_options(spec, today,
+                                    previous_review=review.previous is not None and review.error is None)
     results = {name: _run_plugin(ALWAYS[name], always[name], ctx)[0] for name in ALWAYS}
     seconds: dict[str, float] = {}
     try:
@@ -425,15 +426,18 @@ def not_produced(result: EvidenceResult) -> None:
                   citation="EU AI Act (Reg. 2024/1689) Annex IV — the documentation the audit was asked to produce")
 
 
-def always_present_options(spec: AuditSpec, today: dt.date | None = None) -> dict[str, Any]:
+def always_present_options(spec: AuditSpec, today: dt.date | None = None, *,
+                           previous_review: bool = False) -> dict[str, Any]:
     """The options of the items every audit has (`evidence.ALWAYS`): the governance facts read from the spec, and
-    the evaluation day (`today`), the audit's date, which the distribution date is counted from."""
+    the evaluation day (`today`), the audit's date, which the distribution date is counted from. The audit is
+    compared with a previous review when the spec names a `baseline:` or the register holds one
+    (`previous_review`): "since the last review" is then in the report."""
     from auditor.evidence.dataset import DatasetOptions
     from auditor.evidence.governance import GovernanceOptions
 
     return {"dataset": DatasetOptions(),
             "governance": GovernanceOptions(audit=spec.audit.model_dump(), signed=spec.signing is not None,
-                                            baseline_present=spec.baseline is not None,
+                                            baseline_present=spec.baseline is not None or previous_review,
                                             features_described=len(spec.features) > 0
                                             or spec.feature_dictionary is not None,
                                             data_source_stated=spec.dataset.description is not None
@@ -465,7 +469,8 @@ def evidence_document(prepared: PreparedAudit, results: dict[str, EvidenceResult
                       "source": p.path.name, "applies_to": applies_to(p),
                       "applicability": applicability(p, spec.audit.provider.model_dump()),
                       **({"coverage": coverage(p, {m for r in results.values() for m in r.metrics},
-                                               {name for name, r in results.items() if r.status == "ok"})}
+                                               {name for name, r in results.items() if r.status == "ok"},
+                                               {f.rule: f.status for f in findings if f.pack == p.pack.pack})}
                          if p.pack.covers else {})} for p in prepared.packs],
         "other_laws": law_scope(prepared.packs, spec.audit.provider.model_dump()),
         "waivers": [_plain(w.model_dump()) for w in spec.waivers],

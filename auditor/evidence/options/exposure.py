@@ -49,6 +49,11 @@ class ExposureOptions(EvidenceOptions):
     top_queries: int = Field(5, ge=1, le=100, description="Queries listed with the largest over-exposure, per group.")
     max_values: int = Field(20, ge=2, le=100, description="Most distinct values a group column may take.")
     queries: int | None = Field(None, ge=2, description="Sample of queries (seeded); default: all.")
+    min_queries: int = Field(10, ge=2, description="A group value that competes with others in fewer queries keeps "
+                                                   "its own figures but takes no part in the largest and smallest "
+                                                   "ratio the packs judge (`exposure.max.*`, `exposure.min.*`): a "
+                                                   "share from a handful of queries is not evidence of a group's "
+                                                   "treatment.")
     resamples: int = Field(2000, ge=100, le=100_000, description="Bootstrap resamples of queries for intervals.")
 
     def groups(self) -> list[str]:

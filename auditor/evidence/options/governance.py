@@ -18,7 +18,8 @@ METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.r
 class GovernanceOptions(EvidenceOptions):
     audit: dict[str, Any] = Field(default_factory=dict, description="The spec's `audit:` block, as data.")
     signed: bool = Field(False, description="The spec has `signing:`.")
-    baseline_present: bool = Field(False, description="The spec names a `baseline:` run.")
+    baseline_present: bool = Field(False, description="The spec names a `baseline:` run, or the register holds a "
+                                                      "previous review of the system.")
     features_described: bool = Field(False, description="The spec has `features:` or a `feature_dictionary:`.")
     data_source_stated: bool = Field(False, description="The spec's `dataset.description.frame` says where the data "
                                                         "come from.")
