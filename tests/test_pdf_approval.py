@@ -159,3 +159,22 @@ def test_anything_more_than_the_approval_is_refused(certified: bytes, keys: dict
     mixed = signers.PdfSigner(meta, _signer(keys["approver"]), stamp_style=stamp_style("x")).sign_pdf(writer)
     assert "/Lang" in (problem(mixed.getvalue()) or "")
     assert not _validated(mixed.getvalue(), keys)[PDF_FIELD].docmdp_ok  # pyHanko agrees
+
+
+def test_the_shipped_form_fonts_are_the_cut_of_the_report_s_fonts(tmp_path: Path) -> None:
+    """report_templates/fonts/*-form.ttf are what `form_font` makes of the report's fonts (same characters, 1,000
+    units per em, the family's licence in their names); a name outside them falls back to the whole font."""
+    from fontTools.ttLib import TTFont
+
+    from auditor.trust.pdf_form import BOLD, FONT, FORM_RANGES, _font_bytes, form_font, form_font_path
+
+    for source in (FONT, BOLD):
+        fresh = tmp_path / source.name
+        form_font(source, fresh)
+        shipped, made = TTFont(str(form_font_path(source))), TTFont(str(fresh))
+        assert shipped["head"].unitsPerEm == made["head"].unitsPerEm == 1000
+        assert shipped.getBestCmap() == made.getBestCmap() and set(made.getBestCmap()) <= FORM_RANGES
+        assert shipped.getGlyphOrder() == made.getGlyphOrder()
+        assert "Copyright (c) 2003 by Bitstream" in str(shipped["name"].getDebugName(0))  # the notice kept
+    beyond = TTFont(__import__("io").BytesIO(_font_bytes(frozenset("Zoë Ωmega Ж ש"), FONT)))
+    assert ord("ש") in beyond.getBestCmap() and beyond["head"].unitsPerEm == 1000  # Hebrew: the whole font
