@@ -213,7 +213,15 @@ REFERENCES: dict[str, tuple[str, str]] = {
                                    "in the digital sector, OJ L 265, 12.10.2022."),
     "aiact": ("AI Act", "Regulation (EU) 2024/1689 of 13 June 2024 laying down harmonised rules on artificial "
                         "intelligence, OJ L, 2024/1689, 12.7.2024."),
+    "ll144": ("NYC Local Law 144", "New York City Local Law 144 (2021), Administrative Code §§ 20-870 to 20-874, "
+                                   "automated employment decision tools; and its rules, 6 RCNY §§ 5-300 to 5-304 "
+                                   "(Department of Consumer and Worker Protection, in force 5.7.2023)."),
+    "ugesp": ("Uniform Guidelines", "Uniform Guidelines on Employee Selection Procedures (1978), 29 CFR Part 1607; "
+                                    "§ 1607.4(D): the four-fifths rule."),
 }
+# what else names a law in a report: its number, in a rule's citation ("Reg. (EU) 2019/1150 Art. 5(1)")
+LAW_NUMBERS = {"p2b": "2019/1150", "dsa": "2022/2065", "dma": "2022/1925", "aiact": "2024/1689", "ll144": "RCNY",
+               "ugesp": "1607"}
 
 
 def cite(key: str) -> str:

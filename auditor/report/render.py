@@ -27,7 +27,7 @@ from auditor.evidence.registry import EvidenceKind
 from auditor.inputs.feature_dictionary import name_warning
 from auditor.judging.policy import STATUS_ORDER as POLICY_STATUS_ORDER
 from auditor.report.assurance import engagement
-from auditor.report.glossary import IMPORTANCE, REFERENCES, glossary_for, measured, uses
+from auditor.report.glossary import IMPORTANCE, LAW_NUMBERS, REFERENCES, glossary_for, measured, uses
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
 from auditor.report.wording import DATASET_FACTS, requirement_text
@@ -144,10 +144,17 @@ def render_html(document: EvidenceDocument, results: dict[str, EvidenceResult], 
 def cited(document: EvidenceDocument, *texts: Any) -> dict[str, tuple[str, str]]:
     """The references this report cites (issue 56: only what ran): those whose in-text citation ("Singh et al.
     2020") appears in its evidence, its limitations or its glossary."""
-    import json
-
-    words = json.dumps([document.to_json(), texts], default=str, ensure_ascii=False)
-    return {key: ref for key, ref in REFERENCES.items() if ref[0] in words}
+    parts: list[str] = [str(texts)]
+    for item in document.evidence.values():  # the prose the report prints of each item (not its data)
+        parts += [item.summary, item.how_to_read, *item.notes, *item.unmeasured.values()]
+        parts += [t.title + " " + t.note for t in item.tables]
+        parts += [f.caption + " " + f.description for f in item.figures or []]
+        parts += [d.message for d in item.detections]
+    parts += [f.rationale + " " + f.threshold_reason + " " + f.citation for f in document.findings]
+    parts += [str(p.get("title", "")) for p in document.policies]  # the laws of the packs applied
+    words = "\n".join(parts)
+    return {key: ref for key, ref in REFERENCES.items()
+            if ref[0] in words or (key in LAW_NUMBERS and LAW_NUMBERS[key] in words)}
 
 
 @dataclasses.dataclass(frozen=True)
