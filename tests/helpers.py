@@ -174,6 +174,21 @@ def assert_consistent(run: Path) -> None:
 
 # --- shared by several test modules (a test module never imports another) ------------------------------------------
 
+def amend_pdf_title(pdf: Path, title: str) -> None:
+    """What an editor would do to a signed report.pdf: an incremental update that changes its title, written in
+    place (tests/test_signing.py after signing, tests/test_approval.py after the approval)."""
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+
+    amended = pdf.with_name("amended.pdf")
+    with pdf.open("rb") as handle:
+        writer = IncrementalPdfFileWriter(handle)
+        writer.document_meta.title = title
+        writer.update_root()
+        with amended.open("wb") as out:
+            writer.write(out)
+    amended.replace(pdf)
+
+
 def rehash_trail(location: str, system: str | None = None) -> None:
     """What a database administrator who knows the trail would do after editing rows: recompute the content and hash
     of every trail entry (of `system`, or all), so the chain is whole again (tests/test_trail.py, test_decisions.py)."""

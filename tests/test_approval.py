@@ -139,15 +139,9 @@ def test_approve_then_verify_shows_the_approval(signed: dict[str, Path], approve
     assert code == 1 and "FAIL report.pdf (approval signature): report.pdf is signed in its approval field but " \
         "the run has no approval.dsse.json" in output, output
     (run / "approval.dsse.json").write_bytes(approval)
-    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from tests.helpers import amend_pdf_title
 
-    with (run / "report.pdf").open("rb") as handle:  # a change after the approval
-        writer = IncrementalPdfFileWriter(handle)
-        writer.document_meta.title = "Amended after approval"
-        writer.update_root()
-        with (run / "amended.pdf").open("wb") as out:
-            writer.write(out)
-    (run / "amended.pdf").replace(run / "report.pdf")
+    amend_pdf_title(run / "report.pdf", "Amended after approval")  # a change after the approval
     code, output = verify(signed, run)
     assert code == 1 and "FAIL report.pdf (signature): changed after signing: revision 3 changes /Title" in output
     assert "FAIL report.pdf (approval signature)" in output, output

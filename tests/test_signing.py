@@ -180,16 +180,10 @@ def test_envelope_signed_by_another_key_fails(signed: dict[str, Path]) -> None:
 
 
 def test_incremental_update_to_the_pdf_fails(signed: dict[str, Path]) -> None:
-    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from tests.helpers import amend_pdf_title
 
     run = _copy(signed, "incremental")
-    with (run / "report.pdf").open("rb") as handle:
-        writer = IncrementalPdfFileWriter(handle)
-        writer.document_meta.title = "Amended after signing"
-        writer.update_root()
-        with (run / "amended.pdf").open("wb") as out:
-            writer.write(out)
-    (run / "amended.pdf").replace(run / "report.pdf")
+    amend_pdf_title(run / "report.pdf", "Amended after signing")
     code, output = verify(signed, run)
     assert code == 1 and "OK   report.pdf: sha256 of the certified revision" in output, output
     assert "FAIL report.pdf (signature): changed after signing: revision 2 changes /Title of object" in output, output
