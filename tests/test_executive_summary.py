@@ -152,6 +152,20 @@ def test_glossary_covers_every_explainer_and_references_are_complete() -> None:
                 assert part.strip() in cited or not part.strip()[-4:].isdigit(), part
 
 
+def test_page_2_says_how_serious_a_requirement_left_unmeasured_is() -> None:
+    """A reader review (issue 56): "1 requirement not measured" hid that it was a major one."""
+    from auditor.evidence import REGISTRY
+    from auditor.report.summary import executive_summary
+
+    document = document_of(findings=[{"rule": "P2B-12", "status": "UNMEASURED", "severity": "major", "title": "t"},
+                                     {"rule": "X-1", "status": "PASS", "severity": "minor", "title": "u"}],
+                           opinion="positive with comments")
+    assert "1 requirement not measured (major)" in " ".join(executive_summary(document, REGISTRY)["headline"])
+    minor = document_of(findings=[{"rule": "X-2", "status": "UNMEASURED", "severity": "minor", "title": "t"}],
+                        opinion="positive with comments")
+    assert "not measured (" not in " ".join(executive_summary(minor, REGISTRY)["headline"])
+
+
 def test_the_glossary_and_references_hold_only_what_this_report_uses() -> None:
     """Issue 56, item 4: a reference is listed when the report cites it, a term when the report uses it — a hiring
     audit of ranking quality by group cites Beutel et al. 2019 and no explainer's paper, and shows neither Waiver

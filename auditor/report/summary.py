@@ -90,6 +90,11 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
         (sum(f.status == "WAIVED" for f in heads), "waived failure", None),
         (sum(f.status == "UNMEASURED" for f in heads), "requirement not measured", "requirements not measured"),
         (len(unjudged), "detected problem", None)) if n]
+    unmeasured = [f.severity for f in heads if f.status == "UNMEASURED"]
+    weighty = {sev: unmeasured.count(sev) for sev in ("critical", "major") if sev in unmeasured}
+    if weighty:  # page 2 says how serious what was not checked is (Coverage names it)
+        weight = unmeasured[0] if len(unmeasured) == 1 else ", ".join(f"{n} {sev}" for sev, n in weighty.items())
+        items = [f"{item} ({weight})" if item.endswith("not measured") else item for item in items]
     if unjudged:
         items[-1] += " no applied rule judges"
     named_warnings = [f for f in warnings if f.rule in facts]
