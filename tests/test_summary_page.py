@@ -148,6 +148,11 @@ def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
     summary = section_text(html, "summary")
     assert "more (" in summary and "in Findings" in summary
     assert not re.search(r"\b(BASE|AIA|DMA|DSA|P2B|MG)-\d", summary), "rule ids are for the findings section"
+    # the basis a board member weighs the opinion on (a reader review, issue 56): the level of assurance and the
+    # origin of the data, or that they are not stated
+    assurance = document["audit"].get("assurance")
+    assert ("Basis: " + (f"{assurance} assurance (ISAE 3000)" if assurance else
+                         "the level of assurance is not stated")) in summary, summary[-400:]
 
 
 @pytest.mark.slow
