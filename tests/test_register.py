@@ -197,6 +197,10 @@ def test_three_quarterly_reviews(tmp_path: Path, register_location: str) -> None
                                                                    register_location))
     text = _text(q2)
     assert f"Since the last review of catalogue-ranker ( {q1.name} " in text
+    same_day = json.loads((q1 / "evidence.json").read_text())["run"]["evaluated_on"] == \
+        json.loads((q2 / "evidence.json").read_text())["run"]["evaluated_on"]  # (not across midnight)
+    assert ("the same day as this review: a re-run, not a period's change" in text) == same_day
+    assert ("the same day: a re-run, not a period's change" in text) == same_day  # page 2's line too
     assert "owner Search &amp; Discovery team, due 2027-03-31" in text
     assert "Response Declare sales volume in the terms" in text
     doc2 = json.loads((q2 / "evidence.json").read_text())
