@@ -40,6 +40,14 @@ def test_one_number_style() -> None:
     # a point estimate is never printed outside its own interval
     assert with_interval(0.130, -0.036, 0.1) == "0.130 (95% interval -0.0360 to 0.130)"
     assert with_interval(0.5, float("nan"), 1.0) == "0.500"
+    # a threshold in its value's unit (a reader review, issue 56): "+10.7 pp … WARN if > 0.01" read as a breach
+    from auditor.report.wording import requirement_text
+
+    assert requirement_text("WARN if > 0.01", "exposure.own.counterfactual.share_change", 0.107) == \
+        "WARN if > +1.0 pp"
+    assert requirement_text("FAIL if > 0.4; WARN if > 0.3", "dataset.zero_share", 0.012) == \
+        "FAIL if > 40.0%; WARN if > 30.0%"
+    assert requirement_text("WARN if < 0.8", "selection.min_ratio", 0.57) == "WARN if < 0.8"
 
 
 def _builtin_rules() -> list:

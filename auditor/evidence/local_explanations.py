@@ -128,7 +128,7 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     report_results(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
     report_convergence(result, ctx, options, agreement, coalitions, underdetermined)
     report_listwise(result, ctx, options, listwise, figure_query)
-    result.attributions = _kept_attributions(records, data, job.keep, options.keep_queries)
+    result.attributions = _kept_attributions(records, data, job.keep, min(options.keep_queries, len(chosen)))
     result.records = records
     for record in records:  # per-query values at the evidence's k, for per-query policy rules
         result.per_query.setdefault(f"local.{record['method']}.validity", {})[record["query"]] = record["validity"]
@@ -156,7 +156,7 @@ def _kept(chosen: list[int], methods: list[str], n_features: int, wanted: int) -
 
 
 def _kept_attributions(records: list[dict[str, Any]], data: RankingData, kept: frozenset[int],
-                       wanted: int) -> dict[str, Any] | None:
+                       wanted: int) -> dict[str, Any] | None:  # wanted: of the audited queries
     """The kept queries' attributions, taken out of the records (which stay as they were): per query and method,
     the top documents' values with the explanation's validity and completeness — what `AuditResult.explanations`
     turns into a shap.Explanation, from a saved run too."""
@@ -175,7 +175,7 @@ def _kept_attributions(records: list[dict[str, Any]], data: RankingData, kept: f
     if not out and wanted <= 0:
         return None
     return {"method": "local_explanations", "feature_names": list(data.feature_names), "explanations": out,
-            "left_out": max(0, min(wanted, len(data.query_ids)) - len(kept))}
+            "left_out": max(0, wanted - len(kept))}  # over ATTRIBUTION_VALUES
 
 
 

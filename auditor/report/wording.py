@@ -159,9 +159,11 @@ def is_share(metric: str, value: float) -> bool:
 
 def requirement_text(requirement: str, metric: str, value: float | None) -> str:
     """A rule's requirement in its measured value's unit: "WARN if > 30.0%" beside 1.2%, not "> 0.3" (issue 56)."""
-    if value is None or not math.isfinite(value) or not is_share(metric, value):
+    if value is None or not math.isfinite(value):
         return requirement
-    return thresholds_in_percent(requirement)
+    if metric in PERCENTAGE_POINTS:  # "+10.7 pp … WARN if > 1.0 pp", not "> 0.01"
+        return re.sub(r"(?<=[<>=] )(-?\d+(?:\.\d+)?)\b", lambda m: points(float(m.group(1))), requirement)
+    return thresholds_in_percent(requirement) if is_share(metric, value) else requirement
 
 
 def thresholds_in_percent(requirement: str) -> str:

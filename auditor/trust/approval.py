@@ -47,7 +47,7 @@ from auditor.trust.layout import (
     PDF_FIELD,
     STATEMENT_TYPE,
 )
-from auditor.trust.pdf_approval import approve_pdf, approved_length, can_approve_in_pdf, check_pdf_approval, pinned
+from auditor.trust.pdf_approval import approval_state, approve_pdf, check_pdf_approval, pinned
 from auditor.trust.roles import Roles, normalised
 from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
@@ -261,10 +261,11 @@ def _approved_pdf(run: RunToApprove, approver: Identity, *, decision: str, name:
         pdf = read_regular(path, limit=MAX_JSON_BYTES, follow=False)
     except Unreadable as exc:
         raise InputError(f"cannot read report.pdf ({exc})", file=path, fix=_FIX_VERIFY) from None
-    if approved_length(pdf) is not None:
+    state = approval_state(pdf)
+    if state == "signed":
         raise InputError("report.pdf is signed in its approval field already; a run is signed off once", file=path,
                          fix="keep the decision it holds")
-    if not can_approve_in_pdf(pdf):
+    if state == "none":
         return None, ("report.pdf was certified allowing no change (signed before the approval field existed): "
                       "the decision is in approval.dsse.json alone")
     if approver.pdf_signer is None or not approver.alg.startswith("rsa"):

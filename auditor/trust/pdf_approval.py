@@ -16,16 +16,18 @@ from auditor.trust.pdf_revisions import covered_end, pdf_reader
 from auditor.trust.verdict import Verdict
 
 
-def can_approve_in_pdf(pdf: bytes) -> bool:
-    """Whether report.pdf carries the approval form and nobody has signed it yet (runs signed before the form
-    existed are certified allowing no change: their approval is approval.dsse.json alone)."""
+def approval_state(pdf: bytes) -> str:
+    """"ready" when report.pdf carries the approval form unsigned, "signed" when its approval field is signed,
+    "none" when it has no form (runs signed before it existed are certified allowing no change: their approval is
+    approval.dsse.json alone) or cannot be read."""
     with quiet_pyhanko():
         try:
             reader = pdf_reader(pdf)
-            return has_approval_form(reader.root) and all(
-                s.field_name != APPROVAL_FIELD for s in reader.embedded_regular_signatures)
+            if any(s.field_name == APPROVAL_FIELD for s in reader.embedded_regular_signatures):
+                return "signed"
+            return "ready" if has_approval_form(reader.root) else "none"
         except Exception:
-            return False
+            return "none"
 
 
 def approve_pdf(pdf: bytes, signer: Any, *, decision: str, approver: str, day: str, reason: str | None,
@@ -38,18 +40,18 @@ def approve_pdf(pdf: bytes, signer: Any, *, decision: str, approver: str, day: s
     status = decided(decision, approver, day)
     writer = IncrementalPdfFileWriter(BytesIO(pdf))
     fill_status(writer, status, decision)
-    lines = [status, f"Signed %(ts)s by {certificate_subject}"]
+    lines = [_literal(status), f"Signed %(ts)s by {_literal(certificate_subject)}"]  # pyHanko fills in %(ts)s
     if certificate_sha256:
         lines.append(f"Certificate SHA-256 {certificate_sha256[:32]}…")
     if reason:
-        lines.append(f"Reason: {reason}")
+        lines.append(f"Reason: {_literal(reason)}")
     meta = signers.PdfSignatureMetadata(
         field_name=APPROVAL_FIELD, subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
         reason=f"{decision}: {reason}" if reason else decision, name=approver)
     stamper = timestamps.timestamper(timestamp_url) if timestamp_url else None
     with quiet_pyhanko():
         try:
-            out = signers.PdfSigner(meta, signer, stamp_style=stamp_style(_stamp_text(lines)),
+            out = signers.PdfSigner(meta, signer, stamp_style=stamp_style("\n".join(lines)),
                                     timestamper=stamper).sign_pdf(writer)
         except timestamps.TimestampError as exc:
             raise timestamps.read_error(timestamp_url or "", exc) from None
@@ -57,14 +59,11 @@ def approve_pdf(pdf: bytes, signer: Any, *, decision: str, approver: str, day: s
     return signed
 
 
-def _stamp_text(lines: list[str], width: int = 90) -> str:
-    """The stamp's lines, each one line cut to `width` characters, the people's words' `%` escaped (pyHanko fills
-    in `%(ts)s`, the signing time)."""
-    kept = []
-    for line in lines:
-        line = " ".join(line.replace("%", "%%").replace("%%(ts)s", "%(ts)s").split())
-        kept.append(line if len(line) <= width else line[:width - 1] + "…")
-    return "\n".join(kept[:4])
+def _literal(text: str, width: int = 90) -> str:
+    """People's words on one line of the stamp: cut to `width` characters, their `%` escaped from pyHanko's
+    formatting."""
+    line = " ".join(text.split())
+    return (line if len(line) <= width else line[:width - 1] + "…").replace("%", "%%")
 
 
 def approved_length(pdf: bytes) -> int | None:
