@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
+from auditor.report.plots import forget_drawings
 from tests.conftest import BOOKSTORE, write_spec
 from tests.helpers import evidence, lightgbm_ndcg, report
 
@@ -56,6 +57,7 @@ def test_same_spec_and_seed_give_identical_evidence(bookstore: Path) -> None:
                                     {"global_importance": {"top": 5}}])
     out = bookstore / "out"  # same spec, seed and register state (a fresh register each): the same evidence
     _, first = report(bookstore / "audit.yaml", "--out", str(out), "--register", str(bookstore / "a.sqlite"))
+    forget_drawings()  # the figures drawn again, not taken from the first run's drawings
     _, second = report(bookstore / "audit.yaml", "--out", str(out), "--register", str(bookstore / "b.sqlite"))
     assert first.parent != second.parent  # a new run folder each time, nothing overwritten
     a, b = evidence(first), evidence(second)

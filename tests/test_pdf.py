@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from auditor.report.pdf import RefusedURL, render_pdf, template_fetcher
+from auditor.report.plots import forget_drawings
 from auditor.report.render import templates_dir
 from auditor.run.engine import run_audit
 from tests.conftest import write_spec
@@ -53,6 +54,7 @@ def _fonts(data: bytes) -> dict[str, bool]:
 def test_pdf_is_pdfa3a_with_evidence_attached_and_deterministic(bookstore: Path) -> None:
     spec = write_spec(bookstore, output={"dir": "reports", "formats": ["html", "pdf"]})
     first = run_audit(spec, today=DAY, register=str(bookstore / "a.sqlite")).run_dir  # the same register state:
+    forget_drawings()  # the figures drawn again, not taken from the first run's drawings
     second = run_audit(spec, today=DAY, register=str(bookstore / "b.sqlite")).run_dir  # a fresh register each
     assert first != second
     for name in ("report.html", "report.pdf"):  # same inputs + seed => same bytes (only evidence.json's run varies)

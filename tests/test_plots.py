@@ -202,3 +202,32 @@ def test_the_main_parameters_chart_carries_its_cut(context: AuditContext) -> Non
     svg = plots.draw(figure)
     assert "above the line: the main parameters (80% of the importance)" in svg
     assert svg.count("#999999") >= len(kwargs["labels"]) - main  # the others grey
+
+
+def test_a_figure_drawn_again_is_the_same_drawing_and_other_data_is_drawn_afresh() -> None:
+    """`draw` keeps what it drew, keyed by the chart and its data: the same figure (another title) is not fitted
+    again, a figure whose data differ by one value is, and `forget_drawings` starts afresh."""
+    plots.forget_drawings()
+    first = Figure("Shares", "bar_chart", {"labels": ["a", "b"], "values": [0.6, 0.4], "xlabel": "share"})
+    svg = plots.draw(first)
+    fitted = 0
+    real_fit = plots.fit
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        nonlocal fitted
+        fitted += 1
+        return real_fit(*args, **kwargs)
+
+    plots.fit = counted  # type: ignore[assignment]
+    try:
+        again = plots.draw(Figure("Shares again", "bar_chart", {"labels": ["a", "b"], "values": [0.6, 0.4],
+                                                               "xlabel": "share"}))
+        body = svg[svg.index("</desc>"):]
+        assert fitted == 0 and again[again.index("</desc>"):] == body  # its own label, the same drawing
+        other = plots.draw(Figure("Shares", "bar_chart", {"labels": ["a", "b"], "values": [0.6, 0.41],
+                                                         "xlabel": "share"}))
+        assert fitted == 1 and other != svg and "41" in other
+        plots.forget_drawings()
+        assert plots.draw(first) == svg and fitted == 2
+    finally:
+        plots.fit = real_fit  # type: ignore[assignment]

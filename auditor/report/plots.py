@@ -19,9 +19,12 @@ from __future__ import annotations
 import hashlib
 import html
 import io
+import json
 import math
 import re
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -691,10 +694,45 @@ def draw(figure: Figure) -> str:
     if chart is None:
         raise InputError(f"the figure '{shorten(figure.title, 80)}' names a chart this version cannot draw "
                          f"({shorten(figure.chart, 40)})", fix=LATER)
-    arguments = {name: decode(value) for name, value in figure.data.items()}
-    try:
-        svg = chart(**arguments)
-    except (TypeError, ValueError, IndexError, KeyError) as exc:
-        raise InputError(f"the figure '{shorten(figure.title, 80)}' holds data its chart cannot draw ({exc})",
-                         fix=LATER) from None
+    key = _drawing_key(figure)
+    with _DRAWN_LOCK:
+        svg = _DRAWN.get(key) if key is not None else None
+    if svg is None:
+        arguments = {name: decode(value) for name, value in figure.data.items()}
+        try:
+            svg = chart(**arguments)
+        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            raise InputError(f"the figure '{shorten(figure.title, 80)}' holds data its chart cannot draw ({exc})",
+                             fix=LATER) from None
+        if key is not None:
+            with _DRAWN_LOCK:
+                _DRAWN[key] = svg
+                while len(_DRAWN) > DRAWN_KEPT:
+                    _DRAWN.popitem(last=False)
+    else:
+        with _DRAWN_LOCK:
+            _DRAWN.move_to_end(key)
     return label_svg(svg, figure.title, figure.description or figure.caption)
+
+
+# A chart is a pure function of its stored data, and fitting it to its box takes several draws (~0.15 s a figure):
+# the same figure drawn again in one process — another document of the run, `auditor render`, a notebook's second
+# `save()` — is taken from here. Keyed by the chart and its data; the last DRAWN_KEPT drawings are kept.
+DRAWN_KEPT = 128
+_DRAWN: OrderedDict[str, str] = OrderedDict()
+_DRAWN_LOCK = threading.Lock()
+
+
+def _drawing_key(figure: Figure) -> str | None:
+    """The chart's name and its data as one digest; None when the data do not write as JSON (drawn, not kept)."""
+    try:
+        text = json.dumps([figure.chart, figure.data], sort_keys=True, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def forget_drawings() -> None:
+    """Draw every figure afresh from here on (a test that checks two renderings give the same bytes)."""
+    with _DRAWN_LOCK:
+        _DRAWN.clear()
