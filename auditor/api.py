@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from auditor.core.errors import InputError
+from auditor.core.errors import InputError, shorten
 from auditor.core.metric_names import HIGH, LOW
 
 if TYPE_CHECKING:
@@ -46,7 +46,8 @@ class Audit:
     `{"price": {"meaning": "Price", "unit": "EUR"}}`.
 
     `model`: a `lightgbm.Booster` or fitted `LGBMRanker`, an `xgboost.Booster` or fitted `XGBRanker`, a fitted
-    CatBoost model (`CatBoostRanker`), each staged in its own native format; a model file's path (`model_kind=`
+    CatBoost model (`CatBoostRanker`), each staged in its own native format, or a scikit-learn `Pipeline` ending in
+    one (its ranker audited on what its transforms output from `data`); a model file's path (`model_kind=`
     names its kind where the name does not, e.g. an XGBoost `.json`); an MLflow URI (`models:/name/version`,
     `runs:/...`: the tracking URI from $MLFLOW_TRACKING_URI); or a `module:function` string (a callable scorer, which
     needs `trust=True` as in a spec). `data` and `background`: a pandas DataFrame
@@ -76,10 +77,21 @@ class Audit:
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         reads = {"query_column": query, "label_column": label, "doc_id_column": doc_id,
                  "feature_columns": list(columns) if columns is not None else None}
+        preprocessing = None
+        pipeline = _pipeline_parts(model)
+        if pipeline is not None:  # the ranker audited on the features the pipeline's transforms give it
+            transforms, ranker = pipeline
+            kept = {query, label, doc_id}
+            data, outputs = _transformed(transforms, data, kept, columns, "data")
+            if background is not None:
+                background, _ = _transformed(transforms, background, kept, columns, "background")
+            reads["feature_columns"] = outputs
+            preprocessing = _pipeline_text(model, outputs)
+            model = ranker
         spec: dict[str, Any] = {
             "audit": {"title": title, "organisation": organisation, **sections.pop("audit", {})},
             "model": {**_staged_model(model, self._folder, trust), **_set({"kind": model_kind}),
-                      **sections.pop("model", {})},
+                      **_set({"preprocessing": preprocessing}), **sections.pop("model", {})},
         }
         data = _categoricals(model, data, "data")
         if background is not None:
@@ -474,14 +486,6 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
     if type(booster).__module__.startswith("lightgbm") and hasattr(booster, "model_to_string"):
         (folder / "model.txt").write_text(booster.model_to_string(), encoding="utf-8")
         return {"path": "model.txt", "kind": "lightgbm"}
-    if type(model).__name__ == "Pipeline" and hasattr(model, "steps"):  # scikit-learn: transforms, then a ranker
-        last = type(model.steps[-1][1]).__name__ if model.steps else "nothing"
-        raise InputError(f"a scikit-learn Pipeline (ending in {last}) changes the features before its ranker scores "
-                         "them, so its explanations would be of features the data do not hold",
-                         where="Audit(model=...)",
-                         fix="audit the ranker on what it sees: Audit(pipeline[-1], pipeline[:-1].transform(X) as a "
-                             "DataFrame with the query, label and id columns); a Pipeline of the ranker alone: "
-                             "pass pipeline[-1]")
     library = type(model).__module__.split(".")[0]
     if library == "xgboost" and hasattr(model, "save_model"):  # XGBRanker (its Booster inside) or a Booster
         inner = model.get_booster() if hasattr(model, "get_booster") else model
@@ -509,31 +513,131 @@ def _staged_model(model: Any, folder: Path, trust: bool) -> dict[str, Any]:
                          "of a .json file), or a 'module:function' scorer with trust=True")
 
 
+def _pipeline_parts(model: Any) -> tuple[Any, Any] | None:
+    """(its transforms, its ranker) for a scikit-learn Pipeline; None for any other model."""
+    if type(model).__name__ != "Pipeline" or not type(model).__module__.startswith("sklearn."):
+        return None
+    steps = list(getattr(model, "steps", []))
+    ranker = steps[-1][1] if steps else None
+    if ranker is None or isinstance(ranker, str) or not hasattr(ranker, "predict"):
+        raise InputError("the Pipeline does not end in a ranker", where="Audit(model=...)",
+                         fix="end it in a fitted LGBMRanker, XGBRanker or CatBoostRanker, or pass the ranker itself")
+    return (model[:-1] if len(steps) > 1 else None), ranker
+
+
+def _transformed(transforms: Any, data: Any, kept: set[str | None], columns: Sequence[str] | None,
+                 role: str) -> tuple[Any, list[str]]:
+    """The data as the pipeline's ranker sees them: its input columns replaced by what its transforms output
+    (named by `get_feature_names_out`), the query, label, id and other columns kept; and the output names."""
+    import numpy as np
+    import pandas as pd
+
+    if not hasattr(data, "columns"):
+        raise InputError("a Pipeline's transforms run on a DataFrame", where=f"Audit({role}=...)",
+                         fix="pass the data as a pandas DataFrame (e.g. pandas.read_parquet(path))")
+    frame = data.reset_index(drop=True)
+    names = [str(c) for c in frame.columns]
+    if transforms is None:
+        inputs = list(columns) if columns is not None else [n for n in names if n not in kept and
+                                                            pd.api.types.is_numeric_dtype(frame[n])]
+        return frame, inputs
+    fitted = getattr(transforms, "feature_names_in_", None)
+    inputs = [str(c) for c in fitted] if fitted is not None else list(columns) if columns is not None else \
+        [n for n in names if n not in kept and pd.api.types.is_numeric_dtype(frame[n])]
+    missing = next((c for c in inputs if c not in names), None)
+    if missing is not None:
+        raise InputError(f"the Pipeline was fitted on column '{missing[:80]}', which the data do not hold",
+                         where=f"Audit({role}=...)", fix="pass the columns the pipeline was fitted on")
+    try:
+        out = transforms.transform(frame[inputs])
+    except Exception as exc:  # the owner's transforms: any failure is their data's problem
+        raise InputError(f"the Pipeline's transforms fail on the data ({type(exc).__name__}: "
+                         f"{shorten(str(exc), 160)})", where=f"Audit({role}=...)",
+                         fix="pass data the pipeline can transform: the columns and types it was fitted on") from None
+    if hasattr(out, "toarray"):  # a sparse matrix (OneHotEncoder's default)
+        out = out.toarray()
+    values = np.asarray(out, dtype=np.float64) if not hasattr(out, "columns") else out.to_numpy(dtype=np.float64)
+    try:
+        outputs = [str(n) for n in transforms.get_feature_names_out()]
+    except (AttributeError, ValueError, TypeError):  # a transform that does not name its outputs
+        outputs = [str(n) for n in out.columns] if hasattr(out, "columns") else \
+            [f"feature_{i}" for i in range(values.shape[1])]
+    if values.ndim != 2 or values.shape != (len(frame), len(outputs)):
+        raise InputError(f"the Pipeline's transforms give {values.shape}, not one row per document",
+                         where=f"Audit({role}=...)", fix="audit the ranker on a DataFrame of its own features")
+    others = [n for n in names if n not in inputs]
+    clash = next((n for n in outputs if n in others), None)
+    if clash is not None:
+        raise InputError(f"the Pipeline outputs a feature named '{clash[:80]}', which is also a column of the data",
+                         where=f"Audit({role}=...)", fix="rename that column of the data")
+    kept_frame = frame[others].copy()
+    kept_frame.columns = others
+    return pd.concat([kept_frame, pd.DataFrame(values, columns=outputs)], axis=1), outputs
+
+
+def _pipeline_text(pipeline: Any, outputs: list[str]) -> str:
+    """What the report says the data went through: the pipeline's steps, and that the audit is of its ranker."""
+    steps = [f"{name} ({type(step).__name__})" for name, step in pipeline.steps[:-1]
+             if step is not None and not isinstance(step, str)]
+    name, ranker = pipeline.steps[-1]
+    before = ", then ".join(steps) if steps else "no transform"
+    return (f"a scikit-learn Pipeline: {before}; its ranker {name} ({type(ranker).__name__}) is audited on the "
+            f"{len(outputs)} features its transforms output, applied to the data by the Python API")
+
+
 def _categoricals(model: Any, data: Any, role: str) -> Any:
-    """A DataFrame's pandas `category` columns as the codes the model was trained on: for a LightGBM model trained on
-    categories, mapped through its own `pandas_categorical` as LightGBM's predict maps them (an unseen value is
-    missing); for any other model refused with the fix (its codes are the model's to give)."""
+    """A DataFrame's pandas `category` columns as the codes the model was trained on, mapped through the model's own
+    record of its categories as its predict maps them: LightGBM's `pandas_categorical` (a value it never saw is
+    missing), XGBoost's stored categories (a value it never saw is refused: XGBoost's predict does not read it as
+    missing). Any other model is refused with the fix (its codes are the model's to give)."""
     if not hasattr(data, "dtypes"):
         return data
     columns = [str(c) for c, dtype in data.dtypes.items() if str(dtype) == "category"]
     if not columns:
         return data
-    trained = getattr(getattr(model, "booster_", model), "pandas_categorical", None)
-    if not trained or len(trained) != len(columns):
-        raise InputError(f"column '{columns[0][:80]}' holds pandas categories, and the model does not say which codes "
+    import numpy as np
+
+    trained, unseen_missing = _trained_categories(model, columns)
+    missing = next((c for c in columns if c not in trained), None)
+    if missing is not None:
+        raise InputError(f"column '{missing[:80]}' holds pandas categories, and the model does not say which codes "
                          "they had when it was trained", where=f"Audit({role}=...)",
                          fix="pass the numeric codes the model was trained on (e.g. frame[column].cat.codes with the "
-                             "training categories); a LightGBM model trained on the DataFrame's categories maps them "
-                             "itself")
-    import numpy as np
-    import pandas as pd
-
+                             "training categories); a LightGBM or XGBoost model trained on the DataFrame's "
+                             "categories maps them itself")
     frame = data.copy()
-    for column, categories in zip(columns, trained, strict=True):
-        codes = pd.Categorical(frame[column], categories=categories).codes.astype(np.float64)
-        codes[codes < 0] = np.nan  # a value the model never saw: missing, as LightGBM's predict reads it
+    for column in columns:
+        index = {value: code for code, value in enumerate(trained[column])}
+        values = frame[column].astype(object)
+        codes = np.array([index.get(v, -1) if v == v and v is not None else -2 for v in values], dtype=np.float64)
+        if not unseen_missing and (codes == -1).any():
+            value = values[codes == -1].iloc[0]
+            raise InputError(f"column '{column[:80]}' holds {str(value)[:40]!r}, a category the model was not "
+                             "trained on", where=f"Audit({role}=...)",
+                             fix="drop those rows, or set the value to missing (NaN) if that is what it means")
+        codes[codes < 0] = np.nan  # missing, as the model's predict reads a missing (or, LightGBM, unseen) value
         frame[column] = codes
     return frame
+
+
+def _trained_categories(model: Any, columns: list[str]) -> tuple[dict[str, list[Any]], bool]:
+    """The categories each categorical column had in training, by column name, as the model records them; and
+    whether the model reads a value it never saw as missing (LightGBM) or not (XGBoost)."""
+    booster = getattr(model, "booster_", model)
+    lightgbm = getattr(booster, "pandas_categorical", None)
+    if lightgbm:  # the category columns' lists, in the DataFrame's order
+        return (dict(zip(columns, lightgbm, strict=True)) if len(lightgbm) == len(columns) else {}), True
+    library = type(model).__module__.split(".")[0]
+    if library == "xgboost" and hasattr(model, "save_model"):
+        inner = model.get_booster() if hasattr(model, "get_booster") else model
+        try:
+            stored = inner.get_categories(export_to_arrow=True).to_arrow()
+        except (AttributeError, TypeError, ValueError):  # XGBoost before 3.1 keeps no categories
+            return {}, False
+        names = inner.feature_names or []
+        return {str(name): list(values.to_pylist()) for name, values in (stored or []) if values is not None
+                and str(name) in names}, False
+    return {}, True
 
 
 def _staged_data(data: Any, target: Path, role: str) -> dict[str, Any]:

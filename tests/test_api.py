@@ -270,15 +270,46 @@ def test_local_explanations_come_back_with_their_validity_and_flag(frame: pd.Dat
         result.explanations(method="shap1")
 
 
-def test_a_pipeline_is_refused_with_the_way_to_audit_its_ranker(frame: pd.DataFrame, booster: lgb.Booster) -> None:
-    """Issue 58 item 3: a scikit-learn Pipeline scores transformed features; the refusal says how to audit its last
-    step on what it sees."""
-    from sklearn.pipeline import Pipeline
+def test_a_pipeline_audits_its_ranker_on_what_its_transforms_give_it(tmp_path: Path) -> None:
+    """Issue 58 item 3: a scikit-learn Pipeline (imputer, scaler, LGBMRanker) audits from memory: its ranker staged
+    natively, the data as its transforms give them (scores equal to the pipeline's own predict), and the report
+    says so; data a transform cannot take, and a pipeline not ending in a ranker, are one-line errors."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import Pipeline, make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    pipeline = Pipeline([("scale", StandardScaler()), ("rank", lgb.LGBMRanker())])
-    with pytest.raises(InputError, match=r"Pipeline \(ending in LGBMRanker\).*pipeline\[-1\]"):
-        Audit(pipeline, frame)
+    from auditor.models import load_file
+
+    rng = np.random.default_rng(5)
+    queries, per = 40, 8
+    X = rng.normal(loc=3.0, size=(queries * per, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan  # the imputer's work
+    columns = ["price", "rating", "age", "stock"]
+    frame = pd.DataFrame(X, columns=columns).assign(qid=np.repeat(np.arange(queries), per),
+                                                   doc=[f"d{i}" for i in range(queries * per)])
+    frame["label"] = ((np.nan_to_num(X[:, 0], nan=3.0) + rng.normal(scale=0.5, size=len(X))) > 3.5).astype(int)
+    pipeline = make_pipeline(SimpleImputer(), StandardScaler(),
+                             lgb.LGBMRanker(n_estimators=20, min_child_samples=5, verbose=-1))
+    pipeline.fit(frame[columns], frame.label, lgbmranker__group=[per] * queries)
+    audit = Audit(pipeline, frame, doc_id="doc", evidence=["ranking_quality", "global_importance"])
+    assert audit.spec.model.kind == "lightgbm" and audit.spec.dataset.feature_columns == columns
+    staged = pd.read_parquet(audit.spec.dataset.path)
+    assert not staged[columns].isna().any().any() and abs(float(staged["price"].mean())) < 1e-9  # transformed
+    ranker = load_file("lightgbm", audit.spec.model.path, False)
+    assert np.array_equal(ranker.predict(staged[columns].to_numpy()), pipeline.predict(frame[columns]))
+    result = audit.run(jobs=1)
+    assert result.document.inputs["model"]["preprocessing"].startswith(
+        "a scikit-learn Pipeline: simpleimputer (SimpleImputer), then standardscaler (StandardScaler); its ranker "
+        "lgbmranker (LGBMRanker) is audited on the 4 features")
+    html = (result.save(tmp_path / "out") / "report.html").read_text(encoding="utf-8")
+    assert "<dt>Preprocessing</dt><dd>a scikit-learn Pipeline: simpleimputer" in html
+    with pytest.raises(InputError, match=r"Audit\(data=...\): the Pipeline was fitted on column 'stock'"):
+        Audit(pipeline, frame.drop(columns="stock"), doc_id="doc")
+    text = frame.assign(price=frame.price.astype(str).where(frame.price.notna(), "n/a"))
+    with pytest.raises(InputError, match=r"the Pipeline's transforms fail on the data \(ValueError"):
+        Audit(pipeline, text, doc_id="doc")
+    with pytest.raises(InputError, match="the Pipeline does not end in a ranker"):
+        Audit(Pipeline([("scale", StandardScaler()), ("rank", "passthrough")]), frame)
 
 
 def test_pandas_categories_reach_a_lightgbm_model_as_it_maps_them(tmp_path: Path) -> None:
@@ -303,3 +334,46 @@ def test_pandas_categories_reach_a_lightgbm_model_as_it_maps_them(tmp_path: Path
     other = xgboost.XGBRanker(n_estimators=5).fit(frame[["x"]], frame.label, qid=frame.qid)
     with pytest.raises(InputError, match=r"column 'colour' holds pandas categories.*cat\.codes"):
         Audit(other, frame)
+
+
+def test_pandas_categories_reach_an_xgboost_model_through_its_stored_categories() -> None:
+    """Issue 58 item 3: an XGBRanker trained with `enable_categorical` audits a DataFrame whose categories are in
+    another order with the scores of its own predict; its trees split on sets of categories, so TreeSHAP is
+    XGBoost's own and the tree evidence that needs the array form is SKIPPED with the reason; a category it never
+    saw is refused (XGBoost's predict does not read it as missing)."""
+    import xgboost
+
+    rng = np.random.default_rng(0)
+    queries, per = 40, 10
+    n = queries * per
+    frame = pd.DataFrame({"qid": np.repeat(np.arange(queries), per), "x": rng.normal(size=n),
+                          "colour": pd.Categorical(rng.choice(["red", "green", "blue"], n)),
+                          "size": pd.Categorical(rng.choice([3, 5, 9], n))})
+    frame["label"] = (frame.x > 0).astype(int) + (frame.colour == "red").astype(int)
+    features = ["x", "colour", "size"]
+    model = xgboost.XGBRanker(n_estimators=20, max_depth=3, enable_categorical=True, max_cat_to_onehot=1)
+    model.fit(frame[features], frame.label, qid=frame.qid)
+    shuffled = frame.assign(colour=frame.colour.cat.reorder_categories(["red", "blue", "green"]))
+    audit = Audit(model, shuffled, evidence=["ranking_quality", "global_importance",
+                                             {"decision_path_accuracy": {"top_k": 1}}])
+    staged = pd.read_parquet(audit.spec.dataset.path)
+    from auditor.models import load_file
+
+    ranker = load_file("xgboost", audit.spec.model.path, False)
+    assert np.array_equal(ranker.predict(staged[features].to_numpy()),
+                          model.predict(frame[features], output_margin=True))
+    contributions = ranker.contributions(staged[features].to_numpy())
+    assert np.allclose(contributions.sum(axis=1), ranker.predict(staged[features].to_numpy()), atol=1e-5)
+    document = audit.run(jobs=1).document
+    assert document.evidence["global_importance"].status == "ok"
+    skipped = document.evidence["decision_path_accuracy"]
+    assert skipped.status == "skipped" and "categorical splits" in skipped.model_dump_json()
+    unseen = frame.assign(colour=pd.Categorical(np.where(np.arange(n) % 9 == 0, "purple",
+                                                         frame.colour.astype(str))))
+    with pytest.raises(InputError, match=r"column 'colour' holds 'purple', a category the model was not trained on"):
+        Audit(model, unseen)
+    codes = staged.copy()  # codes given as numbers (as a data file holds them): one that is no category's is refused
+    codes.loc[5, "colour"] = 3.0
+    with pytest.raises(InputError, match=r"feature 'colour' is categorical in the model \(codes 0 to 2\), but "
+                                         r"document 6 holds 3;"):
+        Audit(model, codes, evidence=["ranking_quality"]).run(jobs=1)

@@ -465,6 +465,48 @@ def test_xgboost_json_on_changed_values(folder: Path, tree: int, key: str, index
     assert "xgboost/src" not in "".join(capfd.readouterr())
 
 
+def _small_categorical_xgboost() -> dict[str, Any]:
+    """Three trees of an XGBRanker trained with `enable_categorical`: splits on sets of categories."""
+    import pandas as pd
+    import xgboost as xgb
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"x": rng.normal(size=300), "c": pd.Categorical(rng.choice(list("abcdef"), 300))})
+    label = ((frame.c.isin(["a", "c", "e"])) + (frame.x > 0)).astype(int)
+    model = xgb.XGBRanker(n_estimators=3, max_depth=3, enable_categorical=True, max_cat_to_onehot=1)
+    model.fit(frame, label, qid=np.repeat(np.arange(30), 10))
+    doc = json.loads(model.get_booster().save_raw("json"))
+    assert any(any(t["split_type"]) for t in doc["learner"]["gradient_booster"]["model"]["trees"])
+    return doc
+
+
+XGB_CATEGORICAL = _small_categorical_xgboost()
+xgb_categorical_keys = st.sampled_from(["split_type", "categories", "categories_nodes", "categories_segments",
+                                        "categories_sizes", "split_indices"])
+
+
+@settings(FUZZ, max_examples=_DEEP or 40)
+@given(tree=st.integers(0, 2), key=xgb_categorical_keys, index=st.integers(0, 12), value=json_values,
+       whole=st.booleans(), types=st.sampled_from([None, ["float", "float"], ["c", "c"], ["float"]]))
+def test_xgboost_categorical_splits_on_changed_values(folder: Path, tree: int, key: str, index: int, value: Any,
+                                                      whole: bool, types: list[str] | None,
+                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    """A categorical split without its categories killed XGBoost: every change to a categorical model's category
+    sets is a model that loads and scores, or one InputError."""
+    doc = json.loads(json.dumps(XGB_CATEGORICAL))
+    if types is not None:
+        doc["learner"]["feature_types"] = types
+    node = doc["learner"]["gradient_booster"]["model"]["trees"][tree]
+    if whole or not isinstance(node.get(key), list) or not node[key]:
+        node[key] = value
+    else:
+        node[key][index % len(node[key])] = value
+    path = folder / "xgboost.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    ends_well(lambda: _load_and_score_kind("xgboost", path), object)
+    assert "xgboost/src" not in "".join(capfd.readouterr())
+
+
 def _ubjson() -> bytes:
     import xgboost as xgb
 

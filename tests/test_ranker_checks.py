@@ -46,7 +46,14 @@ def _xgb_edit(change) -> dict[str, Any]:
     (lambda d: _tree(d)["left_children"].__setitem__(1, 2), "trees.0", "node 2 is reached twice"),
     (lambda d: _tree(d)["split_conditions"].pop(), "trees.0", "split_conditions has 24 values, num_nodes needs 25"),
     (lambda d: _tree(d)["tree_param"].__setitem__("size_leaf_vector", "5"), "trees.0", "multi-target tree"),
-    (lambda d: _tree(d)["split_type"].__setitem__(0, 1), "trees.0", "categorical split"),
+    (lambda d: _tree(d)["split_type"].__setitem__(0, 1), "trees.0",
+     "categories_nodes must list exactly the nodes whose split_type is 1"),
+    (lambda d: _tree(d).update(split_type=[1] + [0] * 24, categories_nodes=[0], categories_segments=[0],
+                               categories_sizes=[1], categories=[0]), "trees.0",
+     "by categories, but feature_types does not make it categorical"),
+    (lambda d: (d["learner"].__setitem__("feature_types", ["c"] * 11),
+                _tree(d).update(split_type=[1] + [0] * 24, categories_nodes=[0], categories_segments=[0],
+                                categories_sizes=[5], categories=[0])), "trees.0", "categories run past"),
     (lambda d: _tree(d)["split_conditions"].__setitem__(0, float("nan")), "trees.0", "not a finite number"),
     (lambda d: d["learner"]["gradient_booster"]["model"]["tree_info"].__setitem__(3, 5),
      "gradient_booster.model.tree_info", "one 0 per tree"),
@@ -54,8 +61,8 @@ def _xgb_edit(change) -> dict[str, Any]:
      "multi-class"),
     (lambda d: d["learner"]["gradient_booster"].__setitem__("name", "gblinear"), "learner.gradient_booster",
      "booster 'gblinear' is not audited"),
-    (lambda d: d["learner"].__setitem__("feature_types", ["c"] + ["float"] * 10), "learner.feature_types",
-     "categorical features are not audited"),
+    (lambda d: d["learner"].__setitem__("feature_types", ["c"] * 3), "learner.feature_types",
+     "feature_types must be 11 strings"),
 ])
 def test_xgboost_checker_names_the_damage(change, where: str, needle: str) -> None:
     with pytest.raises(InputError) as caught:

@@ -203,6 +203,11 @@ class ModelSpec(StrictModel):
                                                                 "out).")
     training_date: Day | None = Field(None, strict=False, description="When the model was trained "
                                                                       "(YYYY-MM-DD).")
+    preprocessing: str | None = Field(None, min_length=1, max_length=2000,
+                                      description="What the data went through before the model scores them, when "
+                                                  "the audited features are not the raw ones (e.g. a scikit-learn "
+                                                  "Pipeline's transforms: the Python API fills this in); printed "
+                                                  "with the model in the report.")
 
     @model_validator(mode="after")
     def _kind_and_source(self) -> ModelSpec:

@@ -58,6 +58,10 @@ class XGBoostRanker:
         margin = _base_margin(model)
         self.trees, self.trees_problem = checked_ensemble(lambda: TreeEnsemble.from_xgboost(model, margin),
                                                           self._predict, library="XGBoost")
+        self.categorical = any(t == "c" for t in learner.get("feature_types") or [])
+        self.category_counts = _category_counts(model)
+        if self.trees is None and self.categorical:  # the array form has no category sets: XGBoost's own TreeSHAP
+            self.contributions_method = "XGBoost's pred_contribs (float32; its trees split on categories)"
         self._shap: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -87,9 +91,10 @@ class XGBoostRanker:
 
     def contributions(self, X: np.ndarray) -> np.ndarray | None:
         """Path-dependent TreeSHAP on the array form (`FastTreeShap`, float64; equal to XGBoost's float32
-        `pred_contribs` to 1e-6, tested); None when the array form does not reproduce the model."""
+        `pred_contribs` to 1e-6, tested); for a model with categorical splits, which the array form does not hold,
+        XGBoost's own `pred_contribs`; None when the array form does not reproduce any other model."""
         if self.trees is None:
-            return None
+            return self._native_contributions(X) if self.categorical else None
         if self._shap is None:
             from auditor.scoring.fast_treeshap import FastTreeShap
 
@@ -97,6 +102,17 @@ class XGBoostRanker:
         return self._shap.contributions(X)
 
     contributions_method = "auditor's FastTreeShap on XGBoost's trees (equal to XGBoost's pred_contribs to 1e-6)"
+
+    def _native_contributions(self, X: np.ndarray) -> np.ndarray:
+        xgb = _xgboost()
+        with self._lock:
+            threads = 1 if X.shape[0] < self.SMALL_BATCH else thread_count()
+            if threads != self._threads:
+                self.booster.set_param({"nthread": threads})
+                self._threads = threads
+            matrix = xgb.DMatrix(np.ascontiguousarray(X, dtype=np.float64), missing=np.nan, nthread=threads)
+            values = self.booster.predict(matrix, pred_contribs=True, validate_features=False)
+        return np.asarray(values, dtype=np.float64).reshape(X.shape[0], -1)
 
     def reference_scores(self, X: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """What exact TreeSHAP adds up to: the exact (float64) sum of the trees XGBoost reached, when the array form
@@ -122,6 +138,29 @@ class XGBoostRanker:
         xgb = _xgboost()
         return {"kind": self.kind, "library": f"xgboost {xgb.__version__}", "n_features": self.n_features,
                 "n_trees": self.n_trees, "objective": self.objective}
+
+
+def _category_counts(model: dict[str, Any]) -> dict[int, int]:
+    """Feature index → how many categories it had in training, as the model stores them (`cats`, XGBoost ≥ 3.1;
+    empty for older models, which do not say)."""
+    types = model["learner"].get("feature_types") or []
+    cats = model["learner"]["gradient_booster"]["model"].get("cats") or {}
+    segments = cats.get("feature_segments") or []
+    if len(segments) != len(types) + 1 or not all(isinstance(v, int) for v in segments):
+        return {}
+    return {i: segments[i + 1] - segments[i] for i, t in enumerate(types) if t == "c" and segments[i + 1] > segments[i]}
+
+
+def check_category_codes(X: np.ndarray, counts: dict[int, int], names: list[str]) -> tuple[int, int, float] | None:
+    """The first (row, feature, value) where a categorical feature holds no category's code — not a whole number
+    from 0 to its count − 1, nor missing — which XGBoost would route without a word; None when every code is one."""
+    for feature, count in sorted(counts.items()):
+        column = X[:, feature]
+        bad = ~np.isnan(column) & ((column < 0) | (column >= count) | (column != np.floor(column)))
+        if bad.any():
+            row = int(np.argmax(bad))
+            return row, feature, float(column[row])
+    return None
 
 
 def _base_margin(model: dict[str, Any]) -> float:

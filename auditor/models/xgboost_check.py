@@ -9,8 +9,9 @@ an 11-feature model scores rows by reading past them. UBJSON, XGBoost's binary J
 
 1. `check_model` reads the JSON document as XGBoost's `RegTree::LoadModel` and `GBTreeModel::LoadModel` do and
    refuses anything they would misread or that a ranker cannot be: one output (`num_class` ≤ 1, `num_target` 1,
-   every `tree_info` 0), the `gbtree` booster (gblinear and dart refused with a fix), numerical splits only
-   (categorical features refused), per tree every array `num_nodes` long, children that form one tree from node 0
+   every `tree_info` 0), the `gbtree` booster (gblinear and dart refused with a fix), categorical splits only on
+   features typed `c` and with their category sets in bounds, per tree every array `num_nodes` long, children that
+   form one tree from node 0
    (no cycle, no orphan but XGBoost's deleted nodes, at most 512 levels), parents that agree, split features
    within `num_feature`, finite split conditions, leaf values and covers. A refusal names the tree and node.
 2. `rehearse_xgboost` loads the bytes in a throw-away process (`_xgboost_child.py`: ctypes on the very
@@ -122,9 +123,9 @@ def _check(doc: dict[str, Any]) -> None:
         raise _Bad("learner.objective", f"objective {objective['name']} gives several scores per document",
                    one_output)
     types = learner.get("feature_types", [])
-    if not isinstance(types, list) or any(t == "c" for t in types):
-        raise _Bad("learner.feature_types", "categorical features are not audited (their splits test sets of "
-                   "categories)", "one-hot encode the categorical features and train again")
+    if not isinstance(types, list) or any(not isinstance(t, str) for t in types) or \
+            len(types) not in (0, n_features):
+        raise _Bad("learner.feature_types", f"feature_types must be {n_features} strings")
     names = learner.get("feature_names", [])
     if not isinstance(names, list) or any(not isinstance(n, str) for n in names) or len(names) not in (0, n_features):
         raise _Bad("learner.feature_names", f"feature_names must be {n_features} strings")
@@ -148,19 +149,20 @@ def _check(doc: dict[str, Any]) -> None:
             not indptr or indptr[0] != 0 or indptr[-1] != n_trees or any(b < a for a, b in pairwise(indptr)):
         raise _Bad("gradient_booster.model.iteration_indptr", "iteration_indptr does not split the trees into "
                        "rounds (from 0, never decreasing, ending at num_trees)")
-    cats = model.get("cats")
-    if isinstance(cats, dict) and any(cats.get(k) for k in ("enc", "feature_segments", "sorted_idx")):
-        raise _Bad("gradient_booster.model.cats", "categorical features are not audited",
-                   "one-hot encode the categorical features and train again")
+    cats = model.get("cats", {})
+    if not isinstance(cats, dict) or any(not isinstance(cats.get(k, []), list)
+                                         for k in ("enc", "feature_segments", "sorted_idx")):
+        raise _Bad("gradient_booster.model.cats", "the categories the model was trained on are not lists")
+    categorical = {i for i, t in enumerate(types) if t == "c"}
     bound = abs(float(base[0]))  # the margin every score starts from, and each tree's largest leaf
     for index, tree in enumerate(trees):
-        bound += _check_tree(tree, index, n_features)
+        bound += _check_tree(tree, index, n_features, categorical)
         if not bound <= MAX_SCORE:  # XGBoost sums in float32 (at most 3.4e38): 1e308 is inf already
             how = f"base_score plus the largest leaf of each of trees 0 to {index}"
             raise _Bad(f"trees.{index}", bound_problem(bound, how), BOUND_FIX)
 
 
-def _check_tree(tree: Any, index: int, n_features: int) -> float:
+def _check_tree(tree: Any, index: int, n_features: int, categorical: set[int]) -> float:
     """Check one tree; return its largest |leaf value| (a leaf's value is its `split_conditions` entry)."""
     where = f"trees.{index}"
     if not isinstance(tree, dict):
@@ -184,10 +186,9 @@ def _check_tree(tree: Any, index: int, n_features: int) -> float:
     split_type = tree.get("split_type", [0] * n)
     if not isinstance(split_type, list) or len(split_type) != n:
         raise _Bad(where, f"split_type must have {n} values")
-    if any(t != 0 for t in split_type) or any(tree.get(k) for k in ("categories", "categories_nodes",
-                                                                      "categories_segments", "categories_sizes")):
-        raise _Bad(where, "a categorical split (a set of categories) is not audited",
-                   "one-hot encode the categorical features and train again")
+    if any(t not in (0, 1) or isinstance(t, bool) for t in split_type):
+        raise _Bad(where, "split_type must be 0 (a threshold) or 1 (a set of categories) for every node")
+    _check_categories(tree, where, split_type, arrays["split_indices"], arrays["left_children"], categorical)
     for key in ("left_children", "right_children", "parents", "split_indices"):
         for node, value in enumerate(arrays[key]):
             if not isinstance(value, int) or isinstance(value, bool):
@@ -238,6 +239,32 @@ def _check_tree(tree: Any, index: int, n_features: int) -> float:
     if n - count != deleted:
         raise _Bad(where, f"{n - count} node(s) are not reachable from the root (num_deleted={deleted})")
     return float(largest)
+
+
+def _check_categories(tree: dict[str, Any], where: str, split_type: list[int], features: list[Any],
+                      left: list[Any], categorical: set[int]) -> None:
+    """A categorical split (split_type 1) lists the categories it sends one way: node i's set is
+    `categories[segments[k] : segments[k] + sizes[k]]` for `categories_nodes[k] == i`, on a categorical feature."""
+    lists = {key: tree.get(key, []) for key in ("categories", "categories_nodes", "categories_segments",
+                                                "categories_sizes")}
+    for key, values in lists.items():
+        if not isinstance(values, list) or any(not isinstance(v, int) or isinstance(v, bool) or v < 0
+                                               for v in values):
+            raise _Bad(where, f"{key} must be a list of whole numbers, none negative")
+    nodes = lists["categories_nodes"]
+    if len(lists["categories_segments"]) != len(nodes) or len(lists["categories_sizes"]) != len(nodes):
+        raise _Bad(where, "categories_nodes, categories_segments and categories_sizes must be as long as each other")
+    split = [i for i, t in enumerate(split_type) if t == 1]
+    if nodes != split:
+        raise _Bad(where, "categories_nodes must list exactly the nodes whose split_type is 1, in order")
+    for node, start, size in zip(nodes, lists["categories_segments"], lists["categories_sizes"], strict=True):
+        if start + size > len(lists["categories"]):
+            raise _Bad(where, f"node {node}'s categories run past the categories list")
+        if left[node] == -1:
+            raise _Bad(where, f"node {node} is a leaf with a categorical split")
+        if isinstance(features[node], int) and features[node] not in categorical:
+            raise _Bad(where, f"node {node} splits feature {features[node]} by categories, but feature_types does "
+                       "not make it categorical ('c')")
 
 
 def rehearse_xgboost(data: bytes, *, file: Path) -> bytes:

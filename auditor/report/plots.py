@@ -697,6 +697,8 @@ def draw(figure: Figure) -> str:
     key = _drawing_key(figure)
     with _DRAWN_LOCK:
         svg = _DRAWN.get(key) if key is not None else None
+        if svg is not None and key is not None:
+            _DRAWN.move_to_end(key)
     if svg is None:
         arguments = {name: decode(value) for name, value in figure.data.items()}
         try:
@@ -709,9 +711,6 @@ def draw(figure: Figure) -> str:
                 _DRAWN[key] = svg
                 while len(_DRAWN) > DRAWN_KEPT:
                     _DRAWN.popitem(last=False)
-    else:
-        with _DRAWN_LOCK:
-            _DRAWN.move_to_end(key)
     return label_svg(svg, figure.title, figure.description or figure.caption)
 
 

@@ -168,10 +168,11 @@ def _check_rankable(data: RankingData, path: Path) -> None:
 
 def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> RankingData:
     """The data a spec's `dataset:` or `background:` (`role`) names, read for this model: its feature count and
-    names, the query sample drawn from the stream `<role>/sample` of `seed`."""
+    names, the query sample drawn from the stream `<role>/sample` of `seed`; a model's categorical features hold
+    codes of its categories."""
     try:
         names = read_feature_names(ds.feature_names) if ds.feature_names else None
-        return load_ranking_data(
+        data = load_ranking_data(
             ds.path, format=ds.format, n_features=model.n_features, feature_names=names,
             model_feature_names=model.feature_names, query_column=ds.query_column, label_column=ds.label_column,
             doc_id_column=ds.doc_id_column, feature_columns=ds.feature_columns, query_file=ds.query_file,
@@ -179,6 +180,8 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
             sample_queries=ds.sample_queries, sample_rng=np.random.default_rng([seed, *f"{role}/sample".encode()]),
             max_bytes=ds.max_bytes, max_docs_per_query=ds.max_docs_per_query,
             attribute_columns=list(ds.attribute_columns))
+        _check_categories(data, getattr(getattr(model, "inner", model), "category_counts", None), ds.path)
+        return data
     except InputError as exc:  # the readers' fixes name `dataset.` keys: for the background, name its own
         if role == "dataset":
             raise
@@ -187,6 +190,20 @@ def load_dataset(ds: DatasetSpec, model: Ranker, seed: int, role: str) -> Rankin
 
         raise InputError(renamed(exc.problem), file=exc.file, where=exc.where,
                          fix=exc.fix and renamed(exc.fix)) from None
+
+
+def _check_categories(data: RankingData, counts: dict[int, int] | None, path: Path) -> None:
+    if not counts:
+        return
+    from auditor.models.xgboost import check_category_codes
+
+    found = check_category_codes(data.X, counts, data.feature_names)
+    if found is not None:
+        row, feature, value = found
+        raise InputError(f"feature '{data.feature_names[feature][:60]}' is categorical in the model (codes 0 to "
+                         f"{counts[feature] - 1}), but document {row + 1} holds {value:g}", file=path,
+                         fix="give each categorical feature the code its category had in training, or leave it empty "
+                             "(missing)")
 
 
 def _check_documents(names: Sequence[str], spec: AuditSpec, data: RankingData, *, where: str,
@@ -499,6 +516,8 @@ def inputs_manifest(prepared: PreparedAudit) -> dict[str, Any]:
     model: dict[str, Any] = {"describe": prepared.model.describe(), "version": spec.model.version,
                              "training_date": spec.model.training_date.isoformat() if spec.model.training_date
                              else None}
+    if spec.model.preprocessing is not None:
+        model["preprocessing"] = spec.model.preprocessing
     if spec.model.path is not None:
         model.update(file=spec.model.path.name, sha256=sha256_file(spec.model.path))
     if prepared.logged is not None:  # kind mlflow: the native file inside the artifact folder, and where it came from

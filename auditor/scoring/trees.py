@@ -172,6 +172,8 @@ class TreeEnsemble:
         trees = booster["model"]["trees"]
         parts: list[dict[str, np.ndarray]] = []
         for tree in trees:
+            if any(tree.get("split_type", [])):  # a node testing a set of categories
+                raise UnsupportedModel("categorical splits")
             left = np.asarray(tree["left_children"], dtype=np.int64)
             leaf = left == -1
             cond = np.asarray(tree["split_conditions"], dtype=np.float32)
