@@ -129,6 +129,15 @@ def test_disclosure_flags_the_undeclared_parameter(bookstore: Path) -> None:
     reversed_order = disclosure_consistency.run(ctx, options(declared=DECLARED[::-1], resamples=50)).metrics
     assert reversed_order["disclosure.rank_correlation"] < -0.5
     assert reversed_order["disclosure.per_query.rank_correlation.ci95_high"] < 0
+    assert m["disclosure.undeclared_in_main"] == 1 and "main parameters are not declared" not in result.summary
+    # issue 56: most main parameters undeclared, few of them influential (wide data): both counts, never "1" alone
+    few = disclosure_consistency.run(ctx, options(declared=DECLARED[:1], resamples=20, min_share=0.15))
+    counts = few.metrics["disclosure.undeclared_main"], few.metrics["disclosure.undeclared_in_main"]
+    main = int(few.metrics["disclosure.main_parameters"])
+    assert 0 < counts[0] < counts[1], counts
+    said = (f"{int(counts[1])} of the {main} main parameters are not declared: {int(counts[0])} influential, the "
+            f"other {int(counts[1] - counts[0])} each under 15%.")
+    assert said in few.summary and said in few.tables[0].note, few.summary
     assert disclosure_consistency.run(ctx, options()).status == "unmeasured"
     with pytest.raises(InputError, match="did you mean 'avg_review'"):
         disclosure_consistency.run(ctx, options(declared=["avg_reviews"]))

@@ -97,6 +97,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     undeclared = [f for f in influential if f not in declared]
     not_main = [f for f in declared if f not in main]
     metrics["disclosure.undeclared_main"] = float(len(undeclared))
+    undeclared_in_main = [f for f in main if f not in declared]  # influential or not
+    metrics["disclosure.undeclared_in_main"] = float(len(undeclared_in_main))
     metrics["disclosure.undeclared_share"] = float(sum(within[f] for f in range(len(names)) if f not in declared))
     metrics["disclosure.declared_not_main"] = float(len(not_main))
     metrics["disclosure.main_parameters"] = float(len(main))
@@ -130,7 +132,8 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
                "UNDECLARED influential parameter" if f in undeclared else
                ("declared, not a main parameter" if f in not_main else "")] for f in shown],
         note=(f"Main parameters: the fewest features reaching {options.share_for_main:.0%} of the within-query "
-              f"importance; undeclared ones count when their share is at least {options.min_share:.0%}.")))
+              f"importance; an undeclared one is an influential parameter, and counts, when its share is at least "
+              f"{options.min_share:.0%}. " + _undeclared_in_main(undeclared, undeclared_in_main, main, options))))
     result.tables.append(Table(
         title="Agreement of the declared order with each measured order (Kendall's tau over declared parameters)",
         columns=["measured by", "tau"],
@@ -157,7 +160,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     result.summary = (f"Declared order vs measured: Kendall tau {figure(metrics['disclosure.rank_correlation'])}; "
                       + (f"undeclared influential {'parameter' if len(undeclared) == 1 else 'parameters'}: "
                          f"{flagged}." if undeclared else
-                         "every influential parameter is declared."))
+                         "every influential parameter is declared.")
+                      + (" " + _undeclared_in_main(undeclared, undeclared_in_main, main, options)
+                         if len(undeclared_in_main) > len(undeclared) else ""))
     if options.statement is None:
         result.unmeasured.update({metric: "the provider's published recommender statement was not given to the "
                                           "audit, so its claims could not be checked (give the file as the "
@@ -166,6 +171,18 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     else:
         check_statement(result, ctx, options.statement)
     return result
+
+
+def _undeclared_in_main(undeclared: list[int], in_main: list[int], main: list[int],
+                        options: DisclosureConsistencyOptions) -> str:
+    """How the influential count sits among the main parameters: on wide data most main parameters may be
+    undeclared while only a few carry the minimum share each (issue 56: "2 undeclared" beside 37 of 42)."""
+    if not in_main:
+        return "Every main parameter is declared."
+    rest = len(in_main) - len(undeclared)
+    return (f"{len(in_main)} of the {len(main)} main parameters are not declared"
+            + (f": {len(undeclared)} influential, the other {rest} each under {options.min_share:.0%}." if rest else
+               ", each of them influential."))
 
 
 STATEMENT_METRICS = tuple(f"disclosure.statement.{name}" for name in ("claims", "false_claims", "uncertain_claims",

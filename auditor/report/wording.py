@@ -29,8 +29,12 @@ def _yes(stated: str, missing: str) -> Phrase:
 
 PHRASES: dict[str, Phrase] = {
     "disclosure.undeclared_main": lambda v, _: (
-        f"{counted(int(v), 'main ranking parameter')} {'orders' if int(v) == 1 else 'order'} the results but "
-        f"{'is' if int(v) == 1 else 'are'} not declared" if v else "every main ranking parameter is declared"),
+        f"{counted(int(v), 'influential ranking parameter')} {'orders' if int(v) == 1 else 'order'} the results "
+        f"but {'is' if int(v) == 1 else 'are'} not declared" if v else "every influential ranking parameter is "
+                                                                      "declared"),
+    "disclosure.undeclared_in_main": lambda v, _: (
+        f"{counted(int(v), 'main ranking parameter')} {'is' if int(v) == 1 else 'are'} not declared, influential "
+        "or not" if v else "every main ranking parameter is declared"),
     "disclosure.undeclared_share": lambda v, s: f"features the declaration does not name carry {s} of what orders "
                                                 "documents within a query",
     "disclosure.rank_correlation": lambda v, s: f"the declared order of the main parameters against the measured "

@@ -24,8 +24,8 @@ class DisclosureConsistencyOptions(EvidenceOptions):
 
 
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
-    "disclosure.{undeclared_main|undeclared_share|declared_not_main|main_parameters|measured_on_surrogate"
-    "|rank_correlation}",
+    "disclosure.{undeclared_main|undeclared_in_main|undeclared_share|declared_not_main|main_parameters"
+    "|measured_on_surrogate|rank_correlation}",
     "disclosure.rank_correlation.{within_query|per_query|surrogate}",
     "disclosure.per_query.rank_correlation",
     "disclosure.per_query.rank_correlation.{mean|ci95_low|ci95_high}",
