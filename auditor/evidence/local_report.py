@@ -12,7 +12,6 @@ import numpy as np
 from auditor.checks.ranking import bootstrap_interval
 from auditor.core.metric_names import read, spelled
 from auditor.core.numbers import figure, interval, stored, with_interval
-from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
 from auditor.evidence.options.local_explanations import LocalExplanationsOptions
 from auditor.explain import registry
@@ -191,9 +190,9 @@ def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExpl
             chart="line_chart", data={"x": sizes, "series": {label(m): curve[m] for m in drawn},
                                       "xlabel": "k (features in the set)", "ylabel": "mean validity"},
             caption="Higher is better; a method that stays low needs many features to reproduce the ranking."
-                    + (f" {counted(left, 'method')} with the lowest validity at k = {sizes[-1]} "
-                       f"{'is' if left == 1 else 'are'} not drawn (at most {LINES} lines a chart); the table "
-                       "above gives every method." if left else ""),
+                    + (f" Not drawn, for their lower validity at k = {sizes[-1]} (at most {LINES} lines a chart): "
+                       f"{', '.join(label(m) for m in curve if m not in drawn)}; the table above gives every method."
+                       if left else "") + _alike(curve, drawn),
             description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
                         f"{len(drawn)} methods; at k = {sizes[-1]}: "
                         + ", ".join(f"{label(m)} {figure(curve[m][-1])}" for m in drawn if np.isfinite(curve[m][-1]))
@@ -266,7 +265,22 @@ def detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: l
                 subject=method)
 
 
-LINES = 8  # lines a chart can show apart (issue 56): more are left to the table
+LINES = 6  # lines a chart can show apart (issue 56): more are left to the table
+ALIKE = 0.05  # drawn explainers whose mean validities stay this close at every k read as one line: the caption says so
+
+
+def _alike(curve: dict[str, Any], drawn: list[str]) -> str:
+    """A sentence for lines drawn on top of each other: the explainers (not the RANDOM and optimum references)
+    whose mean validity differs by at most ALIKE at every k, so a reader does not take one line for several."""
+    explainers = [m for m in drawn if m not in ("random", "optimum")]
+    if len(explainers) < 3:
+        return ""
+    values = np.array([curve[m] for m in explainers], dtype=np.float64)
+    spread = np.nanmax(values, axis=0) - np.nanmin(values, axis=0)
+    if not np.isfinite(spread).any() or float(np.nanmax(spread)) > ALIKE:
+        return ""
+    return (f" The {len(explainers)} explainers drawn lie within {figure(float(np.nanmax(spread)))} of each other at "
+            "every k, so their lines overlap: on this model they are alike.")
 
 
 def _drawn_lines(curve: dict[str, Any]) -> list[str]:
