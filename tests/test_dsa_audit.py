@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,13 @@ def test_the_bookstore_as_a_very_large_platform_gets_a_dsa_audit_report(tmp_path
     conclusions = re.findall(r'<td class="conclusion">([^<]+)</td>', html)
     assert len(conclusions) == 7  # Art. 27(1), 27(2)(a), 27(2)(b), 34(1), 34(1)(b), 34(2)(a), 34(3)
     assert set(conclusions) <= {"positive", "positive with comments", "negative", "no conclusion"}
+    text = unescape(_text(html))  # issue 56: an obligation the audit could not conclude on says what it needs, as a
+    # recommendation with its effect; rule numbers are said not to be articles
+    assert ("DSA-13: give the audit what this procedure needs, then audit again: the provider's published "
+            "recommender statement was not given to the audit") in text
+    assert "once DSA-13's measure is taken and clears its conditions" in text
+    assert "none until the audit can conclude" not in text
+    assert "Rule numbers such as DSA-1 are those of the evidence pack eu-dsa-art27-34, not articles" in text
     rendered = runner.invoke(app, ["render", str(run), "--out", str(tmp_path / "r"), "--document", "dsa-audit"])
     assert rendered.exit_code == 0, rendered.output
     again = next((tmp_path / "r").iterdir()) / "dsa-audit.html"
@@ -178,4 +186,4 @@ def test_a_conclusion_names_what_its_judged_detection_found() -> None:
     from auditor.evidence.document import read_document
 
     report = report_of(read_document(raw))
-    assert report.obligations[0].why == "not complied with: Undeclared main ranking parameter: x (DSA-1)"
+    assert report.obligations[0].why == "not complied with: Undeclared main ranking parameter: x (rule DSA-1)"

@@ -128,7 +128,9 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
             outside.append(entry)
             continue
         entry.conclusion, entry.why = _conclusion(applying)
-        entry.recommendations = [p for p in applying if p.status in ("FAIL", "WARN", "WAIVED")]
+        # what to do: a requirement not met, and (issue 56) a procedure that kept the audit from concluding, whose
+        # recommendation is to give the audit what it needs
+        entry.recommendations = [p for p in applying if p.status in ("FAIL", "WARN", "WAIVED", "UNMEASURED", "ERROR")]
         for recommended in entry.recommendations:  # Annex I: each recommendation's effect on the conclusion
             cleared = [replace(p, status="PASS", crosses_fail=False) if p is recommended else p for p in applying]
             recommended.effect = _conclusion(cleared)[0]
@@ -174,15 +176,15 @@ def _conclusion(procedures: list[Procedure]) -> tuple[str, str]:
     statuses = {p.status for p in procedures}
 
     def named(wanted: set[str]) -> str:
-        return "; ".join(f"{p.fact} ({p.rule})" for p in procedures if p.status in wanted)
+        return "; ".join(f"{p.fact} (rule {p.rule})" for p in procedures if p.status in wanted)
 
     if "FAIL" in statuses:
         return NEGATIVE, f"not complied with: {named({'FAIL'})}"
     unsure = [p for p in procedures if p.status in ("ERROR", "UNMEASURED") or p.crosses_fail]
     if unsure:
-        missing = "; ".join(f"{p.rule}: the 95% interval of its measure reaches its failing threshold, so "
+        missing = "; ".join(f"rule {p.rule}: the 95% interval of its measure reaches its failing threshold, so "
                             "compliance is not shown" if p.crosses_fail else
-                            f"{p.rule}: {p.message.removeprefix('not measured: ')}" for p in unsure)
+                            f"rule {p.rule}: {p.message.removeprefix('not measured: ')}" for p in unsure)
         return NONE, f"reasonable assurance was not reached (Art. 8(8) of Reg. 2024/436) — {missing}"
     if statuses & {"WARN", "WAIVED"}:
         return COMMENTS, f"complied with, with improvements recommended: {named({'WARN', 'WAIVED'})}"
