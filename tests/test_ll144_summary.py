@@ -72,7 +72,9 @@ def test_the_page_follows_the_rules_order_and_every_figure_is_the_evidence_s(hir
         "Sex", "Race/ethnicity", "Intersectional: sex × race/ethnicity"]
     assert "Test data" in text and "has not been used before" in text and "Simulated applicants" in text
     assert "2027-01-15" in text and "Independent Audit Partners (demo)" in text
-    assert "Female × Black or African American 481 33.7% 0.572" in text
+    # DCWP's labels: a race counts non-Hispanic individuals (6 RCNY §5-301's examples), in its table and intersected
+    assert "Female × Black or African American (Not Hispanic or Latino) 481 33.7% 0.572" in text
+    assert "White (Not Hispanic or Latino)" in text and "Hispanic or Latino (Not" not in text
     assert text.count("excluded (under 2.0% of the data)") == sum(r["excluded"] for r in categories) == 7
     assert "Not ready to post" not in text
     assert "<script" not in html and html.index("Content-Security-Policy") < html.index("<title>")

@@ -254,3 +254,15 @@ def test_the_audit_is_dated_against_the_tool_s_distribution() -> None:
     outside = evaluate(pack, late, requested={"governance"}, waivers=[], today=dt.date(2026, 12, 1),
                        provider={"employment_decision_tool": False})
     assert {f.status for f in outside} == {"SKIPPED"}
+
+
+def test_race_categories_match_with_or_without_dcwp_s_label_and_print_with_it() -> None:
+    """DCWP's examples name a race "White (Not Hispanic or Latino)": data written that way are the EEO-1 categories,
+    and the published summary prints a race that way (Hispanic or Latino, and anything else, as it is)."""
+    from auditor.checks.selection import eeo1_component, eeo1_race_label
+
+    assert eeo1_component(["White (Not Hispanic or Latino)", " asian ", "Hispanic or Latino"]) == ("race/ethnicity", [])
+    assert eeo1_component(["Hispanic (Not Hispanic or Latino)"])[1] == ["Hispanic (Not Hispanic or Latino)"]
+    assert eeo1_race_label("two or more races") == "Two or More Races (Not Hispanic or Latino)"
+    assert eeo1_race_label("Asian (Not Hispanic or Latino)") == "Asian (Not Hispanic or Latino)"
+    assert eeo1_race_label("Hispanic or Latino") == "Hispanic or Latino" and eeo1_race_label("Other") == "Other"

@@ -35,12 +35,28 @@ EEO1_RACE_ETHNICITY = ("Hispanic or Latino", "White", "Black or African American
                        "Native Hawaiian or Other Pacific Islander", "Asian", "American Indian or Alaska Native",
                        "Two or More Races")
 EEO1_COMPONENTS = {"sex": EEO1_SEX, "race/ethnicity": EEO1_RACE_ETHNICITY}
+NOT_HISPANIC = " (Not Hispanic or Latino)"  # how DCWP's examples label a race category (6 RCNY §5-301)
+
+
+def _bare(value: str) -> str:
+    """A category value as matched: case and outer spaces aside, with or without DCWP's "(Not Hispanic or Latino)"."""
+    key = value.strip().casefold()
+    return key.removesuffix(NOT_HISPANIC.casefold()).strip()
+
+
+def eeo1_race_label(value: str) -> str:
+    """A race/ethnicity category as the published summary names it: a race category with "(Not Hispanic or
+    Latino)", as DCWP's examples do, so a reader knows the races count non-Hispanic individuals only; "Hispanic or
+    Latino" and any other value as they are."""
+    key = _bare(value)
+    race = next((label for label in EEO1_RACE_ETHNICITY[1:] if label.casefold() == key), None)
+    return race + NOT_HISPANIC if race is not None else value
 
 
 def eeo1_component(values: list[str]) -> tuple[str | None, list[str]]:
     """Which EEO-1 component a column's category values are (`sex`, `race/ethnicity`, or None), and the values that
     are no category of it: of the component sharing most values with the column, or every value when none does."""
-    wanted = [value.strip().casefold() for value in values]
+    wanted = [_bare(value) for value in values]
     best, outside = None, list(values)
     for component, labels in EEO1_COMPONENTS.items():
         known = {label.casefold() for label in labels}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.checks.selection import eeo1_race_label
 from auditor.core.errors import InputError
 from auditor.core.numbers import interval
 from auditor.evidence.document import EvidenceDocument
@@ -185,6 +186,16 @@ def _text(value: Any) -> str | None:
     return str(value).strip() or None if value is not None else None
 
 
+def _shown(table: str, category: str, components: dict[str, dict[str, Any]]) -> str:
+    """A category as the summary prints it: the race/ethnicity part of it with DCWP's "(Not Hispanic or Latino)"
+    on a race (`eeo1_race_label`), in its own table and in an intersection (`Female × Black or African American`)."""
+    columns, parts = table.split(" × "), category.split(" × ")
+    if len(columns) != len(parts):
+        return category
+    return " × ".join(eeo1_race_label(part) if (components.get(column) or {}).get("component") == "race/ethnicity"
+                      else part for column, part in zip(columns, parts, strict=True))
+
+
 def _tables(records: list[dict[str, Any]], components: dict[str, dict[str, Any]]) -> list[Breakdown]:
     """The tables in the rules' order: sex, race/ethnicity, then their intersection."""
     unknown = {str(r["table"]): int(r["individuals"]) for r in records if r.get("kind") == "unknown"}
@@ -192,7 +203,8 @@ def _tables(records: list[dict[str, Any]], components: dict[str, dict[str, Any]]
     for r in records:
         if r.get("kind") == "category":
             columns.setdefault(str(r["table"]), []).append(Row(
-                category=str(r["category"]), individuals=int(r["individuals"]), rate=r.get("rate"),
+                category=_shown(str(r["table"]), str(r["category"]), components), individuals=int(r["individuals"]),
+                rate=r.get("rate"),
                 ratio=r.get("impact_ratio"), low=r.get("ci95_low"), high=r.get("ci95_high"),
                 excluded=bool(r.get("excluded")), share=r.get("share"), metric=r.get("metric")))
 
