@@ -343,3 +343,43 @@ def test_verify_refuses_a_fifo_as_a_key(signed: dict[str, Path], tmp_path: Path)
         keys = {"--trust": signed["keys"] / "signer-cert.pem", "--pubkey": signed["keys"] / "bundle-ed25519.pub.pem"}
         result = runner.invoke(app, ["verify", str(signed["run"]), option, str(pipe), other, str(keys[other])])
         assert result.exit_code == 2 and "FIFO" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.slow  # a light audit with two PDFs, each signed
+def test_the_run_s_other_pdf_documents_are_certified_and_verified(signed: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 56: a run's dsa-audit.pdf is certified as report.pdf is (without the approval form), so a regulator
+    opening it sees the signature; verify checks its signature and attachment, and an edit made after signing
+    fails on its own line."""
+    import yaml
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
+    from tests.helpers import amend_pdf_title, bookstore_under
+
+    spec_path = bookstore_under(tmp_path, policies=["eu-dsa-art27-34"], provider={"very_large_platform": True},
+                                documents=("report", "dsa-audit"))
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["evidence"] = [item for item in spec["evidence"] if next(iter(item)) in (
+        "ranking_quality", "global_importance", "disclosure_consistency")]
+    spec["output"]["formats"] = ["pdf"]
+    keys = signed["keys"]
+    spec["signing"] = {"key": str(keys / "signer.p12"), "passphrase_env": "TEST_KEY_PASS",
+                       "bundle_key": str(keys / "bundle-ed25519.pem")}
+    spec_path.write_text(yaml.safe_dump(spec))
+    done = runner.invoke(app, ["report", str(spec_path), "--quiet", "--fail-on", "never"],
+                         env={"TEST_KEY_PASS": PASS})
+    assert done.exit_code == 0, done.output
+    run = Path(done.stdout.strip()).parent
+    with (run / "dsa-audit.pdf").open("rb") as handle:
+        reader = PdfFileReader(handle, strict=False)
+        assert [s.field_name for s in reader.embedded_regular_signatures] == ["AuditorCertification"]
+        assert "/AcroForm" in reader.root and all("AuditorStatus" not in str(f.get_object().get("/T"))
+                                                  for f in reader.root["/AcroForm"]["/Fields"])  # no approval form
+    code, output = verify(signed, run)
+    assert code == 0, output
+    for line in ("OK   dsa-audit.pdf (signature): intact, trusted", "OK   dsa-audit.pdf (attached evidence.json)",
+                 "OK   report.pdf (signature): intact, trusted"):
+        assert line in output, output
+    amend_pdf_title(run / "dsa-audit.pdf", "Amended after signing")
+    code, output = verify(signed, run)
+    assert code == 1 and "FAIL dsa-audit.pdf (signature): changed after signing" in output, output
+    assert "OK   report.pdf (signature)" in output

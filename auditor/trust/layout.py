@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 BUNDLE_NAME = "bundle.dsse.json"  # the run's signed statement (auditor.trust.bundle)
 TOKEN_NAME = "bundle.tsr"  # the RFC 3161 token over the bundle's signature (auditor.trust.timestamps)
@@ -17,6 +18,7 @@ APPROVAL_FIELD = "AuditorApproval"  # report.pdf's approval signature field, on 
 STATUS_FIELD = "AuditorStatus"  # report.pdf's approval status, shown at the top of every page
 APPROVAL_SLOT = "approval-field"  # the id of the box the cover reserves for the approval signature
 ATTACHMENT = "evidence.json"  # the file attached to report.pdf (PDF/A-3)
+REPORT_PDF = "report.pdf"  # the signed PDF an approval is recorded in; the run's other PDFs are certified as they are
 ARCHIVE = "inputs"  # the run's own copy of its inputs (auditor.run.archive), listed in the bundle as artifacts
 ARCHIVE_INDEX = "inputs/index.json"  # which input each archived file is
 
@@ -32,3 +34,10 @@ def renewal_name(number: int) -> str:
 
 def is_renewal(name: str) -> bool:
     return RENEWAL.fullmatch(name) is not None
+
+
+def run_pdfs(run_dir: Path) -> list[Path]:
+    """The PDFs the tool writes at the top of a run folder and signs (report.pdf first, then the other documents:
+    dsa-audit.pdf, ll144-summary.pdf), regular files only."""
+    return sorted((p for p in Path(run_dir).glob("*.pdf") if p.is_file() and not p.is_symlink()),
+                  key=lambda p: (p.name != REPORT_PDF, p.name))

@@ -16,10 +16,10 @@ from auditor.trust.verdict import Verdict
 ATTACHED_RUN_KEYS = {"evaluated_on", "note"}
 
 
-def check_pdf_evidence(data: bytes, evidence: Any) -> Verdict:
-    """The evidence.json attached to report.pdf (PDF/A-3) equals the folder's evidence.json in every value but the
-    `run` block, where it keeps only the evaluation day."""
-    name = "report.pdf (attached evidence.json)"
+def check_pdf_evidence(data: bytes, evidence: Any, file: str = "report.pdf") -> Verdict:
+    """The evidence.json attached to report.pdf (or another PDF document of the run: PDF/A-3) equals the folder's
+    evidence.json in every value but the `run` block, where it keeps only the evaluation day."""
+    name = f"{file} (attached evidence.json)"
     if not isinstance(evidence, dict):
         return Verdict(False, name, "not compared: the folder's evidence.json does not read as a JSON object")
     with quiet_pyhanko():

@@ -16,16 +16,17 @@ from auditor.trust.layout import PDF_FIELD
 from auditor.trust.pdf_form import add_approval_form, awaiting
 
 
-def sign_pdf(pdf: bytes, material: SigningMaterial, *, approver: str | None = None) -> bytes:
+def sign_pdf(pdf: bytes, material: SigningMaterial, *, approver: str | None = None, form: bool = True) -> bytes:
     """PAdES certifying signature that allows filling forms and signing only, in an invisible field, over the
-    approval form (a status on every page awaiting `approver`, an empty approval signature field on the cover): B-B,
-    or with a TSA B-LTA (the signature's timestamp, then the validation data in the DSS, then a document
-    timestamp)."""
+    approval form (a status on every page awaiting `approver`, an empty approval signature field on the cover;
+    `form=False`: a document of the run the approval is not recorded in, certified as it is): B-B, or with a TSA
+    B-LTA (the signature's timestamp, then the validation data in the DSS, then a document timestamp)."""
     from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
     from pyhanko.sign import fields, signers
 
     writer = IncrementalPdfFileWriter(BytesIO(pdf))
-    add_approval_form(writer, awaiting(approver))
+    if form:
+        add_approval_form(writer, awaiting(approver))
     lta: dict[str, Any] = {}
     stamper = None
     if material.timestamp_url:
@@ -43,7 +44,8 @@ def sign_pdf(pdf: bytes, material: SigningMaterial, *, approver: str | None = No
     meta = signers.PdfSignatureMetadata(
         field_name=PDF_FIELD, certify=True, docmdp_permissions=fields.MDPPerm.FILL_FORMS,
         subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256",
-        reason="Audit report certified by auditor", name=material.details.get("subject"), **lta)
+        reason="Audit report certified by auditor" if form else "Audit document certified by auditor",
+        name=material.details.get("subject"), **lta)
     with quiet_pyhanko():
         try:
             out = signers.sign_pdf(writer, meta, signer=material.signer, timestamper=stamper,

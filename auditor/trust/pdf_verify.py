@@ -12,7 +12,7 @@ from io import BytesIO
 from typing import Any
 
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
-from auditor.trust.layout import APPROVAL_FIELD, PDF_FIELD
+from auditor.trust.layout import APPROVAL_FIELD, PDF_FIELD, REPORT_PDF
 from auditor.trust.pdf_revisions import certification, covered_end, later_revision_problem, pdf_reader
 from auditor.trust.timestamps import describe_utc
 from auditor.trust.verdict import Verdict
@@ -20,17 +20,17 @@ from auditor.trust.verdict import Verdict
 
 def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: Any = None,
                         at: dt.datetime | None = None, require_revocation: bool = False,
-                        certified_bytes: int | None = None) -> list[Verdict]:
+                        certified_bytes: int | None = None, file: str = "report.pdf") -> list[Verdict]:
     """The PDF's certifying signature: intact, trusted by one of `trusted`, no changes, made with the certificate
     whose sha256 the bundle's predicate states (when given). Without trusted time it must cover the entire file and
     its certificate be valid at `at` (default now); with it (PAdES B-LTA) it is validated at the time its timestamp
     vouches for, the chain of timestamps must reach `at`, and the revisions after it may only add validation data
     and timestamps (`auditor.trust.pdf_revisions`). `require_revocation`: a certificate whose revocation cannot be
     checked fails. `certified_bytes`: the length of the certified revision the bundle pins; the signature must end
-    there."""
+    there. `file`: the run's PDF it is (report.pdf, or another document of the run, which holds no approval)."""
     from pyhanko.pdf_utils.reader import PdfFileReader
 
-    name = "report.pdf (signature)"
+    name = f"{file} (signature)"
     with quiet_pyhanko():
         try:
             reader = PdfFileReader(BytesIO(data), strict=False)
@@ -39,7 +39,7 @@ def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: 
         except Exception as exc:
             return [Verdict(False, name, f"unreadable PDF ({type(exc).__name__})")]
     certifying = [s for s in signatures if s.field_name == PDF_FIELD]
-    approvals = [s for s in signatures if s.field_name == APPROVAL_FIELD]
+    approvals = [s for s in signatures if s.field_name == APPROVAL_FIELD and file == REPORT_PDF]
     if len(certifying) != 1 or len(approvals) > 1 or len(signatures) != len(certifying) + len(approvals):
         return [Verdict(False, name, f"expected the tool's certification and at most the approver's signature, "
                                      f"found {len(signatures)} signature{'s' if len(signatures) != 1 else ''}"
@@ -47,10 +47,10 @@ def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: 
     signature = certifying[0]
     if stamps or _has_signature_timestamp(signature):
         verdicts = _check_pdf_lta(data, trusted, certificate_sha256=certificate_sha256, at=at,
-                                  require_revocation=require_revocation)
+                                  require_revocation=require_revocation, file=file)
     else:
         verdicts = [_check_pdf_plain(reader, signature, trusted, certificate_sha256=certificate_sha256, at=at,
-                                     require_revocation=require_revocation)]
+                                     require_revocation=require_revocation, file=file)]
     if certified_bytes is not None and covered_end(signature) != certified_bytes:
         verdicts[0] = Verdict(False, name, f"the bundle pins the certified revision as the first {certified_bytes:,} "
                                            f"bytes, but the signature covers {covered_end(signature):,}; "
@@ -68,7 +68,7 @@ def _has_signature_timestamp(signature: Any) -> bool:
 
 
 def _check_pdf_plain(reader: Any, signature: Any, trusted: list[Any], *, certificate_sha256: Any,
-                     at: dt.datetime | None, require_revocation: bool = False) -> Verdict:
+                     at: dt.datetime | None, require_revocation: bool = False, file: str = "report.pdf") -> Verdict:
     """A signature without trusted time (PAdES B-B): its certificate is checked at `at` (now by default). Nothing
     proves when it was made, so outside its certificate's validity it fails, the certificate being trusted as a root
     (a self-signed one, which certificate path validation does not date) or not."""
@@ -76,7 +76,7 @@ def _check_pdf_plain(reader: Any, signature: Any, trusted: list[Any], *, certifi
     from pyhanko.sign.validation.status import SignatureCoverageLevel
     from pyhanko_certvalidator import ValidationContext
 
-    name = "report.pdf (signature)"
+    name = f"{file} (signature)"
     roots = [to_asn1(cert) for cert in trusted]
     context = ValidationContext(trust_roots=roots, allow_fetching=False, revocation_mode="soft-fail", moment=at)
     with quiet_pyhanko():
@@ -169,10 +169,11 @@ def _named_certificate(cert: Any, certificate_sha256: Any) -> list[str]:
 
 
 def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
-                   at: dt.datetime | None, require_revocation: bool = False) -> list[Verdict]:
+                   at: dt.datetime | None, require_revocation: bool = False,
+                   file: str = "report.pdf") -> list[Verdict]:
     """Three or four lines: the signature (valid at the timestamped signing time), the trusted time, the revocation
     not checked (when a certificate names no source), the long-term validation data and document timestamps."""
-    name = "report.pdf (signature)"
+    name = f"{file} (signature)"
     try:
         facts = validate_lta(data, trusted, at=at, require_revocation=require_revocation)
     except Exception as exc:
@@ -200,11 +201,11 @@ def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
         message = "the signature carries no timestamp" if stated is None else \
             f"the signature's timestamp says {describe_utc(stated)} but was not validated (the " \
             "signature failed above)"
-        verdicts.append(Verdict(False, "report.pdf (trusted time)", message))
+        verdicts.append(Verdict(False, f"{file} (trusted time)", message))
     else:
         expired = facts.newest is not None and moment > facts.newest.expires
         tsa_ok = facts.tsa_trusted and facts.intact and not expired
-        verdicts.append(Verdict(tsa_ok, "report.pdf (trusted time)",
+        verdicts.append(Verdict(tsa_ok, f"{file} (trusted time)",
                                 f"signed no later than {when}, vouched for by the TSA {facts.tsa}"
                                 + (" (trusted)" if facts.tsa_trusted and facts.intact else
                                    " (NOT trusted by the --trust certificates)")
@@ -212,7 +213,7 @@ def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
                                    else "")))
     if facts.unchecked_revocation:
         whose = "its certificate names" if len(facts.unchecked_revocation) == 1 else "their certificates name"
-        verdicts.append(Verdict(True, "report.pdf (revocation)", "not checked for "
+        verdicts.append(Verdict(True, f"{file} (revocation)", "not checked for "
                                 f"{'; '.join(facts.unchecked_revocation)}: {whose} no OCSP responder and no CRL, so "
                                 "nobody can tell whether it was revoked (`--require-revocation` makes this a failure)",
                                 skipped=True))
@@ -221,7 +222,7 @@ def _check_pdf_lta(data: bytes, trusted: list[Any], *, certificate_sha256: Any,
     lta_ok = bool(facts.document_timestamps) and facts.later is None and facts.ok
     holds = f"; the proof holds until {describe_utc(facts.newest.expires)} (`auditor restamp` renews it before then)" \
         if facts.ok and facts.newest is not None else ""
-    verdicts.append(Verdict(lta_ok, "report.pdf (long-term validation)",
+    verdicts.append(Verdict(lta_ok, f"{file} (long-term validation)",
                             f"validation data embedded ({certs} certificates, {ocsps} OCSP responses, {crls} CRLs); "
                             f"document timestamp {stamps or 'missing (PAdES B-LT, not B-LTA)'}; later revisions "
                             + ("add only validation data and timestamps" if facts.later is None else

@@ -1,8 +1,9 @@
 """`auditor restamp`: carry a signed run's proof past its TSA's expiry, and list the runs that need it.
 
-Before the newest timestamp's TSA certificate expires, a restamp appends to report.pdf the validation data of that
-timestamp (its TSA's chain and OCSP or CRL, fetched now) and a new document timestamp (a PAdES archive timestamp, an
-incremental update: the bundle pins the certified revision, so the run still verifies), and renews the bundle's
+Before the newest timestamp's TSA certificate expires, a restamp appends to report.pdf (and to each other PDF document
+the run certified) the validation data of that timestamp (its TSA's chain and OCSP or CRL, fetched now) and a new
+document timestamp (a PAdES archive timestamp, an incremental update: the bundle pins the certified revision, so the
+run still verifies), and renews the bundle's
 trusted time (`token_chain`: a new token over the previous one and its TSA's validation data). Both are appended,
 never rewritten: report.pdf is replaced whole by the longer file (temporary then rename), the renewal is a new file.
 """
@@ -24,7 +25,7 @@ from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read
 from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import statement_bytes
-from auditor.trust.layout import BUNDLE_NAME, TOKEN_NAME, renewal_name
+from auditor.trust.layout import BUNDLE_NAME, REPORT_PDF, TOKEN_NAME, renewal_name, run_pdfs
 from auditor.trust.pdf_revisions import certification, later_revision_problem, pdf_reader
 from auditor.trust.pdf_verify import TrustedTime, newest_trusted_time
 from auditor.trust.strict_json import json_object
@@ -55,17 +56,30 @@ def restamp_run(run_dir: Path, *, url: str, trusted: list[Any]) -> Restamped:
                          fix="restamp runs before their proof ends (`auditor restamp --due 1y DIR` lists them)")
     _rehearse(url, trusted)
     lines = []
-    pdf = run_dir / "report.pdf"
-    if os.path.lexists(pdf):
+    for pdf in _signed_pdfs(run_dir):  # report.pdf, and the documents certified beside it
         lines.append(_restamp_pdf(pdf, url, trusted))
     try:
         lines.append(_renew_bundle(run_dir, url, trusted))
     except InputError as exc:
         if lines:
-            raise InputError(f"{exc.problem} (report.pdf was restamped; the bundle's time was not renewed)",
+            done = ", ".join(line.split(":", 1)[0] for line in lines)
+            raise InputError(f"{exc.problem} ({done} restamped; the bundle's time was not renewed)",
                              file=exc.file, fix=exc.fix) from None
         raise
     return Restamped(run_dir, lines)
+
+
+def _signed_pdfs(run_dir: Path) -> list[Path]:
+    """report.pdf (whatever it holds: `_restamp_pdf` says when it is not the tool's), then each other PDF of the run
+    that carries the tool's certification (runs signed before documents were signed left them uncertified)."""
+    found = [run_dir / REPORT_PDF] if os.path.lexists(run_dir / REPORT_PDF) else []
+    for pdf in run_pdfs(run_dir):
+        if pdf.name == REPORT_PDF:
+            continue
+        with contextlib.suppress(Unreadable, Exception):
+            if certification(pdf_reader(read_regular(pdf, limit=MAX_JSON_BYTES, follow=False))) is not None:
+                found.append(pdf)
+    return found
 
 
 def _rehearse(url: str, trusted: list[Any]) -> None:
@@ -91,12 +105,12 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
     try:
         data = read_regular(pdf, limit=MAX_JSON_BYTES, follow=False)
     except Unreadable as exc:
-        raise InputError(f"report.pdf is {exc}", file=pdf, fix="restamp a run folder as `auditor report` wrote it") \
+        raise InputError(f"{pdf.name} is {exc}", file=pdf, fix="restamp a run folder as `auditor report` wrote it") \
             from None
     reader = pdf_reader(data)
     certifying = certification(reader)
     if certifying is None:
-        raise InputError("report.pdf holds no certification by the tool", file=pdf,
+        raise InputError(f"{pdf.name} holds no certification by the tool", file=pdf,
                          fix="run `auditor verify` on the run first")
     before = newest_trusted_time(reader)
 
@@ -119,18 +133,18 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
             raise InputError(f"no timestamp from {timestamps.without_credentials(url)}: {exc}", file=pdf,
                              fix="check the TSA's URL and that it is reachable") from None
         except Exception as exc:
-            raise InputError(f"report.pdf cannot be restamped: {_first_line(exc)}{_late(before)}", file=pdf,
+            raise InputError(f"{pdf.name} cannot be restamped: {_first_line(exc)}{_late(before)}", file=pdf,
                              fix="restamp before the newest timestamp's TSA certificate expires, with --trust naming "
                                  "its root") from None
     new = result.getvalue()
     problem = later_revision_problem(pdf_reader(new), certifying.signed_revision)
     if problem is not None:  # our own update: a bug, never written
-        raise InputError(f"the restamped report.pdf would not verify ({problem}); nothing was written", file=pdf,
+        raise InputError(f"the restamped {pdf.name} would not verify ({problem}); nothing was written", file=pdf,
                          fix="report this as a bug")
     replace_file(pdf, new, fix="check that the run folder is writable")
     stamp = newest_trusted_time(pdf_reader(new))
     assert stamp is not None
-    return (f"report.pdf: document timestamp {timestamps.describe_utc(stamp.time)} by {stamp.tsa}, proven until "
+    return (f"{pdf.name}: document timestamp {timestamps.describe_utc(stamp.time)} by {stamp.tsa}, proven until "
             f"{timestamps.describe_utc(stamp.expires)}")
 
 
@@ -216,11 +230,11 @@ class Proof:
 
 def proof_of(run_dir: Path) -> Proof:
     ends: list[tuple[dt.datetime, str]] = []
-    with contextlib.suppress(Unreadable, Exception):
-        stamp = newest_trusted_time(pdf_reader(read_regular(run_dir / "report.pdf", limit=MAX_JSON_BYTES,
-                                                            follow=False)))
-        if stamp is not None:
-            ends.append((stamp.expires, f"report.pdf's newest timestamp ({stamp.tsa})"))
+    for pdf in run_pdfs(run_dir):
+        with contextlib.suppress(Unreadable, Exception):
+            stamp = newest_trusted_time(pdf_reader(read_regular(pdf, limit=MAX_JSON_BYTES, follow=False)))
+            if stamp is not None:
+                ends.append((stamp.expires, f"{pdf.name}'s newest timestamp ({stamp.tsa})"))
     token = newest(run_dir)
     if token is not None:
         ends.append((token[2], f"the bundle's newest timestamp ({token[1]})"))

@@ -14,7 +14,7 @@ from auditor.core.files import MAX_JSON_BYTES, Unreadable, read_regular, sha256_
 from auditor.trust.approval import check_approval, load_trusted
 from auditor.trust.bundle import check_envelope
 from auditor.trust.certificates import load_pubkey, load_trust
-from auditor.trust.layout import BUNDLE_NAME
+from auditor.trust.layout import BUNDLE_NAME, REPORT_PDF
 from auditor.trust.pdf_attachment import check_pdf_evidence
 from auditor.trust.pdf_verify import check_pdf_signature
 from auditor.trust.roles import Roles
@@ -64,7 +64,7 @@ def verify_run(run_dir: Path, *, trust: Path | list[Path] | None = None, pubkey:
                  if isinstance(s, dict) and isinstance(s.get("annotations"), dict)
                  and isinstance(s["annotations"].get("certified_bytes"), int)}
     verdicts += _check_contents(root, listed, predicate, trusted, at=at, require_revocation=require_revocation,
-                                certified=certified.get("report.pdf"))
+                                certified=certified)
     verdicts += check_chain(root, bundle, trusted, at=at,
                             expected=bool(json_object(predicate.get("signer")).get("timestamp_authority")))
     try:
@@ -86,24 +86,30 @@ def _made(predicate: dict[str, Any]) -> dt.datetime | None:
 
 def _check_contents(root: Path, listed: set[str], predicate: dict[str, Any], trusted: Any, *,
                     at: dt.datetime | None = None, require_revocation: bool = False,
-                    certified: int | None = None) -> list[Verdict]:
-    """What evidence.json and report.pdf say, beyond their hashes: the predicate's claims, the PDF's signature and
-    its attachment."""
+                    certified: dict[str, int] | None = None) -> list[Verdict]:
+    """What evidence.json and the signed PDFs say, beyond their hashes: the predicate's claims, each PDF's signature
+    and its attachment."""
+    certified = certified or {}
     verdicts: list[Verdict] = []
     evidence = None
     if "evidence.json" in listed:
         evidence, problem = read_evidence(root / "evidence.json")
         verdicts.append(check_predicate(predicate, evidence) if problem is None
                         else Verdict(False, "evidence.json (predicate)", f"not compared: {problem}"))
-    if "report.pdf" in listed:
+    signer = json_object(predicate.get("signer"))
+    # report.pdf, and the run's other PDF documents the bundle pins as certified (dsa-audit.pdf, ll144-summary.pdf)
+    for name in [REPORT_PDF, *sorted(n for n in certified if n != REPORT_PDF and "/" not in n)]:
+        if name not in listed:
+            continue
         try:
-            data = read_regular(root / "report.pdf", limit=MAX_JSON_BYTES, follow=False)
+            data = read_regular(root / name, limit=MAX_JSON_BYTES, follow=False)
         except Unreadable as exc:
-            return [*verdicts, Verdict(False, "report.pdf (signature)", f"not checked: {exc}")]
-        signer = json_object(predicate.get("signer"))
+            verdicts.append(Verdict(False, f"{name} (signature)", f"not checked: {exc}"))
+            continue
         verdicts += check_pdf_signature(data, trusted, certificate_sha256=signer.get("certificate_sha256"), at=at,
-                                        require_revocation=require_revocation, certified_bytes=certified)
-        verdicts.append(check_pdf_evidence(data, evidence))
+                                        require_revocation=require_revocation, certified_bytes=certified.get(name),
+                                        file=name)
+        verdicts.append(check_pdf_evidence(data, evidence, file=name))
     return verdicts
 
 
