@@ -92,6 +92,9 @@ class DsaAudit:
     missing_risk: list[str] = field(default_factory=list)  # obligations without the auditor's risk analysis
     missing_due: list[str] = field(default_factory=list)  # recommendations (rules) without a timeframe
     period_open: str | None = None  # the review period has not ended on the audit's date
+    data_origin: str | None = None  # audit.data_origin: real, synthetic, mixed (issue 56: said before any conclusion)
+    assurance: str | None = None  # audit.assurance: Reg. 2024/436 asks an Art. 37 audit for reasonable assurance
+    signed: bool = False  # the run is signed (its PDFs certified by the tool's key)
 
 
 def report_of(document: EvidenceDocument) -> DsaAudit:
@@ -158,6 +161,8 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
     report.missing_due = [p.rule for o in obligations for p in o.recommendations if not p.due]
     report.period_open = next((d.message for d in document.detections if d.kind == "review-period-not-ended"), None)
     report.missing_risk = [o.point for o in obligations if o.risk is None]
+    report.data_origin, report.assurance = audit.get("data_origin"), audit.get("assurance")
+    report.signed = bool((document.spec.get("content") or {}).get("signing"))
     return report
 
 

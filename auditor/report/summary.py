@@ -405,9 +405,12 @@ def _short(title: str) -> str:
 
 def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: bool = False) -> list[str]:
     """What the audit did not look at: evidence not requested or not produced, sampled queries, stated exclusions.
-    `brief`: each in a few words, for the one-page summary."""
+    `brief`: each in a few words, for the one-page summary, what matters most first (a law that binds the provider,
+    then one that may, before evidence not requested), since page 2 shows the first few."""
     evidence = document.evidence
-    out = []
+    out: list[str] = []
+    first: list[str] = []  # brief: laws that apply, whole or in part
+    maybe: list[str] = []  # brief: laws that may apply
     for name, plugin in registry.items():
         result = evidence.get(name)
         if result is None:
@@ -431,12 +434,14 @@ def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: 
             # "applies: …; 7 of 13 rules do not: …" — a law that binds the provider only in part says so on every
             # page (Scope and the engagement print the whole sentence)
             part = "rules do not" in law["applicability"]
-            out.append(f"{_short(law['title'])} (applies{' in part' if part else ''}, not judged)" if brief else
-                       f"{law['title']}: {law['applicability'] if part else 'applies to this provider'}, but its "
-                       f"pack ({law['pack']}) was not applied, so this report does not judge it")
+            (first if brief else out).append(
+                f"{_short(law['title'])} (applies{' in part' if part else ''}, not judged)" if brief else
+                f"{law['title']}: {law['applicability'] if part else 'applies to this provider'}, but its pack "
+                f"({law['pack']}) was not applied, so this report does not judge it")
         elif not law["applicability"].startswith("not applicable"):
-            out.append(f"{_short(law['title'])} (may apply, not judged)" if brief else
-                       f"{law['title']}: {law['applicability']}; its pack ({law['pack']}) was not applied")
+            (maybe if brief else out).append(
+                f"{_short(law['title'])} (may apply, not judged)" if brief else
+                f"{law['title']}: {law['applicability']}; its pack ({law['pack']}) was not applied")
     for use in document.audit.get("out_of_scope") or []:
         out.append(f"{use} (out of scope)" if brief else f"Out of scope by the owner's statement: {use}")
-    return out
+    return first + maybe + out
