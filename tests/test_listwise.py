@@ -336,7 +336,7 @@ def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
         optimum_max_subsets=0, background_rows=10, rankshap={"estimator": "permutation", "nsamples": 200}))
     assert local.status == "ok"
     labels = [row[0] for row in local.tables[0].rows]
-    assert {"RankingSHAP (listwise)", "RankSHAP (listwise)", "Validity search, background rows (ours)"} <= set(labels)
+    assert {"RankingSHAP (listwise)", "RankSHAP (listwise)", "Validity search, background rows"} <= set(labels)
     assert local.tables[0].columns[3] == "validity, 10 background rows"  # in place of the median
     assert all(row[3] is not None for row in local.tables[0].rows)
     for m in ("rankingshap", "rankshap", "validity_search", "background_search"):

@@ -391,8 +391,9 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
         rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
                stored(u.get("reliability")), stored(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
               for u in listed],
-        note=f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order (every one is "
-             "in evidence.json).", body_rows=6))
+        note=(f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order (every one is "
+              "in evidence.json)." if len(listed) < int(flagged.sum()) else
+              f"All {len(listed)} flagged explanations, in query order."), body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
                        "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
                        "reliability": stored(u.get("reliability"), 6), "reliable": u.get("reliable"),

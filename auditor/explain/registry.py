@@ -205,9 +205,9 @@ EXPLAINERS: dict[str, Explainer[Any]] = {e.name: e for e in (
               cost=costs.greedy),
     Explainer("greedy_cover_eps", "GREEDY-COVER-ε", "selection", _greedy("greedy_cover_eps"), GreedyOptions,
               "greedy", cost=costs.greedy),
-    Explainer("validity_search", "Validity search (ours)", "selection", _validity_search, SearchOptions, "search",
+    Explainer("validity_search", "Validity search", "selection", _validity_search, SearchOptions, "search",
               deterministic=True, cost=costs.validity_search),
-    Explainer("background_search", "Validity search, background rows (ours)", "selection", _background_search,
+    Explainer("background_search", "Validity search, background rows", "selection", _background_search,
               SearchOptions, "search", deterministic=True, background_rows=True, by_default=False,
               cost=costs.background_search),
     # listwise Shapley values of the query's ranking (issue 26): one row a query, opt-in (2^M coalitions a query)

@@ -50,8 +50,9 @@ class ConfidenceOptions(EvidenceOptions):
     path_top_k: int = Field(5, ge=1, description="K of the decision-path top-K AUC.")
     rerun_fraction: float = Field(1.0, gt=0, le=1, description="Sample size of the stability rerun, as a fraction "
                                                                "of the first run's (1: a new seed only).")
-    max_listed: int = Field(16, ge=0, description="Flagged explanations listed in the report (all are in "
-                                                  "evidence.json).")
+    max_listed: int = Field(200, ge=0, description="Flagged explanations listed in the report, each in Appendix B "
+                                                   "(all are in evidence.json): a reviewer needs the list of what not "
+                                                   "to rely on, not a sample of it.")
     heldout_rows: int = Field(20, ge=2, le=200, description="Background rows of the held-out masking the reliability "
                                                              "target is measured under (their own seeded draw, not "
                                                              "the masking an explanation was chosen on).")
