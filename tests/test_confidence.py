@@ -205,4 +205,4 @@ def test_the_summary_key_figure_says_when_no_estimate_was_possible():
                     "confidence.widened.reliable_share": 0.5})
     row = next(r for r in key_numbers(_items(metrics)) if r["evidence"] == "confidence")
     assert "no reliability estimate" not in row["reference"] and "AUC 0.930" in row["reference"]
-    assert "2 of 4 attributions that fail with their top features hold" in row["reference"]
+    assert "2 of 4 attributions below the validity floor (a set apart from the flagged) hold" in row["reference"]

@@ -169,6 +169,9 @@ def test_the_bookstore_as_a_very_large_platform_gets_a_dsa_audit_report(tmp_path
     assert "once DSA-13's measure is taken and clears its conditions" in text
     assert "none until the audit can conclude" not in text
     assert "Rule numbers such as DSA-1 are those of the evidence pack eu-dsa-art27-34, not articles" in text
+    assert "audit risk analysis pursuant to Article 9 of this Regulation: none: no obligation's risk analysis" in text
+    assert "Not about the service's own use: the data are synthetic" in text  # the bookstore's data_origin
+    assert "Not at the level of assurance Art. 37 asks" in text and "Not signed: the run was made without" in text
     rendered = runner.invoke(app, ["render", str(run), "--out", str(tmp_path / "r"), "--document", "dsa-audit"])
     assert rendered.exit_code == 0, rendered.output
     again = next((tmp_path / "r").iterdir()) / "dsa-audit.html"

@@ -154,8 +154,8 @@ def confidence(result: Result) -> list[KeyFigure]:
     below = int(metrics.get("confidence.widened.explanations", 0) or 0)
     widened = metrics.get("confidence.widened.reliable_share")
     if below and widened is not None and math.isfinite(widened):
-        scale += (f"; {round(widened * below)} of {counted(below, 'attribution')} that fail with their top features "
-                  "hold with a few more (the section lists them)")
+        scale += (f"; {round(widened * below)} of {counted(below, 'attribution')} below the validity floor (a set "
+                  "apart from the flagged) hold with a few more features (listed in the section)")
     return [KeyFigure(80, "Share of explanations flagged as low-confidence", "confidence.flagged_fraction", scale,
                       share=True)]
 
