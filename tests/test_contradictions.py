@@ -108,6 +108,12 @@ def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_conte
     assert f"here {first} pushes the score down ({signed(contributions[rows[0]])}) yet is worth " \
            f"{positions(worth[rows[0]])} positions" in caption
     assert opposed(np.array([0.5, -0.2, 0.1, -0.3]), np.array([0.0, 1.0, -1.0, 0.0])) == [1, 2]
+    assert "features not named push" not in caption  # the bookstore's named bars carry most of its score
+    # wide data (issue 56): the unnamed rest is the largest bar, and the caption says how much the named ones carry
+    wide = global_importance.waterfall_caption(["a", "b", "128 other features"], np.array([1.64, -0.4, 2.54]),
+                                               np.zeros(3), "set to 0", "", n_other=128)
+    assert ("The 128 features not named push +2.54 together, more than any feature named: the named bars carry "
+            "44.5% of the pushes, so this document's score rests mostly on many small ones.") in wide
 
 
 def test_influence_counts_the_queries_it_measured(bookstore_context):

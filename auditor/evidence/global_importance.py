@@ -296,7 +296,8 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
                                  "xlabel": "score (starts at the query's average)",
                                  "positions": worth, "positions_label": "positions its value is worth",
                                  "reference": ("#2's score", float(np.sort(scores)[-2]))},
-        caption=waterfall_caption(labels, fall.contributions, worth, _MASKING.get(ctx.masking, ctx.masking), which),
+        caption=waterfall_caption(labels, fall.contributions, worth, _MASKING.get(ctx.masking, ctx.masking), which,
+                                  n_other=fall.n_other),
         description=(f"Waterfall of document {doc}, ranked {rank + 1} of {len(scores)} in query {qid}: its score "
                      f"{figure(fall.score)} is the query's average {figure(fall.base)} plus "
                      + "; ".join(f"{label} {signed(value)}" for label, value in
@@ -325,10 +326,21 @@ def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImport
 
 
 def waterfall_caption(labels: list[str], contributions: np.ndarray, worth: np.ndarray, masking: str,
-                      which: str) -> str:
+                      which: str, n_other: int = 0) -> str:
     """The waterfall's caption: what each panel measures against (the left the query's other documents, the right
-    the masked value), and, when a row's two panels point opposite ways, that row as the example of why."""
+    the masked value), when a row's two panels point opposite ways that row as the example of why, and when the
+    features not named push more than any named one, that the named bars explain only part of the score (issue
+    56: on wide data "128 other features" was the largest bar, unremarked)."""
     from auditor.explain.waterfall import opposed
+
+    values = np.asarray(contributions, dtype=np.float64)
+    rest = ""
+    if n_other and len(values) > 1 and abs(values[-1]) > np.max(np.abs(values[:-1])):
+        named = float(np.sum(np.abs(values[:-1])))
+        share = named / float(np.sum(np.abs(values)))
+        rest = (f" The {n_other} features not named push {signed(values[-1])} together, more than any feature named: "
+                f"the named bars carry {percent(share)} of the pushes, so this document's score rests "
+                f"{'mostly' if share < 0.5 else 'partly'} on many small ones.")
 
     rows = opposed(contributions, worth)
     if rows:
@@ -350,7 +362,7 @@ def waterfall_caption(labels: list[str], contributions: np.ndarray, worth: np.nd
             f"a bar and its positions can point opposite ways{example}. As the document is first, masking can only "
             f"cost it places: 0 means it stays first without its value, because the masked value scores well enough "
             f"or its lead is large enough (a yes/no feature masked by its mean becomes a fraction, which the model "
-            f"may read as yes). Positions do not add up. {which}")
+            f"may read as yes). Positions do not add up.{rest} {which}")
 
 
 def _explain_query(data: RankingData, wanted: str | None) -> int | None:
