@@ -250,9 +250,10 @@ def test_the_heatmap_colour_scale_covers_the_cells_or_says_how_far_documents_rea
     captions = re.findall(r"<figcaption>Interactions[^<]*</figcaption>.*?<p class=\"note\">(.*?)</p>", html, re.S)
     assert captions
     for caption in captions:
-        covered = re.search(r"The scale \((\S+) to (\S+)\) covers every document's push", caption)
-        wider = re.search(r"The scale ends at ±(\S+), the largest cell mean; single documents are pushed from "
-                          r"(\S+) to (\S+)\.", caption)
+        covered = re.search(r"In these panels the shared scale \((\S+) to (\S+)\) covers every document's push",
+                            caption)
+        wider = re.search(r"The shared scale ends at ±(\S+), the largest cell mean of all pairs; in these panels "
+                          r"single documents are pushed from (\S+) to (\S+), the pushes", caption)
         assert covered or wider, caption
         if wider:
             end, low, high = (float(v.replace("\u2212", "-").replace("+", "")) for v in wider.groups())

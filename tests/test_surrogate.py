@@ -238,5 +238,5 @@ def test_the_heatmap_caption_says_when_documents_reach_past_the_colour_scale() -
     from auditor.evidence.surrogate import _scale_note
 
     wide = _scale_note(0.156, [np.array([-0.266, 0.1, 0.15])])
-    assert "±0.156, the largest cell mean" in wide and "−0.266" in wide.replace("-", "−")
+    assert "±0.156, the largest cell mean of all pairs" in wide and "−0.266" in wide.replace("-", "−")
     assert "covers every document's push" in _scale_note(0.3, [np.array([-0.2, 0.25])])

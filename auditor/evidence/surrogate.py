@@ -317,6 +317,6 @@ def _scale_note(limit: float, effects: list[np.ndarray]) -> str:
     low = min(float(np.min(e)) for e in effects)
     high = max(float(np.max(e)) for e in effects)
     if max(-low, high) <= limit * (1 + 1e-9):
-        return f" The scale ({figure(-limit)} to {signed(limit)}) covers every document's push."
-    return (f" The scale ends at ±{figure(limit)}, the largest cell mean; single documents are pushed from "
-            f"{figure(low)} to {signed(high)}.")
+        return f" In these panels the shared scale ({figure(-limit)} to {signed(limit)}) covers every document's push."
+    return (f" The shared scale ends at ±{figure(limit)}, the largest cell mean of all pairs; in these panels single "
+            f"documents are pushed from {figure(low)} to {signed(high)}, the pushes beyond it at full colour.")

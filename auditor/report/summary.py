@@ -62,7 +62,9 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
         "not_covered": [f"{g['head'].title.rstrip('.')} ({' · '.join(f.rule for f in g['rules'])}) was not "
                         f"measured: {g['head'].message.removeprefix('not measured: ')}" for g in unmeasured]
         + not_covered(document, registry),
-        "not_covered_brief": [f"“{g['head'].title.rstrip('.')}” (not measured)" for g in unmeasured]
+        # one unmeasured requirement by its title, several by their count (page 2 stays one page: issue 36)
+        "not_covered_brief": ([f"“{g['head'].title.rstrip('.')}” (not measured)" for g in unmeasured]
+                              if len(unmeasured) <= 1 else [f"{len(unmeasured)} requirements (not measured)"])
         + not_covered(document, registry, brief=True),
         "covered": covered(document, registry, len(passed)),
     }
