@@ -556,7 +556,12 @@ def _transformed(transforms: Any, data: Any, kept: set[str | None], columns: Seq
                          fix="pass data the pipeline can transform: the columns and types it was fitted on") from None
     if hasattr(out, "toarray"):  # a sparse matrix (OneHotEncoder's default)
         out = out.toarray()
-    values = np.asarray(out, dtype=np.float64) if not hasattr(out, "columns") else out.to_numpy(dtype=np.float64)
+    try:
+        values = np.asarray(out, dtype=np.float64) if not hasattr(out, "columns") else out.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("the Pipeline's transforms output values that are not numbers (a column passed through as "
+                         "text?)", where=f"Audit({role}=...)",
+                         fix="encode every column the ranker reads as numbers inside the pipeline") from None
     try:
         outputs = [str(n) for n in transforms.get_feature_names_out()]
     except (AttributeError, ValueError, TypeError):  # a transform that does not name its outputs
@@ -580,9 +585,10 @@ def _pipeline_text(pipeline: Any, outputs: list[str]) -> str:
     steps = [f"{name} ({type(step).__name__})" for name, step in pipeline.steps[:-1]
              if step is not None and not isinstance(step, str)]
     name, ranker = pipeline.steps[-1]
-    before = ", then ".join(steps) if steps else "no transform"
-    return (f"a scikit-learn Pipeline: {before}; its ranker {name} ({type(ranker).__name__}) is audited on the "
-            f"{len(outputs)} features its transforms output, applied to the data by the Python API")
+    if not steps:
+        return f"a scikit-learn Pipeline of its ranker {name} ({type(ranker).__name__}) alone: no transform"
+    return (f"a scikit-learn Pipeline: {', then '.join(steps)}; its ranker {name} ({type(ranker).__name__}) is "
+            f"audited on the {len(outputs)} features its transforms output, applied to the data by the Python API")
 
 
 def _categoricals(model: Any, data: Any, role: str) -> Any:

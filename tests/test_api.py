@@ -308,6 +308,12 @@ def test_a_pipeline_audits_its_ranker_on_what_its_transforms_give_it(tmp_path: P
     text = frame.assign(price=frame.price.astype(str).where(frame.price.notna(), "n/a"))
     with pytest.raises(InputError, match=r"the Pipeline's transforms fail on the data \(ValueError"):
         Audit(pipeline, text, doc_id="doc")
+    from sklearn.compose import ColumnTransformer
+
+    texts = Pipeline([("keep", ColumnTransformer([("doc", "passthrough", ["doc"])]).fit(frame)),
+                      ("rank", pipeline[-1])])  # the ids passed on as a feature
+    with pytest.raises(InputError, match="output values that are not numbers"):
+        Audit(texts, frame, doc_id="doc")
     with pytest.raises(InputError, match="the Pipeline does not end in a ranker"):
         Audit(Pipeline([("scale", StandardScaler()), ("rank", "passthrough")]), frame)
 
