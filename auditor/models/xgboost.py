@@ -151,7 +151,7 @@ def _category_counts(model: dict[str, Any]) -> dict[int, int]:
     return {i: segments[i + 1] - segments[i] for i, t in enumerate(types) if t == "c" and segments[i + 1] > segments[i]}
 
 
-def check_category_codes(X: np.ndarray, counts: dict[int, int], names: list[str]) -> tuple[int, int, float] | None:
+def check_category_codes(X: np.ndarray, counts: dict[int, int]) -> tuple[int, int, float] | None:
     """The first (row, feature, value) where a categorical feature holds no category's code — not a whole number
     from 0 to its count − 1, nor missing — which XGBoost would route without a word; None when every code is one."""
     for feature, count in sorted(counts.items()):

@@ -197,7 +197,7 @@ def _check_categories(data: RankingData, counts: dict[int, int] | None, path: Pa
         return
     from auditor.models.xgboost import check_category_codes
 
-    found = check_category_codes(data.X, counts, data.feature_names)
+    found = check_category_codes(data.X, counts)
     if found is not None:
         row, feature, value = found
         raise InputError(f"feature '{data.feature_names[feature][:60]}' is categorical in the model (codes 0 to "
