@@ -146,3 +146,34 @@ def test_external_resources_are_not_fetched(tmp_path: Path, monkeypatch: pytest.
     pdf = render_pdf(html, attachment=b"{}\n", date=date)
     assert pdf.startswith(b"%PDF-1.7") and b"not an image" not in pdf
     assert render_pdf(html, attachment=b"{}\n", date=date) == pdf
+
+
+def test_page_two_leaves_out_the_thresholds_reasons_only_when_it_would_not_fit_otherwise(tmp_path: Path) -> None:
+    """Issue 36's promise, page 2 decides on one page, on the widest reports too: when the summary runs past its
+    page, the key figures' threshold reasons (between `<!--why-->` marks) are left out of the PDF and Findings open
+    page 3; a summary that fits keeps them."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("pdftotext"):
+        pytest.skip("poppler-utils (pdftotext) not installed; .ci/run installs them")
+
+    def pdf_text(rows: int) -> list[str]:
+        figures = "".join(f"<tr><td>figure {i}</td><td>1 = ideal. Required: FAIL if &lt; 0.4<!--why--> — "
+                          f"REASON{i} {'a long reason why the threshold sits there ' * 4}<!--/why--></td></tr>"
+                          for i in range(rows))
+        html = (f"<html><head><style>#summary, #findings {{ break-before: page; }}</style></head>"
+                f"<body><section id=\"cover\"><h1>Cover</h1></section><section id=\"summary\" "
+                f"class=\"one-page\"><h2>Executive summary</h2><table>{figures}</table></section>"
+                "<section id=\"findings\"><h2>Findings</h2></section></body></html>")
+        path = tmp_path / f"{rows}.pdf"
+        path.write_bytes(render_pdf(html, attachment=None, date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
+        text = subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True, capture_output=True,
+                              text=True).stdout
+        return text.split("\f")
+
+    roomy = pdf_text(4)
+    assert "REASON3" in roomy[1] and roomy[2].strip().startswith("Findings")
+    crowded = pdf_text(16)  # with its reasons page 2 would run onto page 3
+    assert "REASON" not in "".join(crowded) and "figure 15" in crowded[1], crowded[1][-300:]
+    assert crowded[2].strip().startswith("Findings")

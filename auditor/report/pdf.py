@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -69,6 +70,20 @@ def fixed_date(evaluated_on: str | None) -> dt.datetime:
     return dt.datetime(1980, 1, 1, tzinfo=dt.UTC)
 
 
+# a key figure's threshold reason on page 2, between these comments (which do not touch the layout), is left out of
+# the PDF when page 2 would not fit on one page otherwise; escaped text cannot hold a comment
+SUMMARY_REASON = re.compile(r"<!--why-->.*?<!--/why-->", re.S)
+SUMMARY_PAGE = 1  # the page index of the executive summary; Findings open the next page
+
+
+def _summary_overflows(document: Any) -> bool:
+    """The executive summary runs past its page: the Findings section, which opens the page after it, starts later."""
+    for index, page in enumerate(document.pages):
+        if "findings" in page.anchors:
+            return index > SUMMARY_PAGE + 1
+    return False
+
+
 def render_pdf(html: str, *, attachment: bytes | None, date: dt.datetime, attachment_name: str = "evidence.json",
                title: str | None = None) -> bytes:
     """The PDF/A-3b bytes of `html`, with `attachment` embedded as `evidence.json` (AFRelationship Data); None:
@@ -94,6 +109,9 @@ def render_pdf(html: str, *, attachment: bytes | None, date: dt.datetime, attach
     os.environ["SOURCE_DATE_EPOCH"] = str(int(date.timestamp()))
     try:
         document = HTML(string=html, base_url=base_url, url_fetcher=fetcher).render(stylesheets=[stylesheet])
+        if "<!--why-->" in html and _summary_overflows(document):  # page 2 decides, on one page (issue 36)
+            document = HTML(string=SUMMARY_REASON.sub("", html), base_url=base_url, url_fetcher=fetcher).render(
+                stylesheets=[stylesheet])
         stamp = date.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         document.metadata.created = stamp
         document.metadata.modified = stamp

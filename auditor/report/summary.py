@@ -353,6 +353,11 @@ def measured(finding: Finding) -> str:
     return f"{text} ({low_high})" if low_high else text
 
 
+def _reference_parts(point: str, why: str) -> dict[str, str]:
+    """A key figure's reference as the templates print it: the whole text, and the point and its reason apart."""
+    return {"reference": point + (f" — {why}" if why else ""), "reference_point": point, "reference_why": why}
+
+
 def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[FindingPart] = ()) -> list[dict[str, Any]]:
     """The few figures a reader should remember, most telling first, each printed with its interval in the document's
     one style and a reference point: the applied rule's requirement and why it sits there, else what the scale
@@ -363,10 +368,12 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         if f.value is not None and not f.requirement.startswith("share of queries"):
             judged.setdefault(f.metric, []).append(f)
 
-    def reference(name: str, scale: str, share: bool = False) -> str:
+    def reference(name: str, scale: str, share: bool = False) -> tuple[str, str]:
+        """The reference point, and apart from it why the threshold sits there (page 2 drops the reasons when it
+        would not fit on one page otherwise: `report.pdf.render_pdf`)."""
         rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
         if not rules:
-            return scale
+            return scale, ""
         # several packs' rules on one metric: the one that decides it (a FAIL before a WARN), as the findings do
         rules = sorted(rules, key=lambda f: VERDICT_ORDER.get(f.status, 9))
         why = _clause(rules[0].threshold_reason)
@@ -375,7 +382,7 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
             requirement = thresholds_in_percent(requirement)
         # a rule that only warns sets a level to compare with, not a requirement (LL144's four-fifths comparison)
         word = "Required" if "FAIL" in requirement else "Compared with"
-        return f"{scale}. {word}: {requirement}" + (f" — {why}" if why else "")
+        return f"{scale}. {word}: {requirement}", why or ""
 
     def add(label: str, kind: str, name: str, scale: str, *, share: bool = False) -> None:
         item = evidence.get(kind)
@@ -389,7 +396,7 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
                      "value_text": shown(value),
                      "interval_text": "" if low is None or high is None else
                      interval(min(low, value), max(high, value), share=share),
-                     "reference": reference(name, scale, share)})
+                     **_reference_parts(*reference(name, scale, share))})
 
     from auditor.evidence.registry import KINDS  # the kinds' own figures, most telling first
 
