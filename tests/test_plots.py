@@ -231,3 +231,13 @@ def test_a_figure_drawn_again_is_the_same_drawing_and_other_data_is_drawn_afresh
         assert plots.draw(first) == svg and fitted == 2
     finally:
         plots.fit = real_fit  # type: ignore[assignment]
+
+
+def test_the_exposure_chart_s_legend_has_each_colour_its_rows_use() -> None:
+    """A reader found blue dots under a legend that showed only red: each colour drawn has its entry, and each row's
+    label says which share is which."""
+    both = plots.share_dots(["own = yes", "own = no"], [0.2, 0.8], [0.3, 0.7], [(0.25, 0.35), (0.65, 0.75)])
+    assert "exposure above merit (95% interval)" in both and "exposure below merit (95% interval)" in both
+    assert "exposure 30%, merit 20%" in both or "exposure 30.0%, merit 20.0%" in both
+    above = plots.share_dots(["a"], [0.2], [0.3], [(0.25, 0.35)])
+    assert "exposure below merit" not in above

@@ -629,10 +629,15 @@ def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence
                 ax.plot([low, high], [y, y], color=color, linewidth=3.5, alpha=0.35, solid_capstyle="butt", zorder=1)
             ax.scatter([e], [y], color=color, s=28, zorder=3)
             ax.scatter([m], [y], facecolor="white", edgecolor="black", s=28, zorder=3)
-            _bar_label(ax, max(e, m), y, f"{fmt_share(e)} vs {fmt_share(m)}", 1.0, offset=6)
+            _bar_label(ax, max(e, m), y, f"exposure {fmt_share(e)}, merit {fmt_share(m)}", 1.0, offset=6)
         handles = [plt.Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="black",
-                              label="merit share"),
-                   plt.Line2D([], [], marker="o", linestyle="", color=_UP, label="exposure share (95% interval)")]
+                              label="merit share")]
+        # a legend entry for each colour the rows use (a reader review: blue dots under a red-only legend)
+        above = [e > m for m, e in zip(merit, exposure, strict=True)]
+        for shown_above, color, words in ((True, _UP, "exposure above merit"), (False, _DOWN, "exposure below merit")):
+            if shown_above in above:
+                handles.append(plt.Line2D([], [], marker="o", linestyle="", color=color,
+                                          label=f"{words} (95% interval)"))
         if counterfactual is not None:
             ax.scatter(list(counterfactual), rows - 0.28, marker="D", color=_GREY, s=18, zorder=2)  # below the row
             handles.append(plt.Line2D([], [], marker="D", linestyle="", color=_GREY,
@@ -642,7 +647,8 @@ def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence
         ax.set_xlim(0, 1.0)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.set_xlabel("share of the queries' attention")
-        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, frameon=False, fontsize=7)
+        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2 if len(handles) > 3 else 3,
+                  frameon=False, fontsize=7)
         return to_svg(fig)
 
 
