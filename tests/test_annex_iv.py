@@ -80,6 +80,13 @@ def test_a_coverage_point_needing_group_evidence_is_not_covered_without_it() -> 
     assert row["status"] == "not measured" and "AIA-13 unmeasured" in row["note"]
     judged = coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, {"AIA-13": "FAIL"})
     assert next(r for r in judged if r["rules"] == ["AIA-13"])["status"] == "covered"  # audited, and failed
+    # a point some of whose rules were judged stays covered, its note naming the ones this run did not measure
+    several = next(r for r in pack.pack.covers if len(r.rules) >= 2)
+    statuses = {several.rules[0]: "PASS", **{rule: "UNMEASURED" for rule in several.rules[1:]}}
+    partly = next(r for r in coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, statuses)
+                  if r["point"] == several.point)
+    assert partly["status"] == several.status and partly["note"].endswith(
+        "not measured in this run: " + ", ".join(several.rules[1:]))
     with pytest.raises(ValueError, match="names rule 'X-1', which is not a rule of this pack"):
         PolicyPack.model_validate({"pack": "p", "title": "t", "version": "1", "rules": [
             {"id": "A-1", "title": "t", "evidence": "dataset", "metric": "dataset.n_queries", "fail_if": "< 1",

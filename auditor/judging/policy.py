@@ -669,6 +669,12 @@ def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str],
             note = ("this run judged none of its rules: " + ", ".join(f"{rule} {(verdict or 'not run').lower()}"
                                                                       for rule, verdict in found)
                     + (f" ({entry.note})" if entry.note else ""))
+        elif statuses is not None and status != "not covered" and any(verdict in ("UNMEASURED", "ERROR")
+                                                                     for _, verdict in found):
+            # covered, but not every rule judged: the note's claim ("the published statement checked") would
+            # otherwise outrun the run (a reader review, issue 56)
+            unjudged = ", ".join(rule for rule, verdict in found if verdict in ("UNMEASURED", "ERROR"))
+            note = (f"{entry.note}; " if entry.note else "") + f"not measured in this run: {unjudged}"
         rows.append({"point": entry.point, "asks": entry.asks, "status": status, "rules": list(entry.rules),
                      "note": note})
     return rows
