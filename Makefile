@@ -43,7 +43,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-# The suite without the tests marked slow (whole audits, trusted time, fuzzing): under 3 minutes on 2 cores.
+# The suite without the tests marked slow (whole audits, trusted time, fuzzing): under 2 minutes on 2 cores.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not slow"
 

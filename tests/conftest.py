@@ -258,6 +258,18 @@ def _keygen(folder: Path) -> Path:
     return folder
 
 
+WHOLE_AUDITS = ("signed", "demo")  # session fixtures that each make a whole audit (shared by the workers)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` selects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that reads a whole audit made by a fixture is slow, as the `slow` marker says ("or a whole audit in its
+    fixtures"): `make test-fast` leaves it out even when its own body is quick."""
+    for item in items:
+        if set(getattr(item, "fixturenames", ())) & set(WHOLE_AUDITS) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def signed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One signed bookstore run (light spec) and its keys, for the session and its workers (tests/test_signing.py
