@@ -338,6 +338,13 @@ def test_own_products_are_a_group_of_their_own(marketplace: RankingData) -> None
     both = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(group=["own_brand"], own={"own_brand": 1},
                                                                           resamples=200))
     assert alone.metrics == both.metrics
+    assert "Met in fewer than" not in alone.tables[0].note
+    # groups too rare for the headline ratios are named in the table's note, not left out in silence (issue 56)
+    rare = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(own={"own_brand": 1}, resamples=100,
+                                                                        min_queries=10_000))
+    assert "exposure.max.ratio" not in rare.metrics
+    assert ("Met in fewer than 10000 queries, and so left out of the largest and smallest ratios and of the "
+            "detections: own_brand = ") in rare.tables[0].note
 
 
 def test_spec_level_option_errors() -> None:
