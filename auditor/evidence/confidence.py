@@ -226,7 +226,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
 
 
 WIDEN_TO = 3  # an attribution below the validity floor is widened up to this many times k features
-WIDEN_LISTED = 8  # widened attributions listed in the report (all in evidence.json)
+WIDEN_LISTED = 8  # widened attributions the section shows; Appendix B lists up to `max_listed` (all in evidence.json)
 
 
 def widest(k: int, n_features: int) -> int:
@@ -721,7 +721,7 @@ def _widening(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOpti
         title="Attributions that need more features",
         columns=["query", "explainer", f"validity with {options.k} features (held-out masking)", "features needed",
                  "features added", "validity with them (held-out masking)"],
-        rows=rows[:WIDEN_LISTED],
+        rows=rows[:options.max_listed], body_rows=WIDEN_LISTED,  # the section shows the first; Appendix B them all
         note=f"{counted(len(below), 'attribution explanation')} fall below validity "
              f"{figure(options.thresholds.validity)} under the held-out masking with {options.k} features. Taking "
              f"more of the same attribution's top features (up to {widest(options.k, ctx.data.n_features)}: "
@@ -730,8 +730,8 @@ def _widening(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOpti
              f"background rows), {len(reached)} reach it there and "
              f"{len(holding)} ({percent(len(holding) / len(below))}) also hold under the held-out rows, which did "
              "not choose the number: for those, quote the wider explanation."
-             + (f" The first {WIDEN_LISTED} are listed (every one is in evidence.json)."
-                if len(below) > WIDEN_LISTED else "")))
+             + (f" The first {options.max_listed} are listed (every one is in evidence.json)."
+                if len(below) > options.max_listed else "")))
 
 
 def _alternatives(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions,
