@@ -382,7 +382,13 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
             requirement = thresholds_in_percent(requirement)
         # a rule that only warns sets a level to compare with, not a requirement (LL144's four-fifths comparison)
         word = "Required" if "FAIL" in requirement else "Compared with"
-        return f"{scale}. {word}: {requirement}", why or ""
+        # the verdict beside its requirement (a reader review: three of eight figures failed, shown as bare numbers)
+        head = rules[0]
+        here = ("inconclusive warning" if head.inconclusive and head.status == "WARN" else
+                {"FAIL": "fails", "WARN": "warning", "WAIVED": "fails, waived"}.get(head.status,
+                                                                                   "met" if word == "Required"
+                                                                                   else "within it"))
+        return f"{scale}. {word}: {requirement} (here: {here})", why or ""
 
     def add(label: str, kind: str, name: str, scale: str, *, share: bool = False) -> None:
         item = evidence.get(kind)
