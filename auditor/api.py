@@ -537,13 +537,12 @@ def _transformed(transforms: Any, data: Any, kept: set[str | None], columns: Seq
                          fix="pass the data as a pandas DataFrame (e.g. pandas.read_parquet(path))")
     frame = data.reset_index(drop=True)
     names = [str(c) for c in frame.columns]
+    given = list(columns) if columns is not None else [n for n in names if n not in kept and
+                                                       pd.api.types.is_numeric_dtype(frame[n])]
     if transforms is None:
-        inputs = list(columns) if columns is not None else [n for n in names if n not in kept and
-                                                            pd.api.types.is_numeric_dtype(frame[n])]
-        return frame, inputs
+        return frame, given
     fitted = getattr(transforms, "feature_names_in_", None)
-    inputs = [str(c) for c in fitted] if fitted is not None else list(columns) if columns is not None else \
-        [n for n in names if n not in kept and pd.api.types.is_numeric_dtype(frame[n])]
+    inputs = [str(c) for c in fitted] if fitted is not None else given
     missing = next((c for c in inputs if c not in names), None)
     if missing is not None:
         raise InputError(f"the Pipeline was fitted on column '{missing[:80]}', which the data do not hold",
@@ -613,16 +612,15 @@ def _categoricals(model: Any, data: Any, role: str) -> Any:
                              "categories maps them itself")
     frame = data.copy()
     for column in columns:
-        index = {value: code for code, value in enumerate(trained[column])}
         values = frame[column].astype(object)
-        codes = np.array([index.get(v, -1) if v == v and v is not None else -2 for v in values], dtype=np.float64)
-        if not unseen_missing and (codes == -1).any():
-            value = values[codes == -1].iloc[0]
-            raise InputError(f"column '{column[:80]}' holds {str(value)[:40]!r}, a category the model was not "
-                             "trained on", where=f"Audit({role}=...)",
+        codes = values.map({value: float(code) for code, value in enumerate(trained[column])})
+        unseen = codes.isna() & values.notna()
+        if not unseen_missing and unseen.any():
+            raise InputError(f"column '{column[:80]}' holds {str(values[unseen].iloc[0])[:40]!r}, a category the "
+                             "model was not trained on", where=f"Audit({role}=...)",
                              fix="drop those rows, or set the value to missing (NaN) if that is what it means")
-        codes[codes < 0] = np.nan  # missing, as the model's predict reads a missing (or, LightGBM, unseen) value
-        frame[column] = codes
+        # missing (NaN), as the model's predict reads a missing (or, LightGBM, unseen) value
+        frame[column] = codes.to_numpy(dtype=np.float64, na_value=np.nan)
     return frame
 
 

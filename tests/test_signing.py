@@ -383,3 +383,20 @@ def test_the_run_s_other_pdf_documents_are_certified_and_verified(signed: dict[s
     code, output = verify(signed, run)
     assert code == 1 and "FAIL dsa-audit.pdf (signature): changed after signing" in output, output
     assert "OK   report.pdf (signature)" in output
+
+
+def test_restamp_extends_report_pdf_and_each_document_the_run_certified(signed: dict[str, Path]) -> None:
+    """What `auditor restamp` appends to: report.pdf whatever it holds (its own checks say what is wrong), then each
+    other PDF of the run that carries the tool's certification; a document a run signed before documents were signed
+    (no certification) is left as it is."""
+    import shutil
+
+    from auditor.trust.restamp import _signed_pdfs
+
+    run = _copy(signed, "restamp-documents")
+    shutil.copy(run / "report.pdf", run / "dsa-audit.pdf")  # certified by the tool, as a signed run's documents are
+    (run / "ll144-summary.pdf").write_bytes(b"%PDF-1.7\n% an unsigned document of an older run\n%%EOF\n")
+    assert [p.name for p in _signed_pdfs(run)] == ["report.pdf", "dsa-audit.pdf"]
+    (run / "report.pdf").unlink()
+    (run / "report.pdf").symlink_to(run / "dsa-audit.pdf")  # still restamped, so its own read refuses the link
+    assert [p.name for p in _signed_pdfs(run)] == ["report.pdf", "dsa-audit.pdf"]

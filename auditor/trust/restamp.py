@@ -3,9 +3,9 @@
 Before the newest timestamp's TSA certificate expires, a restamp appends to report.pdf (and to each other PDF document
 the run certified) the validation data of that timestamp (its TSA's chain and OCSP or CRL, fetched now) and a new
 document timestamp (a PAdES archive timestamp, an incremental update: the bundle pins the certified revision, so the
-run still verifies), and renews the bundle's
-trusted time (`token_chain`: a new token over the previous one and its TSA's validation data). Both are appended,
-never rewritten: report.pdf is replaced whole by the longer file (temporary then rename), the renewal is a new file.
+run still verifies), and renews the bundle's trusted time (`token_chain`: a new token over the previous one and its
+TSA's validation data). Both are appended, never rewritten: a PDF is replaced whole by the longer file (temporary
+then rename), the renewal is a new file.
 """
 
 from __future__ import annotations
