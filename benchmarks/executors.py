@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from auditor.evidence.executor import core_limit, make_executor  # noqa: E402
 from auditor.evidence.explainers import method_names  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions, run  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, run  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from auditor.checks.validity import has_order  # noqa: E402
 from auditor.core.threads import threads_here  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.perturb import parallel_map, workers  # noqa: E402

@@ -31,7 +31,7 @@ import auditor.explain.lirme as lirme  # noqa: E402
 import auditor.explain.perturb as perturb  # noqa: E402
 from auditor.checks.validity import has_order  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from benchmarks import smoke  # noqa: E402
 from benchmarks.reproduce_valid_explanations import context  # noqa: E402

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.confidence import run  # noqa: E402
+from auditor.evidence.kinds.confidence.measure import run  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.run.engine import prepare  # noqa: E402
@@ -194,7 +194,7 @@ STUDY_METHODS = ["treeshap5", "lirme5", "exs5", "greedy_cover_eps", "validity_se
 def study(queries: int, ks: list[int], methods: list[str], arms_wanted: list[str], dataset: str = "wide136",
           tmp: Path | None = None) -> str:
     """Validity of each explainer's top-k set on a wide ranker, by k and masking (module docstring)."""
-    from auditor.evidence.local_explanations import run as run_local
+    from auditor.evidence.kinds.local_explanations.measure import run as run_local
 
     spec, facts = spec_for(dataset, tmp)
     assert spec is not None

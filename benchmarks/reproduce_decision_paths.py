@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from auditor.checks.decision_path import ground_truth  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.decision_path_accuracy import DecisionPathOptions, run  # noqa: E402
+from auditor.evidence.kinds.decision_path_accuracy.measure import DecisionPathOptions, run  # noqa: E402
 from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.capabilities import tree_ensemble  # noqa: E402

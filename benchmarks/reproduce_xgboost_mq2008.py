@@ -24,9 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.checks.ranking import per_query_ndcg  # noqa: E402
-from auditor.evidence import decision_path_accuracy, global_importance, local_explanations  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions, label  # noqa: E402
+from auditor.evidence.kinds.decision_path_accuracy import measure as decision_path_accuracy  # noqa: E402
+from auditor.evidence.kinds.global_importance import measure as global_importance  # noqa: E402
+from auditor.evidence.kinds.local_explanations import measure as local_explanations  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, label  # noqa: E402
 from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402

@@ -33,7 +33,7 @@ from auditor.checks.validity import has_order, measure_sets  # noqa: E402
 from auditor.core.threads import threads_here  # noqa: E402
 from auditor.evidence.base import AuditContext  # noqa: E402
 from auditor.evidence.explainers import build  # noqa: E402
-from auditor.evidence.local_explanations import LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions  # noqa: E402
 from auditor.explain.base import QueryView  # noqa: E402
 from auditor.explain.search import Exhaustive  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402

@@ -206,7 +206,7 @@ def test_schema_and_policies_commands(tmp_path: Path) -> None:
 
 
 def test_global_importance_within_query_ignores_query_constant_effects() -> None:
-    from auditor.evidence.global_importance import importance_views
+    from auditor.evidence.kinds.global_importance.measure import importance_views
 
     rng = np.random.default_rng(0)
     phi = rng.standard_normal((30, 3))

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from auditor.checks.confidence import agreement, flag_gap, score_margin, set_overlap, set_weights, verdict
-from auditor.evidence import confidence, local_explanations
 from auditor.evidence.base import AuditContext
+from auditor.evidence.kinds.confidence import measure as confidence
+from auditor.evidence.kinds.local_explanations import measure as local_explanations
 from auditor.run.engine import run_audit
 from tests.conftest import make_bookstore_context, write_spec
 from tests.helpers import document_of

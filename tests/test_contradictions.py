@@ -12,17 +12,15 @@ import pytest
 
 from auditor.checks.confidence import Verdict, flag_gap
 from auditor.core.numbers import figure, points, positions, signed
-from auditor.evidence import (
-    confidence,
-    exposure,
-    exposure_attention,
-    global_importance,
-    local_explanations,
-    local_report,
-    parameter_influence,
-)
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.figures import decode
+from auditor.evidence.kinds.confidence import measure as confidence
+from auditor.evidence.kinds.exposure import attention as exposure_attention
+from auditor.evidence.kinds.exposure import measure as exposure
+from auditor.evidence.kinds.global_importance import measure as global_importance
+from auditor.evidence.kinds.local_explanations import measure as local_explanations
+from auditor.evidence.kinds.local_explanations import present as local_report
+from auditor.evidence.kinds.parameter_influence import measure as parameter_influence
 from tests.conftest import make_bookstore_context
 
 INTERVAL = re.compile(r"\[[^\]]*,[^\]]*\]|\d\s*[–—]\s*[−-]?\d")  # `[a, b]` or `a–b`: not the report's style

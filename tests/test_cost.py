@@ -119,25 +119,25 @@ def test_bad_budget_is_one_line_naming_the_place(bookstore: Path, budget: str, p
 def test_every_registered_method_is_costed():
     """A registered explainer the cost model does not know would be estimated at 0 model rows and make budgets
     choose blind: every method but RANDOM (which scores nothing) costs more than measuring its sets."""
-    from auditor.evidence.costs import _local_rows
-    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.evidence.costs import local_rows
+    from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
     from auditor.explain import registry
     from auditor.run.cost import Shape
 
     shape = Shape(sizes=np.full(10, 20), features=30, trees=100, background_docs=500, background_queries=20,
                   rows_per_second=1e6)
     options = LocalExplanationsOptions(background_rows=5)
-    measuring_only = _local_rows(options, ["random"], shape, 20.0, [5], shared=False)
+    measuring_only = local_rows(options, ["random"], shape, 20.0, [5], shared=False)
     for method in registry.methods():
         if method != "random":
-            assert _local_rows(options, [method], shape, 20.0, [5], shared=False) > measuring_only, method
+            assert local_rows(options, [method], shape, 20.0, [5], shared=False) > measuring_only, method
 
 
 def test_shared_attributions_are_counted_once_and_only_those_that_are_shared():
     """Decision paths re-use local explanations' attributions only for the explainers local explanations ran: with
     [random, treeshap1] there, decision paths' LIRME is its own work (it was estimated at 0 rows)."""
-    from auditor.evidence.options.decision_path_accuracy import DecisionPathOptions
-    from auditor.evidence.options.local_explanations import LocalExplanationsOptions
+    from auditor.evidence.kinds.decision_path_accuracy.options import DecisionPathOptions
+    from auditor.evidence.kinds.local_explanations.options import LocalExplanationsOptions
     from auditor.run.cost import Shape
 
     shape = Shape(sizes=np.full(10, 20), features=12, trees=80, background_docs=500, background_queries=20,

@@ -300,7 +300,7 @@ def test_an_explainers_result_for_a_document_does_not_depend_on_later_documents(
     """What lets decision_path_accuracy reuse local_explanations' top-5 attributions for its top 3: every
     attribution explainer the registry calls `reusable` (with these options) must pass."""
     from auditor.evidence.explainers import build
-    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
     from auditor.explain.base import QueryView
 
     options = LocalExplanationsOptions(**SMALL)
@@ -319,8 +319,8 @@ def test_an_explainers_result_for_a_document_does_not_depend_on_later_documents(
 def test_decision_paths_reuse_the_attributions_local_explanations_made() -> None:
     """After local_explanations explained the top 5 documents, decision_path_accuracy's top 3 cost no model rows,
     and its results equal those it computes alone."""
-    from auditor.evidence import decision_path_accuracy as evidence
-    from auditor.evidence import local_explanations
+    from auditor.evidence.kinds.decision_path_accuracy import measure as evidence
+    from auditor.evidence.kinds.local_explanations import measure as local_explanations
 
     options = evidence.DecisionPathOptions(docs_per_query=3, **SMALL)
     alone = evidence.run(make_bookstore_context(5), options)
@@ -353,7 +353,7 @@ def test_rank_vector_is_scipys_rankdata():
 
 def test_the_k_curve_caption_says_which_way_this_run_s_lines_go() -> None:
     """Issue 56: the caption said "AUC falls as K grows" (the paper's finding) above the demo's rising curves."""
-    from auditor.evidence.decision_path_accuracy import k_curve_caption
+    from auditor.evidence.kinds.decision_path_accuracy.measure import k_curve_caption
 
     rising = k_curve_caption({"TreeSHAP": [0.6, 0.7, 0.8], "EXS": [0.7, 0.75, 0.9], "LIRME": [0.9, 0.8, 0.5]})
     assert "Here AUC rises as K grows (2 of 3 lines" in rising and "report that it falls" in rising

@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 
-from auditor.evidence.governance import period_end, run
-from auditor.evidence.options.governance import GovernanceOptions
+from auditor.evidence.kinds.governance.measure import period_end, run
+from auditor.evidence.kinds.governance.options import GovernanceOptions
 
 
 def _kinds(day: str, **facts: str) -> dict[str, str]:

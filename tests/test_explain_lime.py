@@ -715,7 +715,7 @@ def test_exs_uses_the_exact_solver_on_a_real_model(lambdamart):
 def test_evidence_batches_queries_without_changing_anything(monkeypatch) -> None:
     """local_explanations draws LIRME/EXS samples for blocks of queries and scores each block in one model call:
     the memo entries (keys and values), records, metrics and rows are those of one call per query."""
-    from auditor.evidence import local_explanations as le
+    from auditor.evidence.kinds.local_explanations import measure as le
 
     options = le.LocalExplanationsOptions(methods=["lirme1", "lirme5", "exs5"], k=3, k_curve=[], queries=7,
                                           optimum_max_subsets=0, lime={"samples": 300})

@@ -32,8 +32,8 @@ from auditor.checks.exposure import (
     target_exposure,
 )
 from auditor.core.errors import InputError
-from auditor.evidence import exposure as exposure_evidence
 from auditor.evidence.base import AuditContext
+from auditor.evidence.kinds.exposure import measure as exposure_evidence
 from auditor.inputs.data import RankingData
 from auditor.judging.policy import evaluate, load_packs
 from auditor.models.base import CountingRanker

@@ -1,4 +1,4 @@
-"""Exposure under each attention model (issue 36, part 5; auditor/evidence/exposure_attention.py).
+"""Exposure under each attention model (issue 36, part 5; auditor/evidence/kinds/exposure/attention.py).
 
 The three models' shares on a ranking of two queries and four documents computed by hand, a ranking where the models
 disagree in direction (so the sentence says the conclusion depends on the model, and a rule on the least favourable
@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from auditor.evidence import REGISTRY
-from auditor.evidence import exposure as exposure_evidence
-from auditor.evidence import exposure_attention as sensitivity
 from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.kinds.exposure import attention as sensitivity
+from auditor.evidence.kinds.exposure import measure as exposure_evidence
 from auditor.inputs.data import RankingData
 from auditor.judging.policy import evaluate, load_packs
 from auditor.models.base import CountingRanker

@@ -68,8 +68,9 @@ def test_sklearn_equals_shap(make) -> None:
 
 
 def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    from auditor.evidence import global_importance, importance
+    from auditor.evidence import importance
     from auditor.evidence.base import AuditContext
+    from auditor.evidence.kinds.global_importance import measure as global_importance
     from auditor.inputs.data import RankingData
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
@@ -102,8 +103,9 @@ def test_global_importance_uses_it_for_lightgbm_and_counts_the_same_rows(monkeyp
 def test_global_importance_streams_treeshap_without_holding_every_row() -> None:
     """The evidence's one pass over the data (chunks of whole queries) leaves the same summaries, query means and
     plotted rows' φ as the full φ matrix would, so 1M documents never need φ in memory at once."""
-    from auditor.evidence import global_importance, importance
+    from auditor.evidence import importance
     from auditor.evidence.base import AuditContext
+    from auditor.evidence.kinds.global_importance import measure as global_importance
     from auditor.inputs.data import RankingData
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker

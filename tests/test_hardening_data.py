@@ -19,8 +19,8 @@ import pytest
 
 from auditor.core import files
 from auditor.core.errors import InputError
-from auditor.evidence.local_explanations import LocalExplanationsOptions
-from auditor.evidence.parameter_influence import ParameterInfluenceOptions
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
+from auditor.evidence.kinds.parameter_influence.measure import ParameterInfluenceOptions
 from auditor.inputs import data as data_module
 from auditor.inputs.data import load_ranking_data
 from auditor.inputs.svmlight import MAX_INDEX, MAX_QID, SvmlightError, parse

@@ -298,7 +298,7 @@ def test_labels_that_never_differ_within_a_query_are_never_certified(tmp_path: P
 
     from auditor.evidence import ALWAYS, REGISTRY
     from auditor.evidence.base import AuditContext
-    from auditor.evidence.dataset import add_score_facts
+    from auditor.evidence.kinds.dataset.measure import add_score_facts
     from auditor.judging.policy import evaluate, opinion, unjudged
     from auditor.models.base import CountingRanker
 

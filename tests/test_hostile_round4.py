@@ -31,7 +31,7 @@ from auditor.core.feature_names import metric_segments
 from auditor.disclosure.draft import draft
 from auditor.evidence.base import AuditContext
 from auditor.evidence.document import read_document
-from auditor.evidence.options.selection_rates import SelectionRatesOptions
+from auditor.evidence.kinds.selection_rates.options import SelectionRatesOptions
 from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 from tests.conftest import within
@@ -170,7 +170,7 @@ def _people(attributes: dict[str, list[Any]]) -> RankingData:
 
 
 def _rates(data: RankingData, **options: Any) -> Any:
-    from auditor.evidence.selection_rates import check, run
+    from auditor.evidence.kinds.selection_rates.measure import check, run
 
     chosen = SelectionRatesOptions(resamples=100, **options)
     check(chosen, data)
@@ -211,7 +211,7 @@ def test_a_column_named_with_x_is_counted_as_a_column_not_an_intersection() -> N
 def test_columns_whose_metrics_would_collide_are_refused(columns: list[str], words: str) -> None:
     """`race ethnicity` and `race-ethnicity` both write `selection.race_ethnicity.*`: the second table's numbers
     silently replaced the first's. A column `unknown` writes beside `selection.unknown.<column>`."""
-    from auditor.evidence.selection_rates import check
+    from auditor.evidence.kinds.selection_rates.measure import check
 
     data = _people({columns[0]: ["A", "B"] * 50, columns[1]: ["A"] * 70 + ["B"] * 30})
     with pytest.raises(InputError, match=words) as caught:
@@ -222,7 +222,7 @@ def test_columns_whose_metrics_would_collide_are_refused(columns: list[str], wor
 def test_thousands_of_categories_are_refused_before_any_scoring() -> None:
     """A candidate id named as a category column: 20,000 categories took 16 GB and a minute, 50,000 would not fit.
     Refused when the spec is checked, naming the column."""
-    from auditor.evidence.selection_rates import check
+    from auditor.evidence.kinds.selection_rates.measure import check
 
     data = _people({"sex": ["F", "M"] * 2500, "candidate_id": [f"c{i}" for i in range(5000)]})
     with within(5), pytest.raises(InputError, match=r"'candidate_id': 5,000\), more than 1,000") as caught:
@@ -255,7 +255,7 @@ def test_counting_categories_holds_no_individuals_by_categories_matrix() -> None
 def test_many_category_values_spelled_alike_get_their_metric_names_quickly() -> None:
     """1,000 values that all spell `a` as a metric segment (`a!`, `a!!`, ...): each name was found by trying
     `a_2`, `a_3`, ... against a list, 1.3 s for 1,000 (77 s for 4,000); now a set and a counter."""
-    from auditor.evidence.selection_rates import _breakdown
+    from auditor.evidence.kinds.selection_rates.measure import _breakdown
 
     data = _people({"sex": ["a" + "!" * i for i in range(1000)]})
     started = time.perf_counter()

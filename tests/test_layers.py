@@ -245,7 +245,8 @@ def test_the_policies_load_without_the_spec_or_scipy_stats() -> None:
     """Policy tooling reads packs with the YAML helpers of `inputs.yaml_models`, not through the spec (which builds
     the evidence registry); the evidence modules import scipy.stats only when they compute."""
     code = ("import sys, auditor.judging.policy\n"
-            "print(sorted(m for m in ('auditor.inputs.spec', 'scipy.stats', 'auditor.evidence.confidence') "
+            "print(sorted(m for m in ('auditor.inputs.spec', 'scipy.stats', "
+            "'auditor.evidence.kinds.confidence.measure') "
             "if m in sys.modules))\n"
             "import auditor.inputs.spec\n"
             "print('scipy.stats' in sys.modules)\n")
@@ -259,10 +260,11 @@ UNDER_LOAD = 1.5  # the suite's own load on 2 cores adds up to half to an import
 
 def test_the_spec_imports_light_and_quickly() -> None:
     """Every command and worker reads a spec: it loads no plugin, no numpy and no pandas (the options models live in
-    auditor/evidence/options/; pandas alone would add 0.3 s), and imports in SPEC_IMPORT_SECONDS on a quiet
-    machine. Measured as the CPU time of the import, the least of 9 fresh processes; the test runs beside the rest
-    of the suite, which stretches it by up to UNDER_LOAD (the quiet figure: `python -X importtime -c "import
-    auditor.inputs.spec"`, 0.22 s)."""
+    auditor/evidence/kinds/<kind>/options.py; pandas alone would add 0.3 s) — of a kind's package only its entry and
+    options, never what it measures or presents —, and imports in SPEC_IMPORT_SECONDS on a quiet machine. Measured
+    as the CPU time of the import, the least of 9 fresh processes; the test runs beside the rest of the suite,
+    which stretches it by up to UNDER_LOAD (the quiet figure: `python -X importtime -c "import auditor.inputs.spec"`,
+    0.22 s)."""
     from auditor.evidence import REGISTRY
 
     code = ("import sys, time\n"
@@ -270,7 +272,8 @@ def test_the_spec_imports_light_and_quickly() -> None:
             "import auditor.inputs.spec\n"
             "print(time.process_time() - started)\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pandas', 'scipy') or "
-            "m.startswith('auditor.evidence.') and m.split('.')[2] in sys.argv[1:]))\n")
+            "m.startswith('auditor.evidence.kinds.') and m.split('.')[3] in sys.argv[1:] and "
+            "m.rsplit('.', 1)[1] not in ('options', *sys.argv[1:])))\n")
     times = []
     for _ in range(9):
         out = subprocess.run([sys.executable, "-c", code, *REGISTRY], capture_output=True, text=True, check=True,
@@ -281,18 +284,20 @@ def test_the_spec_imports_light_and_quickly() -> None:
 
 
 def test_no_plugin_imports_another() -> None:
-    """Plugins use each other only through declared `uses` and the results handed over: what two share lives in a
-    module that is not a plugin (explainers, importance, feature_names, sweeps...)."""
+    """Plugins use each other only through declared `uses` and the results handed over: no module of a kind's
+    package imports another kind's but its options model; what two share lives in a module that is not a plugin
+    (explainers, importance, feature_names, sweeps...)."""
     from auditor.evidence import ALWAYS, REGISTRY
 
     kinds = set(REGISTRY) | set(ALWAYS)
     bad = []
     for kind in sorted(kinds):
-        path = ROOT / "auditor" / "evidence" / f"{kind}.py"
-        for line, name in _imports(path):
-            parts = name.split(".")
-            if parts[:2] == ["auditor", "evidence"] and len(parts) > 2 and parts[2] in kinds - {kind}:
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+        for path in sorted((ROOT / "auditor" / "evidence" / "kinds" / kind).glob("*.py")):
+            for line, name in _imports(path):
+                parts = name.split(".")
+                if (parts[:3] == ["auditor", "evidence", "kinds"] and len(parts) > 3 and parts[3] in kinds - {kind}
+                        and parts[4:5] != ["options"]):  # another kind's options are data, as the spec reads them
+                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert not bad, "\n".join(bad)
 
 

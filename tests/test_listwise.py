@@ -309,9 +309,9 @@ def test_options_build_the_explainers() -> None:
 # --- wiring: registry, spec, evidence (issue 26) -------------------------------------------------------------------
 
 def test_listwise_explainers_are_registered_once_per_query_and_left_out_of_decision_paths() -> None:
-    from auditor.evidence.decision_path_accuracy import DecisionPathOptions
     from auditor.evidence.explainers import attribution_names, judged_method_names
-    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.evidence.kinds.decision_path_accuracy.measure import DecisionPathOptions
+    from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
     from auditor.explain import registry
 
     methods = registry.methods()
@@ -327,7 +327,8 @@ def test_listwise_explainers_are_registered_once_per_query_and_left_out_of_decis
 
 
 def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
-    from auditor.evidence import confidence, local_explanations
+    from auditor.evidence.kinds.confidence import measure as confidence
+    from auditor.evidence.kinds.local_explanations import measure as local_explanations
     from tests.conftest import make_bookstore_context
 
     ctx = make_bookstore_context(3)

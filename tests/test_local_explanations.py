@@ -9,7 +9,7 @@ import pytest
 
 from auditor.evidence.base import AuditContext
 from auditor.evidence.explainers import build
-from auditor.evidence.local_explanations import LocalExplanationsOptions, run
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, run
 from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 from auditor.models.lightgbm import LightGBMRanker
@@ -98,7 +98,7 @@ def test_searches_on_wide_data_try_the_features_with_the_largest_treeshap_spread
 def test_the_k_curve_draws_at_most_six_lines_and_keeps_its_references() -> None:
     """Issue 56: at most 6 lines a chart; the optimum and RANDOM always, then the best at the largest k; the table
     holds every method. Lines on top of each other are said to be alike, with how close they are."""
-    from auditor.evidence.local_report import LINES, _alike, _drawn_lines
+    from auditor.evidence.kinds.local_explanations.present import LINES, _alike, _drawn_lines
 
     names = [f"m{i}" for i in range(11)] + ["random", "optimum"]
     curve = {m: [0.1, 0.01 * i] for i, m in enumerate(names)}

@@ -163,8 +163,9 @@ def test_which_models_get_an_ensemble() -> None:
 def test_the_evidence_is_the_same_read_off_the_trees_or_predicted(monkeypatch) -> None:
     """Local explanations and confidence on the bookstore with masked rows read off the trees and with them built
     and predicted (AUDITOR_MASKED_ROWS=predict): the same records, metrics and model-row counts, exactly."""
-    from auditor.evidence import confidence, local_explanations
     from auditor.evidence.base import AuditContext
+    from auditor.evidence.kinds.confidence import measure as confidence
+    from auditor.evidence.kinds.local_explanations import measure as local_explanations
     from tests.conftest import bookstore_inputs
 
     model, data, background = bookstore_inputs()

@@ -11,9 +11,12 @@ import pytest
 
 from auditor.checks.ranking import rank_order
 from auditor.core.errors import InputError
-from auditor.evidence import figures, global_importance, pairwise, surrogate
+from auditor.evidence import figures
 from auditor.evidence.base import AuditContext, Figure, representative_query
 from auditor.evidence.figures import axis_label, decode, value_text
+from auditor.evidence.kinds.global_importance import measure as global_importance
+from auditor.evidence.kinds.pairwise import measure as pairwise
+from auditor.evidence.kinds.surrogate import measure as surrogate
 from auditor.explain.waterfall import positions_worth, waterfall
 from auditor.report import plots
 from tests.conftest import LIGHT_PAIRWISE, LIGHT_SURROGATE, make_bookstore_context

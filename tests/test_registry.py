@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from auditor.evidence import confidence, decision_path_accuracy, local_explanations
+from auditor.evidence.kinds.confidence import measure as confidence
+from auditor.evidence.kinds.decision_path_accuracy import measure as decision_path_accuracy
+from auditor.evidence.kinds.local_explanations import measure as local_explanations
 from auditor.explain import costs, registry
 from auditor.explain.base import Attributions
 from tests.conftest import make_bookstore_context
@@ -59,8 +61,8 @@ def test_a_toy_explainer_appears_in_every_explainer_evidence(toy) -> None:
 def test_unknown_methods_are_refused_with_the_nearest_registered_name(toy) -> None:
     from pydantic import ValidationError
 
-    from auditor.evidence.confidence import ConfidenceOptions
-    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.evidence.kinds.confidence.measure import ConfidenceOptions
+    from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
 
     with pytest.raises(ValidationError, match="unknown explainer 'saliency5'; did you mean 'saliency"):
         LocalExplanationsOptions(methods=["saliency5"])
@@ -69,8 +71,8 @@ def test_unknown_methods_are_refused_with_the_nearest_registered_name(toy) -> No
 
 
 def test_methods_labels_and_sections_come_from_the_registry() -> None:
-    from auditor.evidence.decision_path_accuracy import DecisionPathOptions
-    from auditor.evidence.local_explanations import LocalExplanationsOptions
+    from auditor.evidence.kinds.decision_path_accuracy.measure import DecisionPathOptions
+    from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
 
     methods = registry.methods()
     assert list(methods)[:3] == ["random", "shap1", "shap5"]

@@ -17,7 +17,7 @@ import pytest
 
 from auditor.core.errors import InputError
 from auditor.evidence.base import AuditContext, EvidenceResult
-from auditor.evidence.options.selection_rates import SelectionRatesOptions
+from auditor.evidence.kinds.selection_rates.options import SelectionRatesOptions
 from auditor.inputs.data import RankingData, load_ranking_data
 from auditor.models.base import CountingRanker
 from tests.helpers import FirstColumn, assert_consistent, hiring_run
@@ -37,7 +37,7 @@ def _ten() -> RankingData:
 
 
 def _run(data: RankingData, **options: Any) -> Any:
-    from auditor.evidence.selection_rates import run
+    from auditor.evidence.kinds.selection_rates.measure import run
 
     ctx = AuditContext(data=data, model=CountingRanker(FirstColumn()), seed=0)
     return run(ctx, SelectionRatesOptions(resamples=200, **options))
@@ -92,7 +92,7 @@ def test_top_k_selects_each_query_s_first_k_and_unknown_values_are_the_spec_s() 
 
 
 def test_category_columns_must_be_attribute_columns() -> None:
-    from auditor.evidence.selection_rates import check
+    from auditor.evidence.kinds.selection_rates.measure import check
 
     data = _ten()
     with pytest.raises(InputError, match="not an attribute column") as caught:
@@ -210,7 +210,7 @@ def test_fairlearn_metricframe_agrees_on_the_hiring_example(tmp_path: Path) -> N
 
 
 def _run_on(data: RankingData, model: Any) -> dict[str, float]:
-    from auditor.evidence.selection_rates import run
+    from auditor.evidence.kinds.selection_rates.measure import run
 
     ctx = AuditContext(data=data, model=CountingRanker(model), seed=0)
     metrics: dict[str, float] = run(ctx, SelectionRatesOptions(resamples=100)).metrics
@@ -231,8 +231,8 @@ def test_category_values_are_escaped_in_the_report(tmp_path: Path) -> None:
 def test_the_audit_is_dated_against_the_tool_s_distribution() -> None:
     """governance counts the days from the evaluation day (the audit's date) to `audit.distribution_date`: LL144-3
     fails past 365 (6 RCNY §5-301(a)); a tool distributed before the audit counts negative days."""
-    from auditor.evidence.governance import run
-    from auditor.evidence.options.governance import GovernanceOptions
+    from auditor.evidence.kinds.governance.measure import run
+    from auditor.evidence.kinds.governance.options import GovernanceOptions
     from auditor.judging.policy import bundled_policies_dir, evaluate, load_packs
 
     def days(distributed: str | None) -> dict[str, float]:

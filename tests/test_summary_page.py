@@ -194,13 +194,13 @@ def test_the_headline_names_every_kind_of_finding() -> None:
 def test_the_main_parameters_figure_names_each_of_a_few_main_parameters() -> None:
     """Issue 56: page 2 named the three largest of five main parameters, leaving out the undeclared one the opinion
     is about; up to six are named one by one, more as the three largest and how many more."""
-    from auditor.evidence import key_figures
+    from auditor.evidence.kinds.global_importance import present
 
     def item(main: int) -> str:
         records = [{"feature": f"f{i}", "rank": i + 1, "within_query.share": 0.3 / (i + 1)} for i in range(12)]
         document = document_of(evidence={"global_importance": {
             "metrics": {"global_importance.main_parameters": float(main)}, "records": records}})
-        return key_figures.global_importance(document.evidence["global_importance"])[0].scale
+        return present.key_figures(document.evidence["global_importance"])[0].scale
 
     assert item(5) == "f0 30.0%, f1 15.0%, f2 10.0%, f3 7.5%, f4 6.0%"
     assert item(9) == "largest shares: f0 30.0%, f1 15.0%, f2 10.0% and 6 more"

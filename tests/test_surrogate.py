@@ -162,7 +162,7 @@ def test_bookstore_ilmart_recovers_planted_effects():
 
 def test_surrogate_evidence_on_the_bookstore(bookstore: Path):
     from auditor.evidence.base import AuditContext
-    from auditor.evidence.surrogate import SurrogateOptions, run
+    from auditor.evidence.kinds.surrogate.measure import SurrogateOptions, run
     from auditor.models.base import CountingRanker
     from auditor.run.engine import prepare
 
@@ -204,7 +204,7 @@ def test_surrogate_evidence_is_exact_on_negative_and_missing_features():
     """The issue's case: features with negative values (LightGBM writes "≤ 0" as −1e-35), exact zeros, −0.0 and
     missing values. Bias + Σ effects must still be the surrogate's score (the starter pack's BASE-10)."""
     from auditor.evidence.base import AuditContext
-    from auditor.evidence.surrogate import SurrogateOptions, run
+    from auditor.evidence.kinds.surrogate.measure import SurrogateOptions, run
     from auditor.inputs.data import RankingData
     from auditor.models.base import CountingRanker
     from auditor.models.lightgbm import LightGBMRanker
@@ -235,7 +235,7 @@ def test_the_heatmap_caption_says_when_documents_reach_past_the_colour_scale() -
     silence (a reader took ±0.156 for the largest push while a document reached −0.266)."""
     import numpy as np
 
-    from auditor.evidence.surrogate import _scale_note
+    from auditor.evidence.kinds.surrogate.measure import _scale_note
 
     wide = _scale_note(0.156, [np.array([-0.266, 0.1, 0.15])])
     assert "±0.156, the largest cell mean of all pairs" in wide and "−0.266" in wide.replace("-", "−")

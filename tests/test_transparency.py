@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 from auditor.checks.influence import rank_among_others, top_k_changed
 from auditor.cli import app
 from auditor.core.errors import InputError
-from auditor.evidence import disclosure_consistency, parameter_influence
 from auditor.evidence.base import AuditContext
+from auditor.evidence.kinds.disclosure_consistency import measure as disclosure_consistency
+from auditor.evidence.kinds.parameter_influence import measure as parameter_influence
 from auditor.models.base import CountingRanker
 from auditor.run.engine import prepare
 from tests.conftest import BOOKSTORE
@@ -181,7 +182,7 @@ def test_disclosure_uses_the_surrogate_importance_whatever_the_spec_order(bookst
 def test_stability_of_main_parameters_degrades_gracefully_on_wide_models() -> None:
     """136 features, a stable top five and a long tail of near-zero features that reshuffles between samples: the
     importance-weighted measures call it stable, the strict ones do not; five near-equal top features are not."""
-    from auditor.evidence.disclosure_consistency import _main_set, _shares, _stability
+    from auditor.evidence.kinds.disclosure_consistency.measure import _main_set, _shares, _stability
 
     rng = np.random.default_rng(0)
     options = disclosure_consistency.DisclosureConsistencyOptions(declared=["f0"], resamples=100)

@@ -44,8 +44,8 @@ DASK_CONNECT_SECONDS = 20  # to reach the scheduler, and then for its first work
 _here = threading.local()  # the serial executor's progress tick, for tasks running in this thread
 # Imported once by the forkserver and shared by its workers: what every per-query task needs, nothing more
 # (plots, scipy.stats and scikit-learn are imported where used, so a worker stays small).
-_PRELOAD = ["numpy", "lightgbm", "auditor.evidence.executor", "auditor.evidence.local_explanations",
-            "auditor.evidence.pairwise", "auditor.explain.perturb"]
+_PRELOAD = ["numpy", "lightgbm", "auditor.evidence.executor", "auditor.evidence.kinds.local_explanations.measure",
+            "auditor.evidence.kinds.pairwise.measure", "auditor.explain.perturb"]
 
 
 @dataclass(frozen=True)

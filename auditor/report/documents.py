@@ -45,7 +45,7 @@ def _ll144(document: EvidenceDocument) -> Any:
 
 
 def _ll144_check(options: dict[str, Any], data: Any) -> None:
-    from auditor.evidence.selection_rates import outside_eeo1
+    from auditor.evidence.kinds.selection_rates.measure import outside_eeo1
 
     outside = outside_eeo1(options["selection_rates"], data)
     if outside:

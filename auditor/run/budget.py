@@ -64,7 +64,7 @@ class Choice:
 def reference_speed(model: Any, n_features: int) -> tuple[float, float]:
     """Rows per second at the reference rates (module docstring), documents and masked rows: deterministic, from
     the model file."""
-    from auditor.evidence.decision_path_accuracy import tree_ensemble
+    from auditor.evidence.kinds.decision_path_accuracy.measure import tree_ensemble
 
     ensemble, _ = tree_ensemble(model)
     if ensemble is None:

@@ -28,9 +28,9 @@ from auditor.core.files import sha256_file, write_new
 from auditor.core.threads import cpu_count
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress
-from auditor.evidence.dataset import add_score_facts
 from auditor.evidence.document import SCHEMA, EvidenceDocument
 from auditor.evidence.executor import Executor, core_limit, usable_jobs
+from auditor.evidence.kinds.dataset.measure import add_score_facts
 from auditor.evidence.registry import EvidenceKind
 from auditor.inputs import feature_dictionary
 from auditor.inputs.data import RankingData, load_ranking_data, read_feature_names
@@ -449,8 +449,8 @@ def always_present_options(spec: AuditSpec, today: dt.date | None = None, *,
     the evaluation day (`today`), the audit's date, which the distribution date is counted from. The audit is
     compared with a previous review when the spec names a `baseline:` or the register holds one
     (`previous_review`): "since the last review" is then in the report."""
-    from auditor.evidence.dataset import DatasetOptions
-    from auditor.evidence.governance import GovernanceOptions
+    from auditor.evidence.kinds.dataset.measure import DatasetOptions
+    from auditor.evidence.kinds.governance.measure import GovernanceOptions
 
     return {"dataset": DatasetOptions(),
             "governance": GovernanceOptions(audit=spec.audit.model_dump(), signed=spec.signing is not None,

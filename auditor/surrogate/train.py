@@ -9,7 +9,7 @@ probability `mix`, taken from another random document of the same query (MUNGE-s
 al. 2006), scored by the black box. The validation queries stay real. It is an option, not the evidence's default:
 on MQ2008 it raised fidelity with early stopping on a separate validation split (benchmarks/reproduce_ilmart.py,
 docs/reproductions/ilmart.md) but not with the evidence's protocol of stopping on held-out training queries
-(auditor/evidence/surrogate.py).
+(auditor/evidence/kinds/surrogate/measure.py).
 """
 
 from __future__ import annotations
