@@ -24,7 +24,8 @@ GOLDEN = Path(__file__).parent / "golden" / "bookstore-evidence.json"
 DIGITS = 9  # significant digits kept: a last-bit difference of BLAS between machines is not a change of evidence
 NOISE = 1e-12  # an error measure (a key ending in "error": additivity, efficiency) below this is rounding, i.e. 0: its
 # value is the last bits of a sum (2e-16 on one machine, 9e-16 on another), not evidence
-PARTS = ("records", "tables", "per_query", "notes", "summary", "detections", "error", "status")
+PARTS = ("records", "tables", "per_query", "notes", "summary", "detections", "error", "status", "figures",
+         "how_to_read", "facts", "options")
 CLOCK = ("review-period-not-ended", "data-period-after-audit", "distributed-before-audit")  # the day decides them
 
 

@@ -32,19 +32,30 @@ class ToyOptions(EvidenceOptions):
 
 
 def run(ctx: Any, options: ToyOptions) -> Any:
-    """Scores each document `per_document` times and reports the mean score: real model rows, one metric."""
-    from auditor.evidence.base import EvidenceResult, Table
+    """Scores each document `per_document` times and measures the mean score: real model rows, numbers only (its
+    sentences and table are `section`'s)."""
+    from auditor.evidence.base import EvidenceResult
 
     X = ctx.data.X
     for _ in range(options.per_document):
         scores = ctx.model.predict(X)
-    result = EvidenceResult(name="toy_kind", how_to_read="The toy kind's one figure: the mean score.")
+    result = EvidenceResult(name="toy_kind")
     result.metrics["toy_kind.mean_score"] = float(np.mean(scores))
     result.metrics["toy_kind.queries"] = float(options.queries or ctx.data.n_queries)  # as if it sampled them
-    result.tables.append(Table(title="Toy table", columns=["figure", "value"],
-                               rows=[["mean score", round(float(np.mean(scores)), 4)]]))
-    result.summary = "A toy kind ran."
+    result.facts["best_score"] = float(np.max(scores))  # a fact no metric holds, for the presenter
     return result
+
+
+def section(item: Any, options: ToyOptions) -> Any:
+    """The toy's report section, from its stored result alone."""
+    from auditor.evidence.base import Section, Table
+
+    mean = item.metrics["toy_kind.mean_score"]
+    return Section(summary=f"A toy kind ran, {options.per_document} rows a document.",
+                   how_to_read="The toy kind's one figure: the mean score.",
+                   tables=[Table(title="Toy table", columns=["figure", "value"],
+                                 rows=[["mean score", round(mean, 4)],
+                                       ["best score", round(item.facts["best_score"], 4)]])])
 
 
 def cost(options: ToyOptions, shape: Any, earlier: set[str]) -> tuple[int, int, float, str]:
@@ -63,7 +74,7 @@ def limitations(metrics: Any, dataset: Any) -> list[str]:
 TOY = EvidenceKind("toy_kind", ToyOptions, __name__, "Toy evidence", "A kind defined in a test module.", cost,
                    metrics=("toy_kind.mean_score", "toy_kind.queries"), sampled=True,
                    coverage=("toy_kind.queries", "", "Toy figures"), key_figures=key_figures,
-                   limitations=limitations)
+                   limitations=limitations, section=section)
 
 
 @pytest.fixture
@@ -105,8 +116,11 @@ def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: Evide
     assert evidence["evidence"]["toy_kind"]["n_model_rows"] >= 3 * docs  # counted as it ran
     compared = {c["evidence"]: c for c in evidence["run"]["cost"]["compared"]}
     assert compared["toy_kind"]["estimated_rows"] == estimated
+    toy_item = evidence["evidence"]["toy_kind"]  # presented from what it stored: its options, its facts
+    assert toy_item["options"] == {"queries": 5, "per_document": 3} and "best_score" in toy_item["facts"]
+    assert toy_item["summary"] == "A toy kind ran, 3 rows a document." and toy_item["tables"][0]["title"] == "Toy table"
     html = (run_dir / "report.html").read_text()
-    assert "Toy evidence" in html and "Toy table" in html
+    assert "Toy evidence" in html and "Toy table" in html and "best score" in html
     assert "Toy figures were computed on 5 of the" in html  # the scope names a sampled kind's coverage
     assert "The toy looked at 5 of" in html  # its own Limitations sentence
     summary = html[:html.index("Toy table")]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -44,6 +45,23 @@ def test_a_fresh_run_renders_byte_for_byte(demo: Path, tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["rendered.json", "report.html"]
     assert (demo / "report.html").read_text().count("<svg") >= 10  # every kind's figures, drawn from their data
 
+
+
+def test_a_corrected_wording_reaches_the_rendered_report(unsigned: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A presenting kind's sentences are made from its stored facts when a run is rendered (issue 52: measure, then
+    present): a reading guide corrected since the run shows in the rendering, while the run's evidence, which the
+    rendering does not touch, keeps what the run said."""
+    from auditor.evidence.kinds.ranking_quality import present
+
+    before = (unsigned / "evidence.json").read_bytes()
+    said = json.loads(before)["evidence"]["ranking_quality"]["how_to_read"]
+    assert said == present.HOW_TO_READ
+    monkeypatch.setattr(present, "HOW_TO_READ", "nDCG@k, as the corrected guide explains it.")
+    folder = Path(_render(str(unsigned), "--out", str(tmp_path / "out"))[0].strip())
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert "nDCG@k, as the corrected guide explains it." in html and said[:60] not in html
+    assert (unsigned / "evidence.json").read_bytes() == before
 
 
 @pytest.mark.slow  # two renderings
@@ -110,7 +128,8 @@ def test_evidence_written_before_figures_were_kept_renders_without_them(unsigned
     run = _copy(unsigned, tmp_path)
     document = json.loads((run / "evidence.json").read_text())
     for item in document["evidence"].values():
-        item.pop("figures", None)
+        for key in ("figures", "options", "facts"):  # none of them was kept before v2
+            item.pop(key, None)
     document.pop("evidence_order")
     (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
     _render(str(run), "--out", str(tmp_path / "out"), code=2)  # v2 keeps figures: without them it is not ours
@@ -138,12 +157,21 @@ def test_figure_data_that_is_not_ours_is_one_line_and_nothing_written(unsigned: 
                                                                       words: str) -> None:
     run = _copy(unsigned, tmp_path)
     document = json.loads((run / "evidence.json").read_text())
-    edit(document["evidence"]["ranking_quality"]["figures"][0])
+    edit(_stored_figure(document))
     (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
     _, stderr = _render(str(run), "--out", str(tmp_path / "out"), code=2)
     assert words in stderr and len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
     assert [p for p in _folders(tmp_path / "out") if not p.name.startswith(".")] == []
     assert not any(p.name.startswith(".") for p in _folders(tmp_path / "out"))
+
+
+def _stored_figure(document: dict[str, Any]) -> dict[str, Any]:
+    """The first figure a run keeps as it drew it: of a kind that does not present its result again when rendered
+    (a presenting kind's figures are made anew from its facts)."""
+    from auditor.evidence import REGISTRY
+
+    return next(figure for name, item in document["evidence"].items()
+                if name in REGISTRY and REGISTRY[name].section is None for figure in item.get("figures") or [])
 
 
 def test_what_is_not_a_run_or_writes_into_one_is_refused(unsigned: Path, tmp_path: Path) -> None:

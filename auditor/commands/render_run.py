@@ -22,7 +22,7 @@ from pathlib import Path
 from auditor.core.errors import InputError
 from auditor.core.files import MAX_JSON_BYTES, MAX_SMALL_BYTES, Unreadable, read_regular
 from auditor.evidence.base import EvidenceResult
-from auditor.evidence.document import EvidenceDocument, read_document
+from auditor.evidence.document import EvidenceDocument, EvidenceItem, read_document
 
 EVIDENCE = "evidence.json"
 RECORD = "rendered.json"  # in the rendered folder: what it was rendered from
@@ -63,11 +63,25 @@ def load_run(run_dir: Path, *, pubkey: Path | None = None) -> LoadedRun:
     document = _evidence(raw, run_dir)
     signer, bundle_state = _checked_against_bundle(run_dir, raw, pubkey, notes)
     document.evidence = dict(document.items())  # in the report's order, as the run held it in memory
-    results = {name: EvidenceResult.from_item(name, item) for name, item in document.evidence.items()}
+    results = {name: presented(name, item) for name, item in document.evidence.items()}
     if any(item.figures is None for item in document.evidence.values()):
         notes.append("the run's evidence.json keeps no figure data (written before figures were kept as data): "
                      "the sections say so; the run's own report shows them")
     return LoadedRun(run_dir, document, results, raw, signer, bundle_state, notes)
+
+
+def presented(name: str, item: EvidenceItem) -> EvidenceResult:
+    """An item as the report shows it: a presenting kind's sentences, tables and figures made again from its
+    stored facts by this auditor's `present` (issue 52: a corrected wording reaches a signed run's report without
+    running anything; on a run this version wrote, the same); any other kind's as stored."""
+    from auditor.evidence import ALWAYS, REGISTRY
+
+    result = EvidenceResult.from_item(name, item)
+    kind = REGISTRY.get(name) or ALWAYS.get(name)
+    section = kind.presented(item) if kind is not None else None
+    if section is not None:
+        result.present(section)
+    return result
 
 
 def render_run(run_dir: Path, *, out: Path | None = None, templates: Path | None = None,

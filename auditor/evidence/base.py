@@ -118,6 +118,20 @@ class Detection:
                    evidence=str(raw.get("evidence", "")), subject=str(raw.get("subject", "")))
 
 
+@dataclass(frozen=True)
+class Section:
+    """What a kind's `present` says of its stored result (issue 52: measure, then present): the sentences, tables
+    and figures of its report section. The engine presents a result from its stored form as it writes the run, and
+    `auditor render` presents it again with the wording of the auditor that renders — so a corrected sentence or
+    table reaches a signed run's report without running anything."""
+
+    summary: str
+    how_to_read: str
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 @dataclass
 class EvidenceResult:
     """What one evidence item measured. `metrics` are flat dotted names that policy rules address."""
@@ -141,6 +155,10 @@ class EvidenceResult:
     # per-document attributions of some queries, kept so a saved run gives them back (`AuditResult.explanations`):
     # {"method", "feature_names", "queries": [{"query", "docs", "phi", "bias", "values"}], "left_out"}
     attributions: dict[str, Any] | None = None
+    # a presenting kind's measured facts that neither metrics nor records hold (plain JSON its `present` reads), and
+    # the options it measured under (the spec's, as a budget left them): written only for kinds with a `section`
+    facts: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] | None = None
     # values the evidence items that use this one read (their plugin's `uses`), e.g. the surrogate's importance per
     # feature; arrays and small typed values, never written to evidence.json
     shared: dict[str, Any] = field(default_factory=dict)
@@ -171,10 +189,20 @@ class EvidenceResult:
             out["unmeasured"] = dict(sorted(self.unmeasured.items()))
         if self.attributions is not None:
             out["attributions"] = self.attributions
+        if self.options is not None:
+            out["options"] = self.options
+        if self.facts:
+            out["facts"] = self.facts
         if self.per_query:  # values per query that per-query rules judge (`per_query:` in a policy rule)
             out["per_query"] = {name: {q: _plain(v) for q, v in values.items()}
                                 for name, values in sorted(self.per_query.items())}
         return out
+
+    def present(self, section: Section) -> None:
+        """Take the sentences, tables and figures its kind's `present` made of its stored form (a presenting kind's
+        `run` leaves them empty: they are never measured)."""
+        self.summary, self.how_to_read = section.summary, section.how_to_read
+        self.tables, self.figures, self.notes = list(section.tables), list(section.figures), list(section.notes)
 
     @classmethod
     def from_item(cls, name: str, item: EvidenceItem) -> EvidenceResult:
@@ -189,7 +217,8 @@ class EvidenceResult:
                      per_query={m: dict(values) for m, values in item.per_query.items()}, error=item.error,
                      n_model_rows=item.n_model_rows,
                      detections=[Detection.from_json(d.model_dump()) for d in item.detections],
-                     unmeasured=dict(item.unmeasured), attributions=item.attributions)
+                     unmeasured=dict(item.unmeasured), attributions=item.attributions,
+                     facts=dict(item.facts or {}), options=None if item.options is None else dict(item.options))
         if item.figures is None and result.status == "ok":
             result.notes.append(FIGURES_NOT_KEPT)
         return result

@@ -126,6 +126,9 @@ class EvidenceItem(_Part):
     unmeasured: dict[str, str] = Field(default_factory=dict)
     per_query: dict[str, dict[str, Number]] = Field(default_factory=dict)
     attributions: dict[str, Any] | None = None  # global_importance: TreeSHAP per document of some queries
+    # a presenting kind (one with a `section`): the options it measured under and the facts its `present` reads
+    options: dict[str, Any] | None = None
+    facts: dict[str, Any] | None = None
 
     @property
     def measured(self) -> bool:

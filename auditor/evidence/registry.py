@@ -88,6 +88,9 @@ class EvidenceKind:
     # the column of its records holding each feature's share of importance (`feature` names it): the report lists
     # the features by it
     feature_shares: str | None = None
+    # (its result as evidence.json holds it, its options) -> its report section (`base.Section`): a kind that
+    # presents (issue 52) measures numbers and facts only, and the engine and `auditor render` present them
+    section: Callable[[EvidenceItem, Any], Any] | str | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
         return self._module().run(ctx, options)
@@ -106,6 +109,15 @@ class EvidenceKind:
     def figures(self, result: EvidenceItem) -> list[KeyFigure]:
         """The figures it offers the executive summary from `result` (none when it declares no `key_figures`)."""
         return [] if self.key_figures is None else list(resolve(self.key_figures)(result))
+
+    def presented(self, item: EvidenceItem) -> Any:
+        """Its report section made of `item` (a `base.Section`), under the options the item stored; None when the
+        kind does not present, the item did not measure or was written before its kind presented."""
+        if self.section is None or item.status != "ok" or item.options is None:
+            return None
+        import json  # JSON's own types: a tuple option is stored as a list
+
+        return resolve(self.section)(item, self.options.model_validate_json(json.dumps(item.options)))
 
     def emits(self, metric: str) -> bool:
         """Whether this kind can emit `metric` (one of its `metrics` patterns matches it)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -135,17 +136,19 @@ def render_html(document: EvidenceDocument, results: dict[str, EvidenceResult], 
                    spec_text=shown_html(spec_text, SPEC_CHARS, lines=True),
                    limitations=limitations, signer=signer, timings=timings,
                    summary=executive_summary(document, plugins), importance=importance,
-                   glossary=glossary, references=cited(document, limitations, glossary),
+                   glossary=glossary, references=cited(document, limitations, glossary, results=results),
                    appendix_tables=appendix_tables,
                    section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
     return with_policy(render_template("report.html.j2", context, templates))
 
 
-def cited(document: EvidenceDocument, *texts: Any) -> dict[str, tuple[str, str]]:
+def cited(document: EvidenceDocument, *texts: Any,
+          results: Mapping[str, EvidenceResult] | None = None) -> dict[str, tuple[str, str]]:
     """The references this report cites (issue 56: only what ran): those whose in-text citation ("Singh et al.
-    2020") appears in its evidence, its limitations or its glossary."""
+    2020") appears in its evidence (as `results` present it, else as stored), its limitations or its glossary."""
     parts: list[str] = [str(texts)]
-    for item in document.evidence.values():  # the prose the report prints of each item (not its data)
+    shown: Mapping[str, Any] = document.evidence if results is None else results
+    for item in shown.values():  # the prose the report prints of each item (not its data)
         parts += [item.summary, item.how_to_read, *item.notes, *item.unmeasured.values()]
         parts += [t.title + " " + t.note for t in item.tables]
         parts += [f.caption + " " + f.description for f in item.figures or []]

@@ -9,5 +9,6 @@ ENTRY = EvidenceKind("ranking_quality", RankingQualityOptions, f"{__name__}.meas
     "Ranking quality", "nDCG@k and MAP per query against relevance labels.",
     "auditor.evidence.costs:scores_only", metrics=METRICS,
     key_figures=f"{__name__}.present:key_figures", limitations=f"{__name__}.present:limitations",
+    section=f"{__name__}.present:section",
     readme=(
     "nDCG@k and MAP per query against relevance labels, with intervals and the weakest queries"))
