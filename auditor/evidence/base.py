@@ -200,9 +200,11 @@ class EvidenceResult:
 
     def present(self, section: Section) -> None:
         """Take the sentences, tables and figures its kind's `present` made of its stored form (a presenting kind's
-        `run` leaves them empty: they are never measured)."""
+        `run` leaves them empty: they are never measured). Tables of wall-clock figures its `run` made stay, after
+        them: never stored, they cannot be presented again (a rendered run shows none, as before)."""
         self.summary, self.how_to_read = section.summary, section.how_to_read
-        self.tables, self.figures, self.notes = list(section.tables), list(section.figures), list(section.notes)
+        self.tables = [*section.tables, *(t for t in self.tables if t.volatile)]
+        self.figures, self.notes = list(section.figures), list(section.notes)
 
     @classmethod
     def from_item(cls, name: str, item: EvidenceItem) -> EvidenceResult:
