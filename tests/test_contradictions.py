@@ -19,7 +19,7 @@ from auditor.evidence.kinds.exposure import attention as exposure_attention
 from auditor.evidence.kinds.exposure import measure as exposure
 from auditor.evidence.kinds.global_importance import measure as global_importance
 from auditor.evidence.kinds.local_explanations import measure as local_explanations
-from auditor.evidence.kinds.local_explanations import present as local_report
+from auditor.evidence.kinds.local_explanations import stats as local_report
 from auditor.evidence.kinds.parameter_influence import measure as parameter_influence
 from tests.conftest import make_bookstore_context
 

@@ -328,11 +328,12 @@ def test_listwise_explainers_are_registered_once_per_query_and_left_out_of_decis
 
 def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
     from auditor.evidence.kinds.confidence import measure as confidence
+    from auditor.evidence.kinds.local_explanations import ENTRY
     from auditor.evidence.kinds.local_explanations import measure as local_explanations
     from tests.conftest import make_bookstore_context
 
     ctx = make_bookstore_context(3)
-    local = local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
+    local = ENTRY.run(ctx, local_explanations.LocalExplanationsOptions(
         methods=["rankingshap", "rankshap", "validity_search", "background_search"], k=3, k_curve=[],
         optimum_max_subsets=0, background_rows=10, rankshap={"estimator": "permutation", "nsamples": 200}))
     assert local.status == "ok"

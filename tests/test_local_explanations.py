@@ -9,7 +9,8 @@ import pytest
 
 from auditor.evidence.base import AuditContext
 from auditor.evidence.explainers import build
-from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, run
+from auditor.evidence.kinds.local_explanations import ENTRY
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions
 from auditor.inputs.data import RankingData
 from auditor.models.base import CountingRanker
 from auditor.models.lightgbm import LightGBMRanker
@@ -33,7 +34,7 @@ def forty() -> AuditContext:
 def _run(forty, **options):
     data, booster = forty
     ctx = AuditContext(data=data, model=CountingRanker(LightGBMRanker(booster)), seed=5)
-    return run(ctx, LocalExplanationsOptions(methods=["random", "shap1", "shap5"], k=3, k_curve=[], queries=10,
+    return ENTRY.run(ctx, LocalExplanationsOptions(methods=["random", "shap1", "shap5"], k=3, k_curve=[], queries=10,
                                              **options))
 
 
@@ -82,7 +83,8 @@ def test_searches_on_wide_data_try_the_features_with_the_largest_treeshap_spread
     def audit(candidates):
         ctx = AuditContext(data=data, model=CountingRanker(LightGBMRanker(booster)), seed=5)
         screen = {"candidates": candidates}
-        return run(ctx, LocalExplanationsOptions(**methods, greedy=screen, search=screen)), ctx.model.rows_evaluated
+        return ENTRY.run(ctx, LocalExplanationsOptions(**methods, greedy=screen, search=screen)), \
+            ctx.model.rows_evaluated
 
     default, _ = audit(60)  # the default: 40 features are never narrowed
     assert LocalExplanationsOptions().search.candidates == 60 and not any("TreeSHAP spread" in n for n in default.notes)

@@ -93,7 +93,15 @@ class EvidenceKind:
     section: Callable[[EvidenceItem, Any], Any] | str | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
-        return self._module().run(ctx, options)
+        """Measure, then present (issue 52): a kind with a `section` is presented from what evidence.json will hold
+        — its stored form and the options it measured under — as `auditor render` presents it again."""
+        result = self._module().run(ctx, options)
+        if self.section is not None and result.status == "ok":
+            from auditor.evidence.document import EvidenceItem
+
+            result.options = options.model_dump(mode="json")
+            result.present(self.presented(EvidenceItem.model_validate(result.to_json())))
+        return result
 
     @property
     def check(self) -> Callable[[Any, Any], None] | None:

@@ -28,7 +28,7 @@ from auditor.core.files import sha256_file, write_new
 from auditor.core.threads import cpu_count
 from auditor.evidence import ALWAYS, REGISTRY, run_order
 from auditor.evidence.base import AuditContext, Detection, EvidenceResult, Progress
-from auditor.evidence.document import SCHEMA, EvidenceDocument, EvidenceItem
+from auditor.evidence.document import SCHEMA, EvidenceDocument
 from auditor.evidence.executor import Executor, core_limit, usable_jobs
 from auditor.evidence.kinds.dataset.measure import add_score_facts
 from auditor.evidence.registry import EvidenceKind
@@ -420,10 +420,7 @@ def _run_plugin(plugin: EvidenceKind, options: Any, ctx: AuditContext) -> tuple[
     rows_before = ctx.model.rows_evaluated
     start = time.perf_counter()
     try:
-        result = plugin.run(ctx, options)
-        if plugin.section is not None and result.status == "ok":  # presented from what evidence.json will hold
-            result.options = options.model_dump(mode="json")
-            result.present(plugin.presented(EvidenceItem.model_validate(result.to_json())))
+        result = plugin.run(ctx, options)  # measured, then presented
     except InputError:
         raise
     except Exception as exc:

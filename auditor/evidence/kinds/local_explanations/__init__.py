@@ -14,7 +14,7 @@ ENTRY = EvidenceKind("local_explanations", LocalExplanationsOptions,
                  "explainer-estimate-noisy"), sampled=True, pooled=True,
     masked=True, reduced=(("k_curve", []), ("optimum_max_subsets", 0)),
     reduced_text="the effect-of-k curve and the exhaustive optimum (only k itself)",
-    coverage=("local.queries", "local.excluded_queries", "Local explanations"),
+    coverage=("local.queries", "local.excluded_queries", "Local explanations"), section=f"{__name__}.present:section",
     readme=(
     "TreeSHAP, KernelSHAP, LIRME, EXS, GREEDY family and our validity search, compared by validity "
     "and completeness (Singh et al. 2020, Table 2), with the exhaustive optimum where affordable; "

@@ -1,6 +1,7 @@
 """The per-explainer diagnostics of `local_explanations`: the convergence check of explainers whose attributions
 carry jackknife replicates (KernelSHAP: the agreement two runs with fresh coalitions would have), and the listwise
-explainers' agreement with the exact Shapley values of the same game — measured per query, then reported."""
+explainers' agreement with the exact Shapley values of the same game — measured per query, then summed up as
+metrics, facts and detections (`present.py` says them)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import numpy as np
 
 from auditor.checks.ranking import bootstrap_interval
 from auditor.core.metric_names import spelled
-from auditor.core.numbers import held, interval, percent, signed, stored
-from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table, representative_text
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.kinds.local_explanations.options import LocalExplanationsOptions
-from auditor.evidence.kinds.local_explanations.present import QueryBlock, label, methods_of
+from auditor.evidence.kinds.local_explanations.present import REFERENCE_METRICS, label, noisy_reason
+from auditor.evidence.kinds.local_explanations.tallies import QueryBlock, methods_of
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 
@@ -68,104 +69,55 @@ def listwise_reference(ctx: AuditContext, options: LocalExplanationsOptions, que
         block.reference.setdefault(name, []).append(agreement(result.values, reference))
 
 
-REFERENCE_METRICS = {"footrule@3": "footrule3", "footrule@10": "footrule10", "footrule@all": "footrule_all",
-                     "l1": "l1"}
-
-
-def report_listwise(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, listwise: QueryBlock,
+def measure_listwise(result: EvidenceResult, ctx: AuditContext, listwise: QueryBlock,
                      figure_query: int | None) -> None:
-    """The listwise explainers against the exact Shapley values of their game (a table and
-    `local.<name>.reference.*`), and the figure of the representative query's attributions."""
+    """The listwise explainers against the exact Shapley values of their game (`local.<name>.reference.*`; the
+    queries too costly to compare as a fact), and as a fact what the figure of the representative query's
+    attributions draws: its five strongest features and each explainer's values and error bars on them."""
     metrics = result.metrics
     shown = [n for n in registry.EXPLAINERS if n in listwise.reference or n in listwise.reference_skipped]
-    rows = []
     for name in shown:
         found = listwise.reference.get(name, [])
-        skipped = listwise.reference_skipped.get(name, 0)
         metrics[f"local.{name}.reference.queries"] = float(len(found))
-        means = {}
         for key, short in REFERENCE_METRICS.items():
             if found:
-                means[key] = float(np.mean([a[key] for a in found]))
-                metrics[f"local.{name}.reference.{short}.mean"] = means[key]
-        rows.append([registry.label(name), len(found), skipped,
-                     *[stored(means[key], 3) if key in means else None for key in REFERENCE_METRICS]])
-        if skipped:
-            result.notes.append(f"{registry.label(name)}: {skipped} queries not compared with exact Shapley values "
-                                f"(more than {options.reference_max_players} features play: 2^M coalitions too "
-                                "costly; `reference_max_players`).")
-    if rows:
+                metrics[f"local.{name}.reference.{short}.mean"] = float(np.mean([a[key] for a in found]))
+    if shown:
         metrics["local.listwise.reference.rows"] = float(listwise.reference_rows)
-    if rows and listwise.reference_rows == 0 and not listwise.reference_skipped:  # every estimate exact: a note
-        result.notes.append(", ".join(registry.label(n) for n in shown) + ": exact on every query, so its own "
-                            "reference (footrule and L1: 0).")
-    elif rows:
-        result.tables.append(Table(
-            title="Listwise attributions against exact Shapley values",
-            columns=["method", "queries", "skipped", "footrule@3", "footrule@10", "footrule@all", "L1"],
-            rows=rows,
-            note="Mean per query. Spearman's footrule over the reference's top 3, 10 and all features (features "
-                 "ordered by signed value; 0 = the same order) and the L1 distance of the two vectors each divided "
-                 "by its L1 norm (0–2). An exact estimate is its own reference (0 by construction)."))
+        result.facts["reference_skipped"] = {n: listwise.reference_skipped.get(n, 0) for n in shown}
     if figure_query is None or not listwise.figure:
         return
-    names = ctx.data.feature_names
     results = {n: listwise.figure[n] for n in registry.EXPLAINERS if n in listwise.figure}
     strongest = np.max([np.abs(r.values) for r in results.values()], axis=0)
     top = [int(f) for f in np.lexsort((np.arange(strongest.shape[0]), -strongest))[:5] if strongest[f] > 0]
     if not top:
         return
-    query_id = ctx.data.query_ids[figure_query]
-    size = int(ctx.data.query_sizes()[figure_query])
-    series = {registry.label(n): (r.values[top], r.half_width[top]) for n, r in results.items()}
-    result.figures.append(Figure(
-        title=f"What orders this query's results (query {query_id})",
-        chart="listwise_bars", data={"names": [names[f] for f in top], "series": series,
-                                     "xlabel": "Shapley value of the ranking game"},
-        caption=(f"Each bar is a feature's Shapley value in the game \"how much of the model's order of this query's "
-                 f"{size} documents does keeping the feature reproduce\" (RankingSHAP: Kendall tau; RankSHAP: nDCG "
-                 "of the model's own order; "
-                 + ("the features left out masked as everywhere in this audit" if options.background_rows is None
-                    else f"the features left out replaced by each of {options.background_rows} background rows in "
-                         "turn, the value averaged, as published")
-                 + "); the values sum to 1 − v(∅): "
-                 + ", ".join(f"{registry.label(n)} {signed(1 - r.empty_value)}" for n, r in results.items())
-                 + ". Error bars: 95% intervals of sampled estimates (none: exact). "
-                 + representative_text(query_id, size).capitalize() + "."),
-        description=(f"Bar chart of listwise attributions for query {query_id}, features by strength: "
-                     + "; ".join(f"{registry.label(n)} " + ", ".join(f"{names[f]} {signed(r.values[f])}"
-                                                                     for f in top[:4])
-                                 for n, r in results.items()) + ".")))
+    result.facts["listwise_figure"] = {
+        "query": ctx.data.query_ids[figure_query], "size": int(ctx.data.query_sizes()[figure_query]),
+        "features": [ctx.data.feature_names[f] for f in top],
+        "explainers": [{"name": n, "values": [float(v) for v in r.values[top]],
+                        "half_width": [float(v) for v in r.half_width[top]], "empty_value": float(r.empty_value)}
+                       for n, r in results.items()]}
 
 
-def report_convergence(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions,
+def measure_convergence(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions,
                         agreement: dict[str, list[float]], coalitions: list[int], underdetermined: list[bool]) -> None:
-    """KernelSHAP's convergence metrics, and a note and a detection when its sets would still move with a fresh
-    sample of coalitions (predicted agreement below the floor) or its regressions are underdetermined."""
+    """KernelSHAP's convergence metrics, and a detection when its sets would still move with a fresh sample of
+    coalitions (predicted agreement below the floor) or its regressions are underdetermined."""
     metrics = result.metrics
     if not coalitions:
         return
     metrics["local.kernelshap.coalitions.mean"] = float(np.mean(coalitions))
     share = float(np.mean(underdetermined))
     metrics["local.kernelshap.underdetermined_share"] = share
-    samples = options.kernelshap.nsamples
-    how = "auto, 2M + 2048" if samples == "auto" else f"{samples}"
-    floor = options.kernelshap.agreement_floor
     for method, values in agreement.items():
         v = np.asarray(values)
         low, high = bootstrap_interval(v, ctx.rng(f"local/convergence/{method}"))
         name = f"local.{method}.convergence.agreement"
         metrics.update(spelled(f"{name}.mean", float(v.mean()), low, high, always=True))
-        if v.mean() >= floor and share <= 0.5:
+        why = noisy_reason(metrics, options, method)
+        if why is None:
             continue
-        shown = interval(*held(v.mean(), low, high), share=True)
-        why = (f"two runs with fresh coalitions would choose sets sharing {percent(v.mean())} of their features on "
-               f"average (jackknife; 95% interval {shown}; floor {percent(floor)})")
-        if share > 0.5:
-            why = (f"{share:.0%} of the documents had fewer coalitions than twice their features, too few to "
-                   f"determine the regression (predicted agreement of two runs' sets {percent(v.mean())})")
-        result.notes.append(f"{label(method)}: the estimate is still noisy: {why}; coalitions per document: "
-                            f"{np.mean(coalitions):.0f} ({how}). Raise `kernelshap.nsamples`.")
         result.detect(
             "explainer-estimate-noisy", f"{label(method)} estimates have not converged",
             f"At k = {options.k}, {why}: the features KernelSHAP names depend on its random sample as much as on the "

@@ -1,6 +1,8 @@
 """Evidence `local_explanations`: every local explainer of the papers on each audited query, with the validity
 and completeness of the explanation sets they produce (paper 000, Table 2 layout), the effect of k, and how close
-each comes to the best possible set (exhaustive optimum) when that is affordable."""
+each comes to the best possible set (exhaustive optimum) when that is affordable. This module runs the explainers
+over the queries (in blocks, through the executor); `stats.py` and `diagnostics.py` measure from what they gather,
+and `present.py` says it."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from auditor.evidence.base import (
     EvidenceResult,
     check_explanation_size,
     representative_query,
-    size_notes,
 )
 from auditor.evidence.executor import split
 from auditor.evidence.explainers import (
@@ -36,37 +37,17 @@ from auditor.evidence.explainers import (
 from auditor.evidence.kinds.local_explanations.diagnostics import (
     convergence,
     listwise_reference,
-    report_convergence,
-    report_listwise,
+    measure_convergence,
+    measure_listwise,
 )
 from auditor.evidence.kinds.local_explanations.options import LocalExplanationsOptions
-from auditor.evidence.kinds.local_explanations.present import (
-    HOW_TO_READ,
-    QueryBlock,
-    Tally,
-    label,
-    report_counts,
-    report_results,
-    used_explainers,
-)
+from auditor.evidence.kinds.local_explanations.stats import count_fallbacks, measure_results
+from auditor.evidence.kinds.local_explanations.tallies import QueryBlock, Tally, used_explainers
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.inputs.data import RankingData
 
 BATCH_QUERIES = 64  # queries whose LIRME/EXS samples are drawn together and scored in few large model calls
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def check(options: LocalExplanationsOptions, data: RankingData) -> None:
@@ -81,18 +62,15 @@ def check(options: LocalExplanationsOptions, data: RankingData) -> None:
 
 def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
     data = ctx.data
-    result = EvidenceResult(name="local_explanations", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="local_explanations")
     check(options, data)
     too_wide = [k for k in options.k_curve if k >= data.n_features]
-    if too_wide:
-        result.notes.append(f"The effect-of-k curve leaves out k = {', '.join(map(str, too_wide))}: the data has "
-                            f"only {data.n_features} features.")
+    if too_wide:  # the default curve, cut to the data's width
         options = options.model_copy(update={"k_curve": [k for k in options.k_curve if k < data.n_features]})
-    result.notes += size_notes(sorted({options.k, *options.k_curve}), data.n_features)
     methods = [m for m in options.methods if not (registry.method(m).explainer.needs_trees and not is_tree(ctx))]
     skipped = [m for m in options.methods if m not in methods]
-    if skipped:
-        result.notes.append(f"Not run on a '{ctx.model.kind}' model (needs trees): {', '.join(skipped)}.")
+    result.facts.update(methods=methods, sizes=sorted({options.k, *options.k_curve}), n_features=data.n_features,
+                        masking=ctx.masking, too_wide=too_wide, skipped=skipped, model_kind=ctx.model.kind)
     sizes = sorted({options.k, *options.k_curve})
     scores = ctx.scores()
     chosen = ctx.query_sample(options.queries, "local/queries")
@@ -129,10 +107,10 @@ def run(ctx: AuditContext, options: LocalExplanationsOptions) -> EvidenceResult:
         listwise.figure.update(block.figure)
         for key, part in block.tallies.items():
             tallies.setdefault(key, Tally()).extend(part)
-    report_counts(result, methods, tallies)
-    report_results(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
-    report_convergence(result, ctx, options, agreement, coalitions, underdetermined)
-    report_listwise(result, ctx, options, listwise, figure_query)
+    count_fallbacks(result, methods, tallies)
+    measure_results(result, ctx, options, methods, sizes, tallies, excluded, len(chosen))
+    measure_convergence(result, ctx, options, agreement, coalitions, underdetermined)
+    measure_listwise(result, ctx, listwise, figure_query)
     result.attributions = _kept_attributions(records, data, job.keep, min(options.keep_queries, len(chosen)))
     result.records = records
     for record in records:  # per-query values at the evidence's k, for per-query policy rules
@@ -181,8 +159,6 @@ def _kept_attributions(records: list[dict[str, Any]], data: RankingData, kept: f
         return None
     return {"method": "local_explanations", "feature_names": list(data.feature_names), "explanations": out,
             "left_out": max(0, wanted - len(kept))}  # over ATTRIBUTION_VALUES
-
-
 
 
 def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -> QueryBlock:
@@ -255,31 +231,15 @@ def _explain_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]])
     return block
 
 
-
-
-
-
-
-
-
-
 def _screen_spread(ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str], chosen: list[int],
                    result: EvidenceResult) -> dict[int, np.ndarray] | None:
-    """The within-query TreeSHAP spread of the audited queries (`query_spreads`), and a note naming the searches
-    it narrowed."""
+    """The within-query TreeSHAP spread of the audited queries (`query_spreads`), and as a fact the searches it
+    narrowed, with their candidates."""
     found = query_spreads(ctx, options, methods, chosen)
     if found is None:
         return None
-    narrowed = narrowed_searches(options, methods, ctx.data.n_features)
-    labels = ", ".join(f"{label(m)} {count}" for m, count in narrowed.items())
-    result.notes.append(f"On these {ctx.data.n_features} features the searches tried, per query, only the features "
-                        f"with the largest within-query TreeSHAP spread ({labels}; `greedy.candidates` / "
-                        "`search.candidates`: null tries all). On 136-feature benchmark data 60 candidates kept the "
-                        "unscreened sets of every query up to k = 5 and of most at k = 7–10, with equal or higher "
-                        "validity (docs/benchmarks.md).")
+    result.facts["narrowed"] = narrowed_searches(options, methods, ctx.data.n_features)
     return found
-
-
 
 
 def _attributions(ctx: AuditContext, options: LocalExplanationsOptions, query: QueryView, methods: list[str],
@@ -324,8 +284,6 @@ def _prefetch_attributions(ctx: AuditContext, options: LocalExplanationsOptions,
             tally = tallies.setdefault((method, sizes[0]), Tally())
             tally.rows += rows
             tally.seconds += seconds
-
-
 
 
 def _optimum(ctx: AuditContext, query: QueryView, k: int, masker: Any, options: LocalExplanationsOptions, qi: int,

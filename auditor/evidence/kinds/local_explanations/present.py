@@ -1,71 +1,29 @@
-"""What `local_explanations` reports from its tallies: the metrics per method and k, the tables and figures, the
-how-to-read text, and the detections a reader must see (explainers that do not reproduce the rankings)."""
+"""What the documents say from the `local_explanations` evidence as stored: its report section (the notes on the
+sizes and explainers, the table of validity and completeness in the layout of Singh et al. 2020 Table 2, the effect
+of k, the validity per query, the features the best explainer names, the listwise explainers against exact Shapley
+values and the representative query's listwise attributions), the key figures it offers page 2 and its Limitations
+sentences. Reads the stored item alone (metrics, records' neighbours in `facts`), so a run renders again with this
+module's wording (`auditor render`)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from auditor.checks.ranking import bootstrap_interval
-from auditor.core.metric_names import read, spelled
-from auditor.core.numbers import figure, interval, stored, with_interval
-from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.core.numbers import figure, held, interval, percent, signed, stored
+from auditor.evidence.base import Figure, Section, Table, representative_text, size_notes
 from auditor.evidence.document import EvidenceItem
 from auditor.evidence.kinds.local_explanations.options import LocalExplanationsOptions
+from auditor.evidence.kinds.local_explanations.tallies import used_explainers
 from auditor.evidence.registry import KeyFigure
 from auditor.explain import registry
 
-
-@dataclass
-class Tally:
-    """Per method and k: validity/completeness per query, chosen sets, rows and seconds."""
-
-    validity: list[float] = field(default_factory=list)
-    completeness: list[float] = field(default_factory=list)
-    sets: list[tuple[int, ...]] = field(default_factory=list)
-    rows: int = 0
-    seconds: float = 0.0
-    validity_rows: list[float] = field(default_factory=list)  # under the background rows (main k only)
-    completeness_rows: list[float] = field(default_factory=list)
-
-    def extend(self, other: Tally) -> None:
-        """Append another block's queries (blocks arrive in query order)."""
-        self.validity.extend(other.validity)
-        self.completeness.extend(other.completeness)
-        self.validity_rows.extend(other.validity_rows)
-        self.completeness_rows.extend(other.completeness_rows)
-        self.sets.extend(other.sets)
-        self.rows += other.rows
-        self.seconds += other.seconds
-
-
-@dataclass
-class QueryBlock:
-    """One block's results: its queries' records and tallies in query order, for the audit to append."""
-
-    excluded: int
-    records: list[dict[str, Any]]
-    tallies: dict[tuple[str, int], Tally]
-    agreement: dict[str, list[float]] = field(default_factory=dict)  # shap1/shap5: predicted rerun agreement a query
-    coalitions: list[int] = field(default_factory=list)  # KernelSHAP's coalitions per explained document
-    underdetermined: list[bool] = field(default_factory=list)  # per explained document (fewer coalitions than 2M)
-    reference: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # listwise: agreement per query
-    reference_skipped: dict[str, int] = field(default_factory=dict)  # listwise: queries with too many players
-    reference_rows: int = 0
-    figure: dict[str, Any] = field(default_factory=dict)  # listwise results of the figure's query, by explainer
-
-
-def methods_of(methods: list[str], explainer: str) -> list[str]:
-    """The chosen methods that use this attribution explainer (e.g. shap1 and shap5 for kernelshap)."""
-    return [m for m in methods if registry.method(m).attribution and registry.method(m).explainer.name == explainer]
-
-
-
 OPTIMUM_LABEL = "Exhaustive optimum"
+TOP_FEATURES = 10  # features the table of the best explainer's sets lists
+REFERENCE_METRICS = {"footrule@3": "footrule3", "footrule@10": "footrule10", "footrule@all": "footrule_all",
+                     "l1": "l1"}
 
 
 def label(method: str) -> str:
@@ -86,186 +44,237 @@ HOW_TO_READ = (
 )
 
 
-def used_explainers(methods: list[str]) -> dict[str, list[str]]:
-    """{attribution explainer: its chosen methods}, in registry order."""
-    return {e.name: methods_of(methods, e.name) for e in registry.attribution_explainers()
-            if methods_of(methods, e.name)}
-
-
-def report_counts(result: EvidenceResult, methods: list[str], tallies: dict[tuple[str, int], Tally]) -> None:
-    """Documents an attribution explainer left without explanation (`local.<name>.degenerate_docs`, when any) or
-    fitted with its fallback solver (`local.<name>.fallback_docs`, whenever it ran), with a note when > 0."""
-    for name in used_explainers(methods):
-        entry = registry.EXPLAINERS[name]
-        degenerate = tallies.pop((f"{name}:degenerate", 0), None)
-        if degenerate is not None:
-            result.notes.append(f"{entry.label} found no explanation ({entry.degenerate}) for {degenerate.rows} "
-                                "document(s); their attributions are zero." + (f" {entry.degenerate_fix}"
-                                                                               if entry.degenerate_fix else ""))
-            result.metrics[f"local.{name}.degenerate_docs"] = float(degenerate.rows)
-        fallback = tallies.pop((f"{name}:fallback", 0), None)
-        if entry.fallback:
-            count = fallback.rows if fallback is not None else 0
-            result.metrics[f"local.{name}.fallback_docs"] = float(count)
-            if count:
-                result.notes.append(f"{entry.label} fitted {count} document(s) with its fallback solver "
-                                    f"({entry.fallback}).")
-
-
-def report_results(result: EvidenceResult, ctx: AuditContext, options: LocalExplanationsOptions, methods: list[str],
-            sizes: list[int], tallies: dict[tuple[str, int], Tally], excluded: int, n_chosen: int) -> None:
-    k = options.k
-    names = ctx.data.feature_names
-    rows_k = [m for m in [*methods, "optimum"] if (m, k) in tallies and tallies[(m, k)].validity]
-    metrics = result.metrics
-    metrics["local.queries"] = float(n_chosen - excluded)
-    metrics["local.excluded_queries"] = float(excluded)
-    metrics["local.k"] = float(k)
-    rng = ctx.rng("local/intervals")
-    optimum_mean = np.mean(tallies[("optimum", k)].validity) if ("optimum", k) in tallies and \
-        tallies[("optimum", k)].validity else None
-    table_rows = []
-    for method in rows_k:
-        tally = tallies[(method, k)]
-        v, c = np.array(tally.validity), np.array(tally.completeness)
-        v_low, v_high = bootstrap_interval(v, rng)
-        c_low, c_high = bootstrap_interval(c, rng)
-        name = f"local.{method}"
-        metrics.update(spelled(f"{name}.validity.mean", v.mean(), v_low, v_high, always=True))
-        metrics[f"{name}.validity.median"] = float(np.median(v))
-        metrics.update(spelled(f"{name}.completeness.mean", c.mean(), c_low, c_high, always=True))
-        metrics[f"{name}.completeness.median"] = float(np.median(c))
-        metrics[f"{name}.set_size.mean"] = float(np.mean([len(s) for s in tally.sets]))
-        share = float(v.mean() / optimum_mean) if optimum_mean else None
-        if share is not None:
-            metrics[f"local.{method}.share_of_optimum"] = share
-        row = [label(method), stored(v.mean()), interval(v_low, v_high), stored(np.median(v)),
-               stored(c.mean()), interval(c_low, c_high), stored(share) if share is not None else None]
-        if options.background_rows is not None:  # in place of the median (in evidence.json): the table stays narrow
-            row[3] = rows_stats(metrics, ctx, method, tally)
-        table_rows.append(row)
-    rows_column = [] if options.background_rows is None else [
-        f"validity, {options.background_rows} background rows"]
-    rows_note = "" if options.background_rows is None else (
-        f" Column 4: tau averaged over {options.background_rows} masked rankings, one per background row (the "
-        "listwise peers' validity).")
-    result.tables.append(Table(
-        title=f"Validity and completeness of explanation sets, k = {k} (layout of Singh et al. 2020, Table 2)",
-        columns=["method", "validity", "95% interval", *(rows_column or ["median"]), "completeness", "95% interval",
-                 "share of optimum"],
-        rows=table_rows,
-        note=(f"{n_chosen - excluded} queries; {excluded} left out (fewer than two documents or all scores tied). "
-              f"Masking: {ctx.masking} of the background data; Kendall tau-b; a masked ranking that ties every "
-              "document counts as tau = 0. Per-document explainers use the top document (-1) or the sum of "
-              "|attributions| over the top 5 (-5); listwise ones the query's one row."
-              + rows_note),
-    ))
-    for method in [*methods, "optimum"]:
-        rows = sum(tallies[(method, s)].rows for s in sizes if (method, s) in tallies)
-        metrics[f"local.{method}.rows"] = float(rows)
-    result.tables.append(Table(
-        title="Cost per method (all sizes of k)",
-        columns=["method", "model rows", "rows per query", "seconds"],
-        rows=[[label(m), int(metrics[f"local.{m}.rows"]), stored(metrics[f"local.{m}.rows"] / max(n_chosen, 1), 1),
-               stored(sum(tallies[(m, s)].seconds for s in sizes if (m, s) in tallies), 3)]
-              for m in [*methods, "optimum"] if metrics.get(f"local.{m}.rows")],
-        note="-1 and -5 variants share one attribution run, so both show its cost. Seconds are wall time.",
-        volatile=True,
-    ))
+def section(result: EvidenceItem, options: LocalExplanationsOptions) -> Section:
+    facts = result.facts or {}
+    methods: list[str] = list(facts["methods"])
+    sizes: list[int] = list(facts["sizes"])
+    notes = _setup_notes(facts, methods) + _fit_notes(result.metrics, methods)
+    tables = [_validity_table(result.metrics, facts, options, methods)]
+    figures: list[Figure] = []
     if len(sizes) > 1:
-        curve = {m: [float(np.mean(tallies[(m, s)].validity)) if (m, s) in tallies and tallies[(m, s)].validity
-                     else float("nan") for s in sizes] for m in [*methods, "optimum"]
-                 if any((m, s) in tallies and tallies[(m, s)].validity for s in sizes)}
-        for m, values in curve.items():
-            for s, value in zip(sizes, values, strict=True):
-                if np.isfinite(value):
-                    metrics[f"local.{m}.validity.mean@k{s}"] = value
-        drawn = _drawn_lines(curve)
-        left = len(curve) - len(drawn)
-        result.tables.append(Table(
-            title="Effect of k on mean validity",
-            columns=["method", *[f"k = {s}" for s in sizes]],
-            rows=[[label(m), *[stored(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
-            note="The exhaustive optimum appears only for the sizes where it was affordable.",
-            body_rows=0 if not left else None))  # the figure below draws it, unless it leaves methods out
-        result.figures.append(Figure(
-            title="Mean validity by explanation size",
-            chart="line_chart", data={"x": sizes, "series": {label(m): curve[m] for m in drawn},
-                                      "xlabel": "k (features in the set)", "ylabel": "mean validity"},
-            caption="Higher is better; a method that stays low needs many features to reproduce the ranking."
-                    + (f" Not drawn, for their lower validity at k = {sizes[-1]} (at most {LINES} lines a chart): "
-                       f"{', '.join(label(m) for m in curve if m not in drawn)}; the table above gives every method."
-                       if left else "") + _alike(curve, drawn),
-            description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
-                        f"{len(drawn)} methods; at k = {sizes[-1]}: "
-                        + ", ".join(f"{label(m)} {figure(curve[m][-1])}" for m in drawn if np.isfinite(curve[m][-1]))
-                        + "."))
+        _k_curve(result.metrics, methods, sizes, tables, figures)
+    rows_k = _rows_k(result.metrics, methods)
     if rows_k:
-        result.figures.append(Figure(
-            title=f"Validity per query, k = {k}",
-            chart="box_plot", data={"groups": {label(m): tallies[(m, k)].validity for m in rows_k},
+        validity = facts["validity"]
+        figures.append(Figure(
+            title=f"Validity per query, k = {options.k}",
+            chart="box_plot", data={"groups": {label(m): validity[m] for m in rows_k},
                                     "ylabel": "validity (Kendall tau-b)"},
             caption="Each box spans the middle half of the queries; the line is the median. A long left whisker "
                     "means some queries' explanations do not reproduce their ranking.",
-            description=f"Box plot of validity per query at k = {k}, medians: "
-                        + ", ".join(f"{label(m)} {figure(np.median(tallies[(m, k)].validity))}" for m in rows_k
-                                    if tallies[(m, k)].validity) + "."))
-    detect(result, options, [m for m in rows_k if m != "optimum"])
-    contenders = [m for m in rows_k if m != "optimum"]
-    best = max(contenders, key=lambda m: metrics[f"local.{m}.validity.mean"]) if contenders else None
+            description=f"Box plot of validity per query at k = {options.k}, medians: "
+                        + ", ".join(f"{label(m)} {figure(np.median(validity[m]))}" for m in rows_k
+                                    if validity[m]) + "."))
+    summary = ""
+    best = facts.get("best_sets")
     if best is not None:
-        counts = Counter(f for s in tallies[(best, k)].sets for f in s)
-        result.tables.append(Table(
-            title=f"Features most often in the {label(best)} explanation sets (k = {k})",
+        method = best["method"]
+        tables.append(Table(
+            title=f"Features most often in the {label(method)} explanation sets (k = {options.k})",
             columns=["feature", "queries", "share of queries"],
-            rows=[[names[f], n, stored(n / len(tallies[(best, k)].sets))] for f, n in
-                  sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]]))
-        result.summary = (f"At k = {k}, {label(best)} gives the most valid explanations (mean validity "
-                          f"{figure(metrics[f'local.{best}.validity.mean'])})"
-                          + (f"; the best possible is {figure(optimum_mean)}." if optimum_mean else "."))
+            rows=[[name, n, stored(n / best["sets"])] for name, n in best["features"]]))
+        optimum = result.metrics.get("local.optimum.validity.mean")
+        summary = (f"At k = {options.k}, {label(method)} gives the most valid explanations (mean validity "
+                   f"{figure(result.metrics[f'local.{method}.validity.mean'])})"
+                   + (f"; the best possible is {figure(optimum)}." if optimum else "."))
+    notes += _convergence_notes(result.metrics, options, methods)
+    _listwise(result.metrics, facts, options, notes, tables, figures)
+    return Section(summary=summary, how_to_read=HOW_TO_READ, tables=tables, figures=figures, notes=notes)
 
 
-def rows_stats(metrics: dict[str, float], ctx: AuditContext, method: str, tally: Tally) -> float | None:
-    """Validity and completeness under the background rows (`local.<method>.validity_rows.*`); the mean shown."""
-    if not tally.validity_rows:
+def _setup_notes(facts: Mapping[str, Any], methods: list[str]) -> list[str]:
+    """What the audit left out or narrowed before measuring: sizes beyond the data, explainers that need trees, the
+    searches' candidates."""
+    n_features = int(facts["n_features"])
+    notes = []
+    if facts.get("too_wide"):
+        notes.append(f"The effect-of-k curve leaves out k = {', '.join(map(str, facts['too_wide']))}: the data has "
+                     f"only {n_features} features.")
+    notes += size_notes(list(facts["sizes"]), n_features)
+    if facts.get("skipped"):
+        notes.append(f"Not run on a '{facts['model_kind']}' model (needs trees): {', '.join(facts['skipped'])}.")
+    narrowed = facts.get("narrowed")
+    if narrowed:
+        labels = ", ".join(f"{label(m)} {count}" for m, count in narrowed.items())
+        notes.append(f"On these {n_features} features the searches tried, per query, only the features with the "
+                     f"largest within-query TreeSHAP spread ({labels}; `greedy.candidates` / `search.candidates`: "
+                     "null tries all). On 136-feature benchmark data 60 candidates kept the unscreened sets of every "
+                     "query up to k = 5 and of most at k = 7–10, with equal or higher validity (docs/benchmarks.md).")
+    return notes
+
+
+def _fit_notes(metrics: Mapping[str, float | None], methods: list[str]) -> list[str]:
+    """Documents an attribution explainer found no explanation for, or fitted with its fallback solver."""
+    notes = []
+    for name in used_explainers(methods):
+        entry = registry.EXPLAINERS[name]
+        degenerate = metrics.get(f"local.{name}.degenerate_docs")
+        if degenerate is not None:
+            notes.append(f"{entry.label} found no explanation ({entry.degenerate}) for {int(degenerate)} "
+                         "document(s); their attributions are zero."
+                         + (f" {entry.degenerate_fix}" if entry.degenerate_fix else ""))
+        fallback = int(metrics.get(f"local.{name}.fallback_docs") or 0)
+        if entry.fallback and fallback:
+            notes.append(f"{entry.label} fitted {fallback} document(s) with its fallback solver ({entry.fallback}).")
+    return notes
+
+
+def _rows_k(metrics: Mapping[str, float | None], methods: list[str]) -> list[str]:
+    """The methods measured at the evidence's k (the exhaustive optimum last, where it was affordable)."""
+    return [m for m in [*methods, "optimum"] if f"local.{m}.validity.mean" in metrics]
+
+
+def _validity_table(metrics: Mapping[str, float | None], facts: Mapping[str, Any], options: LocalExplanationsOptions,
+                    methods: list[str]) -> Table:
+    rows = []
+    for method in _rows_k(metrics, methods):
+        name = f"local.{method}"
+        share = metrics.get(f"{name}.share_of_optimum")
+        row = [label(method), stored(metrics[f"{name}.validity.mean"]),
+               interval(metrics[f"{name}.validity.ci95_low"], metrics[f"{name}.validity.ci95_high"]),
+               stored(metrics[f"{name}.validity.median"]), stored(metrics[f"{name}.completeness.mean"]),
+               interval(metrics[f"{name}.completeness.ci95_low"], metrics[f"{name}.completeness.ci95_high"]),
+               stored(share) if share is not None else None]
+        if options.background_rows is not None:  # in place of the median (in evidence.json): the table stays narrow
+            row[3] = stored(metrics.get(f"{name}.validity_rows.mean"))
+        rows.append(row)
+    rows_column = [] if options.background_rows is None else [f"validity, {options.background_rows} background rows"]
+    rows_note = "" if options.background_rows is None else (
+        f" Column 4: tau averaged over {options.background_rows} masked rankings, one per background row (the "
+        "listwise peers' validity).")
+    audited, excluded = int(metrics["local.queries"] or 0), int(metrics["local.excluded_queries"] or 0)
+    return Table(
+        title=f"Validity and completeness of explanation sets, k = {options.k} (layout of Singh et al. 2020, Table 2)",
+        columns=["method", "validity", "95% interval", *(rows_column or ["median"]), "completeness", "95% interval",
+                 "share of optimum"],
+        rows=rows,
+        note=(f"{audited} queries; {excluded} left out (fewer than two documents or all scores tied). "
+              f"Masking: {facts['masking']} of the background data; Kendall tau-b; a masked ranking that ties every "
+              "document counts as tau = 0. Per-document explainers use the top document (-1) or the sum of "
+              "|attributions| over the top 5 (-5); listwise ones the query's one row." + rows_note))
+
+
+def _k_curve(metrics: Mapping[str, float | None], methods: list[str], sizes: list[int], tables: list[Table],
+             figures: list[Figure]) -> None:
+    """The effect of k: a table of mean validity per size, and a chart of at most LINES lines."""
+    curve: dict[str, list[float]] = {}
+    for m in [*methods, "optimum"]:
+        values = [metrics.get(f"local.{m}.validity.mean@k{s}") for s in sizes]
+        if any(v is not None for v in values):
+            curve[m] = [float("nan") if v is None else float(v) for v in values]
+    drawn = _drawn_lines(curve)
+    left = len(curve) - len(drawn)
+    tables.append(Table(
+        title="Effect of k on mean validity",
+        columns=["method", *[f"k = {s}" for s in sizes]],
+        rows=[[label(m), *[stored(v) if np.isfinite(v) else None for v in values]] for m, values in curve.items()],
+        note="The exhaustive optimum appears only for the sizes where it was affordable.",
+        body_rows=0 if not left else None))  # the figure below draws it, unless it leaves methods out
+    figures.append(Figure(
+        title="Mean validity by explanation size",
+        chart="line_chart", data={"x": sizes, "series": {label(m): curve[m] for m in drawn},
+                                  "xlabel": "k (features in the set)", "ylabel": "mean validity"},
+        caption="Higher is better; a method that stays low needs many features to reproduce the ranking."
+                + (f" Not drawn, for their lower validity at k = {sizes[-1]} (at most {LINES} lines a chart): "
+                   f"{', '.join(label(m) for m in curve if m not in drawn)}; the table above gives every method."
+                   if left else "") + _alike(curve, drawn),
+        description=f"Line chart of mean validity against k = {', '.join(map(str, sizes))} for "
+                    f"{len(drawn)} methods; at k = {sizes[-1]}: "
+                    + ", ".join(f"{label(m)} {figure(curve[m][-1])}" for m in drawn if np.isfinite(curve[m][-1]))
+                    + "."))
+
+
+def noisy_reason(metrics: Mapping[str, float | None], options: LocalExplanationsOptions, method: str) -> str | None:
+    """Why KernelSHAP's sets for `method` would still move with a fresh sample of coalitions (predicted agreement
+    of two runs below the floor, or most regressions underdetermined); None when they would not."""
+    agreement = metrics[f"local.{method}.convergence.agreement.mean"]
+    share = metrics["local.kernelshap.underdetermined_share"]
+    assert agreement is not None and share is not None  # written together by `diagnostics.measure_convergence`
+    floor = options.kernelshap.agreement_floor  # type: ignore[attr-defined]  # a section added at run time
+    if agreement >= floor and share <= 0.5:
         return None
-    v, c = np.array(tally.validity_rows), np.array(tally.completeness_rows)
-    low, high = bootstrap_interval(v, ctx.rng(f"local/intervals/rows/{method}"))
-    metrics.update(spelled(f"local.{method}.validity_rows.mean", v.mean(), low, high, always=True))
-    metrics[f"local.{method}.completeness_rows.mean"] = float(c.mean())
-    return stored(v.mean())
+    if share > 0.5:
+        return (f"{share:.0%} of the documents had fewer coalitions than twice their features, too few to determine "
+                f"the regression (predicted agreement of two runs' sets {percent(agreement)})")
+    low = metrics[f"local.{method}.convergence.agreement.ci95_low"]
+    high = metrics[f"local.{method}.convergence.agreement.ci95_high"]
+    shown = interval(*held(agreement, low, high), share=True)
+    return (f"two runs with fresh coalitions would choose sets sharing {percent(agreement)} of their features on "
+            f"average (jackknife; 95% interval {shown}; floor {percent(floor)})")
 
 
-def detect(result: EvidenceResult, options: LocalExplanationsOptions, methods: list[str]) -> None:
-    """Explainers whose sets do not reproduce the rankings (whole interval below the floor), and explainers no
-    better than RANDOM sets: a reader must not take their explanations at face value."""
-    metrics = result.metrics
-    citation = "EU AI Act (Reg. 2024/1689) Art. 13(1) — output interpretable; Reg. (EU) 2019/1150 Art. 5(1)"
-    random = read(metrics, "local.random.validity.mean") if "random" in methods else None
-    random_mean, random_high = (random.value, random.high) if random is not None else (None, None)
+def _convergence_notes(metrics: Mapping[str, float | None], options: LocalExplanationsOptions,
+                       methods: list[str]) -> list[str]:
+    if "local.kernelshap.coalitions.mean" not in metrics:
+        return []
+    samples = options.kernelshap.nsamples  # type: ignore[attr-defined]  # a section added at run time
+    how = "auto, 2M + 2048" if samples == "auto" else f"{samples}"
+    notes = []
     for method in methods:
-        if method == "random":
+        if f"local.{method}.convergence.agreement.mean" not in metrics:
             continue
-        found = read(metrics, f"local.{method}.validity.mean")
-        assert found is not None and found.low is not None and found.high is not None  # written by `report` above
-        mean, low, high = found.value, found.low, found.high
-        shown = f"mean validity {with_interval(mean, low, high)}" if np.isfinite(low) and np.isfinite(high) else \
-            f"mean validity {figure(mean)}"
-        judged_by = (f"local.{method}.validity.mean", f"local.{method}.validity")
-        if random_high is not None and np.isfinite(random_high) and mean <= random_high:
-            result.detect(
-                "explainer-no-better-than-random", f"{label(method)} explanations are no better than random "
-                f"feature sets", f"At k = {options.k}, {label(method)} has {shown}; RANDOM sets reach "
-                f"{figure(random_mean)} (up to {figure(random_high)}). Its explanations should not be shown to users "
-                "or reviewers as the reasons for a ranking.", severity="major", citation=citation,
-                judged_by=judged_by, value=mean, interval=(low, high), subject=method)
-        elif np.isfinite(high) and high < options.validity_floor:
-            result.detect(
-                "explanations-below-validity-floor", f"{label(method)} explanations do not reproduce the rankings",
-                f"At k = {options.k}, {label(method)} has {shown}, below the floor of {options.validity_floor:g}: "
-                "the features it names keep too few document pairs in order to explain the ranking.",
-                severity="minor", citation=citation, judged_by=judged_by, value=mean, interval=(low, high),
-                subject=method)
+        why = noisy_reason(metrics, options, method)
+        if why is not None:
+            notes.append(f"{label(method)}: the estimate is still noisy: {why}; coalitions per document: "
+                         f"{metrics['local.kernelshap.coalitions.mean']:.0f} ({how}). Raise `kernelshap.nsamples`.")
+    return notes
+
+
+def _listwise(metrics: Mapping[str, float | None], facts: Mapping[str, Any], options: LocalExplanationsOptions,
+              notes: list[str], tables: list[Table], figures: list[Figure]) -> None:
+    """The listwise explainers against the exact Shapley values of their game, and the figure of the
+    representative query's listwise attributions."""
+    skipped: dict[str, int] = facts.get("reference_skipped", {})
+    shown = [n for n in registry.EXPLAINERS if n in skipped]
+    rows = []
+    for name in shown:
+        rows.append([registry.label(name), int(metrics[f"local.{name}.reference.queries"] or 0), skipped[name],
+                     *[stored(metrics[f"local.{name}.reference.{short}.mean"], 3)
+                       if f"local.{name}.reference.{short}.mean" in metrics else None
+                       for short in REFERENCE_METRICS.values()]])
+        if skipped[name]:
+            notes.append(f"{registry.label(name)}: {skipped[name]} queries not compared with exact Shapley values "
+                         f"(more than {options.reference_max_players} features play: 2^M coalitions too costly; "
+                         "`reference_max_players`).")
+    if rows and metrics.get("local.listwise.reference.rows") == 0 and not any(skipped.values()):
+        notes.append(", ".join(registry.label(n) for n in shown) + ": exact on every query, so its own "
+                     "reference (footrule and L1: 0).")
+    elif rows:
+        tables.append(Table(
+            title="Listwise attributions against exact Shapley values",
+            columns=["method", "queries", "skipped", "footrule@3", "footrule@10", "footrule@all", "L1"],
+            rows=rows,
+            note="Mean per query. Spearman's footrule over the reference's top 3, 10 and all features (features "
+                 "ordered by signed value; 0 = the same order) and the L1 distance of the two vectors each divided "
+                 "by its L1 norm (0–2). An exact estimate is its own reference (0 by construction)."))
+    drawn = facts.get("listwise_figure")
+    if drawn is not None:
+        figures.append(_listwise_figure(drawn, options))
+
+
+def _listwise_figure(drawn: Mapping[str, Any], options: LocalExplanationsOptions) -> Figure:
+    query_id, size, names = drawn["query"], drawn["size"], drawn["features"]
+    explainers = drawn["explainers"]
+    series = {registry.label(e["name"]): (np.asarray(e["values"], dtype=np.float64),
+                                          np.asarray(e["half_width"], dtype=np.float64)) for e in explainers}
+    return Figure(
+        title=f"What orders this query's results (query {query_id})",
+        chart="listwise_bars", data={"names": names, "series": series,
+                                     "xlabel": "Shapley value of the ranking game"},
+        caption=(f"Each bar is a feature's Shapley value in the game \"how much of the model's order of this query's "
+                 f"{size} documents does keeping the feature reproduce\" (RankingSHAP: Kendall tau; RankSHAP: nDCG "
+                 "of the model's own order; "
+                 + ("the features left out masked as everywhere in this audit" if options.background_rows is None
+                    else f"the features left out replaced by each of {options.background_rows} background rows in "
+                         "turn, the value averaged, as published")
+                 + "); the values sum to 1 − v(∅): "
+                 + ", ".join(f"{registry.label(e['name'])} {signed(1 - e['empty_value'])}" for e in explainers)
+                 + ". Error bars: 95% intervals of sampled estimates (none: exact). "
+                 + representative_text(query_id, size).capitalize() + "."),
+        description=(f"Bar chart of listwise attributions for query {query_id}, features by strength: "
+                     + "; ".join(f"{registry.label(e['name'])} " + ", ".join(
+                         f"{name} {signed(value)}" for name, value in zip(names[:4], e["values"][:4], strict=False))
+                                 for e in explainers) + "."))
 
 
 LINES = 6  # lines a chart can show apart (issue 56): more are left to the table
