@@ -91,6 +91,9 @@ class EvidenceKind:
     # (its result as evidence.json holds it, its options) -> its report section (`base.Section`): a kind that
     # presents (issue 52) measures numbers and facts only, and the engine and `auditor render` present them
     section: Callable[[EvidenceItem, Any], Any] | str | None = None
+    # the module holding its metrics' sentences: `PHRASES` ({metric: Phrase}, auditor/evidence/phrases.py) and
+    # optionally `PER_QUERY` ({per-query metric: its name in a sentence}), which `auditor.report.wording` reads
+    phrases: str | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
         """Measure, then present (issue 52): a kind with a `section` is presented from what evidence.json will hold
@@ -126,6 +129,13 @@ class EvidenceKind:
         import json  # JSON's own types: a tuple option is stored as a list
 
         return resolve(self.section)(item, self.options.model_validate_json(json.dumps(item.options)))
+
+    def words(self) -> tuple[Mapping[str, Callable[[float, str], str]], Mapping[str, str]]:
+        """Its metrics' sentences and its per-query metrics' names (none when it declares no `phrases`)."""
+        if self.phrases is None:
+            return {}, {}
+        module = importlib.import_module(self.phrases)
+        return module.PHRASES, getattr(module, "PER_QUERY", {})
 
     def emits(self, metric: str) -> bool:
         """Whether this kind can emit `metric` (one of its `metrics` patterns matches it)."""

@@ -1,137 +1,56 @@
 """What a rule measured, as a sentence a compliance officer reads without the metric's key: "1 main ranking
 parameter (sales_rank_log) orders the results but is not declared" instead of "disclosure.undeclared_main = 1".
-The key stays beside it in small type for the technical reader (the findings' cards); a metric this table does not
-know (an organisation's own pack) reads "<rule title>: measured <value>".
+The key stays beside it in small type for the technical reader (the findings' cards); a metric no kind words
+(an organisation's own pack) reads "<rule title>: measured <value>".
 
-Each phrase takes the value already formatted by `auditor.core.numbers`, so the sentence and the section print the same
-figure the same way.
+Each kind says its own metrics (its `phrases.py`, named by its registry entry); a phrase takes the value already
+formatted by `auditor.core.numbers`, so the sentence and the section print the same figure the same way.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from auditor.core.numbers import figure, percent, points, with_interval
-from auditor.core.words import counted
+from auditor.evidence.phrases import Phrase
 
 if TYPE_CHECKING:
     from auditor.evidence.registry import EvidenceKind
 
-Phrase = Callable[[float, str], str]  # (value, value as printed with its interval) → sentence
+
+def phrases() -> dict[str, Phrase]:
+    """Every kind's sentences for the metrics its rules judge (each kind's `phrases.py`, named by its entry)."""
+    return _words()[0]
 
 
-def _yes(stated: str, missing: str) -> Phrase:
-    return lambda v, _: stated if v >= 1 else missing
+def per_query_names() -> dict[str, str]:
+    """A per-query metric's name in a sentence ("80.0% of queries have an nDCG@10 >= 0.5"), from the kinds."""
+    return _words()[1]
 
 
-PHRASES: dict[str, Phrase] = {
-    "disclosure.undeclared_main": lambda v, _: (
-        f"{counted(int(v), 'influential ranking parameter')} {'orders' if int(v) == 1 else 'order'} the results "
-        f"but {'is' if int(v) == 1 else 'are'} not declared" if v else "every influential ranking parameter is "
-                                                                      "declared"),
-    "disclosure.undeclared_in_main": lambda v, _: (
-        f"{counted(int(v), 'main ranking parameter')} {'is' if int(v) == 1 else 'are'} not declared, influential "
-        "or not" if v else "every main ranking parameter is declared"),
-    "disclosure.undeclared_share": lambda v, s: f"features the declaration does not name carry {s} of what orders "
-                                                "documents within a query",
-    "disclosure.rank_correlation": lambda v, s: f"the declared order of the main parameters against the measured "
-                                                f"order: Kendall tau {s} (1 = the same order, 0 = unrelated, "
-                                                "−1 = reversed)",
-    "disclosure.per_query.rank_correlation.mean": lambda v, s: f"query by query, the declared order against the "
-                                                               f"measured one: mean Kendall tau {s}",
-    "disclosure.stability.main_set_overlap.mean": lambda v, s: f"resampling the queries, the measured main parameters "
-                                                               f"stay the same set with mean overlap {s} — 1 means "
-                                                               "always the same",
-    "disclosure.stability.weighted_kendall.mean": lambda v, s: f"resampling the queries, the measured order of the "
-                                                               f"parameters keeps a weighted Kendall tau of {s}",
-    "disclosure.statement.false_claims": lambda v, _: (
-        f"{counted(int(v), 'claim')} of the published ranking statement {'is' if int(v) == 1 else 'are'} contradicted "
-        "by the measurement" if v else "every claim of the published ranking statement that could be checked holds "
-        "or is within the measurement's uncertainty"),
-    "global_importance.main_parameters": lambda v, _: f"{counted(int(v), 'feature')} carry 80% of what orders "
-                                                      "documents within a query",
-    "global_importance.top1_share": lambda v, s: f"the most important feature carries {s} of what orders documents "
-                                                 "within a query",
-    "global_importance.additivity.max_abs_error": lambda v, s: f"the attributions add up to the model's scores "
-                                                               f"within {s} (largest error over documents)",
-    "influence.max.topk_changed_share": lambda v, s: f"masking the most influential sensitive parameter changes "
-                                                     f"which documents make the top results in {s} of queries",
-    "influence.max.rank_shift.mean": lambda v, s: f"a document owes on average {s} positions to the most "
-                                                  "influential sensitive parameter",
-    "exposure.own.counterfactual.share_change": lambda v, s: f"own products' share of attention is {s} against the "
-                                                             "share they would get if the own-product flag were set "
-                                                             "alike for every document",
-    "exposure.own.ratio": lambda v, s: f"own products get {s} times the attention their relevance earns — 1 means in "
-                                       "proportion",
-    "exposure.own.disparate_treatment": lambda v, s: f"own products' attention per unit of relevance is {s} times "
-                                                     "that of the other products",
-    "exposure.max.ratio": lambda v, s: f"the most favoured group gets {s} times the attention its relevance earns",
-    "exposure.min.ratio": lambda v, s: f"the least favoured group gets {s} times the attention its relevance earns",
-    "ranking_quality.ndcg@10.mean": lambda v, s: f"the mean nDCG@10 over queries is {s} — 1 means every query ideally "
-                                                 "ordered",
-    "ranking_quality.group.gap": lambda v, s: f"the best- and the worst-served group's pairwise accuracy differ "
-                                              f"by {s} — 0 means every group's pairs are ordered alike",
-    "ranking_quality.ndcg@10": lambda v, s: f"nDCG@10 over all queries is {s} — 1 means every query ideally ordered",
-    "ranking_quality.ndcg@10.ci95_low": lambda v, s: f"the lower end of nDCG@10's 95% interval is {s}",
-    "surrogate.fidelity.kendall.mean": lambda v, s: f"the interpretable surrogate orders documents like the model "
-                                                    f"with mean Kendall tau {s} — 1 means the same order",
-    "surrogate.decomposition.max_abs_error": lambda v, s: f"the surrogate's effects add up to its scores within {s}",
-    "local.validity_search.validity.mean": lambda v, s: f"the best explanations (valid-explanation search) have "
-                                                        f"mean validity {s} — 1 means the explanation alone keeps the "
-                                                        "ranking",
-    "local.validity_search.validity": lambda v, s: f"the best explanations (valid-explanation search) have validity "
-                                                   f"{s} — 1 means the explanation alone keeps the ranking",
-    "confidence.flagged_fraction": lambda v, s: f"{s} of explanations are flagged as low-confidence",
-    "confidence.validation.validity_gap": lambda v, s: f"flagged explanations' validity differs from unflagged ones' "
-                                                       f"by {s}",
-    "dataset.n_queries": lambda v, _: f"the audited data has {counted(int(v), 'query')}",
-    "dataset.all_zero_label_queries_share": lambda v, s: f"{s} of queries have no relevant document",
-    "dataset.single_doc_queries_share": lambda v, s: f"{s} of queries have a single document",
-    "dataset.tied_score_queries_share": lambda v, s: f"the model gives every document the same score in {s} of "
-                                                     "queries",
-    "governance.signed": _yes("the report is signed", "the report is not signed"),
-    "governance.owner_stated": _yes("the model owner is stated", "the model owner is not stated"),
-    "governance.period_stated": _yes("the period under review is stated", "the period under review is not stated"),
-    "governance.purpose_stated": _yes("the purpose is stated", "the purpose is not stated"),
-    "governance.intended_use_stated": _yes("the intended use is stated", "the intended use is not stated"),
-    "governance.baseline_present": _yes("the audit is compared with a previous review",
-                                        "no previous review is named to compare with"),
-    "governance.limitations_recorded": lambda v, _: (f"{counted(int(v), 'limitation')} recorded by the owner"
-                                                     if v else "no limitation is recorded by the owner"),
-    "governance.distribution_date_stated": _yes("the tool's distribution date is stated",
-                                                "the tool's distribution date is not stated"),
-    "governance.days_audit_to_distribution": lambda v, _: (
-        f"the tool is distributed {counted(int(v), 'day')} after this audit" if v >= 0 else
-        f"the tool was distributed {counted(int(-v), 'day')} before this audit"),
-    "governance.data_source_stated": _yes("the source of the audit's data is described",
-                                          "the source of the audit's data is not described"),
-    "governance.data_type_stated": _yes("whether the data are historical or test data is stated",
-                                        "whether the data are historical or test data is not stated"),
-    "selection.eeo1_components": lambda v, _: (f"{counted(int(v), 'EEO-1 component')} (sex, race/ethnicity) "
-                                               f"{'is' if int(v) == 1 else 'are'} among the category columns"),
-    "selection.non_eeo1": lambda v, _: (f"{counted(int(v), 'category value')} "
-                                        f"{'is' if int(v) == 1 else 'are'} no EEO-1 component 1 category"
-                                        if v else "every category is an EEO-1 component 1 category"),
-    "selection.min_ratio": lambda v, s: f"the least selected category's scoring rate is {s} times the most selected "
-                                        "category's — 1 means as often",
-    "selection.columns": lambda v, _: (f"{counted(int(v), 'category column')} (sex, race/ethnicity) "
-                                       f"{'is' if int(v) == 1 else 'are'} reported"),
-    "selection.intersections": _yes("the intersectional categories are reported",
-                                    "the intersectional categories are not reported"),
-    "selection.reported": lambda v, _: f"{counted(int(v), 'category', 'categories')} have an impact ratio",
-    "selection.unknown_reported": _yes("the number of individuals of unknown category is reported",
-                                       "the number of individuals of unknown category is not reported"),
-    "governance.retention_years": lambda v, _: (f"evidence is kept for {counted(int(v), 'year')}" if v else
-                                                "no retention period is stated"),
-}
-PER_QUERY_NAMES = {  # a per-query value's name in a sentence ("80.0% of queries have an nDCG@10 >= 0.5")
-    "ranking_quality.ndcg@10": "an nDCG@10",
-    "local.validity_search.validity": "explanations (valid-explanation search) of validity",
-    "disclosure.per_query.rank_correlation": "a Kendall tau between the declared and the measured order",
-}
+def _words() -> tuple[dict[str, Phrase], dict[str, str]]:
+    from auditor.evidence import ALWAYS, REGISTRY
+    from auditor.evidence.registry import version
+
+    if _WORDS and _WORDS[0][0] == version():
+        return _WORDS[0][1]
+    said: dict[str, Phrase] = {}
+    named: dict[str, str] = {}
+    kinds: list[EvidenceKind] = [*ALWAYS.values(), *REGISTRY.values()]
+    for kind in kinds:
+        sentences, names = kind.words()
+        said.update(sentences)
+        named.update(names)
+    _WORDS[:] = [(version(), (said, named))]
+    return said, named
+
+
+_WORDS: list[tuple[int, tuple[dict[str, Phrase], dict[str, str]]]] = []  # (registry version, words): read once
+
+
 DATASET_FACTS = {  # the Scope's dataset facts in words (a fact not listed shows its key)
     "dataset.n_queries": "queries",
     "dataset.n_docs": "documents",
@@ -191,12 +110,12 @@ def measured_sentence(finding: Any, *, with_interval: bool = True) -> str:
     interval = finding.interval if with_interval else None
     if finding.requirement.startswith("share of queries"):
         condition = finding.requirement.split(":", 1)[0].removeprefix("share of queries with value").strip()
-        name = PER_QUERY_NAMES.get(finding.metric, "the measured value")
+        name = per_query_names().get(finding.metric, "the measured value")
         text = f"{percent(finding.value)} of queries have {name} {condition}"
         if interval:
             text += f" (95% interval {percent(interval[0])} to {percent(interval[1])})"
         return _capital(text)
-    phrase = PHRASES.get(finding.metric)
+    phrase = phrases().get(finding.metric)
     shown = value_text(finding.metric, finding.value, interval)
     if phrase is None:
         return f"{finding.title.rstrip('.')}: measured {shown}"
@@ -207,7 +126,7 @@ def fact(finding: Any) -> str:
     """What a verdict found, as the title of its finding (issue 56: facts first, the requirement after): the
     measured value in its rule's words, without the interval (the card gives it); the requirement's own title when
     the rule judged no value or is a pack's own whose metric has no words here."""
-    worded = finding.metric in PHRASES or finding.requirement.startswith("share of queries")
+    worded = finding.metric in phrases() or finding.requirement.startswith("share of queries")
     return measured_sentence(finding, with_interval=False) if finding.value is not None and worded else finding.title
 
 

@@ -8,6 +8,7 @@ from auditor.evidence.registry import EvidenceKind
 ENTRY = EvidenceKind("confidence", ConfidenceOptions, f"{__name__}.measure",
     "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons.",
     f"{__name__}.cost:estimate", metrics=METRICS,
+    phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", self_checks=("flags-not-validated",), sampled=True,
     pooled=True, masked=True,
     readme=(

@@ -7,4 +7,5 @@ from auditor.evidence.registry import EvidenceKind
 
 ENTRY = EvidenceKind("dataset", DatasetOptions, f"{__name__}.measure", "Dataset",
     "Data facts: documents, queries, features, degenerate queries, the query sample.",
-    "auditor.evidence.costs:none", metrics=METRICS)
+    "auditor.evidence.costs:none", metrics=METRICS,
+    phrases=f"{__name__}.phrases")

@@ -9,6 +9,7 @@ ENTRY = EvidenceKind("disclosure_consistency", DisclosureConsistencyOptions,
     f"{__name__}.measure", "Declared vs actual main parameters",
     "The declared main parameters and their order against the measured ones (P2B Art. 5).",
     f"{__name__}.cost:estimate", metrics=METRICS,
+    phrases=f"{__name__}.phrases",
     # the surrogate measures a model without TreeSHAP; all four, the published statement's claims
     uses=("surrogate", "global_importance", "parameter_influence", "exposure"),
     key_figures=f"{__name__}.present:key_figures",

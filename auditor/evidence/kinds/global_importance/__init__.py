@@ -9,6 +9,7 @@ ENTRY = EvidenceKind("global_importance", GlobalImportanceOptions,
     f"{__name__}.measure", "Main ranking parameters",
     "TreeSHAP importance per feature: global, per query, within query.",
     f"{__name__}.cost:estimate", metrics=METRICS,
+    phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", feature_shares="within_query.share",
     readme=(
     "exact TreeSHAP importance: global, per query, and within query (what actually orders "

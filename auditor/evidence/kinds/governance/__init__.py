@@ -7,4 +7,5 @@ from auditor.evidence.registry import EvidenceKind
 
 ENTRY = EvidenceKind("governance", GovernanceOptions, f"{__name__}.measure", "Governance",
     "Facts about the audit record: signed, retention, stated purpose, owner and oversight.",
-    "auditor.evidence.costs:none", metrics=METRICS)
+    "auditor.evidence.costs:none", metrics=METRICS,
+    phrases=f"{__name__}.phrases")

@@ -9,6 +9,7 @@ ENTRY = EvidenceKind("parameter_influence", ParameterInfluenceOptions,
     f"{__name__}.measure", "Influence of sensitive parameters",
     "Rank shifts when paid or other sensitive parameters are masked or swept.",
     f"{__name__}.cost:estimate", metrics=METRICS,
+    phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures",
     coverage=("influence.queries", "", "Influence of sensitive parameters"),
     readme=(

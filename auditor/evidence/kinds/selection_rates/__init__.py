@@ -9,6 +9,7 @@ ENTRY = EvidenceKind("selection_rates", SelectionRatesOptions, f"{__name__}.meas
     "Scoring rates and impact ratios (bias audit)",
     "Each category's share of individuals scoring above the median, and its impact ratio "
     "(NYC Local Law 144).", f"{__name__}.cost:estimate", metrics=METRICS,
+    phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", limitations=f"{__name__}.present:limitations",
     readme=(
     "the bias audit of a hiring ranker under NYC Local Law 144 (6 RCNY §5-301): per sex, "

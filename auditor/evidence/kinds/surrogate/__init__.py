@@ -8,6 +8,7 @@ from auditor.evidence.registry import EvidenceKind
 ENTRY = EvidenceKind("surrogate", SurrogateOptions, f"{__name__}.measure",
     "Interpretable surrogate (ILMART)", "An ILMART twin of the model: effect curves and fidelity.",
     f"{__name__}.cost:estimate", metrics=METRICS,
+    phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", limitations=f"{__name__}.present:limitations",
     self_checks=("surrogate-low-fidelity",),
     readme=(
