@@ -8,4 +8,4 @@ from auditor.evidence.registry import EvidenceKind
 ENTRY = EvidenceKind("dataset", DatasetOptions, f"{__name__}.measure", "Dataset",
     "Data facts: documents, queries, features, degenerate queries, the query sample.",
     "auditor.evidence.costs:none", metrics=METRICS,
-    phrases=f"{__name__}.phrases")
+    phrases=f"{__name__}.phrases", section=f"{__name__}.present:section")

@@ -1,13 +1,14 @@
 """Evidence `dataset` (always present): facts about the audited data as metrics, so rules can address `dataset.*`
 (documents, queries, degenerate queries, the query sample), and the per-feature distributions a later run's
-"since last review" section compares."""
+"since last review" section compares — measured only: metrics, records, detections and the facts no metric holds
+(the reader's notes, the sample's strata); `present.py` says what they mean."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from auditor.core.numbers import percent
-from auditor.evidence.base import AuditContext, EvidenceResult, Table
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.kinds.dataset.options import DatasetOptions
 
 DEGENERATE_SHARE = 0.3  # share of degenerate queries beyond which the data is reported as a weakness
@@ -15,28 +16,25 @@ UNORDERED_SHARE = 0.5  # share of queries the model leaves without any order bey
 CITATION = "EU AI Act (Reg. 2024/1689) Art. 10(3) — data sets relevant and sufficiently representative"
 
 
-
-
-
-
 def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
     from auditor.checks.distribution import feature_distributions
 
     data = ctx.data
-    result = EvidenceResult(name="dataset", metrics=data.summary(), notes=list(data.notes),
-                            records=feature_distributions(data.X, data.feature_names),
-                            summary=f"{data.n_docs} documents in {data.n_queries} queries, {data.n_features} "
-                                    "features.")
-    facts = result.metrics
-    if facts.get("dataset.all_zero_label_queries_share", 0.0) > DEGENERATE_SHARE:
-        share = facts["dataset.all_zero_label_queries_share"]
+    result = EvidenceResult(name="dataset", metrics=data.summary(),
+                            records=feature_distributions(data.X, data.feature_names))
+    result.facts["reader_notes"] = list(data.notes)  # what reading the data did to it, as the reader said it
+    if data.sample is not None:  # how each stratum of the file's queries was sampled
+        result.facts["strata"] = [dict(s) for s in data.sample.strata]
+    metrics = result.metrics
+    if metrics.get("dataset.all_zero_label_queries_share", 0.0) > DEGENERATE_SHARE:
+        share = metrics["dataset.all_zero_label_queries_share"]
         result.detect("queries-without-relevant-documents", "Many audited queries have no relevant document",
-                      f"{percent(share)} of the queries ({int(facts['dataset.all_zero_label_queries'])}) have only "
+                      f"{percent(share)} of the queries ({int(metrics['dataset.all_zero_label_queries'])}) have only "
                       "zero relevance labels: their ranking quality is set by convention, not measured.",
                       severity="minor", citation=CITATION, judged_by=("dataset.all_zero_label_queries_share",),
                       value=share)
-    if facts.get("dataset.single_label_queries_share", 0.0) > UNORDERED_SHARE:
-        share, count = facts["dataset.single_label_queries_share"], int(facts["dataset.single_label_queries"])
+    if metrics.get("dataset.single_label_queries_share", 0.0) > UNORDERED_SHARE:
+        share, count = metrics["dataset.single_label_queries_share"], int(metrics["dataset.single_label_queries"])
         result.detect("labels-without-order", "The relevance labels do not tell a better ranking from a worse one",
                       f"In {percent(share)} of the queries with several documents ({count}) every document has the "
                       "same relevance label: any order of them is ideal, so nDCG and MAP "
@@ -44,25 +42,13 @@ def run(ctx: AuditContext, options: DatasetOptions) -> EvidenceResult:
                       "measure almost nothing.", severity="critical",
                       citation="EU AI Act (Reg. 2024/1689) Art. 15(1) — an appropriate level of accuracy",
                       judged_by=("dataset.single_label_queries_share",), value=share)
-    if facts["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
-        share = facts["dataset.single_doc_queries_share"]
+    if metrics["dataset.single_doc_queries_share"] > DEGENERATE_SHARE:
+        share = metrics["dataset.single_doc_queries_share"]
         result.detect("single-document-queries", "Many audited queries hold a single document",
-                      f"{percent(share)} of the queries ({int(facts['dataset.single_doc_queries'])}) have one "
+                      f"{percent(share)} of the queries ({int(metrics['dataset.single_doc_queries'])}) have one "
                       "document: they have no ranking and are left out of every within-query measure.",
                       severity="minor",
                       citation=CITATION, judged_by=("dataset.single_doc_queries_share",), value=share)
-    if data.sample is not None:
-        sample = data.sample
-        result.summary = (f"A stratified sample: {data.n_docs:,} documents in {data.n_queries:,} of the file's "
-                          f"{sample.population_queries:,} queries ({sample.population_docs:,} documents), "
-                          f"{data.n_features} features.")
-        result.tables.append(Table(
-            title="Query sample by stratum (query length × label mix)",
-            columns=["stratum", "queries in the file", "sampled", "share sampled"],
-            rows=[[s["stratum"], s["queries"], s["sampled"], round(s["sampled"] / max(s["queries"], 1), 4)]
-                  for s in sample.strata],
-            note="Proportional allocation (largest remainders), seeded by the spec's seed. Every query-level "
-                 "figure and interval in this report is estimated over the sampled queries."))
     return result
 
 
