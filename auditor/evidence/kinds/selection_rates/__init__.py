@@ -11,6 +11,7 @@ ENTRY = EvidenceKind("selection_rates", SelectionRatesOptions, f"{__name__}.meas
     "(NYC Local Law 144).", f"{__name__}.cost:estimate", metrics=METRICS,
     phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", limitations=f"{__name__}.present:limitations",
+    section=f"{__name__}.present:section",
     readme=(
     "the bias audit of a hiring ranker under NYC Local Law 144 (6 RCNY §5-301): per sex, "
     "race/ethnicity and intersectional category (columns kept beside the data, never features), "

@@ -10,6 +10,9 @@ results asks (6 RCNY §5-303). Individuals of unknown category are counted and l
 rate still shown. Intervals: a bootstrap over queries (or individuals) recomputing the median, the rates, the highest
 rate and the ratios in every draw (`auditor/checks/selection.py`). The four-fifths rule (0.8) is given as an
 informative comparison only: LL144 sets no threshold. One model call: the scores every item shares.
+
+Measured only: metrics, a record per category column (its EEO-1 component), per category and per table's unknown
+count, and the detection; `present.py` lays them out as the published summary.
 """
 
 from __future__ import annotations
@@ -23,13 +26,11 @@ from auditor.checks.selection import Intervals, Rates, Table, bootstrap, eeo1_co
 from auditor.core.errors import InputError
 from auditor.core.feature_names import metric_name
 from auditor.core.metric_names import spelled
-from auditor.core.numbers import figure, interval, percent, stored, with_interval
+from auditor.core.numbers import figure, percent, stored, with_interval
 from auditor.evidence.base import AuditContext, EvidenceResult
-from auditor.evidence.base import Table as ReportTable
-from auditor.evidence.kinds.selection_rates.options import INTERSECTION, SelectionRatesOptions
+from auditor.evidence.kinds.selection_rates.options import FOUR_FIFTHS, INTERSECTION, SelectionRatesOptions
 from auditor.inputs.data import RankingData
 
-FOUR_FIFTHS = 0.8  # the EEOC's rule of thumb (29 CFR §1607.4(D)): informative only under LL144
 # Categories over every table. LL144's tables hold about 25 (2-3 sexes, 7 races/ethnicities, their intersections); a
 # column of thousands of values is an id named by mistake, and 20,000 of them took 16 GB and a minute.
 MAX_CATEGORIES = 1_000
@@ -39,14 +40,6 @@ RESERVED = ("individuals", "queries", "columns", "intersections", "reported", "e
             "below_four_fifths", "min_ratio", "unknown", "eeo1_components", "non_eeo1", "median_score")
 CITATION = ("NYC Local Law 144 of 2021 (Admin. Code §20-871); 6 RCNY §5-301(c) — scoring rates and impact ratios of "
             "sex, race/ethnicity and intersectional categories")
-HOW_TO_READ = (
-    "Scoring rate: the share of a category's individuals (a candidate for one posting is one individual) the tool "
-    "selects — above the median score of the whole sample, or among the first k of their posting. Impact ratio: a "
-    "category's rate ÷ the highest category's rate (1 = as often as the most favoured category). Individuals of "
-    "unknown category are counted but not included; categories under the minimum share of the data get no ratio. "
-    "95% intervals by resampling, with the median recomputed in every draw. LL144 sets no threshold; the "
-    "four-fifths rule (0.8) is a comparison, not a verdict."
-)
 
 
 @dataclass(frozen=True)
@@ -126,7 +119,7 @@ def _check_sizes(columns: list[str], data: RankingData, options: SelectionRatesO
 
 def run(ctx: AuditContext, options: SelectionRatesOptions) -> EvidenceResult:
     data = ctx.data
-    result = EvidenceResult(name="selection_rates", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="selection_rates")
     check(options, data)
     columns = categories_of(options, data)
     scores = ctx.scores()
@@ -145,7 +138,7 @@ def run(ctx: AuditContext, options: SelectionRatesOptions) -> EvidenceResult:
     if options.cutoff == "median":
         result.metrics["selection.median_score"] = float(np.median(scores))
     _components(result, breakdowns)
-    _report(result, breakdowns, tables, full, spread, options, float(np.median(scores)), data)
+    _records(result, breakdowns, tables, full, spread)
     _detect(result, breakdowns, tables, full, spread, options)
     return result
 
@@ -214,7 +207,7 @@ def _breakdown(columns: list[str], data: RankingData, options: SelectionRatesOpt
 
 def _components(result: EvidenceResult, breakdowns: list[_Breakdown]) -> None:
     """Which EEO-1 component each category column is (6 RCNY §5-300 makes them LL144's categories), and the values
-    that are no EEO-1 category: a record per column, two metrics, and a note naming the values and the fix."""
+    that are no EEO-1 category: a record per column and two metrics (the section names the values and the fix)."""
     found, outside = set(), []
     for b in breakdowns:
         if b.columns == 1:
@@ -224,13 +217,6 @@ def _components(result: EvidenceResult, breakdowns: list[_Breakdown]) -> None:
             outside += [(b.label, value) for value in rest]
     result.metrics["selection.eeo1_components"] = float(len(found))
     result.metrics["selection.non_eeo1"] = float(len(outside))
-    if outside:
-        column, value = outside[0]
-        result.notes.append(
-            "Not EEO-1 component 1 categories (6 RCNY §5-300 makes those LL144's categories): "
-            + "; ".join(f"{value} ({column})" for column, value in outside)
-            + f". Map each to the category it stands for, or to unknown, with `selection_rates.labels` (e.g. "
-            f"labels: {{{column}: {{{value}: ...}}}}).")
 
 
 def outside_eeo1(options: SelectionRatesOptions, data: RankingData) -> list[str]:
@@ -281,29 +267,13 @@ def _metrics(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[
     metrics["selection.unknown_reported"] = 1.0  # every table states its unknown count (6 RCNY §5-301(c))
 
 
-def _cell_ratio(ratio: float, ci: np.ndarray) -> tuple[str, str]:
-    low, high = (float(ci[0]), float(ci[1]))
-    if not math.isfinite(ratio):
-        return "—", "—"
-    if math.isfinite(low) and math.isfinite(high):
-        low, high = min(low, ratio), max(high, ratio)
-    return figure(ratio), interval(low, high)
-
-
-def _report(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],
-            spread: Intervals, options: SelectionRatesOptions, median: float, data: RankingData) -> None:
-    rate_name = "scoring rate" if options.cutoff == "median" else f"selection rate (top {options.k})"
-    rule = (f"scoring above the sample's median score ({figure(median)})" if options.cutoff == "median" else
-            f"ranked among the first {options.k} of their query")
-    excluded_notes = []
+def _records(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],
+             spread: Intervals) -> None:
+    """A record per category (its counts, rate, impact ratio and interval, whether it was excluded) and one per
+    table for its unknown count: what the LL144 summary and the section lay out, in the tables' order."""
     for b, table, figures, ratio_ci in zip(breakdowns, tables, full, spread.ratio, strict=True):
-        rows: list[list[object]] = []
         known = int(figures.n.sum())
         for j, value in enumerate(b.values):
-            ratio, band = _cell_ratio(figures.ratio[j], ratio_ci[j])
-            if not table.reported[j]:
-                ratio, band = "excluded (under " + percent(options.min_share) + ")", "—"
-            rows.append([value, int(figures.n[j]), percent(figures.rate[j]), ratio, band])
             result.records.append({
                 "kind": "category", "table": b.label, "category": value, "metric": f"selection.{b.key}.{b.names[j]}",
                 "individuals": int(figures.n[j]),
@@ -312,46 +282,7 @@ def _report(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
                 "ci95_low": stored(ratio_ci[j][0]) if table.reported[j] else None,
                 "ci95_high": stored(ratio_ci[j][1]) if table.reported[j] else None,
                 "share": stored(figures.n[j] / known) if known else None, "excluded": not bool(table.reported[j])})
-        rows.append(["unknown (not included)", b.unknown, "—", "—", "—"])
         result.records.append({"kind": "unknown", "table": b.label, "individuals": b.unknown})
-        small = [j for j in range(len(b.values)) if not table.reported[j] and figures.n[j] > 0]
-        if small:
-            excluded_notes.append(f"{b.label}: " + ", ".join(
-                f"{b.values[j]} ({figures.n[j]:,.0f} individuals, {percent(figures.n[j] / known)} of those of known "
-                f"{b.label}; {rate_name} {percent(figures.rate[j])})" for j in small))
-        result.tables.append(ReportTable(
-            title=f"{rate_name.capitalize()} and impact ratio by {b.label}",
-            columns=[b.label, "number of individuals", rate_name, "impact ratio", "95% interval"],
-            rows=rows, body_rows=len(rows),
-            note=(f"{known:,} individuals of known {b.label}, {b.unknown:,} of unknown {b.label} (not included); "
-                  f"selected: {rule}. Impact ratio: the category's {rate_name} ÷ the highest reported category's.")))
-    if excluded_notes:
-        result.notes.append(
-            f"Excluded from the impact ratios as under {percent(options.min_share)} of the individuals of known "
-            "category (6 RCNY §5-301 lets the independent auditor exclude a category under 2% of the data, stating "
-            "why; such a category is too small for its ratio to be estimated): " + "; ".join(excluded_notes) + ".")
-    below = [(b.label, b.values[j], f.ratio[j]) for b, t, f in zip(breakdowns, tables, full, strict=True)
-             for j in np.flatnonzero(t.reported) if math.isfinite(f.ratio[j]) and f.ratio[j] < FOUR_FIFTHS]
-    result.notes.append(
-        "For comparison only (LL144 sets no threshold): under the four-fifths rule of thumb (29 CFR §1607.4(D)), "
-        + (f"{len(below)} categor{'y has' if len(below) == 1 else 'ies have'} an impact ratio below 0.8: "
-           + "; ".join(f"{value} ({label}) {figure(r)}" for label, value, r in below) + "."
-           if below else "no reported category has an impact ratio below 0.8."))
-    if options.cutoff == "top_k":
-        result.notes.append(f"Selected = among the first {options.k} of a query: a ranked list's first page, not "
-                            "LL144's median split of the whole sample (`cutoff: median`).")
-    metrics = result.metrics
-    if "selection.min_ratio" in metrics:
-        lowest = min(((b, int(i), f.ratio[i]) for b, t, f in zip(breakdowns, tables, full, strict=True)
-                      for i in np.flatnonzero(t.reported) if math.isfinite(f.ratio[i])), key=lambda item: item[2])
-        b, at, _ = lowest
-        shown = with_interval(metrics["selection.min_ratio"], metrics.get("selection.min_ratio.ci95_low"),
-                              metrics.get("selection.min_ratio.ci95_high"))
-        result.summary = (f"The smallest impact ratio is {b.values[at]}'s ({b.label}): {shown}, over "
-                          f"{data.n_docs:,} individuals in {data.n_queries:,} queries, selected when {rule}.")
-    else:
-        result.summary = "No category could be given an impact ratio (no category is large enough, or none is " \
-                         "ever selected)."
 
 
 def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[Table], full: list[Rates],

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 from auditor.evidence.options import EvidenceOptions
 
 INTERSECTION = "_x_"  # joins the columns (and the values) of an intersectional category in a metric name
+FOUR_FIFTHS = 0.8  # the EEOC's rule of thumb (29 CFR §1607.4(D)): `selection.below_four_fifths`, informative only
 
 
 class SelectionRatesOptions(EvidenceOptions):
