@@ -10,7 +10,7 @@ ENTRY = EvidenceKind("parameter_influence", ParameterInfluenceOptions,
     "Rank shifts when paid or other sensitive parameters are masked or swept.",
     f"{__name__}.cost:estimate", metrics=METRICS,
     phrases=f"{__name__}.phrases",
-    key_figures=f"{__name__}.present:key_figures",
+    key_figures=f"{__name__}.present:key_figures", section=f"{__name__}.present:section",
     coverage=("influence.queries", "", "Influence of sensitive parameters"),
     readme=(
     "what sensitive parameters (paid placement, commission) do to positions (P2B Art. 5(3)): rank "

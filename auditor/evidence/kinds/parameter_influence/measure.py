@@ -9,6 +9,9 @@ For each sensitive parameter and each document, alone (the other documents keep 
   paid boost shows as a gain, a parameter with no effect as about zero) and the worst-case range.
 Masking the parameter for every document of a query at once tells whether the query's top-k set changes. All
 rows of all queries and parameters are scored in a few `predict` calls; intervals are bootstrap over queries.
+
+Measured only: metrics, per-query values, detections and the facts no metric holds (each parameter's swept values,
+the queries with an order to change, the masking); `present.py` says what they mean.
 """
 
 from __future__ import annotations
@@ -20,23 +23,12 @@ from auditor.checks.influence import per_query_influence
 from auditor.core.feature_names import check_feature_names, metric_name
 from auditor.core.numbers import figure, held, interval, percent, stored
 from auditor.core.words import counted
-from auditor.evidence.base import AuditContext, EvidenceResult, Table
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.kinds.parameter_influence.options import ParameterInfluenceOptions
 from auditor.evidence.sweeps import swept_scores
 from auditor.inputs.data import RankingData
 
-HOW_TO_READ = (
-    "For each sensitive parameter, every document is re-scored with that parameter changed while the other "
-    "documents keep their scores, and its new position is counted. 'Positions worth' is how many places the "
-    "document's actual value moves it compared with the parameter masked; 'gain low → high' is how many places "
-    "a document climbs when the parameter goes from its lowest to its highest value (positive: the parameter "
-    "pushes documents up; about zero: no effect). Intervals are 95% bootstrap intervals over queries."
-)
-
-
 _MAX_ROWS = 1_000_000
-
-
 
 
 def sweep_values(column: np.ndarray, points: int) -> np.ndarray:
@@ -54,11 +46,9 @@ def check(options: ParameterInfluenceOptions, data: RankingData) -> None:
     check_feature_names(options.sensitive, data.feature_names, key="sensitive")
 
 
-
-
 def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult:
     data = ctx.data
-    result = EvidenceResult(name="parameter_influence", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="parameter_influence")
     if not options.sensitive:
         result.status = "unmeasured"
         result.error = ("the spec marks no parameter as sensitive: list the paid or otherwise sensitive parameters "
@@ -84,11 +74,8 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
     rng = ctx.rng("parameter_influence")
     # the queries every measure is over: one of a single document has no order to change (NaN, left out)
     measured = int(np.sum(np.diff(ptr) >= 2))
-    over = counted(measured, "query") + (f" ({counted(len(queries) - measured, 'single-document query')} of the "
-                                         f"{len(queries)} left out: no order to change)" if measured < len(queries)
-                                         else "")
+    result.facts.update(measured_queries=measured, masking=masker.strategy, parameters=[])
     metrics = result.metrics
-    rows_out = []
     # the largest value over parameters, with the interval of the parameter that has it (rules judge with intervals)
     worst = {"rank_shift.mean": (0.0, 0.0, 0.0), "sweep_gain.max_abs": (0.0, 0.0, 0.0),
              "topk_changed_share": (0.0, 0.0, 0.0)}
@@ -134,12 +121,7 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
                            "influence.max.rank_shift.mean", "influence.max.sweep_gain.max_abs",
                            "influence.max.topk_changed_share"),
                 value=shift, interval=(s_low, s_high), subject=name)
-        # a string, so the table prints the figure the detection quotes (a "positions" column is otherwise cut
-        # to one decimal: 0.7 beside "0.679 positions")
-        rows_out.append([name, _grid_text(grid), figure(stats["rank_shift"][0]), _interval(stats["rank_shift"]),
-                         int(metrics[f"{key}.rank_shift.max"]), stored(gain), _interval(stats["sweep_gain"]),
-                         int(metrics[f"{key}.sweep_range.max"]), stored(stats["topk_changed"][0]),
-                         "yes" if detected else "no"])
+        result.facts["parameters"].append({"parameter": name, "metric": key, "swept": [float(v) for v in grid]})
     ticker.close()
     for measure, (value, low, high) in worst.items():
         stem = measure.removesuffix(".mean")
@@ -147,18 +129,6 @@ def run(ctx: AuditContext, options: ParameterInfluenceOptions) -> EvidenceResult
             f"influence.max.{stem}", mean="mean" if stem != measure else ""))
     metrics["influence.parameters"] = float(len(features))
     metrics["influence.queries"] = float(len(queries))
-    result.tables.append(Table(
-        title="Influence of the sensitive parameters on positions",
-        columns=["parameter", "values swept", "positions worth (mean |shift|)", "95% interval", "worst |shift|",
-                 "gain low → high", "95% interval", "worst range", f"share of queries whose top-{options.top_k} "
-                 "changes", "effect detected"],
-        rows=rows_out,
-        note=(f"{over}; masking: {masker.strategy}. 'Effect detected' when the interval of the gain excludes "
-              "zero.")))
-    found = [r[0] for r in rows_out if r[-1] == "yes"]
-    result.summary = (f"Measured {counted(len(features), 'sensitive parameter')} over {over}; "
-                      + (f"a directional effect on positions is detected for {', '.join(found)}." if found else
-                         "no directional effect on positions is detected."))
     return result
 
 
@@ -174,15 +144,6 @@ def _by_query(ctx: AuditContext, queries: list[int], values: np.ndarray) -> dict
     return {ctx.data.query_ids[q]: stored(v) for q, v in zip(queries, values, strict=True) if np.isfinite(v)}
 
 
-def _grid_text(grid: np.ndarray) -> str:
-    shown = ", ".join(f"{v:g}" for v in grid[:6])
-    return shown + (" …" if len(grid) > 6 else "")
-
-
 def _interval(stat: tuple[float, float, float]) -> str:
-    """The table's interval cell, as every interval of the report reads (`numbers.interval`), holding its value."""
+    """An interval as every interval of the report reads (`numbers.interval`), holding its value."""
     return interval(*held(*stat))
-
-
-
-
