@@ -118,13 +118,10 @@ def test_influence_counts_the_queries_it_measured(bookstore_context):
     data = bookstore_context.data
     single = int(np.sum(data.query_sizes() < 2))
     assert single == 1  # the bookstore's test data: one query of a single document
-    from auditor.evidence.document import EvidenceItem
     from auditor.evidence.kinds.parameter_influence import ENTRY
 
     options = parameter_influence.ParameterInfluenceOptions(sensitive=["sponsored"], resamples=200)
-    result = parameter_influence.run(bookstore_context, options)
-    result.options = options.model_dump(mode="json")  # presented from its stored form, as the engine does
-    result.present(ENTRY.presented(EvidenceItem.model_validate(result.to_json())))
+    result = ENTRY.run(bookstore_context, options)  # measured, then presented as the engine does
     measured = data.n_queries - single
     assert f"over {measured} queries (1 single-document query of the {data.n_queries} left out" in result.summary
     table = result.tables[0]

@@ -39,15 +39,11 @@ def _ten() -> RankingData:
 def _run(data: RankingData, **options: Any) -> Any:
     """The result measured and presented from its stored form, as the engine does (its tables and notes are the
     section's)."""
-    from auditor.evidence.document import EvidenceItem
     from auditor.evidence.kinds.selection_rates import ENTRY
-    from auditor.evidence.kinds.selection_rates.measure import run
 
     ctx = AuditContext(data=data, model=CountingRanker(FirstColumn()), seed=0)
     chosen = SelectionRatesOptions(resamples=200, **options)
-    result = run(ctx, chosen)
-    result.options = chosen.model_dump(mode="json")
-    result.present(ENTRY.presented(EvidenceItem.model_validate(result.to_json())))
+    result = ENTRY.run(ctx, chosen)
     return result
 
 
