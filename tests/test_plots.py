@@ -12,7 +12,7 @@ import pytest
 from auditor.checks.ranking import rank_order
 from auditor.core.errors import InputError
 from auditor.evidence import figures
-from auditor.evidence.base import AuditContext, Figure, representative_query
+from auditor.evidence.base import AuditContext, EvidenceResult, Figure, representative_query
 from auditor.evidence.figures import axis_label, decode, value_text
 from auditor.evidence.kinds.global_importance import measure as global_importance
 from auditor.evidence.kinds.pairwise import measure as pairwise
@@ -28,6 +28,18 @@ UNITS = {"genre_match": "yes/no", "price": "EUR", "price_in_range": "yes/no", "s
 @pytest.fixture(scope="module")
 def context() -> AuditContext:
     return make_bookstore_context(feature_units=UNITS)
+
+
+def presented(module: Any, context: AuditContext, options: Any) -> EvidenceResult:
+    """A kind's result as the engine keeps it: measured, then presented from its stored form (issue 52: its figures
+    are made by its `present`)."""
+    from auditor.evidence import REGISTRY
+    from auditor.evidence.document import EvidenceItem
+
+    result: EvidenceResult = module.run(context, options)
+    result.options = options.model_dump(mode="json")
+    result.present(REGISTRY[result.name].presented(EvidenceItem.model_validate(result.to_json())))
+    return result
 
 
 def arguments(figure: Figure, chart: str) -> dict[str, Any]:
@@ -110,7 +122,7 @@ def test_explain_query_must_be_a_query_with_a_ranking(context: AuditContext):
 
 def test_pair_chart_values_add_up_to_the_margin(context: AuditContext):
     options = pairwise.PairwiseOptions(**LIGHT_PAIRWISE["pairwise"], top=3, plot_features=4)
-    result = pairwise.run(context, options)
+    result = presented(pairwise, context, options)
     kwargs = arguments(result.figures[0], "pair_bars")
     panels = kwargs["panels"]
     assert len(panels) == 2 and kwargs["up_label"] == "pushes A above B"
@@ -123,7 +135,7 @@ def test_pair_chart_values_add_up_to_the_margin(context: AuditContext):
         assert abs(sum(values) - (record["value"] - record["base"])) <= 1e-9
         assert title.startswith(f"#{record['rank_a']} {record['doc_a']} above #{record['rank_b']} {record['doc_b']}")
         assert " vs " in labels[0]
-    named = pairwise.run(context, options.model_copy(update={"plot_query": context.data.query_ids[-1]}))
+    named = presented(pairwise, context, options.model_copy(update={"plot_query": context.data.query_ids[-1]}))
     assert "explained for this figure only" in named.figures[0].caption  # not in the seeded sample of 4
 
 
