@@ -141,7 +141,7 @@ def test_pair_chart_values_add_up_to_the_margin(context: AuditContext):
 
 def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContext):
     light = {k: v for k, v in LIGHT_SURROGATE["surrogate"].items() if k not in ("top_effects", "top_pairs")}
-    result = surrogate.run(context, surrogate.SurrogateOptions(**light))
+    result = presented(surrogate, context, surrogate.SurrogateOptions(**light))
     kwargs = arguments(result.figures[0], "step_curves")
     panels = kwargs["panels"]
     kinds = {panel.title: type(panel).__name__ for panel in panels}

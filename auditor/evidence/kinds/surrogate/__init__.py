@@ -10,6 +10,7 @@ ENTRY = EvidenceKind("surrogate", SurrogateOptions, f"{__name__}.measure",
     f"{__name__}.cost:estimate", metrics=METRICS,
     phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", limitations=f"{__name__}.present:limitations",
+    section=f"{__name__}.present:section",
     self_checks=("surrogate-low-fidelity",),
     readme=(
     "an interpretable ILMART twin of the model (Lucchese et al. 2022): main effects and pair "

@@ -21,52 +21,39 @@ seeds) 8 leaves gave mean tau 0.795, and on test 0.799 against 0.780 with 15. Sy
 document against 0.795 without). Early stopping on Kendall tau instead of l2 was no better when the stopping
 queries are held out, and ties are not a limit (surrogate ties: 0.01-0.03 % of the pairs the model orders).
 On the bookstore (5 pairs): tau 0.858 with 15 leaves, 0.863 with 8 (0.870 with 6 synthetic per document).
+
+Measured only: the metrics, the effects as records (their tables, importance, share and leaves), and as facts the
+fidelity of both surrogates, the training's counts and what the figures draw (each main effect's panel and each
+drawn pair's cells, with the range of the documents' pushes); `present.py` says what they mean.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from auditor.checks.estimate import estimate
 from auditor.core.feature_names import metric_segments
 from auditor.core.metric_names import read, spelled
-from auditor.core.numbers import data_value, figure, signed, stored, with_interval
-from auditor.core.words import counted
-from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.core.numbers import data_value, stored, with_interval
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.importance import summarize
 from auditor.evidence.kinds.surrogate.options import SurrogateOptions
 
 if TYPE_CHECKING:
-    from auditor.surrogate.decompose import Decomposition, Effect
-
-
-
-
-
-HOW_TO_READ = (
-    "The surrogate is a simple model trained to rank like the audited one: its score is a sum of one curve per "
-    "feature and a few two-feature tables, so every part can be drawn and read. First check fidelity: Kendall tau "
-    "is 1 when the surrogate orders every query's documents exactly as the audited model does, 0 when there is no "
-    "agreement; nDCG@10 against the audited ranking is 1 when it picks the same top 10 in the same order. Only when "
-    "fidelity is high do the curves describe the audited model. Each curve shows how the surrogate's score moves "
-    "with one feature's value (above 0 pushes a document up); the grey histogram under it shows where the "
-    "documents actually are, so flat stretches with no documents mean little. Heatmaps show how two features "
-    "work together beyond their separate curves (red pushes up, blue down). The effects table ranks the effects "
-    "by how much they move the audited documents' scores on average."
-)
-
+    from auditor.surrogate.decompose import Decomposition
+    from auditor.surrogate.ilmart import IlmartFit
 
 
 def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
     from auditor.scoring.trees import TreeEnsemble
-    from auditor.surrogate.decompose import decompose, effect_name, effect_record
+    from auditor.surrogate.decompose import decompose, effect_record
     from auditor.surrogate.fidelity import fidelity
     from auditor.surrogate.ilmart import IlmartConfig
     from auditor.surrogate.train import fit_surrogate
 
-    result = EvidenceResult(name="surrogate", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="surrogate")
     data, reference = ctx.data, ctx.reference()
     names = data.feature_names
     blackbox = ctx.scores()
@@ -131,29 +118,13 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
 
     m["surrogate.training.synthetic_documents"] = float(fitted.n_synthetic)
     m.update(direction_metrics(data.X, contrib, parts, names, data.query_ptr, ctx.rng("surrogate/direction")))
-    result.tables.append(_fidelity_table(full_fid, main_fid, m, fit))
     total = importance.sum() or 1.0
-    result.tables.append(Table(
-        title="Effects of the surrogate, by importance",
-        columns=["rank", "effect", "kind", "importance", "share", "bins", "trees' leaves"],
-        rows=[[r + 1, effect_name(parts.effects[e], names), "pair" if parts.effects[e].is_pair else "main",
-               stored(importance[e]), stored(importance[e] / total), _bins(parts.effects[e]), parts.effects[e].n_leaves]
-              for r, e in enumerate(order)],
-        note=f"Importance = mean |effect| over the {data.n_docs} audited documents, each effect centred on them. "
-             f"Bias + Σ effects = the surrogate's score to {exactness:.1e}."))
     result.records = [effect_record(parts.effects[e], names, rank=r + 1, importance=stored(importance[e]),
+                                    share=stored(importance[e] / total), leaves=parts.effects[e].n_leaves,
                                     offset=stored(contrib[:, e].mean()))
                       for r, e in enumerate(order)]
-    result.figures.extend(_figures(ctx, parts, contrib, importance, order, options))
-    top = [effect_name(parts.effects[e], names) for e in order[:3]]
-    result.summary = (
-        f"An ILMART surrogate with {len(parts.main_effects)} main effects and {len(parts.pair_effects)} feature "
-        f"pairs ranks like the audited model with mean Kendall tau {figure(m['surrogate.fidelity.kendall.mean'])} "
-        f"(nDCG@10 against its ranking {figure(m['surrogate.fidelity.ndcg@10.mean'])}); its largest effects: "
-        f"{', '.join(top)}.")
-    if reference is data:
-        result.notes.append("No background data: the surrogate was trained on the audited data itself, so its "
-                            "fidelity is measured in-sample.")
+    result.facts.update(documents=data.n_docs, in_sample=reference is data,
+                        fidelity=_fidelity(full_fid, main_fid, fit), **_drawn(ctx, parts, contrib, order, options))
     kendall = read(m, "surrogate.fidelity.kendall.mean")
     assert kendall is not None  # written above
     tau, low, high = kendall.value, kendall.low, kendall.high
@@ -190,114 +161,54 @@ def direction_metrics(X: np.ndarray, contrib: np.ndarray, parts: Decomposition, 
     return out
 
 
-def _fidelity_table(full: dict, main: dict, m: dict[str, float], fit) -> Table:
+def _fidelity(full: dict[str, Any], main: dict[str, Any], fit: IlmartFit) -> dict[str, Any]:
+    """How faithful both surrogates are (main effects only, then with pairs), as the fidelity table shows them, and
+    what the training selected."""
     rows = []
-    for label, fid, trees in (("ILMART (main effects only)", main, fit.main_trees),
-                              ("ILMARTi (with pairs)", full, fit.main_trees + fit.interaction_trees)):
+    for fid, trees in ((main, fit.main_trees), (full, fit.main_trees + fit.interaction_trees)):
         tau, ndcg = np.asarray(fid["kendall"]), np.asarray(fid["ndcg@10"])
-        rows.append([label, stored(np.nanmean(tau)), stored(np.nanpercentile(tau, 10)), stored(np.nanmean(ndcg)),
-                     stored(fid["explained"]), trees])
-    note = (f"{counted(int(m['surrogate.fidelity.queries']), 'query', 'queries')} with a ranking to compare. "
-            f"Pairs selected: {len(fit.pairs)}; main-effect features: {len(fit.main_features)}. Training "
-            f"queries held {int(m['surrogate.training.synthetic_documents'])} synthetic documents besides the real "
-            "ones (features recombined within a query, scored by the audited model).")
-    if "surrogate.labels.ndcg@10.model" in m:
-        note += (f" Mean nDCG@10 against the labels, over the queries of two or more documents: audited model "
-                 f"{figure(m['surrogate.labels.ndcg@10.model'])}, surrogate "
-                 f"{figure(m['surrogate.labels.ndcg@10.surrogate'])}.")
-    return Table(title="Fidelity to the audited model's ranking",
-                 columns=["surrogate", "Kendall tau (mean)", "Kendall tau (p10)", "nDCG@10 vs model ranking",
-                          "explained share", "trees"], rows=rows, note=note)
+        rows.append({"kendall_mean": float(np.nanmean(tau)), "kendall_p10": float(np.nanpercentile(tau, 10)),
+                     "ndcg_mean": float(np.nanmean(ndcg)), "explained": float(fid["explained"]), "trees": trees})
+    return {"main": rows[0], "full": rows[1], "pairs": len(fit.pairs), "main_features": len(fit.main_features)}
 
 
-YLABEL = "contribution to the surrogate's score (0 = average document)"
-PAIRS_PER_FIGURE = 6  # three rows of two heatmaps: one page
-
-
-def _figures(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, importance: np.ndarray,
-             order: np.ndarray, options: SurrogateOptions) -> list[Figure]:
-    from auditor.evidence.figures import HeatAxis, LevelPanel, StepPanel, axis_label, cell_limit, pair_cells
+def _drawn(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, order: np.ndarray,
+           options: SurrogateOptions) -> dict[str, Any]:
+    """What the figures draw, not every document: the `top_effects` largest main effects as panels (a yes/no
+    feature's two bars, else a step curve over a histogram of the documents' values) and the `top_pairs` largest
+    pairs as heatmap cells, each with the range of its pushes on the audited documents (centred on them). Panels as
+    figures encode them (`figures.encode`: exact)."""
+    from auditor.evidence.figures import HeatAxis, LevelPanel, StepPanel, axis_label, encode, pair_cells
     from auditor.inputs.feature_dictionary import is_yes_no
     from auditor.surrogate.decompose import effect_name
 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
     offsets = contrib.mean(axis=0)
-    figures: list[Figure] = []  # the effects table above gives each effect's importance and share
-    all_mains = [e for e in order if not parts.effects[e].is_pair]
-    mains = all_mains[: options.top_effects]
-    if mains:
-        panels, swings = [], []
-        for e in mains:
-            effect = parts.effects[e]
-            feature = effect.features[0]
-            name, unit = names[feature], units.get(names[feature])
-            column, own = data.X[:, feature], contrib[:, e] - offsets[e]
-            levels = np.unique(column[np.isfinite(column)])
-            if len(levels) == 2:  # a yes/no feature: two bars, not a curve through values no document has
-                at = [column == v for v in levels]
-                words = {0.0: "no", 1.0: "yes"} if is_yes_no(unit) and set(levels) <= {0.0, 1.0} else {}
-                panels.append(LevelPanel(axis_label(name, unit), [words.get(float(v), data_value(v)) for v in levels],
-                                         [float(own[m].mean()) for m in at],
-                                         [float(m.sum() / np.isfinite(column).sum()) for m in at]))
-            else:
-                panels.append(StepPanel.of(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e],
-                                           column))
-            swings.append(f"{name} from {figure(own.min())} to {signed(own.max())}")
-        left_out = len(all_mains) - len(mains)
-        figures.append(Figure(
-            title=f"Main effects: how each feature moves the score ({len(mains)} of {len(all_mains)})",
-            chart="step_curves", data={"panels": panels, "ylabel": YLABEL,
-                                       "columns": 4 if len(panels) > 6 else 3 if len(panels) > 4 else 2},
-            caption="Step curve: the surrogate's score change at each value of the feature (centred: 0 is the "
-                    "average document); grey histogram: where the audited documents' values lie. A yes/no feature "
-                    "is two bars, each with the share of documents that have that value."
-                    + (f" {left_out} smaller main effect(s) not drawn (top_effects = {options.top_effects})."
-                       if left_out else ""),
-            description=f"Small multiples of {len(mains)} main effects in score units: "
-                        + "; ".join(swings[:4]) + ("; and more." if len(swings) > 4 else ".")))
-    all_pairs = [e for e in order if parts.effects[e].is_pair]
-    pairs = all_pairs[: options.top_pairs]
-    panels = []
-    for e in pairs:
+    mains: list[dict[str, Any]] = []
+    for e in [e for e in order if not parts.effects[e].is_pair][: options.top_effects]:
         effect = parts.effects[e]
+        feature = effect.features[0]
+        name, unit = names[feature], units.get(names[feature])
+        column, own = data.X[:, feature], contrib[:, e] - offsets[e]
+        levels = np.unique(column[np.isfinite(column)])
+        if len(levels) == 2:  # a yes/no feature: two bars, not a curve through values no document has
+            at = [column == v for v in levels]
+            words = {0.0: "no", 1.0: "yes"} if is_yes_no(unit) and set(levels) <= {0.0, 1.0} else {}
+            panel: StepPanel | LevelPanel = LevelPanel(
+                axis_label(name, unit), [words.get(float(v), data_value(v)) for v in levels],
+                [float(own[m].mean()) for m in at], [float(m.sum() / np.isfinite(column).sum()) for m in at])
+        else:
+            panel = StepPanel.of(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e], column)
+        mains.append({"feature": name, "panel": encode(panel), "low": float(own.min()), "high": float(own.max())})
+    panels = []
+    for e in [e for e in order if parts.effects[e].is_pair][: options.top_pairs]:
         axes = [HeatAxis(axis_label(names[f], units.get(names[f])), data.X[:, f], is_yes_no(units.get(names[f])))
-                for f in effect.features]
-        panels.append((effect_name(effect, names), axes[0], axes[1], contrib[:, e] - offsets[e]))
+                for f in parts.effects[e].features]
+        panels.append((effect_name(parts.effects[e], names), axes[0], axes[1], contrib[:, e] - offsets[e]))
     cells = pair_cells(panels)  # what the heatmaps draw: the mean effect per cell, not every document
-    limit = cell_limit(cells) if panels else 1.0  # one colour scale for every pair figure
-    chunks = [panels[i:i + PAIRS_PER_FIGURE] for i in range(0, len(panels), PAIRS_PER_FIGURE)]
-    left_out = len(all_pairs) - len(pairs)
-    for number, chunk in enumerate(chunks, start=1):
-        first = pairs[(number - 1) * PAIRS_PER_FIGURE]
-        part = f" ({number} of {len(chunks)})" if len(chunks) > 1 else ""
-        start = (number - 1) * PAIRS_PER_FIGURE
-        plural = "s" if len(all_pairs) > 1 else ""
-        figures.append(Figure(
-            title=(f"Interactions: the surrogate's {len(all_pairs)} feature pair{plural}"
-                   if len(chunks) == 1 and not left_out else
-                   f"Interactions{part}: pairs {start + 1}–{start + len(chunk)} by importance of the surrogate's "
-                   f"{len(all_pairs)}"),
-            chart="pair_heatmaps", data={"panels": cells[start:start + len(chunk)],
-                                         "colorbar": "pair effect (score units)", "limit": limit},
-            caption="Each cell is the mean push of the pair's table on the audited documents whose two values fall "
-                    "in it (red up, blue down; centred on the audited documents; grey: no document). Cells are "
-                    "quantile bins of the documents' values, ticks in the features' units; a yes/no feature has one "
-                    "cell per value. All pairs share one colour scale, so a pale panel is a small effect. As ILMART "
-                    "learns it, a pair table also holds part of each feature's own effect."
-                    + _scale_note(limit, [p[3] for p in chunk])
-                    + (f" {counted(left_out, 'smaller pair')} not drawn (top_pairs = {options.top_pairs})."
-                       if left_out and number == len(chunks) else ""),
-            description=f"Heatmaps of {len(chunk)} pair effects on one colour scale from {figure(-limit)} to "
-                        f"{signed(limit)}; the strongest here, {chunk[0][0]}, moves a document's score by "
-                        f"{figure(np.min(contrib[:, first] - offsets[first]))} to "
-                        f"{signed(np.max(contrib[:, first] - offsets[first]))} score units."))
-    return figures
-
-
-def _bins(effect: Effect) -> str:
-    return " × ".join(str(len(c) + 1) for c in effect.cuts)
-
-
+    return {"main_effects": mains,
+            "pair_effects": [{"panel": encode(cell), "low": float(np.min(push)), "high": float(np.max(push))}
+                             for cell, (_, _, _, push) in zip(cells, panels, strict=True)]}
 
 
 def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> np.ndarray:
@@ -308,15 +219,3 @@ def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> 
         for f in effect.features:
             out[:, f] += contrib[:, e] / len(effect.features)
     return out
-
-
-def _scale_note(limit: float, effects: list[np.ndarray]) -> str:
-    """The colour scale covers the cells' means; single documents reach further, and the caption says how far, so
-    a reader does not take the scale's end for the largest push."""
-
-    low = min(float(np.min(e)) for e in effects)
-    high = max(float(np.max(e)) for e in effects)
-    if max(-low, high) <= limit * (1 + 1e-9):
-        return f" In these panels the shared scale ({figure(-limit)} to {signed(limit)}) covers every document's push."
-    return (f" The shared scale ends at ±{figure(limit)}, the largest cell mean of all pairs; in these panels single "
-            f"documents are pushed from {figure(low)} to {signed(high)}, the pushes beyond it at full colour.")
