@@ -90,9 +90,14 @@ def test_the_confidence_detection_quotes_the_row_of_its_table_in_plain_words():
 
 
 def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_context):
+    from auditor.evidence.document import EvidenceItem
+    from auditor.evidence.kinds.global_importance import ENTRY, present
     from auditor.explain.waterfall import opposed
 
-    result = global_importance.run(bookstore_context, global_importance.GlobalImportanceOptions())
+    options = global_importance.GlobalImportanceOptions()
+    result = global_importance.run(bookstore_context, options)
+    result.options = options.model_dump(mode="json")  # presented from its stored form, as the engine does
+    result.present(ENTRY.presented(EvidenceItem.model_validate(result.to_json())))
     figure = next(f for f in result.figures if "(waterfall)" in f.title)
     kwargs = {name: decode(value) for name, value in figure.data.items()}  # what the chart draws
     labels, contributions, worth = kwargs["labels"], kwargs["contributions"], np.asarray(kwargs["positions"])
@@ -108,8 +113,8 @@ def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_conte
     assert opposed(np.array([0.5, -0.2, 0.1, -0.3]), np.array([0.0, 1.0, -1.0, 0.0])) == [1, 2]
     assert "features not named push" not in caption  # the bookstore's named bars carry most of its score
     # wide data (issue 56): the unnamed rest is the largest bar, and the caption says how much the named ones carry
-    wide = global_importance.waterfall_caption(["a", "b", "128 other features"], np.array([1.64, -0.4, 2.54]),
-                                               np.zeros(3), "set to 0", "", n_other=128)
+    wide = present.waterfall_caption(["a", "b", "128 other features"], np.array([1.64, -0.4, 2.54]),
+                                     np.zeros(3), "set to 0", "", n_other=128)
     assert ("The 128 features not named push +2.54 together, more than any feature named: the named bars carry "
             "44.5% of the pushes, so this document's score rests mostly on many small ones.") in wide
 

@@ -57,7 +57,7 @@ def rerank_shift(scores: np.ndarray, doc: int, new_score: float) -> int:
 
 
 def test_waterfall_adds_up_and_its_positions_rerank(context: AuditContext):
-    result = global_importance.run(context, global_importance.GlobalImportanceOptions(top=11))
+    result = presented(global_importance, context, global_importance.GlobalImportanceOptions(top=11))
     data = context.data
     query = representative_query(data.query_sizes())
     part = data.query_slice(query)
@@ -208,7 +208,7 @@ def test_a_chart_of_sixteen_lines_repeats_no_colour() -> None:
 def test_the_main_parameters_chart_carries_its_cut(context: AuditContext) -> None:
     """Issue 56, charts that carry their cut: the bars of the main parameters (the fewest carrying 80%) above a
     dashed line that says so, the others grey."""
-    result = global_importance.run(context, global_importance.GlobalImportanceOptions(top=11))
+    result = presented(global_importance, context, global_importance.GlobalImportanceOptions(top=11))
     figure = next(f for f in result.figures if f.title == "Main ranking parameters")
     kwargs = arguments(figure, "bar_chart")
     main = int(result.metrics["global_importance.main_parameters"])

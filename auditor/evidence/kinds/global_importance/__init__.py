@@ -11,6 +11,7 @@ ENTRY = EvidenceKind("global_importance", GlobalImportanceOptions,
     f"{__name__}.cost:estimate", metrics=METRICS,
     phrases=f"{__name__}.phrases",
     key_figures=f"{__name__}.present:key_figures", feature_shares="within_query.share",
+    section=f"{__name__}.present:section",
     readme=(
     "exact TreeSHAP importance: global, per query, and within query (what actually orders "
     "documents)"))

@@ -12,11 +12,18 @@ to 1e-9, several times faster: docs/benchmarks.md) where `pred_contrib` would ta
 (`capabilities.FAST_TREESHAP_MIN_SECONDS`), else from `pred_contrib` itself, as for models the array form does not
 cover; for scikit-learn trees from shap's TreeExplainer; for XGBoost and CatBoost from FastTreeShap on their array
 form always (their `contributions`). The table note names the one used.
+
+Measured only: the metrics, a record per feature (its mean |φ| and share in each view), the kept queries'
+attributions, and as facts what the report says besides (how TreeSHAP was computed, the main parameters' count,
+the shown features' shares at full precision, the features in the data's order and their units) and what the
+figures draw: the centred φ and values of the plotted documents for the ten largest features, and of one query its
+top documents' centred φ, the first one's values and the rank positions they are worth; `present.py` says what
+they mean.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -24,17 +31,13 @@ from auditor.checks.estimate import estimate
 from auditor.checks.ranking import rank_order
 from auditor.core.feature_names import metric_segments
 from auditor.core.metric_names import spelled
-from auditor.core.numbers import figure, percent, positions, signed, stored
-from auditor.core.words import counted
+from auditor.core.numbers import stored
 from auditor.evidence.base import (
     ATTRIBUTION_VALUES,
     AuditContext,
     EvidenceResult,
-    Figure,
-    Table,
     check_query_id,
     representative_query,
-    representative_text,
 )
 from auditor.evidence.importance import (
     IMPORTANCE_KEY,
@@ -46,24 +49,13 @@ from auditor.evidence.importance import (
 from auditor.evidence.kinds.global_importance.options import GlobalImportanceOptions
 from auditor.inputs.data import RankingData
 
-if TYPE_CHECKING:
-    pass
-
-
-
-
-HOW_TO_READ = (
-    "Each feature's importance is how much it moves the model's score, averaged per query. The 'within query' "
-    "column keeps only what changes the order of documents inside a query — the part that matters for a ranking. "
-    "Shares add up to 100% per column. The main ranking parameters are the fewest features that together reach "
-    "the stated share of the within-query importance."
-)
-
+PLOTTED_FEATURES = 10  # features of the summary plot (the largest by within-query importance)
+DECISION_DOCS = 5  # lines in the decision plot: more are hard to tell apart (issue 22)
 
 
 def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     data = ctx.data
-    result = EvidenceResult(name="global_importance", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="global_importance")
     plotted = _plotted_rows(ctx, options)
     decision = _explain_query(data, options.explain_query)
     keep = plotted if decision is None else np.union1d(plotted, np.arange(*data.query_ptr[decision:decision + 2]))
@@ -84,11 +76,9 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
 
     metrics = result.metrics
     metrics["global_importance.additivity.max_abs_error"] = additivity
-    rounding = ""
-    if hasattr(getattr(ctx.model, "inner", ctx.model), "reference_scores"):  # a library that sums in float32
+    float32 = hasattr(getattr(ctx.model, "inner", ctx.model), "reference_scores")  # a library that sums in float32
+    if float32:
         metrics["global_importance.score_rounding.max_abs"] = passed.rounding
-        rounding = (f" (to the exact sum of the trees; {ctx.model.kind} sums them in float32, so its scores differ "
-                    f"from that sum by up to {passed.rounding:.1e})")
     within = shares["within_query"]
     order = np.argsort(-within, kind="stable")
     main_count = int(np.searchsorted(np.cumsum(within[order]), options.share_for_main - 1e-12) + 1)
@@ -103,43 +93,18 @@ def run(ctx: AuditContext, options: GlobalImportanceOptions) -> EvidenceResult:
     rho = spearmanr(views["global"], views["within_query"]).statistic if len(names) > 1 else 1.0
     metrics["global_importance.rank_agreement_global_vs_within"] = float(np.nan_to_num(rho, nan=1.0))
 
-    result.tables.append(Table(
-        title="Feature importance (mean |SHAP value|)",
-        columns=["rank", "feature", "within query", "share", "per query", "share", "global", "share"],
-        rows=[[r + 1, names[f], stored(views["within_query"][f]), stored(within[f]), stored(views["per_query"][f]),
-               stored(shares["per_query"][f]), stored(views["global"][f]), stored(shares["global"][f])]
-              for r, f in enumerate(order[: options.top])],
-        note=("Sorted by the within-query view"
-              + (f"; {counted(len(names) - options.top, 'more feature')} in evidence.json"
-                 if len(names) > options.top else "")
-              + f". Additivity (Σφ + bias = score) holds to {additivity:.1e}{rounding}. TreeSHAP by {method}."),
-    ))
     result.records = [
         {"feature": names[f], "rank": r + 1, **{f"{view}.mean_abs": stored(views[view][f]) for view in views},
          **{f"{view}.share": stored(shares[view][f]) for view in views}}
         for r, f in enumerate(order)
     ]
-    top = order[: options.top]
-    result.figures.append(Figure(
-        title="Main ranking parameters",
-        chart="bar_chart", data={"labels": [names[f] for f in top], "values": [float(within[f]) for f in top],
-                                 "xlabel": "share of within-query importance", "percent": True, "cut": main_count,
-                                 "cut_label": f"above the line: the main parameters ({options.share_for_main:.0%} "
-                                              "of the importance)"},
-        caption="Share of each feature in what moves documents against each other inside a query"
-                + (f"; the features above the dashed line are the main parameters, the fewest that carry "
-                   f"{options.share_for_main:.0%} of it (grey: the others)." if main_count < len(top) else
-                   f"; all {len(top)} shown are main parameters (together they carry less than "
-                   f"{options.share_for_main:.0%} of it)." if main_count > len(top) else "."),
-        description="Bar chart of the features' shares of the within-query importance, largest first: "
-                    + ", ".join(f"{names[f]} {percent(within[f])}" for f in top[:5])
-                    + (f", and {len(top) - 5} more." if len(top) > 5 else ".")))
-    result.figures.extend(_figures(ctx, passed, keep, plotted, decision, order, options))
+    result.facts.update(method=method, float32_sums=ctx.model.kind if float32 else None, main_count=main_count,
+                        within_shares=[float(within[f]) for f in order[: options.top]], features=list(names),
+                        units={n: ctx.feature_units[n] for n in names if n in ctx.feature_units},
+                        plotted=_plotted(ctx, passed, keep, plotted, order))
+    if decision is not None:
+        result.facts["query"] = _query(ctx, passed, keep, decision, options)
     result.attributions = _attributions(ctx, passed, keep, kept_queries, options.keep_queries)
-    main = ", ".join(names[f] for f in order[:main_count][:5])
-    result.summary = (f"{counted(main_count, 'feature')} {'carries' if main_count == 1 else 'carry'} "
-                      f"{options.share_for_main:.0%} of the within-query importance; "
-                      f"the main ones: {main}{'…' if main_count > 5 else ''}.")
     return result
 
 
@@ -218,151 +183,48 @@ def _plotted_rows(ctx: AuditContext, options: GlobalImportanceOptions) -> np.nda
     return np.sort(ctx.rng("global_importance/plots").choice(n_docs, options.plot_docs, replace=False))
 
 
-def _figures(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, rows: np.ndarray, query: int | None,
-             order: np.ndarray, options: GlobalImportanceOptions) -> list[Figure]:
-    """Summary (beeswarm) and dependence plots of within-query-centred SHAP values, and for one query the waterfall
-    of its top document and a decision plot of its top 5 — per query, because scores are only comparable inside a
-    query (the caveat of paper 000). Only the `keep` rows' φ exist here (`treeshap_pass`), which these plots
-    need."""
-    from auditor.evidence.figures import axis_label
-    from auditor.inputs.feature_dictionary import is_yes_no
-
-    data, names = ctx.data, ctx.data.feature_names
-
-    def centred(wanted: np.ndarray) -> np.ndarray:
-        """φ minus its query's mean, for these rows (all among `keep`)."""
-        phi = passed.kept[np.searchsorted(keep, wanted)]
-        return phi - passed.query_means[np.searchsorted(data.query_ptr, wanted, side="right") - 1]
-
-    shown = centred(rows)
-    top = order[: min(10, len(order))]
-    first = int(top[0])
-    unit = ctx.feature_units.get(names[first])
-    spread = shown[:, first]
-    figures = [Figure(
-        title=f"How the {len(top)} most important features move documents within their query (SHAP summary)",
-        chart="beeswarm", data={"phi": shown[:, top], "values": data.X[np.ix_(rows, top)],
-                                "names": [names[f] for f in top],
-                                "xlabel": "SHAP value minus the query's mean (score units)"},
-        caption=f"Each dot is a document ({len(rows)} shown); right of 0 it is pushed up within its query. Colour: "
-                "the feature's value, low (blue) to high (red), as the colour bar shows.",
-        description=f"Summary plot of {len(rows)} documents for the {len(top)} main parameters; {names[first]} "
-                    f"spreads them most, from {figure(spread.min())} to {figure(spread.max())} score units around "
-                    "their query's mean."),
-        Figure(title=f"Dependence on {names[first]}",
-               chart="scatter", data={"x": data.X[rows, first], "y": spread, "xlabel": axis_label(names[first], unit),
-                                      "ylabel": "SHAP value minus the query's mean", "yes_no": is_yes_no(unit)},
-               caption="How the top parameter's value translates into a push up or down within the query.",
-               description=f"Scatter plot of {len(rows)} documents: {names[first]}'s value against its push within "
-                           "the query (SHAP value minus the query's mean).")]
-    if query is not None:
-        figures.extend(_query_figures(ctx, query, centred, options))
-    return figures
+def _centred(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """φ minus its query's mean, for these rows (all among `keep`: only their φ exist here, `treeshap_pass`)."""
+    phi = passed.kept[np.searchsorted(keep, wanted)]
+    centred: np.ndarray = phi - passed.query_means[np.searchsorted(ctx.data.query_ptr, wanted, side="right") - 1]
+    return centred
 
 
-_MASKING = {"mean": "replaced by its mean in the background data", "median": "replaced by its median in the "
-            "background data", "zero": "set to 0", "background": "replaced by background rows, scores averaged"}
-DECISION_DOCS = 5  # lines in the decision plot: more are hard to tell apart (issue 22)
+def _plotted(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, rows: np.ndarray,
+             order: np.ndarray) -> dict[str, Any]:
+    """What the summary (beeswarm) and dependence plots draw: for the plotted documents and the
+    `PLOTTED_FEATURES` largest features, the within-query-centred φ and the feature values — per query, because
+    scores are only comparable inside a query (the caveat of paper 000). Arrays as figures encode them
+    (`figures.encode`: exact)."""
+    from auditor.evidence.figures import encode
+
+    top = order[: min(PLOTTED_FEATURES, len(order))]
+    return {"features": [ctx.data.feature_names[f] for f in top],
+            "phi": encode(_centred(ctx, passed, keep, rows)[:, top]), "values": encode(ctx.data.X[np.ix_(rows, top)])}
 
 
-def _query_figures(ctx: AuditContext, query: int, centred, options: GlobalImportanceOptions) -> list[Figure]:
-    """The waterfall of the query's top document (score units and rank positions) and the decision plot of its
-    top 5 documents."""
-    from auditor.evidence.figures import value_text
+def _query(ctx: AuditContext, passed: TreeshapPass, keep: np.ndarray, query: int,
+           options: GlobalImportanceOptions) -> dict[str, Any]:
+    """What the waterfall and the decision plot of one query draw: its top `DECISION_DOCS` documents' ids, scores
+    and centred φ, the first one's feature values and rank, and the rank positions the values of each waterfall row
+    are worth to it (masked as everywhere in this audit, `ctx.masking`). Arrays as figures encode them."""
+    from auditor.evidence.figures import encode
     from auditor.explain.waterfall import positions_worth, waterfall
 
-    data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
+    data = ctx.data
     part = data.query_slice(query)
     scores = ctx.scores()[part]
-    qid = data.query_ids[query]
-    which = (f"Query {qid} is the one the spec names (explain_query)." if options.explain_query is not None
-             else f"By default {representative_text(qid, part.stop - part.start)} (explain_query names another).")
-    local_all = centred(np.arange(part.start, part.stop))
-    best = int(rank_order(scores)[0])
-    fall = waterfall(local_all[best], base=float(scores.mean()), score=float(scores[best]),
+    local = _centred(ctx, passed, keep, np.arange(part.start, part.stop))
+    docs = rank_order(scores)[:DECISION_DOCS]
+    best = int(docs[0])
+    fall = waterfall(local[best], base=float(scores.mean()), score=float(scores[best]),
                      top=options.waterfall_features)
     rank, worth = positions_worth(ctx.model, ctx.masker(), data.X[part], scores, best, fall.sets)
-    row = data.X[part.start + best]
-    labels = [value_text(names[f], row[f], units.get(names[f])) for f in fall.features]
-    if fall.n_other:
-        labels.append(f"{fall.n_other} other feature{'s' if fall.n_other > 1 else ''}")
-    doc = data.doc_ids[part.start + best]
-    lead = int(np.argmax(np.abs(worth)))
-    figures = [Figure(
-        title=f"Why document {doc} is first in query {qid} (waterfall)",
-        chart="waterfall", data={"labels": labels, "contributions": fall.contributions, "base": fall.base,
-                                 "score": fall.score, "base_label": "query's average score",
-                                 "score_label": f"score of {doc}"[:44],
-                                 "xlabel": "score (starts at the query's average)",
-                                 "positions": worth, "positions_label": "positions its value is worth",
-                                 "reference": ("#2's score", float(np.sort(scores)[-2]))},
-        caption=waterfall_caption(labels, fall.contributions, worth, _MASKING.get(ctx.masking, ctx.masking), which,
-                                  n_other=fall.n_other),
-        description=(f"Waterfall of document {doc}, ranked {rank + 1} of {len(scores)} in query {qid}: its score "
-                     f"{figure(fall.score)} is the query's average {figure(fall.base)} plus "
-                     + "; ".join(f"{label} {signed(value)}" for label, value in
-                                 zip(labels[:3], fall.contributions[:3], strict=False))
-                     + f"{' and the rest' if len(labels) > 3 else ''}; "
-                     + (f"{labels[lead]} is worth the most places ({positions(worth[lead])})." if worth[lead]
-                        else "masking any one of these leaves it first.")))
-    ]
-    docs = rank_order(scores)[:DECISION_DOCS]
-    local = local_all[docs]
-    features = np.argsort(-np.abs(local).mean(axis=0), kind="stable")[:10][::-1]
-    steps = np.column_stack([local[:, features], local.sum(axis=1) - local[:, features].sum(axis=1)])
-    doc_labels = [f"#{r + 1} {data.doc_ids[part.start + d]}" for r, d in enumerate(docs)]
-    figures.append(Figure(
-        title=f"Why query {qid} is ranked as it is (decision plot)",
-        chart="decision_plot", data={"phi": steps, "base": float(scores.mean()),
-                                     "names": [*[names[f] for f in features], "other features"],
-                                     "labels": doc_labels, "xlabel": "score (the query's average at the bottom)"},
-        caption=f"Each line is one of the top {len(docs)} documents of the query's {len(scores)}, climbing from the "
-                "query's average score by each feature's push; lines end at the documents' scores, so their order "
-                f"at the top is the ranking. {which}",
-        description=f"Decision plot of the top {len(docs)} documents of query {qid}: their paths from the query's "
-                    f"average score {figure(scores.mean())} through the {len(features)} features that separate them "
-                    f"most ({names[features[-1]]} first) to their scores, {figure(scores[docs[0]])} for the first."))
-    return figures
-
-
-def waterfall_caption(labels: list[str], contributions: np.ndarray, worth: np.ndarray, masking: str,
-                      which: str, n_other: int = 0) -> str:
-    """The waterfall's caption: what each panel measures against (the left the query's other documents, the right
-    the masked value), when a row's two panels point opposite ways that row as the example of why, and when the
-    features not named push more than any named one, that the named bars explain only part of the score (issue
-    56: on wide data "128 other features" was the largest bar, unremarked)."""
-    from auditor.explain.waterfall import opposed
-
-    values = np.asarray(contributions, dtype=np.float64)
-    rest = ""
-    if n_other and len(values) > 1 and abs(values[-1]) > np.max(np.abs(values[:-1])):
-        named = float(np.sum(np.abs(values[:-1])))
-        share = named / float(np.sum(np.abs(values)))
-        rest = (f" The {n_other} features not named push {signed(values[-1])} together, more than any feature named: "
-                f"the named bars carry {percent(share)} of the pushes, so this document's score rests "
-                f"{'mostly' if share < 0.5 else 'partly'} on many small ones.")
-
-    rows = opposed(contributions, worth)
-    if rows:
-        r = rows[0]
-        down = contributions[r] < 0
-        example = (f": here {labels[r]} pushes the score {'down' if down else 'up'} ({signed(contributions[r])}) "
-                   f"yet is worth {positions(worth[r])} positions, as the model rates that value "
-                   f"{'below' if down else 'above'} the average of the query's documents but "
-                   f"{'above' if down else 'below'} the masked value")
-    else:
-        example = ""
-    return (f"Left: from the query's average score at the bottom, each bar adds one feature's push for this "
-            f"document against the query's other documents (its SHAP value minus the query's mean; red up, blue "
-            f"down) and the last bar ends at its score; the bars add up to score − average exactly; the dashed line "
-            f"is the score of the document ranked second. Right: how many rank positions the document's own value "
-            f"of that feature is worth against the masked value — its rank with that value masked ({masking}, as "
-            f"everywhere in this audit), the other documents unchanged, minus its rank. The panels compare with "
-            f"different things, the left with the query's other documents and the right with the masked value, so "
-            f"a bar and its positions can point opposite ways{example}. As the document is first, masking can only "
-            f"cost it places: 0 means it stays first without its value, because the masked value scores well enough "
-            f"or its lead is large enough (a yes/no feature masked by its mean becomes a fraction, which the model "
-            f"may read as yes). Positions do not add up.{rest} {which}")
+    return {"query": data.query_ids[query], "docs": len(scores), "top": [data.doc_ids[part.start + d] for d in docs],
+            "scores": [float(scores[d]) for d in docs], "mean": float(scores.mean()),
+            "second": float(np.sort(scores)[-2]), "phi": encode(local[docs]),
+            "values": encode(data.X[part.start + best]), "rank": rank, "positions": encode(worth),
+            "masking": ctx.masking}
 
 
 def _explain_query(data: RankingData, wanted: str | None) -> int | None:
