@@ -136,8 +136,6 @@ def _ratio(means: np.ndarray) -> np.ndarray:
     return out
 
 
-
-
 def _kept_queries(data: RankingData, wanted: int) -> list[int]:
     """The queries whose attributions are kept: evenly spread over the data, as many of `wanted` as fit in
     ATTRIBUTION_VALUES values."""
@@ -238,26 +236,6 @@ def check(options: GlobalImportanceOptions, data: RankingData) -> None:
     check_query_id(options.explain_query, data, where="explain_query")
 
 
-# Below this many documents LightGBM's pred_contrib takes well under a second, less than loading our compiled
-# kernel (0.5 s once per process; compiling it into numba's cache the first time takes about 10 s).
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray | None, str]:
     """TreeSHAP for every document at once (φ and bias columns; None for non-tree models) — for small data and
     tests; the evidence streams instead (`treeshap_pass`)."""
@@ -266,8 +244,6 @@ def _contributions(ctx: AuditContext, chunk: int = 20_000) -> tuple[np.ndarray |
         return None, ""
     parts, method = streamed
     return np.concatenate([part for _, _, part in parts]), method
-
-
 
 
 def importance_views(phi: np.ndarray, query_ptr: np.ndarray) -> dict[str, np.ndarray]:
