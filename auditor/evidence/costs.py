@@ -66,32 +66,12 @@ def building(rows: float, shape: Shape) -> float:
     return 0.0 if shape.masks_off_trees else BUILD_SECONDS * rows * shape.features ** 0.5
 
 
-
-
-
-
-
-
 def attributed(local: Any) -> set[str]:
     """The attribution explainers an earlier local_explanations item ran (its methods' explainers); none without
     one. Their attributions for a query's top documents are in the memo for the items after it."""
     if local is None:
         return set()
     return {registry.method(m).explainer.name for m in local.methods if registry.method(m).attribution}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def scores_only(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[int, int, float, str]:

@@ -258,5 +258,4 @@ def _split(inner: str) -> list[str]:
     return [*parts, current]
 
 
-
 _builtins()

@@ -63,7 +63,6 @@ class CoalitionDesign:
     unit: np.ndarray | None = None  # per row: its sampling unit (a draw and its complement), −1 if enumerated
 
 
-
 @dataclass(frozen=True)
 class KernelShapResult:
     """φ (docs × F), the base value φ0 = mean background score, and f(x) for each document; `replicates`

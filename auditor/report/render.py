@@ -309,8 +309,6 @@ def _limitations(document: EvidenceDocument, results: dict[str, EvidenceResult])
     return out
 
 
-
-
 def aspect(svg: str) -> float:
     """Height over width of a matplotlib SVG (its `width`/`height` attributes in pt); 0 when they are absent. Tall
     figures (small multiples) get more room in print than single plots."""
@@ -330,7 +328,6 @@ def cell(value: Any, column: str) -> str:
     if isinstance(value, float) and "share" in name and 0 <= value <= 1:
         return percent(value)
     return figure(value)
-
 
 
 def check_templates(folder: Path) -> None:

@@ -186,7 +186,6 @@ def text_table(diff: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-
 def render_html(diff: dict[str, Any]) -> str:
     """The comparison as a self-contained HTML page (autoescaped, the report's stylesheet)."""
     from auditor.report.render import render_template, with_policy
