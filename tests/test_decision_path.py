@@ -353,7 +353,7 @@ def test_rank_vector_is_scipys_rankdata():
 
 def test_the_k_curve_caption_says_which_way_this_run_s_lines_go() -> None:
     """Issue 56: the caption said "AUC falls as K grows" (the paper's finding) above the demo's rising curves."""
-    from auditor.evidence.kinds.decision_path_accuracy.measure import k_curve_caption
+    from auditor.evidence.kinds.decision_path_accuracy.present import k_curve_caption
 
     rising = k_curve_caption({"TreeSHAP": [0.6, 0.7, 0.8], "EXS": [0.7, 0.75, 0.9], "LIRME": [0.9, 0.8, 0.5]})
     assert "Here AUC rises as K grows (2 of 3 lines" in rising and "report that it falls" in rising

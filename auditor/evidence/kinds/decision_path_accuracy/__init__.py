@@ -9,7 +9,7 @@ ENTRY = EvidenceKind("decision_path_accuracy", DecisionPathOptions,
     f"{__name__}.measure", "Decision-path accuracy",
     "Explainers against decision-path ground truth (Rahnama & Bütepage 2022).",
     f"{__name__}.cost:estimate", metrics=METRICS, sampled=True,
-    masked=True,
+    masked=True, section=f"{__name__}.present:section",
     coverage=("decision_path.queries", "", "Decision-path accuracies"),
     readme=(
     "for tree models: how well each explainer agrees with ground truth read from the decision paths"

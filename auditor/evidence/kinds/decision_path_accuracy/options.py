@@ -19,6 +19,17 @@ SurrogateForm = Literal["auto", "coefficients", "contributions"]
 NodeValues = Literal["count_weighted", "internal"]  # auditor.checks.decision_path.NodeValues (which loads numba)
 
 
+def compared_form(name: str, kind: str, option: str) -> str:
+    """The form of an explainer's explanation compared with a ground truth: a surrogate's (LIRME, EXS) as `option`
+    names it (auto: contributions against value change, coefficients against frequency), any other's attributions.
+    Measure compares it, present marks it: one rule for both."""
+    if not registry.EXPLAINERS[name].surrogate:
+        return "attributions"
+    if option != "auto":
+        return option
+    return "contributions" if kind == "value_change" else "coefficients"
+
+
 class DecisionPathOptions(EvidenceOptions):
     explainers: list[str] = method_list(
         # the exact explainers (TreeSHAP: the trees' own attribution) first, then the registry's order
