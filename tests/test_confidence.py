@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from auditor.checks.confidence import agreement, flag_gap, score_margin, set_overlap, set_weights, verdict
-from auditor.evidence.base import AuditContext
+from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.document import EvidenceItem
 from auditor.evidence.kinds.confidence import measure as confidence
+from auditor.evidence.kinds.confidence import present
 from auditor.evidence.kinds.local_explanations import measure as local_explanations
 from auditor.run.engine import run_audit
 from tests.conftest import make_bookstore_context, write_spec
@@ -54,6 +56,14 @@ def context() -> AuditContext:
     return make_bookstore_context()
 
 
+def _judged(context: AuditContext, **options) -> EvidenceResult:
+    """The evidence measured, then presented from its stored form as the engine does (measure, then present)."""
+    chosen = confidence.ConfidenceOptions(**options)
+    result = confidence.run(context, chosen)
+    result.present(present.section(EvidenceItem.model_validate(result.to_json()), chosen))
+    return result
+
+
 def test_confidence_judges_the_explanations_the_report_shows(context):
     methods = ["treeshap5", "greedy_cover_eps", "validity_search"]
     local = local_explanations.run(context, local_explanations.LocalExplanationsOptions(
@@ -81,10 +91,9 @@ def test_confidence_judges_the_explanations_the_report_shows(context):
 
 
 def test_a_strict_threshold_flags_with_its_reason_and_flags_validate(context):
-    result = confidence.run(context, confidence.ConfidenceOptions(
-        methods=["treeshap5", "greedy_cover_eps"], k=3, queries=8, criteria=["validity", "path_accuracy", "margin",
-                                                                            "additivity", "stability"],
-        thresholds={"validity": 0.95}))
+    result = _judged(context, methods=["treeshap5", "greedy_cover_eps"], k=3, queries=8,
+                     criteria=["validity", "path_accuracy", "margin", "additivity", "stability"],
+                     thresholds={"validity": 0.95})
     flagged = [r for r in result.records if r["flagged"]]
     low = [r for r in result.records if r["measures"]["validity"] < 0.95]
     assert low and all(r["flagged_by_rules"] for r in low)  # the rule-based verdict, kept beside the estimate
@@ -133,7 +142,7 @@ def test_agreement_counts_only_explainers_at_least_as_valid():
 def test_near_ties_are_reported_apart_whatever_their_threshold(context):
     options = dict(methods=["treeshap5", "greedy_cover_eps"], k=3, queries=6, criteria=["validity", "margin"])
     plain = confidence.run(context, confidence.ConfidenceOptions(**options))
-    tied = confidence.run(context, confidence.ConfidenceOptions(**options, thresholds={"margin": 1e9}))
+    tied = _judged(context, **options, thresholds={"margin": 1e9})
     assert all(r["fragile"] for r in tied.records)
     assert tied.metrics["confidence.fragile_queries_share"] == 1.0
     # the margin threshold only lists near ties: the flags (the estimate reads the margin itself) do not move
@@ -144,8 +153,7 @@ def test_near_ties_are_reported_apart_whatever_their_threshold(context):
 
 
 def test_the_headline_says_when_the_flags_do_not_separate(context):
-    result = confidence.run(context, confidence.ConfidenceOptions(
-        methods=["treeshap5", "lirme5", "greedy_cover_eps"], k=3, queries=8))
+    result = _judged(context, methods=["treeshap5", "lirme5", "greedy_cover_eps"], k=3, queries=8)
     low = [result.metrics.get(f"confidence.validation.{m}_gap.ci95_low", float("nan"))
            for m in ("validity", "path_accuracy")]
     says = result.summary.startswith(("The flags do not single out worse explanations", "The flags single out "
@@ -157,8 +165,7 @@ def test_the_headline_says_when_the_flags_do_not_separate(context):
 def test_attributions_below_the_floor_are_widened_until_they_hold(context):
     """An attribution that fails with k features gets the fewest more of its own top features that reach the floor
     on the audit's masking, and the report says whether that wider explanation holds under the held-out rows."""
-    result = confidence.run(context, confidence.ConfidenceOptions(
-        methods=["treeshap5", "greedy_cover_eps"], k=2, queries=8, thresholds={"validity": 0.8}))
+    result = _judged(context, methods=["treeshap5", "greedy_cover_eps"], k=2, queries=8, thresholds={"validity": 0.8})
     below = [r for r in result.records if r["method"] == "treeshap5" and r["heldout_validity"] < 0.8]
     assert below, "a floor of 0.8 with two features leaves some TreeSHAP explanations below it"
     assert all(r["widened"] is None for r in result.records if r["method"] == "greedy_cover_eps")  # sets: no
@@ -173,15 +180,14 @@ def test_attributions_below_the_floor_are_widened_until_they_hold(context):
     holding = [r for r in widened if r["widened"]["heldout_validity"] >= 0.8]
     assert m["confidence.widened.reliable_share"] == pytest.approx(len(holding) / len(below))
     table = next(t for t in result.tables if t.title == "Attributions that need more features")
-    assert len(table.rows) == min(len(below), confidence.WIDEN_LISTED) and f"{len(holding)} (" in table.note
+    assert len(table.rows) == min(len(below), present.WIDEN_LISTED) and f"{len(holding)} (" in table.note
 
 
 def test_the_headline_says_when_reliability_cannot_be_estimated(context):
     """Every explanation reliable (a floor nothing misses): no estimate to fit or test, and the summary opens by
     saying so, with the measured rate, instead of an AUC."""
-    result = confidence.run(context, confidence.ConfidenceOptions(
-        methods=["treeshap5", "greedy_cover_eps"], k=3, queries=6,
-        thresholds={"validity": -1.0, "path_accuracy": 0.0}))
+    result = _judged(context, methods=["treeshap5", "greedy_cover_eps"], k=3, queries=6,
+                     thresholds={"validity": -1.0, "path_accuracy": 0.0})
     assert result.metrics["confidence.reliable_share"] == 1.0
     assert not np.isfinite(result.metrics["confidence.validation.auc"])
     assert result.summary.startswith("Reliability could not be estimated: measured on the held-out masking, 100.0%")

@@ -15,6 +15,7 @@ from auditor.core.numbers import figure, points, positions, signed
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.figures import decode
 from auditor.evidence.kinds.confidence import measure as confidence
+from auditor.evidence.kinds.confidence import present as confidence_present
 from auditor.evidence.kinds.exposure import attention as exposure_attention
 from auditor.evidence.kinds.exposure import measure as exposure
 from auditor.evidence.kinds.global_importance import measure as global_importance
@@ -71,7 +72,8 @@ def test_the_confidence_detection_quotes_the_row_of_its_table_in_plain_words():
     result = EvidenceResult(name="confidence")
     ctx = SimpleNamespace(rng=lambda stream: np.random.default_rng(7))
     confidence._validation(result, ctx, _units(values, flagged, cluster, strata))
-    table = next(t for t in result.tables if t.title == "Do the flags earn their keep?")
+    table = next(t for t in confidence_present._validation_table(result.facts["validation"])  # as presented
+                 if t.title == "Do the flags earn their keep?")
     row = next(r for r in table.rows if r[1] == "within explainer")
     _, _, n_flagged, n_unflagged, mean_flagged, mean_unflagged, gap, interval = row
     assert gap == pytest.approx(mean_unflagged - mean_flagged, abs=2e-6)  # the table's gap is its means' difference

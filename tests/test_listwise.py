@@ -327,6 +327,7 @@ def test_listwise_explainers_are_registered_once_per_query_and_left_out_of_decis
 
 
 def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
+    from auditor.evidence.kinds.confidence import ENTRY as CONFIDENCE
     from auditor.evidence.kinds.confidence import measure as confidence
     from auditor.evidence.kinds.local_explanations import ENTRY
     from auditor.evidence.kinds.local_explanations import measure as local_explanations
@@ -377,8 +378,9 @@ def test_local_explanations_and_confidence_report_listwise_explainers() -> None:
     assert differs  # the two games are not the same game
     assert "10 background rows in turn" in figure.caption
 
-    judged = confidence.run(ctx, confidence.ConfidenceOptions(methods=["rankingshap", "treeshap5"], k=3,
-                                                              criteria=["validity", "path_accuracy"]))
+    options = confidence.ConfidenceOptions(methods=["rankingshap", "treeshap5"], k=3,
+                                           criteria=["validity", "path_accuracy"])
+    judged = CONFIDENCE.run(ctx, options)  # measured, then presented from its stored form
     assert "confidence.rankingshap.flagged_fraction" in judged.metrics
     assert "RankingSHAP (listwise)" in [row[0] for row in judged.tables[0].rows]
 

@@ -9,7 +9,8 @@ ENTRY = EvidenceKind("confidence", ConfidenceOptions, f"{__name__}.measure",
     "Explanations not to rely on", "Low-confidence flags per query and explainer, with reasons.",
     f"{__name__}.cost:estimate", metrics=METRICS,
     phrases=f"{__name__}.phrases",
-    key_figures=f"{__name__}.present:key_figures", self_checks=("flags-not-validated",), sampled=True,
+    key_figures=f"{__name__}.present:key_figures", section=f"{__name__}.present:section",
+    self_checks=("flags-not-validated",), sampled=True,
     pooled=True, masked=True,
     readme=(
     "each explanation's estimated reliability (out of sample: will it reproduce the ranking under "

@@ -5,13 +5,17 @@ the explainers that reproduce this query's ranking at least as well; decision-pa
 models); instability across a second seeded run; attributions that do not add up to the score. A fragile ranking
 (the top documents' scores nearly tied) is a property of the query, not of an explanation: it is reported apart.
 The explanations are the ones `local_explanations` shows (shared through the audit's memo when both run with the
-same options). The section ends with the check that the flags earn their keep: flagged explanations should have
-lower validity and decision-path accuracy than unflagged ones, measured with the criterion under test left out.
+same options). Last comes the check that the flags earn their keep: flagged explanations should have lower
+validity and decision-path accuracy than unflagged ones, measured with the criterion under test left out.
+
+Measured only: the metrics, one record an explanation (its verdict with the reason sentences and the signals behind
+them, its measures and signals, its widening), the detections, and as facts what `present.py` needs beside them —
+the explainers and criteria applied, the number of features, the estimate's signals and reliability diagram, which
+explanation each unexplained query should use, the order of the widened attributions, the flag-gap rows.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,14 +38,7 @@ from auditor.checks.validity import has_order, measure_sets
 from auditor.core.metric_names import read, spelled
 from auditor.core.numbers import figure, interval, percent, stored, with_interval
 from auditor.core.words import counted
-from auditor.evidence.base import (
-    AuditContext,
-    EvidenceResult,
-    Figure,
-    Table,
-    check_explanation_size,
-    size_notes,
-)
+from auditor.evidence.base import AuditContext, EvidenceResult, check_explanation_size
 from auditor.evidence.executor import split
 from auditor.evidence.explainers import (
     attributions,
@@ -53,33 +50,12 @@ from auditor.evidence.explainers import (
     played_masker,
     query_spreads,
 )
-from auditor.evidence.kinds.confidence.options import ConfidenceOptions, Thresholds
+from auditor.evidence.kinds.confidence.options import ConfidenceOptions, Thresholds, widest
+from auditor.evidence.kinds.confidence.present import SIGNALS, VALIDATED, signal_name
 from auditor.explain import registry
 from auditor.explain.base import Attributions, QueryView, set_from_attributions
 from auditor.inputs.data import RankingData
 from auditor.models.capabilities import tree_ensemble
-
-HOW_TO_READ = (
-    "Each explanation gets an estimated reliability: the probability that it reproduces the query's ranking under "
-    "masking it was not chosen on (held-out background rows) and, for tree models, that it names the features the "
-    "trees actually used. The estimate reads signals every explanation has — its validity on the audit's masking, "
-    "its validity with a few other background rows, its overlap with the query's most valid explanation and with "
-    "TreeSHAP's, a second run's agreement, near ties, the query's size "
-    "and score spread, the explainer — and is fitted leaving whole queries out, so no explanation judges itself. "
-    "An explanation is flagged when its estimate is below one half, with the two signals that pull it down most. "
-    "A flagged explanation is not necessarily wrong; it needs a second look before it is quoted. The estimate's "
-    "own accuracy (AUC, calibration) is measured and shown; where no attribution explainer is reliable on a query, "
-    "the most valid explanation of that query is named instead. Rankings whose top documents are nearly tied are "
-    "listed apart. The last table checks that the flags mean something: flagged explanations should have lower "
-    "validity under the held-out masking and lower decision-path accuracy than unflagged ones."
-)
-
-
-
-
-
-
-
 
 
 def check(options: ConfidenceOptions, data: RankingData) -> None:
@@ -90,17 +66,13 @@ def check(options: ConfidenceOptions, data: RankingData) -> None:
 
 
 def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
-    result = EvidenceResult(name="confidence", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="confidence")
     data, scores, masker = ctx.data, ctx.scores(), ctx.masker()
-    result.notes += size_notes([options.k], data.n_features)
     ensemble, _ = tree_ensemble(ctx.model)
+    # TreeSHAP and decision-path accuracy need a tree model: without one they are left out (present.py says so)
     methods = [m for m in options.methods if ensemble is not None or not registry.method(m).explainer.needs_trees]
-    if len(methods) < len(options.methods):
-        result.notes.append("TreeSHAP needs a tree model: not judged.")
-    criteria = set(options.criteria)
-    if ensemble is None and "path_accuracy" in criteria:
-        criteria.discard("path_accuracy")
-        result.notes.append("Decision-path accuracy needs a tree model: that criterion is not applied.")
+    criteria = set(options.criteria) - ({"path_accuracy"} if ensemble is None else set())
+    result.facts.update(methods=methods, criteria=[c for c in CRITERIA if c in criteria], features=data.n_features)
     bases = {registry.method(m).explainer.base_value for m in methods}
     base_values = {"masking": _masking_base(ctx, masker, options) if "masking" in bases else None,
                    "tree": _treeshap_bias(ctx) if "additivity" in criteria and "tree" in bases else None}
@@ -119,15 +91,9 @@ def run(ctx: AuditContext, options: ConfidenceOptions) -> EvidenceResult:
     for block_units, block_excluded in outcomes:
         units.extend(block_units)
         excluded += block_excluded
-    before = 0
     if units:
         _reliability(result, ctx, options, methods, units)
-        before = len(result.tables)
-    _report(result, ctx, options, methods, units, excluded, criteria)
-    if before:  # the estimate's tables after the flags per explainer and the flagged list, which readers look for first
-        estimate_tables = result.tables[:before]
-        del result.tables[:before]
-        result.tables[2:2] = estimate_tables
+    _flags(result, ctx, methods, units, excluded, criteria)
     return result
 
 
@@ -223,16 +189,6 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
                           "heldout_validity": float(heldout_validity[i]), "widened": widened})
         ctx.tick()  # progress: one query done (skipped ones count when the block returns)
     return units, excluded
-
-
-WIDEN_TO = 3  # an attribution below the validity floor is widened up to this many times k features
-WIDEN_LISTED = 8  # widened attributions the section shows; Appendix B lists up to `max_listed` (all in evidence.json)
-
-
-def widest(k: int, n_features: int) -> int:
-    """The most features a widened explanation may name: WIDEN_TO·k, and never more than half the features (an
-    explanation naming most of them explains nothing)."""
-    return min(WIDEN_TO * k, n_features // 2)
 
 
 def _widened(model: Any, attrs: dict[str, Attributions], method: Any, query: QueryView, maskers: tuple[Any, Any],
@@ -345,19 +301,14 @@ def _additivity(name: str, attrs: dict[str, Attributions], query: QueryView, doc
     return float(np.abs(phi.sum(axis=1) - (query.scores[used] - base)).max() / spread)
 
 
-def _low(metrics: dict[str, float], name: str) -> float:
-    """The lower end of `name`'s interval; NaN when it has none."""
-    found = read(metrics, name)
-    return found.low if found is not None and found.low is not None else float("nan")
-
-
-def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],
-            units: list[dict[str, Any]], excluded: int, criteria: set[str]) -> None:
+def _flags(result: EvidenceResult, ctx: AuditContext, methods: list[str], units: list[dict[str, Any]],
+           excluded: int, criteria: set[str]) -> None:
+    """The flags' shares (overall with its interval over queries, per explainer, per reason), one record an
+    explanation, the near ties and the check that the flags earn their keep."""
     metrics = result.metrics
     metrics["confidence.explanations"] = float(len(units))
     metrics["confidence.excluded_queries"] = float(excluded)
     if not units:
-        result.summary = "No query with an order to explain."
         return
     names = ctx.data.feature_names
     flagged = np.array([u["verdict"].flagged for u in units])
@@ -365,37 +316,16 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
                 for qi in dict.fromkeys(u["qi"] for u in units)]
     low, high = bootstrap_interval(np.asarray(by_query), ctx.rng("confidence/flagged"))
     metrics.update(spelled("confidence.flagged_fraction", flagged.mean(), low, high, always=True))
-    per_method = []
     for m in methods:
-        mine = np.array([u["verdict"].flagged for u in units if u["method"] == m])
-        metrics[f"confidence.{m}.flagged_fraction"] = float(mine.mean())
-        reasons = Counter(c for u in units if u["method"] == m for c in u["verdict"].criteria)
-        per_method.append([registry.label(m), len(mine), int(mine.sum()), stored(mine.mean()),
-                           ", ".join(f"{c} {n}" for c, n in reasons.most_common()) or "—"])
+        metrics[f"confidence.{m}.flagged_fraction"] = float(np.mean([u["verdict"].flagged for u in units
+                                                                     if u["method"] == m]))
     for criterion in CRITERIA:
         if criterion in criteria and criterion != "margin":
             metrics[f"confidence.reason.{criterion}.share"] = float(np.mean(
                 [criterion in u["verdict"].criteria for u in units]))
-    result.tables.append(Table(
-        title=f"Flagged explanations per explainer (k = {options.k})",
-        columns=["explainer", "explanations", "flagged", "share flagged", "reasons (count)"], rows=per_method,
-        note=f"{counted(len({u['qi'] for u in units}), 'query')}; {excluded} left out (fewer than two documents or "
-             f"all scores tied). Thresholds: " + ", ".join(f"{c} {getattr(options.thresholds, c):g}" for c in CRITERIA
-                                                if c in criteria and c != "margin") + "."))
-    listed = [u for u in units if u["verdict"].flagged][:options.max_listed]
-    result.tables.append(Table(
-        # a list cut at max_listed says so in its title: "every row is in Appendix B" then reads as the list's rows
-        title="Explanations not to rely on, with the reasons" + (
-            f" (the first {len(listed)} of {int(flagged.sum())})" if len(listed) < int(flagged.sum()) else ""),
-        columns=["query", "explainer", "explanation set", "estimated reliability", "validity", "reasons"],
-        rows=[[u["query"], registry.label(u["method"]), ", ".join(names[f] for f in u["set"]),
-               stored(u.get("reliability")), stored(u["measures"]["validity"]), "; ".join(u["verdict"].reasons)]
-              for u in listed],
-        note=(f"The first {len(listed)} of {int(flagged.sum())} flagged explanations, in query order (every one is "
-              "in evidence.json)." if len(listed) < int(flagged.sum()) else
-              f"All {len(listed)} flagged explanations, in query order."), body_rows=6))
     result.records = [{"query": u["query"], "method": u["method"], "selected": [names[f] for f in u["set"]],
-                       "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons, "fragile": u["fragile"],
+                       "flagged": u["verdict"].flagged, "reasons": u["verdict"].reasons,
+                       "reason_signals": u["verdict"].criteria, "fragile": u["fragile"],
                        "reliability": stored(u.get("reliability"), 6), "reliable": u.get("reliable"),
                        "heldout_validity": stored(u["heldout_validity"], 6), "flagged_by_rules": u["rules"].flagged,
                        "rule_reasons": u["rules"].reasons,
@@ -406,101 +336,44 @@ def _report(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOption
                         "validity": stored(u["widened"]["validity"]),
                         "heldout_validity": stored(u["widened"]["heldout_validity"])}} for u in units]
     if "margin" in criteria:
-        _fragile(result, options, units)
+        _fragile(result, units)
     _validation(result, ctx, units)
-    most = max(metrics[f"confidence.{m}.flagged_fraction"] for m in methods)
-    worst = [registry.label(m) for m in methods if metrics[f"confidence.{m}.flagged_fraction"] == most]
-    result.summary = (f"{int(flagged.sum())} of {len(units)} explanations flagged ({percent(flagged.mean())}); most "
-                      f"often {' and '.join(worst)} ({percent(most)}{' each' if len(worst) > 1 else ''})."
-                      if flagged.any() else f"None of {len(units)} explanations is flagged.")
-    if "margin" in criteria:
-        result.summary += (f" {int(metrics['confidence.fragile_queries'])} of {len({u['qi'] for u in units})} "
-                           "rankings are near ties at the top (listed apart).")
-    judged = read(metrics, "confidence.validation.auc")
-    if judged is not None and np.isfinite(judged.value):
-        result.summary += (" The reliability estimate behind the flags ranks reliable above unreliable explanations "
-                           "with AUC " + with_interval(judged.value, judged.low, judged.high) + " out of sample.")
-    lost = int(metrics.get("confidence.attribution_unreliable_queries", 0))
-    if lost:
-        result.summary += (f" On {counted(lost, 'query')} no attribution explainer is reliable: the table names "
-                           "the explanation to show instead.")
-    below = int(metrics.get("confidence.widened.explanations", 0))
-    if below:
-        holding = round(metrics["confidence.widened.reliable_share"] * below)
-        result.summary += (f" Of {counted(below, 'attribution')} below the validity floor, {holding} "
-                           f"{'holds' if holding == 1 else 'hold'} with a few more of the same top features (listed).")
-    auc_value, auc_low, auc_high = (judged.value, judged.low, judged.high) if judged is not None else \
-        (np.nan, np.nan, np.nan)
-    if "confidence.reliable_share" in metrics and not np.isfinite(auc_value):
-        reliable = metrics["confidence.reliable_share"]
-        result.summary = (f"Reliability could not be estimated: measured on the held-out masking, "
-                          f"{percent(reliable)} of the explanations are reliable, too few of one outcome (fewer than "
-                          f"{MIN_OUTCOME}) to fit or test an estimate, so every explanation gets that rate. "
-                          + result.summary)
-    elif auc_low is not None and np.isfinite(auc_low) and auc_low <= 0.5:
-        result.summary = ("No signal the audit measures predicts which explanations hold: the reliability estimate's "
-                          f"AUC {with_interval(auc_value, auc_low, auc_high)} "
-                          "reaches chance (0.5), so check each explanation's measured validity before quoting it. "
-                          + result.summary)
-    gap_low = {label: _low(metrics, f"confidence.validation.{measure}_gap") for measure, label in VALIDATED}
-    unproven = [label for label, low in gap_low.items() if np.isfinite(low) and low <= 0]
-    proven = [label for label, low in gap_low.items() if low > 0]
-    if unproven and proven:
-        result.summary = (f"The flags single out explanations of worse {' and '.join(proven)}, but not of worse "
-                          f"{' or '.join(unproven)} (that gap's 95% interval includes no difference): read a flag as "
-                          f"a warning about {' and '.join(proven)} only. " + result.summary)
-    elif unproven:
-        result.summary = ("The flags do not single out worse explanations here: flagged and unflagged explanations "
-                          f"cannot be told apart by {' or '.join(unproven)} (the gap's 95% interval includes no "
-                          "difference), so treat the flags as hints, not as a verdict. " + result.summary)
 
 
-VALIDATED = (("validity", "validity"), ("path_accuracy", "decision-path accuracy (top-K AUC)"))
-
-
-def _fragile(result: EvidenceResult, options: ConfidenceOptions, units: list[dict[str, Any]]) -> None:
-    """Rankings whose top documents are nearly tied: a tiny change reorders them, whatever explains them."""
+def _fragile(result: EvidenceResult, units: list[dict[str, Any]]) -> None:
+    """Rankings whose top documents are nearly tied: a tiny change reorders them, whatever explains them (the
+    records say which: `fragile`)."""
     queries = {u["qi"]: u for u in units}
     fragile = [u for u in queries.values() if u["fragile"]]
     result.metrics["confidence.fragile_queries"] = float(len(fragile))
     result.metrics["confidence.fragile_queries_share"] = float(len(fragile) / len(queries))
-    listed = fragile[:options.max_listed]
-    result.tables.append(Table(
-        title="Rankings too close to call at the top",
-        columns=["query", f"smallest score gap among the top {options.margin_docs} (share of the score spread)"],
-        rows=[[u["query"], stored(u["measures"]["margin"])] for u in listed],
-        note=f"{len(fragile)} of {len(queries)} queries have top documents whose scores differ by less than "
-             f"{options.thresholds.margin:g} of the query's score spread: the model barely prefers one to the "
-             "next, so any explanation of their order is fragile. This is a property of the ranking, not of an "
-             "explainer, and does not flag explanations." + (f" The first {len(listed)} are listed."
-                                                                 if len(listed) < len(fragile) else "")))
 
 
 def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str, Any]]) -> None:
     """Flags earn their keep: unflagged minus flagged mean of what makes an explanation reliable, measured apart
     from every signal the estimate uses — validity under the held-out masking, and decision-path accuracy (tree
-    models) — within each explainer (the headline) and pooled, with query-clustered bootstrap intervals. Every row
-    shows the two means its gap is the difference of, and the detection quotes that same row."""
+    models) — within each explainer (the headline) and pooled, with query-clustered bootstrap intervals. Each row
+    (`facts.validation`) keeps the two means its gap is the difference of, and the detection quotes that same row."""
     rng = ctx.rng("confidence/validation")
     cluster = np.array([u["qi"] for u in units])
     method = np.array([u["method"] for u in units])
     flags = np.array([u["verdict"].flagged for u in units])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for measure, label in VALIDATED:
         values = np.array([u["heldout_validity"] if measure == "validity" else
                            u["measures"].get(measure, float("nan")) for u in units], dtype=np.float64)
         if not np.isfinite(values).any():
             continue
         keep = np.isfinite(values)
-        for strata, comparison in ((method, "within explainer"), (None, "pooled")):
+        for strata in (method, None):  # within explainer, then pooled
             found = flag_gap(values, flags, cluster, rng, strata=strata)
             gap, low, high = found.gap, found.low, found.high
-            if comparison == "within explainer" and not np.isfinite(gap):  # nothing to compare: not measured
+            if strata is not None and not np.isfinite(gap):  # nothing to compare: not measured
                 result.unmeasured[f"confidence.validation.{measure}_gap"] = (
                     f"no explainer had both flagged and unflagged explanations on these {len(set(cluster))} "
                     "queries, so the flags cannot be compared with the rest (audit more queries: "
                     "`queries` of confidence)")
-            elif comparison == "within explainer":
+            elif strata is not None:
                 result.metrics.update(spelled(f"confidence.validation.{measure}_gap", gap, low, high, always=True))
                 if np.isfinite(low) and low <= 0:
                     result.detect(
@@ -515,44 +388,17 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                 used &= np.isin(strata, [m for m in np.unique(strata[keep])
                                          if (keep & flags & (strata == m)).any()
                                          and (keep & ~flags & (strata == m)).any()])
-            rows.append([label, comparison, int((used & flags).sum()), int((used & ~flags).sum()),
-                         stored(found.flagged_mean, 6), stored(found.unflagged_mean, 6), stored(gap, 6),
-                         interval(*_holding(gap, low, high)[1:]) if np.isfinite(low) else None])
-    if rows:
-        result.tables.append(Table(
-            title="Do the flags earn their keep?",
-            columns=["measure", "comparison", "flagged", "unflagged", "mean flagged", "mean unflagged",
-                     "gap (unflagged − flagged)", "95% interval"],
-            rows=rows,
-            note="A positive gap whose interval excludes 0 means flagged explanations really are worse. Validity here "
-                 "is measured under the held-out masking (background rows no explanation was chosen on), not the "
-                 "audit's masking the estimate reads, so the gap is not true by construction. 'Within explainer', "
-                 "the headline figure, compares each flagged explanation with the unflagged explanations of its own "
-                 "explainer: 'mean unflagged' there is each explainer's unflagged mean, weighted by how many of its "
-                 "explanations are flagged (explainers with no flagged or no unflagged explanation are left out of "
-                 "the counts and means). 'Pooled' mixes explainers. In every row the gap is mean unflagged − mean "
-                 "flagged. Intervals resample queries (2000 bootstrap resamples)."))
+            rows.append({"measure": measure, "within": strata is not None, "flagged": int((used & flags).sum()),
+                         "unflagged": int((used & ~flags).sum()), "flagged_mean": _plain(found.flagged_mean),
+                         "unflagged_mean": _plain(found.unflagged_mean), "gap": _plain(gap), "low": _plain(low),
+                         "high": _plain(high)})
+    result.facts["validation"] = rows
 
 
-SIGNALS = {  # the estimate's signals: a short name, and how each reads as a reason when low and when high
-    "validity": ("validity", "validity {value} on the audit's masking (typical {typical})",
-                 "validity {value} on the audit's masking, above the typical {typical}"),
-    "robust_validity": ("validity on other rows", "validity {value} on other rows (typical {typical})",
-                        "validity {value} on other rows, above the typical {typical}"),
-    "agreement_best": ("agreement with the best", "shares {share} of its features with the query's best "
-                                                  "(typical {typical_share})",
-                       "shares {share} of its features with the query's best"),
-    "agreement_tree": ("agreement with TreeSHAP", "shares {share} of its features with TreeSHAP's (typical "
-                                                  "{typical_share})",
-                       "shares {share} of its features with TreeSHAP's"),
-    "stability": ("stability", "a rerun keeps {share} of its features (typical {typical_share})",
-                  "a rerun keeps {share} of its features"),
-    "margin": ("near tie", "the top documents are nearly tied", "the top documents are far apart"),
-    "mass": ("attribution mass", "its features hold {share} of the attribution (typical {typical_share})",
-             "its features hold {share} of the attribution"),
-    "docs": ("query size", "a small query ({docs} documents)", "a large query ({docs} documents)"),
-    "spread": ("score spread", "scores close together (spread {value})", "scores spread wide ({value})"),
-}
+def _plain(value: float) -> float | None:
+    """A measured number as facts keep it, at full precision (present.py rounds what it shows); None when not
+    finite (JSON has no NaN)."""
+    return float(value) if np.isfinite(value) else None
 
 
 def _reliable(unit: dict[str, Any], thresholds: Thresholds) -> bool:
@@ -578,13 +424,6 @@ def _reason(signal: str, unit: dict[str, Any], standardised: float, typical: flo
     text = SIGNALS[signal][1 if standardised < 0 else 2]
     return text.format(value=figure(value), share=percent(value), typical=figure(typical),
                        typical_share=percent(typical), docs=f"{round(2 ** value):,}" if np.isfinite(value) else "—")
-
-
-def signal_name(signal: str) -> str:
-    """A signal's short name for tables (an explainer indicator: the explainer's label)."""
-    if signal.startswith("explainer:"):
-        return "explainer " + registry.label(signal.removeprefix("explainer:"))
-    return SIGNALS[signal][0]
 
 
 def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions, methods: list[str],
@@ -625,54 +464,14 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
     m.update(spelled("confidence.validation.ece", ece, *clustered_interval(
         target, found.probability, groups, rng, lambda t, p: calibration(t, p)[0]), always=True))
     judged = read(m, "confidence.validation.auc")
-    ece_read = read(m, "confidence.validation.ece")
-    assert judged is not None and ece_read is not None  # written just above
-    result.tables.append(Table(
-        title="How well the reliability estimate predicts",
-        columns=["measure", "value", "95% interval"],
-        rows=[["AUC (out of sample)", stored(judged.value), interval(judged.low, judged.high)],
-              ["expected calibration error", stored(ece), interval(ece_read.low, ece_read.high)],
-              ["share of explanations reliable (measured)", percent(m["confidence.reliable_share"]), None],
-              ["share flagged (estimate below " + figure(options.flag_below) + ")",
-               percent(float(np.mean([u["verdict"].flagged for u in units]))), None],
-              ["share the rule-based criteria would flag", percent(m["confidence.rules.flagged_fraction"]), None]],
-        note=f"Reliable: validity at least {figure(options.thresholds.validity)} under {options.heldout_rows} "
-             "held-out background rows" + (f" and decision-path accuracy at least "
-                                           f"{figure(options.thresholds.path_accuracy)}"
-                                           if any("path_accuracy" in u["measures"] for u in units) else "")
-             + ". The estimate is a logistic regression on the signals below, fitted with leave-queries-out "
-             "cross-validation (5 folds of whole queries): every explanation's estimate comes from a model that "
-             "never saw its query. AUC 0.5 is chance, 1 a perfect ranking of reliable above unreliable; the "
-             "calibration error is the mean gap between estimated and observed reliability over ten bins. "
-             "Intervals resample queries (2000 bootstrap resamples)."))
-    result.tables.append(Table(
-        title="What the estimate reads (its signals)",
-        columns=["signal", "push on the log-odds per standard deviation", "mean"],
-        rows=[[signal_name(n), stored(c, 4),
-               stored(float(np.nanmean(signals[:, j])) if np.isfinite(signals[:, j]).any() else None, 4)]
-              for j, (n, c) in enumerate(zip(names, found.coefficients, strict=True))],
-        note="Positive: the signal raises the estimated reliability. validity: on the audit's masking; "
-             f"validity on other rows: under {options.robustness_rows} background rows of their own draw; "
-             "agreement_best: top-k overlap with the query's most valid explanation; agreement with TreeSHAP: "
-             "top-k overlap with TreeSHAP's explanation of the query (tree models; it reads the trees' paths); "
-             "stability: overlap with a "
-             "second seeded run (1 for deterministic explainers); margin: log10 of the top documents' smallest "
-             "score gap; mass: the chosen features' share of the attribution (set searches: filled with the "
-             "mean); docs: log2 of the query's documents; spread: the standard deviation of its scores; "
-             "explainer: which explainer gave it." + (f" Fewer than {MIN_OUTCOME} explanations had one of the two "
-                                                      "outcomes, so no model was fitted: the estimate is the "
-                                                      "observed rate." if found.constant else "")))
-    if points:
-        result.figures.append(Figure(
-            title="Reliability diagram of the estimate",
-            chart="line_chart", data={
-                "x": [mid for mid, _, _, _ in points],
-                "series": {"observed share reliable": [rate for _, _, rate, _ in points],
-                           "mean estimate (perfect calibration)": [mean for _, mean, _, _ in points]},
-                "xlabel": "estimated reliability (bins of 0.1, by their middle)", "ylabel": "share reliable"},
-            caption="Each point is a bin of explanations by their estimated reliability: on the diagonal, an "
-                    "estimate of 0.7 means 7 in 10 such explanations are reliable.",
-            description=f"Reliability diagram over {len(points)} bins; expected calibration error {figure(ece)}."))
+    assert judged is not None  # written just above
+    result.facts["estimate"] = {
+        "constant": bool(found.constant),  # too few of one outcome: no model fitted, every estimate the rate
+        # each signal, its push on the log-odds per standard deviation and its mean over the explanations
+        "signals": [[n, _plain(c), _plain(float(np.nanmean(signals[:, j]))) if np.isfinite(signals[:, j]).any()
+                     else None] for j, (n, c) in enumerate(zip(names, found.coefficients, strict=True))],
+        # the reliability diagram: per non-empty bin, its middle, the mean estimate and the observed rate
+        "calibration": [[mid, mean, rate] for mid, mean, rate, _ in points]}
     low = judged.low if judged.low is not None else nan
     if not np.isfinite(judged.value) or not np.isfinite(low) or low <= 0.5:
         result.detect(
@@ -690,76 +489,42 @@ def _reliability(result: EvidenceResult, ctx: AuditContext, options: ConfidenceO
             citation="EU AI Act (Reg. 2024/1689) Art. 14(4)(b) — awareness of over-reliance on output",
             judged_by=("confidence.validation.auc",), value=judged.value, interval=judged.interval,
             subject="reliability")
-    _alternatives(result, ctx, options, units)
-    _widening(result, ctx, options, units)
+    _alternatives(result, units)
+    _widening(result, options, units)
 
 
-def _widening(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions,
-              units: list[dict[str, Any]]) -> None:
+def _widening(result: EvidenceResult, options: ConfidenceOptions, units: list[dict[str, Any]]) -> None:
     """Attributions below the validity floor under the held-out rows, widened: how many features each needs
-    (chosen on the audit's masking) and whether the widened explanation holds under the held-out rows."""
-    below = [u for u in units if registry.method(u["method"]).attribution
+    (chosen on the audit's masking) and whether the widened explanation holds under the held-out rows; their
+    records in the order to list them (`facts.widened`)."""
+    below = [i for i, u in enumerate(units) if registry.method(u["method"]).attribution
              and u["heldout_validity"] < options.thresholds.validity]
-    reached = [u for u in below if u["widened"] is not None]
-    holding = [u for u in reached if u["widened"]["heldout_validity"] >= options.thresholds.validity]
+    reached = [i for i in below if units[i]["widened"] is not None]
+    holding = [i for i in reached if units[i]["widened"]["heldout_validity"] >= options.thresholds.validity]
     m = result.metrics
     m["confidence.widened.explanations"] = float(len(below))
     m["confidence.widened.reached"] = float(len(reached))
     m["confidence.widened.reliable_share"] = float(len(holding) / len(below)) if below else float("nan")
-    if not below:
-        return
-    names = ctx.data.feature_names
     # the wider explanations to quote first, then those that reach the floor only where k' was chosen, then none
-    below.sort(key=lambda u: 2 if u["widened"] is None else
-               0 if u["widened"]["heldout_validity"] >= options.thresholds.validity else 1)
-    rows = [[u["query"], registry.label(u["method"]), stored(u["heldout_validity"]),
-             u["widened"]["k"] if u["widened"] else None,
-             ", ".join(names[f] for f in u["widened"]["set"][options.k:]) if u["widened"] else "none within "
-             f"{widest(options.k, ctx.data.n_features)} features",
-             stored(u["widened"]["heldout_validity"]) if u["widened"] else None] for u in below]
-    result.tables.append(Table(
-        title="Attributions that need more features",
-        columns=["query", "explainer", f"validity with {options.k} features (held-out masking)", "features needed",
-                 "features added", "validity with them (held-out masking)"],
-        rows=rows[:options.max_listed], body_rows=WIDEN_LISTED,  # the section shows the first; Appendix B them all
-        note=f"{counted(len(below), 'attribution explanation')} fall below validity "
-             f"{figure(options.thresholds.validity)} under the held-out masking with {options.k} features. Taking "
-             f"more of the same attribution's top features (up to {widest(options.k, ctx.data.n_features)}: "
-             f"{WIDEN_TO} × {options.k} and at most half the features; the fewest that reach "
-             f"{figure(options.thresholds.validity)} on the audit's masking and with {options.robustness_rows} other "
-             f"background rows), {len(reached)} reach it there and "
-             f"{len(holding)} ({percent(len(holding) / len(below))}) also hold under the held-out rows, which did "
-             "not choose the number: for those, quote the wider explanation."
-             + (f" The first {options.max_listed} are listed (every one is in evidence.json)."
-                if len(below) > options.max_listed else "")))
+    first, then = set(holding), set(reached)
+    result.facts["widened"] = sorted(below, key=lambda i: 0 if i in first else 1 if i in then else 2)
 
 
-def _alternatives(result: EvidenceResult, ctx: AuditContext, options: ConfidenceOptions,
-                  units: list[dict[str, Any]]) -> None:
+def _alternatives(result: EvidenceResult, units: list[dict[str, Any]]) -> None:
     """Queries on which no attribution explainer is reliable (measured): the explanation to show instead, the
-    most valid under the held-out masking (a set search's, usually)."""
-    names = ctx.data.feature_names
-    queries: dict[int, list[dict[str, Any]]] = {}
-    for u in units:
-        queries.setdefault(u["qi"], []).append(u)
-    rows = []
+    most valid under the held-out masking (a set search's, usually); their records in query order
+    (`facts.alternatives`)."""
+    queries: dict[int, list[int]] = {}
+    for i, u in enumerate(units):
+        queries.setdefault(u["qi"], []).append(i)
+    chosen = []
     for mine in queries.values():
-        attributions = [u for u in mine if registry.method(u["method"]).attribution]
-        if attributions and not any(u["reliable"] for u in attributions):
-            best = max(mine, key=lambda u: u["heldout_validity"])
-            rows.append([best["query"], registry.label(best["method"]), ", ".join(names[f] for f in best["set"]),
-                         stored(best["heldout_validity"]), "yes" if best["reliable"] else "no"])
-    result.metrics["confidence.attribution_unreliable_queries"] = float(len(rows))
-    result.metrics["confidence.attribution_unreliable_queries_share"] = float(len(rows) / max(len(queries), 1))
-    if rows:
-        result.tables.append(Table(
-            title="Queries no attribution explains: the explanation to use instead",
-            columns=["query", "use the explanation of", "features", "validity (held-out masking)", "reliable"],
-            rows=rows[:options.max_listed],
-            note=f"{counted(len(rows), 'query')} of {len(queries)}: no attribution explainer's top {options.k} "
-                 "features reproduce the ranking under the held-out masking; the most valid explanation of the "
-                 "query is named instead." + (f" The first {options.max_listed} are listed."
-                                              if len(rows) > options.max_listed else "")))
+        attributions = [i for i in mine if registry.method(units[i]["method"]).attribution]
+        if attributions and not any(units[i]["reliable"] for i in attributions):
+            chosen.append(max(mine, key=lambda i: units[i]["heldout_validity"]))
+    result.metrics["confidence.attribution_unreliable_queries"] = float(len(chosen))
+    result.metrics["confidence.attribution_unreliable_queries_share"] = float(len(chosen) / max(len(queries), 1))
+    result.facts["alternatives"] = chosen
 
 
 def gap_sentence(label: str, found: FlagGap) -> str:

@@ -9,6 +9,15 @@ from pydantic import Field, field_validator
 from auditor.evidence.options import EvidenceOptions
 from auditor.evidence.options.sections import judged_method_names, method_list, methods_validator, with_sections
 
+WIDEN_TO = 3  # an attribution below the validity floor is widened up to this many times k features
+
+
+def widest(k: int, n_features: int) -> int:
+    """The most features a widened explanation may name: WIDEN_TO·k, and never more than half the features (an
+    explanation naming most of them explains nothing)."""
+    return min(WIDEN_TO * k, n_features // 2)
+
+
 Criterion = Literal["validity", "agreement", "path_accuracy", "stability", "margin", "additivity"]
 
 
