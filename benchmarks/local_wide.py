@@ -26,7 +26,7 @@ from auditor.evidence.base import AuditContext  # noqa: E402
 from auditor.evidence.executor import core_limit, make_executor  # noqa: E402
 from auditor.evidence.explainers import method_names  # noqa: E402
 from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions  # noqa: E402
-from auditor.evidence.kinds.local_explanations.measure import label as method_label  # noqa: E402
+from auditor.evidence.kinds.local_explanations.present import label as method_label  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.run.engine import prepare  # noqa: E402
 from benchmarks import smoke  # noqa: E402

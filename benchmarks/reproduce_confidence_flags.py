@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.kinds.confidence.measure import run  # noqa: E402
+from auditor.evidence.kinds.confidence import ENTRY  # noqa: E402
 from auditor.explain import registry  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.run.engine import prepare  # noqa: E402
@@ -283,7 +283,7 @@ def report(args: argparse.Namespace, tmp: Path | None) -> str:
             ctx, prepared = context(spec, [{"confidence": options}], Path(folder))
             (_, chosen), = prepared.spec.evidence_items()
             start = time.perf_counter()
-            result = run(ctx, chosen)
+            result = ENTRY.run(ctx, chosen)  # measured, then presented (its tables and summary)
             seconds = time.perf_counter() - start
         m = result.metrics
         n_queries = len({r["query"] for r in result.records})

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
-from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, label, run  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, run  # noqa: E402
+from auditor.evidence.kinds.local_explanations.present import label  # noqa: E402
 from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402

@@ -26,9 +26,11 @@ sys.path.insert(0, str(ROOT))
 from auditor.checks.ranking import per_query_ndcg  # noqa: E402
 from auditor.evidence.base import AuditContext, EvidenceResult  # noqa: E402
 from auditor.evidence.kinds.decision_path_accuracy import measure as decision_path_accuracy  # noqa: E402
+from auditor.evidence.kinds.global_importance import ENTRY as GLOBAL_IMPORTANCE  # noqa: E402
 from auditor.evidence.kinds.global_importance import measure as global_importance  # noqa: E402
 from auditor.evidence.kinds.local_explanations import measure as local_explanations  # noqa: E402
-from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions, label  # noqa: E402
+from auditor.evidence.kinds.local_explanations.measure import LocalExplanationsOptions  # noqa: E402
+from auditor.evidence.kinds.local_explanations.present import label  # noqa: E402
 from auditor.inputs.data import load_ranking_data  # noqa: E402
 from auditor.models.base import CountingRanker  # noqa: E402
 from auditor.models.lightgbm import load_lightgbm  # noqa: E402
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
               "| model | additivity max abs error | score rounding (library vs exact sum of the trees) | TreeSHAP by |",
               "| --- | --- | --- | --- |"]
     for key, ctx in ctxs.items():
-        result = global_importance.run(ctx, global_importance.GlobalImportanceOptions())
+        result = GLOBAL_IMPORTANCE.run(ctx, global_importance.GlobalImportanceOptions())  # presented: its note
         m = result.metrics
         lines.append(f"| {MODELS[key]} | {m['global_importance.additivity.max_abs_error']:.1e} | "
                      f"{m.get('global_importance.score_rounding.max_abs', 0.0):.1e} | "

@@ -10,9 +10,8 @@ import pytest
 
 from auditor.checks.confidence import agreement, flag_gap, score_margin, set_overlap, set_weights, verdict
 from auditor.evidence.base import AuditContext, EvidenceResult
-from auditor.evidence.document import EvidenceItem
+from auditor.evidence.kinds.confidence import ENTRY, present
 from auditor.evidence.kinds.confidence import measure as confidence
-from auditor.evidence.kinds.confidence import present
 from auditor.evidence.kinds.local_explanations import measure as local_explanations
 from auditor.run.engine import run_audit
 from tests.conftest import make_bookstore_context, write_spec
@@ -58,10 +57,7 @@ def context() -> AuditContext:
 
 def _judged(context: AuditContext, **options) -> EvidenceResult:
     """The evidence measured, then presented from its stored form as the engine does (measure, then present)."""
-    chosen = confidence.ConfidenceOptions(**options)
-    result = confidence.run(context, chosen)
-    result.present(present.section(EvidenceItem.model_validate(result.to_json()), chosen))
-    return result
+    return ENTRY.run(context, confidence.ConfidenceOptions(**options))
 
 
 def test_confidence_judges_the_explanations_the_report_shows(context):

@@ -92,14 +92,11 @@ def test_the_confidence_detection_quotes_the_row_of_its_table_in_plain_words():
 
 
 def test_the_waterfall_caption_says_what_the_rank_panel_measures(bookstore_context):
-    from auditor.evidence.document import EvidenceItem
     from auditor.evidence.kinds.global_importance import ENTRY, present
     from auditor.explain.waterfall import opposed
 
     options = global_importance.GlobalImportanceOptions()
-    result = global_importance.run(bookstore_context, options)
-    result.options = options.model_dump(mode="json")  # presented from its stored form, as the engine does
-    result.present(ENTRY.presented(EvidenceItem.model_validate(result.to_json())))
+    result = ENTRY.run(bookstore_context, options)  # measured, then presented as the engine does
     figure = next(f for f in result.figures if "(waterfall)" in f.title)
     kwargs = {name: decode(value) for name, value in figure.data.items()}  # what the chart draws
     labels, contributions, worth = kwargs["labels"], kwargs["contributions"], np.asarray(kwargs["positions"])

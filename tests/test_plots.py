@@ -34,11 +34,8 @@ def presented(module: Any, context: AuditContext, options: Any) -> EvidenceResul
     """A kind's result as the engine keeps it: measured, then presented from its stored form (issue 52: its figures
     are made by its `present`)."""
     from auditor.evidence import REGISTRY
-    from auditor.evidence.document import EvidenceItem
 
-    result: EvidenceResult = module.run(context, options)
-    result.options = options.model_dump(mode="json")
-    result.present(REGISTRY[result.name].presented(EvidenceItem.model_validate(result.to_json())))
+    result: EvidenceResult = REGISTRY[module.__name__.split(".")[-2]].run(context, options)
     return result
 
 
