@@ -16,8 +16,7 @@ from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.figures import decode
 from auditor.evidence.kinds.confidence import measure as confidence
 from auditor.evidence.kinds.confidence import present as confidence_present
-from auditor.evidence.kinds.exposure import attention as exposure_attention
-from auditor.evidence.kinds.exposure import measure as exposure
+from auditor.evidence.kinds.exposure import present as exposure_present
 from auditor.evidence.kinds.global_importance import measure as global_importance
 from auditor.evidence.kinds.local_explanations import measure as local_explanations
 from auditor.evidence.kinds.local_explanations import stats as local_report
@@ -139,14 +138,14 @@ def test_influence_counts_the_queries_it_measured(bookstore_context):
 
 
 def test_intervals_read_a_to_b_in_exposure_cells_and_sentences():
-    cell = exposure_attention._cell((1.73, 1.55, 1.94), figure)
+    cell = exposure_present._cell((1.73, 1.55, 1.94), figure)
     assert cell == "1.73 (1.55 to 1.94)"
-    assert exposure_attention._cell((0.107, 0.09, 0.125), points) == \
+    assert exposure_present._cell((0.107, 0.09, 0.125), points) == \
         "+10.7 pp (+9.0 pp to +12.5 pp)"
-    assert exposure._with_interval((1.73, 1.55, 1.94), figure) == "1.73 (95% interval 1.55 to 1.94)"
-    assert exposure._with_interval((1.73, 1.55, 1.94), figure, words=False) == "1.73 (1.55 to 1.94)"
-    assert exposure._with_interval((2.0, 1.55, 1.94), figure) == "2 (95% interval 1.55 to 2)"  # holds its value
-    assert not INTERVAL.search(exposure._with_interval((-0.107, -0.126, -0.09), points))
+    assert exposure_present.with_interval_of((1.73, 1.55, 1.94), figure) == "1.73 (95% interval 1.55 to 1.94)"
+    assert exposure_present.with_interval_of((1.73, 1.55, 1.94), figure, words=False) == "1.73 (1.55 to 1.94)"
+    assert exposure_present.with_interval_of((2.0, 1.55, 1.94), figure) == "2 (95% interval 1.55 to 2)"  # holds it
+    assert not INTERVAL.search(exposure_present.with_interval_of((-0.107, -0.126, -0.09), points))
 
 
 def test_explainer_detections_write_intervals_one_way():

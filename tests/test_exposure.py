@@ -32,7 +32,9 @@ from auditor.checks.exposure import (
     target_exposure,
 )
 from auditor.core.errors import InputError
-from auditor.evidence.base import AuditContext
+from auditor.evidence import REGISTRY
+from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.document import EvidenceItem
 from auditor.evidence.kinds.exposure import measure as exposure_evidence
 from auditor.inputs.data import RankingData
 from auditor.judging.policy import evaluate, load_packs
@@ -233,9 +235,17 @@ def marketplace() -> RankingData:
 
 def _run(data: RankingData, model: Linear, **options) -> tuple:
     ctx = AuditContext(data=data, model=CountingRanker(model), seed=3)
-    result = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(
-        group=["own_brand"], own={"own_brand": 1}, resamples=500, **options))
+    result = _presented(ctx, exposure_evidence.ExposureOptions(group=["own_brand"], own={"own_brand": 1},
+                                                               resamples=500, **options))
     return result, ctx
+
+
+def _presented(ctx: AuditContext, options: exposure_evidence.ExposureOptions) -> EvidenceResult:
+    """Measured, then presented from its stored form, as the engine does."""
+    result = exposure_evidence.run(ctx, options)
+    result.options = options.model_dump(mode="json")
+    result.present(REGISTRY["exposure"].presented(EvidenceItem.model_validate(result.to_json())))
+    return result
 
 
 def _interval(metrics: dict, name: str) -> tuple[float, float]:
@@ -334,14 +344,14 @@ def test_bad_options_are_input_errors(marketplace: RankingData, options: dict, w
 
 def test_own_products_are_a_group_of_their_own(marketplace: RankingData) -> None:
     ctx = AuditContext(data=marketplace, model=CountingRanker(Linear(2.0)), seed=3)
-    alone = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(own={"own_brand": 1}, resamples=200))
-    both = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(group=["own_brand"], own={"own_brand": 1},
-                                                                          resamples=200))
+    alone = _presented(ctx, exposure_evidence.ExposureOptions(own={"own_brand": 1}, resamples=200))
+    both = _presented(ctx, exposure_evidence.ExposureOptions(group=["own_brand"], own={"own_brand": 1},
+                                                             resamples=200))
     assert alone.metrics == both.metrics
     assert "Met in fewer than" not in alone.tables[0].note
     # groups too rare for the headline ratios are named in the table's note, not left out in silence (issue 56)
-    rare = exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(own={"own_brand": 1}, resamples=100,
-                                                                        min_queries=10_000))
+    rare = _presented(ctx, exposure_evidence.ExposureOptions(own={"own_brand": 1}, resamples=100,
+                                                             min_queries=10_000))
     assert "exposure.max.ratio" not in rare.metrics
     assert ("Met in fewer than 10000 queries, and so left out of the largest and smallest ratios and of the "
             "detections: own_brand = ") in rare.tables[0].note

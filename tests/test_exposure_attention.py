@@ -18,8 +18,10 @@ import yaml
 
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.document import EvidenceItem
 from auditor.evidence.kinds.exposure import attention as sensitivity
 from auditor.evidence.kinds.exposure import measure as exposure_evidence
+from auditor.evidence.kinds.exposure import present as exposure_present
 from auditor.inputs.data import RankingData
 from auditor.judging.policy import evaluate, load_packs
 from auditor.models.base import CountingRanker
@@ -64,8 +66,16 @@ def _run(data: RankingData, boost: float, surrogate: EvidenceResult | None = Non
     ctx = AuditContext(data=data, model=CountingRanker(Boosted(boost)), seed=5)
     if surrogate is not None:
         ctx.inputs = {"surrogate": surrogate}  # as the engine passes a used item's result
-    return exposure_evidence.run(ctx, exposure_evidence.ExposureOptions(
-        group=["brand"], own={"brand": 1}, resamples=200, **options))
+    return _presented(ctx, exposure_evidence.ExposureOptions(group=["brand"], own={"brand": 1}, resamples=200,
+                                                             **options))
+
+
+def _presented(ctx: AuditContext, options: exposure_evidence.ExposureOptions) -> EvidenceResult:
+    """Measured, then presented from its stored form, as the engine does."""
+    result = exposure_evidence.run(ctx, options)
+    result.options = options.model_dump(mode="json")
+    result.present(REGISTRY["exposure"].presented(EvidenceItem.model_validate(result.to_json())))
+    return result
 
 
 # Two queries of four books. With score = quality + 2 × brand the model orders each query as listed; with the brand
@@ -261,7 +271,7 @@ def test_a_rule_on_the_least_favourable_model(tmp_path: Path) -> None:
      "bound 1.10."),
 ])
 def test_the_sentence_follows_the_intervals(stats: dict, expected: str) -> None:
-    assert sensitivity.ratio_sentence("X", {f"{m}.ratio": s for m, s in stats.items()}) == expected
+    assert exposure_present.ratio_sentence("X", {f"{m}.ratio": s for m, s in stats.items()}) == expected
 
 
 def test_the_envelope_is_taken_bound_by_bound() -> None:
@@ -290,7 +300,7 @@ def test_proxies_from_a_real_surrogate_run_on_the_bookstore(bookstore: Path) -> 
     pairs = [r["features"] for r in surrogate.records if len(r["features"]) == 2]
     assert ["author_popularity", "own_brand"] in pairs
     ctx.inputs = {"surrogate": surrogate}
-    result = REGISTRY["exposure"].run(ctx, options["exposure"])
+    result = _presented(ctx, options["exposure"])
     proxies = [r for r in result.records if r["kind"] == "possible_proxy"]
     assert [(r["group"], r["feature"]) for r in proxies] == [("own_brand", "author_popularity")]
     assert 0 < proxies[0]["share"] < 1 and proxies[0]["effect"] == "author_popularity × own_brand"
@@ -299,12 +309,12 @@ def test_proxies_from_a_real_surrogate_run_on_the_bookstore(bookstore: Path) -> 
     assert "mean Kendall tau 0.8" in note and note.endswith("may also run through that feature.")
     # not passed in (not requested, or failed): nothing said, nothing else changes
     ctx.inputs = {}
-    alone = REGISTRY["exposure"].run(ctx, options["exposure"])
+    alone = _presented(ctx, options["exposure"])
     assert not [n for n in alone.notes if n.startswith("Possible proxies")]
     assert alone.metrics == result.metrics
     surrogate.status = "error"
     ctx.inputs = {"surrogate": surrogate}
-    assert not [n for n in REGISTRY["exposure"].run(ctx, options["exposure"]).notes if "proxies" in n]
+    assert not [n for n in _presented(ctx, options["exposure"]).notes if "proxies" in n]
 
 
 def test_a_surrogate_without_a_pair_of_the_group() -> None:

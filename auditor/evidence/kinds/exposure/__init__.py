@@ -10,7 +10,7 @@ ENTRY = EvidenceKind("exposure", ExposureOptions, f"{__name__}.measure",
     "and what the group feature itself is worth (DMA Art. 6(5)).", f"{__name__}.cost:estimate",
     uses=("surrogate",), metrics=METRICS,
     phrases=f"{__name__}.phrases",
-    key_figures=f"{__name__}.present:key_figures",
+    key_figures=f"{__name__}.present:key_figures", section=f"{__name__}.present:section",
     readme=(
     "who gets the attention (DSA Art. 34(1)(b), DMA Art. 6(5), P2B Art. 7): each group's share of "
     "the attention against the share its relevance earns, per group value (own-brand products, a "

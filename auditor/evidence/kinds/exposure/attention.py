@@ -1,5 +1,6 @@
 """Exposure under each attention model (evidence `exposure`, issue 36): does the conclusion hang on how far down
-the ranking users are assumed to look? Not a plugin: what `exposure.run` calls for its sensitivity table.
+the ranking users are assumed to look? Not a plugin: what `exposure.run` calls for its figures under each model —
+measured only: the table, the sentences and the proxies' note are `present.py`'s.
 
 Three position-attention models, side by side, each cut at the spec's `cutoff` (default 10, the first page) so that
 only the shape of the attention curve differs (`auditor/checks/exposure.py` computes them):
@@ -17,9 +18,9 @@ Each model gets its own merit share (the share of *its* attention in the ideal o
 has ratio 1 under all three. Per group value, over the same queries as the section's figures: exposure share, merit
 share, their ratio and, with the counterfactual, the share change, each with its 95% interval (stream
 `exposure/attention`, so the section's other numbers do not move); the model the spec's `attention` names reuses
-the section's figures. Then the least and most favourable ratio and share change over the models, a sentence that
-says whether the conclusion holds under all three, and the surrogate's feature pairs with a group column (possible
-proxies) when the `surrogate` evidence's result is passed in.
+the section's figures. Then the least and most favourable ratio and share change over the models, and the
+surrogate's feature pairs with a group column (possible proxies) when the `surrogate` evidence's result is passed
+in.
 """
 
 from __future__ import annotations
@@ -39,15 +40,13 @@ from auditor.checks.exposure import (
     target_exposure,
 )
 from auditor.core.metric_names import spelled
-from auditor.core.numbers import figure, interval, percent, points
-from auditor.evidence.base import EvidenceResult, Table
+from auditor.evidence.base import EvidenceResult
+from auditor.evidence.kinds.exposure.options import ATTENTION_MEASURES as MEASURES
 from auditor.evidence.kinds.exposure.options import ATTENTION_METRICS as METRICS  # noqa: F401 - declared there
+from auditor.evidence.kinds.exposure.options import ATTENTION_MODELS as MODELS
 
-MODELS = ("log", "geometric", "cascade")
 GEOMETRIC_PATIENCE = 0.8  # Moffat & Zobel 2008
 CASCADE_PATIENCE = 1.0  # a pure cascade: the user stops only when satisfied (Craswell et al. 2008; ERR)
-MEASURES = ("exposure_share", "merit_share", "ratio", "counterfactual.share_change")
-NUMBER = {1: "one", 2: "two", 3: "three"}
 
 
 Stat = tuple[float, float, float]  # value, 95% interval (NaN: none)
@@ -189,177 +188,27 @@ def aggregates(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Sta
         put(result, f"exposure.own.attention.{name}", stat)
 
 
-# --- the verdicts and their words ------------------------------------------------------------------------------
-
-def side(stat: Stat, null: float) -> int:
-    """+1: the whole 95% interval above `null`; −1: below; 0: it holds `null`. Without an interval, the value's
-    side (0 at `null`)."""
-    value, low, high = stat
-    if math.isfinite(low):
-        return 1 if low > null else -1 if high < null else 0
-    return 0 if value == null else (1 if value > null else -1)
-
-
-def verdict(sens: dict[str, Stat], measure: str, null: float) -> tuple[int | None, dict[str, int]]:
-    """The side under each model that has `measure`, and the common side (None: the models disagree)."""
-    sides = {m: side(sens[f"{m}.{measure}"], null) for m in MODELS
-             if f"{m}.{measure}" in sens and math.isfinite(sens[f"{m}.{measure}"][0])}
-    common = set(sides.values())
-    return (common.pop() if len(common) == 1 else None), sides
-
-
-def _all(n: int) -> str:
-    """"all three", "both", "the one": the models measured (a model is left out where it has under two queries)."""
-    return {1: "the one", 2: "both"}.get(n, f"all {NUMBER.get(n, n)}")
-
-
-def ratio_sentence(label: str, sens: dict[str, Stat]) -> str:
-    """Whether the group value's over- or under-exposure holds under every attention model, from the intervals."""
-
-    common, sides = verdict(sens, "ratio", 1.0)
-    if not sides:
-        return ""
-    models_n = f"{_all(len(sides))} attention model{'s' if len(sides) > 1 else ''}"
-    if common is None:
-        words = {1: "above merit", 0: "in line with merit", -1: "below merit"}
-        return (f"For {label} the conclusion depends on the attention model — ratio "
-                + ", ".join(f"{figure(sens[f'{m}.ratio'][0])} ({m}, {words[s]})" for m, s in sides.items()) + ".")
-    listed = ", ".join(f"{figure(sens[f'{m}.ratio'][0])} ({m})" for m in sides)
-    stats = [sens[f"{m}.ratio"] for m in sides]
-    if common == 0:
-        return (f"The exposure of {label} is in line with merit under {models_n} (each 95% interval holds 1) — "
-                f"{listed}.")
-    lows, highs = [s[1] for s in stats], [s[2] for s in stats]
-    if common > 0:
-        bound = (f"lowest 95% bound {figure(min(lows))}" if all(map(math.isfinite, lows)) else
-                 f"smallest {figure(min(s[0] for s in stats))}")
-        return f"The exposure ratio of {label} stays above 1 under {models_n} — {listed}; {bound}."
-    bound = (f"highest 95% bound {figure(max(highs))}" if all(map(math.isfinite, highs)) else
-             f"largest {figure(max(s[0] for s in stats))}")
-    return f"The exposure ratio of {label} stays below 1 under {models_n} — {listed}; {bound}."
-
-
-def change_sentence(column: str, label: str, sens: dict[str, Stat]) -> str:
-    """Whether the share the group feature itself moves is above zero under every model."""
-    common, sides = verdict(sens, "counterfactual.share_change", 0.0)
-    if not sides:
-        return ""
-    listed = ", ".join(f"{points(sens[f'{m}.counterfactual.share_change'][0])} ({m})" for m in sides)
-    what = f"the share of attention {column} itself gives {label}"
-    if common is None:
-        words = {1: "above zero", 0: "within noise of zero", -1: "below zero"}
-        return (f"Whether {column} itself moves the share of {label} depends on the attention model — "
-                + ", ".join(f"{points(sens[f'{m}.counterfactual.share_change'][0])} ({m}, {words[s]})"
-                            for m, s in sides.items()) + ".")
-    where = {1: "above zero", 0: "within sampling noise of zero", -1: "below zero"}[common]
-    plural = "s" if len(sides) > 1 else ""
-    return f"{what[0].upper()}{what[1:]} is {where} under {_all(len(sides))} model{plural} — {listed}."
-
-
-def _cell(stat: Stat | None, show: Any) -> str:
-    """A table cell: the value and its 95% interval as the report writes intervals, `1.73 (1.55 to 1.94)`
-    (`numbers.interval`; the column's note says they are 95% intervals), widened to hold the value; a share's
-    change keeps its percentage points, `+10.7 pp (+9.0 pp to +12.5 pp)`."""
-    if stat is None:
-        return "n/a"
-    value, low, high = stat
-    if not math.isfinite(low) or not math.isfinite(high):
-        return show(value) if show is points else figure(value)
-    low, high = min(low, value), max(high, value)
-    if show is points:
-        return f"{points(value)} ({points(low)} to {points(high)})"
-    return f"{figure(value)} ({interval(low, high)})"
-
-
-def report(result: EvidenceResult, sens: dict[tuple[str, str], dict[str, Stat]], labels: dict[tuple[str, str], str],
-           focus: list[tuple[str, str]], *, cutoff: int | None, max_grade: float, main: str | None,
-           main_text: str) -> None:
-    """The table "Under each attention model" (every measured group value: ratio and share change under each
-    model, and whether the conclusion holds under all three) and, in the summary, the sentences for the values the
-    section details (`focus`)."""
-
-    measured = [(k, s) for k, s in sens.items() if s]
-    if not measured:
-        return
-    rows = []
-    ratio_words = {1: "above 1 under", 0: "holds 1 under", -1: "below 1 under"}
-    change_words = {1: "above 0 under", 0: "holds 0 under", -1: "below 0 under"}
-    for k, s in measured:
-        common, sides = verdict(s, "ratio", 1.0)
-        rows.append([labels[k], "exposure ÷ merit share"] + [_cell(s.get(f"{m}.ratio"), figure) for m in MODELS]
-                    + [_conclusion(common, sides, ratio_words)])
-        if any(f"{m}.counterfactual.share_change" in s for m in MODELS):
-            common, sides = verdict(s, "counterfactual.share_change", 0.0)
-            rows.append([labels[k], "change from the feature"]
-                        + [_cell(s.get(f"{m}.counterfactual.share_change"), points) for m in MODELS]
-                        + [_conclusion(common, sides, change_words)])
-    cut = f"zero beyond position {cutoff}" if cutoff else "over the whole ranking"
-    own = (f"the section's other figures use {main_text}, the {main} column" if main else
-           f"the section's other figures use {main_text}, none of the three")
-    result.tables.append(Table(
-        title="Under each attention model",
-        columns=["group", "measure", "log", "geometric", "cascade", "conclusion"],
-        rows=rows,
-        note=("Attention of position i, " + cut + " under all three: log 1/log₂(1 + i), the DCG discount "
-              "(Järvelin & Kekäläinen 2002; Singh & Joachims 2018); geometric 0.8^(i − 1), rank-biased precision's "
-              "patient user (Moffat & Zobel 2008, p = 0.8); cascade Π_{j<i} (1 − φ(r_j)) with φ(r) = (2^r − 1) / "
-              f"2^{max_grade:g}, the stop probability of expected reciprocal rank (Chapelle et al. 2009) in the "
-              "cascade model (Craswell et al. 2008): users read down until a document satisfies them. Merit share: "
-              f"the share of the same model's attention in the ideal order; {own}. 95% intervals over queries; "
-              "conclusion: where every model's interval lies (above or below the line, or holding it), else "
-              "\"depends on the model\".")))
-    sentences = []
-    for k in focus:
-        s = sens.get(k)
-        if not s:
-            continue
-        sentences.append(ratio_sentence(labels[k], s))
-        sentences.append(change_sentence(k[0], labels[k], s))
-    text = " ".join(t for t in sentences if t)
-    if text:
-        result.summary = f"{result.summary} {text}".strip()
-
-
-def _conclusion(common: int | None, sides: dict[str, int], words: dict[int, str]) -> str:
-    if not sides:
-        return "n/a"
-    if common is None:
-        return "depends on the model"
-    return f"{words[common]} {_all(len(sides))}"
-
-
 # --- possible proxies, from the surrogate ----------------------------------------------------------------------
 
-def proxies(result: EvidenceResult, surrogate: EvidenceResult | None, columns: list[str]) -> None:
+def proxies(result: EvidenceResult, surrogate: EvidenceResult | None, columns: list[str]) -> dict[str, Any] | None:
     """The surrogate's feature pairs that hold a group column (its `records`: one an effect, `features` its one or
-    two columns, ranked by importance), listed as possible proxies in a note and in `records`
-    (`kind: possible_proxy`): the group's treatment may also run through the other feature. Nothing when the
-    surrogate did not run (it is passed in by the engine: `ctx.used("surrogate")`)."""
+    two columns, ranked by importance), as possible proxies in `records` (`kind: possible_proxy`): the group's
+    treatment may also run through the other feature. Returns what the section's note says beside them (the
+    surrogate's fidelity, its pairs and effects, their total importance); None when the surrogate did not run (it
+    is passed in by the engine: `ctx.used("surrogate")`)."""
 
     if surrogate is None:
-        return
+        return None
     effects = [r for r in surrogate.records if isinstance(r.get("features"), list)]
     pairs = [r for r in effects if len(r["features"]) == 2]
     total = sum(float(r.get("importance") or 0.0) for r in effects) or 1.0
     tau = surrogate.metrics.get("surrogate.fidelity.kendall.mean", math.nan)
-    fidelity = (f" (ILMART; it ranks like the model with mean Kendall tau {figure(tau)})" if math.isfinite(tau) else
-                " (ILMART)")
     for column in columns:
-        found = [r for r in pairs if column in r["features"]]
-        if not found:
-            result.notes.append(f"Possible proxies of {column}: none in the interpretable surrogate{fidelity}, "
-                                f"none of whose {len(pairs)} feature pair{'s' if len(pairs) != 1 else ''} holds "
-                                f"{column}.")
-            continue
-        parts = []
-        for r in found:
+        for r in (r for r in pairs if column in r["features"]):
             other = next(f for f in r["features"] if f != column) if r["features"][0] != r["features"][1] else column
             share = float(r.get("importance") or 0.0) / total
             result.records.append({"kind": "possible_proxy", "group": column, "feature": other,
                                    "effect": r.get("effect", " × ".join(r["features"])), "rank": r.get("rank"),
                                    "importance": r.get("importance"), "share": round(share, 6)})
-            parts.append(f"{column} interacts with {other} (pair effect ranked {r.get('rank')} of {len(effects)} "
-                         f"effects, {percent(share)} of their importance)")
-        result.notes.append(f"Possible proxies of {column}, from the interpretable surrogate{fidelity}: "
-                            + "; ".join(parts) + ". The group's treatment may also run through "
-                            + ("that feature." if len(found) == 1 else "those features."))
+    return {"fidelity": float(tau) if math.isfinite(tau) else None, "pairs": len(pairs), "effects": len(effects),
+            "importance": total}

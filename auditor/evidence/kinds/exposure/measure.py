@@ -1,5 +1,7 @@
 """Evidence `exposure`: who gets the attention — does a group of documents (own-brand products, a seller tier,
 sponsored items) receive more exposure than its relevance earns, and is it the model's use of the group feature?
+Measured only: metrics, the over-exposed queries and possible proxies as records, detections, and as facts each
+measured group value's label and the value the section details; `present.py` says what they mean.
 
 For each group column (a feature, categorical or 0/1) and each of its values, per query: the value's share of the
 attention the ranking hands out (exposure share), the share it would get in the ideal order by relevance (merit
@@ -8,17 +10,17 @@ re-ranking (each value in turn, averaged): the over-exposure that remains is ear
 features, the part that goes away is the model's use of the group feature. Beside them, the fair-ranking measures of
 the literature: disparate treatment (Singh & Joachims 2018), expected exposure and its disparity/relevance
 decomposition (Diaz et al. 2020), attention-weighted rank fairness (TREC Fair Ranking 2021–22). Definitions in
-`auditor/checks/exposure.py` and docs/metrics.md. The ratio and the counterfactual share change are also given under
-three attention models side by side (logarithmic, geometric, cascade), with a sentence that says whether the
-conclusion holds under all three, and the surrogate's pairs with a group column as possible proxies when the
-`surrogate` result is passed in (`exposure_attention.py`). Intervals: bootstrap over queries. All counterfactual rows of
-all queries and groups are scored in one batched `predict` call (few, for very large data); the per-query work is
-sorting, cheap enough to stay in the audit's process.
+`auditor/checks/exposure.py` and docs/metrics.md. The ratio and the counterfactual share change are also measured
+under three attention models side by side (logarithmic, geometric, cascade), and the surrogate's pairs with a group
+column kept as possible proxies when the `surrogate` result is passed in (`attention.py`). Intervals: bootstrap over
+queries. All counterfactual rows of all queries and groups are scored in one batched `predict` call (few, for very
+large data); the per-query work is sorting, cheap enough to stay in the audit's process.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -34,21 +36,13 @@ from auditor.checks.exposure import (
 )
 from auditor.core.errors import InputError
 from auditor.core.feature_names import check_feature_names, metric_name
-from auditor.core.numbers import data_value, figure, interval, percent, points, positions, stored, with_interval
-from auditor.evidence.base import AuditContext, EvidenceResult, Figure, Table
+from auditor.core.numbers import data_value, figure, percent, points, positions, stored, with_interval
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.kinds.exposure import attention as attention_models
 from auditor.evidence.kinds.exposure.options import ExposureOptions
+from auditor.evidence.kinds.exposure.present import SHOWN_QUERIES, with_interval_of
 from auditor.evidence.sweeps import swept_scores
 from auditor.inputs.data import RankingData
-
-HOW_TO_READ = (
-    "Exposure share: the share of a query's attention (by position) a group's documents get; merit share: the share "
-    "they would get in the order by relevance; ratio 1: what its relevance earns. Re-ranking with the group feature "
-    "set alike for every document shows what the feature itself is worth. \"Under each attention model\" repeats "
-    "the ratio and that change for three models of how far down users look: a conclusion that holds under all three "
-    "does not hang on that choice. 95% intervals over queries."
-)
-
 
 _MISSING = "missing"
 
@@ -92,7 +86,7 @@ def check(options: ExposureOptions, data: RankingData) -> None:
 def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
 
     data = ctx.data
-    result = EvidenceResult(name="exposure", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="exposure")
     if not options.groups():
         result.status = "unmeasured"
         result.error = "the spec names no group column: name the own products under `own` (e.g. {own_brand: 1}) " \
@@ -123,11 +117,12 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
     swept = swept_scores(ctx, X, features, values) if options.counterfactual else [None] * len(features)
 
     rng = ctx.rng("exposure")
-    group_rows, measure_rows, focus, figure_rows = [], [], [], []
+    focus: list[tuple] = []
     stats: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
     sens: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}  # under each attention model
     sens_rng = ctx.rng("exposure/attention")  # a stream of its own: the section's other intervals do not move
     labels: dict[tuple[str, str], str] = {}
+    groups: list[dict[str, Any]] = []  # facts: per group column, its measured values' labels and the one detailed
     ticker = ctx.progress.task(f"Exposure by group value ({len(queries)} queries)", sum(len(g) for g in values))
     for feature, grid, cf_scores in zip(features, values, swept, strict=True):
         name = names[feature]
@@ -139,6 +134,7 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
         mixed = np.sum(actual.count > 0, axis=1) >= 2
         by_model = attention_models.shares(scores, relevance, codes, ptr, cf_scores, n_values=len(grid),
                                            merit=options.merit, found=sensitivity, main=(main, actual, cf))
+        column: dict[str, Any] = {"column": name, "values": [], "focus": None, "largest": []}
         for v, value in enumerate(grid):
             ticker.advance()
             key = f"exposure.{metric_name(name)}.{value_name(value)}"
@@ -154,27 +150,24 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
             result.per_query[f"{key}.excess"] = {
                 data.query_ids[queries[q]]: stored(actual.exposure_share[q, v] - actual.merit_share[q, v])
                 for q in np.flatnonzero(contested)}
-            group_rows.append(_group_row(label, figures, int(contested.sum())))
-            figure_rows.append((label, figures))
+            column["values"].append({"value": value_name(value), "label": label})
             focus.append((name, value, v, label, actual, cf, contested))
         shown = _focus(focus, name, options)
         if shown is not None:
-            measure_rows.append(f"disparate treatment of {shown[3]} "
-                                f"{_with_interval(stats[(name, value_name(shown[1]))]['disparate_treatment'], figure)} "
-                                "(Singh & Joachims 2018; 1 = exposure in proportion to relevance)")
-        measure_rows.extend(_group_measures(result, name, actual, mixed, rng, options.resamples))
+            column["focus"] = value_name(shown[1])
+            column["largest"] = _over_exposed(result, data, queries, shown, options)
+        groups.append(column)
+        _group_measures(result, name, actual, mixed, rng, options.resamples)
     ticker.close()
     _document_measures(result, actual, rng, options.resamples)
     _aggregates(result, stats, options)
     _detect(result, stats, labels, options)
-    _report(result, ctx, options, queries, group_rows, measure_rows, figure_rows, focus, attention, stats, labels)
     own = next(((column, value_name(value)) for column, value in options.own.items()), None)
     attention_models.aggregates(result, sens, own)
-    chosen = [(item[0], value_name(item[1])) for name in dict.fromkeys(item[0] for item in focus)
-              if (item := _focus(focus, name, options)) is not None]
-    attention_models.report(result, sens, labels, chosen, cutoff=options.cutoff, max_grade=_max_grade(relevance),
-                            main=main, main_text=_model_text(attention))
-    attention_models.proxies(result, ctx.used("surrogate"), options.groups())
+    result.facts = {"groups": groups, "main": main, "max_grade": _max_grade(relevance)}
+    surrogate = attention_models.proxies(result, ctx.used("surrogate"), options.groups())
+    if surrogate is not None:
+        result.facts["surrogate"] = surrogate
     result.metrics["exposure.queries"] = float(len(queries))
     result.metrics["exposure.groups"] = float(len(features))
     return result
@@ -190,13 +183,6 @@ def _attention(options: ExposureOptions, relevance: np.ndarray) -> Attention:
 def _max_grade(relevance: np.ndarray) -> float:
     """r_max of the cascade's stop probability: the largest relevance of the audited queries (at least 0)."""
     return float(max(np.max(relevance, initial=0.0), 0.0))
-
-
-def _model_text(attention: Attention) -> str:
-    if attention.kind == "custom":
-        return f"custom weights for ranks 1–{len(attention.vector)}"
-    return {"log": "1/log2(1 + rank)", "geometric": f"geometric, patience {attention.patience:g}",
-            "cascade": f"cascade, patience {attention.patience:g}"}[attention.kind]
 
 
 def _codes(column: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -256,24 +242,18 @@ def _value_stats(result: EvidenceResult, key: str, actual: QueryGroups, cf: dict
 
 
 def _group_measures(result: EvidenceResult, name: str, actual: QueryGroups, mixed: np.ndarray,
-                    rng: np.random.Generator, resamples: int) -> list[str]:
+                    rng: np.random.Generator, resamples: int) -> None:
     """AWRF and group expected exposure over the queries that hold at least two values of the group."""
 
     key = f"exposure.{metric_name(name)}"
     keep = mixed & np.isfinite(actual.awrf)
     if keep.sum() < 2:
-        return []
+        return
     fair = bootstrap_of_means(actual.awrf[keep][:, None], mean, rng, n_resamples=resamples)
     attention_models.put(result, f"{key}.awrf.mean", fair)
-    parts = []
     for j, part in enumerate(("loss", "disparity", "relevance")):
-        parts.append(bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples))
-        attention_models.put(result, f"{key}.expected_exposure.{part}.mean", parts[-1])
-    return [f"AWRF of {name} {_with_interval(fair, figure)} (TREC Fair Ranking 2021–22; 1 = attention shared as merit, "
-            "floor 0.307)",
-            f"expected exposure of {name} groups: loss {_with_interval(parts[0], figure)}, "
-            f"disparity {figure(parts[1][0])}, "
-            f"relevance {figure(parts[2][0])} (Diaz et al. 2020; loss 0 = exposure as merit)"]
+        found = bootstrap_of_means(actual.group_ee[keep, j][:, None], mean, rng, n_resamples=resamples)
+        attention_models.put(result, f"{key}.expected_exposure.{part}.mean", found)
 
 
 def _document_measures(result: EvidenceResult, actual: QueryGroups, rng: np.random.Generator, resamples: int) -> None:
@@ -347,7 +327,7 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
                 "model-uses-group-feature", f"The model lifts documents with {label} because of {column}",
                 f"With {column} set alike for every document, {label} would get "
                 f"{percent(s['counterfactual.exposure_share'][0])} of the attention instead of "
-                f"{percent(s['exposure_share'][0])} (change {_with_interval(change, points)}) and its documents "
+                f"{percent(s['exposure_share'][0])} (change {with_interval_of(change, points)}) and its documents "
                 f"{positions(shift).lstrip('+')} positions less on average: the model's use of {column}, not the "
                 "documents' other qualities.",
                 severity="major",
@@ -359,67 +339,6 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
                 judged_by=(f"{key}.counterfactual.share_change", "exposure.max.counterfactual.share_change")
                 + (("exposure.own.counterfactual.share_change",) if is_own else ()),
                 value=change[0], interval=(change[1], change[2]))
-
-
-def _report(result: EvidenceResult, ctx: AuditContext, options: ExposureOptions, queries: list[int],
-            group_rows: list, measure_rows: list, figure_rows: list, focus: list, attention: Attention,
-            stats: dict, labels: dict) -> None:
-    data = ctx.data
-    model = _model_text(attention)
-    cut = f"none beyond position {options.cutoff}" if options.cutoff else "the whole ranking"
-    merit = ("its share of the attention in the ideal order by relevance" if options.merit == "ideal" else
-             "its share of the total relevance")
-    relevance = f"'{options.relevance}'" if options.relevance else "the labels"
-    columns = ["group", "exposure share", "merit share", "ratio (95% interval)"]
-    if options.counterfactual:
-        columns += ["change from the feature (95% interval)", "positions worth (worst)"]
-    few = [labels[k] for k, s in stats.items() if s and result.metrics.get(
-        f"exposure.{metric_name(k[0])}.{k[1]}.queries", 0) < options.min_queries]
-    result.tables.append(Table(
-        title="Exposure against merit, by group",
-        columns=columns, rows=[row[:len(columns)] for row in group_rows],
-        note=(f"{len(queries)} queries; attention {model}, {cut}; merit: {merit} ({relevance}); a group counts where "
-              f"it competes with others ({_counts(group_rows)}). Change, positions: what setting the group feature "
-              "alike for every document takes from the group."
-              # the table shows every group; the headline ratios and the detections leave out the rare ones (a
-              # reader review found 1.52 and 0.206 here beside a largest ratio of 1.40, with nothing said)
-              + (f" Met in fewer than {options.min_queries} queries, and so left out of the largest and smallest "
-                 f"ratios and of the detections: {', '.join(few[:8])}{' and more' if len(few) > 8 else ''}."
-                 if few else "")
-              + (" Fair-ranking measures: " + "; ".join(measure_rows) + "." if measure_rows else ""))))
-    if figure_rows:
-        shown = [label for label, _ in figure_rows]
-        merit_shares = [s["merit_share"][0] for _, s in figure_rows]
-        exposure_shares = [s["exposure_share"][0] for _, s in figure_rows]
-        intervals = [s["exposure_share"][1:] for _, s in figure_rows]
-        cf = ([s["counterfactual.exposure_share"][0] for _, s in figure_rows] if options.counterfactual else None)
-        result.figures.append(Figure(
-            title="Exposure against merit, by group",
-            chart="share_dots", data={"labels": shown, "merit": merit_shares, "exposure": exposure_shares,
-                                      "intervals": intervals, "counterfactual": cf},
-            caption="Circle: the share a group's relevance earns; dot: the share it gets (band: 95% interval)"
-                    + ("; diamond: with the group feature set alike for every document." if cf is not None else "."),
-            description="Dot plot of exposure and merit shares per group: " + "; ".join(
-                f"{label} gets {percent(e)} of the attention against a merit share of {percent(m)}"
-                + (f", {percent(c)} with the group feature set alike" if cf is not None else "")
-                for label, m, e, c in zip(shown, merit_shares, exposure_shares, cf or [math.nan] * len(shown),
-                                          strict=True)) + "."))
-    _over_exposed(result, data, queries, focus, options)
-    over = [(k, s) for k, s in stats.items() if s and math.isfinite(s["ratio"][1]) and s["ratio"][1] > 1]
-    uses = [(k, s) for k, s in stats.items() if s and "counterfactual.share_change" in s
-            and math.isfinite(s["counterfactual.share_change"][1]) and s["counterfactual.share_change"][1] > 0]
-    if over:
-        parts = [f"{labels[k]} gets {percent(s['exposure_share'][0])} of the attention against a merit share of "
-                 f"{percent(s['merit_share'][0])} (ratio {_with_interval(s['ratio'], figure)})" for k, s in over]
-        text = "Over-exposed beyond merit: " + "; ".join(parts) + "."
-    else:
-        text = "No group's exposure lies above its merit over the whole 95% interval."
-    if uses:
-        text += " The model's use of the group feature accounts for " + "; ".join(
-            f"{points(s['counterfactual.share_change'][0])} of {labels[k]}'s share" for k, s in uses) + "."
-    elif options.counterfactual:
-        text += " Setting the group feature alike for every document moves no group's share beyond sampling noise."
-    result.summary = text
 
 
 def _focus(focus: list, name: str, options: ExposureOptions) -> tuple | None:
@@ -436,44 +355,24 @@ def _focus(focus: list, name: str, options: ExposureOptions) -> tuple | None:
     return max(items, key=ratio_of) if items else None
 
 
-def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int], focus: list,
-                  options: ExposureOptions) -> None:
-    """The `top_queries` queries with the largest exposure share above merit share, for the value `_focus` picks per
-    group column: every figure in evidence.json (`records`), the first three in a note of the section."""
+def _over_exposed(result: EvidenceResult, data: RankingData, queries: list[int], chosen: tuple,
+                  options: ExposureOptions) -> list[dict[str, Any]]:
+    """The `top_queries` queries with the largest exposure share above merit share, for the value `_focus` picks of
+    a group column: every figure in evidence.json (`records`); the first three returned with their shares in full,
+    for the section's note (facts)."""
 
-    chosen = [item for name in dict.fromkeys(item[0] for item in focus)
-              if (item := _focus(focus, name, options)) is not None]
-    for name, value, v, label, actual, cf, contested in chosen:
-        excess = np.where(contested, actual.exposure_share[:, v] - actual.merit_share[:, v], -np.inf)
-        top = [q for q in np.argsort(-excess, kind="stable")[:options.top_queries] if np.isfinite(excess[q])]
-        for q in top:
-            result.records.append({
-                "kind": "over_exposed_query", "group": name, "value": value_name(value),
-                "query": data.query_ids[queries[q]], "group_documents": int(actual.count[q, v]),
-                "documents": int(actual.count[q].sum()), "exposure_share": stored(actual.exposure_share[q, v]),
-                "merit_share": stored(actual.merit_share[q, v]), "excess": stored(excess[q]),
-                "counterfactual_exposure_share": None if cf is None else stored(cf["share"][q, v])})
-        if top:
-            result.notes.append(f"Largest over-exposure of {label}: " + "; ".join(
-                f"query {data.query_ids[queries[q]]}, {percent(actual.exposure_share[q, v])} of the attention "
-                f"against a merit share of {percent(actual.merit_share[q, v])}" for q in top[:3])
-                + f" (the {len(top)} largest in evidence.json).")
-
-
-def _counts(group_rows: list) -> str:
-    return ", ".join(f"{label}: {n} queries" for label, n in ((row[0], row[-1]) for row in group_rows))
-
-
-def _group_row(label: str, s: dict, n_queries: int) -> list:
-    """A row of the group table; its last cell (the queries counted) goes to the note."""
-
-    row = [label, percent(s["exposure_share"][0]), percent(s["merit_share"][0]),
-           _with_interval(s["ratio"], figure, words=False)]
-    if "counterfactual.exposure_share" in s:
-        worth, worst = s["counterfactual.rank_shift.mean"][0], s["counterfactual.rank_shift.max"][0]
-        row += [_with_interval(s["counterfactual.share_change"], points, words=False),
-                f"{positions(worth)} ({int(worst)})"]
-    return [*row, n_queries]
+    name, value, v, _, actual, cf, contested = chosen
+    excess = np.where(contested, actual.exposure_share[:, v] - actual.merit_share[:, v], -np.inf)
+    top = [q for q in np.argsort(-excess, kind="stable")[:options.top_queries] if np.isfinite(excess[q])]
+    for q in top:
+        result.records.append({
+            "kind": "over_exposed_query", "group": name, "value": value_name(value),
+            "query": data.query_ids[queries[q]], "group_documents": int(actual.count[q, v]),
+            "documents": int(actual.count[q].sum()), "exposure_share": stored(actual.exposure_share[q, v]),
+            "merit_share": stored(actual.merit_share[q, v]), "excess": stored(excess[q]),
+            "counterfactual_exposure_share": None if cf is None else stored(cf["share"][q, v])})
+    return [{"query": data.query_ids[queries[q]], "exposure_share": float(actual.exposure_share[q, v]),
+             "merit_share": float(actual.merit_share[q, v])} for q in top[:SHOWN_QUERIES]]
 
 
 def _label(name: str, value: float, unit: str | None) -> str:
@@ -485,20 +384,3 @@ def _label(name: str, value: float, unit: str | None) -> str:
     if is_yes_no(unit):
         return value_text(name, value, unit)
     return f"{name} = {data_value(value)}"
-
-
-def _with_interval(stat: tuple[float, float, float], show, *, words: bool = True) -> str:
-    """A value and its 95% interval as every sentence of the report writes them (`numbers.with_interval`:
-    `1.73 (95% interval 1.55 to 1.94)`, the interval widened to hold the value); in a table cell, whose column
-    already says "95% interval", `1.73 (1.55 to 1.94)`. Shares' changes keep their percentage points."""
-    value, low, high = stat
-    if not math.isfinite(low) or not math.isfinite(high):
-        return show(value) if show is points else figure(value)
-    low, high = min(low, value), max(high, value)
-    if show is points:
-        inner = f"{points(low)} to {points(high)}"
-        return f"{points(value)} ({'95% interval ' if words else ''}{inner})"
-    if words:
-        return with_interval(value, low, high)
-    return f"{figure(value)} ({interval(low, high)})"
-

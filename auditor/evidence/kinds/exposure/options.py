@@ -9,7 +9,9 @@ from pydantic import Field, field_validator
 
 from auditor.evidence.options import EvidenceOptions
 
-ATTENTION_METRICS = (  # exposure under the three attention models (exposure_attention.py)
+ATTENTION_MODELS = ("log", "geometric", "cascade")  # the three attention models side by side (attention.py)
+ATTENTION_MEASURES = ("exposure_share", "merit_share", "ratio", "counterfactual.share_change")  # under each
+ATTENTION_METRICS = (  # exposure under the three attention models (attention.py)
     "exposure.{own|{feature}.{value}}.attention.{log|geometric|cascade}.{exposure_share|merit_share|ratio"
     "|counterfactual.share_change}",
     "exposure.{own|{feature}.{value}}.attention.{log|geometric|cascade}.{exposure_share|merit_share|ratio"
@@ -89,5 +91,5 @@ METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.r
     "|counterfactual.exposure_share|counterfactual.share_change|counterfactual.ratio"
     "|counterfactual.rank_shift}.{ci95_low|ci95_high}",
     "exposure.{own|max|min|{feature}.{value}}.counterfactual.rank_shift.{mean|max}",
-    *ATTENTION_METRICS,  # the same figures under each attention model (exposure_attention.py)
+    *ATTENTION_METRICS,  # the same figures under each attention model (attention.py)
 )
