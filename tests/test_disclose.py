@@ -30,7 +30,7 @@ from auditor.disclosure.draft import draft
 from auditor.disclosure.render import render_statement
 from auditor.evidence import REGISTRY
 from auditor.evidence.base import EvidenceResult
-from auditor.evidence.document import read_document
+from auditor.evidence.document import EvidenceItem, read_document
 from auditor.judging.policy import bundled_policies_dir, evaluate, load_packs
 from auditor.run.engine import input_files, prepare
 from tests.conftest import LIGHT_SURROGATE, make_bookstore_context, write_spec
@@ -212,7 +212,11 @@ def _check(statement: Path | None, document: dict[str, Any]) -> tuple[EvidenceRe
     kind = REGISTRY["disclosure_consistency"]
     options = {"declared": ["genre_match", "price_in_range", "avg_review"], "resamples": 20,
                **({"statement": str(statement)} if statement is not None else {})}
-    result = kind.run(ctx, kind.options.model_validate(options))
+    validated = kind.options.model_validate(options)
+    result = kind.run(ctx, validated)
+    if result.status == "ok":  # presented from its stored form, as the engine does
+        result.options = validated.model_dump(mode="json")
+        result.present(kind.presented(EvidenceItem.model_validate(result.to_json())))
     findings = evaluate(load_packs(["eu-p2b-art5"], base_dir=bundled_policies_dir()), {result.name: result},
                         requested={result.name}, waivers=[], today=dt.date(2026, 11, 27))
     return result, {f.rule: f.status for f in findings}
@@ -290,6 +294,13 @@ def test_report_checks_the_published_statement_end_to_end(bookstore: Path) -> No
         "weight: sales_rank_log"]
     assert "Claims of the published statement" in report.read_text()
     assert ("evidence disclosure_consistency.statement", bookstore / "terms.md") in input_files(prepare(path))
+    # presented again from its stored facts, byte for byte, where the statement no longer lies (its path is an
+    # input of the run, never an option evidence.json stores)
+    assert "statement" not in document["evidence"]["disclosure_consistency"]["options"]
+    (bookstore / "terms.md").unlink()
+    rendered = runner.invoke(app, ["render", str(report.parent), "--out", str(bookstore / "rendered")])
+    assert rendered.exit_code == 0, rendered.output
+    assert (Path(rendered.stdout.strip()) / "report.html").read_bytes() == report.read_bytes()
 
 
 def test_a_published_claim_turns_false_when_the_model_changes_so_sales_rank_log_leads(signed: dict[str, Path],

@@ -19,7 +19,9 @@ from typer.testing import CliRunner
 from auditor.checks.influence import rank_among_others, top_k_changed
 from auditor.cli import app
 from auditor.core.errors import InputError
-from auditor.evidence.base import AuditContext
+from auditor.evidence import REGISTRY
+from auditor.evidence.base import AuditContext, EvidenceResult
+from auditor.evidence.document import EvidenceItem
 from auditor.evidence.kinds.disclosure_consistency import measure as disclosure_consistency
 from auditor.evidence.kinds.parameter_influence import measure as parameter_influence
 from auditor.models.base import CountingRanker
@@ -118,7 +120,7 @@ def test_parameter_influence_on_the_example_and_its_input_checks(bookstore: Path
 def test_disclosure_flags_the_undeclared_parameter(bookstore: Path) -> None:
     ctx = _context(bookstore)
     options = disclosure_consistency.DisclosureConsistencyOptions
-    result = disclosure_consistency.run(ctx, options(declared=DECLARED, resamples=50))
+    result = _presented(ctx, options(declared=DECLARED, resamples=50))
     m = result.metrics
     assert m["disclosure.undeclared_main"] == 1
     flagged = [row[0] for row in result.tables[0].rows if row[-1].startswith("UNDECLARED")]
@@ -134,7 +136,7 @@ def test_disclosure_flags_the_undeclared_parameter(bookstore: Path) -> None:
     assert reversed_order["disclosure.per_query.rank_correlation.ci95_high"] < 0
     assert m["disclosure.undeclared_in_main"] == 1 and "main parameters are not declared" not in result.summary
     # issue 56: most main parameters undeclared, few of them influential (wide data): both counts, never "1" alone
-    few = disclosure_consistency.run(ctx, options(declared=DECLARED[:1], resamples=20, min_share=0.15))
+    few = _presented(ctx, options(declared=DECLARED[:1], resamples=20, min_share=0.15))
     counts = few.metrics["disclosure.undeclared_main"], few.metrics["disclosure.undeclared_in_main"]
     main = int(few.metrics["disclosure.main_parameters"])
     assert 0 < counts[0] < counts[1], counts
@@ -146,8 +148,16 @@ def test_disclosure_flags_the_undeclared_parameter(bookstore: Path) -> None:
         disclosure_consistency.run(ctx, options(declared=["avg_reviews"]))
 
 
+def _presented(ctx: AuditContext, options: disclosure_consistency.DisclosureConsistencyOptions) -> EvidenceResult:
+    """Measured, then presented from its stored form, as the engine does."""
+    result = disclosure_consistency.run(ctx, options)
+    result.options = options.model_dump(mode="json")
+    result.present(REGISTRY["disclosure_consistency"].presented(EvidenceItem.model_validate(result.to_json())))
+    return result
+
+
 def test_disclosure_flags_a_planted_paid_boost(planted: Path) -> None:
-    result = disclosure_consistency.run(_context(planted), disclosure_consistency.DisclosureConsistencyOptions(
+    result = _presented(_context(planted), disclosure_consistency.DisclosureConsistencyOptions(
         declared=[*DECLARED[:3], "sales_rank_log", *DECLARED[3:]], resamples=50))
     assert [row[0] for row in result.tables[0].rows if row[-1].startswith("UNDECLARED")] == ["sponsored"]
 
@@ -175,7 +185,7 @@ def test_disclosure_uses_the_surrogate_importance_whatever_the_spec_order(bookst
     assert not any("No surrogate importance" in note for note in disclosure.notes)
     assert list(run.results) == ["dataset", "governance", "disclosure_consistency", "surrogate"]  # spec order kept
 
-    alone = disclosure_consistency.run(_context(bookstore), disclosure_consistency.DisclosureConsistencyOptions(
+    alone = _presented(_context(bookstore), disclosure_consistency.DisclosureConsistencyOptions(
         declared=DECLARED, resamples=20))
     assert "disclosure.rank_correlation.surrogate" not in alone.metrics
     assert any("request the `surrogate` evidence too" in note for note in alone.notes)

@@ -12,7 +12,7 @@ ENTRY = EvidenceKind("disclosure_consistency", DisclosureConsistencyOptions,
     phrases=f"{__name__}.phrases",
     # the surrogate measures a model without TreeSHAP; all four, the published statement's claims
     uses=("surrogate", "global_importance", "parameter_influence", "exposure"),
-    key_figures=f"{__name__}.present:key_figures",
+    key_figures=f"{__name__}.present:key_figures", section=f"{__name__}.present:section",
     readme=(
     "the main parameters the terms and conditions declare vs the measured ones (P2B Art. 5(1)): "
     "undeclared influential parameters, order agreement, stability over query samples; with "

@@ -7,9 +7,10 @@ surrogate's importance a third when the audit requests the `surrogate` evidence 
 engine runs it first, whatever the spec order). A model without exact TreeSHAP (ONNX, a Python function) is
 measured the same way on the surrogate's exact per-document contributions, when the audit requests the
 `surrogate` evidence (else SKIPPED, saying so); the note gives the surrogate's fidelity.
-Reported: rank correlation of the declared order with each measured order, influential parameters that are not
+Measured: rank correlation of the declared order with each measured order, influential parameters that are not
 declared, declared parameters that are not main ones, and how stable the measured order is across bootstrap
-samples of queries.
+samples of queries — numbers, the parameters the section lists as records, detections, and as facts the surrogate
+measured on and the published statement's claims as judged; `present.py` says what they mean.
 """
 
 from __future__ import annotations
@@ -23,23 +24,12 @@ from auditor.checks.claims import Claim, judge, read_statement
 from auditor.checks.estimate import estimate
 from auditor.core.errors import InputError
 from auditor.core.feature_names import check_feature_names, metric_segments
-from auditor.core.numbers import figure, percent, stored
-from auditor.core.words import counted
+from auditor.core.numbers import percent, stored
 from auditor.core.yaml_models import nearest
-from auditor.evidence.base import AuditContext, EvidenceResult, Table
+from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.importance import importance_by_query
 from auditor.evidence.kinds.disclosure_consistency.options import DisclosureConsistencyOptions
 from auditor.inputs.data import RankingData
-
-HOW_TO_READ = (
-    "The declared list is what the business tells users about how results are ordered. The measured order is how "
-    "much each feature moves documents within their query (TreeSHAP; for a model without it, its surrogate's). "
-    "Kendall's tau compares the two orders over "
-    "the declared parameters (1: same order, 0: unrelated, −1: reversed). An undeclared influential parameter is a "
-    "main parameter, with at least the stated share of the importance, that the declaration leaves out. Stability "
-    "re-measures the order on bootstrap samples of queries: a low value means the order itself is uncertain."
-)
-
 
 
 def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:
@@ -52,7 +42,7 @@ def check(options: DisclosureConsistencyOptions, data: RankingData) -> None:
 
 def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceResult:
     data = ctx.data
-    result = EvidenceResult(name="disclosure_consistency", how_to_read=HOW_TO_READ)
+    result = EvidenceResult(name="disclosure_consistency")
     if not options.declared:
         result.status = "unmeasured"
         result.error = ("the spec declares no main parameter: list the parameters the terms and conditions disclose, "
@@ -73,11 +63,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         summary, tau = measured
         surrogate = None  # the headline is the surrogate already: no third source repeating it
         result.metrics["disclosure.measured_on_surrogate"] = 1.0
-        result.notes.append(f"This '{ctx.model.kind}' model has no exact TreeSHAP, so the measured order is the "
-                            "surrogate's: its exact contributions per document (a pair effect's split evenly "
-                            f"between its two features). The surrogate orders documents like the model with mean "
-                            f"Kendall tau {figure(tau)} (the `surrogate` evidence): read the order only as far as that "
-                            "agreement goes.")
+        result.facts["surrogate"] = {"model": ctx.model.kind, "fidelity": stored(tau, 12)}
     else:
         result.metrics["disclosure.measured_on_surrogate"] = 0.0
     declared = [names.index(f) for f in options.declared]
@@ -85,9 +71,6 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     sources = {"within_query": views["within_query"], "per_query": views["per_query"]}
     if surrogate is not None:
         sources["surrogate"] = surrogate
-    elif result.metrics["disclosure.measured_on_surrogate"] == 0.0:
-        result.notes.append("No surrogate importance: request the `surrogate` evidence too to compare the declaration "
-                            "with the surrogate's effects.")
 
     metrics = result.metrics
     within = _shares(views["within_query"])
@@ -123,30 +106,12 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
 
     declared_rank = {f: i + 1 for i, f in enumerate(declared)}
     shown = list(dict.fromkeys([*order[: max(len(main), len(declared))].tolist(), *declared]))
-    result.tables.append(Table(
-        title="Declared and measured main parameters",
-        columns=["parameter", "declared rank", "measured rank", "share of within-query importance", "main parameter",
-                 "finding"],
-        rows=[[names[f], declared_rank.get(f, "—"), int(np.flatnonzero(order == f)[0]) + 1, stored(within[f]),
-               "yes" if f in main else "no",
-               "UNDECLARED influential parameter" if f in undeclared else
-               ("declared, not a main parameter" if f in not_main else "")] for f in shown],
-        note=(f"Main parameters: the fewest features reaching {options.share_for_main:.0%} of the within-query "
-              f"importance; an undeclared one is an influential parameter, and counts, when its share is at least "
-              f"{options.min_share:.0%}. " + _undeclared_in_main(undeclared, undeclared_in_main, main, options))))
-    result.tables.append(Table(
-        title="Agreement of the declared order with each measured order (Kendall's tau over declared parameters)",
-        columns=["measured by", "tau"],
-        rows=[[source.replace("_", " "), stored(metrics[f"disclosure.rank_correlation.{source}"])]
-              for source in sources]
-        + [["per query (mean over queries)", stored(metrics["disclosure.per_query.rank_correlation.mean"])]],
-        note=(f"Stability over {options.resamples} bootstrap samples of queries: importance-weighted tau with the "
-              f"full order {figure(metrics['disclosure.stability.weighted_kendall.mean'])} on average (plain tau over "
-              f"all features {figure(metrics['disclosure.stability.kendall.mean'])}); a sample's main set holds "
-              f"{percent(metrics['disclosure.stability.main_set_overlap.mean'])} of the importance of the full one's "
-              f"and is exactly the same in {percent(metrics['disclosure.stability.main_set_agreement'])} of samples.")))
+    result.records = [{"feature": names[f], "declared_rank": declared_rank.get(f), "measured_rank": _rank(order, f),
+                       "share": stored(within[f]), "main": f in main,
+                       "finding": "undeclared" if f in undeclared else "declared_not_main" if f in not_main else None}
+                      for f in shown]
     for f in undeclared:
-        rank = int(np.flatnonzero(order == f)[0]) + 1
+        rank = _rank(order, f)
         result.detect(
             "undeclared-main-parameter", f"Undeclared main ranking parameter: {names[f]}",
             f"'{names[f]}' carries {percent(within[f])} of what orders documents within a query (rank {rank} of "
@@ -156,13 +121,6 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
             severity="major", citation="Reg. (EU) 2019/1150 (P2B) Art. 5(1) — the main parameters determining ranking",
             judged_by=("disclosure.undeclared_main", "disclosure.undeclared_share"), value=float(within[f]),
             subject=names[f])
-    flagged = ", ".join(names[f] for f in undeclared)
-    result.summary = (f"Declared order vs measured: Kendall tau {figure(metrics['disclosure.rank_correlation'])}; "
-                      + (f"undeclared influential {'parameter' if len(undeclared) == 1 else 'parameters'}: "
-                         f"{flagged}." if undeclared else
-                         "every influential parameter is declared.")
-                      + (" " + _undeclared_in_main(undeclared, undeclared_in_main, main, options)
-                         if len(undeclared_in_main) > len(undeclared) else ""))
     if options.statement is None:
         result.unmeasured.update({metric: "the provider's published recommender statement was not given to the "
                                           "audit, so its claims could not be checked (give the file as the "
@@ -173,16 +131,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
     return result
 
 
-def _undeclared_in_main(undeclared: list[int], in_main: list[int], main: list[int],
-                        options: DisclosureConsistencyOptions) -> str:
-    """How the influential count sits among the main parameters: on wide data most main parameters may be
-    undeclared while only a few carry the minimum share each (issue 56: "2 undeclared" beside 37 of 42)."""
-    if not in_main:
-        return "Every main parameter is declared."
-    rest = len(in_main) - len(undeclared)
-    return (f"{len(in_main)} of the {len(main)} main parameters are not declared"
-            + (f": {len(undeclared)} influential, the other {rest} each under {options.min_share:.0%}." if rest else
-               ", each of them influential."))
+def _rank(order: np.ndarray, feature: int) -> int:
+    """A feature's measured rank (1 = the most important)."""
+    return int(np.flatnonzero(order == feature)[0]) + 1
 
 
 STATEMENT_METRICS = tuple(f"disclosure.statement.{name}" for name in ("claims", "false_claims", "uncertain_claims",
@@ -207,7 +158,7 @@ def _claims(path: Path, names: list[str]) -> list[Claim]:
 
 def check_statement(result: EvidenceResult, ctx: AuditContext, path: Path) -> None:
     """Each claim of the published statement judged on the metrics of the evidence it rests on (`claims.judge`):
-    counts as metrics, a table of the claims with their status, a detection for each false one."""
+    counts as metrics, the claims with their status and why as facts, a detection for each false one."""
     names = list(ctx.data.feature_names)
     claims = _claims(path, names)
     metrics: dict[str, float] = {}
@@ -220,15 +171,9 @@ def check_statement(result: EvidenceResult, ctx: AuditContext, path: Path) -> No
     result.metrics["disclosure.statement.claims"] = float(len(verdicts))
     for status, count in counts.items():
         result.metrics[f"disclosure.statement.{status}_claims"] = float(count)
-    result.tables.append(Table(
-        title="Claims of the published statement",
-        columns=["line", "claim", "measured", "status", "why"],
-        rows=[[v.claim.line, v.claim.text(), v.measured(), v.status.upper() if v.status == "false" else v.status,
-               v.why] for v in verdicts],
-        note=(f"{path.name}: {counted(len(verdicts), 'claim')}. A claim holds when the 95% interval of its metric lies "
-              "inside the band it states, is false when the interval lies wholly outside, uncertain otherwise; an "
-              "order claim compares neighbours' intervals. Not checked: the evidence it rests on was not requested "
-              "or did not measure that feature (docs/disclose.md).")))
+    result.facts["statement"] = {"file": path.name, "claims": [
+        {"line": v.claim.line, "claim": v.claim.text(), "measured": v.measured(), "status": v.status, "why": v.why}
+        for v in verdicts]}
     for verdict in verdicts:
         if verdict.status != "false":
             continue
@@ -238,11 +183,6 @@ def check_statement(result: EvidenceResult, ctx: AuditContext, path: Path) -> No
             f"{path.name}, line {claim.line}: the statement says {claim.text()}; {verdict.why}.",
             severity="major", citation=CLAIM_CITATION, judged_by=("disclosure.statement.false_claims",),
             subject=f"{claim.kind}: {', '.join(claim.features)}")
-    if not claims:
-        result.notes.append(f"The statement {path.name} carries no claim markers, so none of its sentences could be "
-                            "checked: mark each claim as docs/disclose.md shows (`auditor disclose` drafts them).")
-    result.summary += (f" The published statement makes {counted(len(verdicts), 'checkable claim')}: "
-                       f"{counts['false']} false, {counts['uncertain']} uncertain, {counts['unchecked']} not checked.")
 
 
 def _main_set(shares: np.ndarray, share_for_main: float) -> list[int]:

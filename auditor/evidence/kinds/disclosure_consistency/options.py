@@ -17,10 +17,13 @@ class DisclosureConsistencyOptions(EvidenceOptions):
                                                            "is not counted as influential when undeclared.")
     resamples: int = Field(200, ge=20, le=10_000, description="Bootstrap samples of queries for the stability of "
                                                               "the measured order.")
-    statement: InputFile | None = Field(None, description="The transparency statement the platform published "
-                                                          "(Markdown or HTML, relative to the spec): each claim its "
-                                                          "`<!-- claim: ... -->` markers make is checked against the "
-                                                          "evidence (docs/disclose.md).")
+    # `exclude`: a file where this audit ran, kept out of the options evidence.json stores (its name and claims are
+    # the item's facts), so a run presents again where the file no longer lies (`auditor render`)
+    statement: InputFile | None = Field(None, exclude=True,
+                                        description="The transparency statement the platform published (Markdown "
+                                                    "or HTML, relative to the spec): each claim its `<!-- claim: ... "
+                                                    "-->` markers make is checked against the evidence "
+                                                    "(docs/disclose.md).")
 
 
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
