@@ -128,7 +128,9 @@ class EvidenceKind:
             return None
         import json  # JSON's own types: a tuple option is stored as a list
 
-        return resolve(self.section)(item, self.options.model_validate_json(json.dumps(item.options)))
+        # a file an option named is not read again, and may have moved since (`relocate`: existence not checked)
+        options = self.options.model_validate_json(json.dumps(item.options), context={"relocate": {}})
+        return resolve(self.section)(item, options)
 
     def words(self) -> tuple[Mapping[str, Callable[[float, str], str]], Mapping[str, str]]:
         """Its metrics' sentences and its per-query metrics' names (none when it declares no `phrases`)."""

@@ -170,6 +170,9 @@ def run(ctx: AuditContext, options: ExposureOptions) -> EvidenceResult:
         result.facts["surrogate"] = surrogate
     result.metrics["exposure.queries"] = float(len(queries))
     result.metrics["exposure.groups"] = float(len(features))
+    infinite = {name: 1 if value > 0 else -1 for name, value in result.metrics.items() if math.isinf(value)}
+    if infinite:  # a group whose relevance earns no attention in any query has an infinite ratio; JSON keeps null
+        result.facts["infinite"] = infinite
     return result
 
 

@@ -53,7 +53,9 @@ class Value:
 
 
 def section(result: Result, options: ExposureOptions) -> Section:
-    metrics, facts = result.metrics, result.facts or {}
+    facts = result.facts or {}
+    # evidence.json holds null for what is not finite: an infinite ratio is said as such (`numbers.figure`)
+    metrics = {**result.metrics, **{name: math.inf * sign for name, sign in facts.get("infinite", {}).items()}}
     columns: list[dict[str, Any]] = list(facts.get("groups", []))
     values = [Value(c["column"], v["value"], v["label"], metrics) for c in columns for v in c["values"]]
     focus = [v for c in columns for v in values if v.column == c["column"] and v.value == c["focus"]]
