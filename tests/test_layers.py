@@ -410,3 +410,43 @@ def test_the_architecture_page_names_every_module_and_only_modules_that_exist() 
         if relative not in rows and not any(relative.startswith(row) for row in rows if row.endswith("/")):
             unlisted.append(relative)
     assert not unlisted, unlisted
+
+
+def test_a_presenting_kind_measures_without_prose() -> None:
+    """Measure, then present (issue 52): in a kind with a `section`, no module but `present.py` (and `phrases.py`)
+    writes a summary, a reading guide, a note or a figure, and the only tables it makes are wall-clock ones (never
+    stored, so never presented again): what the report says is made from the stored result, by the auditor that
+    renders it."""
+    from auditor.evidence import ALWAYS, REGISTRY
+
+    prose = {"summary", "how_to_read", "notes", "figures"}
+    bad = []
+    for kind in [*REGISTRY.values(), *ALWAYS.values()]:
+        if kind.section is None or not kind.module.startswith("auditor.evidence.kinds."):
+            continue
+        folder = ROOT / "auditor" / "evidence" / "kinds" / kind.name
+        for path in sorted(folder.glob("*.py")):
+            if path.name in ("present.py", "phrases.py", "options.py", "__init__.py"):
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            base_table = any(isinstance(n, ast.ImportFrom) and n.module == "auditor.evidence.base"
+                             and any(a.name == "Table" for a in n.names) for n in ast.walk(tree))
+            for node in ast.walk(tree):
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.Attribute) and node.attr in prose and isinstance(node.ctx, ast.Store):
+                    bad.append(f"{where} sets .{node.attr}")
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr in ("append", "extend", "insert") \
+                        and isinstance(node.func.value, ast.Attribute) and node.func.value.attr in prose:
+                    bad.append(f"{where} adds to .{node.func.value.attr}")
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    keywords = {k.arg for k in node.keywords}
+                    if node.func.id == "Figure":
+                        bad.append(f"{where} makes a figure")
+                    elif node.func.id == "Table" and base_table and not any(
+                            k.arg == "volatile" and isinstance(k.value, ast.Constant) and k.value.value is True
+                            for k in node.keywords):
+                        bad.append(f"{where} makes a table that is not wall-clock")
+                    elif node.func.id == "EvidenceResult" and keywords & prose:
+                        bad.append(f"{where} writes {sorted(keywords & prose)}")
+    assert not bad, "\n".join(bad)
