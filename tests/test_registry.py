@@ -9,6 +9,7 @@ import pytest
 from auditor.evidence.kinds.confidence import ENTRY as CONFIDENCE
 from auditor.evidence.kinds.confidence import measure as confidence
 from auditor.evidence.kinds.decision_path_accuracy import measure as decision_path_accuracy
+from auditor.evidence.kinds.local_explanations import ENTRY as LOCAL
 from auditor.evidence.kinds.local_explanations import measure as local_explanations
 from auditor.explain import costs, registry
 from auditor.explain.base import Attributions
@@ -37,7 +38,7 @@ def toy(monkeypatch):
 def test_a_toy_explainer_appears_in_every_explainer_evidence(toy) -> None:
     assert {"saliency1", "saliency3"} <= set(registry.methods())
     ctx = make_bookstore_context(3)
-    local = local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
+    local = LOCAL.run(ctx, local_explanations.LocalExplanationsOptions(  # measured, then presented
         methods=["saliency1", "saliency3", "random"], k=3, k_curve=[], optimum_max_subsets=0))
     assert local.status == "ok"
     assert -1 <= local.metrics["local.saliency3.validity.mean"] <= 1

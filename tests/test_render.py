@@ -166,12 +166,28 @@ def test_figure_data_that_is_not_ours_is_one_line_and_nothing_written(unsigned: 
 
 
 def _stored_figure(document: dict[str, Any]) -> dict[str, Any]:
-    """The first figure a run keeps as it drew it: of a kind that does not present its result again when rendered
-    (a presenting kind's figures are made anew from its facts)."""
-    from auditor.evidence import REGISTRY
+    """The first figure a run keeps, of an item rendered as stored: one whose kind presented nothing again, as a run
+    written before its kind presented (no stored options; a presenting kind's figures are made anew)."""
+    item = document["evidence"]["ranking_quality"]
+    item.pop("options")
+    figure: dict[str, Any] = item["figures"][0]
+    return figure
 
-    return next(figure for name, item in document["evidence"].items()
-                if name in REGISTRY and REGISTRY[name].section is None for figure in item.get("figures") or [])
+
+@pytest.mark.parametrize("edit", [lambda item: item.update(records=[["q", 3]]),
+                                  lambda item: item["options"].update(cutoffs="ten"),
+                                  lambda item: item.update(records=[{"query": "q"}])],
+                         ids=["records not ours", "options not ours", "a record without its figures"])
+def test_facts_that_are_not_ours_are_one_line_and_nothing_written(unsigned: Path, tmp_path: Path, edit) -> None:
+    """A presenting kind's stored records, facts or options this version cannot present: one line naming the
+    item, exit 2, nothing written (an unsigned run is rendered as it is, so nothing caught this before)."""
+    run = _copy(unsigned, tmp_path)
+    document = json.loads((run / "evidence.json").read_text())
+    edit(document["evidence"]["ranking_quality"])
+    (run / "evidence.json").write_text(json.dumps(document), encoding="utf-8")
+    _, stderr = _render(str(run), "--out", str(tmp_path / "out"), code=2)
+    assert "evidence.ranking_quality" in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert "Traceback" not in stderr and [p for p in _folders(tmp_path / "out")] == []
 
 
 def test_what_is_not_a_run_or_writes_into_one_is_refused(unsigned: Path, tmp_path: Path) -> None:

@@ -63,22 +63,28 @@ def load_run(run_dir: Path, *, pubkey: Path | None = None) -> LoadedRun:
     document = _evidence(raw, run_dir)
     signer, bundle_state = _checked_against_bundle(run_dir, raw, pubkey, notes)
     document.evidence = dict(document.items())  # in the report's order, as the run held it in memory
-    results = {name: presented(name, item) for name, item in document.evidence.items()}
+    results = {name: presented(name, item, file=run_dir / EVIDENCE) for name, item in document.evidence.items()}
     if any(item.figures is None for item in document.evidence.values()):
         notes.append("the run's evidence.json keeps no figure data (written before figures were kept as data): "
                      "the sections say so; the run's own report shows them")
     return LoadedRun(run_dir, document, results, raw, signer, bundle_state, notes)
 
 
-def presented(name: str, item: EvidenceItem) -> EvidenceResult:
+def presented(name: str, item: EvidenceItem, *, file: Path | None = None) -> EvidenceResult:
     """An item as the report shows it: a presenting kind's sentences, tables and figures made again from its
     stored facts by this auditor's `present` (issue 52: a corrected wording reaches a signed run's report without
-    running anything; on a run this version wrote, the same); any other kind's as stored."""
+    running anything; on a run this version wrote, the same); any other kind's as stored. Facts or options this
+    version cannot present are one line (InputError), never a traceback."""
     from auditor.evidence import ALWAYS, REGISTRY
 
     result = EvidenceResult.from_item(name, item)
     kind = REGISTRY.get(name) or ALWAYS.get(name)
-    section = kind.presented(item) if kind is not None else None
+    try:
+        section = kind.presented(item) if kind is not None else None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise InputError(f"the '{name}' evidence's stored facts or options are not what this auditor presents "
+                         f"({type(exc).__name__}: {str(exc)[:120]})", file=file, where=f"evidence.{name}",
+                         fix="render the run with the auditor version that wrote it, or run the audit again") from None
     if section is not None:
         result.present(section)
     return result
