@@ -93,9 +93,11 @@ def _spec(folder: Path, evidence: list[Any], name: str = "toy.yaml") -> Path:
 
 
 def test_a_toy_kind_registered_in_one_module_is_a_whole_evidence_kind(toy: EvidenceKind, bookstore: Path) -> None:
+    from auditor.evidence.registry import metrics_table
     from auditor.inputs.spec import json_schema
 
     assert "toy_kind" in json.dumps(json_schema())
+    assert "| `toy_kind` | `toy_kind.` | `toy_kind.mean_score`<br>`toy_kind.queries` |" in metrics_table()
     spec = _spec(bookstore, [{"ranking_quality": {}}, {"toy_kind": {"per_document": 3, "queries": 5}}])
     checked = runner.invoke(app, ["validate", str(spec)])
     assert checked.exit_code == 0, checked.output
