@@ -363,3 +363,22 @@ def test_spec_level_option_errors() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         exposure_evidence.ExposureOptions(group=["a"], attention=[0.0, -1.0])
     assert exposure_evidence.ExposureOptions().group == []  # requested without groups: skipped, with the reason
+
+
+def test_the_key_figure_names_the_own_products_or_the_group_it_is_about() -> None:
+    """Page 2's exposure figure says which documents are the own products (the spec's `own`, as the section labels
+    the value), or which group has the largest ratio (issue 56: "own products" alone named nothing)."""
+    from auditor.evidence.document import EvidenceItem
+    from auditor.evidence.kinds.exposure.present import key_figures
+
+    groups = [{"column": "own_brand", "values": [{"value": "0", "label": "own_brand = no"},
+                                                  {"value": "1", "label": "own_brand = yes"}]}]
+    own = EvidenceItem(status="ok", figures=[], how_to_read="", facts={"groups": groups},
+                       options={"own": {"own_brand": 1.0}}, metrics={"exposure.own.ratio": 1.73})
+    assert key_figures(own)[0].scale.startswith("own products: the documents with own_brand = yes; 1 = ")
+    largest = EvidenceItem(status="ok", figures=[], how_to_read="", facts={"groups": groups}, options={"own": {}},
+                           metrics={"exposure.max.ratio": 1.4, "exposure.own_brand.0.ratio": 0.9,
+                                    "exposure.own_brand.1.ratio": 1.4})
+    assert key_figures(largest)[0].scale.startswith("the group: own_brand = yes; 1 = ")
+    unknown = EvidenceItem(status="ok", figures=[], how_to_read="", metrics={"exposure.max.ratio": 1.4})
+    assert key_figures(unknown)[0].scale == "1 = attention in proportion to relevance"  # a run before facts

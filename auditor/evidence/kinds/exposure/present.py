@@ -372,8 +372,38 @@ def _proxies(result: Result, options: ExposureOptions, surrogate: Mapping[str, A
 
 
 def key_figures(result: Result) -> list[KeyFigure]:
+    """The own products' ratio, naming which documents are the own products (issue 56: page 2 said "own products"
+    without saying how the audit told them apart), else the largest ratio of a group, naming the group."""
     if result.metrics.get("exposure.own.ratio") is not None:
+        own = (result.options or {}).get("own") or {}
+        which = "; ".join(_label(result, column, value) for column, value in own.items())
         return [KeyFigure(50, "Own products' attention ÷ what their relevance earns", "exposure.own.ratio",
-                          "1 = attention in proportion to relevance")]
+                          (f"own products: the documents with {which}; " if which else "")
+                          + "1 = attention in proportion to relevance")]
+    largest = _largest_group(result)
     return [KeyFigure(50, "Largest exposure ratio of a group (attention ÷ what its relevance earns)",
-                      "exposure.max.ratio", "1 = attention in proportion to relevance")]
+                      "exposure.max.ratio", (f"the group: {largest}; " if largest else "")
+                      + "1 = attention in proportion to relevance")]
+
+
+def _label(result: Result, column: str, value: float) -> str:
+    """A group value as the section labels it ("own_brand = yes"), else as the spec names it ("own_brand = 1")."""
+    for group in (result.facts or {}).get("groups", []):
+        for measured in group["values"] if group["column"] == column else []:
+            try:
+                if float(measured["value"]) == float(value):
+                    return str(measured["label"])
+            except ValueError:  # the missing values' group
+                continue
+    return f"{column} = {figure(value)}"
+
+
+def _largest_group(result: Result) -> str:
+    """Which group value has the largest ratio ("seller_tier = small"), or "" when the facts do not say."""
+    largest = result.metrics.get("exposure.max.ratio")
+    for column in (result.facts or {}).get("groups", []):
+        for value in column["values"]:
+            ratio = result.metrics.get(f"exposure.{metric_name(column['column'])}.{value['value']}.ratio")
+            if largest is not None and ratio == largest:
+                return str(value["label"])
+    return ""
