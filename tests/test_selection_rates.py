@@ -154,7 +154,7 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     assert "300 simulated job postings" in section  # the data's source, from dataset.description
     # facts first (issue 56): page 2 names the category the warning is about, in its opinion and its key figure
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
-    category = "Female × Black or African American (sex × race_ethnicity)"
+    category = "Female × Black or African American (Not Hispanic or Latino) (sex × race_ethnicity)"
     assert summary.count(category) >= 3, summary  # the opinion's sentence, the findings table, the key figure
     # only what ran (issue 56): no importance column, no importance caveat, no explainer in the glossary
     assert "Share of within-query importance" not in html and "Feature importance describes" not in html

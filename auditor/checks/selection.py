@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,6 +52,17 @@ def eeo1_race_label(value: str) -> str:
     key = _bare(value)
     race = next((label for label in EEO1_RACE_ETHNICITY[1:] if label.casefold() == key), None)
     return race + NOT_HISPANIC if race is not None else value
+
+
+def published_category(table: str, category: str, components: Mapping[str, str | None]) -> str:
+    """A category as LL144's published summary prints it, in the report as in the summary: the race/ethnicity part
+    with DCWP's "(Not Hispanic or Latino)" on a race (`eeo1_race_label`), in its own table and in an intersection
+    (`Female × Black or African American (Not Hispanic or Latino)`). `components`: each column's EEO-1 component."""
+    columns, parts = table.split(" × "), category.split(" × ")
+    if len(columns) != len(parts):
+        return category
+    return " × ".join(eeo1_race_label(part) if components.get(column) == "race/ethnicity" else part
+                      for column, part in zip(columns, parts, strict=True))
 
 
 def eeo1_component(values: list[str]) -> tuple[str | None, list[str]]:

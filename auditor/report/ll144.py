@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.checks.selection import eeo1_race_label
+from auditor.checks.selection import published_category
 from auditor.core.errors import InputError
 from auditor.core.numbers import interval
 from auditor.evidence.document import EvidenceDocument
@@ -187,13 +187,8 @@ def _text(value: Any) -> str | None:
 
 
 def _shown(table: str, category: str, components: dict[str, dict[str, Any]]) -> str:
-    """A category as the summary prints it: the race/ethnicity part of it with DCWP's "(Not Hispanic or Latino)"
-    on a race (`eeo1_race_label`), in its own table and in an intersection (`Female × Black or African American`)."""
-    columns, parts = table.split(" × "), category.split(" × ")
-    if len(columns) != len(parts):
-        return category
-    return " × ".join(eeo1_race_label(part) if (components.get(column) or {}).get("component") == "race/ethnicity"
-                      else part for column, part in zip(columns, parts, strict=True))
+    """A category as the summary prints it (`published_category`: DCWP's "(Not Hispanic or Latino)" on a race)."""
+    return published_category(table, category, {column: r.get("component") for column, r in components.items()})
 
 
 def _tables(records: list[dict[str, Any]], components: dict[str, dict[str, Any]]) -> list[Breakdown]:

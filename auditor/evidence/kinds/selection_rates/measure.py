@@ -19,10 +19,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from auditor.checks.selection import Intervals, Rates, Table, bootstrap, eeo1_component, rates, selected
+from auditor.checks.selection import (
+    Intervals,
+    Rates,
+    Table,
+    bootstrap,
+    eeo1_component,
+    published_category,
+    rates,
+    selected,
+)
 from auditor.core.errors import InputError
 from auditor.core.feature_names import metric_name
 from auditor.core.metric_names import spelled
@@ -299,9 +309,14 @@ def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
     b, j, _, _ = min(found, key=lambda item: item[2])
     below = [(o, i, r, ci) for o, i, r, ci in found
              if (o, i) != (b, j) and math.isfinite(ci[1]) and max(ci[1], r) < options.warn_below]
-    others = [f"{o.values[i]} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in below]
-    named = [f"{b.values[j]} ({b.label})", *(f"{o.values[i]} ({o.label})" for o, i, _, _ in
-                                              sorted(below, key=lambda item: item[2]))]
+    components = {str(r["table"]): r.get("component") for r in result.records if r.get("kind") == "component"}
+
+    def shown(o: _Breakdown, i: Any) -> str:  # as the published summary and the section name it
+        return published_category(o.label, str(o.values[i]), components)
+
+    others = [f"{shown(o, i)} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in below]
+    named = [f"{shown(b, j)} ({b.label})", *(f"{shown(o, i)} ({o.label})" for o, i, _, _ in
+                                             sorted(below, key=lambda item: item[2]))]
     # page 2 names every category whose ratio lies below the level over its whole interval (issue 56), not the
     # smallest alone
     who = named[0] if len(named) == 1 else \
@@ -314,7 +329,7 @@ def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
         if options.cutoff == "median" else
         f"{who} {'is' if len(named) == 1 else 'are'} among the first {options.k} less often than the most selected "
         "category",
-        f"The smallest impact ratio, {b.values[j]}'s ({b.label}, {percent(full[breakdowns.index(b)].rate[j])} of "
+        f"The smallest impact ratio, {shown(b, j)}'s ({b.label}, {percent(full[breakdowns.index(b)].rate[j])} of "
         f"{full[breakdowns.index(b)].n[j]:,.0f} individuals selected), is {with_interval(value, low, max(high, value))}"
         f": below {figure(options.warn_below)} over its whole interval"
         + (f"; also below it over their own interval: {'; '.join(others)}" if others else "") + ".",

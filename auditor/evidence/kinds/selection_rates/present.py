@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.checks.selection import published_category
 from auditor.core.numbers import figure, interval, percent, with_interval
 from auditor.core.words import counted
 from auditor.evidence.base import Section, Table
@@ -54,7 +55,7 @@ def section(result: Result, options: SelectionRatesOptions) -> Section:
     tables = [_table(b, metrics, options, rate_name, rule) for b in breakdowns]
     notes = _components_note(result.records)
     excluded = [f"{b.label}: " + ", ".join(
-        f"{c['category']} ({int(c['individuals']):,.0f} individuals, {percent(int(c['individuals']) / b.known)} of "
+        f"{c['shown']} ({int(c['individuals']):,.0f} individuals, {percent(int(c['individuals']) / b.known)} of "
         f"those of known {b.label}; {rate_name} {percent(metrics.get(c['metric'] + '.rate'))})"
         for c in b.categories if c["excluded"] and c["individuals"] > 0)
         for b in breakdowns if any(c["excluded"] and c["individuals"] > 0 for c in b.categories)]
@@ -64,7 +65,7 @@ def section(result: Result, options: SelectionRatesOptions) -> Section:
             "category (6 RCNY §5-301 lets the independent auditor exclude a category under 2% of the data, stating "
             "why; such a category is too small for its ratio to be estimated): " + "; ".join(excluded) + ".")
     ratios = _ratios(breakdowns, metrics)
-    below = [(b.label, c["category"], ratio) for b, c, ratio in ratios if ratio < FOUR_FIFTHS]
+    below = [(b.label, c["shown"], ratio) for b, c, ratio in ratios if ratio < FOUR_FIFTHS]
     notes.append(
         "For comparison only (LL144 sets no threshold): under the four-fifths rule of thumb (29 CFR §1607.4(D)), "
         + (f"{len(below)} categor{'y has' if len(below) == 1 else 'ies have'} an impact ratio below 0.8: "
@@ -77,12 +78,15 @@ def section(result: Result, options: SelectionRatesOptions) -> Section:
 
 
 def _breakdowns(records: list[dict[str, Any]]) -> list[_Breakdown]:
-    """The tables in the order measured: each table's category records, closed by its unknown count."""
+    """The tables in the order measured: each table's category records, closed by its unknown count; each category
+    with the name the published summary gives it (`shown`: a race with "(Not Hispanic or Latino)")."""
+    components = {str(r["table"]): r.get("component") for r in records if r.get("kind") == "component"}
     out: list[_Breakdown] = []
     open_: list[dict[str, Any]] = []
     for record in records:
         if record.get("kind") == "category":
-            open_.append(record)
+            open_.append({**record, "shown": published_category(str(record["table"]), str(record["category"]),
+                                                                components)})
         elif record.get("kind") == "unknown":
             out.append(_Breakdown(str(record["table"]), open_, int(record["individuals"])))
             open_ = []
@@ -94,7 +98,7 @@ def _table(b: _Breakdown, metrics: Metrics, options: SelectionRatesOptions, rate
     for c in b.categories:
         ratio, band = (("excluded (under " + percent(options.min_share) + ")", "—") if c["excluded"] else
                        _ratio_cells(metrics, str(c["metric"])))
-        rows.append([c["category"], int(c["individuals"]), percent(metrics.get(c["metric"] + ".rate")), ratio, band])
+        rows.append([c["shown"], int(c["individuals"]), percent(metrics.get(c["metric"] + ".rate")), ratio, band])
     rows.append(["unknown (not included)", b.unknown, "—", "—", "—"])
     return Table(
         title=f"{rate_name.capitalize()} and impact ratio by {b.label}",
@@ -132,7 +136,7 @@ def _summary(metrics: Metrics, ratios: list[tuple[_Breakdown, dict[str, Any], fl
     b, lowest, _ = min(ratios, key=lambda item: item[2])
     shown = with_interval(metrics["selection.min_ratio"], metrics.get("selection.min_ratio.ci95_low"),
                           metrics.get("selection.min_ratio.ci95_high"))
-    return (f"The smallest impact ratio is {lowest['category']}'s ({b.label}): {shown}, over "
+    return (f"The smallest impact ratio is {lowest['shown']}'s ({b.label}): {shown}, over "
             f"{int(metrics.get('selection.individuals') or 0):,} individuals in "
             f"{int(metrics.get('selection.queries') or 0):,} queries, selected when {rule}.")
 
@@ -156,7 +160,9 @@ def key_figures(result: Result) -> list[KeyFigure]:
     ratios = [r for r in result.records if isinstance(r, dict) and not r.get("excluded")
               and isinstance(r.get("impact_ratio"), (int, float))]
     lowest = min(ratios, key=lambda r: r["impact_ratio"]) if ratios else None
-    who = f"the category: {lowest['category']} ({lowest.get('table', '')}); " if lowest is not None else ""
+    components = {str(r["table"]): r.get("component") for r in result.records if r.get("kind") == "component"}
+    who = (f"the category: {published_category(str(lowest.get('table', '')), str(lowest['category']), components)} "
+           f"({lowest.get('table', '')}); " if lowest is not None else "")
     # the category in the reference text, not the label: the history site follows a figure by its label
     return [KeyFigure(45, "Smallest impact ratio of a category (its scoring rate ÷ the highest category's)",
                       "selection.min_ratio", f"{who}1 = selected as often as the most favoured category; NYC LL144 "
