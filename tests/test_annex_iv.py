@@ -124,3 +124,15 @@ def test_the_biased_ranker_serves_some_groups_worse_and_the_report_says_what_is_
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
     assert "Accuracy gap between the best- and the worst-served group" in summary  # a key figure on page 2
     assert_consistent(biased.run_dir)
+
+
+def test_a_covered_point_whose_rules_fail_says_so() -> None:
+    """Covered is measured, not met (a reader review: "2(g) covered … dated and signed" beside a failed signature
+    rule read as a pass): the note names each rule that fails or warns."""
+    pack = load_packs(["eu-ai-act-annex-iv"], base_dir=ROOT)[0]
+    rows = coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, {"AIA-13": "FAIL"})
+    judged = next(r for r in rows if "AIA-13" in r["rules"])
+    assert judged["status"] != "not covered" and "measured, not met: AIA-13 fails" in judged["note"]
+    passed = next(r for r in coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, {"AIA-13": "PASS"})
+                  if "AIA-13" in r["rules"])
+    assert "not met" not in passed["note"]

@@ -651,7 +651,8 @@ def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str],
     """The pack's `covers` table for this run: a point that needs evidence the run does not hold (`needs_any`: a kind,
     a metric, or a metric family ending in `.`) is not covered, and says what would cover it; a point none of whose
     rules this run judged (`statuses`: each rule's status; UNMEASURED, ERROR or SKIPPED judge nothing) is "not
-    measured": in the audit's scope, without a result."""
+    measured": in the audit's scope, without a result; a covered point whose rules fail or warn says which, so
+    "covered" is never read as met."""
     rows = []
     for entry in loaded.pack.covers:
         status: str = entry.status
@@ -675,6 +676,12 @@ def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str],
             # otherwise outrun the run (a reader review, issue 56)
             unjudged = ", ".join(rule for rule, verdict in found if verdict in ("UNMEASURED", "ERROR"))
             note = (f"{entry.note}; " if entry.note else "") + f"not measured in this run: {unjudged}"
+        unmet = [(rule, verdict) for rule, verdict in found if verdict in ("FAIL", "WARN")]
+        if status not in ("not covered", "not measured") and unmet:
+            # covered is not met (a reader review, issue 56: "2(g) covered … dated and signed" beside a failed
+            # signature rule read as a pass)
+            note = ((f"{note}; " if note else "") + "measured, not met: "
+                    + ", ".join(f"{rule} {'fails' if verdict == 'FAIL' else 'warns'}" for rule, verdict in unmet))
         rows.append({"point": entry.point, "asks": entry.asks, "status": status, "rules": list(entry.rules),
                      "note": note})
     return rows
