@@ -152,6 +152,9 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     section = html[html.index('id="ev-selection_rates"'):]
     assert "Summary of results of the bias audit" in section and "2027-01-15" in section
     assert "300 simulated job postings" in section  # the data's source, from dataset.description
+    # the type of data, and for test data why and how (6 RCNY §5-302), as LL144-10 judges it (a reader review)
+    assert "test data. Why not historical data: The tool has not been used before" in section
+    assert "How the test data were made: Simulated applicants" in section
     # facts first (issue 56): page 2 names the category the warning is about, in its opinion and its key figure
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
     category = "Female × Black or African American (Not Hispanic or Latino) (sex × race_ethnicity)"

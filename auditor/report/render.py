@@ -29,6 +29,7 @@ from auditor.inputs.feature_dictionary import name_warning
 from auditor.judging.policy import STATUS_ORDER as POLICY_STATUS_ORDER
 from auditor.report.assurance import engagement
 from auditor.report.glossary import IMPORTANCE, LAW_NUMBERS, REFERENCES, glossary_for, measured, uses
+from auditor.report.ll144 import WHY_TEST
 from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
 from auditor.report.wording import DATASET_FACTS, requirement_text
@@ -138,7 +139,8 @@ def render_html(document: EvidenceDocument, results: dict[str, EvidenceResult], 
                    summary=executive_summary(document, plugins), importance=importance,
                    glossary=glossary, references=cited(document, limitations, glossary, results=results),
                    appendix_tables=appendix_tables,
-                   section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS)
+                   section_titles=titles, engagement=engagement(document, titles), dataset_facts=DATASET_FACTS,
+                   why_test=WHY_TEST)
     return with_policy(render_template("report.html.j2", context, templates))
 
 
