@@ -136,7 +136,7 @@ SPEC = """# Issue 28's shape: a {features}-feature LambdaMART audited with every
 audit:
   title: Wide synthetic ranker ({features} features)
   organisation: auditor benchmarks
-  owner: benchmarks/wide_data.py
+  owner: Ranking benchmarks team (synthetic data)
   period: n/a
   purpose: cost and fidelity on wide data
 model: {{path: model.txt}}
