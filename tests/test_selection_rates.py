@@ -155,6 +155,9 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     # the type of data, and for test data why and how (6 RCNY §5-302), as LL144-10 judges it (a reader review)
     assert "test data. Why not historical data: The tool has not been used before" in section
     assert "How the test data were made: Simulated applicants" in section
+    # the four-fifths note and the finding count the same categories (a reader review found 4 beside 3)
+    assert "4 categories have an impact ratio below 0.8" in section
+    assert "Of them, 3 lie below 0.8 over the whole 95% interval (those the finding names)" in section
     # facts first (issue 56): page 2 names the category the warning is about, in its opinion and its key figure
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
     category = "Female × Black or African American (Not Hispanic or Latino) (sex × race_ethnicity)"

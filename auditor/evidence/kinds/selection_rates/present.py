@@ -65,11 +65,18 @@ def section(result: Result, options: SelectionRatesOptions) -> Section:
             "category (6 RCNY §5-301 lets the independent auditor exclude a category under 2% of the data, stating "
             "why; such a category is too small for its ratio to be estimated): " + "; ".join(excluded) + ".")
     ratios = _ratios(breakdowns, metrics)
-    below = [(b.label, c["shown"], ratio) for b, c, ratio in ratios if ratio < FOUR_FIFTHS]
+    below = [(b.label, c["shown"], ratio, metrics.get(f"{c['metric']}.ratio.ci95_high")) for b, c, ratio in ratios
+             if ratio < FOUR_FIFTHS]
+    surely = [item for item in below if item[3] is not None and max(item[3], item[2]) < FOUR_FIFTHS]
     notes.append(
         "For comparison only (LL144 sets no threshold): under the four-fifths rule of thumb (29 CFR §1607.4(D)), "
         + (f"{len(below)} categor{'y has' if len(below) == 1 else 'ies have'} an impact ratio below 0.8: "
-           + "; ".join(f"{value} ({label}) {figure(r)}" for label, value, r in below) + "."
+           + "; ".join(f"{value} ({label}) {figure(r)}" for label, value, r, _ in below) + "."
+           + (f" Of {'it' if len(below) == 1 else 'them'}, {len(surely)} lie{'s' if len(surely) == 1 else ''} below "
+              "0.8 over the whole 95% interval (those the finding names); "
+              + ("the other's interval reaches 0.8, so its" if len(below) - len(surely) == 1 else
+                 "the others' intervals reach 0.8, so their") + " shortfall is not certain."
+              if len(surely) < len(below) else "")
            if below else "no reported category has an impact ratio below 0.8."))
     if options.cutoff == "top_k":
         notes.append(f"Selected = among the first {options.k} of a query: a ranked list's first page, not "
