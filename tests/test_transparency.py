@@ -211,3 +211,20 @@ def test_stability_of_main_parameters_degrades_gracefully_on_wide_models() -> No
     assert stable["disclosure.stability.main_set_overlap.mean"] > 0.9
     shaky = stability(np.full(5, 6.0), 1.5)
     assert shaky["disclosure.stability.weighted_kendall.mean"] < 0.85
+
+
+def test_the_order_key_figure_says_it_leaves_out_the_undeclared_parameters() -> None:
+    """Page 2's declared-vs-measured tau is over the declared parameters only: it says so and names the undeclared
+    main parameters it leaves out (a reader review: "0.905, met" read as an all-clear beside the FAIL)."""
+    from auditor.evidence.document import EvidenceItem
+    from auditor.evidence.kinds.disclosure_consistency.present import key_figures
+
+    records = [{"feature": "genre_match", "declared_rank": 1, "measured_rank": 1, "finding": None},
+               {"feature": "price", "declared_rank": 2, "measured_rank": 3, "finding": None},
+               {"feature": "sales_rank_log", "declared_rank": None, "measured_rank": 2, "finding": "undeclared"}]
+    item = EvidenceItem(status="ok", figures=[], how_to_read="", records=records,
+                        metrics={"disclosure.rank_correlation": 0.9})
+    assert key_figures(item)[0].scale == ("1 = the declared order is the measured one; over the 2 declared "
+                                          "parameters only, leaving out the undeclared sales_rank_log")
+    before = EvidenceItem(status="ok", figures=[], how_to_read="", metrics={"disclosure.rank_correlation": 0.9})
+    assert key_figures(before)[0].scale == "1 = the declared order is the measured one"  # a run without records

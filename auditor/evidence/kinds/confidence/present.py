@@ -172,15 +172,14 @@ def _signals(estimate: Mapping[str, Any], options: ConfidenceOptions) -> Table:
         rows=[[signal_name(name), stored(push, 4), stored(mean, 4)] for name, push, mean in estimate["signals"]],
         note="Positive: the signal raises the estimated reliability. validity: on the audit's masking; "
              f"validity on other rows: under {options.robustness_rows} background rows of their own draw; "
-             "agreement_best: top-k overlap with the query's most valid explanation; agreement with TreeSHAP: "
-             "top-k overlap with TreeSHAP's explanation of the query (tree models; it reads the trees' paths); "
-             "stability: overlap with a "
-             "second seeded run (1 for deterministic explainers); margin: log10 of the top documents' smallest "
-             "score gap; mass: the chosen features' share of the attribution (set searches: filled with the "
-             "mean); docs: log2 of the query's documents; spread: the standard deviation of its scores; "
-             "explainer: which explainer gave it." + (f" Fewer than {MIN_OUTCOME} explanations had one of the two "
-                                                      "outcomes, so no model was fitted: the estimate is the "
-                                                      "observed rate." if estimate["constant"] else ""))
+             "agreement with the best: top-k overlap with the query's most valid explanation; agreement with "
+             "TreeSHAP: top-k overlap with TreeSHAP's explanation of the query (tree models; it reads the trees' "
+             "paths); stability: overlap with a second seeded run (1 for deterministic explainers); near tie: "
+             "log10 of the top documents' smallest score gap; attribution mass: the chosen features' share of the "
+             "attribution (set searches: filled with the mean); query size: log2 of the query's documents; score "
+             "spread: the standard deviation of its scores; explainer: which explainer gave it."
+             + (f" Fewer than {MIN_OUTCOME} explanations had one of the two outcomes, so no model was fitted: the "
+                "estimate is the observed rate." if estimate["constant"] else ""))
 
 
 def _diagram(points: Sequence[Sequence[float]], metrics: Metrics) -> Figure:
