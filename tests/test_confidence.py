@@ -102,6 +102,9 @@ def test_a_strict_threshold_flags_with_its_reason_and_flags_validate(context):
     assert "stability" not in result.records[0]["measures"]  # TreeSHAP is deterministic: no rerun
     gap_rows = [t for t in result.tables if t.title == "Do the flags earn their keep?"]
     assert gap_rows and gap_rows[0].rows
+    predicts = next(t for t in result.tables if t.title == "How well the reliability estimate predicts")
+    share = next(row for row in predicts.rows if row[0].startswith("share flagged"))
+    assert share[2] and " to " in share[2]  # the interval page 2 prints beside the same share (a reader review)
     gap = result.metrics.get("confidence.validation.path_accuracy_gap")  # absent: not measured, and why
     assert (gap is not None and np.isfinite(gap)) or \
         "no explainer had both flagged and unflagged" in result.unmeasured["confidence.validation.path_accuracy_gap"]

@@ -143,7 +143,8 @@ def _prediction(metrics: Metrics, records: Sequence[Record], options: Confidence
               _estimate_row("expected calibration error", metrics, "confidence.validation.ece"),
               ["share of explanations reliable (measured)", percent(metrics.get("confidence.reliable_share")), None],
               ["share flagged (estimate below " + figure(options.flag_below) + ")",
-               percent(metrics.get("confidence.flagged_fraction")), None],
+               percent(metrics.get("confidence.flagged_fraction")),
+               _share_interval(metrics, "confidence.flagged_fraction")],
               ["share the rule-based criteria would flag", percent(metrics.get("confidence.rules.flagged_fraction")),
                None]],
         note=f"Reliable: validity at least {figure(options.thresholds.validity)} under {options.heldout_rows} "
@@ -154,6 +155,15 @@ def _prediction(metrics: Metrics, records: Sequence[Record], options: Confidence
              "never saw its query. AUC 0.5 is chance, 1 a perfect ranking of reliable above unreliable; the "
              "calibration error is the mean gap between estimated and observed reliability over ten bins. "
              "Intervals resample queries (2000 bootstrap resamples).")
+
+
+def _share_interval(metrics: Metrics, name: str) -> str | None:
+    """A share's 95% interval as page 2 prints it (a reader review: page 2 gave the flagged share's interval, the
+    section a dash), widened to hold its value; None where it has none."""
+    found = read(metrics, name)
+    if found is None or found.low is None or found.high is None:
+        return None
+    return interval(min(found.low, found.value), max(found.high, found.value), share=True)
 
 
 def _estimate_row(label: str, metrics: Metrics, name: str) -> list[Any]:
