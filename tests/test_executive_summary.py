@@ -245,3 +245,21 @@ def test_the_glossary_and_limitations_name_only_what_ran() -> None:
     failed = document("error", pairwise=["pairwise.margin.mean"])
     assert "ASIPair, RAIPair" not in [term for term, _ in glossary_for(failed)]
     assert set(NEEDS) <= {term for term, _ in GLOSSARY}  # no condition on a term that is not there
+
+
+def test_a_warning_only_rule_beyond_its_level_is_a_risk_in_words_beside_a_positive_opinion() -> None:
+    """A reader review (issue 56, item 6): LL144 sets no level, so an impact ratio of 0.572 whose whole interval is
+    under the four-fifths line only warns; page 2 must still say it as a risk, with the figure, not as an all-clear."""
+    ratio = {"rule": "LL144-7", "status": "WARN", "severity": "major", "title": "The smallest impact ratio",
+             "metric": "selection.min_ratio", "value": 0.572, "interval": [0.49, 0.637],
+             "requirement": "WARN if < 0.8", "evidence": "selection_rates"}
+    risk = " ".join(executive_summary(document_of(findings=[ratio], opinion="positive with comments"),
+                                      REGISTRY)["headline"])
+    assert "A risk no law sets a level for" in risk and "0.572 (95% interval 0.490 to 0.637)" in risk
+    assert "below the comparison level of 0.8 over its whole interval" in risk
+    crossing = {**ratio, "interval": [0.7, 0.85], "inconclusive": True}  # the data cannot tell: no risk stated
+    assert "A risk" not in " ".join(executive_summary(
+        document_of(findings=[crossing], opinion="positive with comments"), REGISTRY)["headline"])
+    failing = {**ratio, "requirement": "FAIL if < 0.5; WARN if < 0.8"}  # a rule that can fail says so itself
+    assert "A risk" not in " ".join(executive_summary(
+        document_of(findings=[failing], opinion="positive with comments"), REGISTRY)["headline"])

@@ -99,7 +99,8 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
         items = [f"{item} ({weight})" if item.endswith("not measured") else item for item in items]
     if unjudged:
         items[-1] += " no applied rule judges"
-    named_warnings = [f for f in warnings if f.rule in facts]
+    risks = _risks(warnings, facts)
+    named_warnings = [f for f in warnings if f.rule in facts and not risks]  # else the risk sentence names them
     if warnings and len(warnings) <= 2 and named_warnings and not any(
             f.status == "FAIL" and f.severity in ("critical", "major") for f in heads):  # an adverse fact, in words
         items = [f"{item} ({_titles(named_warnings, facts=facts)})" if item.endswith(("warning", "warnings")) else item
@@ -115,11 +116,32 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
                 (passed if items else passed[:1].upper() + passed[1:])]
     if items:
         return [f"The opinion is {opinion}: no critical or major requirement fails, but the findings hold "
-                f"{_joined(items)}.", passed[:1].upper() + passed[1:]]
+                f"{_joined(items)}.", *risks, passed[:1].upper() + passed[1:]]
     every = "the one requirement" if len(heads) == 1 else f"every one of the {counted(len(heads), 'requirement')}"
     return [f"The opinion is {opinion}: {every} passed with its whole 95% interval inside the requirement, or did "
             "not apply.",
             "The evidence detected nothing that no rule judges."]
+
+
+def _risks(warnings: list[Finding], facts: dict[str, str]) -> list[str]:
+    """An adverse measurement a law sets no level for, in plain words beside a positive opinion (issue 56, item 6):
+    a critical or major rule that can only warn (a comparison, such as the four-fifths rule under LL144) and whose
+    whole interval lies beyond its level. It does not make the opinion negative; it must not read as an all-clear."""
+    beyond = [f for f in warnings if f.severity in ("critical", "major") and not f.inconclusive
+              and f.value is not None and "FAIL" not in f.requirement]
+    measured = [measured_sentence(f).split(" — ")[0].rstrip(".") for f in beyond]
+    return [f"A risk no law sets a level for: {facts.get(f.rule, fact(f)).rstrip('.')}; "
+            f"{said[:1].lower() + said[1:]}, {_side(f.requirement)} over its whole interval. What this means for "
+            "the owner's obligations is for counsel to assess." for f, said in zip(beyond, measured, strict=True)]
+
+
+def _side(requirement: str) -> str:
+    """"WARN if < 0.8" as "below the comparison level of 0.8" (several conditions: as the rule states them)."""
+    match = re.fullmatch(r"WARN if ([<>]=?) (\S+)", requirement.strip())
+    if match is None:
+        return f"beyond the comparison level ({requirement})"
+    side = "below" if match.group(1).startswith("<") else "above"
+    return f"{side} the comparison level of {match.group(2)}"
 
 
 def _passed_rules(passed: list[dict[str, Any]]) -> dict[str, Any]:
