@@ -73,7 +73,9 @@ def test_the_bundled_packs_state_their_scope() -> None:
     ("reasonable", "negative", "does not meet"),
     ("limited", "positive", "nothing has come to our attention"),
     ("limited", "negative", "matters have come to our attention that cause us to believe"),
-    (None, "positive", "No conclusion in standard form: the level of assurance is not stated"),
+    (None, "positive", "No assurance conclusion in standard form: the level of assurance is not stated"),
+    # the cover's opinion and this page do not contradict each other (reader review H5)
+    (None, "positive with comments", "The overall opinion (positive with comments) is the verdict of the rules"),
 ])
 def test_the_conclusion_follows_the_level_of_assurance(level: str | None, verdict: str, words: str) -> None:
     assert words in conclusion(level, verdict)

@@ -14,8 +14,9 @@ CRITERIA_WORDS = "the criteria of the packs applied"
 def conclusion(level: str | None, opinion: str) -> str:
     """The conclusion in the standard form of the engagement's level of assurance, from the opinion."""
     if level is None:
-        return ("No conclusion in standard form: the level of assurance is not stated (audit.assurance: reasonable "
-                "or limited).")
+        return (f"No assurance conclusion in standard form: the level of assurance is not stated (audit.assurance: "
+                f"reasonable or limited). The overall opinion ({opinion}) is the verdict of the rules applied, not an "
+                "assurance conclusion.")
     if opinion == "no policy applied":
         return "No criteria were applied, so no conclusion is given."
     if level == "reasonable":
