@@ -263,3 +263,27 @@ def test_a_warning_only_rule_beyond_its_level_is_a_risk_in_words_beside_a_positi
     failing = {**ratio, "requirement": "FAIL if < 0.5; WARN if < 0.8"}  # a rule that can fail says so itself
     assert "A risk" not in " ".join(executive_summary(
         document_of(findings=[failing], opinion="positive with comments"), REGISTRY)["headline"])
+
+
+def test_page_2_says_which_packs_were_judged_as_if_their_law_applied() -> None:
+    """A reader review (W7): a critical DMA finding read as established exposure while the DMA's applicability was
+    not established; page 2's coverage line says so."""
+    from auditor.report.summary import covered
+
+    packs = [{"pack": "starter", "applicability": "applies to every provider"},
+             {"pack": "eu-dma-art6-5", "applicability": "applicability not established (…): judged as if it applied"},
+             {"pack": "eu-p2b-art5", "applicability": "applicability not established (…): judged as if it applied"}]
+    assert "2 of them judged as if the law applied (applicability not established)" in covered(
+        document_of(policies=packs), REGISTRY, 3)
+    assert "eu-dma-art6-5 judged as if the law applied" in covered(document_of(policies=packs[:2]), REGISTRY, 3)
+    assert "as if" not in covered(document_of(policies=packs[:1]), REGISTRY, 3)
+
+
+def test_a_finding_about_several_subjects_names_them_all() -> None:
+    """A reader review (W5): "Undeclared main ranking parameter: f11_score; and 1 more" read as one missing."""
+    from auditor.report.summary import _fact
+
+    found = [{"title": f"Undeclared main ranking parameter: {name}"} for name in ("f11", "f75", "f3", "f9")]
+    assert _fact(found[:2]) == "Undeclared main ranking parameter (2): f11 and f75"
+    assert _fact(found) == "Undeclared main ranking parameter (4): f11, f75, f3 and 1 more"
+    assert _fact([{"title": "A"}, {"title": "B"}]) == "A; and 1 more"  # different facts: the first, and a count

@@ -210,6 +210,10 @@ def covered(document: EvidenceDocument, registry: dict[str, Any], passed: int) -
             if queries else counted(len(kinds), "evidence item"))
     if packs:
         text += f", judged by {counted(len(packs), 'policy pack')} ({', '.join(packs)})"
+        assumed = [p["pack"] for p in document.policies if "as if it applied" in str(p.get("applicability", ""))]
+        if assumed:  # a reader review (W7): failing items of these read as established legal exposure
+            who = f"{len(assumed)} of them" if len(assumed) > 1 else assumed[0]
+            text += f", {who} judged as if the law applied (applicability not established)"
     return text + f"; {counted(passed, 'requirement')} passed or did not apply (Appendix A)."
 
 
@@ -294,6 +298,13 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
 def _fact(judged: list[dict[str, Any]]) -> str:
     """A finding's judged detections as one title: the first, and how many more (each has its card)."""
     titles = list(dict.fromkeys(str(d["title"]).rstrip(".") for d in judged))
+    heads = {title.split(": ", 1)[0] for title in titles}
+    if len(titles) > 1 and len(heads) == 1 and all(": " in title for title in titles):
+        # one kind of fact about several subjects names them all (a reader review, W5: "f11_score; and 1 more" hid
+        # the second undeclared parameter): "Undeclared main ranking parameter (2): f11_score and f75_score"
+        subjects = [title.split(": ", 1)[1] for title in titles]
+        named = subjects[:3] + ([f"{len(subjects) - 3} more"] if len(subjects) > 3 else [])
+        return f"{heads.pop()} ({len(subjects)}): {_joined(named)}"
     return titles[0] + (f"; and {len(titles) - 1} more" if len(titles) > 1 else "")
 
 
