@@ -192,6 +192,7 @@ def test_the_headline_says_when_reliability_cannot_be_estimated(context):
     assert result.summary.startswith("Reliability could not be estimated: measured on the held-out masking, 100.0%")
     assert f"None of {int(result.metrics['confidence.explanations'])} explanations is flagged." in result.summary
     assert any(d.kind == "reliability-not-predicted" for d in result.detections)
+    assert not any("Reliability diagram" in f.title for f in result.figures)  # one bin is no diagram (W9)
 
 
 def _items(metrics: dict) -> dict:

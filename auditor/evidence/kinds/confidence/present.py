@@ -85,7 +85,9 @@ def section(result: Result, options: ConfidenceOptions) -> Section:
         tables.append(_fragile(records, options, len(methods)))
     tables += _validation_table(facts.get("validation", []))
     points = facts["estimate"]["calibration"]
-    figures = [_diagram(points, metrics)] if points else []
+    # one bin is no diagram: every explanation got the base rate (a reader review, W9: its caption described a
+    # calibration the chart could not show)
+    figures = [_diagram(points, metrics)] if len(points) > 1 else []
     return Section(summary=_summary(metrics, records, methods, criteria, queries), how_to_read=HOW_TO_READ,
                    tables=tables, figures=figures, notes=notes)
 
