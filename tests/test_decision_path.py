@@ -356,5 +356,9 @@ def test_the_k_curve_caption_says_which_way_this_run_s_lines_go() -> None:
     from auditor.evidence.kinds.decision_path_accuracy.present import k_curve_caption
 
     rising = k_curve_caption({"TreeSHAP": [0.6, 0.7, 0.8], "EXS": [0.7, 0.75, 0.9], "LIRME": [0.9, 0.8, 0.5]})
-    assert "Here AUC rises as K grows (2 of 3 lines" in rising and "report that it falls" in rising
+    assert "Here AUC rises as K grows for 2 of 3 lines; it falls for LIRME" in rising
+    assert "report that it falls" in rising and "below chance" not in rising
     assert "Here AUC falls as K grows" in k_curve_caption({"TreeSHAP": [0.9, 0.6], "EXS": [0.8, float("nan")]})
+    # the lines against the trend by name, and those starting below chance (a reader review, D6)
+    falling = k_curve_caption({"TreeSHAP": [0.9, 0.6], "LIRME": [0.8, 0.7], "KernelSHAP": [0.2, 0.6]})
+    assert "falls as K grows for 2 of 3 lines; it rises for KernelSHAP; KernelSHAP starts below chance" in falling

@@ -189,9 +189,22 @@ def k_curve_caption(series: dict[str, list[float]]) -> str:
     from auditor.evidence.figures import line_trend
 
     trend, rising, lines = line_trend(series)
-    balance = " on balance" if trend.startswith("neither") else ""
-    return (f"0.5 = chance. Here AUC {trend}{balance} as K grows ({rising} of {lines} lines end higher than they "
-            "start); Rahnama & Bütepage 2022 (Figures 3-4) report that it falls.")
+    ends = {name: (v[0], v[-1]) for name, v in series.items()
+            if len(v) >= 2 and math.isfinite(v[0]) and math.isfinite(v[-1])}
+    if trend.startswith("neither"):
+        said = f"neither rises nor falls on balance as K grows ({rising} of {lines} lines end higher than they start)"
+    else:  # the lines that go the other way, by name (a reader review, D6: two lines climbed from below chance)
+        against = [name for name, (a, b) in ends.items() if (b < a if trend == "rises" else b > a)]
+        said = f"{trend} as K grows for {lines - len(against)} of {lines} lines" + (
+            f"; it {'falls' if trend == 'rises' else 'rises'} for {_names(against)}" if against else "")
+    below = [name for name, (a, _) in ends.items() if a < 0.5]
+    start = f"; {_names(below)} start{'s' if len(below) == 1 else ''} below chance" if below else ""
+    return (f"0.5 = chance. Here AUC {said}{start}. Rahnama & Bütepage 2022 (Figures 3-4) report that it falls.")
+
+
+def _names(lines: list[str], most: int = 3) -> str:
+    shown = lines[:most] + ([f"{len(lines) - most} more"] if len(lines) > most else [])
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 def _summary(metrics: Metrics, options: DecisionPathOptions, n_docs: int, n_queries: int) -> str:
