@@ -287,3 +287,26 @@ def test_a_finding_about_several_subjects_names_them_all() -> None:
     assert _fact(found[:2]) == "Undeclared main ranking parameter (2): f11 and f75"
     assert _fact(found) == "Undeclared main ranking parameter (4): f11, f75, f3 and 1 more"
     assert _fact([{"title": "A"}, {"title": "B"}]) == "A; and 1 more"  # different facts: the first, and a count
+
+
+def test_the_paid_placement_key_figure_says_how_far_documents_move() -> None:
+    """A reader review (D10): "44.3% of queries' top results change" alone pictured paid placement reshaping half
+    the result pages, where a document moves 0.68 places on average."""
+    from auditor.report.summary import key_numbers
+
+    metrics = {"influence.sponsored.topk_changed_share": 0.443, "influence.max.topk_changed_share": 0.443,
+               "influence.sponsored.rank_shift.mean": 0.679, "influence.sponsored.rank_shift.max": 9.0}
+    items = document_of(evidence={"parameter_influence": {"metrics": metrics}}).evidence
+    row = next(r for r in key_numbers(items) if r["evidence"] == "parameter_influence")
+    assert "'sponsored'" in row["label"] and "a document moves 0.679 places on average (at most 9)" in row["reference"]
+
+
+def test_the_ranking_quality_key_figure_says_how_queries_without_a_relevant_document_count() -> None:
+    """A reader review (D11): the 4 queries with no relevant document are scored 1 and lift the mean."""
+    from auditor.report.summary import key_numbers
+
+    metrics = {"ranking_quality.ndcg@10.mean": 0.818, "ranking_quality.all_zero_label_queries": 4.0}
+    row = key_numbers(document_of(evidence={"ranking_quality": {"metrics": metrics}}).evidence)[0]
+    assert row["reference"].endswith("the 4 queries with no relevant document count as 1")
+    skipped = document_of(evidence={"ranking_quality": {"metrics": metrics, "options": {"all_zero_queries": "skip"}}})
+    assert "no relevant document" not in key_numbers(skipped.evidence)[0]["reference"]

@@ -139,8 +139,13 @@ def key_figures(result: Result) -> list[KeyFigure]:
                      and k.endswith(".mean"))
     if not cutoffs:
         return []
+    all_zero = int(quality.get("ranking_quality.all_zero_label_queries") or 0)
+    rule = str((result.options or {}).get("all_zero_queries", "one"))
+    # the queries no document is relevant to, where the mean counts them (a reader review, D11: scored 1 they lift it)
+    zero = (f"; the {counted(all_zero, 'query')} with no relevant document count as {ALL_ZERO[rule]}"
+            if all_zero and rule in ("one", "zero") else "")
     figures = [KeyFigure(10, f"Ranking quality: mean nDCG@{cutoffs[-1]}", f"ranking_quality.ndcg@{cutoffs[-1]}.mean",
-                         "1 = every query in its ideal order")]
+                         "1 = every query in its ideal order" + zero)]
     if quality.get("ranking_quality.group.gap") is not None:  # where the data keep groups of persons
         figures.append(KeyFigure(11, "Accuracy gap between the best- and the worst-served group (pairwise accuracy)",
                                  "ranking_quality.group.gap", _widest_gap(result)
