@@ -136,3 +136,52 @@ def test_a_covered_point_whose_rules_fail_says_so() -> None:
     passed = next(r for r in coverage(pack, {"ranking_quality.group.gap"}, {"ranking_quality"}, {"AIA-13": "PASS"})
                   if "AIA-13" in r["rules"])
     assert "not met" not in passed["note"]
+
+
+def _groups_item() -> Any:
+    """A ranking_quality result as evidence.json keeps it, with a sex and an EEO-1 race/ethnicity column."""
+    from auditor.evidence.document import EvidenceItem
+
+    def group(name: str, accuracy: float | None) -> dict[str, Any]:
+        return {"group": name, "accuracy": accuracy, "low": accuracy and accuracy - 0.02,
+                "high": accuracy and accuracy + 0.02, "pairs": 100, "left_out": None if accuracy else "share"}
+
+    facts = {"group_accuracy": [
+        {"column": "sex", "gap": 0.0958, "gap_low": 0.0812, "gap_high": 0.111,
+         "groups": [group("Female", 0.736), group("Male", 0.831)]},
+        {"column": "race_ethnicity", "gap": 0.146, "gap_low": 0.125, "gap_high": 0.178,
+         "groups": [group("Asian", 0.831), group("Black or African American", 0.686),
+                    group("Hispanic or Latino", 0.739), group("Native Hawaiian or Other Pacific Islander", None)]}]}
+    return EvidenceItem(status="ok", figures=[], how_to_read="", facts=facts,
+                        metrics={"ranking_quality.ndcg@10.mean": 0.78, "ranking_quality.group.gap": 0.146})
+
+
+def test_groups_carry_the_bias_audits_names_and_page_2_gives_every_columns_gap() -> None:
+    """One name per category (a reader review: "Black or African American" on page 2 and in the accuracy table,
+    "… (Not Hispanic or Latino)" on the LL144 pages): an EEO-1 race/ethnicity column's races carry DCWP's suffix in
+    the table and the key figure, Hispanic or Latino and sex as they are; the key figure gives the other column's gap
+    too (the sex gap was left out)."""
+    from auditor.evidence.kinds.ranking_quality.options import RankingQualityOptions
+    from auditor.evidence.kinds.ranking_quality.present import key_figures, section
+
+    item = _groups_item()
+    scale = key_figures(item)[1].scale
+    assert scale.startswith("race_ethnicity: Asian (Not Hispanic or Latino) 0.831 against Black or African American "
+                            "(Not Hispanic or Latino) 0.686; sex: gap 0.0958 (0.0812 to 0.111); 0 = "), scale
+    item = item.model_copy(update={"records": [{"query": "q1", "docs": 2, "relevant": 1, "ndcg@10": 0.8}]})
+    table = section(item, RankingQualityOptions(cutoffs=[10])).tables[-1]
+    names = [row[1] for row in table.rows]
+    assert names == ["Female", "Male", "Asian (Not Hispanic or Latino)",
+                     "Black or African American (Not Hispanic or Latino)", "Hispanic or Latino",
+                     "Native Hawaiian or Other Pacific Islander (Not Hispanic or Latino)"], names
+
+
+def test_a_key_figure_no_rule_judges_says_so() -> None:
+    """Page 2's accuracy gap had no threshold and no verdict beside it (a reader review): a key figure no applied
+    rule judges says "Not judged by any rule", where a judged one gives its requirement and verdict."""
+    from auditor.report.summary import UNJUDGED, key_numbers
+
+    rows = {row["metric"]: row for row in key_numbers({"ranking_quality": _groups_item()})}
+    assert rows["ranking_quality.group.gap"]["reference_point"].endswith(
+        "0 = every group's pairs ordered as well. " + UNJUDGED)
+    assert rows["ranking_quality.ndcg@10.mean"]["reference"] == "1 = every query in its ideal order. " + UNJUDGED

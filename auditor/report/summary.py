@@ -391,6 +391,9 @@ def _reference_parts(point: str, why: str) -> dict[str, str]:
     return {"reference": point + (f" — {why}" if why else ""), "reference_point": point, "reference_why": why}
 
 
+UNJUDGED = "Not judged by any rule"  # a key figure no applied rule judges
+
+
 def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[FindingPart] = ()) -> list[dict[str, Any]]:
     """The few figures a reader should remember, most telling first, each printed with its interval in the document's
     one style and a reference point: the applied rule's requirement and why it sits there, else what the scale
@@ -405,8 +408,8 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         """The reference point, and apart from it why the threshold sits there (page 2 drops the reasons when it
         would not fit on one page otherwise: `report.pdf.render_pdf`)."""
         rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
-        if not rules:
-            return scale, ""
+        if not rules:  # said, so a figure without a verdict is not read as met (a reader review: the accuracy gap)
+            return f"{scale.rstrip('. ')}. {UNJUDGED}", ""
         # several packs' rules on one metric: the one that decides it (a FAIL before a WARN), as the findings do
         rules = sorted(rules, key=lambda f: VERDICT_ORDER.get(f.status, 9))
         why = _clause(rules[0].threshold_reason)

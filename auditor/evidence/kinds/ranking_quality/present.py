@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from auditor.checks.selection import eeo1_component, published_category
 from auditor.core.numbers import figure, interval, percent, stored
 from auditor.core.words import counted
 from auditor.evidence.base import Figure, Section, Table
@@ -83,10 +84,11 @@ def _row(metrics: Mapping[str, float | None], name: str) -> list[Any]:
 def _group_table(columns: list[dict[str, Any]], options: RankingQualityOptions) -> Table:
     rows: list[list[Any]] = []
     for column in columns:
+        named = _group_names(column)
         for group in column["groups"]:
             accuracy, low, high = (_number(group[part]) for part in ("accuracy", "low", "high"))
             left_out = group["left_out"]
-            rows.append([column["column"], group["group"], group["pairs"],
+            rows.append([column["column"], named[str(group["group"])], group["pairs"],
                          stored(accuracy) if left_out is None else
                          f"under {percent(options.group_min_share)} of the individuals" if left_out == "share" else
                          f"too few pairs (< {options.group_min_pairs})",
@@ -104,6 +106,16 @@ def _group_table(columns: list[dict[str, Any]], options: RankingQualityOptions) 
               "the worst's, per column; unknown values are not a group, and a group under "
               f"{percent(options.group_min_share)} of the individuals of known group gets no accuracy."
               + (f" Gap per column: {gap_words}." if gap_words else "")))
+
+
+def _group_names(column: dict[str, Any]) -> dict[str, str]:
+    """Each group of a column as the report names it everywhere: a column of EEO-1 race/ethnicity categories with
+    DCWP's "(Not Hispanic or Latino)" on a race, as the bias audit's tables print the same people (a reader review:
+    "Black or African American" on page 2, "… (Not Hispanic or Latino)" on the LL144 pages)."""
+    name = str(column["column"])
+    values = [str(group["group"]) for group in column["groups"]]
+    component, _ = eeo1_component(values)
+    return {value: published_category(name, value, {name: component}) for value in values}
 
 
 def _number(value: Any) -> float:
@@ -153,17 +165,31 @@ def key_figures(result: Result) -> list[KeyFigure]:
     return figures
 
 
+OTHER_GAPS = 2  # the other columns' gaps page 2 names beside the widest
+
+
 def _widest_gap(result: Result) -> str:
-    """Between which groups the widest accuracy gap lies ("race: Asian 0.831 against Black 0.686; "), or "" when
-    no column has two groups with an accuracy."""
+    """Between which groups the widest accuracy gap lies ("race: Asian 0.831 against Black 0.686; "), and the other
+    columns' gaps (a reader review: the sex gap left out beside the race gap), or "" when no column has two groups
+    with an accuracy."""
     by_column: dict[str, dict[str, float]] = {}
+    gaps: dict[str, str] = {}
     for column in (result.facts or {}).get("group_accuracy", []):
+        named = _group_names(column)
         for group in column["groups"]:
             if group["left_out"] is None and group["accuracy"] is not None:
-                by_column.setdefault(str(column["column"]), {})[str(group["group"])] = stored(group["accuracy"]) or 0.0
+                by_column.setdefault(str(column["column"]), {})[named[str(group["group"])]] = \
+                    stored(group["accuracy"]) or 0.0
+        if column.get("gap") is not None:
+            gap = float(column["gap"])
+            low, high = min(_number(column["gap_low"]), gap), max(_number(column["gap_high"]), gap)
+            gaps[str(column["column"])] = f"{figure(gap)} ({interval(low, high)})"
     spans = [(max(a.values()) - min(a.values()), column, a) for column, a in by_column.items() if len(a) >= 2]
     if not spans:
         return ""
     _, column, accuracy = max(spans)
     best, worst = max(accuracy, key=accuracy.__getitem__), min(accuracy, key=accuracy.__getitem__)
-    return f"{column}: {best} {figure(accuracy[best])} against {worst} {figure(accuracy[worst])}; "
+    others = [f"; {name}: gap {gap}" for name, gap in gaps.items() if name != column]
+    more = len(others) - OTHER_GAPS
+    also = "".join(others[:OTHER_GAPS]) + (f"; {more} more columns' gaps in the section" if more > 0 else "")
+    return f"{column}: {best} {figure(accuracy[best])} against {worst} {figure(accuracy[worst])}{also}; "
