@@ -50,6 +50,30 @@ def test_one_number_style() -> None:
     assert requirement_text("WARN if < 0.8", "selection.min_ratio", 0.57) == "WARN if < 0.8"
 
 
+def test_appendix_a_gives_each_value_its_unit_as_its_threshold_has_it() -> None:
+    """Appendix A printed bare numbers (a reader review: "LL144-3 … 47", "LL144-10 … 1", "LL144-6 … 16", and a
+    change of share "-0.00814" beside "FAIL if > +1.0 pp"): a count carries what it counts, a stated fact the word,
+    a change of share its points, each beside its threshold in the same unit."""
+    from auditor.report.summary import measured
+    from auditor.report.wording import requirement_text
+
+    def cell(metric: str, value: float, requirement: str, interval: tuple[float, float] | None = None) -> str:
+        finding = Finding(rule="R", title="t", pack="p", status="PASS", severity="major", metric=metric, value=value,
+                          requirement=requirement, citation="", rationale="", message="", evidence="e",
+                          interval=interval)
+        return f"{measured(finding)} | {requirement_text(requirement, metric, value)}"
+
+    assert cell("governance.days_audit_to_distribution", 47, "FAIL if > 365") == "47 days | FAIL if > 365 days"
+    assert cell("governance.data_type_stated", 1, "FAIL if < 1") == "stated | FAIL if not stated"
+    assert cell("governance.signed", 0, "FAIL if < 1") == "not signed | FAIL if not signed"
+    assert cell("selection.reported", 16, "FAIL if < 2") == "16 impact ratios | FAIL if < 2 impact ratios"
+    assert cell("selection.eeo1_components", 2, "FAIL if < 2") == "2 EEO-1 components | FAIL if < 2 EEO-1 components"
+    assert cell("exposure.own.counterfactual.share_change", -0.00814, "FAIL if > 0.01; WARN if > 0",
+                (-0.0146, -0.00182)) == "-0.8 pp (-1.5 to -0.2 pp) | FAIL if > +1.0 pp; WARN if > 0.0 pp"
+    assert cell("ranking_quality.ndcg@10.mean", 0.818, "FAIL if < 0.4", (0.789, 0.845)) == \
+        "0.818 (0.789 to 0.845) | FAIL if < 0.4"  # a measure without a unit: as before
+
+
 def _builtin_rules() -> list:
     packs = load_packs(PACKS, base_dir=bundled_policies_dir())
     return [(p.pack.pack, rule) for p in packs for rule in p.pack.rules]

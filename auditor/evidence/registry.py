@@ -92,7 +92,8 @@ class EvidenceKind:
     # presents (issue 52) measures numbers and facts only, and the engine and `auditor render` present them
     section: Callable[[EvidenceItem, Any], Any] | str | None = None
     # the module holding its metrics' sentences: `PHRASES` ({metric: Phrase}, auditor/evidence/phrases.py) and
-    # optionally `PER_QUERY` ({per-query metric: its name in a sentence}), which `auditor.report.wording` reads
+    # optionally `PER_QUERY` ({per-query metric: its name in a sentence}) and `UNITS` ({metric: what it counts}),
+    # which `auditor.report.wording` reads
     phrases: str | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
@@ -138,6 +139,10 @@ class EvidenceKind:
             return {}, {}
         module = importlib.import_module(self.phrases)
         return module.PHRASES, getattr(module, "PER_QUERY", {})
+
+    def units(self) -> Mapping[str, str]:
+        """What its metrics count where a bare number would not say it (`UNITS`, auditor/evidence/phrases.py)."""
+        return {} if self.phrases is None else getattr(importlib.import_module(self.phrases), "UNITS", {})
 
     def emits(self, metric: str) -> bool:
         """Whether this kind can emit `metric` (one of its `metrics` patterns matches it)."""

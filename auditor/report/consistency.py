@@ -27,7 +27,7 @@ from html.parser import HTMLParser
 
 from auditor.evidence.document import EvidenceDocument
 
-NUMBER = re.compile(r"[-−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?")
+NUMBER = re.compile(r"[-−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?:%| pp\b)?")  # a share in % or in points
 SECTION_TAGS = ("section", "h2", "h3")
 
 
@@ -123,11 +123,12 @@ VOID = ("br", "img", "meta", "link", "input", "hr", "wbr", "col")
 
 
 def _numbers(text: str) -> list[tuple[float, float]]:
-    """Each number printed in `text` as (value, half a unit of its last printed digit); percentages as shares."""
+    """Each number printed in `text` as (value, half a unit of its last printed digit); percentages and percentage
+    points as shares."""
     out = []
     for token in NUMBER.findall(text):
-        share = token.endswith("%")
-        plain = token.rstrip("%").replace(",", "").replace("−", "-")
+        share = token.endswith(("%", " pp"))  # percentage points: a change of a share, as a share
+        plain = token.removesuffix(" pp").rstrip("%").replace(",", "").replace("−", "-")
         mantissa, _, exponent = plain.partition("e")
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
         tolerance = 0.5 * 10.0 ** -decimals * (10.0 ** int(exponent) if exponent else 1.0)

@@ -14,7 +14,15 @@ from auditor.core.numbers import figure, interval, percent
 from auditor.core.words import counted
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.judging.policy import Finding, findings_of, group_findings
-from auditor.report.wording import fact, is_share, measured_sentence, remedy_for, technical, thresholds_in_percent
+from auditor.report.wording import (
+    cell_text,
+    fact,
+    is_share,
+    measured_sentence,
+    remedy_for,
+    technical,
+    thresholds_in_percent,
+)
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
 SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest are counted (the page never grows)
@@ -289,8 +297,9 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
                                 else f"metric:{f.evidence}:{f.metric}" for f in group}.items()),
         # what the severity is printed for (consistency.py): the detection that titles it, else the finding
         "subject": _detection_key(titled[0]) if titled else head.finding or head.rule,
+        # what `measured` prints (consistency.py), unless it prints a word ("stated") and no number
         "ref": None if head.value is None or head.requirement.startswith("share of queries")
-        else f"metric:{head.evidence}:{head.metric}",  # what `measured` prints (consistency.py)
+        or not re.search(r"\d", measured(head)) else f"metric:{head.evidence}:{head.metric}",
         "anchor": "finding-" + "-".join(rules).lower(),
     }
 
@@ -375,6 +384,10 @@ def measured(finding: Finding) -> str:
     evidence, skipped, error)."""
     if finding.value is None:
         return "evidence present" if finding.status == "PASS" else finding.message
+    unit = None if finding.requirement.startswith("share of queries") else \
+        cell_text(finding.metric, finding.value, finding.interval)
+    if unit is not None:  # "47 days", "stated", "-0.8 pp (...)": what the number means, in its threshold's unit
+        return unit
     if finding.requirement.startswith("share of queries"):
         text = f"{percent(finding.value)} of queries"
         low_high = finding.interval and interval(*finding.interval, share=True)

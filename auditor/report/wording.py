@@ -15,7 +15,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from auditor.core.numbers import figure, percent, points, with_interval
-from auditor.evidence.phrases import Phrase
+from auditor.core.words import counted
+from auditor.evidence.phrases import POINTS, Phrase, Stated
 
 if TYPE_CHECKING:
     from auditor.evidence.registry import EvidenceKind
@@ -31,7 +32,12 @@ def per_query_names() -> dict[str, str]:
     return _words()[1]
 
 
-def _words() -> tuple[dict[str, Phrase], dict[str, str]]:
+def units() -> dict[str, str]:
+    """What a metric counts where a bare number would not say it ("day"), or POINTS, from the kinds' `UNITS`."""
+    return _words()[2]
+
+
+def _words() -> tuple[dict[str, Phrase], dict[str, str], dict[str, str]]:
     from auditor.evidence import ALWAYS, REGISTRY
     from auditor.evidence.registry import version
 
@@ -39,16 +45,18 @@ def _words() -> tuple[dict[str, Phrase], dict[str, str]]:
         return _WORDS[0][1]
     said: dict[str, Phrase] = {}
     named: dict[str, str] = {}
+    counts: dict[str, str] = {}
     kinds: list[EvidenceKind] = [*ALWAYS.values(), *REGISTRY.values()]
     for kind in kinds:
         sentences, names = kind.words()
         said.update(sentences)
         named.update(names)
-    _WORDS[:] = [(version(), (said, named))]
-    return said, named
+        counts.update(kind.units())
+    _WORDS[:] = [(version(), (said, named, counts))]
+    return said, named, counts
 
 
-_WORDS: list[tuple[int, tuple[dict[str, Phrase], dict[str, str]]]] = []  # (registry version, words): read once
+_WORDS: list[tuple[int, tuple[dict[str, Phrase], dict[str, str], dict[str, str]]]] = []  # per registry version
 
 
 DATASET_FACTS = {  # the Scope's dataset facts in words (a fact not listed shows its key)
@@ -72,7 +80,7 @@ DATASET_FACTS = {  # the Scope's dataset facts in words (a fact not listed shows
     "dataset.population.n_docs": "documents in the whole dataset (before sampling)",
 }
 SHARES = re.compile(r"(share|fraction)$|_share\b")
-PERCENTAGE_POINTS = {"exposure.own.counterfactual.share_change"}
+THRESHOLD = re.compile(r"(?<=[<>=] )(-?\d+(?:\.\d+)?)\b")  # a number a rule compares with ("FAIL if > 365")
 
 
 def is_share(metric: str, value: float) -> bool:
@@ -81,12 +89,39 @@ def is_share(metric: str, value: float) -> bool:
 
 
 def requirement_text(requirement: str, metric: str, value: float | None) -> str:
-    """A rule's requirement in its measured value's unit: "WARN if > 30.0%" beside 1.2%, not "> 0.3" (issue 56)."""
+    """A rule's requirement in its measured value's unit: "WARN if > 30.0%" beside 1.2%, not "> 0.3" (issue 56);
+    "FAIL if > 365 days" beside 47 days, "FAIL if not stated" beside "stated" (a reader review: bare numbers)."""
     if value is None or not math.isfinite(value):
         return requirement
-    if metric in PERCENTAGE_POINTS:  # "+10.7 pp … WARN if > 1.0 pp", not "> 0.01"
-        return re.sub(r"(?<=[<>=] )(-?\d+(?:\.\d+)?)\b", lambda m: points(float(m.group(1))), requirement)
+    unit, phrase = units().get(metric), phrases().get(metric)
+    if unit == POINTS:  # "+10.7 pp … WARN if > 1.0 pp", not "> 0.01"
+        return THRESHOLD.sub(lambda m: points(float(m.group(1))), requirement)
+    if isinstance(phrase, Stated):
+        return re.sub(r"(?<=if )< 1\b", f"not {phrase.word}", requirement)
+    if unit is not None:
+        return THRESHOLD.sub(lambda m: _count(float(m.group(1)), unit), requirement)
     return thresholds_in_percent(requirement) if is_share(metric, value) else requirement
+
+
+def _count(value: float, noun: str) -> str:
+    """A count with its noun ("47 days", "1 impact ratio"); a fraction of one with the plural ("2.5 days")."""
+    if float(value).is_integer():
+        return counted(int(value), noun)
+    return f"{figure(value)} {counted(2, noun).split(' ', 1)[1]}"
+
+
+def cell_text(metric: str, value: float, interval: tuple[float, float] | None) -> str | None:
+    """The value as a table cell prints it where its metric has a unit: "stated", "47 days", "-0.8 pp (-1.5 to
+    -0.2 pp)"; None for a plain number or share (the caller's one style)."""
+    phrase, unit = phrases().get(metric), units().get(metric)
+    if isinstance(phrase, Stated):
+        return phrase.short(value)
+    if unit == POINTS:
+        low = points(min(interval[0], value)).removesuffix(" pp") if interval else ""
+        return points(value) + (f" ({low} to {points(max(interval[1], value))})" if interval else "")
+    if unit is not None and not interval:
+        return _count(value, unit)
+    return None
 
 
 def thresholds_in_percent(requirement: str) -> str:
@@ -96,7 +131,7 @@ def thresholds_in_percent(requirement: str) -> str:
 
 def value_text(metric: str, value: float, interval: tuple[float, float] | None) -> str:
     """The value with its interval in the document's one style: a share in %, a change of share in pp."""
-    if metric in PERCENTAGE_POINTS:
+    if units().get(metric) == POINTS:
         return points(value) + (f" (95% interval {points(interval[0])} to {points(interval[1])})" if interval else "")
     low, high = interval if interval else (None, None)
     return with_interval(value, low, high, share=is_share(metric, value))

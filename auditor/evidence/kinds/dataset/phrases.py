@@ -13,3 +13,5 @@ PHRASES: dict[str, Phrase] = {
     "dataset.tied_score_queries_share": lambda v, s: f"the model gives every document the same score in {s} of "
                                                      "queries",
 }
+# what a count counts, where a table prints the number alone (Appendix A)
+UNITS: dict[str, str] = {"dataset.n_queries": "query"}

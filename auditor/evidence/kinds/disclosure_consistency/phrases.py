@@ -35,3 +35,9 @@ PHRASES: dict[str, Phrase] = {
 PER_QUERY: dict[str, str] = {
     "disclosure.per_query.rank_correlation": "a Kendall tau between the declared and the measured order",
 }
+# what a count counts, where a table prints the number alone (Appendix A)
+UNITS: dict[str, str] = {
+    "disclosure.undeclared_main": "undeclared influential parameter",
+    "disclosure.undeclared_in_main": "undeclared main parameter",
+    "disclosure.statement.false_claims": "contradicted claim",
+}

@@ -3,7 +3,7 @@ metric's key (`auditor.report.wording`: a finding's title and its measured value
 
 from __future__ import annotations
 
-from auditor.evidence.phrases import Phrase
+from auditor.evidence.phrases import POINTS, Phrase
 
 PHRASES: dict[str, Phrase] = {
     "exposure.own.counterfactual.share_change": lambda v, s: f"own products' share of attention is {s} against the "
@@ -16,3 +16,5 @@ PHRASES: dict[str, Phrase] = {
     "exposure.max.ratio": lambda v, s: f"the most favoured group gets {s} times the attention its relevance earns",
     "exposure.min.ratio": lambda v, s: f"the least favoured group gets {s} times the attention its relevance earns",
 }
+# a change of a share, in percentage points as its thresholds are written ("+10.7 pp … WARN if > 1.0 pp")
+UNITS: dict[str, str] = {"exposure.own.counterfactual.share_change": POINTS}

@@ -14,3 +14,5 @@ PHRASES: dict[str, Phrase] = {
     "global_importance.additivity.max_abs_error": lambda v, s: f"the attributions add up to the model's scores "
                                                                f"within {s} (largest error over documents)",
 }
+# what a count counts, where a table prints the number alone (Appendix A)
+UNITS: dict[str, str] = {"global_importance.main_parameters": "main parameter"}

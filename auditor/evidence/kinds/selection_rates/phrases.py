@@ -17,8 +17,15 @@ PHRASES: dict[str, Phrase] = {
     "selection.columns": lambda v, _: (f"{counted(int(v), 'category column')} (sex, race/ethnicity) "
                                        f"{'is' if int(v) == 1 else 'are'} reported"),
     "selection.intersections": stated("the intersectional categories are reported",
-                                       "the intersectional categories are not reported"),
+                                       "the intersectional categories are not reported", "reported"),
     "selection.reported": lambda v, _: f"{counted(int(v), 'category', 'categories')} have an impact ratio",
     "selection.unknown_reported": stated("the number of individuals of unknown category is reported",
-                                          "the number of individuals of unknown category is not reported"),
+                                          "the number of individuals of unknown category is not reported", "reported"),
+}
+# what a count counts, where a table prints the number alone (Appendix A: "16 impact ratios", not "16")
+UNITS: dict[str, str] = {
+    "selection.eeo1_components": "EEO-1 component",
+    "selection.non_eeo1": "non-EEO-1 category",
+    "selection.columns": "category column",
+    "selection.reported": "impact ratio",
 }
