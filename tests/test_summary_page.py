@@ -228,3 +228,26 @@ def test_the_main_parameters_figure_names_each_of_a_few_main_parameters() -> Non
 
     assert item(5) == "f0 30.0%, f1 15.0%, f2 10.0%, f3 7.5%, f4 6.0%"
     assert item(9) == "largest shares: f0 30.0%, f1 15.0%, f2 10.0% and 6 more"
+
+
+def test_a_remedy_names_the_analyses_in_the_readers_words_and_the_spec_change_apart() -> None:
+    """A remedy written for the tool's operator (a reader review: "the global_importance and parameter_influence
+    evidence help … add them to the spec's evidence") reads in the reader's words, says what this audit did not run,
+    and leaves the spec change to a note in small type."""
+    from auditor.report.wording import remedy_for, remedy_setup
+
+    pack = load_packs(["us-nyc-ll144"], base_dir=bundled_policies_dir())[0].pack
+    remedy = next(rule.remedy for rule in pack.rules if rule.id == "LL144-7")
+    kinds = set(REGISTRY)
+    said = remedy_for(remedy, {"selection_rates"}, kinds)
+    assert "a feature-importance and proxy analysis, not run in this audit, would show which features" in said
+    assert "`" not in said and "spec" not in said, said
+    assert remedy_setup(remedy, {"selection_rates"}, kinds) == \
+        "To run them: add `global_importance` and `parameter_influence` to the spec's evidence."
+    ran = {"selection_rates", "global_importance", "parameter_influence"}
+    assert "a feature-importance and proxy analysis would show" in remedy_for(remedy, ran, kinds)
+    assert remedy_setup(remedy, ran, kinds) == ""
+    assert "(in part not run in this audit) would show" in remedy_for(remedy, ran - {"global_importance"}, kinds)
+    # a remedy that is the spec change itself stays as it is, without a second note saying the same
+    add = "Add `surrogate` to the spec's evidence and re-run."
+    assert remedy_for(add, set(), kinds) == add and remedy_setup(add, set(), kinds) == ""

@@ -20,6 +20,7 @@ from auditor.report.wording import (
     is_share,
     measured_sentence,
     remedy_for,
+    remedy_setup,
     technical,
     thresholds_in_percent,
 )
@@ -285,6 +286,7 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "rules": group,
         "citations": _distinct_citations([f.citation for f in group]),
         "remedy": remedy_for(next((f.remedy for f in group if f.remedy), ""), ran, registry),
+        "remedy_setup": remedy_setup(next((f.remedy for f in group if f.remedy), ""), ran, registry),
         "rationale": head.rationale,
         "record": _record(rules, records),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],

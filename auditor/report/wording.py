@@ -196,12 +196,35 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+# the evidence kinds a remedy names in parentheses after the reader's words for them: "a proxy analysis
+# (`parameter_influence`)" — the key is for whoever edits the spec, the words are for the reader
+_NAMED_KINDS = re.compile(r"\s*\(((?:`\w+`(?:,\s*|\s+and\s+)?)+)\)")
+
+
 def remedy_for(remedy: str, ran: set[str], kinds: Collection[str]) -> str:
-    """A rule's remedy as this audit can follow it (issue 56: only what ran): the evidence kinds it names (`kind`)
-    that this audit did not run are said so, with where to add them."""
-    missing = [kind for kind in kinds if kind not in ran and f"`{kind}`" in remedy]
+    """A rule's remedy in the reader's words, as this audit can follow it (a reader review: "the global_importance
+    evidence help … add them to the spec's evidence" was written for the tool's operator): the evidence kinds it
+    names in parentheses after its own words for them are left out, and said "not run in this audit" where this
+    audit did not run them; the spec change is `remedy_setup`'s, in small type."""
+
+    def reader(match: re.Match[str]) -> str:
+        named = [kind for kind in re.findall(r"`(\w+)`", match[1]) if kind in kinds]
+        if not named:
+            return match[0]
+        missing = [kind for kind in named if kind not in ran]
+        if not missing:
+            return ""
+        return ", not run in this audit," if len(missing) == len(named) else " (in part not run in this audit)"
+
+    return _NAMED_KINDS.sub(reader, remedy)
+
+
+def remedy_setup(remedy: str, ran: set[str], kinds: Collection[str]) -> str:
+    """The spec change a remedy needs where this audit did not run the evidence kinds it names, for whoever edits
+    the spec (the report prints it in small type); "" when the remedy already says to add them or they ran."""
+    named = dict.fromkeys(re.findall(r"`(\w+)`", remedy))  # in the remedy's order
+    missing = [kind for kind in named if kind in kinds and kind not in ran and f"Add `{kind}`" not in remedy]
     if not missing:
-        return remedy
+        return ""
     listed = " and ".join(f"`{kind}`" for kind in missing)
-    them = "it" if len(missing) == 1 else "them"
-    return f"{remedy.rstrip()} This audit did not run {listed}: add {them} to the spec's evidence to use {them}."
+    return f"To run {'it' if len(missing) == 1 else 'them'}: add {listed} to the spec's evidence."
