@@ -72,7 +72,15 @@ def _dates(result: EvidenceResult, meta: dict, options: GovernanceOptions, day: 
     period_ends, window_ends = period_end(period), period_end(window)
     data = (f"; the data are said to come from {window}, which ends on {window_ends.isoformat()}, after it too "
             "(dataset.description.window)") if window_ends is not None and window_ends > day else ""
-    if period_ends is not None and period_ends > day:
+    if period_ends is not None and period_ends > day and meta.get("data_origin") == "synthetic" and window_ends is None:
+        # simulated data from no calendar period: the rest of the period is not what the evidence misses, the whole
+        # period is (a reader review: "has not ended" beside "Time window: none (simulated data)")
+        result.detect("review-period-not-ended", f"No data of the review period {period} are in the evidence",
+                      f"The data are synthetic and come from no calendar period: the figures show how the audited "
+                      f"model ranks them on the audit's date ({day.isoformat()}), not what happened in the period "
+                      f"under review ({period}, which ends on {period_ends.isoformat()}).", severity="minor",
+                      citation=ENGAGEMENT, value=float((period_ends - day).days))
+    elif period_ends is not None and period_ends > day:
         result.detect("review-period-not-ended", f"The review period {period} has not ended on the audit's date",
                       f"The audit is dated {day.isoformat()}, {(period_ends - day).days} days before the period it "
                       f"reviews ({period}) ends on {period_ends.isoformat()}: what happens in the rest of the period "
