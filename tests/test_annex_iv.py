@@ -169,7 +169,10 @@ def test_groups_carry_the_bias_audits_names_and_page_2_gives_every_columns_gap()
     assert scale.startswith("race_ethnicity: Asian (Not Hispanic or Latino) 0.831 against Black or African American "
                             "(Not Hispanic or Latino) 0.686; sex: gap 0.0958 (0.0812 to 0.111); 0 = "), scale
     item = item.model_copy(update={"records": [{"query": "q1", "docs": 2, "relevant": 1, "ndcg@10": 0.8}]})
-    table = section(item, RankingQualityOptions(cutoffs=[10])).tables[-1]
+    presented = section(item, RankingQualityOptions(cutoffs=[10]))
+    # the people a query's documents may be are not "users" (a reader review: candidates in a hiring audit)
+    assert "users" not in presented.figures[0].caption
+    table = presented.tables[-1]
     names = [row[1] for row in table.rows]
     assert names == ["Female", "Male", "Asian (Not Hispanic or Latino)",
                      "Black or African American (Not Hispanic or Latino)", "Hispanic or Latino",

@@ -61,7 +61,7 @@ def section(result: Result, options: RankingQualityOptions) -> Section:
         title=f"Distribution of nDCG@{headline} over queries",
         chart="histogram", data={"values": np.array(values, dtype=float), "bins": np.linspace(0, 1, 21),
                                  "xlabel": f"nDCG@{headline}"},
-        caption="Each bar counts queries; a long left tail means some users get poor rankings.",
+        caption="Each bar counts queries; a long left tail means some queries are ranked poorly.",
         description=_histogram_text(values, headline, options.low_threshold))]
     mean = _number(metrics.get(f"ranking_quality.{column}.mean"))
     judged = int(metrics.get(f"ranking_quality.{column}.queries") or 0)
