@@ -261,11 +261,12 @@ def test_a_rule_on_the_least_favourable_model(tmp_path: Path) -> None:
      "The exposure ratio of X stays below 1 under all three attention models — 0.800 (log), 0.850 (geometric), "
      "0.900 (cascade); highest 95% bound 0.990."),
     ({"log": (1.02, 0.9, 1.1), "geometric": (1.0, 0.95, 1.05), "cascade": (0.97, 0.8, 1.2)},
-     "The exposure of X is in line with merit under all three attention models (each 95% interval holds 1) — "
+     "The exposure of X is not shown to differ from its merit under all three attention models (each 95% interval "
+     "holds 1) — "
      "1.02 (log), 1 (geometric), 0.970 (cascade)."),
     ({"log": (1.31, 1.2, 1.4), "geometric": (1.12, 1.01, 1.3), "cascade": (0.98, 0.9, 1.07)},
      "For X the conclusion depends on the attention model — ratio 1.31 (log, above merit), 1.12 (geometric, above "
-     "merit), 0.980 (cascade, in line with merit)."),
+     "merit), 0.980 (cascade, not shown to differ from merit)."),
     ({"log": (1.31, 1.2, 1.4), "cascade": (1.2, 1.1, 1.3)},
      "The exposure ratio of X stays above 1 under both attention models — 1.31 (log), 1.20 (cascade); lowest 95% "
      "bound 1.10."),

@@ -264,13 +264,15 @@ def ratio_sentence(label: str, sens: Stats) -> str:
         return ""
     models_n = f"{_all(len(sides))} attention model{'s' if len(sides) > 1 else ''}"
     if common is None:
-        words = {1: "above merit", 0: "in line with merit", -1: "below merit"}
+        # an interval that holds 1 fails to exclude it: "in line with merit" overstated it (reader review W8)
+        words = {1: "above merit", 0: "not shown to differ from merit", -1: "below merit"}
         return (f"For {label} the conclusion depends on the attention model — ratio "
                 + ", ".join(f"{figure(sens[f'{m}.ratio'][0])} ({m}, {words[s]})" for m, s in sides.items()) + ".")
     listed = ", ".join(f"{figure(sens[f'{m}.ratio'][0])} ({m})" for m in sides)
     stats = [sens[f"{m}.ratio"] for m in sides]
     if common == 0:
-        return (f"The exposure of {label} is in line with merit under {models_n} (each 95% interval holds 1) — "
+        return (f"The exposure of {label} is not shown to differ from its merit under {models_n} (each 95% interval "
+                f"holds 1) — "
                 f"{listed}.")
     lows, highs = [s[1] for s in stats], [s[2] for s in stats]
     if common > 0:
