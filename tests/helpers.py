@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.evidence.base import EvidenceResult
-from auditor.evidence.document import SCHEMA, EvidenceDocument
+from auditor.evidence.document import SCHEMA, EvidenceDocument, EvidenceItem
 from auditor.inputs.spec import Waiver
 from auditor.judging.policy import LoadedPack, PolicyPack, evaluate
 
@@ -274,3 +274,21 @@ def bookstore_under(tmp_path: Path, *, policies: list[str], provider: dict[str, 
     spec["output"] = {"dir": "out", "formats": ["html"], "documents": list(documents)}
     (folder / "dsa.yaml").write_text(yaml.safe_dump(spec))
     return folder / "dsa.yaml"
+
+
+# --- an exposure result as stored (test_exposure, test_executive_summary) ------------------------------------------
+
+def wide_exposure_item() -> EvidenceItem:
+    """The wide run's exposure as stored (a reader review): f1_count = 7 has the largest ratio the packs judge, met in
+    10 of 43 queries with an interval from 0; four values met in fewer than 10 queries are left out."""
+    queries = {"0": 43, "4": 43, "7": 10, "8": 8, "9": 2, "10": 3, "11": 2}
+    ratios = {"0": 0.976, "4": 0.648, "7": 1.404, "8": 1.12, "9": 1.52, "10": 0.206, "11": 1.22}
+    metrics = {f"exposure.f1_count.{v}.{m}": x for v in queries
+               for m, x in (("queries", float(queries[v])), ("ratio", ratios[v]))}
+    metrics.update({"exposure.queries": 43.0, "exposure.max.ratio": 1.404, "exposure.max.ratio.ci95_low": 0.0,
+                    "exposure.max.ratio.ci95_high": 3.896, "exposure.min.ratio": 0.648,
+                    "exposure.min.ratio.ci95_low": 0.458, "exposure.min.ratio.ci95_high": 0.875})
+    groups = [{"column": "f1_count", "values": [{"value": v, "label": f"f1_count = {v}"} for v in queries]}]
+    return EvidenceItem(status="ok", figures=[], how_to_read="", facts={"groups": groups},
+                        options={"min_queries": 10}, metrics=metrics)
+

@@ -23,7 +23,7 @@ from auditor.report.glossary import GLOSSARY, REFERENCES
 from auditor.report.summary import executive_summary
 from auditor.run.engine import run_audit
 from tests.conftest import copy_bookstore, make_queries, write_spec
-from tests.helpers import assert_consistent, document_of
+from tests.helpers import assert_consistent, document_of, wide_exposure_item
 
 DAY = dt.date(2026, 1, 15)
 
@@ -310,3 +310,17 @@ def test_the_ranking_quality_key_figure_says_how_queries_without_a_relevant_docu
     assert row["reference"].endswith("the 4 queries with no relevant document count as 1")
     skipped = document_of(evidence={"ranking_quality": {"metrics": metrics, "options": {"all_zero_queries": "skip"}}})
     assert "no relevant document" not in key_numbers(skipped.evidence)[0]["reference"]
+
+
+def test_the_most_favoured_groups_finding_names_the_group_from_its_stored_evidence() -> None:
+    """Reader review W3: page 2's title of DSA-11 said "the most favoured group" without naming it; the summary reads
+    the finding's stored evidence (tests/test_exposure.py has the sentence's wording)."""
+    finding = {"rule": "DSA-11", "status": "WARN", "severity": "major", "title": "No group gets much more attention",
+               "metric": "exposure.max.ratio", "value": 1.404, "interval": [0.0, 3.896], "inconclusive": True,
+               "requirement": "FAIL if > 1.25; WARN if > 1.1", "evidence": "exposure"}
+    item = wide_exposure_item().model_dump()
+    summary = executive_summary(document_of(findings=[finding], evidence={"exposure": item},
+                                            opinion="positive with comments"), REGISTRY)
+    title = summary["rows"]["shown"][0]["title"]
+    assert title.startswith("The most favoured group, f1_count = 7 (met in 10 of 43 queries), gets 1.40 times")
+    assert "unreliable, as its 95% interval reaches 0" in summary["act_on"][0]["sentence"]

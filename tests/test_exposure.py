@@ -40,6 +40,7 @@ from auditor.inputs.data import RankingData
 from auditor.judging.policy import evaluate, load_packs
 from auditor.models.base import CountingRanker
 from auditor.report.plots import draw
+from tests.helpers import wide_exposure_item
 
 LOG = [1.0, 1 / math.log2(3), 0.5, 1 / math.log2(5)]
 
@@ -382,3 +383,24 @@ def test_the_key_figure_names_the_own_products_or_the_group_it_is_about() -> Non
     assert key_figures(largest)[0].scale.startswith("the group: own_brand = yes; 1 = ")
     unknown = EvidenceItem(status="ok", figures=[], how_to_read="", metrics={"exposure.max.ratio": 1.4})
     assert key_figures(unknown)[0].scale == "1 = attention in proportion to relevance"  # a run before facts
+
+
+def test_the_largest_and_smallest_ratio_name_their_group_and_its_queries() -> None:
+    """Reader review W3: "The most favoured group gets 1.40 times …" named no group, said nothing of its 10 queries,
+    of the 4 groups left out, or that its interval (0 to 3.90) tells nothing."""
+    from auditor.judging.policy import Finding
+    from auditor.report.wording import fact, measured_sentence
+
+    item = wide_exposure_item()
+    judged = {"title": "t", "pack": "p", "status": "WARN", "severity": "major", "citation": "", "rationale": "",
+              "message": "", "evidence": "exposure", "requirement": "FAIL if > 1.25; WARN if > 1.1"}
+    largest = Finding(rule="DSA-11", metric="exposure.max.ratio", value=1.404, interval=(0.0, 3.896), **judged)
+    assert fact(largest, item) == ("The most favoured group, f1_count = 7 (met in 10 of 43 queries), gets 1.40 times "
+                                   "the attention its relevance earns; unreliable, as its 95% interval reaches 0; "
+                                   "4 groups met in fewer than 10 queries left out")
+    assert "gets 1.40 (95% interval 0 to 3.90) times" in measured_sentence(largest, item=item)
+    smallest = Finding(rule="DSA-12", metric="exposure.min.ratio", value=0.648, interval=(0.458, 0.875), **judged)
+    assert fact(smallest, item) == ("The least favoured group, f1_count = 4 (met in 43 of 43 queries), gets 0.648 "
+                                    "times the attention its relevance earns; 4 groups met in fewer than 10 queries "
+                                    "left out")
+    assert fact(largest).startswith("The most favoured group gets 1.40 times")  # no stored result: the general words

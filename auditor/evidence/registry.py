@@ -91,9 +91,10 @@ class EvidenceKind:
     # (its result as evidence.json holds it, its options) -> its report section (`base.Section`): a kind that
     # presents (issue 52) measures numbers and facts only, and the engine and `auditor render` present them
     section: Callable[[EvidenceItem, Any], Any] | str | None = None
-    # the module holding its metrics' sentences: `PHRASES` ({metric: Phrase}, auditor/evidence/phrases.py) and
-    # optionally `PER_QUERY` ({per-query metric: its name in a sentence}) and `UNITS` ({metric: what it counts}),
-    # which `auditor.report.wording` reads
+    # the module holding its metrics' sentences: `PHRASES` ({metric: Phrase}, auditor/evidence/phrases.py),
+    # optionally `PER_QUERY` ({per-query metric: its name in a sentence}), `UNITS` ({metric: what it counts})
+    # and `about(item)` ({metric: Phrase} said of one stored result: what a figure is about, e.g. which group
+    # has the largest ratio), which `auditor.report.wording` reads
     phrases: str | None = None
 
     def run(self, ctx: Any, options: Any) -> Any:
@@ -143,6 +144,14 @@ class EvidenceKind:
     def units(self) -> Mapping[str, str]:
         """What its metrics count where a bare number would not say it (`UNITS`, auditor/evidence/phrases.py)."""
         return {} if self.phrases is None else getattr(importlib.import_module(self.phrases), "UNITS", {})
+
+    def words_about(self, item: EvidenceItem) -> Mapping[str, Callable[[float, str], str]]:
+        """Its metrics' sentences as `item` tells them (naming what a figure is about), where its `phrases` module
+        has `about`; none otherwise (the general `PHRASES` then)."""
+        if self.phrases is None:
+            return {}
+        about = getattr(importlib.import_module(self.phrases), "about", None)
+        return {} if about is None else about(item)
 
     def emits(self, metric: str) -> bool:
         """Whether this kind can emit `metric` (one of its `metrics` patterns matches it)."""

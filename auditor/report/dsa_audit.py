@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from auditor.core.errors import InputError
-from auditor.evidence.document import EvidenceDocument, FindingPart
+from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.report.wording import fact
 
 PACK_PREFIX = "eu-dsa-art27-34"  # the built-in pack, or an organisation's pack whose name starts with it
@@ -116,7 +116,8 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
     materiality = audit.get("materiality") or {}
     obligations, outside = [], []
     for row in pack["coverage"]:
-        procedures = [_procedure(findings[rule], due.get(rule), found_by.get(rule)) for rule in row["rules"]
+        procedures = [_procedure(findings[rule], due.get(rule), found_by.get(rule),
+                                  document.evidence.get(findings[rule].evidence)) for rule in row["rules"]
                       if rule in findings]
         applying = [p for p in procedures if p.status != "SKIPPED"]
         entry = Obligation(point=row["point"], asks=row["asks"], scope=row["status"], note=row.get("note") or "",
@@ -166,11 +167,13 @@ def report_of(document: EvidenceDocument) -> DsaAudit:
     return report
 
 
-def _procedure(finding: FindingPart, assignment: dict[str, Any] | None, detected: str | None) -> Procedure:
+def _procedure(finding: FindingPart, assignment: dict[str, Any] | None, detected: str | None,
+               item: EvidenceItem | None = None) -> Procedure:
     return Procedure(rule=finding.rule, title=finding.title, requirement=finding.requirement,
                      threshold_reason=finding.threshold_reason, evidence=finding.evidence, metric=finding.metric,
                      status=finding.status, message=finding.message, remedy=finding.remedy,
-                     fact=detected if detected and finding.status in ("FAIL", "WARN", "WAIVED") else fact(finding),
+                     fact=detected if detected and finding.status in ("FAIL", "WARN", "WAIVED")
+                     else fact(finding, item),
                      crosses_fail=finding.inconclusive and "(FAIL if" in finding.message,
                      owner=(assignment or {}).get("owner"),
                      due=str(assignment["due"]) if assignment and assignment.get("due") else None)

@@ -43,10 +43,12 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
     unjudged = [{**d, "record": records.get(_detection_key(d)), "subject": _detection_key(d)} for d in detections
                 if not d.get("judged_by_rules")]
     ran = {name for name, item in document.evidence.items() if item.status == "ok"}
-    act_on = [_group(g, records, detections, ran, registry) for g in groups if g[0].status in ACT_ON]
-    passed = [_group(g, records, detections, ran, registry) for g in groups
+    items = document.evidence
+    act_on = [_group(g, records, detections, ran, registry, items) for g in groups if g[0].status in ACT_ON]
+    passed = [_group(g, records, detections, ran, registry, items) for g in groups
               if g[0].status not in (*ACT_ON, "UNMEASURED")]
-    unmeasured = [_group(g, records, detections, ran, registry) for g in groups if g[0].status == "UNMEASURED"]
+    unmeasured = [_group(g, records, detections, ran, registry, items) for g in groups
+                  if g[0].status == "UNMEASURED"]
     scope = _law_scope(document)
     for number, detection in enumerate(unjudged, 1):
         detection["anchor"] = f"detection-{number}"
@@ -56,7 +58,7 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
     facts = {g["head"].rule: g["fact"] for g in act_on}
     return {
         "opinion": document.opinion,
-        "headline": headline(document.opinion, groups, unjudged, facts),
+        "headline": headline(document.opinion, groups, unjudged, facts, items),
         "since": since_last_review(document),
         "act_on": act_on,
         "passed": passed,
@@ -80,7 +82,7 @@ def executive_summary(document: EvidenceDocument, registry: dict[str, Any]) -> d
 
 
 def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str, Any]],
-             facts: dict[str, str] | None = None) -> list[str]:
+             facts: dict[str, str] | None = None, evidence: Mapping[str, EvidenceItem] | None = None) -> list[str]:
     """The opinion and its reason in two sentences of plain titles (rule ids are for the findings' cards): what was
     found where the evidence names it (`facts`: a finding's judged detection, by rule id), else the requirement."""
     heads = [g[0] for g in groups]
@@ -108,7 +110,7 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
         items = [f"{item} ({weight})" if item.endswith("not measured") else item for item in items]
     if unjudged:
         items[-1] += " no applied rule judges"
-    risks = _risks(warnings, facts)
+    risks = _risks(warnings, facts, evidence or {})
     named_warnings = [f for f in warnings if f.rule in facts and not risks]  # else the risk sentence names them
     if warnings and len(warnings) <= 2 and named_warnings and not any(
             f.status == "FAIL" and f.severity in ("critical", "major") for f in heads):  # an adverse fact, in words
@@ -132,14 +134,14 @@ def headline(opinion: str, groups: list[list[Finding]], unjudged: list[dict[str,
             "The evidence detected nothing that no rule judges."]
 
 
-def _risks(warnings: list[Finding], facts: dict[str, str]) -> list[str]:
+def _risks(warnings: list[Finding], facts: dict[str, str], items: Mapping[str, EvidenceItem]) -> list[str]:
     """An adverse measurement a law sets no level for, in plain words beside a positive opinion (issue 56, item 6):
     a critical or major rule that can only warn (a comparison, such as the four-fifths rule under LL144) and whose
     whole interval lies beyond its level. It does not make the opinion negative; it must not read as an all-clear."""
     beyond = [f for f in warnings if f.severity in ("critical", "major") and not f.inconclusive
               and f.value is not None and "FAIL" not in f.requirement]
-    measured = [measured_sentence(f).split(" — ")[0].rstrip(".") for f in beyond]
-    return [f"A risk no law sets a level for: {facts.get(f.rule, fact(f)).rstrip('.')}; "
+    measured = [measured_sentence(f, item=items.get(f.evidence)).split(" — ")[0].rstrip(".") for f in beyond]
+    return [f"A risk no law sets a level for: {facts.get(f.rule, fact(f, items.get(f.evidence))).rstrip('.')}; "
             f"{said[:1].lower() + said[1:]}, {_side(f.requirement)} over its whole interval. What this means for "
             "the owner's obligations is for counsel to assess." for f, said in zip(beyond, measured, strict=True)]
 
@@ -270,8 +272,9 @@ def _new_now(row: dict[str, Any]) -> bool:
 
 
 def _group(group: list[Finding], records: dict[str, dict], detections: list[dict[str, Any]], ran: set[str],
-           registry: dict[str, Any]) -> dict[str, Any]:
+           registry: dict[str, Any], items: Mapping[str, EvidenceItem] | None = None) -> dict[str, Any]:
     head = group[0]
+    item = (items or {}).get(head.evidence)  # what the figure is about, where its kind says (wording.phrase_of)
     rules = [f.rule for f in group]
     judged = [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)]
     # a detection carries the severity of the strongest rule that judges it: only that rule's finding is titled by
@@ -281,7 +284,8 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         # what was found, where the evidence names it (its judged detection: "Undeclared main ranking parameter:
         # sales_rank_log"), else the measured value in the rule's words; the requirement when it judged nothing
         # (issue 56: facts first)
-        "fact": _fact(titled) if titled else fact(head) if head.status in ("FAIL", "WARN", "WAIVED") else head.title,
+        "fact": _fact(titled) if titled else fact(head, item) if head.status in ("FAIL", "WARN", "WAIVED")
+        else head.title,
         "head": head,
         "rules": group,
         "citations": _distinct_citations([f.citation for f in group]),
@@ -291,7 +295,7 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "record": _record(rules, records),
         "detections": [d for d in detections if set(d.get("judged_by_rules") or ()) & set(rules)],
         "measured": measured(head),
-        "sentence": measured_sentence(head),
+        "sentence": measured_sentence(head, item=item),
         "technical": [technical(f) for f in group],
         # each technical line once, with the metric it prints (`data-ref`, auditor/report/consistency.py) when its
         # value is the metric's (a per-query rule's value is a share of queries)

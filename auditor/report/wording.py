@@ -19,6 +19,7 @@ from auditor.core.words import counted
 from auditor.evidence.phrases import POINTS, Phrase, Stated
 
 if TYPE_CHECKING:
+    from auditor.evidence.document import EvidenceItem
     from auditor.evidence.registry import EvidenceKind
 
 
@@ -137,9 +138,24 @@ def value_text(metric: str, value: float, interval: tuple[float, float] | None) 
     return with_interval(value, low, high, share=is_share(metric, value))
 
 
-def measured_sentence(finding: Any, *, with_interval: bool = True) -> str:
+def phrase_of(metric: str, evidence: str = "", item: EvidenceItem | None = None) -> Phrase | None:
+    """The sentence for `metric`: as the stored result `item` of kind `evidence` tells it where its kind names what
+    the figure is about (a reader review: "the most favoured group gets 1.40 times …" named no group), else the
+    kind's general phrase; None when no kind words it."""
+    if item is not None:
+        from auditor.evidence import ALWAYS, REGISTRY
+
+        kind = REGISTRY.get(evidence) or ALWAYS.get(evidence)
+        about = kind.words_about(item).get(metric) if kind is not None else None
+        if about is not None:
+            return about
+    return phrases().get(metric)
+
+
+def measured_sentence(finding: Any, *, with_interval: bool = True, item: EvidenceItem | None = None) -> str:
     """The finding's measured value as a sentence (capitalised, no full stop); its message when it judged no
-    value (evidence present, not requested, failed, not applicable). Without its interval: `fact`."""
+    value (evidence present, not requested, failed, not applicable). Without its interval: `fact`. `item`: the
+    finding's evidence as stored, for a sentence that names what the figure is about."""
     if finding.value is None:
         return _without_value(finding)
     interval = finding.interval if with_interval else None
@@ -150,19 +166,20 @@ def measured_sentence(finding: Any, *, with_interval: bool = True) -> str:
         if interval:
             text += f" (95% interval {percent(interval[0])} to {percent(interval[1])})"
         return _capital(text)
-    phrase = phrases().get(finding.metric)
+    phrase = phrase_of(finding.metric, finding.evidence, item)
     shown = value_text(finding.metric, finding.value, interval)
     if phrase is None:
         return f"{finding.title.rstrip('.')}: measured {shown}"
     return _capital(phrase(finding.value, shown))
 
 
-def fact(finding: Any) -> str:
+def fact(finding: Any, item: EvidenceItem | None = None) -> str:
     """What a verdict found, as the title of its finding (issue 56: facts first, the requirement after): the
     measured value in its rule's words, without the interval (the card gives it); the requirement's own title when
-    the rule judged no value or is a pack's own whose metric has no words here."""
+    the rule judged no value or is a pack's own whose metric has no words here. `item`: as `measured_sentence`."""
     worded = finding.metric in phrases() or finding.requirement.startswith("share of queries")
-    return measured_sentence(finding, with_interval=False) if finding.value is not None and worded else finding.title
+    return (measured_sentence(finding, with_interval=False, item=item) if finding.value is not None and worded
+            else finding.title)
 
 
 def _without_value(finding: Any) -> str:

@@ -37,6 +37,7 @@ from auditor.checks.exposure import (
 from auditor.core.errors import InputError
 from auditor.core.feature_names import check_feature_names, metric_name
 from auditor.core.numbers import data_value, figure, percent, points, positions, stored, with_interval
+from auditor.core.words import counted
 from auditor.evidence.base import AuditContext, EvidenceResult
 from auditor.evidence.kinds.exposure import attention as attention_models
 from auditor.evidence.kinds.exposure.options import ExposureOptions
@@ -315,7 +316,8 @@ def _detect(result: EvidenceResult, stats: dict, labels: dict, options: Exposure
             result.detect(
                 "group-over-exposed", f"Documents with {label} get more attention than their relevance earns",
                 f"{label}{' (own products)' if is_own else ''} gets {percent(s['exposure_share'][0])} of the "
-                f"attention against a merit share of {percent(s['merit_share'][0])}: ratio "
+                f"attention against a merit share of {percent(s['merit_share'][0])} over the "
+                f"{counted(int(result.metrics[f'{key}.queries']), 'query')} it is met in: ratio "
                 f"{with_interval(r, low, high)}{remains}.",
                 severity="major",
                 citation=("Reg. (EU) 2022/1925 (DMA) Art. 6(5) — no more favourable ranking of a gatekeeper's own "

@@ -400,6 +400,35 @@ def _label(result: Result, column: str, value: float) -> str:
     return f"{column} = {figure(value)}"
 
 
+def extreme(result: Result, which: str) -> dict[str, Any] | None:
+    """The group value holding the largest (`which` "max") or smallest ("min") ratio the packs judge, as the findings
+    name it (a reader review: "the most favoured group gets 1.40 times …" named no group, and its interval ran from
+    0): its label, the queries it was met in of those audited, how many groups were left out as met in fewer than
+    `min_queries`, and whether its interval is unreliable (it reaches 0, or has no upper end). None when the stored
+    result does not say (no such ratio, or written before its facts named the groups)."""
+    metrics = result.metrics
+    found = metrics.get(f"exposure.{which}.ratio")
+    if found is None:
+        return None
+    least = int((result.options or {}).get("min_queries") or ExposureOptions.model_fields["min_queries"].default)
+    holder, few = None, 0
+    for column in (result.facts or {}).get("groups", []):
+        for value in column["values"]:
+            key = f"exposure.{metric_name(column['column'])}.{value['value']}"
+            queries = int(metrics.get(f"{key}.queries") or 0)
+            if queries < least:
+                few += 1
+            elif holder is None and metrics.get(f"{key}.ratio") == found:
+                holder = {"label": str(value["label"]), "queries": queries}
+    if holder is None:
+        return None
+    low, high = metrics.get(f"exposure.{which}.ratio.ci95_low"), metrics.get(f"exposure.{which}.ratio.ci95_high")
+    unreliable = ("" if low is None else "its 95% interval reaches 0" if low <= 0 else
+                  "its 95% interval has no upper end" if high is None or not math.isfinite(high) else "")
+    return {**holder, "of": int(metrics.get("exposure.queries") or 0), "left_out": few, "min_queries": least,
+            "unreliable": unreliable}
+
+
 def _largest_group(result: Result) -> str:
     """Which group value has the largest ratio ("seller_tier = small"), or "" when the facts do not say."""
     largest = result.metrics.get("exposure.max.ratio")
