@@ -326,3 +326,29 @@ def test_a_surrogate_without_a_pair_of_the_group() -> None:
     assert ("Possible proxies of brand: none in the interpretable surrogate (ILMART; it ranks like the model with "
             "mean Kendall tau 0.900), none of whose 1 feature pair holds brand.") in result.notes
     assert not [r for r in result.records if r["kind"] == "possible_proxy"]
+
+
+@pytest.mark.parametrize(("cascade", "severity", "where"), [
+    ((0.0044, 0.001, 0.010), "major", ""),
+    ((0.0044, -0.002, 0.010), "minor", " (under the log and geometric attention models only)"),
+])
+def test_a_detection_is_major_only_when_it_holds_under_every_attention_model(cascade: tuple, severity: str,
+                                                                            where: str) -> None:
+    """Reader review W4: "The model lifts documents with f1_count = 2 because of f1_count" was major on +0.4 pp that
+    the cascade model could not tell from zero. Held under every model: major; else minor, saying where it holds."""
+    change = (0.0037, 0.0008, 0.0076)
+    stats = {("f1_count", "2"): {"ratio": (1.2, 0.96, 1.5), "exposure_share": (0.178, 0.14, 0.22),
+                                 "merit_share": (0.147, 0.12, 0.17), "counterfactual.share_change": change,
+                                 "counterfactual.exposure_share": (0.174, 0.14, 0.21),
+                                 "counterfactual.rank_shift.mean": (0.7, 0.55, 0.84)}}
+    sens = {("f1_count", "2"): {"log.counterfactual.share_change": change,
+                                "geometric.counterfactual.share_change": (0.0026, 0.0001, 0.005),
+                                "cascade.counterfactual.share_change": cascade}}
+    result = EvidenceResult(name="exposure", metrics={"exposure.f1_count.2.queries": 43.0})
+    exposure_evidence._detect(result, stats, sens, {("f1_count", "2"): "f1_count = 2"},
+                              exposure_evidence.ExposureOptions(group=["f1_count"]))
+    [found] = result.detections
+    assert found.severity == severity
+    assert found.title == f"The model lifts documents with f1_count = 2 because of f1_count{where}"
+    assert ("Under the other attention models it is not shown: cascade +0.4 pp (95% interval -0.2 pp to +1.0 pp)."
+            in found.message) == bool(where)
