@@ -404,3 +404,18 @@ def test_the_largest_and_smallest_ratio_name_their_group_and_its_queries() -> No
                                     "times the attention its relevance earns; 4 groups met in fewer than 10 queries "
                                     "left out")
     assert fact(largest).startswith("The most favoured group gets 1.40 times")  # no stored result: the general words
+
+
+def test_the_share_chart_says_its_shares_do_not_add_up_and_greys_the_rare_groups() -> None:
+    """Reader review W12: the wide run's shares added to 136% and a group met in 3 queries was drawn like the others;
+    the caption says why and which rows are grey."""
+    from auditor.evidence.kinds.exposure.present import Value, _share_figure
+
+    shares = {"exposure_share": 0.3, "merit_share": 0.2, "ratio": 1.5, "counterfactual.exposure_share": 0.25}
+    values = [Value("g", v, f"g = {v}", {**{f"exposure.g.{v}.{m}": x for m, x in shares.items()},
+                                        f"exposure.g.{v}.queries": n}) for v, n in (("0", 43.0), ("1", 3.0))]
+    figure = _share_figure(values, exposure_evidence.ExposureOptions(group=["g"]))
+    assert figure.data["few"] == [False, True]
+    assert "over the queries it is met in, so they do not add to 100%" in figure.caption
+    assert "Grey: met in fewer than 10 queries" in figure.caption
+    assert "few" not in _share_figure(values[:1], exposure_evidence.ExposureOptions(group=["g"])).data

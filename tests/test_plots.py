@@ -253,3 +253,11 @@ def test_the_exposure_chart_s_legend_has_each_colour_its_rows_use() -> None:
     assert "exposure 30%, merit 20%" in both or "exposure 30.0%, merit 20.0%" in both
     above = plots.share_dots(["a"], [0.2], [0.3], [(0.25, 0.35)])
     assert "exposure below merit" not in above
+
+
+def test_the_exposure_chart_greys_groups_met_in_too_few_queries() -> None:
+    """Reader review W12: f1_count = 10 (3 queries, left out of the judged ratios) was drawn like the others."""
+    svg = plots.share_dots(["a", "b"], [0.2, 0.14], [0.3, 0.03], [(0.25, 0.35), (0.0, 0.09)], few=[False, True])
+    assert "met in too few queries (left out)" in svg and "#c4c4c4" in svg
+    assert "exposure below merit" not in svg  # the grey row's colour is not blue
+    assert "met in too few" not in plots.share_dots(["a"], [0.2], [0.3], [(0.25, 0.35)])

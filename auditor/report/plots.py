@@ -80,6 +80,7 @@ _STYLE: dict[RcKeyType, object] = {
 _COLOR = "#2f5d8a"
 _UP, _DOWN = "#b2182b", "#2166ac"  # pushes up / down: the red and blue of the heatmaps' RdBu scale
 _GREY = "#999999"
+_FADED = "#c4c4c4"  # what a chart shows but the judged figures leave out
 
 
 def fmt_share(x: float) -> str:
@@ -614,39 +615,49 @@ def pair_heatmaps(panels: Sequence[HeatPanel], *, colorbar: str, limit: float | 
 
 
 def share_dots(labels: Sequence[str], merit: Sequence[float], exposure: Sequence[float],
-               intervals: Sequence[tuple[float, float]], counterfactual: Sequence[float] | None = None) -> str:
+               intervals: Sequence[tuple[float, float]], counterfactual: Sequence[float] | None = None,
+               few: Sequence[bool] | None = None) -> str:
     """Exposure against merit, one row per group value (top to bottom in the given order): the merit share (open
     circle), the exposure share (filled dot, red when above merit, blue when below, with its 95% interval) joined to
     it by a line, and, when measured, the exposure share with the group feature set alike for every document (grey
-    diamond). Shares on a 0–100% axis."""
+    diamond). Rows `few` marks (met in too few queries, left out of the judged ratios) are drawn light grey, their
+    labels too. Shares on a 0–100% axis."""
+    faded = list(few) if few is not None else [False] * len(labels)
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 0.7 + 0.3 * max(len(labels), 1)))
         rows = np.arange(len(labels))[::-1]
-        for y, m, e, (low, high) in zip(rows, merit, exposure, intervals, strict=True):
-            color = _UP if e > m else _DOWN
+        for y, m, e, (low, high), pale in zip(rows, merit, exposure, intervals, faded, strict=True):
+            color = _FADED if pale else _UP if e > m else _DOWN
             ax.plot([m, e], [y, y], color=color, linewidth=1.2, zorder=1)
             if math.isfinite(low) and math.isfinite(high):
                 ax.plot([low, high], [y, y], color=color, linewidth=3.5, alpha=0.35, solid_capstyle="butt", zorder=1)
             ax.scatter([e], [y], color=color, s=28, zorder=3)
-            ax.scatter([m], [y], facecolor="white", edgecolor="black", s=28, zorder=3)
-            _bar_label(ax, max(e, m), y, f"exposure {fmt_share(e)}, merit {fmt_share(m)}", 1.0, offset=6)
+            ax.scatter([m], [y], facecolor="white", edgecolor=_FADED if pale else "black", s=28, zorder=3)
+            _bar_label(ax, max(e, m), y, f"exposure {fmt_share(e)}, merit {fmt_share(m)}", 1.0, offset=6,
+                       color=_FADED if pale else "black")
         handles = [plt.Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="black",
                               label="merit share")]
         # a legend entry for each colour the rows use (a reader review: blue dots under a red-only legend)
-        above = [e > m for m, e in zip(merit, exposure, strict=True)]
+        above = [e > m for m, e, pale in zip(merit, exposure, faded, strict=True) if not pale]
         for shown_above, color, words in ((True, _UP, "exposure above merit"), (False, _DOWN, "exposure below merit")):
             if shown_above in above:
                 handles.append(plt.Line2D([], [], marker="o", linestyle="", color=color,
                                           label=f"{words} (95% interval)"))
+        if any(faded):
+            handles.append(plt.Line2D([], [], marker="o", linestyle="", color=_FADED,
+                                      label="met in too few queries (left out)"))
         if counterfactual is not None:
             ax.scatter(list(counterfactual), rows - 0.28, marker="D", color=_GREY, s=18, zorder=2)  # below the row
             handles.append(plt.Line2D([], [], marker="D", linestyle="", color=_GREY,
                                       label="exposure, group feature set alike"))
         ax.set_yticks(rows, [_short(label, 36) for label in labels])
+        for tick, pale in zip(ax.get_yticklabels(), faded, strict=True):
+            if pale:
+                tick.set_color(_FADED)
         ax.set_ylim(-0.6, len(labels) - 0.4)
         ax.set_xlim(0, 1.0)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.set_xlabel("share of the queries' attention")
+        ax.set_xlabel("a group's share of the attention in the queries it is met in")
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2 if len(handles) > 3 else 3,
                   frameon=False, fontsize=7)
         return to_svg(fig)

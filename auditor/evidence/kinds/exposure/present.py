@@ -182,12 +182,19 @@ def _share_figure(values: list[Value], options: ExposureOptions) -> Figure:
     exposure_shares = [v.stats["exposure_share"][0] for v in values]
     intervals = [v.stats["exposure_share"][1:] for v in values]
     cf = [v.stats["counterfactual.exposure_share"][0] for v in values] if options.counterfactual else None
+    few = [v.queries < options.min_queries for v in values]
+    # each group's shares are its mean over the queries it is met in, so the rows do not add to 100% (a reader
+    # review: the wide run's summed to 136%, and a group met in 3 queries was drawn like the others)
+    left_out = (f" Grey: met in fewer than {options.min_queries} queries, and so left out of the largest and smallest "
+                "ratios and of the detections." if any(few) else "")
     return Figure(
         title="Exposure against merit, by group",
         chart="share_dots", data={"labels": shown, "merit": merit_shares, "exposure": exposure_shares,
-                                  "intervals": intervals, "counterfactual": cf},
+                                  "intervals": intervals, "counterfactual": cf,
+                                  **({"few": few} if any(few) else {})},
         caption="Circle: the share a group's relevance earns; dot: the share it gets (band: 95% interval)"
-                + ("; diamond: with the group feature set alike for every document." if cf is not None else "."),
+                + ("; diamond: with the group feature set alike for every document." if cf is not None else ".")
+                + " Each group's shares are over the queries it is met in, so they do not add to 100%." + left_out,
         description="Dot plot of exposure and merit shares per group: " + "; ".join(
             f"{label} gets {percent(e)} of the attention against a merit share of {percent(m)}"
             + (f", {percent(c)} with the group feature set alike" if cf is not None else "")
