@@ -324,3 +324,34 @@ def test_the_most_favoured_groups_finding_names_the_group_from_its_stored_eviden
     title = summary["rows"]["shown"][0]["title"]
     assert title.startswith("The most favoured group, f1_count = 7 (met in 10 of 43 queries), gets 1.40 times")
     assert "unreliable, as its 95% interval reaches 0" in summary["act_on"][0]["sentence"]
+
+
+def test_the_own_products_key_figure_is_the_measure_a_rule_judges() -> None:
+    """Reader review D5: page 2 showed the own products' ratio 1.73 with no requirement, while the rule (P2B-11)
+    judged the flag's own gain, +10.7 pp. The judged figure is shown with its requirement, 1.73 beside it."""
+    from auditor.report.summary import key_numbers
+
+    groups = [{"column": "own_brand", "values": [{"value": "1", "label": "own_brand = yes"}]}]
+    item = {"facts": {"groups": groups}, "options": {"own": {"own_brand": 1.0}},
+            "metrics": {"exposure.own.ratio": 1.729, "exposure.own.ratio.ci95_low": 1.555,
+                        "exposure.own.ratio.ci95_high": 1.943, "exposure.own.counterfactual.share_change": 0.1068,
+                        "exposure.own.counterfactual.share_change.ci95_low": 0.0903,
+                        "exposure.own.counterfactual.share_change.ci95_high": 0.1246}}
+    rule = {"rule": "P2B-11", "status": "WARN", "severity": "minor", "evidence": "exposure",
+            "metric": "exposure.own.counterfactual.share_change", "value": 0.1068, "interval": [0.0903, 0.1246],
+            "requirement": "WARN if > 0.01"}
+    document = document_of(evidence={"exposure": item}, findings=[rule])
+    [row] = key_numbers(document.evidence, document.findings)
+    assert (row["metric"], row["value_text"], row["interval_text"]) == (
+        "exposure.own.counterfactual.share_change", "+10.7 pp", "+9.0 pp to +12.5 pp")
+    assert row["reference_point"] == (
+        "own products: the documents with own_brand = yes; 0 = the flag moves none; attention ÷ what relevance "
+        "earns: 1.73 (1.55 to 1.94). Compared with: WARN if > +1.0 pp (here: warning)")
+    ratio_rule = {**rule, "rule": "DMA-1", "metric": "exposure.own.ratio", "value": 1.729,
+                  "requirement": "FAIL if > 1.25"}
+    both = document_of(evidence={"exposure": item}, findings=[{**rule, "status": "PASS"}, ratio_rule])
+    [row] = key_numbers(both.evidence, both.findings)  # both judged: the worse verdict's figure, the other beside it
+    assert row["metric"] == "exposure.own.ratio" and "share due to the flag: +10.7 pp" \
+        in row["reference_point"]
+    [row] = key_numbers(document.evidence, [])  # judged by none: the ratio, as before
+    assert row["metric"] == "exposure.own.ratio"

@@ -177,3 +177,27 @@ def test_page_two_leaves_out_the_thresholds_reasons_only_when_it_would_not_fit_o
     crowded = pdf_text(16)  # with its reasons page 2 would run onto page 3
     assert "REASON" not in "".join(crowded) and "figure 15" in crowded[1], crowded[1][-300:]
     assert crowded[2].strip().startswith("Findings")
+
+
+def test_a_crowded_page_two_leaves_out_the_reasons_of_requirements_met_first(tmp_path: Path) -> None:
+    """Reader review D5: the judged own-products figure's reason made the demo's page 2 drop every reason; the
+    reasons of requirements met go first, so a warning's reason stays."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("pdftotext"):
+        pytest.skip("poppler-utils (pdftotext) not installed; .ci/run installs them")
+    figures = "".join(f"<tr><td>figure {i}</td><td>1 = ideal. Required: FAIL if &lt; 0.4 (here: met)<!--why met--> — "
+                      f"REASON{i} {'a long reason why the threshold sits there ' * 4}<!--/why--></td></tr>"
+                      for i in range(16))
+    figures += ("<tr><td>warned</td><td>Compared with: WARN if &gt; 0.1 (here: warning)<!--why--> — WARNREASON"
+                "<!--/why--></td></tr>")
+    html = (f"<html><head><style>#summary, #findings {{ break-before: page; }}</style></head>"
+            f"<body><section id=\"cover\"><h1>Cover</h1></section><section id=\"summary\" "
+            f"class=\"one-page\"><h2>Executive summary</h2><table>{figures}</table></section>"
+            "<section id=\"findings\"><h2>Findings</h2></section></body></html>")
+    path = tmp_path / "met.pdf"
+    path.write_bytes(render_pdf(html, attachment=None, date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
+    pages = subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True, capture_output=True,
+                           text=True).stdout.split("\f")
+    assert "WARNREASON" in pages[1] and "REASON0" not in pages[1] and pages[2].strip().startswith("Findings")

@@ -41,13 +41,19 @@ def resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
 @dataclass(frozen=True)
 class KeyFigure:
     """A figure a kind offers the executive summary: its `metric` (value and interval read by `metric_names.read`)
-    under `label`, with what the `scale` means; `order` places it among the other kinds' (most telling first)."""
+    under `label`, with what the `scale` means; `order` places it among the other kinds' (most telling first).
+    `share`: printed in %; `points`: a change of a share, in percentage points. `also`: other figures of the same
+    fact — page 2 shows the one an applied rule judges (the key figures are the judged ones: a reader review found
+    1.73 shown while the rule judged +10.7 pp), the others beside it by their `aside` name."""
 
     order: int
     label: str
     metric: str
     scale: str
     share: bool = False
+    points: bool = False
+    also: tuple[KeyFigure, ...] = ()
+    aside: str = ""
 
 
 @dataclass(frozen=True)

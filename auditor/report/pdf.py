@@ -72,7 +72,10 @@ def fixed_date(evaluated_on: str | None) -> dt.datetime:
 
 # a key figure's threshold reason on page 2, between these comments (which do not touch the layout), is left out of
 # the PDF when page 2 would not fit on one page otherwise; escaped text cannot hold a comment
-SUMMARY_REASON = re.compile(r"<!--why-->.*?<!--/why-->", re.S)
+SUMMARY_REASON = re.compile(r"<!--why(?: met)?-->.*?<!--/why-->", re.S)
+# first those of requirements met: a reader needs the reason most where a figure fails or warns (a reader review's
+# judged own-products figure, with its reason, would otherwise have taken every reason off the demo's page 2)
+MET_REASON = re.compile(r"<!--why met-->.*?<!--/why-->", re.S)
 SUMMARY_PAGE = 1  # the page index of the executive summary; Findings open the next page
 
 
@@ -109,9 +112,11 @@ def render_pdf(html: str, *, attachment: bytes | None, date: dt.datetime, attach
     os.environ["SOURCE_DATE_EPOCH"] = str(int(date.timestamp()))
     try:
         document = HTML(string=html, base_url=base_url, url_fetcher=fetcher).render(stylesheets=[stylesheet])
-        if "<!--why-->" in html and _summary_overflows(document):  # page 2 decides, on one page (issue 36)
-            document = HTML(string=SUMMARY_REASON.sub("", html), base_url=base_url, url_fetcher=fetcher).render(
-                stylesheets=[stylesheet])
+        for drop in (MET_REASON, SUMMARY_REASON):  # page 2 decides, on one page (issue 36)
+            if not drop.search(html) or not _summary_overflows(document):
+                continue
+            html = drop.sub("", html)
+            document = HTML(string=html, base_url=base_url, url_fetcher=fetcher).render(stylesheets=[stylesheet])
         stamp = date.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         document.metadata.created = stamp
         document.metadata.modified = stamp

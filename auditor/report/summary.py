@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from auditor.core.numbers import figure, interval, percent
+from auditor.core.numbers import figure, interval, percent, points
 from auditor.core.words import counted
 from auditor.evidence.document import EvidenceDocument, EvidenceItem, FindingPart
 from auditor.judging.policy import Finding, findings_of, group_findings
@@ -23,7 +23,11 @@ from auditor.report.wording import (
     remedy_setup,
     technical,
     thresholds_in_percent,
+    thresholds_in_points,
 )
+
+if TYPE_CHECKING:
+    from auditor.evidence.registry import KeyFigure
 
 ACT_ON = ("FAIL", "ERROR", "WARN", "WAIVED")
 SUMMARY_ROWS = 8  # findings listed by name on the one-page summary; the rest are counted (the page never grows)
@@ -405,9 +409,12 @@ def measured(finding: Finding) -> str:
     return f"{text} ({low_high})" if low_high else text
 
 
-def _reference_parts(point: str, why: str) -> dict[str, str]:
-    """A key figure's reference as the templates print it: the whole text, and the point and its reason apart."""
-    return {"reference": point + (f" — {why}" if why else ""), "reference_point": point, "reference_why": why}
+def _reference_parts(point: str, why: str) -> dict[str, Any]:
+    """A key figure's reference as the templates print it: the whole text, and the point and its reason apart;
+    `reference_met`: its requirement is met, so its reason is the first page 2 leaves out when crowded
+    (`report.pdf`)."""
+    return {"reference": point + (f" — {why}" if why else ""), "reference_point": point, "reference_why": why,
+            "reference_met": point.endswith(("(here: met)", "(here: within it)"))}
 
 
 UNJUDGED = "Not judged by any rule"  # a key figure no applied rule judges
@@ -423,7 +430,7 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         if f.value is not None and not f.requirement.startswith("share of queries"):
             judged.setdefault(f.metric, []).append(f)
 
-    def reference(name: str, scale: str, share: bool = False) -> tuple[str, str]:
+    def reference(name: str, scale: str, share: bool = False, in_points: bool = False) -> tuple[str, str]:
         """The reference point, and apart from it why the threshold sits there (page 2 drops the reasons when it
         would not fit on one page otherwise: `report.pdf.render_pdf`)."""
         rules = judged.get(name) or judged.get(name.removesuffix(".mean")) or []
@@ -435,6 +442,8 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
         requirement = rules[0].requirement
         if share:  # the thresholds in the value's own unit: "WARN if > 35.0%", not "> 0.35" beside 14.7%
             requirement = thresholds_in_percent(requirement)
+        elif in_points:  # "WARN if > +1.0 pp" beside +10.7 pp
+            requirement = thresholds_in_points(requirement)
         # a rule that only warns sets a level to compare with, not a requirement (LL144's four-fifths comparison)
         word = "Required" if "FAIL" in requirement else "Compared with"
         # the verdict beside its requirement (a reader review: three of eight figures failed, shown as bare numbers)
@@ -445,26 +454,52 @@ def key_numbers(evidence: Mapping[str, EvidenceItem], findings: Sequence[Finding
                                                                                    else "within it"))
         return f"{scale}. {word}: {requirement} (here: {here})", why or ""
 
-    def add(label: str, kind: str, name: str, scale: str, *, share: bool = False) -> None:
-        item = evidence.get(kind)
-        found = None if item is None else item.reading(name)
+    def texts(offer: KeyFigure, item: EvidenceItem) -> tuple[str, str] | None:
+        """The figure's value and its interval as printed, in its unit; None when the item does not hold it."""
+        found = item.reading(offer.metric)
         if found is None:
-            return
+            return None
         value, low, high = found.value, found.low, found.high
-        shown = percent if share else figure
-        rows.append({"label": label, "value": value, "low": low, "high": high, "share": share, "evidence": kind,
-                     "metric": name,
-                     "value_text": shown(value),
-                     "interval_text": "" if low is None or high is None else
-                     interval(min(low, value), max(high, value), share=share),
-                     **_reference_parts(*reference(name, scale, share))})
+        if offer.points:
+            spread = "" if low is None or high is None else f"{points(min(low, value))} to {points(max(high, value))}"
+            return points(value), spread
+        shown = percent if offer.share else figure
+        return shown(value), ("" if low is None or high is None else
+                              interval(min(low, value), max(high, value), share=offer.share))
+
+    def judged_first(offer: KeyFigure) -> tuple[KeyFigure, list[KeyFigure]]:
+        """Of a fact's figures, the one an applied rule judges (the worst verdict's, when several are), else the
+        offer itself; and the others, printed beside it."""
+        candidates = [offer, *offer.also]
+        ruled = [c for c in candidates if judged.get(c.metric)]
+        chosen = min(ruled, key=lambda c: min(VERDICT_ORDER.get(f.status, 9) for f in judged[c.metric]),
+                     default=offer)
+        return chosen, [c for c in candidates if c is not chosen]
+
+    def add(offer: KeyFigure, kind: str) -> None:
+        item = evidence.get(kind)
+        chosen, beside = judged_first(offer)
+        printed = None if item is None else texts(chosen, item)
+        if item is None or printed is None:
+            return
+        found = item.reading(chosen.metric)
+        assert found is not None  # texts read it
+        scale = chosen.scale
+        for other in beside:  # "…; their attention ÷ what their relevance earns: 1.73 (1.55 to 1.94)"
+            shown = texts(other, item)
+            if shown is not None and other.aside:
+                scale += f"; {other.aside}: {shown[0]}" + (f" ({shown[1]})" if shown[1] else "")
+        rows.append({"label": chosen.label, "value": found.value, "low": found.low, "high": found.high,
+                     "share": chosen.share, "evidence": kind, "metric": chosen.metric,
+                     "value_text": printed[0], "interval_text": printed[1],
+                     **_reference_parts(*reference(chosen.metric, scale, chosen.share, chosen.points))})
 
     from auditor.evidence.registry import KINDS  # the kinds' own figures, most telling first
 
     offered = [(offer, name) for name, kind in KINDS.items() if name in evidence
                for offer in kind.figures(evidence[name])]
     for offer, name in sorted(offered, key=lambda pair: pair[0].order):
-        add(offer.label, name, offer.metric, offer.scale, share=offer.share)
+        add(offer, name)
     return rows
 
 

@@ -125,6 +125,11 @@ def cell_text(metric: str, value: float, interval: tuple[float, float] | None) -
     return None
 
 
+def thresholds_in_points(requirement: str) -> str:
+    """"WARN if > 0.01" as "WARN if > +1.0 pp", for a change of a share."""
+    return THRESHOLD.sub(lambda m: points(float(m.group(1))), requirement)
+
+
 def thresholds_in_percent(requirement: str) -> str:
     """"WARN if > 0.35" as "WARN if > 35.0%"."""
     return re.sub(r"(?<=[<>=] )(\d+(?:\.\d+)?)\b", lambda m: percent(float(m.group(1))), requirement)
