@@ -355,3 +355,21 @@ def test_the_own_products_key_figure_is_the_measure_a_rule_judges() -> None:
         in row["reference_point"]
     [row] = key_numbers(document.evidence, [])  # judged by none: the ratio, as before
     assert row["metric"] == "exposure.own.ratio"
+
+
+def test_a_metric_two_rules_judge_is_one_technical_line() -> None:
+    """Reader review W10: "influence.max.topk_changed_share = 0.7442; … · influence.max.topk_changed_share = 0.7442;
+    WARN if > 0.1" — the key once, with each rule's requirement, and free to break after its dots, not inside a word."""
+    from auditor.report.render import breakable
+
+    rule = {"title": "Paid placement", "status": "WARN", "severity": "minor",
+            "metric": "influence.max.topk_changed_share", "value": 0.7442, "citation": "Law", "rationale": "why",
+            "message": "m", "evidence": "parameter_influence", "remedy": "", "threshold_reason": ""}
+    document = document_of(opinion="positive with comments", evidence={"dataset": {"metrics": {}}}, findings=[
+        {**rule, "rule": "DSA-7", "pack": "dsa", "requirement": "FAIL if > 0.5; WARN if > 0.25"},
+        {**rule, "rule": "BASE-9", "pack": "starter", "requirement": "WARN if > 0.1"},
+        {**rule, "rule": "P2B-9", "pack": "p2b", "requirement": "WARN if > 0.1"}])
+    lines = [line for g in executive_summary(document, REGISTRY)["act_on"] for line, _ in g["technical_refs"]]
+    assert lines == ["influence.max.topk_changed_share = 0.7442; DSA-7: FAIL if > 0.5; WARN if > 0.25 · "
+                     "BASE-9, P2B-9: WARN if > 0.1"], lines
+    assert str(breakable(lines[0])).startswith("influence.<wbr>max.<wbr>topk_changed_share = 0.7442; ")

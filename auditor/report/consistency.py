@@ -72,7 +72,8 @@ class _Collector(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         given = {name: value or "" for name, value in attrs}
-        self._add(" ")  # a tag boundary separates words (a value and, after <br>, its interval)
+        if tag != "wbr":  # a line-break opportunity inside a word, not a space
+            self._add(" ")  # a tag boundary separates words (a value and, after <br>, its interval)
         marked = _Marked(given) if "data-ref" in given or "data-severity" in given else None
         href = given.get("href", "")
         link = _Link(href[1:]) if tag == "a" and href.startswith("#") and "data-item" not in given else None

@@ -63,6 +63,7 @@ def environment(extra_dir: Path | None = None) -> ReportSandbox:
     env.filters["num"] = figure
     env.filters["pct"] = percent
     env.filters["prose"] = prose
+    env.filters["breakable"] = breakable
     env.filters["counted"] = counted
     env.filters["requirement"] = lambda f: requirement_text(f.requirement, f.metric, f.value)  # in the value's unit
     env.globals["cell"] = cell
@@ -85,6 +86,12 @@ def prose(text: Any) -> Markup:
     return Markup("".join(f"<code>{part[1:-1]}</code>" if index % 2 else
                           _SPEC_KEY.sub(r'<code class="key">\1</code>', part)
                           for index, part in enumerate(parts)))
+
+
+def breakable(text: Any) -> Markup:
+    """A technical line (`influence.max.topk_changed_share = 0.7442; …`) that may break after a key's dots, not
+    inside a word (a reader review, W10: "topk_change d_share"); numbers keep their points."""
+    return Markup(re.sub(r"\.(?=[a-z_])", ".<wbr>", str(escape(shown(text, lines=True)))))
 
 
 def _finalize(value: Any) -> Any:

@@ -303,8 +303,7 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "technical": [technical(f) for f in group],
         # each technical line once, with the metric it prints (`data-ref`, auditor/report/consistency.py) when its
         # value is the metric's (a per-query rule's value is a share of queries)
-        "technical_refs": list({technical(f): None if f.value is None or f.requirement.startswith("share of queries")
-                                else f"metric:{f.evidence}:{f.metric}" for f in group}.items()),
+        "technical_refs": _technical_lines(group),
         # what the severity is printed for (consistency.py): the detection that titles it, else the finding
         "subject": _detection_key(titled[0]) if titled else head.finding or head.rule,
         # what `measured` prints (consistency.py), unless it prints a word ("stated") and no number
@@ -312,6 +311,30 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         or not re.search(r"\d", measured(head)) else f"metric:{head.evidence}:{head.metric}",
         "anchor": "finding-" + "-".join(rules).lower(),
     }
+
+
+def _technical_lines(group: list[Finding]) -> list[tuple[str, str | None]]:
+    """Each metric's technical line once (`metric = value; requirement`), the requirements of the rules that judge it
+    joined (a reader review, W10: one key printed twice, the second broken across lines), with the metric it prints
+    (`data-ref`, auditor/report/consistency.py) when its value is the metric's (a per-query rule's value is a share of
+    queries)."""
+    lines: dict[str, tuple[list[str], str | None]] = {}
+    for f in group:
+        line = technical(f)
+        head, sep, requirement = line.partition("; ") if f.value is not None else (line, "", "")
+        ref = None if f.value is None or f.requirement.startswith("share of queries") \
+            else f"metric:{f.evidence}:{f.metric}"
+        requirements, _ = lines.setdefault(head, ([], ref))
+        if sep and requirement not in requirements:
+            requirements.append(requirement)
+    return [(head + "".join(f"; {r}" for r in requirements) if len(requirements) < 2 else
+             f"{head}; " + " · ".join(f"{rule}: {r}" for rule, r in _by_rule(group, head, requirements)), ref)
+            for head, (requirements, ref) in lines.items()]
+
+
+def _by_rule(group: list[Finding], head: str, requirements: list[str]) -> list[tuple[str, str]]:
+    """Which rules hold each requirement of one technical line ("BASE-9, P2B-9")."""
+    return [(", ".join(f.rule for f in group if technical(f) == f"{head}; {r}"), r) for r in requirements]
 
 
 def _fact(judged: list[dict[str, Any]]) -> str:
