@@ -105,3 +105,60 @@ def test_a_run_under_every_law_with_every_provider_fact_set_is_consistent(tmp_pa
     document = read_document(json.loads((run / "evidence.json").read_text()))
     assert not [f.rule for f in document.findings if f.status == "ERROR"]
     assert not [p["pack"] for p in document.policies if not p["applicability"].startswith("applies")]
+
+
+def test_code_keys_in_the_readers_text_are_caught() -> None:
+    """Issue 56, "code in prose" (reader review D3, W10): a metric key, spec key, evidence-kind name or option a
+    compliance officer would read is one line each; in small type beside the words that say it, it passes."""
+    from auditor.report.consistency import key_problems
+    from auditor.report.render import prose
+    from tests.helpers import document_of
+
+    document = document_of(evidence={"parameter_influence": {"metrics": {"influence.max.topk_changed_share": 0.7}},
+                                     "dataset": {"metrics": {"dataset.all_zero_label_queries": 4.0}}})
+
+    def problems(body: str) -> list[str]:
+        return key_problems(f'<section id="findings"><p>{body}</p></section>', document)
+
+    seeded = {  # the reader reviews' cases, as the report printed them
+        "(selection_rates) was not requested": "“selection_rates”",
+        "changes in 44.3% of queries (influence.max.topk_changed_share = 0.4430)": "“influence.max.topk_changed_share”",
+        str(prose("applicability not established (audit.provider.high_risk not stated)")): "is read as words",
+        str(prose("then update `declared` in the spec")): "“declared”",
+        str(prose("stated in audit.intended_use; re-run")): "is read as words",
+        "queries with no relevant document <code class=\"key\">dataset.all_zero_label_queries</code></td>":
+            "is read as words",
+        "not covered: it holds none of ranking_quality.group.": "“ranking_quality.group”",
+    }
+    for body, words in seeded.items():
+        found = problems(body)
+        assert len(found) == 1 and words in found[0], (body, found)
+    fine = [str(prose("not stated (audit.qualifications)")),  # words first, the key in small type after them
+            str(prose("Add them (`global_importance`, `parameter_influence`) to the spec's evidence")),
+            '<span class="key">influence.max.topk_changed_share = 0.4430; WARN if &gt; 0.1</span>',  # technical line
+            "Ranking quality <small>(ranking_quality)</small>", "timings are in <code>evidence.json</code>",
+            "<code>auditor approve</code> on <code>model.txt</code>"]
+    assert [p for body in fine for p in problems(body)] == []
+    # Appendix B (the spec, the full tables) is for the technical reader
+    assert key_problems('<section id="appendix-tables"><pre>evidence: [selection_rates]</pre>'
+                        "<p>(selection_rates)</p></section>", document) == []
+
+
+def test_the_built_in_packs_say_their_keys_in_words() -> None:
+    """Every rationale, remedy, threshold reason and coverage note of a built-in pack, as the report prints it, names
+    spec keys only in small type after the words that say them (issue 56: "then update `declared` in the spec")."""
+    from auditor.judging.policy import builtin_pack_names, bundled_policies_dir, load_packs
+    from auditor.report.consistency import key_problems
+    from auditor.report.render import prose
+    from tests.helpers import document_of
+
+    document = document_of()
+    found = []
+    for name in builtin_pack_names():
+        pack = load_packs([name], base_dir=bundled_policies_dir())[-1].pack
+        texts = [(r.id, getattr(r, part) or "") for r in pack.rules for part in ("rationale", "remedy",
+                                                                                 "threshold_reason")]
+        texts += [(f"{name} {c.point}", c.note or "") for c in pack.covers]
+        found += [(where, p) for where, text in texts
+                  for p in key_problems(f'<section id="findings"><p>{prose(text)}</p></section>', document)]
+    assert found == []

@@ -255,8 +255,9 @@ def test_spec_keys_in_sentences_are_set_as_code() -> None:
 
     assert str(prose("not stated (audit.qualifications)")) == \
         'not stated (<code class="key">audit.qualifications</code>)'  # grey: a reference, not words
-    assert str(prose("(audit.provider.high_risk not stated); see `dataset.path` <b>")) == \
-        '(<code class="key">audit.provider.high_risk</code> not stated); see <code>dataset.path</code> &lt;b&gt;'
+    assert str(prose("(audit.provider.high_risk not stated); see `dataset.path`, `auditor approve` <b>")) == \
+        ('(<code class="key">audit.provider.high_risk</code> not stated); see <code class="key">dataset.path</code>, '
+         '<code>auditor approve</code> &lt;b&gt;')  # a backticked spec key is a key too; a command is code
     css = (templates_dir() / "report.css").read_text()
     assert re.search(r"code\.key \{ color: var\(--muted\)", css)
     assert str(prose("timings are in evidence.json")) == "timings are in evidence.json"  # a file, not a spec key

@@ -188,7 +188,7 @@ def test_disclosure_uses_the_surrogate_importance_whatever_the_spec_order(bookst
     alone = _presented(_context(bookstore), disclosure_consistency.DisclosureConsistencyOptions(
         declared=DECLARED, resamples=20))
     assert "disclosure.rank_correlation.surrogate" not in alone.metrics
-    assert any("request the `surrogate` evidence too" in note for note in alone.notes)
+    assert any("request the interpretable surrogate too (`surrogate`)" in note for note in alone.notes)
 
 
 def test_stability_of_main_parameters_degrades_gracefully_on_wide_models() -> None:

@@ -25,7 +25,7 @@ from auditor.core.errors import InputError, shorten
 from auditor.core.files import MAX_YAML_BYTES, read_bytes
 from auditor.core.yaml_io import parse_yaml
 from auditor.core.yaml_models import StrictModel, nearest, validate_yaml
-from auditor.evidence import ALWAYS_PRESENT
+from auditor.evidence import ALWAYS_PRESENT, REGISTRY
 
 if TYPE_CHECKING:
     from auditor.evidence.document import EvidenceDocument, FindingPart
@@ -662,8 +662,9 @@ def coverage(loaded: LoadedPack, metrics: set[str], kinds: set[str],
                                        (need.endswith(".") and any(m.startswith(need) for m in metrics))
                                        for need in entry.needs_any):
             status = "not covered"
-            note = (f"not covered by this audit: it holds none of {', '.join(entry.needs_any)}"
-                    + (f" ({entry.note})" if entry.note else ""))
+            # the status says "not covered" already; the note says what is missing in words (the keys the
+            # pack's `needs_any` lists are for its author, not the reader: issue 56, "code in prose")
+            note = "this run holds none of the evidence it needs" + (f": {entry.note}" if entry.note else "")
         elif statuses is not None and entry.rules and status != "not covered" and \
                 not any(verdict in ("PASS", "WARN", "FAIL", "WAIVED") for _, verdict in found):
             status = "not measured"  # in the audit's scope, but this run judged none of its rules
@@ -699,8 +700,7 @@ def not_applicable(scope: dict[str, bool], provider: dict[str, bool | None]) -> 
     """Why a provision with this scope does not bind this provider, or None (it does, or the spec does not say)."""
     for fact, wanted in scope.items():
         if provider.get(fact) is not None and provider[fact] != wanted:
-            return f"not applicable: the provider is {'not ' if wanted else ''}{_a(fact)} (audit.provider.{fact}: " \
-                   f"{str(provider[fact]).lower()})"
+            return f"not applicable: {_is(fact, bool(provider[fact]))} (audit.provider.{fact})"
     return None
 
 
@@ -745,14 +745,28 @@ def applicability(loaded: LoadedPack, provider: dict[str, bool | None]) -> str:
         return outside
     unknown = [fact for fact in scope if provider.get(fact) is None]
     if unknown:
-        return (f"applicability not established (audit.provider.{unknown[0]} not stated): judged as if it applied")
-    return "applies: the provider is " + " and ".join(
-        f"{'' if wanted else 'not '}{_a(fact)}" for fact, wanted in scope.items())
+        return (f"applicability not established (the spec does not say whether {_is(unknown[0], True)}: "
+                f"audit.provider.{unknown[0]}): judged as if it applied")
+    clauses = [_is(fact, wanted) for fact, wanted in scope.items()]
+    shared = "the provider is "  # "the provider is an online platform and not a very large platform"
+    if all(c.startswith(shared) for c in clauses):
+        return "applies: " + shared + " and ".join(c.removeprefix(shared) for c in clauses)
+    return "applies: " + " and ".join(clauses)
 
 
-def _a(fact: str) -> str:
+# each provider fact as words: who it is about and what it says (issue 56: the spec key is not the reader's word)
+_FACTS = {"high_risk": ("the system", "high-risk under the AI Act"),
+          "employment_decision_tool": ("the system", "an automated employment decision tool"),
+          "gatekeeper": ("the provider", "a gatekeeper"),
+          "very_large_platform": ("the provider", "a very large platform"),
+          "jp_specified_platform": ("the provider", "a specified digital platform under Japan's TFDPA")}
+
+
+def _is(fact: str, true: bool) -> str:
+    """A provider fact as a clause: "the provider is an online platform", "the system is not high-risk …"."""
     words = fact.replace("_", " ")
-    return f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
+    who, what = _FACTS.get(fact, ("the provider", f"{'an' if words[0] in 'aeiou' else 'a'} {words}"))
+    return f"{who} is {'' if true else 'not '}{what}"
 
 
 def _not_applicable(rule: Rule, pack: str, why: str) -> Finding:
@@ -786,8 +800,11 @@ def _judge(rule: Rule, pack: str, evidence: dict[str, Any], requested: set[str],
         return finding("FAIL", value, f"{shown}{note}", interval=interval)
 
     if rule.evidence not in requested:
-        return finding("UNMEASURED", None, f"not measured: the spec does not request evidence '{rule.evidence}'; add "
-                                           f"`- {rule.evidence}: {{}}` under `evidence`")
+        # the evidence in words, its spec key after them (issue 56: no code in the reader's text)
+        kind = REGISTRY.get(rule.evidence)
+        title = f"{kind.title} " if kind is not None else ""
+        return finding("UNMEASURED", None, f"not measured: the spec does not request the evidence it needs, "
+                                           f"{title}(`{rule.evidence}`)")
     result = evidence.get(rule.evidence)
     if result is None or result.status == "error":
         why = result.error if result is not None else "it did not run"

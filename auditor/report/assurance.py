@@ -14,9 +14,9 @@ CRITERIA_WORDS = "the criteria of the packs applied"
 def conclusion(level: str | None, opinion: str) -> str:
     """The conclusion in the standard form of the engagement's level of assurance, from the opinion."""
     if level is None:
-        return (f"No assurance conclusion in standard form: the level of assurance is not stated (audit.assurance: "
-                f"reasonable or limited). The overall opinion ({opinion}) is the verdict of the rules applied, not an "
-                "assurance conclusion.")
+        return (f"No assurance conclusion in standard form: the level of assurance is not stated (reasonable or "
+                f"limited: audit.assurance). The overall opinion ({opinion}) is the verdict of the rules applied, "
+                "not an assurance conclusion.")
     if opinion == "no policy applied":
         return "No criteria were applied, so no conclusion is given."
     if level == "reasonable":
@@ -47,7 +47,7 @@ def _other_law(law: dict[str, Any]) -> str:
         return f"{where}: {law['applicability']}"
     if law["applicability"].startswith("applies"):
         return f"{where}: {law['applicability']}; this report does not judge it: apply the pack to cover it"
-    return f"{where}: {law['applicability'].split(':')[0]}; this report does not judge it"
+    return f"{where}: {law['applicability'].removesuffix(': judged as if it applied')}; this report does not judge it"
 
 
 def _not_covered(document: EvidenceDocument) -> str:

@@ -14,7 +14,8 @@ The templates mark what they print with machine-readable references:
 printed), an interval that is not its source's, one metric printed with two different intervals, one subject with
 two severities, a count of rows beside a table of another length, a pointer whose words name another section,
 a law said to bind the provider (wholly, in part, or not) otherwise than its applicability in evidence.json, a line
-chart's caption that says its lines rise (or fall) where its data say otherwise.
+chart's caption that says its lines rise (or fall) where its data say otherwise, a code key (spec key, option,
+evidence-kind name, metric key) in the reader's text outside small type or read as words in it (`key_problems`).
 Measuring code does not import it; the tests run it on every kind of run they make.
 """
 
@@ -177,6 +178,7 @@ def check(html: str, document: EvidenceDocument) -> list[str]:
             problems.append(f"a pointer “{_words(link.text)}” leads to the section “{headings[0]}”")
     problems += _law_problems(html, document)
     problems += _caption_problems(document)
+    problems += key_problems(html, document)
     return problems
 
 
@@ -281,3 +283,135 @@ def _value_problems(ref: str, text: str, document: EvidenceDocument, intervals: 
             problems.append(f"{ref}: prints the interval “{shown}” where evidence.json holds {found[0]!r} to "
                             f"{found[1]!r}")
     return problems
+
+
+# --- code keys outside small type (issue 56: "code in prose") -------------------------------------------------------
+
+FILE_ENDINGS = ("json", "csv", "parquet", "txt", "yaml", "yml", "pdf", "html", "md", "py", "gz", "sqlite", "skops",
+                "onnx", "cbm", "ubj", "pem", "p12", "tsr")
+TECHNICAL_SECTIONS = ("appendix-tables",)  # Appendix B: the spec, inputs, verification and the full tables
+DOTTED = re.compile(r"(?<![\w.@/-])([a-z_][a-z0-9_@]*(?:\.[a-z0-9_@]+)+)(?![\w@/-])")
+
+
+@dataclass
+class _KeyVocabulary:
+    """What a configuring reader types and a compliance officer should not have to read: spec keys, option names,
+    evidence-kind names, metric keys (and their first segments, to catch a metric pattern such as
+    `ranking_quality.group`)."""
+
+    spec_keys: set[str]
+    options: set[str]
+    kinds: set[str]
+    metrics: set[str]
+    prefixes: set[str]
+
+
+def _spec_keys(model: type, prefix: str = "") -> set[str]:
+    """Every dotted key of a spec model (`audit.provider.high_risk`), through nested models."""
+    from pydantic import BaseModel
+
+    keys: set[str] = set()
+    for name, info in model.model_fields.items():  # type: ignore[attr-defined]
+        key = f"{prefix}{info.alias or name}"
+        keys.add(key)
+        for inner in (info.annotation, *getattr(info.annotation, "__args__", ())):
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                keys |= _spec_keys(inner, key + ".")
+    return keys
+
+
+def _vocabulary(document: EvidenceDocument) -> _KeyVocabulary:
+    from auditor.evidence import REGISTRY
+    from auditor.inputs.spec import AuditSpec
+
+    spec_keys = {k for k in _spec_keys(AuditSpec) if "." in k}
+    kinds = set(REGISTRY) | set(document.evidence)
+    options = {name for kind in REGISTRY.values() for name in kind.options.model_fields}
+    metrics = {m for item in document.evidence.values() for m in item.metrics}
+    metrics |= {f.metric for f in document.findings if re.fullmatch(r"[a-z_][\w@.]*", f.metric or "")}
+    prefixes = {m.split(".")[0] for m in metrics} | kinds
+    return _KeyVocabulary(spec_keys, options, kinds, metrics, prefixes)
+
+
+class _Prose(HTMLParser):
+    """The report's reader text, a section at a time: not what is set in small type for the technical reader
+    (`.key`, `<small>`), not hashes, preformatted text or Appendix B; and the words set as code in it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.texts: list[tuple[str, str]] = []  # (section id, text)
+        self.codes: list[tuple[str, str]] = []  # (section id, a <code> element's text)
+        self._sections: list[str] = []
+        self._stack: list[tuple[str, bool, bool]] = []  # (tag, hidden, code)
+
+    def _hidden(self) -> bool:
+        return any(hidden for _, hidden, _ in self._stack) or bool(set(self._sections) & set(TECHNICAL_SECTIONS))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "section":
+            self._sections.append(dict(attrs).get("id") or "")
+        if tag in VOID:
+            return
+        # small type, code listings, and the cost table (the spec's items by key: a record for the technical reader)
+        hidden = tag in ("small", "pre", "style", "script", "svg") or bool({"key", "hash", "cost"} & set(classes))
+        self._stack.append((tag, hidden, tag == "code"))
+        if tag == "code" and not self._hidden():
+            self.codes.append((self._section(), ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "section" and self._sections:
+            self._sections.pop()
+        while self._stack:
+            if self._stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if self._hidden():
+            return
+        self.texts.append((self._section(), data))
+        if any(code for *_, code in self._stack) and self.codes:
+            section, text = self.codes[-1]
+            self.codes[-1] = (section, text + data)
+
+    def _section(self) -> str:
+        return self._sections[-1] if self._sections else ""
+
+
+def key_problems(html: str, document: EvidenceDocument) -> list[str]:
+    """Code keys a compliance officer would read: a spec key, metric key or evidence-kind name in the report's text
+    outside small type, and a spec option set as code in a sentence (`declared`); the key belongs in small type
+    beside words that say it (`<code class="key">`, the findings' technical line), or in Appendix B."""
+    words = _vocabulary(document)
+    prose = _Prose()
+    prose.feed(html)
+    prose.close()
+    found: dict[tuple[str, str], None] = {}
+    for section, text in prose.texts:
+        for token in DOTTED.findall(text):
+            token = token.rstrip(".")
+            if token.rsplit(".", 1)[-1] in FILE_ENDINGS:
+                continue
+            if token in words.spec_keys or token in words.metrics or token.split(".")[0] in words.prefixes:
+                found[(section, token)] = None
+        for kind in words.kinds:
+            if "_" in kind and re.search(rf"(?<![\w.]){re.escape(kind)}(?!\w|\.\w)", text):
+                found[(section, kind)] = None
+    for section, code in prose.codes:
+        if code.strip() in words.options | words.kinds:
+            found[(section, code.strip())] = None
+    problems = [f"a code key “{key}” in the reader's text (section “{section or 'none'}”): say it in words, with the "
+                f"key in small type if the spec's editor needs it" for section, key in found]
+    return problems + _keys_as_words(html)
+
+
+SMALL_KEY = re.compile(r'<code class="key">([^<]*)</code>(?!\)|, <code class="key">)([^<]{0,40})')
+
+
+def _keys_as_words(html: str) -> list[str]:
+    """A key in small type is a reference beside the words that say it: it closes a parenthesis ("not stated
+    (audit.qualifications)", "(global_importance, parameter_influence)"); a key the sentence reads as words
+    ("(audit.provider.high_risk not stated)", "update declared in the spec") is code in prose all the same."""
+    reader = html.split('<section id="appendix-tables"')[0]
+    return [f"the key “{key}” is read as words (“{key}{after.rstrip()}”): say it in words and give the key in "
+            f"parentheses after them" for key, after in SMALL_KEY.findall(reader)]

@@ -80,10 +80,12 @@ _SPEC_KEY = re.compile(r"(?<![\w.&#;/-])((?:audit|dataset|model|background|outpu
 def prose(text: Any) -> Markup:
     """Report text (rule rationales, remedies, notes, limitations) shown (`auditor.core.display.shown`: names in it may
     hide characters or run for pages) and escaped, with its `backticked` names set as code and the spec keys it names
-    in small grey type (`code.key`: a reference for whoever edits the spec, not words for the reader); the escaping
-    comes first, so no text can inject markup."""
+    (backticked or not: `audit.x`, an evidence kind, its options) in small grey type (`code.key`: a reference for
+    whoever edits the spec, not words for the reader; the sentence says it in words); the escaping comes first, so
+    no text can inject markup."""
     parts = _TICKED.split(str(escape(shown(text, lines=True))))
-    return Markup("".join(f"<code>{part[1:-1]}</code>" if index % 2 else
+    return Markup("".join((f'<code class="key">{part[1:-1]}</code>' if _is_key(part[1:-1]) else
+                           f"<code>{part[1:-1]}</code>") if index % 2 else
                           _SPEC_KEY.sub(r'<code class="key">\1</code>', part)
                           for index, part in enumerate(parts)))
 
@@ -92,6 +94,13 @@ def breakable(text: Any) -> Markup:
     """A technical line (`influence.max.topk_changed_share = 0.7442; …`) that may break after a key's dots, not
     inside a word (a reader review, W10: "topk_change d_share"); numbers keep their points."""
     return Markup(re.sub(r"\.(?=[a-z_])", ".<wbr>", str(escape(shown(text, lines=True)))))
+
+
+def _is_key(name: str) -> bool:
+    """Whether a backticked name is a spec key: `audit.x`, an evidence kind, or a kind's option (`pairwise.queries`)."""
+    head = name.split(".")[0]
+    return bool(_SPEC_KEY.fullmatch(name)) or (head in REGISTRY and re.fullmatch(r"[a-z_][a-z0-9_.]*", name)
+                                               is not None)
 
 
 def _finalize(value: Any) -> Any:
@@ -301,7 +310,7 @@ def _limitations(document: EvidenceDocument, results: dict[str, EvidenceResult])
         audited = int(result.metrics[key] + result.metrics.get(excluded, 0))
         if audited < rankable:
             out.append(f"{what} were computed on {audited:,} of the {rankable:,} rankable queries (a seeded "
-                       f"sample, option `queries` of {name}); their intervals cover that sample only.")
+                       f"sample, its size set in the spec: `{name}.queries`); their intervals cover that sample only.")
     for name, kind in REGISTRY.items():
         result = results.get(name)
         if result is not None and result.status == "ok":

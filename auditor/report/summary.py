@@ -542,11 +542,13 @@ def not_covered(document: EvidenceDocument, registry: dict[str, Any], *, brief: 
     for name, plugin in registry.items():
         result = evidence.get(name)
         if result is None:
+            # the kind's name is the spec's key: after the words, in small type (`prose`), for whoever adds it
             out.append(f"{plugin.title} (not requested)" if brief else
-                       f"{plugin.title} ({name}) was not requested: {plugin.description}")
+                       f"{plugin.title} was not requested: {plugin.description.rstrip('. ')} (the spec's evidence "
+                       f"item `{name}`)")
         elif result.status != "ok":
             out.append(f"{plugin.title} (no results)" if brief else
-                       f"{plugin.title} ({name}) did not produce results: {result.error}")
+                       f"{plugin.title} did not produce results (the spec's evidence item `{name}`): {result.error}")
     dataset = evidence.get("dataset")
     facts = dataset.metrics if dataset is not None else {}
     if "dataset.population.n_queries" in facts:

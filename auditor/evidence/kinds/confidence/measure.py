@@ -372,7 +372,7 @@ def _validation(result: EvidenceResult, ctx: AuditContext, units: list[dict[str,
                 result.unmeasured[f"confidence.validation.{measure}_gap"] = (
                     f"no explainer had both flagged and unflagged explanations on these {len(set(cluster))} "
                     "queries, so the flags cannot be compared with the rest (audit more queries: "
-                    "`queries` of confidence)")
+                    "`confidence.queries`)")
             elif strata is not None:
                 result.metrics.update(spelled(f"confidence.validation.{measure}_gap", gap, low, high, always=True))
                 if np.isfinite(low) and low <= 0:

@@ -105,7 +105,7 @@ def _accuracy_table(metrics: Metrics, options: DecisionPathOptions, n_docs: int,
               + ("contributions coef·(x−μ)/σ against value change, |coefficients| against frequency"
                  if options.surrogate_form == "auto" else f"{options.surrogate_form} for both")
               + "; every explainer is compared by |attribution| with frequency (which has no sign). Undefined "
-                "values (a constant vector) are left out: see `.undefined` in the metrics."))
+                "values (a constant vector) are left out; evidence.json counts them per explainer."))
 
 
 def _surrogate_table(metrics: Metrics, options: DecisionPathOptions) -> Table:

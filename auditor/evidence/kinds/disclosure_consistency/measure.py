@@ -58,7 +58,7 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
         if measured is None:
             result.status = "unmeasured"
             result.error = (f"a '{ctx.model.kind}' model has no exact TreeSHAP to measure the main parameters with: "
-                            "request the `surrogate` evidence too to measure them on its interpretable surrogate")
+                            "request the interpretable surrogate too (`surrogate`) to measure them on it")
             return result
         summary, tau = measured
         surrogate = None  # the headline is the surrogate already: no third source repeating it
@@ -123,8 +123,9 @@ def run(ctx: AuditContext, options: DisclosureConsistencyOptions) -> EvidenceRes
             subject=names[f])
     if options.statement is None:
         result.unmeasured.update({metric: "the provider's published recommender statement was not given to the "
-                                          "audit, so its claims could not be checked (give the file as the "
-                                          "`statement` option of the declared-vs-actual evidence)"
+                                          "audit, so its claims could not be checked (give the statement's file "
+                                          "to the declared-vs-actual evidence: "
+                                          "`disclosure_consistency.statement`)"
                        for metric in STATEMENT_METRICS})
     else:
         check_statement(result, ctx, options.statement)

@@ -114,10 +114,10 @@ def _measured_on(metrics: Mapping[str, float | None], surrogate: Mapping[str, An
         return [f"This '{surrogate['model']}' model has no exact TreeSHAP, so the measured order is the surrogate's: "
                 "its exact contributions per document (a pair effect's split evenly between its two features). The "
                 f"surrogate orders documents like the model with mean Kendall tau {figure(surrogate['fidelity'])} (the "
-                "`surrogate` evidence): read the order only as far as that agreement goes."]
+                "interpretable surrogate: `surrogate`): read the order only as far as that agreement goes."]
     if "disclosure.rank_correlation.surrogate" not in metrics:
-        return ["No surrogate importance: request the `surrogate` evidence too to compare the declaration with the "
-                "surrogate's effects."]
+        return ["No surrogate importance: request the interpretable surrogate too (`surrogate`) to compare the "
+                "declaration with the surrogate's effects."]
     return []
 
 

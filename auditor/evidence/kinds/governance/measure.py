@@ -52,8 +52,8 @@ def run(ctx: AuditContext, options: GovernanceOptions) -> EvidenceResult:
                                     (f", kept {retention} years" if retention is not None else "") + ".")
     if retention is None:  # unstated is unknown, never "kept 0 years" (issue 56: not measured is not a failure)
         result.unmeasured["governance.retention_years"] = (
-            "how long the run folder is kept is not stated: add `audit.retention_years` (the years the "
-            "organisation keeps it)")
+            "how long the run folder is kept is not stated: state in the spec the years the organisation keeps "
+            "it (`audit.retention_years`)")
     else:
         metrics["governance.retention_years"] = float(retention)
     if options.evaluated_on:

@@ -72,8 +72,8 @@ def _pairs_table(records: list[dict[str, Any]], phi: np.ndarray, names: list[str
               f"{how}; g = {options.pair_function}. "
               f"Top {options.top_features} features per side by |φ|. The values of each pair add up to its margin "
               f"(efficiency): the largest gap over all pairs is "
-              f"{_gap(_number(metrics.get('pairwise.efficiency.max_abs_error')))}; each pair's is in "
-              "evidence.json (`efficiency_error`)."),
+              f"{_gap(_number(metrics.get('pairwise.efficiency.max_abs_error')))}; evidence.json holds each "
+              "pair's."),
         body_rows=5)
 
 

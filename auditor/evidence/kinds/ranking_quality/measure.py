@@ -68,9 +68,9 @@ def _by_group(result: EvidenceResult, ctx: AuditContext, options: RankingQuality
     columns = list(data.attributes) if options.groups is None else list(options.groups)
     if not columns or data.y is None:
         result.unmeasured["ranking_quality.group.gap"] = (
-            "accuracy by group of persons needs the groups' columns beside the data (`dataset.attribute_columns`, "
-            "e.g. sex, age band), which this audit's data do not keep" if options.groups is None else
-            "`groups: []` asks for no accuracy by group of persons")
+            "accuracy by group of persons needs the groups' columns (e.g. sex, age band) beside the data "
+            "(`dataset.attribute_columns`), which this audit's data do not keep" if options.groups is None else
+            "the spec asks for no accuracy by group of persons (`ranking_quality.groups`)")
         return
     unknown = {None if v is None else v.strip().casefold() for v in options.unknown_values}
     rng = ctx.rng("ranking_quality.groups")
