@@ -32,16 +32,16 @@ TABLE_ROWS = 3  # body rows a split table keeps on each side of the break
 @pytest.fixture(scope="module")
 def layout(demo: Path) -> Any:
     """WeasyPrint's document of report.html with the print stylesheet: what report.pdf was written from."""
-    from weasyprint import CSS, HTML
+    from weasyprint import CSS
 
-    from auditor.report.pdf import PRINT_CSS, template_fetcher
+    from auditor.report.pdf import PRINT_CSS, laid_out, template_fetcher
     from auditor.report.render import templates_dir
 
     folder = templates_dir()
     fetcher = template_fetcher(folder)
     base = folder.resolve().as_uri() + "/"
-    document = HTML(string=(demo / "report.html").read_text(), base_url=base, url_fetcher=fetcher).render(
-        stylesheets=[CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base)])
+    document = laid_out((demo / "report.html").read_text(), base_url=base, fetcher=fetcher,
+                        stylesheet=CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base))
     if shutil.which("pdfinfo"):  # the layout is the PDF's: same pages
         info = subprocess.run(["pdfinfo", str(demo / "report.pdf")], check=True, capture_output=True, text=True)
         assert int(re.search(r"Pages:\s+(\d+)", info.stdout).group(1)) == len(document.pages)

@@ -171,7 +171,7 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     findings = unescape(re.sub(r"<[^>]+>", "", html[html.index('id="findings"'):]))
     said = " ".join(findings.split())  # in the reader's words, the spec change apart (a reader review, H7)
     assert "a feature-importance and proxy analysis, not run in this audit, would show" in said, findings[:3000]
-    assert "To run them: add global_importance and parameter_influence to the spec's evidence" in said
+    assert "To run them, add them to the spec's evidence (global_importance, parameter_influence)" in said
 
 
 def _declared_and_costed(run: Any) -> None:

@@ -243,7 +243,7 @@ def test_a_remedy_names_the_analyses_in_the_readers_words_and_the_spec_change_ap
     assert "a feature-importance and proxy analysis, not run in this audit, would show which features" in said
     assert "`" not in said and "spec" not in said, said
     assert remedy_setup(remedy, {"selection_rates"}, kinds) == \
-        "To run them: add `global_importance` and `parameter_influence` to the spec's evidence."
+        "To run them, add them to the spec's evidence (`global_importance`, `parameter_influence`)."
     ran = {"selection_rates", "global_importance", "parameter_influence"}
     assert "a feature-importance and proxy analysis would show" in remedy_for(remedy, ran, kinds)
     assert remedy_setup(remedy, ran, kinds) == ""

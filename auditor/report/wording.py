@@ -248,5 +248,6 @@ def remedy_setup(remedy: str, ran: set[str], kinds: Collection[str]) -> str:
     missing = [kind for kind in named if kind in kinds and kind not in ran and f"Add `{kind}`" not in remedy]
     if not missing:
         return ""
-    listed = " and ".join(f"`{kind}`" for kind in missing)
-    return f"To run {'it' if len(missing) == 1 else 'them'}: add {listed} to the spec's evidence."
+    listed = ", ".join(f"`{kind}`" for kind in missing)  # keys in parentheses after the words (consistency.py)
+    them = "it" if len(missing) == 1 else "them"
+    return f"To run {them}, add {them} to the spec's evidence ({listed})."
