@@ -271,3 +271,34 @@ def test_a_colour_scale_narrower_than_the_cells_is_marked_as_clipped() -> None:
     assert plots.scale_extend(figures.pair_cells(panel), largest / 2) != "neither"
     cells = figures.pair_cells(panel)
     assert plots.pair_heatmaps(cells, colorbar="x", limit=largest / 2) != plots.pair_heatmaps(cells, colorbar="x")
+
+
+def test_the_first_pages_alone_lay_out_as_in_the_whole_report(demo: Path, layout: Any) -> None:
+    """Whether page 2 fits is decided on the report up to the Findings alone (`pdf._up_to_findings`: one whole
+    layout instead of three); those pages must be the whole report's, line for line and box for box."""
+    from weasyprint import CSS, HTML
+
+    from auditor.report.pdf import PRINT_CSS, _up_to_findings, fitted, template_fetcher
+    from auditor.report.render import templates_dir
+
+    folder = templates_dir()
+    fetcher = template_fetcher(folder)
+    base = folder.resolve().as_uri() + "/"
+    stylesheet = CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base)
+
+    def render(text: str) -> Any:
+        return HTML(string=text, base_url=base, url_fetcher=fetcher).render(stylesheets=[stylesheet])
+
+    printed = fitted((demo / "report.html").read_text(), render)  # what `layout` laid out whole
+    trial = render(_up_to_findings(printed))
+    opens = next(i for i, page in enumerate(layout.pages) if "findings" in page.anchors)
+    assert "findings" in trial.pages[opens].anchors  # Findings open on the same page
+
+    def lines(page: Any) -> list[float]:  # where each line sits (the contents' page numbers and leaders differ)
+        return [round(b.position_y, 2) for b in _boxes(page._page_box) if type(b).__name__ == "LineBox"]
+
+    def boxes(page: Any) -> list[tuple[str, float, float]]:
+        return [(_text(b), round(b.position_x, 2), round(b.position_y, 2)) for b in _boxes(page._page_box)]
+
+    assert [lines(page) for page in trial.pages[:opens]] == [lines(page) for page in layout.pages[:opens]]
+    assert [boxes(page) for page in trial.pages[1:opens]] == [boxes(page) for page in layout.pages[1:opens]]
