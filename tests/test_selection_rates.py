@@ -159,6 +159,8 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     assert "4 categories have an impact ratio below 0.8" in section
     assert "Of them, 3 lie below 0.8 over the whole 95% interval (those the finding names)" in section
     # facts first (issue 56): page 2 names the category the warning is about, in its opinion and its key figure
+    cover = html[html.index('class="opinion'):html.index('id="summary"')]  # the cover's opinion says the risk (H1)
+    assert "A risk no law sets a level for" in cover and "0.572" in cover
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
     category = "Female × Black or African American (Not Hispanic or Latino) (sex × race_ethnicity)"
     assert summary.count(category) >= 3, summary  # the opinion's sentence, the findings table, the key figure
