@@ -159,6 +159,10 @@ def test_the_biased_ranker_s_smallest_ratio_lies_below_the_fair_one_s(tmp_path: 
     assert "4 categories have an impact ratio below 0.8" in section
     assert "Of them, 3 lie below 0.8 over the whole 95% interval (those the finding names)" in section
     # facts first (issue 56): page 2 names the category the warning is about, in its opinion and its key figure
+    # the finding says why it names these categories, and calls those the data cannot place inconclusive (s67 H-N2)
+    found = next(d for d in biased.results["selection_rates"].detections if d.kind == "impact-ratio-below-level")
+    assert found.title.endswith("each with an impact ratio below 0.8 over its whole 95% interval")
+    assert re.search(r"inconclusive, as their interval crosses 0\.8: .*Female \(sex\) 0\.807", found.message)
     cover = html[html.index('class="opinion'):html.index('id="summary"')]  # the cover's opinion says the risk (H1)
     assert "A risk no law sets a level for" in cover and "0.572" in cover
     summary = html[html.index('id="summary"'):html.index('id="findings"')]
@@ -279,3 +283,4 @@ def test_race_categories_match_with_or_without_dcwp_s_label_and_print_with_it() 
     assert eeo1_race_label("two or more races") == "Two or More Races (Not Hispanic or Latino)"
     assert eeo1_race_label("Asian (Not Hispanic or Latino)") == "Asian (Not Hispanic or Latino)"
     assert eeo1_race_label("Hispanic or Latino") == "Hispanic or Latino" and eeo1_race_label("Other") == "Other"
+

@@ -393,7 +393,7 @@ def key_figures(result: Result) -> list[KeyFigure]:
         indices = (result.facts or {}).get("widened") or []
         both = sum(1 for i in indices if 0 <= i < len(result.records) and result.records[i].get("flagged"))
         overlap = f" ({both} of them also flagged)" if indices else ""
-        scale += (f"; {round(widened * below)} of {counted(below, 'attribution')} below the validity floor{overlap} "
-                  "hold with a few more features (listed in the section)")
+        scale += (f"; {counted(below, 'attribution')} fall below the validity floor{overlap}, and "
+                  f"{round(widened * below)} of the {below} hold with a few more features (listed in the section)")
     return [KeyFigure(80, "Share of explanations flagged as low-confidence", "confidence.flagged_fraction", scale,
                       share=True)]

@@ -323,16 +323,24 @@ def _detect(result: EvidenceResult, breakdowns: list[_Breakdown], tables: list[T
         (", ".join(named[:3]) + (f" and {len(named) - 3} more categories" if len(named) > 3 else "")
          if len(named) > 3 else ", ".join(named[:-1]) + " and " + named[-1])
     verb = "scores" if len(named) == 1 else "score"
+    # the categories the data cannot place: their interval crosses the level (a reader review: never called so)
+    crossing = [f"{shown(o, i)} ({o.label}) {with_interval(r, min(ci[0], r), max(ci[1], r))}" for o, i, r, ci in found
+                if math.isfinite(ci[0]) and math.isfinite(ci[1]) and min(ci[0], r) < options.warn_below
+                <= max(ci[1], r)]
+    criterion = (f", {'its' if len(named) == 1 else 'each with an'} impact ratio below {options.warn_below:g} over "
+                 "its whole 95% interval")
     result.detect(
         "impact-ratio-below-level",
-        f"{who} {verb} above the median less often than the highest scoring category"
+        f"{who} {verb} above the median less often than the highest scoring category{criterion}"
         if options.cutoff == "median" else
         f"{who} {'is' if len(named) == 1 else 'are'} among the first {options.k} less often than the most selected "
-        "category",
+        f"category{criterion}",
         f"The smallest impact ratio, {shown(b, j)}'s ({b.label}, {percent(full[breakdowns.index(b)].rate[j])} of "
         f"{full[breakdowns.index(b)].n[j]:,.0f} individuals selected), is {with_interval(value, low, max(high, value))}"
         f": below {figure(options.warn_below)} over its whole interval"
-        + (f"; also below it over their own interval: {'; '.join(others)}" if others else "") + ".",
+        + (f"; also below it over their own interval: {'; '.join(others)}" if others else "")
+        + (f"; inconclusive, as their interval crosses {options.warn_below:g}: {'; '.join(crossing)}"
+           if crossing else "") + ".",
         severity="major", citation=CITATION, subject=f"{b.label} = {b.values[j]}", value=float(value),
         interval=(float(low), float(max(high, value))),
         judged_by=("selection.min_ratio", f"selection.{b.key}.min_ratio", f"selection.{b.key}.{b.names[j]}.ratio"))
