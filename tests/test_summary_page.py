@@ -69,7 +69,7 @@ def test_appendix_a_gives_each_value_its_unit_as_its_threshold_has_it() -> None:
     assert cell("selection.reported", 16, "FAIL if < 2") == "16 impact ratios | FAIL if < 2 impact ratios"
     assert cell("selection.eeo1_components", 2, "FAIL if < 2") == "2 EEO-1 components | FAIL if < 2 EEO-1 components"
     assert cell("exposure.own.counterfactual.share_change", -0.00814, "FAIL if > 0.01; WARN if > 0",
-                (-0.0146, -0.00182)) == "-0.8 pp (-1.5 to -0.2 pp) | FAIL if > +1.0 pp; WARN if > 0.0 pp"
+                (-0.0146, -0.00182)) == "-0.8 pp (-1.5 pp to -0.2 pp) | FAIL if > +1.0 pp; WARN if > 0.0 pp"
     assert cell("ranking_quality.ndcg@10.mean", 0.818, "FAIL if < 0.4", (0.789, 0.845)) == \
         "0.818 (0.789 to 0.845) | FAIL if < 0.4"  # a measure without a unit: as before
 

@@ -118,7 +118,7 @@ def cell_text(metric: str, value: float, interval: tuple[float, float] | None) -
     if isinstance(phrase, Stated):
         return phrase.short(value)
     if unit == POINTS:
-        low = points(min(interval[0], value)).removesuffix(" pp") if interval else ""
+        low = points(min(interval[0], value)) if interval else ""
         return points(value) + (f" ({low} to {points(max(interval[1], value))})" if interval else "")
     if unit is not None and not interval:
         return _count(value, unit)
