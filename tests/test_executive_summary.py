@@ -106,7 +106,7 @@ def test_the_summary_lists_every_unjudged_detection_and_every_rule() -> None:
     assert [f.rule for f in summary["act_on"][0]["rules"]] == ["B-1", "A-1"]  # ... citing both rules
     assert summary["act_on"][0]["citations"] == ["Law 2", "Law 1"]
     assert summary["act_on"][0]["record"]["owner"] == "Team"  # without a register: the spec's `findings:`
-    assert summary["act_on"][0]["remedy"] == "collect more queries"
+    assert summary["act_on"][0]["remedy"].endswith("If that confirms it: collect more queries")  # 0.9 meets it
     assert [d["title"] for d in summary["unjudged"]] == ["Something found"]
     first = summary["headline"][0]
     assert "1 warning" in first and "1 detected problem no applied rule judges" in first
@@ -373,3 +373,16 @@ def test_a_metric_two_rules_judge_is_one_technical_line() -> None:
     assert lines == ["influence.max.topk_changed_share = 0.7442; DSA-7: FAIL if > 0.5; WARN if > 0.25 · "
                      "BASE-9, P2B-9: WARN if > 0.1"], lines
     assert str(breakable(lines[0])).startswith("influence.<wbr>max.<wbr>topk_changed_share = 0.7442; ")
+
+
+def test_an_inconclusive_warning_whose_estimate_meets_the_requirement_asks_for_confirmation_first() -> None:
+    """A reader review (s67, W-N1): an own-products ratio of 0.976 (interval 0.815 to 1.15) was told to remove the
+    own-product flag, where only the interval's top reached the warning level."""
+    ratio = {"rule": "DMA-1", "status": "WARN", "severity": "critical", "title": "t", "metric": "exposure.own.ratio",
+             "value": 0.976, "interval": [0.815, 1.149], "inconclusive": True, "evidence": "exposure",
+             "requirement": "FAIL if > 1.25; WARN if > 1.1; FAIL if the evidence is absent",
+             "remedy": "Remove the own-product flag and re-run the audit."}
+    remedy = executive_summary(document_of(findings=[ratio]), REGISTRY)["act_on"][0]["remedy"]
+    assert remedy.startswith("The estimate itself meets the requirement") and "If that confirms it: remove" in remedy
+    beyond = {**ratio, "value": 1.2}  # the estimate itself warns: the remedy as the pack writes it
+    assert executive_summary(document_of(findings=[beyond]), REGISTRY)["act_on"][0]["remedy"].startswith("Remove")

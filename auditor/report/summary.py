@@ -293,7 +293,7 @@ def _group(group: list[Finding], records: dict[str, dict], detections: list[dict
         "head": head,
         "rules": group,
         "citations": _distinct_citations([f.citation for f in group]),
-        "remedy": remedy_for(next((f.remedy for f in group if f.remedy), ""), ran, registry),
+        "remedy": _first_confirm(head, remedy_for(next((f.remedy for f in group if f.remedy), ""), ran, registry)),
         "remedy_setup": remedy_setup(next((f.remedy for f in group if f.remedy), ""), ran, registry),
         "rationale": head.rationale,
         "record": _record(rules, records),
@@ -335,6 +335,28 @@ def _technical_lines(group: list[Finding]) -> list[tuple[str, str | None]]:
 def _by_rule(group: list[Finding], head: str, requirements: list[str]) -> list[tuple[str, str]]:
     """Which rules hold each requirement of one technical line ("BASE-9, P2B-9")."""
     return [(", ".join(f.rule for f in group if technical(f) == f"{head}; {r}"), r) for r in requirements]
+
+
+CONDITION = re.compile(r"(?:FAIL|WARN) if ([<>]=?) (-?\d+(?:\.\d+)?(?:e-?\d+)?)")
+
+
+def _first_confirm(head: Finding, remedy: str) -> str:
+    """An inconclusive warning whose estimate itself meets the requirement: the remedy waits for an audit that
+    confirms the level (a reader review, s67 W-N1: an own-products ratio of 0.976 was told to remove the flag, where
+    only its interval reached the warning level)."""
+    if not remedy or not head.inconclusive or head.value is None:
+        return remedy
+    requirement = head.requirement.split(":", 1)[1] if head.requirement.startswith("share of queries") \
+        else head.requirement
+    conditions = CONDITION.findall(requirement)
+    if not conditions or any(_holds(head.value, op, float(level)) for op, level in conditions):
+        return remedy
+    return (f"The estimate itself meets the requirement; only its 95% interval reaches past it, so the data cannot "
+            f"tell: audit again on more queries first. If that confirms it: {remedy[:1].lower()}{remedy[1:]}")
+
+
+def _holds(value: float, op: str, level: float) -> bool:
+    return {"<": value < level, "<=": value <= level, ">": value > level, ">=": value >= level}[op]
 
 
 def _fact(judged: list[dict[str, Any]]) -> str:
