@@ -236,6 +236,9 @@ def test_the_demo_opens_with_a_one_page_summary_in_words(demo: Path) -> None:
     # facts first (issue 56): the opinion names the parameter that is not declared, not only the requirement
     opinion = re.search(r'<p class="opinion[^>]*>(.*?)</p>', html, re.S)
     assert opinion and "Undeclared main ranking parameter: sales_rank_log" in opinion.group(1), opinion
+    # an assurance basis says when the auditor's qualifications are not stated (a reader review, s67 D-N2)
+    assert "limited assurance (ISAE 3000; the auditor&#39;s qualifications are not stated)" in html or \
+        "limited assurance (ISAE 3000; the auditor's qualifications are not stated)" in html
     from markupsafe import escape
 
     heads = [m.group(0) for m in re.finditer(r'<article class="detection[^"]*"[^>]*>\s*<h4>.*?</h4>', html, re.S)]

@@ -187,7 +187,7 @@ def test_the_wide_audit_opens_with_a_one_page_summary(wide_run: Path) -> None:
     # the basis a board member weighs the opinion on (a reader review, issue 56): the level of assurance and the
     # origin of the data, or that they are not stated
     assurance, origin = document["audit"].get("assurance"), document["audit"].get("data_origin")
-    assert ("Basis: " + (f"{assurance} assurance (ISAE 3000)" if assurance else
+    assert ("Basis: " + (f"{assurance} assurance (ISAE 3000" if assurance else
                          "neither the level of assurance nor the origin" if not origin else
                          "the level of assurance is not stated")) in summary, summary[-400:]
 
