@@ -179,9 +179,9 @@ def key_figures(result: Result) -> list[KeyFigure]:
 def limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
     if "selection.individuals" not in metrics:
         return []
-    out = ["Scoring rates count each document of a query as an individual: a person who applied to several postings "
-           "counts once per posting, and the categories are those the data records (self-reported or inferred "
-           "as its source says)."]
+    out = ["Scoring rates count each document of a query as an individual: the data name no person, so a person who "
+           "applied to several postings would count once for each (the data's own description says whether anyone "
+           "did), and the categories are those the data records (self-reported or inferred as its source says)."]
     excluded = int(metrics.get("selection.excluded", 0))
     if excluded:
         out.append(f"{counted(excluded, 'category')} under the minimum share of the data "
