@@ -139,6 +139,7 @@ audit:
   owner: Ranking benchmarks team (synthetic data)
   period: n/a
   purpose: cost and fidelity on wide data
+  data_origin: synthetic
 model: {{path: model.txt}}
 dataset: {{path: test.parquet, query_column: qid, label_column: label, doc_id_column: doc_id, nan_policy: missing}}
 background: {{path: train.parquet, query_column: qid, label_column: label, doc_id_column: doc_id, nan_policy: missing}}
