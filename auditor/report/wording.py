@@ -96,7 +96,7 @@ def requirement_text(requirement: str, metric: str, value: float | None) -> str:
         return requirement
     unit, phrase = units().get(metric), phrases().get(metric)
     if unit == POINTS:  # "+10.7 pp … WARN if > 1.0 pp", not "> 0.01"
-        return THRESHOLD.sub(lambda m: points(float(m.group(1))), requirement)
+        return thresholds_in_points(requirement)
     if isinstance(phrase, Stated):
         return re.sub(r"(?<=if )< 1\b", f"not {phrase.word}", requirement)
     if unit is not None:
@@ -112,8 +112,9 @@ def _count(value: float, noun: str) -> str:
 
 
 def cell_text(metric: str, value: float, interval: tuple[float, float] | None) -> str | None:
-    """The value as a table cell prints it where its metric has a unit: "stated", "47 days", "-0.8 pp (-1.5 to
-    -0.2 pp)"; None for a plain number or share (the caller's one style)."""
+    """The value as a table cell prints it where its metric has a unit: "stated", "47 days", "-0.8 pp (-1.5 pp to
+    -0.2 pp)", each end with its unit as the consistency checker reads it; None for a plain number or share (the
+    caller's one style)."""
     phrase, unit = phrases().get(metric), units().get(metric)
     if isinstance(phrase, Stated):
         return phrase.short(value)
