@@ -679,6 +679,17 @@ def schema(out: Annotated[Path | None, typer.Option("--out", "-o", help="Write t
         typer.echo(str(out))
 
 
+@app.command()
+def precompile(jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes at once (default: "
+                                                         "one a core, at most two).")] = None) -> None:
+    """Compile the kernels an audit uses, once after installing, so the first audit starts warm (`make install`
+    runs it)."""
+    from auditor.commands.precompile import precompile as compile_kernels
+
+    seconds = _guard(lambda: compile_kernels(jobs))
+    typer.echo(f"kernels compiled in {seconds:.1f} s")
+
+
 class Language(StrEnum):
     en = "en"
     de = "de"

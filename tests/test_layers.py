@@ -58,7 +58,7 @@ STAGES = {
     "report": "the report, the executive summary, the history site",
     "run": "the engine, costs and budget, progress, the run's inputs, comparing runs",
     "disclosure": "the transparency statement",
-    "commands": "render, init, JUnit and MLflow logging",
+    "commands": "render, init, precompile, JUnit and MLflow logging",
 }
 WAYS_IN = ("__init__", "__main__", "cli", "api")
 # The one import up the stages: the spec's evidence keys are the kinds' registry entries and their options models

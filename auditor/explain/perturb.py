@@ -156,7 +156,7 @@ class QuartileSampler:
                ) -> np.ndarray:
         """(n_samples × F): row 0 is `x` itself, the others are independent draws per feature (see module doc).
         Written into `out` (C-contiguous float64, n_samples × F) when given: a slice of a larger block of rows."""
-        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        x = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)  # one kernel signature, here and in workers
         if x.shape[0] != self.n_features:
             raise ValueError(f"document has {x.shape[0]} features, the background {self.n_features}")
         if n_samples < 1:
