@@ -402,6 +402,7 @@ def test_lightgbm_loader_on_bytes(folder: Path, data: bytes) -> None:
 # model that loads is also scored, with contributions. The CatBoost rehearsal imports catboost (~1 s): fewer cases.
 RANKERS = EXAMPLE.parent / "rankers"
 FEW = settings(FUZZ, max_examples=_DEEP or 25)
+CORRUPT = settings(FUZZ, max_examples=_DEEP or 40)  # a model file loaded and scored an example (~70 ms)
 
 
 def _small_xgboost() -> dict[str, Any]:
@@ -522,7 +523,7 @@ UBJ = _ubjson()
 
 
 @pytest.mark.slow
-@FUZZ
+@CORRUPT
 @given(cut=st.integers(0, len(UBJ)), flips=st.lists(st.tuples(st.integers(0, len(UBJ) - 1), st.integers(0, 255)),
                                                     max_size=4))
 def test_xgboost_ubjson_on_corrupt_bytes(folder: Path, cut: int, flips: list[tuple[int, int]]) -> None:
@@ -560,7 +561,7 @@ ONNX_BYTES = (RANKERS / "mlp.onnx").read_bytes()
 
 
 @pytest.mark.slow
-@FUZZ
+@CORRUPT
 @given(cut=st.integers(0, len(ONNX_BYTES)),
        flips=st.lists(st.tuples(st.integers(0, len(ONNX_BYTES) - 1), st.integers(0, 255)), max_size=4))
 def test_onnx_on_corrupt_bytes(folder: Path, cut: int, flips: list[tuple[int, int]]) -> None:
