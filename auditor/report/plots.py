@@ -696,9 +696,46 @@ def trend_chart(labels: Sequence[str], values: Sequence[float | None], lows: Seq
         return to_svg(fig)
 
 
+def frontier_chart(kendall: Sequence[float | None], pair: Sequence[bool], *, drawn: int,
+                   drawn_kendall: float | None, xlabel: str, ylabel: str) -> str:
+    """Fidelity against size: the surrogate cut to its k largest effects (x = k), a dot for each cut, filled for a
+    main effect and hollow for a pair added at k; a dashed line at the whole surrogate's value, and a diamond where
+    the effects the report draws stand (`drawn` of them, `drawn_kendall`)."""
+    y = np.array([math.nan if v is None else float(v) for v in kendall])
+    x = np.arange(1, len(y) + 1, dtype=float)
+    pairs = np.asarray(pair, dtype=bool)
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 2.3))
+        ax.plot(x, y, color=_COLOR, linewidth=1.0)
+        ax.plot(x[~pairs], y[~pairs], linestyle="none", marker="o", markersize=3.5, color=_COLOR,
+                label="a main effect added")
+        if pairs.any():
+            ax.plot(x[pairs], y[pairs], linestyle="none", marker="o", markersize=4, markerfacecolor="white",
+                    color=_COLOR, label="a pair added")
+        if len(y) and math.isfinite(y[-1]):
+            ax.axhline(y[-1], color=_GREY, linewidth=0.8, linestyle=(0, (4, 2)))
+            ax.annotate(f"all {len(y)} effects: {fmt(y[-1])}", (0.0, y[-1]), xycoords=("axes fraction", "data"),
+                        xytext=(3, 2), textcoords="offset points", ha="left", va="bottom", fontsize=MIN_FONT,
+                        color="#555555")  # at the left, where the curve is still below it
+        ax.margins(y=0.12)
+        if drawn_kendall is not None and math.isfinite(drawn_kendall) and drawn > 0:
+            ax.plot([drawn], [drawn_kendall], linestyle="none", marker="D", markersize=6, color=_UP,
+                    label=f"the {drawn} effects drawn: {fmt(drawn_kendall)}")
+        ax.xaxis.set_major_locator(MaxNLocator(10, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt(v)))
+        ax.set_xlim(0.5, max(len(y), drawn, 1) + 0.5)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", color="#e6e9ee", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.legend(loc="lower right", frameon=False, fontsize=7.5)
+        return to_svg(fig)
+
+
 CHARTS: dict[str, Callable[..., str]] = {chart.__name__: chart for chart in (
     bar_chart, histogram, line_chart, beeswarm, scatter, decision_plot, waterfall, pair_bars, listwise_bars, box_plot,
-    step_curves, pair_heatmaps, share_dots, trend_chart)}
+    step_curves, pair_heatmaps, share_dots, trend_chart, frontier_chart)}
 
 
 LATER = "render it with the version of auditor that made the run"

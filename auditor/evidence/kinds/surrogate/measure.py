@@ -29,6 +29,8 @@ drawn pair's cells, with the range of the documents' pushes); `present.py` says 
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -111,6 +113,11 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
                                                                        [10])[rankable, 0].mean())
         m["surrogate.labels.ndcg@10.model"] = float(per_query_ndcg(blackbox, data.y, data.query_ptr,
                                                                    [10])[rankable, 0].mean())
+    frontier = size_frontier(contrib, order, [parts.effects[e].is_pair for e in order], blackbox, data.query_ptr,
+                             drawn_effects(parts, order, options))
+    m["surrogate.fidelity.drawn.kendall.mean"] = _number(frontier["drawn_kendall"])
+    m["surrogate.fidelity.drawn.effects"] = float(frontier["drawn"])
+    m["surrogate.fidelity.effects_for_95pct"] = float(frontier["effects_for_95pct"])
     m["surrogate.n_main_effects"] = float(len(parts.main_effects))
     m["surrogate.n_interactions"] = float(len(parts.pair_effects))
     m["surrogate.n_trees"] = float(fit.booster.num_trees())
@@ -124,7 +131,8 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
                                     offset=stored(contrib[:, e].mean()))
                       for r, e in enumerate(order)]
     result.facts.update(documents=data.n_docs, in_sample=reference is data,
-                        fidelity=_fidelity(full_fid, main_fid, fit), **_drawn(ctx, parts, contrib, order, options))
+                        fidelity=_fidelity(full_fid, main_fid, fit), frontier=frontier,
+                        **_drawn(ctx, parts, contrib, order, options))
     kendall = read(m, "surrogate.fidelity.kendall.mean")
     assert kendall is not None  # written above
     tau, low, high = kendall.value, kendall.low, kendall.high
@@ -159,6 +167,38 @@ def direction_metrics(X: np.ndarray, contrib: np.ndarray, parts: Decomposition, 
         if np.isfinite(found.mean):
             out.update(spelled(f"surrogate.direction.{segment}", found.mean, found.low, found.high))
     return out
+
+
+def drawn_effects(parts: Decomposition, order: np.ndarray, options: SurrogateOptions) -> np.ndarray:
+    """The effects the report draws: the `top_effects` largest main effects and the `top_pairs` largest pairs."""
+    mains = [e for e in order if not parts.effects[e].is_pair][: options.top_effects]
+    pairs = [e for e in order if parts.effects[e].is_pair][: options.top_pairs]
+    return np.asarray(mains + pairs, dtype=np.int64)
+
+
+def size_frontier(contrib: np.ndarray, order: np.ndarray, is_pair: list[bool], blackbox: np.ndarray,
+                  query_ptr: np.ndarray, drawn: np.ndarray) -> dict[str, Any]:
+    """Fidelity against size: the surrogate cut to its k largest effects (the rest held at their mean, which moves
+    no document within its query), for k = 1 … all, as mean Kendall tau with the model over the queries; the same
+    for the effects the report draws; and the fewest effects that keep 95% of the whole surrogate's tau. Why: a
+    reader reads the drawn curves as the model, and this says how much of its ordering they hold."""
+    from auditor.checks.validity import has_order, kendall_tau_b
+
+    n_effects = len(order)
+    taus, drawn_taus = [], []
+    for a, b in itertools.pairwise(query_ptr):
+        reference = blackbox[a:b]
+        if not has_order(reference):
+            continue
+        cut = np.cumsum(contrib[a:b][:, order], axis=1).T  # row k-1: the k largest effects' sum, per document
+        taus.append(kendall_tau_b(reference, cut) if n_effects else np.zeros(0))
+        drawn_taus.append(kendall_tau_b(reference, contrib[a:b][:, drawn].sum(axis=1)[None, :])[0])
+    kendall = np.mean(taus, axis=0) if taus else np.full(n_effects, np.nan)
+    whole = float(kendall[-1]) if n_effects else float("nan")
+    enough = np.flatnonzero(kendall >= 0.95 * whole) if np.isfinite(whole) and whole > 0 else np.zeros(0, int)
+    return {"kendall": [stored(float(t)) for t in kendall], "pair": [bool(p) for p in is_pair],
+            "drawn": int(drawn.size), "drawn_kendall": stored(float(np.mean(drawn_taus)) if drawn_taus else math.nan),
+            "effects_for_95pct": int(enough[0]) + 1 if enough.size else n_effects}
 
 
 def _fidelity(full: dict[str, Any], main: dict[str, Any], fit: IlmartFit) -> dict[str, Any]:
@@ -219,3 +259,8 @@ def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> 
         for f in effect.features:
             out[:, f] += contrib[:, e] / len(effect.features)
     return out
+
+
+def _number(value: Any) -> float:
+    """A stored number, NaN where it was not finite (stored as None)."""
+    return math.nan if value is None else float(value)

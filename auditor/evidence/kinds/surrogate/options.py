@@ -44,6 +44,7 @@ class SurrogateOptions(EvidenceOptions):
 METRICS = (  # what this kind can emit (EvidenceKind.metrics; auditor.evidence.registry.metric_pattern)
     "surrogate.{decomposition.max_abs_error|n_interactions|n_main_effects|n_trees|training.synthetic_documents}",
     "surrogate.fidelity.{queries|explained_share|main_effects.explained_share}",
+    "surrogate.fidelity.{drawn.kendall.mean|drawn.effects|effects_for_95pct}",
     "surrogate.fidelity.{kendall|ndcg@{k}}.{mean|ci95_low|ci95_high|min|p10}",
     "surrogate.fidelity.main_effects.{kendall|ndcg@{k}}.mean",
     "surrogate.labels.ndcg@{k}.{model|surrogate}",

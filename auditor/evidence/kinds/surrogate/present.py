@@ -43,7 +43,8 @@ def section(result: Result, options: SurrogateOptions) -> Section:
         f"An ILMART surrogate with {_count(metrics, 'surrogate.n_main_effects')} main effects and "
         f"{_count(metrics, 'surrogate.n_interactions')} feature pairs ranks like the audited model with mean Kendall "
         f"tau {figure(metrics.get('surrogate.fidelity.kendall.mean'))} (nDCG@10 against its ranking "
-        f"{figure(metrics.get('surrogate.fidelity.ndcg@10.mean'))}); its largest effects: {', '.join(top)}.")
+        f"{figure(metrics.get('surrogate.fidelity.ndcg@10.mean'))}); its largest effects: {', '.join(top)}."
+        + _drawn_sentence(facts.get("frontier"), metrics))
     effects = Table(
         title="Effects of the surrogate, by importance",
         columns=["rank", "effect", "kind", "importance", "share", "bins", "trees' leaves"],
@@ -55,7 +56,8 @@ def section(result: Result, options: SurrogateOptions) -> Section:
     mains = [r for r in records if not _is_pair(r)]
     pairs = [r for r in records if _is_pair(r)]
     return Section(summary=summary, how_to_read=HOW_TO_READ, tables=[_fidelity_table(facts, metrics), effects],
-                   figures=[*_main_figure(facts["main_effects"], len(mains), options),
+                   figures=[*_frontier_figure(facts.get("frontier")),
+                            *_main_figure(facts["main_effects"], len(mains), options),
                             *_pair_figures(facts["pair_effects"], len(pairs), options)],
                    notes=[IN_SAMPLE] if facts.get("in_sample") else [])
 
@@ -78,6 +80,37 @@ def _fidelity_table(facts: Mapping[str, Any], metrics: Mapping[str, float | None
     return Table(title="Fidelity to the audited model's ranking",
                  columns=["surrogate", "Kendall tau (mean)", "Kendall tau (p10)", "nDCG@10 vs model ranking",
                           "explained share", "trees"], rows=rows, note=note)
+
+
+def _drawn_sentence(frontier: Mapping[str, Any] | None, metrics: Mapping[str, float | None]) -> str:
+    """How much of the model's ordering the drawn effects hold, read alone (runs before this measure: nothing)."""
+    if not frontier or frontier.get("drawn_kendall") is None or not frontier["kendall"]:
+        return ""
+    total = len(frontier["kendall"])
+    return (f" The {counted(frontier['drawn'], 'effect')} drawn below, read alone, rank like the model with Kendall "
+            f"tau {figure(frontier['drawn_kendall'])} (all {total}: {figure(frontier['kendall'][-1])}); the "
+            f"{counted(_count(metrics, 'surrogate.fidelity.effects_for_95pct'), 'largest effect')} keep 95% of the "
+            "whole surrogate's agreement.")
+
+
+def _frontier_figure(frontier: Mapping[str, Any] | None) -> list[Figure]:
+    """Fidelity against size (none for runs made before it was measured, or a surrogate without effects)."""
+    if not frontier or not frontier["kendall"]:
+        return []
+    total, drawn = len(frontier["kendall"]), frontier["drawn"]
+    return [Figure(
+        title="How much of the model's ordering the surrogate's largest effects hold",
+        chart="frontier_chart",
+        data={"kendall": frontier["kendall"], "pair": frontier["pair"], "drawn": drawn,
+              "drawn_kendall": frontier["drawn_kendall"], "xlabel": "effects kept, largest first",
+              "ylabel": "Kendall tau with the model"},
+        caption="Each dot is the surrogate cut to its largest effects (the others held at their average, which moves "
+                "no document within its query): mean Kendall tau with the model's rankings over the queries, as more "
+                "effects are kept. A hollow dot adds a feature pair. The diamond is what the curves and heatmaps "
+                "below show together; the dashed line is the whole surrogate.",
+        description=f"Mean Kendall tau of the surrogate cut to its largest effects: "
+                    f"{figure(frontier['kendall'][0])} with one, {figure(frontier['kendall'][-1])} with all {total}; "
+                    f"the {drawn} drawn: {figure(frontier['drawn_kendall'])}.")]
 
 
 def _main_figure(drawn: list[dict[str, Any]], total: int, options: SurrogateOptions) -> list[Figure]:
@@ -170,6 +203,10 @@ def key_figures(result: Result) -> list[KeyFigure]:
 def limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> list[str]:
     if "surrogate.fidelity.kendall.mean" not in metrics:
         return []
+    drawn = metrics.get("surrogate.fidelity.drawn.kendall.mean")
+    held = ("" if drawn is None or not math.isfinite(drawn) else
+            f"; the {counted(int(metrics.get('surrogate.fidelity.drawn.effects') or 0), 'effect')} drawn, read "
+            f"alone, reach a tau of {figure(drawn)}")
     return [f"The interpretable surrogate ranks like the model with Kendall's tau "
             f"{figure(metrics['surrogate.fidelity.kendall.mean'])} on held-out queries: its effect curves describe "
-            "the model only as far as that agreement goes."]
+            f"the model only as far as that agreement goes{held}."]
