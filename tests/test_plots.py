@@ -139,7 +139,11 @@ def test_pair_chart_values_add_up_to_the_margin(context: AuditContext):
 def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContext):
     light = {k: v for k, v in LIGHT_SURROGATE["surrogate"].items() if k not in ("top_effects", "top_pairs")}
     result = presented(surrogate, context, surrogate.SurrogateOptions(**light))
-    kwargs = arguments(result.figures[0], "step_curves")
+    charts = {figure.chart: figure for figure in result.figures}
+    frontier = arguments(charts["frontier_chart"], "frontier_chart")  # first: how much the drawn effects hold
+    assert len(frontier["kendall"]) == result.metrics["surrogate.n_main_effects"] + result.metrics[
+        "surrogate.n_interactions"] and "<svg" in plots.draw(charts["frontier_chart"])
+    kwargs = arguments(charts["step_curves"], "step_curves")
     panels = kwargs["panels"]
     kinds = {panel.title: type(panel).__name__ for panel in panels}
     assert len(panels) == result.metrics["surrogate.n_main_effects"]  # every main effect the summary counts
@@ -149,7 +153,7 @@ def test_yes_no_features_get_bars_and_every_effect_is_drawn(context: AuditContex
     bars = next(panel for panel in panels if panel.title == "genre_match")
     assert list(bars.levels) == ["no", "yes"] and sum(bars.shares) == pytest.approx(1.0)
     assert kwargs["ylabel"].startswith("contribution to the surrogate's score")
-    pairs = arguments(result.figures[1], "pair_heatmaps")["panels"]
+    pairs = arguments(charts["pair_heatmaps"], "pair_heatmaps")["panels"]
     assert len(pairs) == result.metrics["surrogate.n_interactions"]
     svg = plots.draw(result.figures[-1])
     assert "bin edges" not in svg
