@@ -56,9 +56,9 @@ def section(result: Result, options: SurrogateOptions) -> Section:
     mains = [r for r in records if not _is_pair(r)]
     pairs = [r for r in records if _is_pair(r)]
     return Section(summary=summary, how_to_read=HOW_TO_READ, tables=[_fidelity_table(facts, metrics), effects],
-                   figures=[*_frontier_figure(facts.get("frontier")),
-                            *_main_figure(facts["main_effects"], len(mains), options),
-                            *_pair_figures(facts["pair_effects"], len(pairs), options)],
+                   figures=[*_main_figure(facts["main_effects"], len(mains), options),
+                            *_pair_figures(facts["pair_effects"], len(pairs), options),
+                            *_frontier_figure(facts.get("frontier"))],  # last: a small figure after page-high ones
                    notes=[IN_SAMPLE] if facts.get("in_sample") else [])
 
 
@@ -87,7 +87,7 @@ def _drawn_sentence(frontier: Mapping[str, Any] | None, metrics: Mapping[str, fl
     if not frontier or frontier.get("drawn_kendall") is None or not frontier["kendall"]:
         return ""
     total = len(frontier["kendall"])
-    return (f" The {counted(frontier['drawn'], 'effect')} drawn below, read alone, rank like the model with Kendall "
+    return (f" The {counted(frontier['drawn'], 'effect')} drawn, read alone, rank like the model with Kendall "
             f"tau {figure(frontier['drawn_kendall'])} (all {total}: {figure(frontier['kendall'][-1])}); the "
             f"{counted(_count(metrics, 'surrogate.fidelity.effects_for_95pct'), 'largest effect')} keep 95% of the "
             "whole surrogate's agreement.")
@@ -107,7 +107,7 @@ def _frontier_figure(frontier: Mapping[str, Any] | None) -> list[Figure]:
         caption="Each dot is the surrogate cut to its largest effects (the others held at their average, which moves "
                 "no document within its query): mean Kendall tau with the model's rankings over the queries, as more "
                 "effects are kept. A hollow dot adds a feature pair. The diamond is what the curves and heatmaps "
-                "below show together; the dashed line is the whole surrogate.",
+                "above show together; the dashed line is the whole surrogate.",
         description=f"Mean Kendall tau of the surrogate cut to its largest effects: "
                     f"{figure(frontier['kendall'][0])} with one, {figure(frontier['kendall'][-1])} with all {total}; "
                     f"the {drawn} drawn: {figure(frontier['drawn_kendall'])}.")]
