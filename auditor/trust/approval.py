@@ -48,6 +48,7 @@ from auditor.trust.layout import (
     STATEMENT_TYPE,
 )
 from auditor.trust.pdf_approval import approval_state, approve_pdf, check_pdf_approval, pinned
+from auditor.trust.pdf_revisions import pdf_reader
 from auditor.trust.roles import Roles, normalised
 from auditor.trust.run_folder import check_folder, check_predicate, check_subject, read_evidence
 from auditor.trust.strict_json import BadJSON, json_object, strict_json
@@ -153,11 +154,7 @@ def _pdf_signer_keys(path: Path) -> list[bytes]:
     (its sha256 matched the bundle, so it is the PDF the tool signed)."""
 
     with quiet_pyhanko(), contextlib.suppress(Exception):
-        from io import BytesIO
-
-        from pyhanko.pdf_utils.reader import PdfFileReader
-
-        reader = PdfFileReader(BytesIO(read_regular(path, limit=MAX_JSON_BYTES, follow=False)), strict=False)
+        reader = pdf_reader(read_regular(path, limit=MAX_JSON_BYTES, follow=False))
         return [s.signer_cert.public_key.dump() for s in reader.embedded_regular_signatures
                 if s.field_name == PDF_FIELD]
     return []

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from io import BytesIO
 from typing import Any
 
 from auditor.core.files import MAX_JSON_BYTES
 from auditor.trust.certificates import quiet_pyhanko
 from auditor.trust.layout import ATTACHMENT
+from auditor.trust.pdf_revisions import pdf_reader
 from auditor.trust.strict_json import BadJSON, first_difference, strict_json
 from auditor.trust.verdict import Verdict
 
@@ -55,9 +55,7 @@ def attachment(data: bytes, filename: str) -> bytes:
     """The one embedded file named `filename`, inflated with a size cap (a stream may be a decompression bomb)."""
     import zlib
 
-    from pyhanko.pdf_utils.reader import PdfFileReader
-
-    reader = PdfFileReader(BytesIO(data), strict=False)
+    reader = pdf_reader(data)
     try:
         names = reader.root["/Names"]["/EmbeddedFiles"]["/Names"]
     except KeyError:

@@ -8,7 +8,6 @@ import asyncio
 import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
-from io import BytesIO
 from typing import Any
 
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
@@ -28,12 +27,10 @@ def check_pdf_signature(data: bytes, trusted: list[Any], *, certificate_sha256: 
     and timestamps (`auditor.trust.pdf_revisions`). `require_revocation`: a certificate whose revocation cannot be
     checked fails. `certified_bytes`: the length of the certified revision the bundle pins; the signature must end
     there. `file`: the run's PDF it is (report.pdf, or another document of the run, which holds no approval)."""
-    from pyhanko.pdf_utils.reader import PdfFileReader
-
     name = f"{file} (signature)"
     with quiet_pyhanko():
         try:
-            reader = PdfFileReader(BytesIO(data), strict=False)
+            reader = pdf_reader(data)
             signatures = reader.embedded_regular_signatures
             stamps = reader.embedded_timestamp_signatures
         except Exception as exc:

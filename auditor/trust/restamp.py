@@ -26,7 +26,7 @@ from auditor.trust import net, timestamps
 from auditor.trust.certificates import quiet_pyhanko, to_asn1
 from auditor.trust.dsse import statement_bytes
 from auditor.trust.layout import BUNDLE_NAME, REPORT_PDF, TOKEN_NAME, renewal_name, run_pdfs
-from auditor.trust.pdf_revisions import certification, later_revision_problem, pdf_reader
+from auditor.trust.pdf_revisions import certification, fresh_reader, later_revision_problem, pdf_reader
 from auditor.trust.pdf_verify import TrustedTime, newest_trusted_time
 from auditor.trust.strict_json import json_object
 from auditor.trust.token_chain import bundle_signature, chain_names, collect_validation_data, newest, read_chain
@@ -127,7 +127,7 @@ def _restamp_pdf(pdf: Path, url: str, trusted: list[Any]) -> str:
                 data = with_data.getvalue()
             result = BytesIO()
             stamper = PdfTimeStamper(timestamps.timestamper(url))
-            asyncio.run(stamper.async_update_archival_timestamp_chain(pdf_reader(data), context(), in_place=False,
+            asyncio.run(stamper.async_update_archival_timestamp_chain(fresh_reader(data), context(), in_place=False,
                                                                       output=result))
         except timestamps.TimestampError as exc:
             raise InputError(f"no timestamp from {timestamps.without_credentials(url)}: {exc}", file=pdf,
