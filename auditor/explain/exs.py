@@ -46,9 +46,9 @@ import numpy as np
 from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import (
     Perturbed,
-    SamplerCache,
     map_blocks,
     sample_query,
+    shared_samplers,
     single_threaded_blas,
 )
 from auditor.explain.svr import l1_svr, l2_svr
@@ -108,13 +108,12 @@ class Exs:
         self.C = C
         self.loss: Loss = loss
         self.max_iter = max_iter
-        self._samplers = SamplerCache()
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> Attributions:
         """(len(docs) × F) SVR coefficients per std, with the documents whose surrogate was constant (zeros) and
         those the exact L1 solver left to liblinear. `masker` is unused: EXS perturbs with background samples."""
-        drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
+        drawn = sample_query(model, shared_samplers(), query, docs, self.n_samples, rng, shared=self.shared_samples)
         with single_threaded_blas():  # tiny fits: BLAS threads only add overhead (see lirme.py)
             return self._fit_query(drawn, query)
 
@@ -123,7 +122,7 @@ class Exs:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
         `attribute` call per query, but the samples of a block of queries are scored in ONE model call."""
         with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
-            return map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
+            return map_blocks(model, shared_samplers(), queries, docs, self.n_samples, rngs,
                               lambda drawn: self._fit_query(drawn.perturbed(self.n_samples), drawn.query),
                               shared=self.shared_samples)
 

@@ -31,9 +31,9 @@ from numba import njit
 from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import (
     Perturbed,
-    SamplerCache,
     map_blocks,
     sample_query,
+    shared_samplers,
     single_threaded_blas,
 )
 from auditor.models.base import CountingRanker
@@ -66,12 +66,11 @@ class Lirme:
         self.shared_samples = shared_samples
         self.alpha = alpha
         self.penalty: Penalty = penalty
-        self._samplers = SamplerCache()
 
     def attribute(self, model: CountingRanker, query: QueryView, docs: np.ndarray, masker: Masker,
                   rng: np.random.Generator) -> Attributions:
         """(len(docs) × F) coefficients per std. `masker` is unused: LIRME perturbs with background samples."""
-        drawn = sample_query(model, self._samplers, query, docs, self.n_samples, rng, shared=self.shared_samples)
+        drawn = sample_query(model, shared_samplers(), query, docs, self.n_samples, rng, shared=self.shared_samples)
         # The fits are tiny (n_samples × F): threaded BLAS only adds overhead there, and its threads would compete
         # with the block workers and the model for the same cores.
         with single_threaded_blas():
@@ -82,7 +81,7 @@ class Lirme:
         """`attribute` for many queries, each with its own generator: the same results, bit for bit, as one
         `attribute` call per query, but the samples of a block of queries are scored in ONE model call."""
         with single_threaded_blas():  # set once for all worker threads (the limit is process-wide)
-            return map_blocks(model, self._samplers, queries, docs, self.n_samples, rngs,
+            return map_blocks(model, shared_samplers(), queries, docs, self.n_samples, rngs,
                               lambda drawn: Attributions(values=self._fit_query(drawn.perturbed(self.n_samples),
                                                                                 drawn.query.n_features)),
                               shared=self.shared_samples)

@@ -194,17 +194,29 @@ def kernel_weights(samples: np.ndarray, x: np.ndarray, mean: np.ndarray, std: np
 
 class SamplerCache:
     """Keeps the sampler of the last background seen: queries of one audit share one background array, and the
-    quartiles of a large training set are worth computing once."""
+    quartiles of a large training set are worth computing once (0.2 s at 136 features)."""
 
     def __init__(self) -> None:
         self._background: np.ndarray | None = None
         self._sampler: QuartileSampler | None = None
+        self._lock = threading.Lock()  # the threads of `map_blocks` ask at once: one builds, the others wait
 
     def get(self, background: np.ndarray) -> QuartileSampler:
-        if self._sampler is None or self._background is not background:
-            self._sampler = QuartileSampler(background)
-            self._background = background
-        return self._sampler
+        with self._lock:
+            if self._sampler is None or self._background is not background:
+                self._sampler = QuartileSampler(background)
+                self._background = background
+            return self._sampler
+
+
+_SHARED = SamplerCache()
+
+
+def shared_samplers() -> SamplerCache:
+    """The process's sampler cache, shared by every explainer and evidence item: each executor task builds its own
+    explainers, and with a cache each they drew the quartiles again for every block of queries (a wide audit: ~40
+    times, 8 s). The background array is the same object in every task of a process (`reference_rows`)."""
+    return _SHARED
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     """An executor task: every criterion for every method on a block of queries. Each query draws from its own
     streams; what local_explanations already computed arrives with the payload and joins the memo."""
     from auditor.checks.decision_path import ground_truth  # numba: loaded by the task, not by the spec
-    from auditor.explain.perturb import SamplerCache
+    from auditor.explain.perturb import shared_samplers
 
     options, methods, criteria, ensemble = job.options, job.methods, job.criteria, job.ensemble
     masker, background = ctx.masker(), ctx.reference_rows()
@@ -129,7 +129,7 @@ def _judge_block(ctx: AuditContext, job: _Job, payload: list[tuple[Any, ...]]) -
     explainers = build(options)
     rerun = build(options, scale=options.rerun_fraction)
     chosen = {m: registry.method(m) for m in methods}
-    sampler = SamplerCache().get(background) if any(c.explainer.surrogate for c in chosen.values()) else None
+    sampler = shared_samplers().get(background) if any(c.explainer.surrogate for c in chosen.values()) else None
     # a near tie is the query's property, not the explanation's: it is reported apart and flags nothing
     thresholds = {c: getattr(options.thresholds, c) for c in criteria if c != "margin"}
     attribution_count = max([c.docs for c in chosen.values() if c.attribution] + [1])

@@ -73,10 +73,10 @@ def run(ctx: AuditContext, options: DecisionPathOptions) -> EvidenceResult:
     # the ground truth describes the model when its value changes add up to the scores (to the arithmetic's noise)
     result.facts["reproduces_scores"] = not additivity > 1e-6 * max(1.0, float(np.max(np.abs(scores))))
 
-    from auditor.explain.perturb import SamplerCache
+    from auditor.explain.perturb import shared_samplers
 
     background = ctx.reference().X
-    sampler = SamplerCache().get(background) if any(registry.EXPLAINERS[e].surrogate for e in options.explainers) \
+    sampler = shared_samplers().get(background) if any(registry.EXPLAINERS[e].surrogate for e in options.explainers) \
         else None
     masker = ctx.masker()
     explainers = build(options)
