@@ -92,7 +92,7 @@ class CountingRanker:
         turns it off (benchmarks compare the two)."""
         if "_exact_trees" not in self.__dict__:
             self._exact_trees = None if os.environ.get("AUDITOR_MASKED_ROWS") == "predict" else \
-                _decided_trees(self.inner)
+                decided_trees(self.inner)
         return self._exact_trees
 
     def count(self, rows: int) -> None:
@@ -117,7 +117,7 @@ _DECIDED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _DECIDED_LOCK = threading.Lock()
 
 
-def _decided_trees(ranker: Any) -> Any:
+def decided_trees(ranker: Any) -> Any:
     """`bit_identical_trees(ranker)`, once per model object (kept while the model lives)."""
     with _DECIDED_LOCK:
         try:

@@ -30,7 +30,7 @@ import numpy as np
 from auditor.core.threads import cpu_count
 from auditor.evidence.executor import AUTO_MIN_QUERIES, AUTO_MIN_SECONDS
 from auditor.inputs.data import RankingData
-from auditor.models.base import bit_identical_trees
+from auditor.models.base import decided_trees
 
 PROBE_KEEP = 5  # features a masked probe row keeps (the searches' sets: k ≤ 10); the rest at the mean
 POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors")
@@ -158,7 +158,7 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
     masked = np.where(keep, sample, mean)
     started = time.perf_counter()
     model.predict(sample[:64])
-    trees = bit_identical_trees(getattr(model, "inner", model))
+    trees = decided_trees(getattr(model, "inner", model))
     if trees is not None:  # masked rows are read off the trees (auditor.scoring.masked_scoring): many masks a document
         from auditor.scoring.masked_scoring import masked_scores
 
@@ -223,7 +223,7 @@ def shape_of(data: RankingData, background: RankingData | None, model: Any, *, r
              masked_rows_per_second: float | None = None, workers: int = 1) -> Shape:
     reference = background if background is not None else data
     trees = int((model.describe() or {}).get("n_trees") or 100)
-    off_trees = bit_identical_trees(getattr(model, "inner", model)) is not None
+    off_trees = decided_trees(getattr(model, "inner", model)) is not None
     return Shape(sizes=np.asarray(data.query_sizes()), features=data.n_features, trees=trees,
                  background_docs=reference.n_docs, background_queries=reference.n_queries,
                  rows_per_second=rows_per_second, masked_rows_per_second=masked_rows_per_second, workers=workers,
