@@ -190,6 +190,9 @@ def test_surrogate_evidence_on_the_bookstore(bookstore: Path):
     assert 1 <= m["surrogate.fidelity.effects_for_95pct"] <= n_effects
     assert frontier["kendall"][int(m["surrogate.fidelity.effects_for_95pct"]) - 1] >= 0.95 * frontier["kendall"][-1]
     assert "3 effects drawn, read alone, rank like the model" in result.summary
+    all_drawn = SurrogateOptions(**{**light, "top_effects": 30, "top_pairs": 100})
+    every = _presented(run(ctx, all_drawn), all_drawn).summary  # every effect drawn: no cut to compare
+    assert f"All its {int(n_effects)} effects are drawn below" in every and "read alone" not in every
     assert {r["effect"] for r in result.records} >= {"genre_match", "price_in_range"}
     assert m["surrogate.training.synthetic_documents"] > 0
     again = _presented(run(ctx, SurrogateOptions(**light)), SurrogateOptions(**light))

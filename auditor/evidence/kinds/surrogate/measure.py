@@ -113,9 +113,9 @@ def run(ctx: AuditContext, options: SurrogateOptions) -> EvidenceResult:
                                                                        [10])[rankable, 0].mean())
         m["surrogate.labels.ndcg@10.model"] = float(per_query_ndcg(blackbox, data.y, data.query_ptr,
                                                                    [10])[rankable, 0].mean())
-    frontier = size_frontier(contrib, order, [parts.effects[e].is_pair for e in order], blackbox, data.query_ptr,
-                             drawn_effects(parts, order, options))
-    m["surrogate.fidelity.drawn.kendall.mean"] = _number(frontier["drawn_kendall"])
+    frontier, drawn_tau = size_frontier(contrib, order, [parts.effects[e].is_pair for e in order], blackbox,
+                                        data.query_ptr, drawn_effects(parts, order, options))
+    m["surrogate.fidelity.drawn.kendall.mean"] = drawn_tau
     m["surrogate.fidelity.drawn.effects"] = float(frontier["drawn"])
     m["surrogate.fidelity.effects_for_95pct"] = float(frontier["effects_for_95pct"])
     m["surrogate.n_main_effects"] = float(len(parts.main_effects))
@@ -177,11 +177,12 @@ def drawn_effects(parts: Decomposition, order: np.ndarray, options: SurrogateOpt
 
 
 def size_frontier(contrib: np.ndarray, order: np.ndarray, is_pair: list[bool], blackbox: np.ndarray,
-                  query_ptr: np.ndarray, drawn: np.ndarray) -> dict[str, Any]:
+                  query_ptr: np.ndarray, drawn: np.ndarray) -> tuple[dict[str, Any], float]:
     """Fidelity against size: the surrogate cut to its k largest effects (the rest held at their mean, which moves
     no document within its query), for k = 1 … all, as mean Kendall tau with the model over the queries; the same
     for the effects the report draws; and the fewest effects that keep 95% of the whole surrogate's tau. Why: a
-    reader reads the drawn curves as the model, and this says how much of its ordering they hold."""
+    reader reads the drawn curves as the model, and this says how much of its ordering they hold. Returns the facts
+    (as stored) and the drawn effects' tau."""
     from auditor.checks.validity import has_order, kendall_tau_b
 
     n_effects = len(order)
@@ -196,9 +197,10 @@ def size_frontier(contrib: np.ndarray, order: np.ndarray, is_pair: list[bool], b
     kendall = np.mean(taus, axis=0) if taus else np.full(n_effects, np.nan)
     whole = float(kendall[-1]) if n_effects else float("nan")
     enough = np.flatnonzero(kendall >= 0.95 * whole) if np.isfinite(whole) and whole > 0 else np.zeros(0, int)
+    drawn_tau = float(np.mean(drawn_taus)) if drawn_taus else math.nan
     return {"kendall": [stored(float(t)) for t in kendall], "pair": [bool(p) for p in is_pair],
-            "drawn": int(drawn.size), "drawn_kendall": stored(float(np.mean(drawn_taus)) if drawn_taus else math.nan),
-            "effects_for_95pct": int(enough[0]) + 1 if enough.size else n_effects}
+            "drawn": int(drawn.size), "drawn_kendall": stored(drawn_tau),
+            "effects_for_95pct": int(enough[0]) + 1 if enough.size else n_effects}, drawn_tau
 
 
 def _fidelity(full: dict[str, Any], main: dict[str, Any], fit: IlmartFit) -> dict[str, Any]:
@@ -225,7 +227,8 @@ def _drawn(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, order: 
     data, names, units = ctx.data, ctx.data.feature_names, ctx.feature_units
     offsets = contrib.mean(axis=0)
     mains: list[dict[str, Any]] = []
-    for e in [e for e in order if not parts.effects[e].is_pair][: options.top_effects]:
+    drawn = drawn_effects(parts, order, options)  # what size_frontier judges is what is drawn
+    for e in [e for e in drawn if not parts.effects[e].is_pair]:
         effect = parts.effects[e]
         feature = effect.features[0]
         name, unit = names[feature], units.get(names[feature])
@@ -241,7 +244,7 @@ def _drawn(ctx: AuditContext, parts: Decomposition, contrib: np.ndarray, order: 
             panel = StepPanel.of(axis_label(name, unit), effect.cuts[0], effect.values[:-1] - offsets[e], column)
         mains.append({"feature": name, "panel": encode(panel), "low": float(own.min()), "high": float(own.max())})
     panels = []
-    for e in [e for e in order if parts.effects[e].is_pair][: options.top_pairs]:
+    for e in [e for e in drawn if parts.effects[e].is_pair]:
         axes = [HeatAxis(axis_label(names[f], units.get(names[f])), data.X[:, f], is_yes_no(units.get(names[f])))
                 for f in parts.effects[e].features]
         panels.append((effect_name(parts.effects[e], names), axes[0], axes[1], contrib[:, e] - offsets[e]))
@@ -259,8 +262,3 @@ def _per_feature(contrib: np.ndarray, parts: Decomposition, n_features: int) -> 
         for f in effect.features:
             out[:, f] += contrib[:, e] / len(effect.features)
     return out
-
-
-def _number(value: Any) -> float:
-    """A stored number, NaN where it was not finite (stored as None)."""
-    return math.nan if value is None else float(value)

@@ -87,10 +87,12 @@ def _drawn_sentence(frontier: Mapping[str, Any] | None, metrics: Mapping[str, fl
     if not frontier or frontier.get("drawn_kendall") is None or not frontier["kendall"]:
         return ""
     total = len(frontier["kendall"])
+    largest = (f"the {counted(_count(metrics, 'surrogate.fidelity.effects_for_95pct'), 'largest effect')} keep 95% "
+               "of the whole surrogate's agreement.")
+    if frontier["drawn"] >= total:
+        return f" All its {total} effects are drawn below; {largest}"
     return (f" The {counted(frontier['drawn'], 'effect')} drawn, read alone, rank like the model with Kendall "
-            f"tau {figure(frontier['drawn_kendall'])} (all {total}: {figure(frontier['kendall'][-1])}); the "
-            f"{counted(_count(metrics, 'surrogate.fidelity.effects_for_95pct'), 'largest effect')} keep 95% of the "
-            "whole surrogate's agreement.")
+            f"tau {figure(frontier['drawn_kendall'])} (all {total}: {figure(frontier['kendall'][-1])}); {largest}")
 
 
 def _frontier_figure(frontier: Mapping[str, Any] | None) -> list[Figure]:
@@ -204,7 +206,9 @@ def limitations(metrics: Mapping[str, float], dataset: Mapping[str, float]) -> l
     if "surrogate.fidelity.kendall.mean" not in metrics:
         return []
     drawn = metrics.get("surrogate.fidelity.drawn.kendall.mean")
-    held = ("" if drawn is None or not math.isfinite(drawn) else
+    every = (metrics.get("surrogate.fidelity.drawn.effects") or 0) >= (metrics.get("surrogate.n_main_effects") or 0) + \
+        (metrics.get("surrogate.n_interactions") or 0)
+    held = ("" if drawn is None or not math.isfinite(drawn) or every else
             f"; the {counted(int(metrics.get('surrogate.fidelity.drawn.effects') or 0), 'effect')} drawn, read "
             f"alone, reach a tau of {figure(drawn)}")
     return [f"The interpretable surrogate ranks like the model with Kendall's tau "
