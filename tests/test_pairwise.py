@@ -199,9 +199,13 @@ def test_selections_of_many_coalitions_at_once_are_those_one_at_a_time(monkeypat
         with monkeypatch.context() as patch:
             patch.setattr("auditor.explain.pairwise._SELECT_CELLS", 7 * 2 * 300)  # passes of 7 coalitions
             in_passes = fill.select_many(logs)
-        for one, other in zip(in_passes, fill.select_many(logs), strict=True):
-            for a, b in zip(one, other, strict=True):
-                np.testing.assert_array_equal(a, b)
-        for (m, lw), many in zip(zip(masks, logs, strict=True), fill.select_many(logs), strict=True):
-            for one, batched in zip(fill.select(x_a, x_b, m, lw), many, strict=True):
+        rows, weights, take = fill.select_many(logs)
+        for a, b in zip(in_passes, (rows, weights, take), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert len(rows) == len(weights) == 2 * take.sum()
+        ends = np.cumsum(np.repeat(take, 2))
+        sides = [(rows[end - n:end], weights[end - n:end]) for end, n in zip(ends, np.repeat(take, 2), strict=True)]
+        for c, (m, lw) in enumerate(zip(masks, logs, strict=True)):
+            idx_a, w_a, idx_b, w_b = fill.select(x_a, x_b, m, lw)
+            for one, batched in zip((idx_a, w_a, idx_b, w_b), (*sides[2 * c], *sides[2 * c + 1]), strict=True):
                 np.testing.assert_array_equal(one, batched)

@@ -33,7 +33,7 @@ from auditor.models.base import CountingRanker, rows_per_call
 PairFunction = Literal["margin", "probability"]
 FillKind = Literal["adaptive", "masking"]
 _MAX_ROWS = 1_000_000  # rows per predict call
-_SELECT_CELLS = 4_000_000  # reference weights `select_many` handles in one pass
+_SELECT_CELLS = 500_000  # reference weights `select_many` handles in one pass
 
 
 @dataclass
@@ -114,15 +114,18 @@ class ConditionalFill:
         return _first(neg_a, sorted_a, take), w_a[:take], _first(neg_b, sorted_b, take), w_b[:take]
 
     def select_many(self, log_weights: list[tuple[np.ndarray, np.ndarray]]
-                    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`select` of many coalitions of an adaptive fill from their log-weights (each a coalition that knows some
-        but not every feature), in a few array operations instead of a dozen a coalition: the same rows and
-        weights (rows sort, sum and accumulate exactly as alone)."""
+        but not every feature), in a few array operations instead of a dozen a coalition: (rows, weights, take),
+        the rows and weights of coalition 0's A, then its B, then coalition 1's A ..., `take` rows a side for each
+        coalition. The same rows and weights as `select` one at a time (rows sort, sum and accumulate exactly as
+        alone; ties in index order)."""
         n = self.reference.shape[0]
         batch = max(1, _SELECT_CELLS // (2 * n))  # coalitions a pass: its arrays stay ~32 MB each
         if len(log_weights) > batch:
-            return [one for start in range(0, len(log_weights), batch)
-                    for one in self.select_many(log_weights[start:start + batch])]
+            parts = [self.select_many(log_weights[start:start + batch]) for start in range(0, len(log_weights), batch)]
+            return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                    np.concatenate([p[2] for p in parts]))
         neg = -np.stack([pair for both in log_weights for pair in both])  # rows: A, B of coalition 0, then 1 …
         ordered = np.sort(neg, axis=1)
         w = np.exp(-ordered + ordered[:, :1])
@@ -130,12 +133,15 @@ class ConditionalFill:
         share = cumulative[0::2] * cumulative[1::2]
         # share never decreases along a row, so searchsorted's position is the count below the cut
         take = np.clip(np.count_nonzero(share < self.eta - 1e-12, axis=1) + 1, 1, min(self.max_neighbours, n))
-        out = []
-        for c, count in enumerate(take.tolist()):
-            a, b = 2 * c, 2 * c + 1
-            out.append((_first(neg[a], ordered[a], count), w[a, :count], _first(neg[b], ordered[b], count),
-                        w[b, :count]))
-        return out
+        per_row = np.repeat(take, 2)
+        # each row's first `take` of a stable argsort: its values up to the take-th smallest, by value then index
+        row, col = np.nonzero(neg <= ordered[np.arange(len(neg)), per_row - 1][:, None])
+        order = np.lexsort((col, neg[row, col], row))
+        row, col = row[order], col[order]
+        rank = np.arange(len(row)) - np.searchsorted(row, row)
+        chosen = rank < per_row[row]
+        weights = w[np.arange(w.shape[1]) < per_row[:, None]]  # each row's first `take`, row after row
+        return col[chosen], weights, take
 
     def prefix_log_weights(self, x: np.ndarray, permutation: np.ndarray) -> np.ndarray:
         """Log-weights (D+1 × K) for every prefix of a feature order, from one Cholesky factor: with Ω permuted
@@ -192,38 +198,47 @@ class PairGame:
         return out
 
     def _chunk(self, masks: np.ndarray, log_weights: list[tuple[np.ndarray, np.ndarray]] | None) -> np.ndarray:
-        # every row is a document (0: A, 1: B) under a coalition's mask, its unknown features from a reference row
-        plans, docs, fills, mask_of_row = [], [], [], []
-        some = [i for i, mask in enumerate(masks) if mask.any() and not mask.all()]
-        chosen = {}
-        if log_weights is not None and self.fill.adaptive and some:  # their selections in one pass
-            chosen = dict(zip(some, self.fill.select_many([log_weights[i] for i in some]), strict=True))
-        for i, mask in enumerate(masks):
-            if mask.all():  # everything known: the documents themselves (the fill row is never read)
-                plans.append((np.ones(1), np.ones(1)))
-                docs.append(np.array([0, 1]))
-                fills.append(np.zeros(2, dtype=np.intp))
-                mask_of_row.append(np.full(2, i))
-                continue
-            idx_a, w_a, idx_b, w_b = chosen[i] if i in chosen else self.fill.select(
-                self.x_a, self.x_b, mask, log_weights[i] if log_weights is not None else None)
-            docs.append(np.repeat([0, 1], [len(idx_a), len(idx_b)]))
-            fills.append(np.concatenate([idx_a, idx_b]))
-            mask_of_row.append(np.full(len(idx_a) + len(idx_b), i))
-            plans.append((w_a, w_b))
-        scores = self._score_rows(np.concatenate(docs), np.concatenate(fills), masks[np.concatenate(mask_of_row)])
-        out = np.empty(len(plans))
-        at = 0
-        for i, (w_a, w_b) in enumerate(plans):
-            s_a = scores[at:at + len(w_a)]
-            at += len(w_a)
-            s_b = scores[at:at + len(w_b)]
-            at += len(w_b)
-            if self.function == "margin":  # Eq. 6's double sum separates for a difference of scores
-                out[i] = w_a @ s_a / w_a.sum() - w_b @ s_b / w_b.sum()
+        """v(T) of each mask: every row a document (0: A, 1: B) under a coalition's mask, its unknown features from
+        a reference row, weighted. Rows run in sides: coalition c's A side, then its B side; the coalitions that
+        know some features of an adaptive fill are selected in one pass (`select_many`), the others one by one."""
+        full = np.asarray(masks.all(axis=1), dtype=bool)
+        batched = log_weights is not None and self.fill.adaptive
+        some = np.flatnonzero(masks.any(axis=1) & ~full) if batched else np.empty(0, dtype=np.intp)
+        coalitions, fills, weights, lengths = [some], [], [], []
+        if some.size:
+            rows, w, take = self.fill.select_many([log_weights[i] for i in some])  # type: ignore[index]
+            fills.append(rows)
+            weights.append(w)
+            lengths.append(np.repeat(take, 2))
+        alone = np.setdiff1d(np.arange(len(masks)), some)
+        coalitions.append(alone)
+        for i in alone.tolist():
+            if bool(full[i]):  # everything known: the documents themselves (the fill row is never read)
+                idx_a = idx_b = np.zeros(1, dtype=np.intp)
+                w_a = w_b = np.ones(1)
             else:
-                g = pair_value(s_a[:, None], s_b[None, :], self.function)
-                out[i] = w_a @ g @ w_b / (w_a.sum() * w_b.sum())
+                idx_a, w_a, idx_b, w_b = self.fill.select(self.x_a, self.x_b, masks[i],
+                                                          log_weights[i] if log_weights is not None else None)
+            fills += [idx_a, idx_b]
+            weights += [w_a, w_b]
+            lengths.append(np.array([len(idx_a), len(idx_b)]))
+        order = np.concatenate(coalitions)  # the coalition of each side pair, in row order
+        side_rows = np.concatenate(lengths)
+        docs = np.repeat(np.tile(np.array([0, 1]), len(order)), side_rows)
+        keep = masks[np.repeat(order, side_rows[0::2] + side_rows[1::2])]
+        scores = self._score_rows(docs, np.concatenate(fills), keep)
+        weight = np.concatenate(weights)
+        out = np.empty(len(masks))
+        starts = np.concatenate([[0], np.cumsum(side_rows)[:-1]])
+        if self.function == "margin":  # Eq. 6's double sum separates for a difference of scores
+            means = np.add.reduceat(weight * scores, starts) / np.add.reduceat(weight, starts)
+            out[order] = means[0::2] - means[1::2]
+            return out
+        for c, coalition in enumerate(order.tolist()):
+            a, b = starts[2 * c], starts[2 * c + 1]
+            w_a, w_b = weight[a:b], weight[b:b + side_rows[2 * c + 1]]
+            g = pair_value(scores[a:b][:, None], scores[b:b + len(w_b)][None, :], self.function)
+            out[coalition] = w_a @ g @ w_b / (w_a.sum() * w_b.sum())
         return out
 
     def _score_rows(self, doc_of_row: np.ndarray, fill_of_row: np.ndarray, keep: np.ndarray) -> np.ndarray:
