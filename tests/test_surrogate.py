@@ -85,6 +85,25 @@ def test_fidelity_measures():
     assert z[:4].mean() == pytest.approx(0) and z[:4].std() == pytest.approx(1) and np.all(z[4:] == 0)
 
 
+def test_the_surrogate_is_the_same_at_any_thread_count(synthetic_fit):
+    """The evidence trains it on the audit's cores: deterministic row-wise histograms make the same trees on one
+    thread as on three (a machine's cores never change the evidence)."""
+    rng = np.random.default_rng(5)
+    X, _, sizes = make_queries(rng, 160, 6, min_docs=8, max_docs=20)
+    signal = 2.0 * X[:, 0] + 3.0 * X[:, 1] * X[:, 2] + 0.5 * X[:, 3] + 0.2 * rng.standard_normal(len(X))
+    y = np.digitize(signal, np.quantile(signal, [0.5, 0.75, 0.9, 0.97])).astype(float)
+    cut = int(sizes[:120].sum())
+    train, valid = RankSet(X[:cut], y[:cut], sizes[:120]), RankSet(X[cut:], y[cut:], sizes[120:])
+    three = fit_ilmart(train, valid, config=IlmartConfig(n_interactions=3, num_leaves=7,
+                                                         **{**FAST, "num_threads": 3}))
+    one = synthetic_fit[0]
+
+    def trees(fit: Any) -> str:
+        return str(fit.booster.model_to_string().split("parameters:")[0])  # the parameters name the thread count
+
+    assert trees(three) == trees(one) and "Tree=3" in trees(one)
+
+
 def test_kendall_stopping_keeps_the_best_validation_tau():
     rng = np.random.default_rng(8)
     X, _, sizes = make_queries(rng, 80, 4, min_docs=6, max_docs=12)
