@@ -96,11 +96,14 @@ def test_outcomes_come_back_in_order_with_rows_and_memo(lambdamart) -> None:
         assert [o.memo for o in outcomes] == [{("double", n): 2 * n} for n in (5, 1, 9, 3)]
 
 
-def test_split_balances_blocks_across_workers() -> None:
+def test_split_shrinks_blocks_toward_the_end() -> None:
     items = list(range(100))
     assert split(items, 1, most=64) == [items[:25], items[25:50], items[50:75], items[75:]]
     blocks = split(items, 2, most=64)
-    assert [len(b) for b in blocks] == [13] * 7 + [9] and [i for b in blocks for i in b] == items
+    assert [len(b) for b in blocks] == [25, 19, 14, 11, 8, 6, 5, 3, 3, 2, 1, 1, 1, 1]
+    assert [i for b in blocks for i in b] == items
+    assert [len(b) for b in split(list(range(43)), 2, most=64)] == [11, 8, 6, 5, 4, 3, 2, 1, 1, 1, 1]
+    assert [len(b) for b in split(list(range(10)), 2, most=64, least=3)] == [3, 3, 3, 1]
     assert all(len(b) <= 8 for b in split(list(range(1000)), 2, most=8))
     assert split([], 2, most=8) == []
 

@@ -334,12 +334,8 @@ class AuditContext:
         rows each task evaluated count on this context's model, and its memo entries join this context's memo.
         `ticker` advances by one per query of each payload (a list of queries): per query as a task in this process
         calls `ctx.tick()`, else when its block comes back from a worker."""
-        from auditor.evidence.executor import SerialExecutor, WorkerState, ticking
+        from auditor.evidence.executor import SerialExecutor, ticking
 
-        if self._state is None:
-            self._state = WorkerState(model=self.model.inner, seed=self.seed, masking=self.masking,
-                                      masking_samples=self.masking_samples, masker=self.masker(),
-                                      background=self.reference_rows())
         executor = self.executor if self.executor is not None else SerialExecutor()
         ticker = ticker or Ticker()
         units: deque[int] = deque()
@@ -354,13 +350,23 @@ class AuditContext:
             ticked[0] += n
             ticker.advance(n)
 
-        for outcome in ticking(forward, executor.map(self._state, task, job, counted(), size=size)):
+        for outcome in ticking(forward, executor.map(self.worker_state(), task, job, counted(), size=size)):
             ticker.advance(max(0, units.popleft() - ticked[0]))  # what the task did not tick itself
             ticked[0] = 0
             self.model.rows_evaluated += outcome.rows
             for key, value in outcome.memo.items():
                 self._memo.setdefault(key, value)
             yield outcome.value
+
+    def worker_state(self) -> Any:
+        """What every executor task reads (`executor.WorkerState`): built once an audit."""
+        from auditor.evidence.executor import WorkerState
+
+        if self._state is None:
+            self._state = WorkerState(model=self.model.inner, seed=self.seed, masking=self.masking,
+                                      masking_samples=self.masking_samples, masker=self.masker(),
+                                      background=self.reference_rows())
+        return self._state
 
     @property
     def workers(self) -> int:

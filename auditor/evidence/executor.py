@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 Kind = Literal["auto", "serial", "processes", "dask"]
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
 AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/run/cost.py)...
-AUTO_RUNNING_SECONDS = 10.0  # ...or at this long once the workers run (an earlier item started them)
+AUTO_RUNNING_SECONDS = 10.0  # ...or at this long once the workers run or some item of the audit will start them
 DASK_SCHEMES = ("tcp", "tls")  # a scheduler's address: tcp://host:port, tls://host:port, or host:port (tcp)
 DASK_CONNECT_SECONDS = 20  # to reach the scheduler, and then for its first worker
 _here = threading.local()  # the serial executor's progress tick, for tasks running in this thread
@@ -166,6 +166,21 @@ def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], 
     return Outcome(value=value, rows=ctx.model.rows_evaluated, memo=ctx._memo)
 
 
+def pool_plan(work: list[tuple[float, int]]) -> list[bool]:
+    """Which of an audit's pooled items, each (seconds in this process, queries) in run order, `auto` runs on
+    worker processes. An item starts the workers at AUTO_MIN_QUERIES queries or AUTO_MIN_SECONDS; once one of the
+    audit's items will, every item of AUTO_RUNNING_SECONDS uses them, those that run before it too: the start is
+    paid once an audit (and early, `warm`), so a 26 s item need not run here while a 33 s one after it pools."""
+    starts = any(queries >= AUTO_MIN_QUERIES or (seconds >= AUTO_MIN_SECONDS and queries >= 2)
+                 for seconds, queries in work)
+    floor = AUTO_RUNNING_SECONDS if starts else AUTO_MIN_SECONDS
+    return [queries >= AUTO_MIN_QUERIES or (seconds >= floor and queries >= 2) for seconds, queries in work]
+
+
+def _ready() -> None:
+    """A task that does nothing: submitted by `warm` so the workers start (and install the state) ahead of use."""
+
+
 class Executor(Protocol):
     kind: str
     workers: int
@@ -239,6 +254,18 @@ class ProcessExecutor:
     def running(self) -> bool:
         return self._pool is not None
 
+    def submit(self, function: Callable[..., Any], *args: Any) -> Any:
+        """`function(*args)` on a worker, queued behind the tasks already submitted, when the workers run (a
+        concurrent Future), else None: side work for the cores an item in this process leaves idle."""
+        return None if self._pool is None else self._pool.submit(function, *args)
+
+    def warm(self, state: WorkerState) -> None:
+        """Start the workers now, without waiting for them: they spawn and install `state` on the other cores
+        while this process runs the audit's first items (3-5 s no item waits for)."""
+        pool = self._pool_for(state)
+        for _ in range(self.workers):
+            pool.submit(_ready)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -256,10 +283,11 @@ class AutoExecutor:
         self._processes = ProcessExecutor(self.workers) if self.workers > 1 else None
         self._checked: dict[str, bool] = {}
         self.seconds = 0.0  # the engine sets it per evidence item: the cost model's estimate in this process
+        self.expected = False  # the engine sets it: some item of this audit will start the workers (`pool_plan`)
 
     def map(self, state: WorkerState, task: Callable[..., Any], job: Any, payloads: Iterable[Any],
             *, size: int) -> Iterator[Outcome]:
-        worth = self.seconds >= (AUTO_RUNNING_SECONDS if self.running else AUTO_MIN_SECONDS)
+        worth = self.seconds >= (AUTO_RUNNING_SECONDS if self.running or self.expected else AUTO_MIN_SECONDS)
         use = self._processes is not None and (size >= AUTO_MIN_QUERIES or (worth and size >= 2)) \
             and self._shippable(state)
         chosen = self._processes if use else self._serial
@@ -269,6 +297,16 @@ class AutoExecutor:
     def running(self) -> bool:
         """Whether the workers are started (their start-up is paid)."""
         return self._processes is not None and self._processes.running
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Any:
+        """`ProcessExecutor.submit` when the workers run, else None (they are not started for side work)."""
+        return self._processes.submit(function, *args) if self._processes is not None and self.running else None
+
+    def warm(self, state: WorkerState) -> None:
+        """Start the workers ahead of the first item that uses them (`ProcessExecutor.warm`), when they can take
+        the model."""
+        if self._processes is not None and self._shippable(state):
+            self._processes.warm(state)
 
     def _shippable(self, state: WorkerState) -> bool:
         """A model that cannot be pickled (e.g. a Python function from a trusted file) stays in this process."""
@@ -412,9 +450,18 @@ def make_executor(kind: Kind = "auto", jobs: int | None = None, address: str | N
 
 
 def split(items: list[Any], workers: int, *, most: int, least: int = 1) -> list[list[Any]]:
-    """Consecutive blocks of `items` for tasks: at most `most` per block, and small enough that every worker
-    gets about four blocks (so the last block does not leave the others idle)."""
-    if not items:
-        return []
-    size = max(least, min(most, -(-len(items) // (4 * max(1, workers)))))
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    """Consecutive blocks of `items` for tasks, at most `most` each. In this process, about four even blocks. For
+    workers, blocks shrinking toward the end, each about a 2·workers-th of the items left: large blocks first (a
+    block's queries share their samples and model calls), then ever smaller ones, so the workers finish within a
+    small block of each other instead of one running the last large block alone (43 queries on 2 workers: 11, 8, 6,
+    5, 4, 3, 2, 1, 1, 1, 1)."""
+    if workers <= 1:
+        size = max(least, min(most, -(-len(items) // 4)))
+        return [items[i:i + size] for i in range(0, len(items), size)]
+    blocks: list[list[Any]] = []
+    start = 0
+    while start < len(items):
+        size = max(least, min(most, -(-(len(items) - start) // (2 * workers))))
+        blocks.append(items[start:start + size])
+        start += size
+    return blocks

@@ -754,17 +754,12 @@ def draw(figure: Figure) -> str:
         if svg is not None and key is not None:
             _DRAWN.move_to_end(key)
     if svg is None:
-        arguments = {name: decode(value) for name, value in figure.data.items()}
         try:
-            svg = chart(**arguments)
+            svg = chart(**{name: decode(value) for name, value in figure.data.items()})
         except (TypeError, ValueError, IndexError, KeyError) as exc:
             raise InputError(f"the figure '{shorten(figure.title, 80)}' holds data its chart cannot draw ({exc})",
                              fix=LATER) from None
-        if key is not None:
-            with _DRAWN_LOCK:
-                _DRAWN[key] = svg
-                while len(_DRAWN) > DRAWN_KEPT:
-                    _DRAWN.popitem(last=False)
+        keep_drawings([figure], [svg])
     return label_svg(svg, figure.title, figure.description or figure.caption)
 
 
@@ -774,6 +769,33 @@ def draw(figure: Figure) -> str:
 DRAWN_KEPT = 128
 _DRAWN: OrderedDict[str, str] = OrderedDict()
 _DRAWN_LOCK = threading.Lock()
+
+
+def drawings(figures: list[Figure]) -> list[str | None]:
+    """The charts of `figures` drawn, unlabelled (None where a chart or its data does not draw: `draw` says why
+    when the report asks). Run by an executor's worker on a core the audit leaves idle, as soon as an evidence item
+    is measured; the audit keeps the drawings (`keep_drawings`) and the report finds them drawn."""
+    out: list[str | None] = []
+    for figure in figures:
+        chart = CHARTS.get(figure.chart)
+        try:
+            out.append(None if chart is None else chart(**{name: decode(value) for name, value in figure.data.items()}))
+        except (TypeError, ValueError, IndexError, KeyError):
+            out.append(None)
+    return out
+
+
+def keep_drawings(figures: Sequence[Figure], svgs: Sequence[str | None]) -> None:
+    """Keep the drawings of `figures` (`drawings`' result, or one just drawn) for `draw` to find."""
+    with _DRAWN_LOCK:
+        for figure, svg in zip(figures, svgs, strict=True):
+            key = _drawing_key(figure)
+            if svg is None or key is None:
+                continue
+            _DRAWN[key] = svg
+            _DRAWN.move_to_end(key)
+        while len(_DRAWN) > DRAWN_KEPT:
+            _DRAWN.popitem(last=False)
 
 
 def _drawing_key(figure: Figure) -> str | None:

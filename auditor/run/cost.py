@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from auditor.core.threads import cpu_count
-from auditor.evidence.executor import AUTO_MIN_QUERIES, AUTO_MIN_SECONDS
+from auditor.evidence.executor import pool_plan
 from auditor.inputs.data import RankingData
 from auditor.models.base import decided_trees
 
 PROBE_KEEP = 5  # features a masked probe row keeps (the searches' sets: k ≤ 10); the rest at the mean
-POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors")
+POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Executors"), paid by the first item
+# that uses them
 POOL_EFFICIENCY = 0.9  # worker processes run a pooled kind's queries this close to `workers` times as fast (wide
 # data: 1.96 with 2 workers)
 RENDER_SECONDS = {"html": 3.0, "pdf": 15.0}  # judging, rendering and writing after the evidence: 13 s for the
@@ -94,12 +95,7 @@ class ItemCost:
     rows: int
     seconds: float
     basis: str = ""
-    serial_seconds: float | None = None  # in this process alone (`auto` starts the pool from AUTO_MIN_SECONDS)
-
-    @property
-    def heavy(self) -> bool:
-        """Long enough for `auto` to run its queries in worker processes (auditor/evidence/executor.py)."""
-        return (self.serial_seconds if self.serial_seconds is not None else self.seconds) >= AUTO_MIN_SECONDS
+    serial_seconds: float | None = None  # in this process alone (`auto` chooses the workers from it: pool_plan)
 
     def to_json(self) -> dict[str, Any]:
         return {"queries": self.queries, "rows": int(self.rows), "seconds": round(self.seconds, 1),
@@ -179,8 +175,9 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
 
 
 def estimate_item(name: str, options: Any, shape: Shape, earlier: Mapping[str, Any]) -> ItemCost:
-    """One evidence item's estimate, from its kind's estimator and facts in the registry (an unknown kind: its
-    scores only, flagged in `basis`)."""
+    """One evidence item's estimate in this process alone, from its kind's estimator and facts in the registry (an
+    unknown kind: its scores only, flagged in `basis`); `estimate_items` then divides the pooled items' among the
+    workers."""
     from auditor.evidence.registry import KINDS
 
     kind = KINDS.get(name)
@@ -190,19 +187,15 @@ def estimate_item(name: str, options: Any, shape: Shape, earlier: Mapping[str, A
     queries, rows, extra, basis = kind.estimator()(options, shape, earlier)
     speed = shape.masked_rows_per_second if kind.masked and shape.masked_rows_per_second else shape.rows_per_second
     serial = rows / speed + extra
-    seconds = serial
-    pooled = (serial >= AUTO_MIN_SECONDS and queries >= 2) or queries >= AUTO_MIN_QUERIES
-    if kind.pooled and pooled and shape.workers > 1:
-        share = max(1.0, min(shape.workers, queries) * POOL_EFFICIENCY)
-        seconds = serial / share + POOL_START
-        basis += f"; worker processes, {share:.1f}× as fast"
-    return ItemCost(name=name, queries=queries, rows=rows, seconds=seconds, basis=basis, serial_seconds=serial)
+    return ItemCost(name=name, queries=queries, rows=rows, seconds=serial, basis=basis, serial_seconds=serial)
 
 
 def estimate_items(items: list[tuple[str, Any]], shape: Shape) -> list[ItemCost]:
     """Every item, estimated in the order the engine runs them (`evidence.run_order`: a kind after those it uses),
-    returned in spec order; the first to run also scores the whole dataset (shared by all, `ctx.scores`)."""
+    returned in spec order; the first to run also scores the whole dataset (shared by all, `ctx.scores`). The items
+    `auto` runs on worker processes (`executor.pool_plan`) are divided among them, the first paying their start."""
     from auditor.evidence import REGISTRY, run_order
+    from auditor.evidence.registry import KINDS
 
     options = dict(items)
     known = [name for name, _ in items if name in REGISTRY]
@@ -216,6 +209,16 @@ def estimate_items(items: list[tuple[str, Any]], shape: Shape) -> list[ItemCost]
             cost.seconds += shape.docs / shape.rows_per_second
         costs[name] = cost
         earlier[name] = options[name]
+    if shape.workers > 1:
+        pooled = [name for name in order if name in KINDS and KINDS[name].pooled]
+        started = False
+        for name, use in zip(pooled, pool_plan([(costs[n].seconds, costs[n].queries) for n in pooled]), strict=True):
+            if use:
+                cost = costs[name]
+                share = max(1.0, min(shape.workers, cost.queries) * POOL_EFFICIENCY)
+                cost.seconds = cost.seconds / share + (0.0 if started else POOL_START)
+                cost.basis += f"; worker processes, {share:.1f}× as fast"
+                started = True
     return [costs[name] for name, _ in items]
 
 

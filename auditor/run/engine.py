@@ -292,6 +292,7 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
                                     previous_review=review.previous is not None and review.error is None)
     results = {name: _run_plugin(ALWAYS[name], always[name], ctx)[0] for name in ALWAYS}
     seconds: dict[str, float] = {}
+    drawn: list[tuple[list[Any], Any]] = []  # figures the workers draw while this process measures (`_draw_aside`)
     try:
         with core_limit(chosen.jobs):
             items, plan, choice = planned(prepared, ctx.workers)  # cost model and budget (auditor/run/cost.py)
@@ -300,15 +301,24 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
             serial = {name: item.serial_seconds if item.serial_seconds is not None else item.seconds
                       for (name, _), item in zip(items, plan.items, strict=True)}
             order = run_order(list(requested))  # items another uses run first (EvidenceKind.uses)
+            pooled = _warm_workers(ctx, order, serial, {name: item.queries for (name, _), item in zip(items, plan.items,
+                                                                                                     strict=True)})
+            measured: list[list[Any]] = []  # figures of items measured, not yet given to a worker
             with progress.task("Evidence items", len(order), overall=True) as overall:
                 for index, name in enumerate(order):
+                    if name not in pooled:  # this item runs here: the workers are free to draw
+                        drawn += _draw_aside(ctx.executor, measured)
+                        measured = []
                     later = sum(estimate[n] for n in order[index + 1:]) + plan.render_seconds
                     progress.item(name, estimate[name], later=later)
                     ctx.executor.seconds = serial[name]  # `auto`: the pool for long items (AUTO_MIN_SECONDS)
                     plugin = REGISTRY[name]
                     ctx.inputs = {used: results[used] for used in plugin.uses if used in results}
                     results[name], seconds[name] = _run_plugin(plugin, requested[name], ctx)
+                    if results[name].figures:
+                        measured.append(list(results[name].figures))
                     overall.advance()
+            _keep_drawn(drawn)  # the last item's figures are drawn with the report
     finally:
         ctx.executor.close()
         ctx.inputs = {}
@@ -396,6 +406,51 @@ def cost_record(plan: Any, seconds: dict[str, float], results: dict[str, Evidenc
     from auditor.run.cost import compared
 
     return {**plan.to_json(), "compared": compared(plan, seconds, {n: r.n_model_rows for n, r in results.items()})}
+
+
+def _warm_workers(ctx: AuditContext, order: list[str], serial: dict[str, float], queries: dict[str, int]) -> set[str]:
+    """The items whose queries run on worker processes. When there are any (`executor.pool_plan`), `auto` is told
+    so (every long item then uses them) and they are started now, while this process runs the first items."""
+    from auditor.evidence.executor import pool_plan
+
+    candidates = [name for name in order if name in REGISTRY and REGISTRY[name].pooled]
+    if ctx.workers <= 1 or not hasattr(ctx.executor, "warm"):
+        return set()
+    pooled = set(candidates) if ctx.executor.kind == "processes" else \
+        {name for name, use in zip(candidates, pool_plan([(serial[n], queries[n]) for n in candidates]), strict=True)
+         if use}
+    if pooled:
+        if hasattr(ctx.executor, "expected"):
+            ctx.executor.expected = True
+        ctx.executor.warm(ctx.worker_state())
+    return pooled
+
+
+def _draw_aside(executor: Executor, measured: list[list[Any]]) -> list[tuple[list[Any], Any]]:
+    """Have the workers draw measured items' figures (`plots.drawings`, one task an item) while this process
+    measures the next item, when the workers run: the cores an item measured here leaves idle do the drawing the
+    report would do later, alone."""
+    submit = getattr(executor, "submit", None)
+    if submit is None or not measured:
+        return []
+    from auditor.report.plots import drawings
+
+    futures = [(figures, submit(drawings, figures)) for figures in measured]
+    return [(figures, future) for figures, future in futures if future is not None]
+
+
+def _keep_drawn(drawn: list[tuple[list[Any], Any]]) -> None:
+    """The workers' drawings, kept for the report (`plots.keep_drawings`); one that failed is drawn again when the
+    report asks, where its error is reported."""
+    if not drawn:
+        return
+    from auditor.report.plots import keep_drawings
+
+    for figures, future in drawn:
+        try:
+            keep_drawings(figures, future.result())
+        except Exception:  # a worker's failure: the report draws the figure itself
+            continue
 
 
 def _start_executor(spec: ExecutorSpec, spec_file: Path) -> Executor:
@@ -563,6 +618,8 @@ def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, result
         raise
     try:
         (tmp / "evidence.json").write_text(dump_json(document.to_json()), encoding="utf-8")
+        # the evidence every PDF of the run carries (8 MB of JSON on wide data: written once)
+        attached = dump_json(reproducible_document(document)).encode("utf-8") if "pdf" in formats else b""
         if formats & {"html", "pdf"} and "report" in spec.output.documents:
             signer = prepared.signing.details if prepared.signing is not None else None
             html = render_html(document, results, spec_text=prepared.spec_path.read_text(encoding="utf-8"),
@@ -572,7 +629,6 @@ def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, result
             if "pdf" in formats:
                 from auditor.report.pdf import fixed_date, render_pdf
 
-                attached = dump_json(reproducible_document(document)).encode("utf-8")
                 pdf = render_pdf(html, attachment=attached, date=fixed_date(document.run.get("evaluated_on")),
                                  title=spec.audit.title)
                 (tmp / "report.pdf").write_bytes(pdf)
@@ -580,7 +636,7 @@ def write_run(out_dir: Path, spec: AuditSpec, document: EvidenceDocument, result
 
         write_documents(tmp, list(spec.output.documents), document,
                         evidence_bytes=(tmp / "evidence.json").read_bytes(),
-                        attachment=dump_json(reproducible_document(document)).encode("utf-8"), formats=formats,
+                        attachment=attached, formats=formats,
                         templates=spec.output.templates)
         archived = write_archive(tmp, prepared.spec_path, input_files(prepared), mode=spec.output.archive_inputs,
                                  max_mb=spec.output.archive_max_mb,
