@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
+from auditor.evidence.base import Figure
 from auditor.evidence.executor import (
     THREADS_ENV,
     AutoExecutor,
@@ -21,11 +23,14 @@ from auditor.evidence.executor import (
     core_limit,
     cpu_count,
     make_executor,
+    pool_plan,
     split,
     thread_budget,
 )
 from auditor.inputs.spec import ExecutorSpec
-from auditor.run.engine import run_audit
+from auditor.report import plots
+from auditor.report.plots import _drawing_key, drawings, forget_drawings
+from auditor.run.engine import _draw_aside, _keep_drawn, run_audit
 
 # Per-query evidence that goes through the executor, plus one that reads its memo (confidence), kept small.
 PER_QUERY = [
@@ -33,6 +38,7 @@ PER_QUERY = [
                             "k": 3, "k_curve": [2, 3], "queries": 12, "lime": {"samples": 300}}},
     {"pairwise": {"queries": 6, "top": 3, "background_size": 100}},
     {"confidence": {"methods": ["treeshap5", "lirme5", "greedy_cover_eps"], "k": 3, "queries": 5}},
+    {"ranking_quality": {}},  # measured here: the workers draw the figures of the items before it meanwhile
 ]
 
 
@@ -71,6 +77,12 @@ def test_same_evidence_under_serial_processes_and_dask(per_query_spec: Path, tmp
         for item, value in serial["evidence"].items():  # one item at a time, so a failure names it
             assert other["evidence"][item] == value, f"{item} differs under {name}"
         assert other == serial
+        # the figures the workers drew while the audit went on are those drawn here
+        assert _svgs(runs[name].run_dir) == _svgs(runs["serial"].run_dir) != []
+
+
+def _svgs(run_dir: Path) -> list[str]:
+    return re.findall(r"<svg.*?</svg>", (run_dir / "report.html").read_text(), flags=re.S)
 
 
 def _double(ctx, job, payload):
@@ -86,14 +98,33 @@ def test_outcomes_come_back_in_order_with_rows_and_memo(lambdamart) -> None:
     state = WorkerState(model=LightGBMRanker(booster), seed=0, masking="mean", masking_samples=1, masker=None,
                         background=X)
     expected = [float(booster.predict(X[:n], raw_score=True).sum()) for n in (5, 1, 9, 3)]
+    figure = Figure("Shares", "bar_chart", {"labels": ["a", "b"], "values": [0.6, 0.4], "xlabel": "share"})
     for executor in (SerialExecutor(), ProcessExecutor(2)):
         try:
+            if isinstance(executor, ProcessExecutor):
+                executor.warm(state)  # started ahead of the first item; the same workers serve it
+                assert executor.running
             outcomes = list(executor.map(state, _double, 2, [5, 1, 9, 3], size=4))
+            aside = _draw_aside(executor, [[figure]])  # side work: a measured item's figures, drawn by a worker
+            assert len(aside) == (1 if isinstance(executor, ProcessExecutor) else 0)
+            if aside:
+                assert aside[0][1].result() == drawings([figure])  # the same SVG as drawn here
+                forget_drawings()
+                _keep_drawn(aside)
+                assert _drawing_key(figure) in plots._DRAWN
         finally:
             executor.close()
         assert [o.value for o in outcomes] == pytest.approx(expected, abs=1e-12)
         assert [o.rows for o in outcomes] == [5, 1, 9, 3]
         assert [o.memo for o in outcomes] == [{("double", n): 2 * n} for n in (5, 1, 9, 3)]
+
+
+def test_a_pool_started_by_any_item_serves_every_long_one() -> None:
+    # (seconds here, queries) of the pooled items in run order
+    assert pool_plan([(26.0, 43), (33.0, 43), (12.0, 43)]) == [True, True, True]  # the 33 s item starts them
+    assert pool_plan([(26.0, 43), (9.0, 43)]) == [False, False]  # none would: all run here
+    assert pool_plan([(5.0, 80), (12.0, 40), (40.0, 1)]) == [True, True, False]  # 80 queries start them; 1 query stays
+    assert pool_plan([]) == []
 
 
 def test_split_shrinks_blocks_toward_the_end() -> None:

@@ -48,15 +48,13 @@ if TYPE_CHECKING:
     from auditor.surrogate.ilmart import IlmartFit
 
 
-THREADED_CELLS = 500_000  # training cells (documents × features) from which the surrogate trains on the audit's cores
-
-
 def _threads(cells: int) -> int:
     """LightGBM threads for the surrogate: the audit's cores on a large training set (136 features × 35,643
     documents: 4.4 s on one, 2.3 on two), one on a small one, where threads save little and lose much when the
     cores are busy (the bookstore on four threads of two cores: 0.8 s against 0.14). Deterministic row-wise
     histograms make the same trees at any count (tests/test_surrogate.py), so the evidence does not change."""
     from auditor.core.threads import thread_budget
+    from auditor.evidence.kinds.surrogate.options import THREADED_CELLS
 
     return thread_budget() if cells >= THREADED_CELLS else 1
 

@@ -8,6 +8,8 @@ from pydantic import Field
 
 from auditor.evidence.options import EvidenceOptions
 
+THREADED_CELLS = 500_000  # training cells (documents × features) from which the surrogate trains on the audit's cores
+
 
 class SurrogateOptions(EvidenceOptions):
     target: Literal["regression", "lambdarank"] = Field(
