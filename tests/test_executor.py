@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 from pathlib import Path
 
@@ -102,9 +103,11 @@ def test_outcomes_come_back_in_order_with_rows_and_memo(lambdamart) -> None:
     for executor in (SerialExecutor(), ProcessExecutor(2)):
         try:
             if isinstance(executor, ProcessExecutor):
-                executor.warm(state)  # started ahead of the first item; the same workers serve it
-                assert executor.running
+                executor.warm(state)  # started ahead of the first item, in a thread; the same workers serve it
             outcomes = list(executor.map(state, _double, 2, [5, 1, 9, 3], size=4))
+            if isinstance(executor, ProcessExecutor):
+                assert executor.running and executor._warming is not None
+                executor._warming.join(60)  # side work waits until the start is over (no submission blocks)
             aside = _draw_aside(executor, [[figure]])  # side work: a measured item's figures, drawn by a worker
             assert len(aside) == (1 if isinstance(executor, ProcessExecutor) else 0)
             if aside:
@@ -207,3 +210,18 @@ def test_auto_keeps_a_model_that_cannot_be_pickled_in_this_process() -> None:
                         background=np.zeros(1))
     assert [o.value for o in executor.map(state, _noop, None, list(range(100)), size=100)] == list(range(100))
     assert executor._processes is not None and executor._processes._pool is None
+
+
+def test_a_start_that_fails_in_warm_is_reported_by_the_first_map() -> None:
+    state = WorkerState(model=lambda x: x, seed=0, masking="mean", masking_samples=1, masker=None,
+                        background=np.zeros((2, 2)))  # a lambda cannot be shipped
+    executor = ProcessExecutor(2)
+    try:
+        executor.warm(state)
+        assert executor._warming is not None
+        executor._warming.join(60)
+        assert not executor.running and executor.submit(_noop) is None  # nothing half-made is left
+        with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+            list(executor.map(state, _noop, None, [1], size=1))
+    finally:
+        executor.close()
