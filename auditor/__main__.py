@@ -1,5 +1,5 @@
 """`python -m auditor`: the command line."""
 
-from auditor.cli import app
+from auditor.cli import entry
 
-app(prog_name="auditor")
+entry()

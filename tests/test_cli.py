@@ -256,3 +256,18 @@ def test_organisation_templates_override_blocks_and_fall_back(bookstore: Path) -
     (brand / "sections" / "cover.html.j2").write_text("{% if %}\n")
     result = runner.invoke(app, ["report", str(spec), "--quiet"])
     assert result.exit_code == 2 and "cover.html.j2:1: template error" in result.output
+
+
+@pytest.mark.parametrize(("argv", "code", "shown"), [(["--version"], 0, "auditor "), (["nonsense"], 2, "error: ")])
+def test_the_command_leaves_fast_with_its_code_its_output_and_its_exit_handlers(argv: list[str], code: int,
+                                                                                  shown: str) -> None:
+    """`auditor` skips tearing the interpreter down (`cli.entry`): what it printed still arrives through a pipe,
+    the exit code is the command's, and handlers registered to run at exit still run."""
+    import subprocess
+    import sys
+
+    script = ("import atexit, sys; atexit.register(lambda: print('handler ran', flush=True)); "
+              f"sys.argv = ['auditor', *{argv!r}]; from auditor.cli import entry; entry()")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == code
+    assert shown in done.stdout + done.stderr and "handler ran" in done.stdout
