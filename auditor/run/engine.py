@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import platform
 import re
@@ -318,22 +319,25 @@ def _run_prepared(prepared: PreparedAudit, started: dt.datetime, *, out: Path | 
                     if results[name].figures:
                         measured.append(list(results[name].figures))
                     overall.advance()
-            _keep_drawn(drawn)  # the last item's figures are drawn with the report
+        ctx.inputs = {}
+        add_score_facts(results["dataset"], ctx)  # the scores the items computed: how much order they give
+        results = {name: results[name] for name in [*ALWAYS, *requested]}  # report and detections in spec order
+
+        findings = evaluate(prepared.packs, results, requested=set(results), waivers=list(spec.waivers),
+                            today=today, provider=spec.audit.provider.model_dump())
+        not_judged = unjudged(all_detections(results), findings)
+        verdict = opinion(findings, not_judged)
+        document = evidence_document(prepared, results, findings, verdict, seed=seed,
+                                     run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
+                                          "evaluated_on": today.isoformat(), "seconds": seconds,
+                                          "cost": cost_record(plan, seconds, results), "host": platform.node(),
+                                          "executor": {"kind": ctx.executor.kind,
+                                                       "workers": ctx.executor.workers}})
+        _keep_drawn(drawn)  # the workers' last drawings went on while this process judged; the last item's figures
+        # are drawn with the report
     finally:
         ctx.executor.close()
         ctx.inputs = {}
-    add_score_facts(results["dataset"], ctx)  # the scores the items computed: how much order they give
-    results = {name: results[name] for name in [*ALWAYS, *requested]}  # report and detections in spec order
-
-    findings = evaluate(prepared.packs, results, requested=set(results), waivers=list(spec.waivers), today=today,
-                        provider=spec.audit.provider.model_dump())
-    not_judged = unjudged(all_detections(results), findings)
-    verdict = opinion(findings, not_judged)
-    document = evidence_document(prepared, results, findings, verdict, seed=seed,
-                                 run={"started_at": started.isoformat(), "finished_at": _utc_now().isoformat(),
-                                      "evaluated_on": today.isoformat(), "seconds": seconds,
-                                      "cost": cost_record(plan, seconds, results), "host": platform.node(),
-                                      "executor": {"kind": ctx.executor.kind, "workers": ctx.executor.workers}})
     if choice is not None:  # what the budget chose and why: deterministic, so outside the run block
         document.budget = choice.to_json()
     block = reviews.review_block(review, document)
@@ -815,6 +819,11 @@ def dump_json(document: dict[str, Any]) -> str:
 
 
 def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most of an 8 MB document: as they are
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
