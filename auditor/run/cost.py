@@ -37,8 +37,8 @@ POOL_START = 4.0  # seconds to start worker processes (docs/architecture.md, "Ex
 # that uses them
 POOL_EFFICIENCY = 0.9  # worker processes run a pooled kind's queries this close to `workers` times as fast (wide
 # data: 1.96 with 2 workers)
-RENDER_SECONDS = {"html": 3.0, "pdf": 15.0}  # judging, rendering and writing after the evidence: 13 s for the
-# bookstore (29 pages), 22 s for the wide data's 39 pages (2026-11-26)
+RENDER_SECONDS = {"html": 3.0, "pdf": 9.0}  # judging, rendering and writing after the evidence: 11 s for the
+# bookstore (34 pages, signed), 12 s for the wide data's 43 pages (2026-11-30)
 
 
 @dataclass(frozen=True)
