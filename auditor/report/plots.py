@@ -773,8 +773,8 @@ _DRAWN_LOCK = threading.Lock()
 
 def drawings(figures: list[Figure]) -> list[str | None]:
     """The charts of `figures` drawn, unlabelled (None where a chart or its data does not draw: `draw` says why
-    when the report asks). Run by an executor's worker on a core the audit leaves idle, as soon as an evidence item
-    is measured; the audit keeps the drawings (`keep_drawings`) and the report finds them drawn."""
+    when the report asks). Run by an executor's worker while an evidence item runs in the audit's process, on the
+    core that item leaves idle; the audit keeps the drawings (`keep_drawings`) and the report finds them drawn."""
     out: list[str | None] = []
     for figure in figures:
         chart = CHARTS.get(figure.chart)
