@@ -24,15 +24,21 @@ from tests.conftest import BOOKSTORE, make_queries
 FAST = {"num_threads": 1, "max_rounds": 300, "patience": 20}
 
 
-@pytest.fixture(scope="module")
-def synthetic_fit():
-    """A fit on data with a planted interaction (x1 · x2), overlapping candidate pairs, and NaN-free inputs."""
+def _planted() -> tuple[RankSet, RankSet, np.ndarray]:
+    """Training and validation queries with a planted interaction (x1 · x2), overlapping candidate pairs, and
+    NaN-free inputs; and all their rows."""
     rng = np.random.default_rng(5)
     X, _, sizes = make_queries(rng, 160, 6, min_docs=8, max_docs=20)
     signal = 2.0 * X[:, 0] + 3.0 * X[:, 1] * X[:, 2] + 0.5 * X[:, 3] + 0.2 * rng.standard_normal(len(X))
     y = np.digitize(signal, np.quantile(signal, [0.5, 0.75, 0.9, 0.97])).astype(float)
     cut = int(sizes[:120].sum())
-    train, valid = RankSet(X[:cut], y[:cut], sizes[:120]), RankSet(X[cut:], y[cut:], sizes[120:])
+    return RankSet(X[:cut], y[:cut], sizes[:120]), RankSet(X[cut:], y[cut:], sizes[120:]), X
+
+
+@pytest.fixture(scope="module")
+def synthetic_fit():
+    """A fit on the planted data (`_planted`)."""
+    train, valid, X = _planted()
     fit = fit_ilmart(train, valid, config=IlmartConfig(n_interactions=3, num_leaves=7, **FAST))
     return fit, X
 
@@ -88,12 +94,7 @@ def test_fidelity_measures():
 def test_the_surrogate_is_the_same_at_any_thread_count(synthetic_fit):
     """The evidence trains it on the audit's cores: deterministic row-wise histograms make the same trees on one
     thread as on three (a machine's cores never change the evidence)."""
-    rng = np.random.default_rng(5)
-    X, _, sizes = make_queries(rng, 160, 6, min_docs=8, max_docs=20)
-    signal = 2.0 * X[:, 0] + 3.0 * X[:, 1] * X[:, 2] + 0.5 * X[:, 3] + 0.2 * rng.standard_normal(len(X))
-    y = np.digitize(signal, np.quantile(signal, [0.5, 0.75, 0.9, 0.97])).astype(float)
-    cut = int(sizes[:120].sum())
-    train, valid = RankSet(X[:cut], y[:cut], sizes[:120]), RankSet(X[cut:], y[cut:], sizes[120:])
+    train, valid, _ = _planted()
     three = fit_ilmart(train, valid, config=IlmartConfig(n_interactions=3, num_leaves=7,
                                                          **{**FAST, "num_threads": 3}))
     one = synthetic_fit[0]
