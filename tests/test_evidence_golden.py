@@ -38,6 +38,10 @@ def _rounded(value: Any, key: str = "") -> Any:
         if key.endswith("error") and abs(value) < NOISE:
             return 0.0
         return value if not math.isfinite(value) else float(f"{value:.{DIGITS}g}")
+    if isinstance(value, dict) and isinstance(value.get("__array__"), str) and str(value.get("dtype")).startswith(
+            "float"):  # a stored array (evidence/figures.py `encode`): its numbers rounded like any other
+        numbers = (repr(_rounded(float(token), key)) for token in value["__array__"].split())
+        return {**value, "__array__": " ".join(numbers)}
     if isinstance(value, dict):
         return {name: _rounded(item, name) for name, item in value.items()}
     if isinstance(value, list):
@@ -109,3 +113,11 @@ def test_the_digest_sees_a_changed_value_and_ignores_the_last_bits() -> None:
     cell["evidence"]["x"]["tables"][0]["rows"][0][0] = 1.6
     assert [line.split(":")[0] for line in differences(base, digest(moved))] == ["evidence.x.metrics.x.m"]
     assert [line.split(":")[0] for line in differences(base, digest(cell))] == ["evidence.x.parts.tables"]
+    stored = {**document, "evidence": {"x": {**document["evidence"]["x"], "facts": {
+        "phi": {"__array__": "0.1 -2.5 nan", "dtype": "float64", "shape": [3]}}}}}
+    last_bits, moved_array = json.loads(json.dumps(stored)), json.loads(json.dumps(stored))
+    last_bits["evidence"]["x"]["facts"]["phi"]["__array__"] = f"{0.1 + 1e-16!r} -2.5 nan"
+    moved_array["evidence"]["x"]["facts"]["phi"]["__array__"] = "0.1 -2.5001 nan"
+    assert differences(digest(stored), digest(last_bits)) == []
+    assert [line.split(":")[0] for line in differences(digest(stored), digest(moved_array))] == [
+        "evidence.x.parts.facts"]

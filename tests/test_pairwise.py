@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import shap
@@ -54,6 +59,50 @@ def test_prefix_weights_equal_the_weights_of_each_coalition(ranker):
         known = np.zeros(6, dtype=bool)
         known[order[:j]] = True
         np.testing.assert_allclose(prefix[j], fill._log_weights(X[9], known), rtol=1e-9, atol=1e-9)
+
+
+def test_distances_are_whitened_mahalanobis_and_equal_rows_tie_exactly(ranker):
+    """Q is the whitened distance of Eq. 5 (checked against LAPACK's factor and solve), and reference rows equal on
+    the known features get bit-equal distances wherever they sit, so a tie goes to the lower index on any machine."""
+    _, _, X = ranker
+    reference = X[:300].copy()
+    reference[::7, :3] = reference[5, :3]  # many rows equal to row 5 on features 0-2, unequal elsewhere
+    fill = ConditionalFill(reference, "adaptive")
+    order = np.array([2, 0, 1, 5, 3, 4])
+    prefix = fill.prefix_log_weights(X[9], order)
+    z = np.nan_to_num((X[9] - fill._mean) / fill._std)
+    whitened = np.linalg.solve(np.linalg.cholesky(fill._cov[np.ix_(order, order)]), (fill._z[:, order] - z[order]).T)
+    expected = -np.cumsum(whitened ** 2, axis=0) / np.arange(1, 7)[:, None] / (2 * fill.sigma ** 2)
+    np.testing.assert_allclose(prefix[1:], expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fill._cov, np.cov(fill._z, rowvar=False) + 1e-3 * np.eye(6), rtol=1e-12, atol=1e-14)
+    for j in (1, 2, 3):  # the equal rows, on a prefix of the equal features
+        assert len(set(prefix[j, ::7].tolist()) | {prefix[j, 5]}) == 1
+    assert len(set(prefix[4, ::7].tolist())) > 1  # and apart once a feature they differ on is known
+
+
+_KERNEL_PROBE = """
+import hashlib, numpy as np
+from auditor.explain.pairwise import ConditionalFill
+X = np.random.default_rng(0).normal(size=(500, 12))
+X[:, :4] = np.round(X[:, :4])
+fill = ConditionalFill(X, "adaptive")
+print(hashlib.sha256(fill._cov.tobytes() + fill.prefix_log_weights(X[3], np.arange(12)[::-1]).tobytes()).hexdigest())
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS's x86 kernels are compared")
+def test_distances_are_the_same_bits_under_any_blas_kernel():
+    """The neighbours a coalition takes are decided by the order of near-equal distances, so the distances must not
+    depend on the machine: with numpy's covariance and LAPACK's factor and solve they differ in their last bits
+    between OpenBLAS's Sandybridge and Haswell kernels (and the bookstore's pair values moved by 18% between two
+    kernels); our loops give the same bits under both."""
+    if "openblas" not in str(np.show_config(mode="dicts")).lower():
+        pytest.skip("numpy is not built on OpenBLAS: its kernel cannot be chosen")
+    runs = [subprocess.Popen([sys.executable, "-c", _KERNEL_PROBE], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "OPENBLAS_CORETYPE": core}) for core in ("Sandybridge", "Haswell")]
+    digests = [run.communicate(timeout=120)[0].strip() for run in runs]
+    assert all(run.returncode == 0 for run in runs) and digests[0]
+    assert digests[0] == digests[1]
 
 
 def test_adaptive_fill_uses_neighbours_and_the_eta_cutoff(ranker):

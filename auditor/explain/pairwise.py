@@ -76,8 +76,7 @@ class ConditionalFill:
         self._z = np.nan_to_num((self.reference - mean) / self._std)
         # Correlation matrix with a small ridge: constant or duplicated features make Ω singular (MQ2008 has both).
         n_features = self.reference.shape[1]
-        cov = np.cov(self._z, rowvar=False).reshape(n_features, n_features) if self._z.shape[0] > 1 \
-            else np.zeros((n_features, n_features))
+        cov = _covariance(self._z) if self._z.shape[0] > 1 else np.zeros((n_features, n_features))
         self._cov = cov + ridge * np.eye(n_features)
 
     @property
@@ -147,21 +146,22 @@ class ConditionalFill:
         """Log-weights (D+1 × K) for every prefix of a feature order, from one Cholesky factor: with Ω permuted
         into that order, the first j whitened coordinates depend only on the first j features, so the prefix
         distances are running sums of one triangular solve. Row 0 (nothing known) is all zeros."""
-        z = np.nan_to_num((x - self._mean) / self._std)
-        chol = np.linalg.cholesky(self._cov[np.ix_(permutation, permutation)])
-        whitened = np.linalg.solve(chol, (self._z[:, permutation] - z[permutation]).T)
-        q = np.cumsum(whitened * whitened, axis=0) / np.arange(1, len(permutation) + 1)[:, None]
+        q = self._distances(x, permutation)
         return np.vstack([np.zeros((1, q.shape[1])), -q / (2.0 * self.sigma ** 2)])
 
     def _log_weights(self, x: np.ndarray, known: np.ndarray) -> np.ndarray:
-        z = np.nan_to_num((x - self._mean) / self._std)
-        cols = np.flatnonzero(known)
-        chol = np.linalg.cholesky(self._cov[np.ix_(cols, cols)])
-        diff = self._z[:, cols] - z[cols]
-        whitened = np.linalg.solve(chol, diff.T)  # Ω_T^{-1/2}-whitened differences (via the Cholesky factor)
-        q = np.einsum("ij,ij->j", whitened, whitened) / len(cols)
-        log_weights: np.ndarray = -q / (2.0 * self.sigma ** 2)
+        log_weights: np.ndarray = -self._distances(x, np.flatnonzero(known))[-1] / (2.0 * self.sigma ** 2)
         return log_weights
+
+    def _distances(self, x: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Q of every reference row (columns) for each prefix of `cols` (rows): the squared Ω_T^{-1/2}-whitened
+        differences to x over the first j features, summed and divided by j. Which neighbours a coalition takes is
+        decided by the order of near-equal distances, so they are computed by our own loops in a fixed order, the
+        same bits on every machine: with numpy's covariance and LAPACK's factor and solve they differed in their last
+        bits between OpenBLAS's CPU kernels, and one bookstore pair took other neighbours and moved by 18%."""
+        z = np.nan_to_num((x - self._mean) / self._std)
+        diff = np.ascontiguousarray((self._z[:, cols] - z[cols]).T)
+        return _prefix_distances(_cholesky(np.ascontiguousarray(self._cov[np.ix_(cols, cols)])), diff)
 
 
 def _first(values: np.ndarray, ordered: np.ndarray, count: int) -> np.ndarray:
@@ -398,6 +398,70 @@ def l1_recovery(matrix: np.ndarray, target: np.ndarray, eps: float, *, iteration
         else:
             high = mid
     return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _covariance(z: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """np.cov(z, rowvar=False), its sums taken in row order (the same on every machine; BLAS's are not)."""
+    n, d = z.shape
+    mean = np.zeros(d)
+    for i in range(n):
+        for j in range(d):
+            mean[j] += z[i, j]
+    mean /= n
+    centred = z - mean
+    cov = np.zeros((d, d))
+    for i in range(n):
+        for j in range(d):
+            c = centred[i, j]
+            for k in range(j, d):
+                cov[j, k] += c * centred[i, k]
+    for j in range(d):
+        for k in range(j, d):
+            cov[j, k] /= n - 1
+            cov[k, j] = cov[j, k]
+    return cov
+
+
+@numba.njit(cache=True, nogil=True)
+def _cholesky(a: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """The lower Cholesky factor of a positive definite `a` (the ridge makes Ω so), in a fixed order."""
+    d = a.shape[0]
+    factor = np.zeros((d, d))
+    for j in range(d):
+        s = a[j, j]
+        for k in range(j):
+            s -= factor[j, k] * factor[j, k]
+        factor[j, j] = math.sqrt(s)
+        for i in range(j + 1, d):
+            s = a[i, j]
+            for k in range(j):
+                s -= factor[i, k] * factor[j, k]
+            factor[i, j] = s / factor[j, j]
+    return factor
+
+
+@numba.njit(cache=True, nogil=True)
+def _prefix_distances(factor: np.ndarray, diff: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """(d × K) running mean of squared whitened differences: w solves factor · w = diff (d × K, a column per
+    reference row) by forward substitution, every column by the same operations (the loop over columns innermost
+    vectorises without reordering any column's sums); row j holds Σ_{i≤j} w_i² / (j + 1)."""
+    d, rows = diff.shape
+    w = np.empty((d, rows))
+    out = np.empty((d, rows))
+    total = np.zeros(rows)
+    for j in range(d):
+        for r in range(rows):
+            w[j, r] = diff[j, r]
+        for k in range(j):
+            c = factor[j, k]
+            for r in range(rows):
+                w[j, r] -= c * w[k, r]
+        for r in range(rows):
+            w[j, r] /= factor[j, j]
+            total[r] += w[j, r] * w[j, r]
+            out[j, r] = total[r] / (j + 1)
+    return out
 
 
 @numba.njit(cache=True)
