@@ -19,8 +19,8 @@ from typing import Any
 
 GREEDY_SHARE = 0.55  # of the worst case C·n·Σ_k(1 + seeds·(k − 1)) rows (bookstore 0.53, wide data 0.5)
 SEARCH_SHARE = 0.6  # of beam·C·n·Σ_k k (bookstore 0.61)
-RACED_ROWS = 11  # background rows a set of `background_search` is scored on, on average, when raced over more
-# (MQ2008, 100 rows, beam 1: 3.4 M rows against 30.6 M for every set on every row; benchmarks/background_search.py)
+RACED_ROWS = 8  # background rows' worth of distinct rows a set of `background_search` costs, on average, raced over
+# more (MQ2008, 100 rows, beam 1: 2.4 M rows against 21 M for every set on every row; benchmarks/background_search.py)
 
 # Seconds of the explainers' own fits per document, fitted on the wide synthetic data at 136 and 700 features
 # (benchmarks/local_wide.py, serial, one thread):
