@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.evidence.base import FIGURES_NOT_KEPT
+from auditor.report.plots import forget_drawings
 from auditor.report.render import templates_dir
 
 
@@ -34,15 +35,18 @@ def _folders(out: Path) -> list[Path]:
 
 @pytest.mark.slow
 def test_a_fresh_run_renders_byte_for_byte(demo: Path, tmp_path: Path) -> None:
-    """The demo's full audit (every kind of figure): the same report.html, in a new unsigned folder outside the run."""
-    stdout, stderr = _render(str(demo), "--out", str(tmp_path / "out"))
+    """The demo's full audit (every kind of figure): the same report.html and report.pdf, in a new unsigned folder
+    outside the run, the figures drawn again (the same evidence gives the same bytes)."""
+    forget_drawings()
+    stdout, stderr = _render(str(demo), "--out", str(tmp_path / "out"), "--format", "html", "--format", "pdf")
     folder = Path(stdout.strip())
     assert folder.parent == tmp_path / "out" and folder.name == f"{demo.name}-rendered"
-    assert (folder / "report.html").read_bytes() == (demo / "report.html").read_bytes()
+    for name in ("report.html", "report.pdf"):
+        assert (folder / name).read_bytes() == (demo / name).read_bytes(), name
     record = json.loads((folder / "rendered.json").read_text())
     assert record["signed"] is False and record["rendered_from"] == demo.name
     assert record["bundle"].startswith("none") and "unsigned run" in stderr
-    assert sorted(p.name for p in folder.iterdir()) == ["rendered.json", "report.html"]
+    assert sorted(p.name for p in folder.iterdir()) == ["rendered.json", "report.html", "report.pdf"]
     assert (demo / "report.html").read_text().count("<svg") >= 10  # every kind's figures, drawn from their data
 
 

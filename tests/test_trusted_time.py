@@ -21,7 +21,7 @@ from auditor.trust.certificates import load_trust
 from auditor.trust.keys import load_material
 from auditor.trust.pdf_sign import sign_pdf
 from auditor.trust.pdf_verify import check_pdf_signature
-from tests.conftest import BOOKSTORE, LIGHT, PASS, _keygen, copy_bookstore
+from tests.conftest import BOOKSTORE, PASS, _keygen, copy_bookstore, signature_evidence
 
 runner = CliRunner()
 NOW = dt.datetime.now(dt.UTC)
@@ -31,7 +31,7 @@ def _spec(folder: Path, signing_block: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     copy_bookstore(folder)
     spec = yaml.safe_load((BOOKSTORE / "audit.yaml").read_text())
-    spec["evidence"] = [next((LIGHT[name] for name in item if name in LIGHT), item) for item in spec["evidence"]]
+    spec["evidence"] = signature_evidence(spec["evidence"])
     spec["output"] = {"dir": "reports", "formats": ["html", "pdf"]}
     spec["register"] = False
     spec["signing"] = signing_block
