@@ -23,6 +23,14 @@ import yaml
 from typer.testing import CliRunner
 
 from auditor.cli import app
+from auditor.core.threads import THREADS_ENV, cpu_count
+
+# When pytest-xdist's workers already fill the cores, each audit's LightGBM calls, numba kernels and thread pools run
+# on one thread, as in an executor's worker: two workers of two threads each on two cores wasted 8% of the suite's
+# CPU time contending. Evidence does not depend on the thread count (tests/test_executor.py, test_surrogate.py); the
+# tests of the thread budget itself unset it. Subprocesses the tests start inherit it.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= cpu_count():
+    os.environ.setdefault(THREADS_ENV, "1")
 
 pytest.register_assert_rewrite("tests.helpers", "tests.inputs")  # their asserts explain failures as a test's do
 pytest_plugins = ["tests.trust_fixtures"]  # trust_services (TSA, OCSP, CRL on 127.0.0.1), softhsm_token

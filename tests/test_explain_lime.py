@@ -440,11 +440,12 @@ def test_blocks_run_concurrently_one_model_thread_each_with_the_same_results(lam
         np.testing.assert_array_equal(a, b)
 
 
-def test_thread_budget_here_is_per_thread() -> None:
+def test_thread_budget_here_is_per_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from auditor.core.threads import thread_budget, threads_here
+    from auditor.core.threads import THREADS_ENV, thread_budget, threads_here
 
+    monkeypatch.delenv(THREADS_ENV, raising=False)  # the suite's own budget (tests/conftest.py)
     seen = {}
     with threads_here(1):
         worker = threading.Thread(target=lambda: seen.setdefault("other", thread_budget(5)))
