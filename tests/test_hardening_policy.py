@@ -22,7 +22,7 @@ from auditor.inputs.spec import load_spec
 from auditor.judging import policy
 from auditor.judging.policy import Condition, load_pack, load_packs
 from auditor.report.render import check_templates, render_template
-from tests.conftest import within
+from tests.conftest import ROOT, within
 from tests.inputs import (
     Case,
     assert_one_error_line,
@@ -135,6 +135,23 @@ def test_yaml_numbers_are_bounded(tmp_path: Path) -> None:
     assert time.perf_counter() - start < 2
     assert message.startswith(f"{tmp_path / 'p.yaml'}:2:10: ") and "at most 100 characters" in message
     assert len(message) < 300
+
+
+def test_the_fast_yaml_loader_reads_what_the_pure_python_one_reads() -> None:
+    """libyaml's parser reads every shipped spec and pack as the same data with the same places; a document it
+    refuses is reported in the pure-Python loader's words (tests/test_bad_input.py has the messages)."""
+    from auditor.core import yaml_io
+
+    if len(yaml_io._LOADERS) < 2:
+        pytest.skip("PyYAML without libyaml: only the pure-Python loader")
+    files = sorted((ROOT / "policies").rglob("*.yaml")) + sorted((ROOT / "examples").rglob("audit.yaml"))
+    assert len(files) > 5
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert yaml_io._parse(text, path, yaml_io._LOADERS[0]) == yaml_io._parse(text, path, yaml_io._BoundedLoader)
+    lone = 'pack: custom\nversion: "\\udc80"\n'  # libyaml refuses the escape itself, with another place
+    message = refusal(lambda: parse_yaml(lone, Path("p.yaml")))
+    assert message.startswith("p.yaml:2:10: ") and "a lone surrogate" in message, message
 
 
 def test_huge_keys_and_ids_are_bounded(tmp_path: Path) -> None:

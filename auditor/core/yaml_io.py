@@ -56,9 +56,13 @@ class _BadValue(Exception):
         self.problem, self.fix, self.mark = problem, fix, node.start_mark
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader with numbers of bounded length and dates that name their fault and place (PyYAML raises a bare
-    ValueError without either)."""
+class _Bounded:
+    """Numbers of bounded length and dates that name their fault and place (PyYAML raises a bare ValueError without
+    either), for both loaders below."""
+
+    construct_yaml_int: Any
+    construct_yaml_float: Any
+    construct_yaml_timestamp: Any
 
     def construct_bounded_number(self, node: yaml.ScalarNode) -> Any:
         """No real number is 100 characters long; a long one costs PyYAML quadratic time (base 60)."""
@@ -79,9 +83,23 @@ class _BoundedLoader(yaml.SafeLoader):
                             node) from None
 
 
-_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_bounded_number)
-_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_bounded_number)
-_BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _BoundedLoader.construct_checked_timestamp)
+class _BoundedLoader(_Bounded, yaml.SafeLoader):
+    """PyYAML's pure-Python SafeLoader: its messages and places are the ones a refused file is reported with."""
+
+
+_LOADERS: list[type] = [_BoundedLoader]
+if hasattr(yaml, "CSafeLoader"):  # PyYAML built with libyaml (its wheels are)
+    class _FastLoader(_Bounded, yaml.CSafeLoader):  # type: ignore[misc]
+        """libyaml's parser with the same constructors and resolver: the same data and the same places (line and
+        column in characters), about ten times faster — an audit parses its spec and every pack several times. A
+        document it or our checks refuse is parsed again by `_BoundedLoader`, so every message is that loader's."""
+
+    _LOADERS.insert(0, _FastLoader)
+for _loader in _LOADERS:
+    _loader.add_constructor("tag:yaml.org,2002:int", _Bounded.construct_bounded_number)  # type: ignore[attr-defined]
+    _loader.add_constructor("tag:yaml.org,2002:float", _Bounded.construct_bounded_number)  # type: ignore[attr-defined]
+    _loader.add_constructor("tag:yaml.org,2002:timestamp",  # type: ignore[attr-defined]
+                            _Bounded.construct_checked_timestamp)
 
 
 def _unquoted(problem: str) -> str:
@@ -96,8 +114,17 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # YAML's "\\udc80" escape makes one:
 
 def parse_yaml(text: str, path: Path) -> tuple[Any, Marks]:
     """Safe-load YAML and remember the line/column of every key and item; duplicate keys are errors."""
+    if len(_LOADERS) > 1:
+        try:
+            return _parse(text, path, _LOADERS[0])
+        except Exception:  # refused: parsed again, for the pure-Python loader's message and place
+            pass
+    return _parse(text, path, _BoundedLoader)
+
+
+def _parse(text: str, path: Path, loader_class: type) -> tuple[Any, Marks]:
     try:
-        loader = _BoundedLoader(text)
+        loader = loader_class(text)
         try:
             node = loader.get_single_node()
             if node is not None:

@@ -30,7 +30,7 @@ from auditor.judging.policy import STATUS_ORDER as POLICY_STATUS_ORDER
 from auditor.report.assurance import engagement
 from auditor.report.glossary import IMPORTANCE, LAW_NUMBERS, REFERENCES, glossary_for, measured, uses
 from auditor.report.ll144 import WHY_TEST
-from auditor.report.sandbox import ReportSandbox, template_error, unsafe_names
+from auditor.report.sandbox import CompiledTemplates, ReportSandbox, template_error, unsafe_names
 from auditor.report.summary import executive_summary
 from auditor.report.wording import DATASET_FACTS, requirement_text
 
@@ -46,10 +46,14 @@ def templates_dir() -> Path:
     raise RuntimeError("the report templates are missing from this installation")
 
 
+_COMPILED = CompiledTemplates()  # for `environment`'s settings only
+
+
 def environment(extra_dir: Path | None = None) -> ReportSandbox:
     """Every template, ours and an organisation's, renders in the sandbox (auditor/report/sandbox.py)."""
     folders = [str(extra_dir)] if extra_dir else []
     env = ReportSandbox(
+        bytecode_cache=_COMPILED,
         loader=jinja2.FileSystemLoader([*folders, str(templates_dir())]),
         autoescape=True,  # feature names, doc ids and query ids come from untrusted files
         undefined=jinja2.StrictUndefined,
