@@ -3,13 +3,15 @@ paper, no page is less than a third full unless a section ends there, a table sp
 side, a glossary term stays with its definition, the interaction heatmaps' colour scale covers the data or says how
 far the documents reach past it, and a 16-line chart repeats no colour.
 
-One demo audit (as tests/test_report_layout.py) and one WeasyPrint layout of its report.html with the print
+One demo audit (as tests/test_report_layout.py) and one WeasyPrint layout (which also shows no box overflows its
+page and no anchor is missing) of its report.html with the print
 stylesheet, exactly as `auditor.report.pdf.render_pdf` makes report.pdf (~8 s): the layout's boxes give each
 figure's printed width, each page's filled height and each table row's page. The layout is checked against the PDF
 itself (same page count, every page's text in it)."""
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import subprocess
@@ -40,12 +42,53 @@ def layout(demo: Path) -> Any:
     folder = templates_dir()
     fetcher = template_fetcher(folder)
     base = folder.resolve().as_uri() + "/"
-    document = laid_out((demo / "report.html").read_text(), base_url=base, fetcher=fetcher,
-                        stylesheet=CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base))
+    complaints = _Complaints()
+    logger = logging.getLogger("weasyprint")
+    logger.addHandler(complaints)
+    try:
+        document = laid_out((demo / "report.html").read_text(), base_url=base, fetcher=fetcher,
+                            stylesheet=CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base))
+    finally:
+        logger.removeHandler(complaints)
+    document.complaints = complaints.messages  # what WeasyPrint logged as errors while laying it out
     if shutil.which("pdfinfo"):  # the layout is the PDF's: same pages
         info = subprocess.run(["pdfinfo", str(demo / "report.pdf")], check=True, capture_output=True, text=True)
         assert int(re.search(r"Pages:\s+(\d+)", info.stdout).group(1)) == len(document.pages)
     return document
+
+
+class _Complaints(logging.Handler):
+    """WeasyPrint's error messages (a missing anchor, CSS it cannot read) while the fixture lays the report out."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_no_box_overflows_the_page_and_no_anchor_is_missing(layout: Any) -> None:
+    """WeasyPrint's own layout of the report: nothing logged as an error (a link to a missing anchor), and every
+    box ends inside its page's content area."""
+    assert not layout.complaints, layout.complaints[:5]
+    overflowing = []
+    def every_box(box: Any) -> Any:  # the margin boxes' contents too (the running header, the page number)
+        yield box
+        for child in getattr(box, "children", None) or []:
+            yield from every_box(child)
+
+    for number, page in enumerate(layout.pages, 1):
+        root = page._page_box
+        right = root.content_box_x() + root.width
+        for box in every_box(root):
+            if box is root or type(box).__name__ == "MarginBox" or not hasattr(box, "position_x"):
+                continue
+            width = box.margin_width() if hasattr(box, "margin_width") else box.width
+            if box.position_x + width > right + 0.5:
+                overflowing.append((number, getattr(box, "element_tag", type(box).__name__),
+                                    round(box.position_x + width - right, 1)))
+    assert not overflowing, overflowing[:10]
 
 
 def _boxes(box: Any) -> Any:
