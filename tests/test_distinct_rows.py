@@ -49,3 +49,21 @@ def test_a_model_without_trees_shares_only_rows_equal_value_for_value():
     # a document's row under its own values as fill is the same row whatever is kept
     own = {tuple(np.where(k, docs[0], fill[0])) for k in keep}
     assert len(own) == 1 and distinct.rows < keep.shape[0] * 2 * docs.shape[0]
+
+
+def test_past_the_scores_it_keeps_it_starts_again_with_the_same_scores(lambdamart, monkeypatch) -> None:
+    from auditor.explain import distinct_rows
+
+    booster, X, _, _ = lambdamart
+    model = CountingRanker(LightGBMRanker(booster))
+    docs, fill = X[:10], X[200:206]
+    keep = np.random.default_rng(5).random((20, X.shape[1])) < 0.5
+    monkeypatch.setattr(distinct_rows, "_KEPT", 30)
+    distinct = DistinctRows(model, docs, fill)
+    expected = _every_row(model, docs, fill, keep)
+    np.testing.assert_array_equal(distinct.scores(keep, np.arange(3)), expected[:, :3])
+    np.testing.assert_array_equal(distinct.scores(keep, np.arange(3, 6)), expected[:, 3:])  # too many: forgets
+    before = distinct.rows
+    np.testing.assert_array_equal(distinct.scores(keep, np.arange(3)), expected[:, :3])
+    assert distinct.rows > before  # what it could not keep was scored again, and counted
+    assert distinct.rows == model.rows_evaluated

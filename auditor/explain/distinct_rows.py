@@ -20,6 +20,7 @@ from auditor.explain.screen import routing_for
 from auditor.models.base import CountingRanker, check_scores
 
 _CELLS = 4_000_000  # masked-row features one pass keys at once (bytes of its boolean array)
+_KEPT = 1_000_000  # scores kept (~150 MB at 136 features), give or take one pass; past it they start again
 
 
 class DistinctRows:
@@ -61,6 +62,8 @@ class DistinctRows:
         if new.size:
             cell = np.unravel_index(first[new], shape)
             values[new] = self._score(differing[cell], fill_rows[cell[1]], cell[2])
+            if len(self.known) + new.size > _KEPT:  # a search under a large row budget: bounded memory, the same scores
+                self.known.clear()
             self.known.update(zip([names[i] for i in new], values[new].tolist(), strict=True))
         return values[inverse].reshape(shape)
 
