@@ -27,8 +27,10 @@ from auditor.core.threads import THREADS_ENV, cpu_count
 
 # When pytest-xdist's workers already fill the cores, each audit's LightGBM calls, numba kernels and thread pools run
 # on one thread, as in an executor's worker: two workers of two threads each on two cores wasted 8% of the suite's
-# CPU time contending. Evidence does not depend on the thread count (tests/test_executor.py, test_surrogate.py); the
-# tests of the thread budget itself unset it. Subprocesses the tests start inherit it.
+# CPU time contending. For the same reason an audit that does not ask for `jobs` starts no worker processes
+# (`executor.usable_jobs`): a pool's start cost the bookstore's audit 4 CPU seconds. Evidence does not depend on
+# either (tests/test_executor.py, which asks for its workers, and test_surrogate.py); the tests of the thread budget
+# itself unset it. Subprocesses the tests start inherit it.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= cpu_count():
     os.environ.setdefault(THREADS_ENV, "1")
 
@@ -287,6 +289,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if set(getattr(item, "fixturenames", ())) & set(WHOLE_AUDITS) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+    items[:] = heaviest_files_first(items)
+
+
+def heaviest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The files with the most slow tests first, those without any last (each file's tests in their order): the
+    workers take files in this order (`--dist loadfile --no-loadscope-reorder`, Makefile), so the session ends on
+    quick files. xdist's own order (most tests first) ended it on files of one or two whole audits, one worker
+    idle for their ~10 s."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    weight = {name: (sum(1 for item in tests if item.get_closest_marker("slow") is not None), len(tests))
+              for name, tests in files.items()}
+    order = sorted(files, key=lambda name: (-weight[name][0], -weight[name][1]))
+    return [item for name in order for item in files[name]]
 
 
 @pytest.fixture(scope="session")
