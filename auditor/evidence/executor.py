@@ -455,9 +455,12 @@ def _first_worker(client: Any, address: str) -> None:
 
 def usable_jobs(jobs: int | None, address: str | None = None) -> int:
     """The cores an audit may use: `jobs` at most the CPUs of this machine (more workers than cores only slow the
-    audit down, and tens of thousands of OpenMP threads abort libgomp); a remote Dask cluster takes `jobs` as it is."""
+    audit down, and tens of thousands of OpenMP threads abort libgomp); a remote Dask cluster takes `jobs` as it is.
+    Without `jobs`: every CPU, or the thread budget this process was given (`AUDITOR_THREADS`: it is one of several
+    processes that already fill the cores, as an executor's worker or a test suite's, and more processes would only
+    compete with them: two workers cost the bookstore's audit 4 more CPU seconds than one)."""
     if jobs is None:
-        return cpu_count()
+        return thread_budget()
     return jobs if address is not None else min(jobs, cpu_count())
 
 
