@@ -47,6 +47,14 @@ def test_good_spec_short_forms_and_paths(folder: Path) -> None:
     assert raw["model"] == {"path": "model.txt"}  # the raw mapping keeps what was written
 
 
+@pytest.mark.parametrize("written", ['"off"', "'None'", '" false "', "off", "false"])
+def test_register_switched_off_in_words_is_no_register(folder: Path, written: str) -> None:
+    """`register: "off"` (quoted, so YAML keeps the word) means none, as `--register off` does: it was a path, and
+    the audit made an SQLite file named `off` beside the spec."""
+    spec, _ = load(folder, GOOD + f"register: {written}\n")
+    assert spec.register_location is False
+
+
 def error_of(folder: Path, text: str) -> str:
     with pytest.raises(InputError) as info:
         load(folder, text)

@@ -42,10 +42,15 @@ def _no_credentials(value: str | None) -> str | None:
 ServiceUrl = Annotated[str, AfterValidator(_no_credentials)]
 
 
+SWITCHED_OFF = ("off", "false", "none")  # the words `--register` takes for no register
+
+
 def _register(value: str | bool, info: ValidationInfo) -> str | bool:
     """A register: `false` (none), a `postgresql://` URL as written, or a path (relative to the spec's folder)."""
     if value is True:
         raise ValueError("`register: true` names no register; give a path or a postgresql:// URL (or false for none)")
+    if isinstance(value, str) and value.strip().lower() in SWITCHED_OFF:  # `register: "off"`, as `--register off`
+        return False
     if value is False or "://" in value:
         return value if value is False else str(_no_credentials(value))
     return str(any_path(Path(value), info))
