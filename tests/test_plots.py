@@ -265,3 +265,34 @@ def test_the_exposure_chart_greys_groups_met_in_too_few_queries() -> None:
     assert "met in too few queries (left out)" in svg and "#c4c4c4" in svg
     assert "exposure below merit" not in svg  # the grey row's colour is not blue
     assert "met in too few" not in plots.share_dots(["a"], [0.2], [0.3], [(0.25, 0.35)])
+
+
+class _Sized:
+    """A figure's size alone (inches), for `plots._Steps`."""
+
+    def __init__(self, width: float, height: float) -> None:
+        self.size = (width, height)
+
+    def get_size_inches(self) -> np.ndarray:
+        return np.array(self.size)
+
+    def set_size_inches(self, width: float, height: float) -> None:
+        self.size = (width, height)
+
+
+@pytest.mark.parametrize("slope", [0.35, 0.66, 0.81, 1.0])
+def test_a_figure_is_fitted_in_three_draws_whatever_its_slope(slope: float) -> None:
+    """The drawing's box shrinks `slope` pt per pt of figure (labels keep their size): the secant lands inside within
+    three draws, where taking the overshoot off took up to six (`plots.fit`), and at most a third of the first
+    overshoot inside (a box that shrinks as fast as the figure, which `FIRST_SLOPE` underestimates)."""
+    box, width = 500.0, 460.0  # pt: the drawing at the figure's size, and the box it prints in
+    fig = _Sized(width / 72, 2.0)
+    steps = plots._Steps(width, 144.0)
+    draws = []
+    while len(draws) < 6:
+        draws.append(box - slope * (width - 72 * fig.get_size_inches()[0]) - width)  # the overshoot measured
+        if draws[-1] <= 0.5:
+            break
+        assert steps.shrink(fig, draws[-1], -1.0)
+    assert len(draws) <= 3 and -(box - width) / 3 <= draws[-1] <= 0.5, draws
+    assert fig.get_size_inches()[1] == 2.0  # a dimension that fits keeps its size

@@ -182,6 +182,7 @@ def fit(fig: plt.Figure, tight: dict | None = None) -> str:
             over_w, over_h = 72 * box.width + pad - width, 72 * box.height + pad - height
             if (over_w <= 0.5 and over_h <= 0.5) or not steps.shrink(fig, over_w, over_h):
                 break
+    steps.measured_anew()  # the SVG's extents differ from the raster's by a few pt: no secant across the two
     for _ in range(6):  # then checked, and if need be refitted, on the SVG itself
         if tight is not None:
             fig.tight_layout(**tight)
@@ -203,12 +204,17 @@ FIRST_SLOPE = 0.8
 
 class _Steps:
     """The figure's next size from the overshoots measured so far: the first step at `FIRST_SLOPE`, then the
-    secant's (how much the box shrank per pt the figure did, read off the last two draws); 5% more, so that the
-    next draw lands inside rather than just short."""
+    secant's (how much the box shrank per pt the figure did, read off the last two draws of one renderer, and kept
+    for the next); 5% more, so that the next draw lands inside rather than just short."""
 
     def __init__(self, width: float, height: float) -> None:
         self.smallest = (0.35 * width, 0.6 * height)  # pt: labels and legends need some room
+        self.slope = [FIRST_SLOPE, FIRST_SLOPE]  # per dimension: pt of box per pt of figure
         self.last: list[tuple[float, float] | None] = [None, None]  # per dimension: (size, overshoot) measured
+
+    def measured_anew(self) -> None:
+        """Overshoots from now on are measured another way: the slope learnt is kept, not the last measurement."""
+        self.last = [None, None]
 
     def shrink(self, fig: plt.Figure, over_w: float, over_h: float) -> bool:
         """Take the overshoot (pt) off the figure's size, the text keeping its size. False when the figure is
@@ -219,12 +225,11 @@ class _Steps:
         return any(abs(a - b) > 72e-6 for a, b in zip(new, now, strict=True))
 
     def _step(self, axis: int, size: float, over: float) -> float:
-        slope = FIRST_SLOPE
         last = self.last[axis]
-        if last is not None and last[0] - size > 0.5 and over > 0:
-            slope = min(max((last[1] - over) / (last[0] - size), 0.3), 1.0)  # bounded: ticks can change as it shrinks
+        if last is not None and last[0] - size > 0.5 and over > 0:  # bounded: ticks can change as it shrinks
+            self.slope[axis] = min(max((last[1] - over) / (last[0] - size), 0.3), 1.0)
         self.last[axis] = (size, over)
-        return max(size - max(over, 0.0) * 1.05 / slope, self.smallest[axis])
+        return max(size - max(over, 0.0) * 1.05 / self.slope[axis], self.smallest[axis])
 
 
 def to_svg(fig: plt.Figure, *, tight: dict | None = None) -> str:
