@@ -17,6 +17,12 @@ SECRET_PARAMETERS = frozenset({
     "auth", "authorization", "api_key", "apikey", "api-key", "key", "secret", "client_secret", "sig", "signature",
     "x-amz-signature", "x-amz-security-token", "x-goog-signature", "sas", "credential", "credentials"})
 HIDDEN = "***"
+SWITCHED_OFF = ("off", "false", "none")  # a register location written as one of these words: no register at all
+
+
+def switched_off(location: object) -> bool:
+    """A register location that means none: the words `--register` takes (`register:` in a spec, quoted or not)."""
+    return isinstance(location, str) and location.strip().lower() in SWITCHED_OFF
 
 
 def _secret(name: str) -> bool:

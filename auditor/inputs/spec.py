@@ -19,7 +19,7 @@ from pydantic import (
 
 from auditor.core.errors import InputError, shorten
 from auditor.core.files import MAX_DATA_BYTES, MAX_DOCS_PER_QUERY, MAX_YAML_BYTES, read_bytes
-from auditor.core.urls import credentials_in
+from auditor.core.urls import credentials_in, switched_off
 from auditor.core.yaml_io import parse_yaml
 from auditor.core.yaml_models import Day, InputFile, InputFolder, M, OutputPath, StrictModel, any_path
 from auditor.core.yaml_models import validate_yaml as _validate_yaml
@@ -42,14 +42,11 @@ def _no_credentials(value: str | None) -> str | None:
 ServiceUrl = Annotated[str, AfterValidator(_no_credentials)]
 
 
-SWITCHED_OFF = ("off", "false", "none")  # the words `--register` takes for no register
-
-
 def _register(value: str | bool, info: ValidationInfo) -> str | bool:
     """A register: `false` (none), a `postgresql://` URL as written, or a path (relative to the spec's folder)."""
     if value is True:
         raise ValueError("`register: true` names no register; give a path or a postgresql:// URL (or false for none)")
-    if isinstance(value, str) and value.strip().lower() in SWITCHED_OFF:  # `register: "off"`, as `--register off`
+    if switched_off(value):  # `register: "off"`, as `--register off`
         return False
     if value is False or "://" in value:
         return value if value is False else str(_no_credentials(value))

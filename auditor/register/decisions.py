@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from auditor.core.errors import InputError
+from auditor.core.urls import switched_off
 from auditor.register.review import DEFAULT_NAME
 from auditor.register.store import Register
 from auditor.trust.approval import Approval
@@ -20,7 +21,7 @@ def open_for_run(run_dir: Path, location: str | None,
     recorded in (`recorded_in`), else $AUDITOR_REGISTER, else register.sqlite beside the run folder. A register
     that cannot be found is a note (the decision is then in the run folder alone, and the note says so); any other
     fault is an error, raised before anything is written."""
-    if location is not None and location.lower() in ("off", "false", "none"):
+    if switched_off(location):
         return None, "not recorded in a register (--register off)"
     if location is None:
         candidates = [c for c in (recorded_in, os.environ.get(REGISTER_ENV)) if c]

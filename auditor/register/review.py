@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.core.errors import InputError
+from auditor.core.urls import switched_off
 from auditor.evidence.document import EvidenceDocument
 from auditor.register.lifecycle import Event, review_events, state
 
@@ -29,7 +30,7 @@ def location(spec: Any, out_dir: Path, override: str | None = None) -> str | Non
     """Where the register is: `--register`, else the spec's `register:`, else register.sqlite in the output
     folder; None when switched off (`false` in the spec, `off` on the command line)."""
     chosen: Any = override if override is not None else spec.register_location
-    if chosen is False or (isinstance(chosen, str) and chosen.lower() in ("off", "false", "none")):
+    if chosen is False or switched_off(chosen):
         return None
     if chosen is None:
         return str(Path(out_dir) / DEFAULT_NAME)
