@@ -73,15 +73,10 @@ def test_no_box_overflows_the_page_and_no_anchor_is_missing(layout: Any) -> None
     box ends inside its page's content area."""
     assert not layout.complaints, layout.complaints[:5]
     overflowing = []
-    def every_box(box: Any) -> Any:  # the margin boxes' contents too (the running header, the page number)
-        yield box
-        for child in getattr(box, "children", None) or []:
-            yield from every_box(child)
-
     for number, page in enumerate(layout.pages, 1):
         root = page._page_box
         right = root.content_box_x() + root.width
-        for box in every_box(root):
+        for box in _boxes(root, margins=True):  # the margin boxes' contents too (the running header, the page number)
             if box is root or type(box).__name__ == "MarginBox" or not hasattr(box, "position_x"):
                 continue
             width = box.margin_width() if hasattr(box, "margin_width") else box.width
@@ -91,12 +86,13 @@ def test_no_box_overflows_the_page_and_no_anchor_is_missing(layout: Any) -> None
     assert not overflowing, overflowing[:10]
 
 
-def _boxes(box: Any) -> Any:
-    """WeasyPrint's box tree under `box`, the page's margin boxes (running header, page number) left out."""
+def _boxes(box: Any, *, margins: bool = False) -> Any:
+    """WeasyPrint's box tree under `box`, the page's margin boxes (running header, page number) left out unless
+    `margins`."""
     yield box
     for child in getattr(box, "children", None) or []:
-        if type(child).__name__ != "MarginBox":
-            yield from _boxes(child)
+        if margins or type(child).__name__ != "MarginBox":
+            yield from _boxes(child, margins=margins)
 
 
 def _text(box: Any) -> str:
