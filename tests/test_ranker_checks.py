@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +204,17 @@ def test_rehearsal_alone_contains_crashes_and_hangs(tmp_path: Path) -> None:
     assert "CatBoost crashed loading this model (SIG" in lines[1]  # SIGSEGV or SIGABRT, by the memory left
     assert "ONNX Runtime did not finish loading this model in 3 s" in lines[2]
     assert not list(tmp_path.glob("core*"))
+
+
+def test_a_catboost_child_stopped_midway_leaves_no_copy_of_the_model(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rehearsal's child writes the model into a folder; a child stopped at its deadline (or crashed) cannot
+    remove it, so this process makes and removes it (before, every suite run left a copy in /tmp)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # this process's temporary folders...
+    monkeypatch.setenv("TMPDIR", str(scratch))  # ...and the child's
+    monkeypatch.setattr(catboost_check, "REHEARSAL_SECONDS", 0.1)  # stopped while it imports catboost
+    with pytest.raises(InputError, match="did not finish loading"):
+        load_catboost(RANKERS / "catboost.cbm")
+    assert not list(scratch.iterdir())

@@ -24,6 +24,7 @@ disagree scores differently from what it shows. Two defences, both on every load
 from __future__ import annotations
 
 import math
+import tempfile
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -216,6 +217,9 @@ def rehearse_catboost(data: bytes, fmt: str, *, file: Path) -> bytes:
     """Load `data` with CatBoost in a throw-away process first; CatBoost's JSON export of it, or InputError if that
     process fails, crashes, runs out of memory or time."""
     memory = 2048 * MiB + 32 * len(data)  # the interpreter, catboost's extension (~1 GiB mapped), the model
-    _, payload = rehearse(CHILD, [fmt], data, file=file, library="CatBoost", fix=SAVE_AGAIN, memory=memory,
-                          timeout=REHEARSAL_SECONDS + len(data) / MiB, payload_limit=json_cap("CatBoost"))
+    # The child's files (a copy of the model) live in a folder this process removes: a child that crashes cannot.
+    with tempfile.TemporaryDirectory(prefix="auditor-catboost-") as folder:
+        _, payload = rehearse(CHILD, [fmt, folder], data, file=file, library="CatBoost", fix=SAVE_AGAIN,
+                              memory=memory, timeout=REHEARSAL_SECONDS + len(data) / MiB,
+                              payload_limit=json_cap("CatBoost"))
     return payload
