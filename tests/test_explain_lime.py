@@ -774,6 +774,46 @@ def test_exact_finish_reads_at_most_as_many_samples_as_coefficients(seed: int):
     tight = 1e-9 * np.abs(y).max()
     assert np.sum(np.abs(r) <= tight) == Z.shape[1] + 1  # the optimum interpolates as many samples as coefficients
     wide = np.sort(np.abs(r[np.abs(r) > tight]))[1] * 1.0001
-    again, certified = _finish(Z, y, w, r, wide)
+    again, certified = _finish(Z, np.hstack([Z, np.ones((len(y), 1))]), y, w, r, wide, 60)
     assert certified
     np.testing.assert_allclose(again, coef, atol=1e-9 * np.abs(coef).max())
+
+
+def test_factor_updates_equal_a_fresh_cholesky():
+    """`_drop` and `_append` (the exact finish's factor of X̃_E X̃_Eᵀ, updated at each active-set step) give the
+    factor a fresh Cholesky gives: a sample removed from the middle, another added at the end; and a sample that
+    is a copy of one already inside is refused (it would make the factor singular)."""
+    from auditor.explain.svr import _append, _drop, _factor
+
+    rng = np.random.default_rng(0)
+    design = np.hstack([rng.standard_normal((30, 12)), np.ones((30, 1))])
+    design[26] = design[5]
+    state = np.ones(30, dtype=np.int64)
+    state[[2, 5, 7, 11, 20]] = 0
+    R, inside, u = np.zeros((13, 13)), np.empty(13, dtype=np.int64), np.empty(13)
+    m, largest, ok = _factor(design, np.ones(30), state, R, inside, u)
+    assert ok and m == 5
+    _drop(R, inside, m, 2)  # sample 7
+    assert _append(design, R, inside, m - 1, 25, largest)
+    assert list(inside[:5]) == [2, 5, 11, 20, 25]
+    XE = design[inside[:5]]
+    np.testing.assert_allclose(np.triu(R[:5, :5]), np.linalg.cholesky(XE @ XE.T).T, atol=1e-12 * np.abs(R).max())
+    assert not _append(design, R, inside, 5, 26, largest)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_exact_finish_certifies_from_duals_far_from_the_optimum(seed: int):
+    """The finish's active-set method raises the dual at every step, so it converges from any feasible duals:
+    from no sample interpolated (every dual at the bound the L2 fit's residual sign gives) it certifies the
+    optimum `l1_svr` finds. (The single pivots it replaced wandered on 700-feature fits and fell back to
+    liblinear, 20 s a fit.)"""
+    from auditor.explain.svr import _ascend, l1_svr, l2_svr
+
+    Z, y, w = _svr_problem(seed, n=600, F=40)
+    design = np.hstack([Z, np.ones((len(y), 1))])
+    coef, ok = l1_svr(Z, y, w, l2_svr(Z, y, w))
+    assert ok
+    state = np.where(y - design @ l2_svr(Z, y, w) > 0, 1, -1).astype(np.int64)
+    v, certified = _ascend(Z, design, y, w, state, w * state, 2000)
+    assert certified
+    np.testing.assert_allclose(v, coef, atol=1e-9 * np.abs(coef).max())

@@ -19,9 +19,11 @@ coefficient (tested there).
   interpolates (|r| ≤ μ) and the signs of the others; the KKT conditions of the L1 problem are then solved
   exactly, v = u + X̃_Eᵀα with u = Σ_{i∉E} c_i·sign(r_i)·x̃_i and X̃_E v = y_E, and CHECKED: |α_i| ≤ c_i on E and
   every other residual keeps its sign. E holds at most F + 1 samples (the smallest residuals; far more inside
-  means μ is still too coarse to read from). A pattern that fails its check is corrected by single active-set
-  pivots (the sample furthest over its dual bound goes to the bound, else the bounded sample whose residual
-  turned furthest is interpolated) — on 700-feature fits the smoothed pattern is a few samples off at every μ. A
+  means μ is still too coarse to read from). The smoothed pattern is a few samples off (on 700-feature fits, at
+  every μ), so the finish is an active-set method on the dual (bounded-variable least squares, Stark & Parker
+  1995, with a simplex step when E is full), started from the smoothed solution's duals: each step raises the
+  dual objective, on a factorisation updated per step. (Single pivots that jump to each pattern's solution,
+  the first version, wander without converging on such fits: the liblinear fallback took 20 s a fit.) A
   checked solution is the optimum (it satisfies the optimality conditions, however the pattern was found);
   otherwise μ shrinks tenfold and Newton continues. If no check passes (e.g. more tied samples than
   coefficients, as on 0/1 labels whose best fit is a constant) the solver says so and the caller falls back to
@@ -37,8 +39,10 @@ from numba import njit
 # Relative tolerances of the exact finish's checks (residual signs and dual bounds): rounding, not approximation.
 CHECK_TOL = 1e-9
 REBUILD = 20  # Newton steps between fresh Hessians within a stage (updated in between: rounding stays small)
-PIVOTS = 60  # active-set corrections of a smoothed solution's pattern before smoothing further...
-SPARE = 2  # ...tried when it interpolates at most this many samples more than there are coefficients
+STEPS = 300  # active-set steps of the exact finish from a smoothed solution, before smoothing further...
+SPARE = 0.2  # ...tried when at most this share more samples lie inside ±μ than there are coefficients (at least 2)
+REFRESH = 100  # active-set steps between fresh factorisations (rounding stays small)
+START = 1.2  # the first μ takes this many samples per coefficient inside ±μ
 
 
 def l2_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -250,30 +254,262 @@ def _solve_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def _finish(X: np.ndarray, y: np.ndarray, c: np.ndarray, r: np.ndarray,
-            mu: float) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
-    """The exact L1 optimum for the pattern read off residuals r at smoothing mu, corrected by up to `PIVOTS`
-    primal-dual active-set steps (Hintermüller, Ito & Kunisch 2002) when its check fails, and whether the
-    solution checks out (it then satisfies the optimality conditions: it is the optimum, however it was found)."""
+def _factor(design: np.ndarray, c: np.ndarray, state: np.ndarray, R: np.ndarray, inside: np.ndarray,
+            u: np.ndarray) -> tuple[int, float, bool]:  # pragma: no cover - compiled
+    """The pattern's parts, from scratch: `inside` (its interpolated samples, in the factor's order), u (the bounded
+    samples' Σ c·sign·x̃) and R (upper triangular, RᵀR = X̃_E X̃_Eᵀ); returns m = |E|, the largest diagonal entry
+    of X̃_E X̃_Eᵀ, and whether it is numerically positive definite (as `_cholesky_solve` judges)."""
+    n, p = design.shape
+    m = 0
+    u[:] = 0.0
+    for i in range(n):
+        if state[i] == 0:
+            if m == p:
+                return m, 0.0, False
+            inside[m] = i
+            m += 1
+        else:
+            u += (c[i] * state[i]) * design[i]
+    XE = np.empty((m, p))
+    for a in range(m):
+        XE[a] = design[inside[a]]
+    A = XE @ XE.T
+    largest = 0.0
+    for a in range(m):
+        largest = max(largest, A[a, a])
+    try:
+        L = np.linalg.cholesky(A)
+    except Exception:  # not positive definite (or not finite)
+        return m, largest, False
+    for a in range(m):
+        if not L[a, a] * L[a, a] > 1e-12 * largest:
+            return m, largest, False
+        for b in range(a, m):
+            R[a, b] = L[b, a]
+    return m, largest, True
+
+
+@njit(cache=True, nogil=True)
+def _drop(R: np.ndarray, inside: np.ndarray, m: int, k: int) -> None:  # pragma: no cover - compiled
+    """Remove the factor's k-th sample in O(m²): without column k, RᵀR loses row and column k, and the rows below
+    k (w = R[k, k+1:] and the triangle T under it) give TᵀT + wwᵀ, a rank-one update (no downdate: stable)."""
+    w = R[k, k + 1:m].copy()
+    for j in range(k + 1, m):
+        wj = w[j - k - 1]
+        rjj = R[j, j]
+        r = np.sqrt(rjj * rjj + wj * wj)
+        cos, sin = r / rjj, wj / rjj
+        R[j, j] = r
+        for t in range(j + 1, m):
+            R[j, t] = (R[j, t] + sin * w[t - k - 1]) / cos
+            w[t - k - 1] = cos * w[t - k - 1] - sin * R[j, t]
+    for i in range(m):  # close the gap: rows below k move up, columns right of k move left
+        if i < k:
+            for t in range(k + 1, m):
+                R[i, t - 1] = R[i, t]
+        elif i > k:
+            for t in range(i, m):
+                R[i - 1, t - 1] = R[i, t]
+    for a in range(k, m - 1):
+        inside[a] = inside[a + 1]
+
+
+@njit(cache=True, nogil=True)
+def _append(design: np.ndarray, R: np.ndarray, inside: np.ndarray, m: int, i: int,
+            largest: float) -> bool:  # pragma: no cover - compiled
+    """Add sample i to the factor in O(m·p + m²) (the new column solves Rᵀl = X̃_E x̃_i); False when x̃_i is
+    numerically a combination of the samples already in (the new pivot ≤ 1e-12 of the largest diagonal)."""
+    x = design[i]
+    col = np.empty(m)
+    for a in range(m):
+        col[a] = np.dot(design[inside[a]], x)
+    for j in range(m):
+        col[j] /= R[j, j]
+        for t in range(j + 1, m):
+            col[t] -= R[j, t] * col[j]
+    d = np.dot(x, x)
+    pivot = d - np.dot(col, col)
+    if not pivot > 1e-12 * max(largest, d):
+        return False
+    for a in range(m):
+        R[a, m] = col[a]
+    R[m, m] = np.sqrt(pivot)
+    inside[m] = i
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _factor_solve(R: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """x with RᵀR x = b (the leading m × m of R): two triangular solves, O(m²)."""
+    z = b.copy()
+    for j in range(m):
+        z[j] /= R[j, j]
+        for t in range(j + 1, m):
+            z[t] -= R[j, t] * z[j]
+    x = np.empty(m)
+    for j in range(m - 1, -1, -1):
+        s = z[j]
+        for t in range(j + 1, m):
+            s -= R[j, t] * x[t]
+        x[j] = s / R[j, j]
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, state: np.ndarray,
+            start: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
+    """The dual's optimum by a bounded-variable active-set method (Stark & Parker's BVLS, with a simplex step when
+    the free set is full), from the feasible duals `start` (|start| ≤ c; the bounded samples' are ±c by `state`).
+
+    The dual, max_α yᵀα − ½‖X̃ᵀα‖² over |α_i| ≤ c_i (v = X̃ᵀα), never decreases: the free samples' duals move
+    toward their subspace optimum (X̃_E v = y_E) only as far as the box allows, the first to reach a bound is fixed
+    there; at a feasible subspace optimum, the bounded sample whose residual has the wrong sign the furthest is
+    freed (or, with as many free samples as coefficients, moved along the dual's null direction until a dual
+    reaches a bound). The factorisation of X̃_E X̃_Eᵀ is updated at each change, O(m² + m·p + n·p) a step, and
+    rebuilt every `REFRESH`. The verdict is a fresh `_solve_pattern`'s: rounding steers the path, not the result."""
+    n, p = design.shape
+    R = np.zeros((p, p))
+    inside = np.empty(p, dtype=np.int64)
+    u = np.empty(p)
+    m, largest, ok = _factor(design, c, state, R, inside, u)
+    if not ok:
+        return np.zeros(p), False
+    alpha = np.empty(p)  # the free samples' duals, in the factor's order
+    for a in range(m):
+        alpha[a] = start[inside[a]]
+    scale = 1.0
+    for i in range(n):
+        scale = max(scale, abs(y[i]))
+    since_built = 0
+    for _step in range(limit):
+        b = np.empty(m)
+        for a in range(m):
+            b[a] = y[inside[a]] - np.dot(design[inside[a]], u)
+        best = _factor_solve(R, m, b)
+        t, block = 1.0, -1  # the longest step toward the subspace optimum the box allows
+        for a in range(m):
+            bound = c[inside[a]]
+            if abs(best[a]) <= bound * (1.0 + CHECK_TOL):
+                continue
+            d = best[a] - alpha[a]
+            if d == 0.0:
+                continue
+            ta = ((bound if d > 0.0 else -bound) - alpha[a]) / d
+            if ta < t:
+                t, block = max(ta, 0.0), a
+        if block >= 0:  # the blocking dual stops at its bound and leaves the free set
+            for a in range(m):
+                alpha[a] += t * (best[a] - alpha[a])
+            i = inside[block]
+            state[i] = 1 if best[block] > alpha[block] else -1
+            u += (c[i] * state[i]) * design[i]
+            _drop(R, inside, m, block)
+            for a in range(block, m - 1):
+                alpha[a] = alpha[a + 1]
+            m -= 1
+        else:
+            for a in range(m):
+                alpha[a] = best[a]
+            v = u.copy()
+            for a in range(m):
+                v += alpha[a] * design[inside[a]]
+            check = y - design @ v
+            into, worst = -1, CHECK_TOL * scale
+            for i in range(n):
+                if state[i] != 0 and check[i] * state[i] < 0.0 and abs(check[i]) > worst:
+                    worst, into = abs(check[i]), i
+            if into < 0:  # a feasible subspace optimum with every residual's sign right: the fresh verdict
+                v, optimal, _ = _solve_pattern(X, y, c, state.copy())
+                if optimal or since_built == 0:
+                    return v, optimal
+                since_built = REFRESH
+            else:
+                i = into
+                sign = state[i]
+                room = m < p
+                if room:
+                    largest = max(largest, np.dot(design[i], design[i]))
+                    room = _append(design, R, inside, m, i, largest)
+                if room:  # freed at its bound: the next subspace optimum moves it inward
+                    state[i] = 0
+                    u -= (c[i] * sign) * design[i]
+                    alpha[m] = sign * c[i]
+                    m += 1
+                else:  # no room: along the null direction (α_i inward, X̃ᵀΔα = 0) until a dual meets a bound
+                    col = np.empty(m)
+                    for a in range(m):
+                        col[a] = np.dot(design[inside[a]], design[i])
+                    w = _factor_solve(R, m, col)  # Δα_E = sign·w per unit of α_i moved inward
+                    tau, block = 2.0 * c[i], -1
+                    for a in range(m):
+                        d = sign * w[a]
+                        if d > 0.0:
+                            ta = (c[inside[a]] - alpha[a]) / d
+                        elif d < 0.0:
+                            ta = (-c[inside[a]] - alpha[a]) / d
+                        else:
+                            continue
+                        if ta < tau:
+                            tau, block = max(ta, 0.0), a
+                    for a in range(m):
+                        alpha[a] += tau * sign * w[a]
+                    if block < 0:  # sample i crossed to its other bound
+                        state[i] = -sign
+                        u -= (2.0 * c[i] * sign) * design[i]
+                    else:  # sample i takes the blocking sample's place in the free set
+                        j = inside[block]
+                        state[j] = 1 if sign * w[block] > 0.0 else -1
+                        u += (c[j] * state[j]) * design[j]
+                        _drop(R, inside, m, block)
+                        for a in range(block, m - 1):
+                            alpha[a] = alpha[a + 1]
+                        m -= 1
+                        largest = max(largest, np.dot(design[i], design[i]))
+                        if _append(design, R, inside, m, i, largest):
+                            state[i] = 0
+                            u -= (c[i] * sign) * design[i]
+                            alpha[m] = sign * c[i] - tau * sign
+                            m += 1
+                        else:
+                            since_built = REFRESH
+        since_built += 1
+        if since_built >= REFRESH:  # a fresh factor (the duals of the free samples are kept)
+            kept = np.zeros(n)
+            for a in range(m):
+                kept[inside[a]] = alpha[a]
+            m, largest, ok = _factor(design, c, state, R, inside, u)
+            if not ok:
+                return np.zeros(p), False
+            for a in range(m):
+                alpha[a] = kept[inside[a]]
+            since_built = 0
+    return np.zeros(p), False
+
+
+@njit(cache=True, nogil=True)
+def _finish(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, r: np.ndarray,
+            mu: float, limit: int) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
+    """The exact L1 optimum from the smoothed solution with residuals r at smoothing mu: its pattern (the p
+    smallest residuals inside ±mu interpolated, the others bounded by their signs) and duals start `_ascend`'s
+    active-set method, up to `limit` steps; and whether the solution checks out (it then satisfies the optimality
+    conditions: it is the optimum, however it was found). Far more samples inside ±mu than coefficients: too
+    coarse to start from, smooth further."""
     n, p = X.shape[0], X.shape[1] + 1
     state = np.empty(n, dtype=np.int64)
     for i in range(n):
         state[i] = 1 if r[i] > 0 else -1
-    order = _smallest(np.abs(r), p + SPARE + 1)  # the interpolated samples: |r| ≤ mu, at most the p smallest
-    if n > p + SPARE and abs(r[order[p + SPARE]]) <= mu:
+    spare = max(2, int(SPARE * p))
+    order = _smallest(np.abs(r), p + spare + 1)  # the interpolated samples: |r| ≤ mu, at most the p smallest
+    if n > p + spare and abs(r[order[p + spare]]) <= mu:
         return np.zeros(p), False  # far more than p inside: this smoothing is too coarse to read a pattern from
     for j in range(min(p, n)):
         if abs(r[order[j]]) > mu:
             break
         state[order[j]] = 0
-    v = np.zeros(X.shape[1] + 1)
-    for _pivot in range(PIVOTS):
-        v, optimal, changed = _solve_pattern(X, y, c, state)
-        if optimal:
-            return v, True
-        if not changed:
-            break
-    return v, False
+    start = np.empty(n)  # the smoothed solution's duals c·ψ(r): feasible, and its v = X̃ᵀ·start
+    for i in range(n):
+        start[i] = c[i] * min(1.0, max(-1.0, r[i] / mu))
+    return _ascend(X, design, y, c, state, start, limit)
 
 
 @njit(cache=True, nogil=True)
@@ -298,7 +534,7 @@ def l1_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray,
     r = np.empty(n)
     _residuals(X, y, v, r)
     absr = np.abs(r)
-    cut = min(2 * p, n - 1)
+    cut = min(int(START * p), n - 1)
     mu = max(absr[_smallest(absr, cut + 1)[cut]], 1e-12)
     c_total = c.sum()
     psi_c = np.empty(n)
@@ -377,7 +613,7 @@ def l1_svr(X: np.ndarray, y: np.ndarray, c: np.ndarray,
                 break
             v += t * d
             r -= t * q
-        exact, ok = _finish(X, y, c, r, mu)
+        exact, ok = _finish(X, design, y, c, r, mu, STEPS)
         if ok:
             return exact, True
         mu *= 0.1
