@@ -27,8 +27,9 @@ RACED_ROWS = 8  # background rows' worth of distinct rows a set of `background_s
 KERNELSHAP_FIT = 2.4e-10  # × coalitions × F²: the normal equations (BLAS) and their 11 solves — 0.4 s at 700
 LIRME_FIT = (1.4e-10, 0.001)  # × samples × F², + per document: the ridge fit, the top documents batched — 1 ms at
 # 12 features, 6 ms at 136
-EXS_FIT = (1.15e-9, 1.1e-10)  # × samples × F², × F³: the exact L1 SVR's Newton steps and finish — 0.043 s at 136,
-# 1.2 s at 700 (LAPACK's Cholesky, the Hessian updated by the rows entering and leaving the zone)
+EXS_FIT = (3.3e-10, 1.1e-10)  # × samples × F², × F³: the exact L1 SVR's Newton steps and finish — 0.012 s at 136,
+# 0.37 s at 700 (LAPACK's Cholesky, the Hessian updated by the rows entering and leaving the zone; the finish's
+# active-set steps on an updated factorisation)
 
 
 def coalitions(options: Any, features: int) -> int:

@@ -154,20 +154,53 @@ def _line_search(r: np.ndarray, q: np.ndarray, c: np.ndarray, v: np.ndarray, d: 
 
 
 @njit(cache=True, nogil=True)
-def _cholesky_solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
-    """Solve A x = b for symmetric A by Cholesky (LAPACK's, 7x a loop's speed at 700 features); ok = False when A
-    is not numerically positive definite (a pivot L_jj² at most 1e-12 of the largest diagonal entry)."""
-    m = b.size
+def _cholesky(A: np.ndarray) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
+    """A's lower Cholesky factor L (LAPACK's, 7x a loop's speed at 700 features), and ok = False when A is not
+    numerically positive definite (a pivot L_jj² at most 1e-12 of the largest diagonal entry). One compiled
+    function for every caller: numba compiles LAPACK's wrapper into each function that calls it (~2 s each)."""
+    m = A.shape[0]
     largest = 0.0
     for j in range(m):
         largest = max(largest, abs(A[j, j]))
     try:
         L = np.linalg.cholesky(A)
     except Exception:  # not positive definite (or not finite)
-        return np.zeros(m), False
+        return np.zeros((m, m)), False
     for j in range(m):
         if not L[j, j] * L[j, j] > 1e-12 * largest:
-            return np.zeros(m), False
+            return L, False
+    return L, True
+
+
+@njit(cache=True, nogil=True)
+def _gram(XE: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """X̃_E X̃_Eᵀ (BLAS), in one compiled function for its callers."""
+    gram: np.ndarray = XE @ XE.T
+    return gram
+
+
+@njit(cache=True, nogil=True)
+def _times(M: np.ndarray, x: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """M x (BLAS), in one compiled function for its callers."""
+    product: np.ndarray = M @ x
+    return product
+
+
+@njit(cache=True, nogil=True)
+def _add_scaled(y: np.ndarray, a: float, x: np.ndarray) -> None:  # pragma: no cover - compiled
+    """y += a·x, by a loop (an array expression compiles its own machinery in every function)."""
+    for j in range(y.size):
+        y[j] += a * x[j]
+
+
+@njit(cache=True, nogil=True)
+def _cholesky_solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
+    """Solve A x = b for symmetric A by Cholesky (`_cholesky`); ok = False when A is not numerically positive
+    definite."""
+    m = b.size
+    L, ok = _cholesky(A)
+    if not ok:
+        return np.zeros(m), False
     x = b.copy()
     for i in range(m):
         s = x[i]
@@ -211,7 +244,7 @@ def _solve_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
             for f in range(n_features):
                 u[f] += s * X[i, f]
             u[n_features] += s
-    A = XE @ XE.T
+    A = _gram(XE)
     rhs = np.empty(m)
     for a in range(m):
         xu = 0.0
@@ -261,7 +294,8 @@ def _factor(design: np.ndarray, c: np.ndarray, state: np.ndarray, R: np.ndarray,
     of X̃_E X̃_Eᵀ, and whether it is numerically positive definite (as `_cholesky_solve` judges)."""
     n, p = design.shape
     m = 0
-    u[:] = 0.0
+    for f in range(p):
+        u[f] = 0.0
     for i in range(n):
         if state[i] == 0:
             if m == p:
@@ -269,21 +303,19 @@ def _factor(design: np.ndarray, c: np.ndarray, state: np.ndarray, R: np.ndarray,
             inside[m] = i
             m += 1
         else:
-            u += (c[i] * state[i]) * design[i]
+            _add_scaled(u, c[i] * state[i], design[i])
     XE = np.empty((m, p))
     for a in range(m):
-        XE[a] = design[inside[a]]
-    A = XE @ XE.T
+        for f in range(p):
+            XE[a, f] = design[inside[a], f]
+    A = _gram(XE)
     largest = 0.0
     for a in range(m):
         largest = max(largest, A[a, a])
-    try:
-        L = np.linalg.cholesky(A)
-    except Exception:  # not positive definite (or not finite)
+    L, ok = _cholesky(A)
+    if not ok:
         return m, largest, False
     for a in range(m):
-        if not L[a, a] * L[a, a] > 1e-12 * largest:
-            return m, largest, False
         for b in range(a, m):
             R[a, b] = L[b, a]
     return m, largest, True
@@ -402,7 +434,7 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
                 alpha[a] += t * (best[a] - alpha[a])
             i = inside[block]
             state[i] = 1 if best[block] > alpha[block] else -1
-            u += (c[i] * state[i]) * design[i]
+            _add_scaled(u, c[i] * state[i], design[i])
             _drop(R, inside, m, block)
             for a in range(block, m - 1):
                 alpha[a] = alpha[a + 1]
@@ -412,8 +444,8 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
                 alpha[a] = best[a]
             v = u.copy()
             for a in range(m):
-                v += alpha[a] * design[inside[a]]
-            check = y - design @ v
+                _add_scaled(v, alpha[a], design[inside[a]])
+            check = y - _times(design, v)
             into, worst = -1, CHECK_TOL * scale
             for i in range(n):
                 if state[i] != 0 and check[i] * state[i] < 0.0 and abs(check[i]) > worst:
@@ -432,7 +464,7 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
                     room = _append(design, R, inside, m, i, largest)
                 if room:  # freed at its bound: the next subspace optimum moves it inward
                     state[i] = 0
-                    u -= (c[i] * sign) * design[i]
+                    _add_scaled(u, -c[i] * sign, design[i])
                     alpha[m] = sign * c[i]
                     m += 1
                 else:  # no room: along the null direction (α_i inward, X̃ᵀΔα = 0) until a dual meets a bound
@@ -455,11 +487,11 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
                         alpha[a] += tau * sign * w[a]
                     if block < 0:  # sample i crossed to its other bound
                         state[i] = -sign
-                        u -= (2.0 * c[i] * sign) * design[i]
+                        _add_scaled(u, -2.0 * c[i] * sign, design[i])
                     else:  # sample i takes the blocking sample's place in the free set
                         j = inside[block]
                         state[j] = 1 if sign * w[block] > 0.0 else -1
-                        u += (c[j] * state[j]) * design[j]
+                        _add_scaled(u, c[j] * state[j], design[j])
                         _drop(R, inside, m, block)
                         for a in range(block, m - 1):
                             alpha[a] = alpha[a + 1]
@@ -467,7 +499,7 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
                         largest = max(largest, np.dot(design[i], design[i]))
                         if _append(design, R, inside, m, i, largest):
                             state[i] = 0
-                            u -= (c[i] * sign) * design[i]
+                            _add_scaled(u, -c[i] * sign, design[i])
                             alpha[m] = sign * c[i] - tau * sign
                             m += 1
                         else:
