@@ -89,6 +89,8 @@ def test_the_html_fits_a_phone_and_a_desktop_in_chromium(demo: Path, width: int,
         pytest.skip("Chromium not installed (Debian package `chromium`); .ci/run installs it")
     with Chromium() as browser:
         view = browser.view(file_url(demo / "report.html"), width, screenshot=True)
+        singleton = browser.singleton_folder()
+    assert singleton is not None and not Path(singleton).exists()  # Chromium's own folder in /tmp goes too
     assert view.scroll_width <= width, (view.scroll_width, view.overflowing)
     assert not view.overflowing
     assert not view.console_errors, view.console_errors  # no blocked request, no script, no CSP violation

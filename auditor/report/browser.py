@@ -84,7 +84,20 @@ class Chromium:
                 os.kill(self._pid, sig)
             if self._reaped(wait):
                 break
+        singleton = self.singleton_folder()
+        if singleton is not None:  # a browser stopped by a signal leaves it in the temporary folder
+            shutil.rmtree(singleton, ignore_errors=True)
         shutil.rmtree(self._profile, ignore_errors=True)
+
+    def singleton_folder(self) -> str | None:
+        """The folder Chromium made for its singleton socket (the profile's `SingletonSocket` links into it), or
+        None. (Pointing Chromium's TMPDIR into the profile instead would lengthen the socket's path past the
+        108 bytes a Unix socket's name may have, under a long TMPDIR.)"""
+        try:
+            folder = os.path.dirname(os.readlink(os.path.join(self._profile, "SingletonSocket")))
+        except OSError:
+            return None
+        return folder if os.path.basename(folder).startswith("org.chromium.") else None
 
     def _reaped(self, wait: float) -> bool:
         deadline = time.monotonic() + wait
