@@ -28,7 +28,7 @@ coefficient (tested there).
   otherwise μ shrinks tenfold and Newton continues. If no check passes (e.g. more tied samples than
   coefficients, as on 0/1 labels whose best fit is a constant) the solver says so and the caller falls back to
   liblinear.
-  What a fit costs in an audit: benchmarks/lime_phases.py.
+  What a fit costs in an audit: benchmarks/lime_phases.py; on a wide audit's own fits: benchmarks/exs_fits.py.
 """
 
 from __future__ import annotations
