@@ -216,12 +216,11 @@ def _cholesky_solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:  #
 
 
 @njit(cache=True, nogil=True)
-def _solve_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
-                   state: np.ndarray) -> tuple[np.ndarray, bool, bool]:  # pragma: no cover - compiled
+def _checked_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
+                     state: np.ndarray) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
     """The KKT solution for a pattern (state 0: the sample is interpolated, ±1: its residual has that sign and its
-    dual is ±c), checked: returns v, whether it is the optimum, and whether a corrected pattern was written into
-    `state` (interpolated samples whose dual leaves its bound go to the bound; bounded samples whose residual
-    changed sign become interpolated)."""
+    dual is ±c), solved afresh, and whether it is the optimum: every interpolated sample's dual within its bound,
+    every bounded sample's residual of its sign (`CHECK_TOL`: rounding, not approximation)."""
     n, n_features = X.shape
     p = n_features + 1
     m = 0
@@ -253,7 +252,7 @@ def _solve_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
         rhs[a] = y[inside[a]] - xu
     alpha, ok = _cholesky_solve(A, rhs)
     if not ok:
-        return u, False, False
+        return u, False
     v = u.copy()
     for a in range(m):
         for f in range(p):
@@ -263,27 +262,13 @@ def _solve_pattern(X: np.ndarray, y: np.ndarray, c: np.ndarray,
         scale = max(scale, abs(y[i]))
     check = np.empty(n)
     _residuals(X, y, v, check)
-    # One correction a pivot (whole-set swaps cycle on wide problems): the interpolated sample whose dual left its
-    # bound the furthest goes to that bound; else the bounded sample whose residual took the other sign the
-    # furthest is interpolated, if the coefficients allow one more.
-    out, worst = -1, CHECK_TOL
     for a in range(m):
-        excess = abs(alpha[a]) / max(c[inside[a]], 1e-300) - 1.0
-        if excess > worst:
-            worst, out = excess, a
-    if out >= 0:
-        state[inside[out]] = 1 if alpha[out] > 0 else -1
-        return v, False, True
-    into, worst = -1, CHECK_TOL * scale
+        if abs(alpha[a]) / max(c[inside[a]], 1e-300) - 1.0 > CHECK_TOL:
+            return v, False
     for i in range(n):
-        if state[i] != 0 and check[i] * state[i] < 0.0 and abs(check[i]) > worst:
-            worst, into = abs(check[i]), i
-    if into < 0:
-        return v, True, False
-    if m == p:
-        return v, False, False
-    state[into] = 0
-    return v, False, True
+        if state[i] != 0 and check[i] * state[i] < 0.0 and abs(check[i]) > CHECK_TOL * scale:
+            return v, False
+    return v, True
 
 
 @njit(cache=True, nogil=True)
@@ -352,13 +337,10 @@ def _append(design: np.ndarray, R: np.ndarray, inside: np.ndarray, m: int, i: in
     """Add sample i to the factor in O(m·p + m²) (the new column solves Rᵀl = X̃_E x̃_i); False when x̃_i is
     numerically a combination of the samples already in (the new pivot ≤ 1e-12 of the largest diagonal)."""
     x = design[i]
-    col = np.empty(m)
+    products = np.empty(m)
     for a in range(m):
-        col[a] = np.dot(design[inside[a]], x)
-    for j in range(m):
-        col[j] /= R[j, j]
-        for t in range(j + 1, m):
-            col[t] -= R[j, t] * col[j]
+        products[a] = np.dot(design[inside[a]], x)
+    col = _forward(R, m, products)
     d = np.dot(x, x)
     pivot = d - np.dot(col, col)
     if not pivot > 1e-12 * max(largest, d):
@@ -371,13 +353,20 @@ def _append(design: np.ndarray, R: np.ndarray, inside: np.ndarray, m: int, i: in
 
 
 @njit(cache=True, nogil=True)
-def _factor_solve(R: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """x with RᵀR x = b (the leading m × m of R): two triangular solves, O(m²)."""
+def _forward(R: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """z with Rᵀz = b (the leading m × m of R, upper triangular), O(m²), reading R by rows."""
     z = b.copy()
     for j in range(m):
         z[j] /= R[j, j]
         for t in range(j + 1, m):
             z[t] -= R[j, t] * z[j]
+    return z
+
+
+@njit(cache=True, nogil=True)
+def _factor_solve(R: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """x with RᵀR x = b (the leading m × m of R): two triangular solves, O(m²)."""
+    z = _forward(R, m, b)
     x = np.empty(m)
     for j in range(m - 1, -1, -1):
         s = z[j]
@@ -398,7 +387,7 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
     there; at a feasible subspace optimum, the bounded sample whose residual has the wrong sign the furthest is
     freed (or, with as many free samples as coefficients, moved along the dual's null direction until a dual
     reaches a bound). The factorisation of X̃_E X̃_Eᵀ is updated at each change, O(m² + m·p + n·p) a step, and
-    rebuilt every `REFRESH`. The verdict is a fresh `_solve_pattern`'s: rounding steers the path, not the result."""
+    rebuilt every `REFRESH`. The verdict is a fresh `_checked_pattern`'s: rounding steers the path, not the result."""
     n, p = design.shape
     R = np.zeros((p, p))
     inside = np.empty(p, dtype=np.int64)
@@ -451,7 +440,7 @@ def _ascend(X: np.ndarray, design: np.ndarray, y: np.ndarray, c: np.ndarray, sta
                 if state[i] != 0 and check[i] * state[i] < 0.0 and abs(check[i]) > worst:
                     worst, into = abs(check[i]), i
             if into < 0:  # a feasible subspace optimum with every residual's sign right: the fresh verdict
-                v, optimal, _ = _solve_pattern(X, y, c, state.copy())
+                v, optimal = _checked_pattern(X, y, c, state)
                 if optimal or since_built == 0:
                     return v, optimal
                 since_built = REFRESH
