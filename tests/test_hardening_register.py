@@ -411,6 +411,9 @@ def test_a_tsa_or_mlflow_url_with_a_secret_is_never_shown(signed: dict[str, Path
         assert SECRET not in result.output, (args[0], result.output)
         assert result.exit_code != 0, (args[0], result.output)
     tracking = f"http://user:{SECRET}@127.0.0.1:9/?token={SECRET}"
-    result = _cli("report", str(bookstore / "audit.yaml"), "--register", "off", "--quiet", "--mlflow", code=None,
-                  env={"MLFLOW_TRACKING_URI": tracking})
+    quick = yaml.safe_load((bookstore / "audit.yaml").read_text())
+    quick["evidence"] = spec["evidence"]  # MLflow is asked once the run is written: what it holds does not matter
+    (bookstore / "quick.yaml").write_text(yaml.safe_dump(quick))
+    result = _cli("report", str(bookstore / "quick.yaml"), "--register", "off", "--quiet", "--mlflow", code=None,
+                  env={"MLFLOW_TRACKING_URI": tracking, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})  # no 2 s of retries
     assert SECRET not in result.output, result.output

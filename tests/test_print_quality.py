@@ -3,14 +3,15 @@ paper, no page is less than a third full unless a section ends there, a table sp
 side, a glossary term stays with its definition, the interaction heatmaps' colour scale covers the data or says how
 far the documents reach past it, and a 16-line chart repeats no colour.
 
-One demo audit (as tests/test_report_layout.py) and one WeasyPrint layout (which also shows no box overflows its
-page and no anchor is missing) of its report.html with the print
-stylesheet, exactly as `auditor.report.pdf.render_pdf` makes report.pdf (~8 s): the layout's boxes give each
+One demo audit (as tests/test_report_layout.py), rendered again by `auditor render` (issue 52: the same report.html
+and report.pdf, byte for byte, the figures drawn again from the stored evidence), and the WeasyPrint layout that
+rendering printed (which also shows no box overflows its page and no anchor is missing): the layout's boxes give each
 figure's printed width, each page's filled height and each table row's page. The layout is checked against the PDF
-itself (same page count, every page's text in it)."""
+itself (same page count, every page's text in it). One layout serves both (~8 s each, before they were two)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -32,29 +33,62 @@ TABLE_ROWS = 3  # body rows a split table keeps on each side of the break
 
 
 @pytest.fixture(scope="module")
-def layout(demo: Path) -> Any:
-    """WeasyPrint's document of report.html with the print stylesheet: what report.pdf was written from."""
-    from weasyprint import CSS
+def rendering(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Any]:
+    """`auditor render` of the demo as HTML and PDF, its figures drawn again: the folder it wrote, what it said, and
+    the WeasyPrint document report.pdf was written from (`auditor.report.pdf.laid_out`'s, kept as it returned)."""
+    from typer.testing import CliRunner
 
-    from auditor.report.pdf import PRINT_CSS, laid_out, template_fetcher
-    from auditor.report.render import templates_dir
+    from auditor.cli import app
+    from auditor.report import pdf
+    from auditor.report.plots import forget_drawings
 
-    folder = templates_dir()
-    fetcher = template_fetcher(folder)
-    base = folder.resolve().as_uri() + "/"
+    documents = []
+
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        documents.append(laid_out(*args, **kwargs))
+        return documents[-1]
+
+    laid_out = pdf.laid_out
     complaints = _Complaints()
     logger = logging.getLogger("weasyprint")
-    logger.addHandler(complaints)
-    try:
-        document = laid_out((demo / "report.html").read_text(), base_url=base, fetcher=fetcher,
-                            stylesheet=CSS(filename=str(folder / PRINT_CSS), url_fetcher=fetcher, base_url=base))
-    finally:
-        logger.removeHandler(complaints)
+    forget_drawings()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pdf, "laid_out", kept)
+        logger.addHandler(complaints)
+        try:
+            result = CliRunner().invoke(app, ["render", str(demo), "--out", str(tmp_path_factory.mktemp("render")),
+                                              "--format", "html", "--format", "pdf"])
+        finally:
+            logger.removeHandler(complaints)
+    assert result.exit_code == 0, result.output
+    (document,) = documents
     document.complaints = complaints.messages  # what WeasyPrint logged as errors while laying it out
+    return Path(result.stdout.strip()), result.stderr, document
+
+
+@pytest.fixture(scope="module")
+def layout(demo: Path, rendering: tuple[Path, str, Any]) -> Any:
+    """WeasyPrint's document of report.html with the print stylesheet: what report.pdf was written from."""
+    document = rendering[2]
     if shutil.which("pdfinfo"):  # the layout is the PDF's: same pages
         info = subprocess.run(["pdfinfo", str(demo / "report.pdf")], check=True, capture_output=True, text=True)
         assert int(re.search(r"Pages:\s+(\d+)", info.stdout).group(1)) == len(document.pages)
     return document
+
+
+@pytest.mark.slow
+def test_a_fresh_run_renders_byte_for_byte(demo: Path, rendering: tuple[Path, str, Any], tmp_path: Path) -> None:
+    """`auditor render` of the demo's full audit (every kind of figure): the same report.html and report.pdf, in a
+    new unsigned folder outside the run, the figures drawn again (the same evidence gives the same bytes)."""
+    folder, stderr, _ = rendering
+    assert folder.name == f"{demo.name}-rendered" and not folder.is_relative_to(demo)
+    for name in ("report.html", "report.pdf"):
+        assert (folder / name).read_bytes() == (demo / name).read_bytes(), name
+    record = json.loads((folder / "rendered.json").read_text())
+    assert record["signed"] is False and record["rendered_from"] == demo.name
+    assert record["bundle"].startswith("none") and "unsigned run" in stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["rendered.json", "report.html", "report.pdf"]
+    assert (demo / "report.html").read_text().count("<svg") >= 10  # every kind's figures, drawn from their data
 
 
 class _Complaints(logging.Handler):

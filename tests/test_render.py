@@ -1,7 +1,8 @@
 """`auditor render`: a run's report drawn again from its evidence.json alone (issue 52, item 3).
 
 The figures are stored as data (a chart's name and its arguments) and drawn when a document is rendered, so the
-rendering of a run made by this version is the run's own report, byte for byte; through an organisation's
+rendering of a run made by this version is the run's own report, byte for byte (the demo's, with every kind of
+figure: tests/test_print_quality.py, which reads the layout that rendering printed); through an organisation's
 templates it changes only where they do. A signed run's evidence is compared with its bundle first; evidence
 written before figures were kept renders without them and says why; evidence that is not ours is one line, exit 2,
 and nothing written.
@@ -19,7 +20,6 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.evidence.base import FIGURES_NOT_KEPT
-from auditor.report.plots import forget_drawings
 from auditor.report.render import templates_dir
 
 
@@ -31,24 +31,6 @@ def _render(*args: str, code: int = 0) -> tuple[str, str]:
 
 def _folders(out: Path) -> list[Path]:
     return sorted(out.iterdir()) if out.is_dir() else []
-
-
-@pytest.mark.slow
-def test_a_fresh_run_renders_byte_for_byte(demo: Path, tmp_path: Path) -> None:
-    """The demo's full audit (every kind of figure): the same report.html and report.pdf, in a new unsigned folder
-    outside the run, the figures drawn again (the same evidence gives the same bytes)."""
-    forget_drawings()
-    stdout, stderr = _render(str(demo), "--out", str(tmp_path / "out"), "--format", "html", "--format", "pdf")
-    folder = Path(stdout.strip())
-    assert folder.parent == tmp_path / "out" and folder.name == f"{demo.name}-rendered"
-    for name in ("report.html", "report.pdf"):
-        assert (folder / name).read_bytes() == (demo / name).read_bytes(), name
-    record = json.loads((folder / "rendered.json").read_text())
-    assert record["signed"] is False and record["rendered_from"] == demo.name
-    assert record["bundle"].startswith("none") and "unsigned run" in stderr
-    assert sorted(p.name for p in folder.iterdir()) == ["rendered.json", "report.html", "report.pdf"]
-    assert (demo / "report.html").read_text().count("<svg") >= 10  # every kind's figures, drawn from their data
-
 
 
 def test_a_corrected_wording_reaches_the_rendered_report(unsigned: Path, tmp_path: Path,
@@ -90,7 +72,7 @@ def test_a_changed_template_changes_only_what_it_changes(unsigned: Path, tmp_pat
 def test_a_signed_run_renders_after_its_bundle_is_checked(signed: dict[str, Path], tmp_path: Path) -> None:
     """With --pubkey the bundle's signature is verified, then evidence.json's digest; the HTML is the run's (the
     signer block included: it describes the run rendered), and the command says the rendering is not signed. (A
-    rendered PDF is the run's too, byte for byte: `test_a_fresh_run_renders_byte_for_byte`.)"""
+    rendered PDF is the run's too, byte for byte: test_print_quality's `test_a_fresh_run_renders_byte_for_byte`.)"""
     run, keys = signed["run"], signed["keys"]
     stdout, stderr = _render(str(run), "--out", str(tmp_path), "--pubkey", str(keys / "bundle-ed25519.pub.pem"))
     folder = Path(stdout.strip())

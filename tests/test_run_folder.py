@@ -124,7 +124,8 @@ def test_report_html_forbids_scripts_and_requests(base: Path) -> None:
 
 @pytest.mark.slow
 def test_a_whole_audit_prints_nothing_but_its_own_lines(base: Path) -> None:
-    """A real process (not CliRunner): library warnings, LightGBM's native log and worker output would show here."""
+    """A real process (not CliRunner): library warnings, LightGBM's native log and worker output would show here;
+    with --quiet, no progress line either (tests/test_progress.py reads the lines without it)."""
     spec = write_base_spec(base, evidence=[
         {"ranking_quality": {}}, {"global_importance": {}},
         {"local_explanations": {"queries": 4, "k_curve": [], "methods": ["random", "treeshap5", "shap5", "lirme5",
