@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from auditor.evidence.base import AuditContext
+from auditor.evidence.importance import ALL_SPREADS_KEY
 from auditor.evidence.options.sections import (  # noqa: F401 - their home before the spec became light
     attribution_names,
     default_method_names,
@@ -164,6 +165,13 @@ def query_spreads(ctx: AuditContext, settings: Any, methods: list[str], chosen: 
     if not narrowed_searches(settings, methods, ctx.data.n_features) or not is_tree(ctx) or not chosen:
         return None
     todo = [qi for qi in chosen if not ctx.memoized(("spread", qi))]
+    if len(todo) == ctx.data.n_queries and ctx.memoized(ALL_SPREADS_KEY):
+        # global_importance's pass scored TreeSHAP on these same documents, all of them in one call as here, so
+        # by the same implementation (capabilities.fast_treeshap chooses it by the row count): the same values
+        every: np.ndarray = ctx.memo(ALL_SPREADS_KEY, lambda: np.empty(0))
+        for qi in todo:
+            ctx.memo(("spread", qi), lambda qi=qi: every[qi])
+        todo = []
     if todo:
         rows = np.concatenate([np.arange(*ctx.data.query_ptr[qi:qi + 2]) for qi in todo])
         sizes = [int(np.diff(ctx.data.query_ptr[qi:qi + 2])[0]) for qi in todo]

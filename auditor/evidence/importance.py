@@ -10,10 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditor.evidence.base import AuditContext
+from auditor.explain.screen import within_query_spread
 from auditor.models.capabilities import fast_treeshap as _fast_treeshap
 from auditor.models.capabilities import reference_scores
 
 IMPORTANCE_KEY = ("treeshap_importance_by_query",)
+# every query's within-query TreeSHAP spread from the pass over all documents: the narrowed searches' candidates
+# (explainers.query_spreads), read instead of a second TreeSHAP pass over the same documents
+ALL_SPREADS_KEY = ("treeshap_spread_of_every_query",)
 
 
 @dataclass(frozen=True)
@@ -154,9 +158,11 @@ def treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> T
     kept_bias = np.empty(keep.size)
     additivity = rounding = 0.0
     reference = reference_scores(ctx.model)
+    spreads = np.empty((ctx.data.n_queries, ctx.data.n_features))
     for qa, qb, part in parts:
         start, stop = ptr[qa], ptr[qb]
         phi = part[:, :-1]
+        spreads[qa:qb] = within_query_spread(phi, ptr[qa:qb + 1] - start)
         target = reference(ctx.data.X[start:stop], scores[start:stop])
         rounding = max(rounding, float(np.max(np.abs(target - scores[start:stop]), initial=0.0)))
         additivity = max(additivity, float(np.max(np.abs(phi.sum(axis=1) + part[:, -1] - target), initial=0.0)))
@@ -164,5 +170,6 @@ def treeshap_pass(ctx: AuditContext, keep: np.ndarray, chunk: int = 20_000) -> T
         here = np.flatnonzero((keep >= start) & (keep < stop))
         kept[here] = phi[keep[here] - start]
         kept_bias[here] = part[keep[here] - start, -1]
+    ctx.memo(ALL_SPREADS_KEY, lambda: spreads)
     return TreeshapPass(summary=summaries.result(), additivity=additivity, query_means=summaries.query_means(),
                         kept=kept, method=method, rounding=rounding, kept_bias=kept_bias)

@@ -222,8 +222,12 @@ def treeshap_spread(model: CountingRanker, X: np.ndarray, query_ptr: np.ndarray)
         contributions = model.contributions(X)
     if contributions is None:
         return None
-    phi = np.asarray(contributions, dtype=np.float64)[:, :-1]
-    out = np.zeros((len(query_ptr) - 1, X.shape[1]))
+    return within_query_spread(np.asarray(contributions, dtype=np.float64)[:, :-1], query_ptr)
+
+
+def within_query_spread(phi: np.ndarray, query_ptr: np.ndarray) -> np.ndarray:
+    """(queries × F) Σ_d |φ_f(d) − mean_d φ_f| of each query's rows of φ (documents × F)."""
+    out = np.zeros((len(query_ptr) - 1, phi.shape[1]))
     for q in range(len(query_ptr) - 1):
         part = phi[query_ptr[q]:query_ptr[q + 1]]
         out[q] = np.abs(part - part.mean(axis=0)).sum(axis=0)
