@@ -77,7 +77,7 @@ def layout(demo: Path, rendering: tuple[Path, str, Any]) -> Any:
 
 
 @pytest.mark.slow
-def test_a_fresh_run_renders_byte_for_byte(demo: Path, rendering: tuple[Path, str, Any], tmp_path: Path) -> None:
+def test_a_fresh_run_renders_byte_for_byte(demo: Path, rendering: tuple[Path, str, Any]) -> None:
     """`auditor render` of the demo's full audit (every kind of figure): the same report.html and report.pdf, in a
     new unsigned folder outside the run, the figures drawn again (the same evidence gives the same bytes)."""
     folder, stderr, _ = rendering
