@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import smoke  # noqa: E402
-from benchmarks.wide_data import write_parquet  # noqa: E402
+from benchmarks.wide_data import feature_names, write_parquet  # noqa: E402
 
 WIDTH = 300  # feature indices of the example (1-300; the train file uses 218 of them)
 TRAIN_CONF = {  # examples/lambdarank/train.conf of LightGBM, as the Python API spells it
@@ -96,7 +96,7 @@ def prepare(source: Path, out: Path, trees: int) -> None:
     X, y, sizes = read_split(source, "rank.train")
     tiny = {"min_data_in_leaf": 5, "min_sum_hessian_in_leaf": 1e-3} if len(y) < 1000 else {}  # the look-alike
     params = {**TRAIN_CONF, **tiny}
-    data = lgb.Dataset(X, y, group=sizes, feature_name=names(), params={"verbosity": -1})
+    data = lgb.Dataset(X, y, group=sizes, feature_name=feature_names(WIDTH), params={"verbosity": -1})
     lgb.train(params, data, num_boost_round=trees).save_model(str(out / "model.txt"))
     write_parquet(out / "train.parquet", X, y, sizes)
     X, y, sizes = read_split(source, "rank.test")
@@ -129,12 +129,6 @@ def ceiling(source: Path, model_file: Path, rounds: int) -> None:
             fid = fidelity(booster.predict(X_test), test_scores, test_ptr)
             print(f"| {label} | {len(target):,} | {np.nanmean(np.asarray(fid['kendall'])):.3f} | "
                   f"{fid['explained']:.3f} |")
-
-
-def names() -> list[str]:
-    from benchmarks.wide_data import feature_names
-
-    return feature_names(WIDTH)
 
 
 def spec(out: Path, variant: str, options: dict) -> Path:
