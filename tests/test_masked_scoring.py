@@ -45,10 +45,30 @@ def lambdarank(X: np.ndarray, y: np.ndarray, **params: object) -> lgb.Booster:
 
 
 def masks(rng: np.random.Generator, n: int = 40) -> np.ndarray:
-    """All kept, none kept, each feature alone, each feature left out, and random masks."""
+    """All kept, none kept, each feature alone, each feature left out, random masks, and the searches' shapes: a
+    beam step (two chosen sets, each with every other feature added), a swap step (each member of a set replaced
+    by each non-member) and repeated masks."""
     eye = np.eye(N_FEATURES, dtype=bool)
+    beam = [np.isin(np.arange(N_FEATURES), [*chosen, f]) for chosen in ([0, 2], [1, 2, 6]) for f in
+            range(N_FEATURES) if f not in chosen]
+    member = [1, 3, 4]
+    swaps = [np.isin(np.arange(N_FEATURES), [m for m in member if m != out] + [f]) for out in member
+             for f in range(N_FEATURES) if f not in member]
+    shaped = np.array(beam + swaps)
     return np.vstack([np.ones((1, N_FEATURES), bool), np.zeros((1, N_FEATURES), bool), eye, ~eye,
-                      rng.random((n, N_FEATURES)) < 0.5])
+                      rng.random((n, N_FEATURES)) < 0.5, shaped, shaped[::3]])
+
+
+@pytest.fixture(params=["families", "plain"])
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every mask through the family kernel (even families of one), or every mask walked on its own through tables
+    built in two passes (counted, then built into exactly their room); no tables kept from other tests."""
+    families = request.param == "families"
+    monkeypatch.setattr(masked_scoring, "_FAMILY_MIN_ROWS", 0.0 if families else 1e9)
+    monkeypatch.setattr(masked_scoring, "_FAMILY_MIN_MASKS", 0)
+    monkeypatch.setattr(masked_scoring, "_ONE_PASS_BYTES", 16 << 20 if families else 0)
+    monkeypatch.setattr(masked_scoring, "_table_cache", [])
+    return str(request.param)
 
 
 def materialised(X: np.ndarray, fill: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -72,7 +92,7 @@ def documents(X: np.ndarray, ensemble: TreeEnsemble) -> np.ndarray:
 
 @pytest.mark.parametrize("params", [{}, {"use_missing": True, "zero_as_missing": True}, {"use_missing": False}],
                          ids=["nan-missing", "zero-as-missing", "no-missing"])
-def test_lightgbm_lambdarank_bit_identical(params: dict) -> None:
+def test_lightgbm_lambdarank_bit_identical(params: dict, kernel: str) -> None:
     X, y = awkward_data()
     booster = lambdarank(X, y, **params)
     ensemble = TreeEnsemble.from_lightgbm(booster.dump_model())
@@ -91,7 +111,7 @@ def test_lightgbm_lambdarank_bit_identical(params: dict) -> None:
         assert np.array_equal(ours[0], booster.predict(docs, raw_score=True))  # all kept: the documents themselves
 
 
-def test_xgboost_float32_sum_and_inputs() -> None:
+def test_xgboost_float32_sum_and_inputs(kernel: str) -> None:
     xgb = pytest.importorskip("xgboost")
     X, y = awkward_data(1, 600)
     data = xgb.DMatrix(X, y, qid=np.repeat(np.arange(30), 20))
@@ -108,7 +128,7 @@ def test_xgboost_float32_sum_and_inputs() -> None:
         assert np.array_equal(ours.ravel(), theirs)
 
 
-def test_sklearn_float32_inputs_and_tree_weights() -> None:
+def test_sklearn_float32_inputs_and_tree_weights(kernel: str) -> None:
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
     X, y = awkward_data(2, 500)
@@ -130,7 +150,72 @@ def test_sklearn_float32_inputs_and_tree_weights() -> None:
     assert np.array_equal(ours.ravel(), forest.predict(materialised(docs, fill, keep)))
 
 
-def test_shapes_and_edges() -> None:
+def test_families_group_the_search_steps_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A beam step is one family per chosen set, a swap step one per member left out; every mask is its family's
+    base plus at most its one extra feature; repeated masks are scored once; masks of many sizes, or hashes that
+    collide, give no families, and the same scores."""
+    keep = masks(np.random.default_rng(7))
+
+    def families(keep: np.ndarray) -> int:
+        found = masked_scoring.mask_families(keep)
+        assert found is not None
+        bases, order, starts, extra, inverse = found
+        distinct = np.unique(keep, axis=0)
+        assert order.shape[0] == distinct.shape[0] and inverse.shape == (keep.shape[0],)
+        rebuilt = np.empty_like(distinct)
+        for family in range(bases.shape[0]):
+            for place in range(starts[family], starts[family + 1]):
+                row = bases[family].copy()
+                if extra[place] >= 0:
+                    assert not row[extra[place]]
+                    row[extra[place]] = True
+                rebuilt[order[place]] = row
+        assert np.array_equal(rebuilt[inverse], keep)
+        return bases.shape[0]
+
+    assert families(keep[-35:-24]) == 2  # the two chosen sets' steps (before the swaps and the repeats)
+    assert families(keep[-24:-9]) == 3  # the swaps: one family for each member left out
+    assert families(keep[-35:]) == 5  # beam, swaps and repeats of them
+    assert masked_scoring.mask_families(keep) is None  # masks of every size: not grouped
+    X, y = awkward_data(5, 200)
+    ensemble = TreeEnsemble.from_lightgbm(lambdarank(X, y).dump_model())
+    fill = np.nanmean(X, axis=0)
+    expected = ensemble.predict(materialised(X[:40], fill, keep))
+    monkeypatch.setattr(masked_scoring, "_feature_codes", lambda n: np.ones(n, dtype=np.uint64))
+    assert masked_scoring.mask_families(keep) is None  # masks of a size hash alike: caught, not merged
+    assert masked_scoring.mask_families(np.eye(N_FEATURES, dtype=bool)[[0, 1]]) is None
+    assert np.array_equal(masked_scores(ensemble, X[:40], fill, keep).ravel(), expected)
+
+
+def test_tables_are_kept_by_content_not_by_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second call on the same documents and fill reuses their tables; the same array changed in place, another
+    fill or another model builds new ones; and the kept tables stay under their byte bound."""
+    X, y = awkward_data(6, 200)
+    ensemble = TreeEnsemble.from_lightgbm(lambdarank(X, y).dump_model())
+    other = TreeEnsemble.from_lightgbm(lambdarank(X, y, seed=1, bagging_fraction=0.5, bagging_freq=1).dump_model())
+    docs, fill, keep = X[:30].copy(), np.nanmean(X, axis=0), masks(np.random.default_rng(8))
+    monkeypatch.setattr(masked_scoring, "_table_cache", [])
+
+    def scores(model: TreeEnsemble, docs: np.ndarray, fill: np.ndarray) -> np.ndarray:
+        ours = masked_scores(model, docs, fill, keep)
+        assert np.array_equal(ours.ravel(), model.predict(materialised(docs, fill, keep)))
+        return ours
+
+    scores(ensemble, docs, fill)
+    first = masked_scoring._table_cache[0]
+    scores(ensemble, docs.copy(), fill)
+    assert masked_scoring._table_cache == [first]
+    docs[:, 0] = -docs[:, 0]  # same object, other values
+    scores(ensemble, docs, fill)
+    scores(ensemble, docs, np.zeros_like(fill))
+    scores(other, docs, fill)
+    assert len(masked_scoring._table_cache) == 4 and masked_scoring._table_cache[-1] is first
+    monkeypatch.setattr(masked_scoring, "_TABLE_CACHE_BYTES", first.nbytes * 2)
+    scores(ensemble, docs[:20], fill)
+    assert sum(entry.nbytes for entry in masked_scoring._table_cache) <= first.nbytes * 2
+
+
+def test_shapes_and_edges(kernel: str) -> None:
     X, y = awkward_data(3, 200)
     ensemble = TreeEnsemble.from_lightgbm(lambdarank(X, y).dump_model())
     fill = np.nanmean(X, axis=0)
