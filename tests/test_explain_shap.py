@@ -167,7 +167,10 @@ def test_kernelshap_exact_batched_equals_one_document_at_a_time(lambdamart):
         np.testing.assert_allclose(together[d], alone[0], atol=1e-12, rtol=0)
 
 
-def test_kernelshap_counts_rows_and_calls_predict_once(lambdamart, twelve):
+def test_kernelshap_counts_rows_and_calls_predict_once(lambdamart, twelve, monkeypatch):
+    """Built and predicted (AUDITOR_MASKED_ROWS=predict): one call, in several past max_rows. Read off the trees:
+    the same rows counted and the same values, bit for bit, with one call for the background and the documents."""
+    monkeypatch.setenv("AUDITOR_MASKED_ROWS", "predict")
     booster, X, _, _ = lambdamart
     model = CountingRanker(LightGBMRanker(booster))
     query = _query(X, model, X)
@@ -190,6 +193,14 @@ def test_kernelshap_counts_rows_and_calls_predict_once(lambdamart, twelve):
     again = small.attribute(model, query, DOCS, masker, np.random.default_rng(3)).values
     np.testing.assert_array_equal(first, again)
     assert counter.calls == 1 + 5
+
+    monkeypatch.delenv("AUDITOR_MASKED_ROWS")
+    model = CountingRanker(LightGBMRanker(booster12))
+    assert model.exact_trees() is not None
+    counter = _CountCalls(model)
+    off_trees = explainer.attribute(model, query, DOCS, masker, np.random.default_rng(3)).values
+    np.testing.assert_array_equal(off_trees, first)
+    assert (model.rows_evaluated, counter.calls) == (20 + 5 + 5 * 300 * 20, 1)
 
 
 def test_kernelshap_is_deterministic_given_rng(twelve):

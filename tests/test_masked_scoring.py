@@ -259,7 +259,7 @@ def test_the_evidence_is_the_same_read_off_the_trees_or_predicted(monkeypatch) -
         monkeypatch.setenv("AUDITOR_MASKED_ROWS", path)
         ctx = AuditContext(data=data, model=CountingRanker(model), seed=3, background=background)
         local = local_explanations.run(ctx, local_explanations.LocalExplanationsOptions(
-            methods=["treeshap5", "exs5", "greedy_cover_eps", "validity_search", "rankingshap"], k=4,
+            methods=["treeshap5", "shap5", "exs5", "greedy_cover_eps", "validity_search", "rankingshap"], k=4,
             k_curve=[3], queries=5, optimum_max_subsets=0))
         judged = confidence.run(ctx, confidence.ConfidenceOptions(
             methods=["treeshap5", "exs5", "greedy_cover_eps"], k=4, queries=5))
