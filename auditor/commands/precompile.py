@@ -110,6 +110,23 @@ def _run_part(folder: Path, part: int) -> None:
         from auditor.checks.tau_kernel import tau_b_rows
 
         tau_b_rows(np.arange(3, dtype=np.float64), np.ones((2, 3)))
+    if part == 1:
+        _masked_scoring_paths(folder)
+
+
+def _masked_scoring_paths(folder: Path) -> None:
+    """The family kernel and the counted table build, which only wide data's calls reach (a search step of 16 masks
+    or more; documents whose tables would not fit at once): called directly, with those sizes made small."""
+    import lightgbm as lgb
+
+    from auditor.scoring import masked_scoring
+    from auditor.scoring.trees import TreeEnsemble
+
+    trees = TreeEnsemble.from_lightgbm(lgb.Booster(model_file=str(folder / "model.txt")).dump_model())
+    X = np.random.default_rng(0).normal(size=(4, N_FEATURES))
+    step = np.eye(N_FEATURES, dtype=bool)[1:] | np.eye(N_FEATURES, dtype=bool)[0]  # one set, each other feature added
+    masked_scoring._FAMILY_MIN_MASKS, masked_scoring._ONE_PASS_BYTES = 0, 0  # this throwaway process only
+    masked_scoring.masked_scores(trees, X, X.mean(axis=0), step)
 
 
 if __name__ == "__main__":
