@@ -42,6 +42,7 @@ from numba import get_num_threads, njit, prange
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from auditor.scoring import masked_scoring  # noqa: E402
 from auditor.scoring.masked_scoring import _child, _fill_children, masked_scores  # noqa: E402
 from auditor.scoring.trees import TreeEnsemble  # noqa: E402
 from benchmarks import smoke  # noqa: E402
@@ -268,7 +269,8 @@ def compare(data: Path, model: Path, args: argparse.Namespace) -> None:
         "(a) rows + LightGBM predict": lambda X, keep: booster.predict(rows(X, keep), raw_score=True,
                                                                        num_threads=2).reshape(keep.shape[0], -1),
         "(b) rows + TreeEnsemble.predict": lambda X, keep: e.predict(rows(X, keep)).reshape(keep.shape[0], -1),
-        OURS: lambda X, keep: masked_scores(e, X, fill, keep),
+        OURS: lambda X, keep: fresh_tables(lambda: masked_scores(e, X, fill, keep)),
+        "(c) the same, the documents' tables kept": lambda X, keep: masked_scores(e, X, fill, keep),
         "(d) jump tables bottom-up, node-sized": lambda X, keep: _run(_bottom_up, X, keep, by_fill, e, e.float32_sum),
         "(e) precomputed directions, full walk": lambda X, keep: _run(_plain_walk, X, keep, by_fill, e),
         "(f) no tables, x or fill per split": lambda X, keep: _run(_no_tables, X, keep, fill, e),
@@ -283,8 +285,9 @@ def compare(data: Path, model: Path, args: argparse.Namespace) -> None:
             out: list[np.ndarray] = []
             seconds[name].append(seconds_of(lambda fn=fn, out=out: out.extend(fn(X, keep) for X, keep in work)))
             scores[name] = out
-    one_mask = statistics.median(seconds_of(lambda: [masked_scores(e, X, fill, keep[:1]) for X, keep in work])
-                                 for _ in range(args.repeats))
+    one_mask = statistics.median(seconds_of(lambda: [fresh_tables(lambda X=X, keep=keep: masked_scores(
+        e, X, fill, keep[:1])) for X, keep in work]) for _ in range(args.repeats))
+    steps = search_steps(e, fill, work, rng, args.repeats)
     load_after = os.getloadavg()
 
     reference = scores["(a) rows + LightGBM predict"]
@@ -301,6 +304,7 @@ def compare(data: Path, model: Path, args: argparse.Namespace) -> None:
     decided, reached = (sum(c[i] for c in counted) / n_docs for i in (1, 2))
     n_splits = int((e.feature >= 0).sum())
     visits = {"(a)": full, "(b)": full, "(c)": jumped, "(d)": jumped, "(e)": full, "(f)": full}
+    visits["(c) the same, the documents' tables kept"[:3]] = jumped
 
     masks = [keep.shape[0] for _, keep in work]
     print(f"model {model}: {e.n_trees} trees, {e.feature.size} nodes ({n_splits} splits), "
@@ -324,6 +328,7 @@ def compare(data: Path, model: Path, args: argparse.Namespace) -> None:
           f"{reached / e.n_trees / n_masks:.2f} a tree per row over {n_masks:.0f} masks), (d) all {per_tree:.0f} a "
           f"tree. (c) with one "
           f"mask a document (≈ the table builds): {one_mask:.3f} s = {one_mask / c_median:.0%} of (c).")
+    print(steps)
     print(f"load average (1/5/15 min) before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, "
           f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}, on {os.cpu_count()} CPUs")
     if args.smoke:
@@ -331,6 +336,48 @@ def compare(data: Path, model: Path, args: argparse.Namespace) -> None:
     else:
         print("first call of masked_scores (fresh processes, NUMBA_CACHE_DIR empty): "
               f"{first_call_seconds(model, fill)}")
+
+
+def fresh_tables(call: Callable[[], np.ndarray]) -> np.ndarray:
+    """`call` with no documents' tables kept from before: (c) builds them, as the other methods build theirs."""
+    masked_scoring._table_cache.clear()
+    return call()
+
+
+def search_steps(e: TreeEnsemble, fill: np.ndarray, work: list[tuple[np.ndarray, np.ndarray]],
+                 rng: np.random.Generator, repeats: int) -> str:
+    """A beam step's masks (5 chosen 4-feature sets, each with every other feature added: the validity search's
+    shape; a greedy step is one such set) on each query, tables kept: grouped into families (`mask_families`)
+    against every mask walked on its own; bit-identical to TreeEnsemble.predict."""
+    n_features = e.n_features
+    steps = []
+    for X, _ in work:
+        masks = []
+        for _ in range(5):
+            chosen = rng.choice(n_features, 4, replace=False)
+            for f in np.setdiff1d(np.arange(n_features), chosen):
+                keep = np.zeros(n_features, dtype=bool)
+                keep[chosen], keep[f] = True, True
+                masks.append(keep)
+        steps.append((X, np.array(masks)))
+    timings = {}
+    saved = masked_scoring._FAMILY_MIN_ROWS
+    for label, minimum in (("families", saved), ("each mask on its own", float("inf"))):
+        masked_scoring._FAMILY_MIN_ROWS = minimum
+        try:
+            for X, keep in steps:  # tables built and kernels loaded outside the timing
+                scores = masked_scores(e, X, fill, keep)
+                rows = np.where(keep[:, None, :], X[None], fill[None, None]).reshape(-1, X.shape[1])
+                assert np.array_equal(scores.ravel(), e.predict(rows)), f"{label} is not bit-identical"
+            timings[label] = statistics.median(
+                seconds_of(lambda: [masked_scores(e, X, fill, keep) for X, keep in steps]) for _ in range(repeats))
+        finally:
+            masked_scoring._FAMILY_MIN_ROWS = saved
+    n_rows = sum(X.shape[0] * keep.shape[0] for X, keep in steps)
+    return (f"A search step ({steps[0][1].shape[0]} masks a query: 5 chosen 4-sets, each with every other feature; "
+            f"{n_rows} rows, tables kept, bit-identical): families {timings['families']:.3f} s "
+            f"({n_rows / timings['families'] / 1e6:.2f} M rows/s), each mask on its own "
+            f"{timings['each mask on its own']:.3f} s: {timings['each mask on its own'] / timings['families']:.1f}x.")
 
 
 def _run(kernel: Callable[..., None], X: np.ndarray, keep: np.ndarray, by: np.ndarray, e: TreeEnsemble,
