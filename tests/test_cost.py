@@ -97,8 +97,8 @@ def test_probe_measures_a_positive_speed(lambdamart) -> None:
     from auditor.models.lightgbm import LightGBMRanker
 
     booster, X, _, _ = lambdamart
-    rows_per_second, masked, seconds = probe_speed(LightGBMRanker(booster), X, rows=500, repeats=2)
-    assert rows_per_second > 1000 and masked > 1000 and 0 < seconds < 5
+    rows_per_second, masked, search, seconds = probe_speed(LightGBMRanker(booster), X, rows=500, repeats=2)
+    assert rows_per_second > 1000 and masked > 1000 and search > 1000 and 0 < seconds < 5
 
 
 @pytest.mark.parametrize(("budget", "problem"), [

@@ -125,7 +125,9 @@ def test_outcomes_come_back_in_order_with_rows_and_memo(lambdamart) -> None:
 def test_a_pool_started_by_any_item_serves_every_long_one() -> None:
     # (seconds here, queries) of the pooled items in run order
     assert pool_plan([(26.0, 43), (33.0, 43), (12.0, 43)]) == [True, True, True]  # the 33 s item starts them
-    assert pool_plan([(26.0, 43), (9.0, 43)]) == [False, False]  # none would: all run here
+    assert pool_plan([(16.0, 43), (9.0, 43)]) == [False, False]  # 25 s in all: all run here
+    assert pool_plan([(20.0, 43), (12.0, 43), (2.0, 43)]) == [True, True, False]  # 32 s together start them
+    assert pool_plan([(20.0, 43), (12.0, 1)]) == [False, False]  # a one-query item runs here and starts nothing
     assert pool_plan([(5.0, 80), (12.0, 40), (40.0, 1)]) == [True, True, False]  # 80 queries start them; 1 query stays
     assert pool_plan([]) == []
 

@@ -49,6 +49,22 @@ def local_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list[
     return rows + optimum + n * sets * 2 * len(ks)  # validity and completeness of every set
 
 
+def step_rows(local: Any, methods: list[str], shape: Shape, n: float, ks: list[int]) -> float:
+    """Of `local_rows`, a query's rows that come in search steps (the greedy family's and the validity search's:
+    a set plus each candidate feature)."""
+    return sum(registry.method(name).explainer.cost(local, shape, 0, n, ks) for name in methods
+               if registry.method(name).explainer.steps)
+
+
+def steps_saving(rows: float, shape: Shape) -> float:
+    """Seconds search-step rows take less than the masked rows they are counted as: they score as families off
+    the trees, at the probe's `search_rows_per_second` (≤ 0 added to an estimate's seconds beside the rows)."""
+    masked, search = shape.masked_rows_per_second, shape.search_rows_per_second
+    if not masked or not search or search <= masked:
+        return 0.0
+    return -rows * (1.0 / masked - 1.0 / search)
+
+
 def fit_seconds(methods: list[str], local: Any, features: int) -> float:
     """Seconds per query of the explainers' own fits (KernelSHAP's weighted regression with its jackknife, LIRME's
     ridge, EXS's exact SVR) per document, for the most top documents any method explains."""

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 Kind = Literal["auto", "serial", "processes", "dask"]
 AUTO_MIN_QUERIES = 64  # `auto` starts worker processes only for at least this many queries of work...
-AUTO_MIN_SECONDS = 30.0  # ...or for an item the cost model estimates at this long (auditor/run/cost.py)...
+AUTO_MIN_SECONDS = 30.0  # ...or for items the cost model estimates at this long together (auditor/run/cost.py)...
 AUTO_RUNNING_SECONDS = 3.0  # ...or at this long once the workers run or some item of the audit will start them
 # (their start is paid then: at 10 s, confidence on 136 features, estimated at 6 s, ran here in 10 s; on the
 # workers it takes 7 s; the bookstore's items, all under 3 s, stay here)
@@ -170,11 +170,12 @@ def run_task(state: WorkerState | str, task: Callable[[AuditContext, Any, Any], 
 
 def pool_plan(work: list[tuple[float, int]]) -> list[bool]:
     """Which of an audit's pooled items, each (seconds in this process, queries) in run order, `auto` runs on
-    worker processes. An item starts the workers at AUTO_MIN_QUERIES queries or AUTO_MIN_SECONDS; once one of the
-    audit's items will, every item of AUTO_RUNNING_SECONDS uses them, those that run before it too: the start is
-    paid once an audit (and early, `warm`), so a 26 s item need not run here while a 33 s one after it pools."""
-    starts = any(queries >= AUTO_MIN_QUERIES or (seconds >= AUTO_MIN_SECONDS and queries >= 2)
-                 for seconds, queries in work)
+    worker processes. The workers start for an item of AUTO_MIN_QUERIES queries, or when the items of two queries
+    or more come to AUTO_MIN_SECONDS together; then every item of AUTO_RUNNING_SECONDS uses them, those that run
+    before too: the start is paid once an audit (and early, `warm`), so a 26 s item need not run here while a 33 s
+    one after it pools, nor two of 20 s (the wide audit's local explanations and pairwise, at 136 features)."""
+    multi = [seconds for seconds, queries in work if queries >= 2]
+    starts = any(queries >= AUTO_MIN_QUERIES for _, queries in work) or sum(multi) >= AUTO_MIN_SECONDS
     floor = AUTO_RUNNING_SECONDS if starts else AUTO_MIN_SECONDS
     return [queries >= AUTO_MIN_QUERIES or (seconds >= floor and queries >= 2) for seconds, queries in work]
 

@@ -76,6 +76,8 @@ class Explainer(Generic[OptionsT]):
     background_rows: bool = False  # selection: plays validity under an item's background rows (value-averaged
     # masking, `local_explanations.background_rows`) instead of the audit's masking
     by_default: bool = True  # among the methods an item runs when the spec lists none (costly newcomers: opt-in)
+    steps: bool = False  # selection: its rows come in search steps (a set plus each candidate feature), which score
+    # as families off the trees, faster than other masked rows (`Shape.search_rows_per_second`)
     # model rows for one query, and seconds of its own fit per document (auditor/explain/costs.py): required, so no
     # explainer goes uncosted; the cost model reads these and never an explainer's name
     cost: Callable[[Any, Any, int, float, list[int]], float] = field(kw_only=True)
@@ -200,13 +202,14 @@ EXPLAINERS: dict[str, Explainer[Any]] = {e.name: e for e in (
               degenerate="a constant surrogate", degenerate_fix="A squared loss (`lime.exs_loss`) avoids this.",
               fallback="liblinear, when the exact L1 solution could not be certified",
               cost=costs.lime, fit=costs.exs_fit),
-    Explainer("greedy", "GREEDY", "selection", _greedy("greedy"), GreedyOptions, "greedy", cost=costs.greedy),
-    Explainer("greedy_cover", "GREEDY-COVER", "selection", _greedy("greedy_cover"), GreedyOptions, "greedy",
+    Explainer("greedy", "GREEDY", "selection", _greedy("greedy"), GreedyOptions, "greedy", steps=True,
               cost=costs.greedy),
+    Explainer("greedy_cover", "GREEDY-COVER", "selection", _greedy("greedy_cover"), GreedyOptions, "greedy",
+              steps=True, cost=costs.greedy),
     Explainer("greedy_cover_eps", "GREEDY-COVER-ε", "selection", _greedy("greedy_cover_eps"), GreedyOptions,
-              "greedy", cost=costs.greedy),
+              "greedy", steps=True, cost=costs.greedy),
     Explainer("validity_search", "Validity search", "selection", _validity_search, SearchOptions, "search",
-              deterministic=True, cost=costs.validity_search),
+              deterministic=True, steps=True, cost=costs.validity_search),
     Explainer("background_search", "Validity search, background rows", "selection", _background_search,
               SearchOptions, "search", deterministic=True, background_rows=True, by_default=False,
               cost=costs.background_search),

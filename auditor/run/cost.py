@@ -53,6 +53,8 @@ class Shape:
     rows_per_second: float
     workers: float = 1  # worker processes' worth of free cores (free_workers)
     masked_rows_per_second: float | None = None  # rows with most features at the mean (None: as documents)
+    search_rows_per_second: float | None = None  # a search step's masked rows, one set plus each other feature: they
+    # score as families off the trees (auditor.scoring.masked_scoring), faster still (None: as masked rows)
     masks_off_trees: bool = False  # masked rows read off the trees (auditor.scoring.masked_scoring): none is built
     feature_names: tuple[str, ...] = ()
     reference: np.ndarray | None = field(default=None, repr=False)  # the background rows (sweep grids)
@@ -140,17 +142,22 @@ class Plan:
         return out
 
 
-def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3) -> tuple[float, float, float]:
-    """The model's scoring speed (rows per second) on the audited rows and on masked rows like the explainers'
-    (PROBE_KEEP features of each row kept, seeded; the rest at the column mean), and the probe's own seconds: the
-    best of `repeats` calls on `rows` rows (tiled when the data has fewer), after one warm-up call. Masked rows
-    take the same paths again and again: on the wide data they score ~2-3x faster than documents."""
+def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
+                ) -> tuple[float, float, float, float]:
+    """The model's scoring speed (rows per second) on the audited rows, on masked rows like the explainers'
+    (PROBE_KEEP features of each row kept, seeded; the rest at the column mean) and on a search step's masked rows
+    (PROBE_KEEP − 1 features kept plus each other feature, for 5 seeded sets: they score as families off the trees),
+    and the probe's own seconds: the best of `repeats` calls on `rows` rows (tiled when the data has fewer), after
+    one warm-up call. Masked rows take the same paths again and again: on the wide data they score ~2-3x faster
+    than documents, and a search step's ~3-5x faster again. Without the trees' array form the search step's speed
+    is the masked rows'."""
     if X.shape[0] == 0:
-        return 1e6, 1e6, 0.0
+        return 1e6, 1e6, 1e6, 0.0
     sample = X[np.resize(np.arange(X.shape[0]), rows)]
     with np.errstate(all="ignore"):
         mean = np.nan_to_num(np.nanmean(X, axis=0))
-    keep = np.random.default_rng(0).random(sample.shape).argsort(axis=1) < min(PROBE_KEEP, X.shape[1])
+    rng = np.random.default_rng(0)
+    keep = rng.random(sample.shape).argsort(axis=1) < min(PROBE_KEEP, X.shape[1])
     masked = np.where(keep, sample, mean)
     started = time.perf_counter()
     model.predict(sample[:64])
@@ -159,19 +166,37 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
         from auditor.scoring.masked_scoring import masked_scores
 
         docs, masks = sample[:40], keep[:max(1, rows // 40)]
+        steps = _search_steps(X.shape[1], rng)
         masked_scores(trees, docs[:1], mean, masks[:1])  # compiled or loaded once, not timed
+        masked_scores(trees, docs, mean, steps)  # the family kernel too, and the documents' tables
     speeds = []
-    for rows_ in (sample, masked):
+    for rows_ in (sample, masked, None):
         best = math.inf
-        for _ in range(repeats):
+        for _ in range(repeats if rows_ is not None or trees is not None else 0):
             begin = time.perf_counter()
-            if rows_ is masked and trees is not None:
+            if rows_ is None:
+                masked_scores(trees, docs, mean, steps)
+            elif rows_ is masked and trees is not None:
                 masked_scores(trees, docs, mean, masks)
             else:
                 model.predict(rows_)
             best = min(best, time.perf_counter() - begin)
-        speeds.append(rows / max(best, 1e-6))
-    return speeds[0], speeds[1], time.perf_counter() - started
+        count = rows if rows_ is not None else docs.shape[0] * steps.shape[0]
+        speeds.append(count / max(best, 1e-6) if math.isfinite(best) else speeds[-1])
+    return speeds[0], speeds[1], speeds[2], time.perf_counter() - started
+
+
+def _search_steps(n_features: int, rng: np.random.Generator) -> np.ndarray:
+    """Keep-masks like a beam step's: 5 seeded sets of PROBE_KEEP − 1 features, each with every other feature."""
+    size = min(PROBE_KEEP - 1, max(n_features - 1, 0))
+    masks = []
+    for _ in range(5):
+        chosen = rng.choice(n_features, size, replace=False)
+        for feature in np.setdiff1d(np.arange(n_features), chosen):
+            mask = np.zeros(n_features, dtype=bool)
+            mask[chosen], mask[feature] = True, True
+            masks.append(mask)
+    return np.array(masks) if masks else np.ones((1, n_features), dtype=bool)
 
 
 def estimate_item(name: str, options: Any, shape: Shape, earlier: Mapping[str, Any]) -> ItemCost:
@@ -223,13 +248,15 @@ def estimate_items(items: list[tuple[str, Any]], shape: Shape) -> list[ItemCost]
 
 
 def shape_of(data: RankingData, background: RankingData | None, model: Any, *, rows_per_second: float,
-             masked_rows_per_second: float | None = None, workers: int = 1) -> Shape:
+             masked_rows_per_second: float | None = None, search_rows_per_second: float | None = None,
+             workers: int = 1) -> Shape:
     reference = background if background is not None else data
     trees = int((model.describe() or {}).get("n_trees") or 100)
     off_trees = decided_trees(getattr(model, "inner", model)) is not None
     return Shape(sizes=np.asarray(data.query_sizes()), features=data.n_features, trees=trees,
                  background_docs=reference.n_docs, background_queries=reference.n_queries,
-                 rows_per_second=rows_per_second, masked_rows_per_second=masked_rows_per_second, workers=workers,
+                 rows_per_second=rows_per_second, masked_rows_per_second=masked_rows_per_second,
+                 search_rows_per_second=search_rows_per_second, workers=workers,
                  masks_off_trees=off_trees,
                  feature_names=tuple(data.feature_names),
                  reference=reference.X)
@@ -240,13 +267,13 @@ def render_seconds(formats: list[str], n_items: int) -> float:
 
 
 def plan_audit(prepared: Any, items: list[tuple[str, Any]] | None = None, *, workers: int = 1,
-               speed: tuple[float, float, float] | None = None) -> Plan:
+               speed: tuple[float, float, float, float] | None = None) -> Plan:
     """The estimate of a prepared audit (engine.PreparedAudit) on this machine: the probe's speed, every item in
     spec order (or `items`, e.g. as a budget changed them), the rendering."""
-    rows_per_second, masked, probe_seconds = speed or probe_speed(prepared.model, prepared.data.X)
+    rows_per_second, masked, search, probe_seconds = speed or probe_speed(prepared.model, prepared.data.X)
     items = prepared.spec.evidence_items() if items is None else items
     shape = shape_of(prepared.data, prepared.background, prepared.model, rows_per_second=rows_per_second,
-                     masked_rows_per_second=masked, workers=free_workers(workers))
+                     masked_rows_per_second=masked, search_rows_per_second=search, workers=free_workers(workers))
     return Plan(items=estimate_items(items, shape),
                 render_seconds=render_seconds(list(prepared.spec.output.formats), len(items)),
                 rows_per_second=rows_per_second, masked_rows_per_second=masked, probe_seconds=probe_seconds)

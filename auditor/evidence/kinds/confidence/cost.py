@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from auditor.evidence.costs import PAIR_SECONDS, building, fit_seconds, local_rows
+from auditor.evidence.costs import PAIR_SECONDS, building, fit_seconds, local_rows, step_rows, steps_saving
 from auditor.explain import registry
 
 if TYPE_CHECKING:
@@ -36,6 +36,9 @@ def estimate(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[in
     if fresh:
         ranked += local_rows(local, fresh, shape, n, [options.k], shared=True)
     fits += PAIR_SECONDS * queries * ranked / max(n, 1.0) * shape.pairs()  # masked rankings' tau
+    stepped = options.rerun_fraction * step_rows(local, rerun_methods, shape, n, [options.k])
+    fits += steps_saving(queries * (stepped + (step_rows(local, fresh, shape, n, [options.k]) if fresh else 0.0)),
+                         shape)
     return queries, int(rows), building(rows, shape) + fits, (
         f"{queries} queries, {len(options.methods)} explainers rerun for stability"
         + ("; first runs shared with local_explanations" if reused else ""))

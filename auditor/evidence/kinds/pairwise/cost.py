@@ -24,6 +24,7 @@ def estimate(options: Any, shape: Shape, earlier: Mapping[str, Any]) -> tuple[in
         per_pair = options.permutations * f * 2
     fill = 23 if options.fill == "adaptive" else 1  # adaptive: weighted training neighbours per coalition
     rows = pairs * per_pair * fill
-    # beside the model: each coalition's reference rows and weights (3.3e-6 s a row measured on the wide data)
-    return queries, int(rows), 3.5e-6 * rows, f"{pairs} pairs × {options.permutations} permutations of " \
-                                                       f"{f} features"
+    # beside the model: each coalition's reference rows and weights, which grow with the features (one core, on the
+    # wide data: ~2.2e-6 s a row at 136 features, ~5.6e-6 at 700)
+    beside = (1.4e-6 + 6e-9 * f) * rows
+    return queries, int(rows), beside, f"{pairs} pairs × {options.permutations} permutations of {f} features"
