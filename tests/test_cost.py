@@ -100,6 +100,13 @@ def test_probe_measures_a_positive_speed(lambdamart) -> None:
     rows_per_second, masked, search, seconds = probe_speed(LightGBMRanker(booster), X, rows=500, repeats=2)
     assert rows_per_second > 1000 and masked > 1000 and search > 1000 and 0 < seconds < 5
 
+    class Scores:  # a model without trees: its search steps are timed as its masked rows
+        def predict(self, rows: np.ndarray) -> np.ndarray:
+            return rows.sum(axis=1)
+
+    rows_per_second, masked, search, seconds = probe_speed(Scores(), X, rows=500, repeats=2)
+    assert search == masked and rows_per_second > 1000
+
 
 @pytest.mark.parametrize(("budget", "problem"), [
     ("{minutes: 0}", "budget.minutes: Input should be greater than 0"),

@@ -181,8 +181,10 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
             else:
                 model.predict(rows_)
             best = min(best, time.perf_counter() - begin)
-        count = rows if rows_ is not None else docs.shape[0] * steps.shape[0]
-        speeds.append(count / max(best, 1e-6) if math.isfinite(best) else speeds[-1])
+        if not math.isfinite(best):  # no trees: a search step's rows are masked rows like the others
+            speeds.append(speeds[-1])
+            continue
+        speeds.append((rows if rows_ is not None else docs.shape[0] * steps.shape[0]) / max(best, 1e-6))
     return speeds[0], speeds[1], speeds[2], time.perf_counter() - started
 
 
