@@ -197,23 +197,27 @@ def base(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def mq2008_trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The MQ2008 example trained by its own script into a temporary folder, with its spec pointing at the data.
+    """The MQ2008 example trained by its own script into a temporary folder, with its spec pointing at the data:
+    trained once a session, by the first worker that needs it (tests read it; test_mq2008 writes its run into
+    `out/` of it).
 
     Skips with the reason when the shared data is absent; CI never relies on a model left in examples/.
     """
     fold1 = shared_data_dir() / "MQ2008" / "Fold1"
     if not (fold1 / "test.txt").is_file():
         pytest.skip(f"MQ2008 Fold1 not found in {fold1} (set AUDITOR_DATA to the shared data folder)")
-    spec = importlib.util.spec_from_file_location("mq2008_train", ROOT / "examples" / "mq2008" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    folder = tmp_path_factory.mktemp("mq2008")
-    module.train(fold1, folder)
-    shutil.copy(ROOT / "examples" / "mq2008" / "features.txt", folder / "features.txt")
-    text = (ROOT / "examples" / "mq2008" / "audit.yaml").read_text()
-    (folder / "audit.yaml").write_text(text.replace("../../../shared/data/MQ2008/Fold1/test.txt",
-                                                    str(fold1 / "test.txt")))
-    return folder
+    with shared_by_workers(tmp_path_factory, "mq2008") as (folder, made):
+        if made:
+            return folder
+        spec = importlib.util.spec_from_file_location("mq2008_train", ROOT / "examples" / "mq2008" / "train.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.train(fold1, folder)
+        shutil.copy(ROOT / "examples" / "mq2008" / "features.txt", folder / "features.txt")
+        text = (ROOT / "examples" / "mq2008" / "audit.yaml").read_text()
+        (folder / "audit.yaml").write_text(text.replace("../../../shared/data/MQ2008/Fold1/test.txt",
+                                                        str(fold1 / "test.txt")))
+        return folder
 
 
 @pytest.fixture(scope="session")
