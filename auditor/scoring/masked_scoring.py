@@ -419,7 +419,7 @@ def mask_families(keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     Each mask could come from itself (extra -1) or from any kept feature left out; it joins the base most masks
     could share (ties to the mask itself, then to the lowest feature). Masks and bases are matched by a 64-bit sum
     of per-feature random codes, then checked mask against mask: on a hash collision (None) the caller scores
-    every mask on its own, so the grouping is always exact. None too for masks of more than two sizes."""
+    every mask on its own, so the grouping is always exact. None too when the masks' sizes differ by more than one."""
     F = keep.shape[1]
     sizes = np.count_nonzero(keep, axis=1)
     if np.ptp(sizes) > 1:  # a step adds one feature to sets of one size; masks of many sizes (all coalitions) do not
