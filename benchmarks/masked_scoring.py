@@ -42,6 +42,7 @@ from numba import get_num_threads, njit, prange
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from auditor.run.cost import search_step_masks  # noqa: E402
 from auditor.scoring import masked_scoring  # noqa: E402
 from auditor.scoring.masked_scoring import _child, _fill_children, masked_scores  # noqa: E402
 from auditor.scoring.trees import TreeEnsemble  # noqa: E402
@@ -349,17 +350,7 @@ def search_steps(e: TreeEnsemble, fill: np.ndarray, work: list[tuple[np.ndarray,
     """A beam step's masks (5 chosen 4-feature sets, each with every other feature added: the validity search's
     shape; a greedy step is one such set) on each query, tables kept: grouped into families (`mask_families`)
     against every mask walked on its own; bit-identical to TreeEnsemble.predict."""
-    n_features = e.n_features
-    steps = []
-    for X, _ in work:
-        masks = []
-        for _ in range(5):
-            chosen = rng.choice(n_features, 4, replace=False)
-            for f in np.setdiff1d(np.arange(n_features), chosen):
-                keep = np.zeros(n_features, dtype=bool)
-                keep[chosen], keep[f] = True, True
-                masks.append(keep)
-        steps.append((X, np.array(masks)))
+    steps = [(X, search_step_masks(e.n_features, rng)) for X, _ in work]  # as the audit's speed probe times them
     timings = {}
     saved = masked_scoring._FAMILY_MIN_ROWS
     for label, minimum in (("families", saved), ("each mask on its own", float("inf"))):

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from auditor.explain.screen import routing_for
-from auditor.models.base import CountingRanker, check_scores
+from auditor.models.base import CountingRanker
+from auditor.models.masking import fill_rows_scores
 
 _CELLS = 4_000_000  # masked-row features one pass keys at once (bytes of its boolean array)
 _KEPT = 1_000_000  # scores kept (~150 MB at 136 features), give or take one pass; past it they start again
@@ -31,7 +32,6 @@ class DistinctRows:
         self.X = np.asarray(X, dtype=np.float64)
         self.fill = np.asarray(fill, dtype=np.float64)
         self.differ = _differ(model, self.X, self.fill)  # R × n × F: the fill row and the document route apart
-        self.trees = model.exact_trees() if hasattr(model, "exact_trees") else None
         self.known: dict[bytes, float] = {}
         self.rows = 0  # model rows scored
 
@@ -70,14 +70,10 @@ class DistinctRows:
     def _score(self, keep: np.ndarray, fill_of_row: np.ndarray, doc_of_row: np.ndarray) -> np.ndarray:
         """Scores of rows where(keep, X[doc], fill[row]), off the trees when their array form is exact."""
         self.rows += keep.shape[0]
-        if self.trees is None:
+        scores = fill_rows_scores(self.model, self.X, self.fill, doc_of_row, fill_of_row, keep)
+        if scores is None:
             predicted: np.ndarray = self.model.predict(np.where(keep, self.X[doc_of_row], self.fill[fill_of_row]))
             return predicted
-        from auditor.scoring.masked_scoring import masked_scores_rows
-
-        scores = masked_scores_rows(self.trees, self.X, self.fill, doc_of_row, fill_of_row, keep)
-        self.model.count(scores.size)
-        check_scores(scores, scores.size, file=getattr(self.model.inner, "source", None))
         return scores
 
 

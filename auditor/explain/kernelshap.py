@@ -37,14 +37,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from math import comb
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from auditor.explain.base import Attributions, QueryView
 from auditor.explain.perturb import single_threaded_blas
 from auditor.models.base import CountingRanker, rows_per_call
-from auditor.models.masking import Masker
+from auditor.models.masking import Masker, fill_rows_scores
 
 _OFF_TREE_ROWS = 250_000  # coalition rows read off the trees at once (their keep-masks: F bytes each)
 
@@ -180,9 +180,8 @@ class KernelShap:
         row elsewhere), so when the model's array form is exact they are read off the trees instead (the same
         scores, bit for bit: `_score_off_trees`).
         """
-        trees = model.exact_trees() if hasattr(model, "exact_trees") else None
-        if trees is not None:
-            return self._score_off_trees(model, trees, X, bg, keep, owner)
+        if hasattr(model, "exact_trees") and model.exact_trees() is not None:
+            return self._score_off_trees(model, X, bg, keep, owner)
         n_bg, n_features = bg.shape
         n_head = n_bg + X.shape[0]  # the first call also scores the background (φ0) and the documents (f(x))
         max_rows = rows_per_call(n_features, self.max_rows)
@@ -207,26 +206,21 @@ class KernelShap:
             per_batch = max(1, max_rows // n_bg)
         return head, out
 
-    def _score_off_trees(self, model: CountingRanker, trees: Any, X: np.ndarray, bg: np.ndarray, keep: np.ndarray,
+    def _score_off_trees(self, model: CountingRanker, X: np.ndarray, bg: np.ndarray, keep: np.ndarray,
                          owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`_score`'s scores with the coalition rows read off the trees (`masked_scores_rows`: rows of one document
+        """`_score`'s scores with the coalition rows read off the trees (`fill_rows_scores`: rows of one document
         and one background row share a jump table), counted as model rows: 4-8x faster than building and predicting
         them at 136 features."""
-        from auditor.models.base import check_scores
-        from auditor.scoring.masked_scoring import masked_scores_rows
-
         head = model.predict(np.concatenate([bg, X]))
         n_bg = bg.shape[0]
         out = np.empty(keep.shape[0] * n_bg)
         step = max(1, _OFF_TREE_ROWS // n_bg)
         for start in range(0, keep.shape[0], step):
             block = keep[start:start + step]
-            rows = block.shape[0] * n_bg
-            scores = masked_scores_rows(trees, X, bg, np.repeat(owner[start:start + step], n_bg),
-                                        np.tile(np.arange(n_bg), block.shape[0]), np.repeat(block, n_bg, axis=0))
-            model.count(rows)
-            check_scores(scores, rows, file=getattr(model.inner, "source", None))
-            out[start * n_bg:start * n_bg + rows] = scores
+            scores = fill_rows_scores(model, X, bg, np.repeat(owner[start:start + step], n_bg),
+                                      np.tile(np.arange(n_bg), block.shape[0]), np.repeat(block, n_bg, axis=0))
+            assert scores is not None  # the model's exact trees were found above
+            out[start * n_bg:start * n_bg + scores.shape[0]] = scores
         return head, out
 
 

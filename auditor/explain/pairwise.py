@@ -244,15 +244,11 @@ class PairGame:
     def _score_rows(self, doc_of_row: np.ndarray, fill_of_row: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """Scores of rows `where(keep, [x_A, x_B][doc], reference[fill])`: read off the trees when the model's array
         form is bit-identical to it (`scoring.masked_scoring`, counted as model rows), else built and predicted."""
-        documents = np.stack([self.x_a, self.x_b])
-        trees = self.model.exact_trees() if hasattr(self.model, "exact_trees") else None
-        if trees is not None:
-            from auditor.models.base import check_scores
-            from auditor.scoring.masked_scoring import masked_scores_rows
+        from auditor.models.masking import fill_rows_scores
 
-            scores = masked_scores_rows(trees, documents, self.fill.reference, doc_of_row, fill_of_row, keep)
-            self.model.count(scores.shape[0])
-            check_scores(scores, scores.shape[0], file=getattr(self.model.inner, "source", None))
+        documents = np.stack([self.x_a, self.x_b])
+        scores = fill_rows_scores(self.model, documents, self.fill.reference, doc_of_row, fill_of_row, keep)
+        if scores is not None:
             return scores
         rows = np.where(keep, documents[doc_of_row], self.fill.reference[fill_of_row])
         return np.concatenate([self.model.predict(rows[s:s + _MAX_ROWS]) for s in range(0, len(rows), _MAX_ROWS)])

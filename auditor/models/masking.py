@@ -89,6 +89,24 @@ def fill_scores(model: CountingRanker, X: np.ndarray, fill: np.ndarray, keep: np
     return out
 
 
+def fill_rows_scores(model: CountingRanker, X: np.ndarray, fills: np.ndarray, doc_of_row: np.ndarray,
+                     fill_of_row: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
+    """(M,) scores of rows `where(keep[m], X[doc_of_row[m]], fills[fill_of_row[m]])`, each with its own fill row,
+    read off the trees (`masked_scoring.masked_scores_rows`, bit-identical to predicting the built rows, counted as
+    model rows), or None when the model has no bit-identical array form (KernelSHAP's coalitions, pairwise
+    explanations, the background search's distinct rows)."""
+    trees = model.exact_trees() if hasattr(model, "exact_trees") else None
+    if trees is None:
+        return None
+    from auditor.models.base import check_scores
+    from auditor.scoring.masked_scoring import masked_scores_rows
+
+    scores = masked_scores_rows(trees, X, fills, doc_of_row, fill_of_row, keep)
+    model.count(scores.shape[0])
+    check_scores(scores, scores.shape[0], file=getattr(model.inner, "source", None))
+    return scores
+
+
 def keep_masks(sets: list[tuple[int, ...]] | list[list[int]], n_features: int, *, complement: bool = False
                ) -> np.ndarray:
     """Boolean keep-masks (len(sets) × F) from feature-index sets; `complement` keeps everything else."""

@@ -166,7 +166,7 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
         from auditor.scoring.masked_scoring import masked_scores
 
         docs, masks = sample[:40], keep[:max(1, rows // 40)]
-        steps = _search_steps(X.shape[1], rng)
+        steps = search_step_masks(X.shape[1], rng)
         masked_scores(trees, docs[:1], mean, masks[:1])  # compiled or loaded once, not timed
         masked_scores(trees, docs, mean, steps)  # the family kernel too, and the documents' tables
     speeds = []
@@ -188,7 +188,7 @@ def probe_speed(model: Any, X: np.ndarray, *, rows: int = 4000, repeats: int = 3
     return speeds[0], speeds[1], speeds[2], time.perf_counter() - started
 
 
-def _search_steps(n_features: int, rng: np.random.Generator) -> np.ndarray:
+def search_step_masks(n_features: int, rng: np.random.Generator) -> np.ndarray:
     """Keep-masks like a beam step's: 5 seeded sets of PROBE_KEEP − 1 features, each with every other feature."""
     size = min(PROBE_KEEP - 1, max(n_features - 1, 0))
     masks = []
